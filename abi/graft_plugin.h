@@ -1,0 +1,529 @@
+/*
+ * graft_plugin.h — the graft device plugin ABI, version 1.0.
+ *
+ * This header is the whole contract between the graft core and a device
+ * plugin. A plugin includes this file only and links nothing of graft: every
+ * service it may use in the core comes through the host table (gfp_host).
+ *
+ * Rules (see docs/plugin-authors.md for the walk-through):
+ *  - Versions. GFP_ABI_MAJOR changes on any break of layout or meaning.
+ *    GFP_ABI_MINOR grows when fields or slots are appended. The core loads any
+ *    plugin of its own major, whatever the minor: it reads only the fields that
+ *    the plugin's struct_size covers, and ignores fields it does not know.
+ *  - Every struct that crosses the boundary starts with `uint32_t struct_size`.
+ *    Fields are only ever appended. A reader checks that struct_size covers a
+ *    field (GFP_HAS_FIELD) before it reads it.
+ *  - Op ids (enum gfp_op) are explicit numbers, never renumbered or reused.
+ *  - Every call returns a gfp_status: 0 = OK, negative = failure. A plugin may
+ *    attach a message with host->set_error() before returning a failure. No
+ *    abort(), exit(), longjmp or C++ exception may cross the boundary.
+ *  - Function slots are marked REQUIRED or OPTIONAL. An OPTIONAL slot may be
+ *    NULL; the core then applies the default documented beside the slot.
+ *  - Threads: the core serialises all calls into one device unless the device
+ *    reports GFP_DEVICE_FLAG_THREAD_SAFE. Calls into different devices may run
+ *    concurrently. negotiate() may be called from any thread.
+ */
+#ifndef GRAFT_PLUGIN_H
+#define GRAFT_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GFP_ABI_MAJOR 1
+#define GFP_ABI_MINOR 0
+
+/* The one symbol a plugin exports (type gfp_negotiate_fn). */
+#define GFP_ENTRY_SYMBOL "graft_plugin_negotiate"
+
+/* Size of a struct up to and including FIELD: what a v1 reader may rely on. */
+#define GFP_SIZE_THROUGH(type, field) \
+    (offsetof(type, field) + sizeof(((type *)0)->field))
+/* True when an instance whose struct_size is `size` contains FIELD. */
+#define GFP_HAS_FIELD(size, type, field) ((size) >= GFP_SIZE_THROUGH(type, field))
+
+#define GFP_MAX_RANK 8
+
+#if defined(_WIN32)
+#define GFP_EXPORT __declspec(dllexport)
+#else
+#define GFP_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------ status */
+typedef enum gfp_status {
+    GFP_OK = 0,
+    GFP_ERR_INVALID = -1,      /* a bad argument or parameter */
+    GFP_ERR_OUT_OF_MEMORY = -2,
+    GFP_ERR_UNSUPPORTED = -3,  /* op, dtype or layout not provided */
+    GFP_ERR_NOT_FOUND = -4,    /* extension or device not present */
+    GFP_ERR_DEVICE = -5,       /* the driver or device failed */
+    GFP_ERR_VERSION = -6,      /* negotiation refused */
+    GFP_ERR_INTERNAL = -7
+} gfp_status;
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum gfp_dtype {
+    GFP_F32 = 0,
+    GFP_F64 = 1,
+    GFP_I32 = 2,
+    GFP_I64 = 3,
+    GFP_BOOL = 4, /* one byte, 0 or 1 */
+    GFP_F16 = 5,  /* reserved: for plugins that have it */
+    GFP_BF16 = 6, /* reserved: for plugins that have it */
+    GFP_DTYPE_COUNT = 7
+} gfp_dtype;
+
+#define GFP_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+/* Device memory: an opaque handle (a pointer, a cl_mem, a VkBuffer wrapper,
+ * a CUDA pointer) plus byte offsets. The core never dereferences it. */
+typedef void *gfp_buffer;
+
+/* ------------------------------------------------------------------ host */
+typedef enum gfp_log_level {
+    GFP_LOG_ERROR = 0,
+    GFP_LOG_WARN = 1,
+    GFP_LOG_INFO = 2,
+    GFP_LOG_DEBUG = 3
+} gfp_log_level;
+
+/* Services the core offers to a plugin. Valid from negotiate() until the
+ * plugin's shutdown() returns. All slots are always non-NULL. */
+typedef struct gfp_host {
+    uint32_t struct_size;
+    uint32_t abi_major; /* the core's ABI version */
+    uint32_t abi_minor;
+    uint32_t reserved0;
+    void *host_ctx; /* pass back as the first argument of every slot */
+    /* Attach a message to the failure the calling thread is about to return.
+     * The text is copied. */
+    void (*set_error)(void *host_ctx, const char *message);
+    /* Diagnostics, shown according to GRAFT_LOG. The text is copied. */
+    void (*log)(void *host_ctx, gfp_log_level level, const char *message);
+} gfp_host;
+#define GFP_HOST_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_host, log)
+
+/* ------------------------------------------------------------------ tensors */
+/* A tensor as a kernel sees it. sizes and strides (in elements, never bytes)
+ * are always given for dims [0, rank); strides may be zero (broadcast) or
+ * anything else a view produces, but never negative. rank 0 is a scalar. */
+typedef struct gfp_tensor {
+    uint32_t struct_size;
+    int32_t dtype; /* gfp_dtype */
+    gfp_buffer buffer;
+    uint64_t offset; /* bytes from the start of buffer */
+    int32_t rank;
+    int32_t reserved0;
+    int64_t sizes[GFP_MAX_RANK];
+    int64_t strides[GFP_MAX_RANK];
+} gfp_tensor;
+#define GFP_TENSOR_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_tensor, strides)
+
+/* ------------------------------------------------------------------ devices */
+#define GFP_DEVICE_FLAG_HOST_ADDRESSABLE 0x1u /* host_ptr from alloc is valid */
+#define GFP_DEVICE_FLAG_THREAD_SAFE 0x2u      /* calls may come concurrently */
+
+typedef struct gfp_device_props {
+    uint32_t struct_size;
+    uint32_t flags;          /* GFP_DEVICE_FLAG_* */
+    char name[128];          /* e.g. "Reference CPU (plain C)" */
+    char type[32];           /* device type used in GRAFT_DEVICE: "cpu" ... */
+    uint64_t memory_bytes;   /* total memory, 0 if unknown */
+    uint32_t dtypes;         /* GFP_DTYPE_BIT set of dtypes it stores */
+    uint32_t max_rank;       /* <= GFP_MAX_RANK */
+    uint64_t max_alloc_bytes; /* largest single allocation, 0 = no limit */
+    char driver[128];        /* driver / runtime version text, may be "" */
+} gfp_device_props;
+#define GFP_DEVICE_PROPS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_device_props, driver)
+
+/* ------------------------------------------------------------------ ops */
+/* Stable op ids. Never renumber, never reuse a retired number.
+ *
+ * Conventions for launch():
+ *  - Elementwise ops: every input and output has the same rank and sizes;
+ *    the core broadcasts by passing stride-0 dims. An output may alias an
+ *    input exactly (same buffer, offset and strides): that is an in-place op.
+ *    Outputs never partially overlap inputs.
+ *  - Reductions: the output has the input's rank, with size 1 in reduced
+ *    dims (the core squeezes them afterwards when keepdim is false).
+ *  - A launch whose output has zero elements is never made for elementwise ops.
+ *  - Inputs listed as "in:", outputs as "out:", parameters by their struct.
+ */
+typedef enum gfp_op {
+    /* --- copy and creation --- */
+    GFP_OP_COPY = 1,     /* in: x; out: y (any dtypes: converts). Bool out: x != 0.
+                            float->int truncates toward zero. */
+    GFP_OP_FILL = 2,     /* out: y; gfp_fill_params */
+    GFP_OP_ARANGE = 3,   /* out: y (1-D); gfp_arange_params: y[i] = start + i*step */
+    GFP_OP_RANDOM = 4,   /* out: y (contiguous f32/f64); gfp_random_params */
+    GFP_OP_TRIL = 5,     /* in: x (rank>=2); out: y; gfp_tri_params */
+    GFP_OP_TRIU = 6,     /* in: x (rank>=2); out: y; gfp_tri_params */
+
+    /* --- unary elementwise (in: x; out: y, same dtype unless noted) --- */
+    GFP_OP_NEG = 20,
+    GFP_OP_ABS = 21,
+    GFP_OP_SIGN = 22,
+    GFP_OP_EXP = 23,
+    GFP_OP_LOG = 24,
+    GFP_OP_LOG1P = 25,
+    GFP_OP_EXPM1 = 26,
+    GFP_OP_SQRT = 27,
+    GFP_OP_RSQRT = 28,
+    GFP_OP_RECIPROCAL = 29,
+    GFP_OP_SQUARE = 30,
+    GFP_OP_SIN = 31,
+    GFP_OP_COS = 32,
+    GFP_OP_TANH = 33,
+    GFP_OP_SIGMOID = 34,
+    GFP_OP_RELU = 35,
+    GFP_OP_LEAKY_RELU = 36, /* gfp_scalar_params: a = negative slope */
+    GFP_OP_ELU = 37,        /* gfp_scalar_params: a = alpha */
+    GFP_OP_GELU = 38,       /* x * Phi(x), erf form */
+    GFP_OP_GELU_TANH = 39,  /* tanh approximation */
+    GFP_OP_SILU = 40,
+    GFP_OP_SOFTPLUS = 41,   /* gfp_scalar_params: a = beta, b = threshold */
+    GFP_OP_ERF = 42,
+    GFP_OP_FLOOR = 43,
+    GFP_OP_CEIL = 44,
+    GFP_OP_ROUND = 45,      /* half to even, as PyTorch */
+    GFP_OP_CLAMP = 46,      /* gfp_clamp_params */
+    GFP_OP_POW_SCALAR = 47, /* gfp_scalar_params: y = x ^ a */
+    GFP_OP_LOGICAL_NOT = 48, /* out: bool */
+
+    /* --- binary elementwise (in: a, b; out: y) --- */
+    GFP_OP_ADD = 60,
+    GFP_OP_SUB = 61,
+    GFP_OP_MUL = 62,
+    GFP_OP_DIV = 63,     /* integer dtypes: truncates toward zero; /0 gives 0 */
+    GFP_OP_POW = 64,
+    GFP_OP_MAXIMUM = 65, /* NaN propagates */
+    GFP_OP_MINIMUM = 66,
+    GFP_OP_EQ = 67,      /* comparisons: out bool */
+    GFP_OP_NE = 68,
+    GFP_OP_LT = 69,
+    GFP_OP_LE = 70,
+    GFP_OP_GT = 71,
+    GFP_OP_GE = 72,
+    GFP_OP_LOGICAL_AND = 73, /* in: any; out bool */
+    GFP_OP_LOGICAL_OR = 74,
+    GFP_OP_WHERE = 75,   /* in: cond (bool), a, b; out: y = cond ? a : b */
+
+    /* --- reductions (in: x; out: y with reduced dims of size 1) ---
+     * gfp_reduce_params. Reducing zero elements: sum 0, prod 1, mean NaN,
+     * amax/amin: the core refuses it before launch. */
+    GFP_OP_SUM = 100,
+    GFP_OP_MEAN = 101,
+    GFP_OP_PROD = 102,
+    GFP_OP_AMAX = 103,
+    GFP_OP_AMIN = 104,
+    GFP_OP_VAR = 105,       /* correction from params */
+    GFP_OP_LOGSUMEXP = 106,
+    GFP_OP_MAX_DIM = 107,   /* out: values, indices (i64); params.dims has one bit.
+                               The first index of the extreme value wins; NaN wins. */
+    GFP_OP_MIN_DIM = 108,
+
+    /* --- linear algebra and normalisation --- */
+    GFP_OP_MATMUL = 120,    /* in: a [..., M, K], b [..., K, N]; out: y [..., M, N].
+                               Batch dims equal (broadcast as stride 0), rank >= 2. */
+    GFP_OP_SOFTMAX = 121,   /* gfp_dim_params */
+    GFP_OP_LOG_SOFTMAX = 122,
+    GFP_OP_LAYER_NORM = 123, /* in: x, [weight], [bias] over the last
+                                params.normalized_rank dims; out: y, mean, rstd
+                                (mean/rstd of shape x's leading dims).
+                                gfp_layer_norm_params */
+    GFP_OP_BATCH_NORM = 124, /* in: x [N,C,...], weight|-, bias|-, running_mean|-,
+                                running_var|-; out: y, save_mean [C], save_invstd [C].
+                                gfp_batch_norm_params. Missing optional inputs are
+                                passed as NULL pointers in the inputs array. In
+                                training mode the running stats are updated in place
+                                (unbiased variance). */
+
+    /* --- indexing --- */
+    GFP_OP_INDEX_SELECT = 140, /* in: x, index (i64 1-D); out: y; gfp_dim_params */
+    GFP_OP_GATHER = 141,       /* in: x, index (i64, same rank); out: y; gfp_dim_params */
+    GFP_OP_SCATTER_ADD = 142,  /* in: src, index; out: y (accumulated into, in place);
+                                  y[..index[i]..] += src[i]; gfp_dim_params */
+    GFP_OP_INDEX_ADD = 143,    /* in: src, index (1-D); out: y (in place);
+                                  y.select(dim, index[i]) += src.select(dim, i) */
+
+    /* --- convolution and pooling (NCHW) --- */
+    GFP_OP_CONV2D = 160,                 /* in: x, w [Co, Ci/g, kh, kw], bias|NULL; out: y */
+    GFP_OP_CONV2D_BACKWARD_INPUT = 161,  /* in: grad_y, w; out: grad_x */
+    GFP_OP_CONV2D_BACKWARD_WEIGHT = 162, /* in: grad_y, x; out: grad_w */
+    GFP_OP_MAX_POOL2D = 163,             /* in: x; out: y, indices (i64, flat h*W+w) */
+    GFP_OP_MAX_POOL2D_BACKWARD = 164,    /* in: grad_y, indices; out: grad_x (zeroed
+                                            and accumulated by the kernel) */
+    GFP_OP_AVG_POOL2D = 165,             /* in: x; out: y */
+    GFP_OP_AVG_POOL2D_BACKWARD = 166     /* in: grad_y; out: grad_x (written whole) */
+} gfp_op;
+
+/* Parameter structs. Each starts with struct_size; the core passes the
+ * struct of the op's kind (NULL for ops that take none). */
+typedef struct gfp_scalar_params {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    double a;
+    double b;
+} gfp_scalar_params;
+#define GFP_SCALAR_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_scalar_params, b)
+
+typedef struct gfp_fill_params {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    double value;    /* for float, bool (value != 0) dtypes */
+    int64_t ivalue;  /* exact value for integer dtypes */
+} gfp_fill_params;
+#define GFP_FILL_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_fill_params, ivalue)
+
+typedef struct gfp_arange_params {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    double start;
+    double step;
+} gfp_arange_params;
+#define GFP_ARANGE_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_arange_params, step)
+
+typedef struct gfp_clamp_params {
+    uint32_t struct_size;
+    uint32_t has_min; /* 0 or 1 */
+    uint32_t has_max;
+    uint32_t reserved0;
+    double min;
+    double max;
+} gfp_clamp_params;
+#define GFP_CLAMP_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_clamp_params, max)
+
+typedef struct gfp_tri_params {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    int64_t diagonal;
+} gfp_tri_params;
+#define GFP_TRI_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_tri_params, diagonal)
+
+typedef struct gfp_reduce_params {
+    uint32_t struct_size;
+    uint32_t dims;       /* bit d set: dim d is reduced */
+    double correction;   /* VAR only: divisor is n - correction (clamped at 0) */
+} gfp_reduce_params;
+#define GFP_REDUCE_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_reduce_params, correction)
+
+typedef struct gfp_dim_params {
+    uint32_t struct_size;
+    int32_t dim; /* already normalised to [0, rank) */
+} gfp_dim_params;
+#define GFP_DIM_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_dim_params, dim)
+
+typedef struct gfp_layer_norm_params {
+    uint32_t struct_size;
+    int32_t normalized_rank; /* how many trailing dims are normalised */
+    double eps;
+} gfp_layer_norm_params;
+#define GFP_LAYER_NORM_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_layer_norm_params, eps)
+
+typedef struct gfp_batch_norm_params {
+    uint32_t struct_size;
+    uint32_t training; /* 1: batch statistics (and update running stats) */
+    double momentum;
+    double eps;
+} gfp_batch_norm_params;
+#define GFP_BATCH_NORM_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_batch_norm_params, eps)
+
+typedef struct gfp_conv2d_params {
+    uint32_t struct_size;
+    int32_t groups;
+    int32_t stride[2];
+    int32_t padding[2];
+    int32_t dilation[2];
+} gfp_conv2d_params;
+#define GFP_CONV2D_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_conv2d_params, dilation)
+
+typedef struct gfp_pool2d_params {
+    uint32_t struct_size;
+    int32_t kernel[2];
+    int32_t stride[2];
+    int32_t padding[2];
+    int32_t dilation[2];    /* max pool only */
+    uint32_t ceil_mode;
+    uint32_t count_include_pad; /* avg pool only */
+} gfp_pool2d_params;
+#define GFP_POOL2D_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_pool2d_params, count_include_pad)
+
+/* Random numbers, the same on every device for the same seed and offset.
+ * Element i (row-major order of the output, which is contiguous) takes
+ *   r[0..3] = Philox4x32-10(key = {seed & 0xffffffff, seed >> 32},
+ *                           counter = {c & 0xffffffff, c >> 32, 0, 0}),  c = offset + i
+ * (constants 0xD2511F53, 0xCD9E8D57; key bumps 0x9E3779B9, 0xBB67AE85), and
+ *   u24(w)     = (w >> 8) * 2^-24                                 in [0, 1)
+ *   u53(w, v)  = ((uint64_t)(w >> 5) * 2^26 + (v >> 6)) * 2^-53   in [0, 1)
+ *   UNIFORM:   f32: a + (b - a) * u24(r0);  f64: a + (b - a) * u53(r0, r1)
+ *   NORMAL:    f32: u1 = 1 - u24(r0), u2 = u24(r1);
+ *              f64: u1 = 1 - u53(r0, r1), u2 = u53(r2, r3);
+ *              y = a + b * sqrt(-2 ln u1) * cos(2 pi u2)
+ *   BERNOULLI: y = (u24(r0) < a) ? 1 : 0, for any output dtype.
+ * f32 results are computed in double and rounded once. */
+typedef enum gfp_random_kind {
+    GFP_RANDOM_UNIFORM = 0,
+    GFP_RANDOM_NORMAL = 1,
+    GFP_RANDOM_BERNOULLI = 2
+} gfp_random_kind;
+
+typedef struct gfp_random_params {
+    uint32_t struct_size;
+    uint32_t kind; /* gfp_random_kind */
+    uint64_t seed;
+    uint64_t offset;
+    double a; /* uniform: low;  normal: mean; bernoulli: p */
+    double b; /* uniform: high; normal: std */
+} gfp_random_params;
+#define GFP_RANDOM_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_random_params, b)
+
+/* ------------------------------------------------------------------ capability */
+/* What the core asks before the first launch of an (op, dtypes, layout). */
+#define GFP_LAYOUT_CONTIGUOUS 0u /* every tensor row-major contiguous */
+#define GFP_LAYOUT_STRIDED 1u    /* some tensor has other strides */
+
+typedef struct gfp_op_query {
+    uint32_t struct_size;
+    uint32_t op;       /* gfp_op */
+    uint32_t layout;   /* GFP_LAYOUT_* */
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    int32_t input_dtypes[8];  /* -1 for an absent optional input */
+    int32_t output_dtypes[4];
+} gfp_op_query;
+#define GFP_OP_QUERY_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_op_query, output_dtypes)
+
+/* Answers of query_op. */
+#define GFP_SUPPORT_NONE 0u       /* not provided: the core reports UNSUPPORTED */
+#define GFP_SUPPORT_CONTIGUOUS 1u /* provided when every tensor is contiguous:
+                                     the core makes copies first */
+#define GFP_SUPPORT_STRIDED 3u    /* provided for any strides (implies contiguous) */
+
+/* ------------------------------------------------------------------ the table */
+typedef struct gfp_plugin {
+    uint32_t struct_size;
+    uint32_t abi_major;      /* the version this table follows */
+    uint32_t abi_minor;
+    uint32_t reserved0;
+    const char *name;        /* REQUIRED: unique plugin name, e.g. "reference" */
+    const char *version;     /* REQUIRED: the plugin's own version text */
+
+    /* REQUIRED. Called once after a successful negotiation, before any other
+     * slot. May enumerate drivers but should not create device contexts.
+     * *plugin_ctx receives the plugin's state (may be NULL). On failure the
+     * plugin is skipped and shutdown() is not called. */
+    gfp_status (*init)(void **plugin_ctx);
+
+    /* OPTIONAL (default: nothing). Called once, last, after every buffer of
+     * the plugin has been freed and every device closed. */
+    void (*shutdown)(void *plugin_ctx);
+
+    /* REQUIRED. Number of devices. Zero is valid: the plugin may then explain
+     * why through host->set_error before returning GFP_OK (shown by graft-info). */
+    gfp_status (*device_count)(void *plugin_ctx, uint32_t *count);
+
+    /* REQUIRED. Fill props (the core sets props->struct_size first). */
+    gfp_status (*device_props)(void *plugin_ctx, uint32_t index, gfp_device_props *props);
+
+    /* REQUIRED. Create the device context on first use. */
+    gfp_status (*device_open)(void *plugin_ctx, uint32_t index, void **device);
+
+    /* OPTIONAL (default: nothing). After all of the device's buffers are freed. */
+    void (*device_close)(void *device);
+
+    /* REQUIRED. Allocate nbytes (> 0) aligned to at least 64 bytes. When the
+     * device is HOST_ADDRESSABLE, *host_ptr receives the address of byte 0,
+     * otherwise the plugin sets it to NULL. Out of memory is
+     * GFP_ERR_OUT_OF_MEMORY, never a crash. */
+    gfp_status (*buffer_alloc)(void *device, uint64_t nbytes, gfp_buffer *buffer,
+                               void **host_ptr);
+
+    /* REQUIRED. Free a buffer from buffer_alloc. Never fails. */
+    void (*buffer_free)(void *device, gfp_buffer buffer);
+
+    /* REQUIRED. Host to device: copy n bytes from src to buffer+offset.
+     * Returns when src may be reused. */
+    gfp_status (*buffer_write)(void *device, gfp_buffer buffer, uint64_t offset,
+                               const void *src, uint64_t n);
+
+    /* REQUIRED. Device to host: waits for earlier work on the device. */
+    gfp_status (*buffer_read)(void *device, gfp_buffer buffer, uint64_t offset,
+                              void *dst, uint64_t n);
+
+    /* OPTIONAL (default: buffer_read into host memory, then buffer_write).
+     * Device to device within one device; regions do not overlap. */
+    gfp_status (*buffer_copy)(void *device, gfp_buffer src, uint64_t src_offset,
+                              gfp_buffer dst, uint64_t dst_offset, uint64_t n);
+
+    /* OPTIONAL (default: write a host block holding the pattern repeated).
+     * Fill n bytes (a multiple of pattern_size; pattern_size is 1, 2, 4 or 8). */
+    gfp_status (*buffer_fill)(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
+                              const void *pattern, uint32_t pattern_size);
+
+    /* OPTIONAL (default: nothing, for devices that run synchronously).
+     * Wait until all launched work has finished. */
+    gfp_status (*synchronize)(void *device);
+
+    /* OPTIONAL (default: every op is GFP_SUPPORT_STRIDED for every dtype the
+     * device stores; launch may still refuse with GFP_ERR_UNSUPPORTED).
+     * *support receives a GFP_SUPPORT_* value. The core caches the answer. */
+    gfp_status (*query_op)(void *device, const gfp_op_query *query, uint32_t *support);
+
+    /* REQUIRED. Run one op, in order with earlier launches on the device
+     * (possibly asynchronously). inputs[i] may be NULL for an absent optional
+     * input. params is the op's parameter struct or NULL. */
+    gfp_status (*launch)(void *device, uint32_t op, const gfp_tensor *const *inputs,
+                         uint32_t n_inputs, const gfp_tensor *const *outputs,
+                         uint32_t n_outputs, const void *params);
+
+    /* OPTIONAL (default: GFP_ERR_NOT_FOUND). Device-specific features by name
+     * without an ABI bump; *out receives a pointer whose type the extension's
+     * own documentation defines. */
+    gfp_status (*query_extension)(void *plugin_ctx, const char *name, void **out);
+} gfp_plugin;
+#define GFP_PLUGIN_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_plugin, query_extension)
+
+/* What the core passes to negotiate(). */
+typedef struct gfp_negotiate_request {
+    uint32_t struct_size;
+    uint32_t abi_major; /* the core's version */
+    uint32_t abi_minor;
+    uint32_t reserved0;
+    const gfp_host *host; /* valid until the plugin's shutdown returns */
+} gfp_negotiate_request;
+#define GFP_NEGOTIATE_REQUEST_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_negotiate_request, host)
+
+/* The entry point, exported as GFP_ENTRY_SYMBOL. It must have no side effects
+ * beyond remembering `host`: no device or driver initialisation. It returns
+ * GFP_OK and a table whose abi_major equals request->abi_major, or
+ * GFP_ERR_VERSION when it cannot serve that major (with a message). The table
+ * stays valid until the library is unloaded. */
+typedef gfp_status (*gfp_negotiate_fn)(const gfp_negotiate_request *request,
+                                       const gfp_plugin **table);
+
+/* ------------------------------------------------------------------ layout pins */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define GFP_STATIC_ASSERT _Static_assert
+#else
+#define GFP_STATIC_ASSERT static_assert
+#endif
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+GFP_STATIC_ASSERT(GFP_HOST_SIZE_V1_0 == 40, "gfp_host v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_TENSOR_SIZE_V1_0 == 160, "gfp_tensor v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_DEVICE_PROPS_SIZE_V1_0 == 320, "gfp_device_props v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_OP_QUERY_SIZE_V1_0 == 68, "gfp_op_query v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_0 == 160, "gfp_plugin v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_NEGOTIATE_REQUEST_SIZE_V1_0 == 24, "gfp_negotiate_request v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_RANDOM_PARAMS_SIZE_V1_0 == 40, "gfp_random_params v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_CONV2D_PARAMS_SIZE_V1_0 == 32, "gfp_conv2d_params v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_POOL2D_PARAMS_SIZE_V1_0 == 44, "gfp_pool2d_params v1.0 layout moved");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRAFT_PLUGIN_H */

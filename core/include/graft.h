@@ -1,0 +1,12 @@
+/* graft.h — the public API of graft, a tensor library with reverse-mode
+ * autograd whose devices are plugins loaded at run time. */
+#ifndef GRAFT_H
+#define GRAFT_H
+
+#include "graft/types.h"
+#include "graft/device.h"
+#include "graft/tensor.h"
+#include "graft/ops.h"
+#include "graft/nn.h"
+
+#endif

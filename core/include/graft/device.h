@@ -1,0 +1,79 @@
+/* graft/device.h — devices, plugins, memory statistics. */
+#ifndef GRAFT_DEVICE_H
+#define GRAFT_DEVICE_H
+
+#include "graft/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device is owned by the library and lives until gf_shutdown. */
+typedef struct gf_device gf_device;
+
+/* Number of devices of every loaded plugin. */
+GF_API int gf_device_count(void);
+/* The i-th device in discovery order, NULL (INDEX) when out of range. */
+GF_API gf_device *gf_device_at(int i);
+/* A device by string: "cpu", "opencl:1", or a priority list
+ * "cuda:0,vulkan,cpu" (the first available wins). "type" alone is "type:0".
+ * Fails: NOT_FOUND with a message listing the available devices;
+ * INVALID for a malformed string. */
+GF_API gf_device *gf_device_find(const char *spec);
+/* The device named by GRAFT_DEVICE (unset: "cpu"). Fails as gf_device_find. */
+GF_API gf_device *gf_device_default(void);
+
+GF_API const char *gf_device_name(const gf_device *dev);   /* "Reference CPU" */
+GF_API const char *gf_device_type(const gf_device *dev);   /* "cpu" */
+GF_API int gf_device_index(const gf_device *dev);          /* index within its type */
+GF_API const char *gf_device_plugin(const gf_device *dev); /* plugin name */
+/* "cpu:0": the string gf_device_find accepts for this device. */
+GF_API const char *gf_device_spec(const gf_device *dev);
+
+typedef struct gf_device_info {
+    char name[128];
+    char type[32];
+    char driver[128];
+    uint64_t memory_bytes;
+    uint64_t max_alloc_bytes;
+    uint32_t dtypes;   /* bit (1 << gf_dtype) per dtype the device stores */
+    bool host_addressable;
+    bool thread_safe;
+} gf_device_info;
+/* Fails: INVALID for NULL arguments. */
+GF_API gf_status gf_device_get_info(const gf_device *dev, gf_device_info *info);
+
+/* Waits for all work launched on the device. Fails: PLUGIN. */
+GF_API gf_status gf_device_synchronize(gf_device *dev);
+
+/* The caching allocator's figures for one device. */
+typedef struct gf_memory_stats {
+    uint64_t bytes_in_use;       /* held by live storages */
+    uint64_t peak_bytes_in_use;  /* since start or the last reset */
+    uint64_t bytes_cached;       /* freed by graft, kept for reuse */
+    uint64_t plugin_allocations; /* calls of the plugin's buffer_alloc so far */
+    uint64_t plugin_frees;
+} gf_memory_stats;
+GF_API gf_status gf_memory_get_stats(const gf_device *dev, gf_memory_stats *stats);
+GF_API gf_status gf_memory_reset_peak(gf_device *dev);
+/* Returns every cached block to the plugin. */
+GF_API gf_status gf_memory_empty_cache(gf_device *dev);
+
+/* What graft-info shows: every plugin file found and what became of it. */
+typedef struct gf_plugin_info {
+    char path[1024];
+    char name[64];       /* "" when it could not be read */
+    char version[64];
+    uint32_t abi_major, abi_minor; /* of the plugin's table, 0 when unknown */
+    bool loaded;
+    char reason[512];    /* why it was skipped, or the plugin's note (e.g. why
+                            it has zero devices); may be "" */
+    int device_count;
+} gf_plugin_info;
+GF_API int gf_plugin_count(void);
+GF_API gf_status gf_plugin_get_info(int i, gf_plugin_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,139 @@
+/* graft/ops.h — the forward op set. Every op returns a new reference (NULL on
+ * error), takes borrowed inputs, accepts strided (non-contiguous) inputs, and
+ * broadcasts binary inputs as NumPy/PyTorch do. Inputs must be on one device.
+ * Common failures: INVALID (NULL), SHAPE, DTYPE, DEVICE, INDEX, UNSUPPORTED,
+ * PLUGIN, OUT_OF_MEMORY.
+ *
+ * Type promotion of binary ops: bool < i32 < i64 < f32 < f64 (the result
+ * takes the higher of the two). Scalar forms use the tensor's dtype. */
+#ifndef GRAFT_OPS_H
+#define GRAFT_OPS_H
+
+#include "graft/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- unary elementwise (float dtypes; neg/abs/sign/square/clamp/relu also
+ * take i32/i64) */
+GF_API gf_tensor *gf_neg(const gf_tensor *x);
+GF_API gf_tensor *gf_abs(const gf_tensor *x);
+GF_API gf_tensor *gf_sign(const gf_tensor *x);
+GF_API gf_tensor *gf_exp(const gf_tensor *x);
+GF_API gf_tensor *gf_log(const gf_tensor *x);
+GF_API gf_tensor *gf_log1p(const gf_tensor *x);
+GF_API gf_tensor *gf_expm1(const gf_tensor *x);
+GF_API gf_tensor *gf_sqrt(const gf_tensor *x);
+GF_API gf_tensor *gf_rsqrt(const gf_tensor *x);
+GF_API gf_tensor *gf_reciprocal(const gf_tensor *x);
+GF_API gf_tensor *gf_square(const gf_tensor *x);
+GF_API gf_tensor *gf_sin(const gf_tensor *x);
+GF_API gf_tensor *gf_cos(const gf_tensor *x);
+GF_API gf_tensor *gf_tanh(const gf_tensor *x);
+GF_API gf_tensor *gf_sigmoid(const gf_tensor *x);
+GF_API gf_tensor *gf_relu(const gf_tensor *x);
+GF_API gf_tensor *gf_leaky_relu(const gf_tensor *x, double negative_slope);
+GF_API gf_tensor *gf_elu(const gf_tensor *x, double alpha);
+/* approximate: false = erf form, true = tanh form. */
+GF_API gf_tensor *gf_gelu(const gf_tensor *x, bool approximate);
+GF_API gf_tensor *gf_silu(const gf_tensor *x);
+GF_API gf_tensor *gf_softplus(const gf_tensor *x, double beta, double threshold);
+GF_API gf_tensor *gf_erf(const gf_tensor *x);
+GF_API gf_tensor *gf_floor(const gf_tensor *x);
+GF_API gf_tensor *gf_ceil(const gf_tensor *x);
+GF_API gf_tensor *gf_round(const gf_tensor *x); /* half to even */
+/* Either bound may be NAN for "none"; fails INVALID when both are NAN. */
+GF_API gf_tensor *gf_clamp(const gf_tensor *x, double min, double max);
+GF_API gf_tensor *gf_pow_scalar(const gf_tensor *x, double exponent);
+GF_API gf_tensor *gf_logical_not(const gf_tensor *x); /* out bool */
+
+/* ---- binary elementwise with broadcasting */
+GF_API gf_tensor *gf_add(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_sub(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_mul(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_div(const gf_tensor *a, const gf_tensor *b); /* true division:
+                                                     integer inputs give f32 */
+GF_API gf_tensor *gf_pow(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_maximum(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_minimum(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_eq(const gf_tensor *a, const gf_tensor *b); /* comparisons: bool */
+GF_API gf_tensor *gf_ne(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_lt(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_le(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_gt(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_ge(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_logical_and(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_logical_or(const gf_tensor *a, const gf_tensor *b);
+/* cond must be bool; a and b are promoted together; all three broadcast. */
+GF_API gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b);
+/* x where mask is false, value where it is true (mask bool, broadcast to x). */
+GF_API gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value);
+
+/* scalar forms: the scalar takes x's dtype */
+GF_API gf_tensor *gf_add_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_sub_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_rsub_scalar(const gf_tensor *x, double s); /* s - x */
+GF_API gf_tensor *gf_mul_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_div_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_maximum_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_minimum_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_eq_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_ne_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_lt_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_le_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_gt_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_ge_scalar(const gf_tensor *x, double s);
+
+/* ---- reductions. dims: ndims dims to reduce (negative allowed, no
+ * repeats); dims NULL with ndims 0 reduces every dim. */
+GF_API gf_tensor *gf_sum(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+GF_API gf_tensor *gf_mean(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+GF_API gf_tensor *gf_prod(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+/* Fail INDEX when a reduced dim has size 0. */
+GF_API gf_tensor *gf_amax(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+GF_API gf_tensor *gf_amin(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+/* divisor N - correction (1 = Bessel's correction) */
+GF_API gf_tensor *gf_var(const gf_tensor *x, const int *dims, int ndims, double correction,
+                         bool keepdim);
+GF_API gf_tensor *gf_std(const gf_tensor *x, const int *dims, int ndims, double correction,
+                         bool keepdim);
+GF_API gf_tensor *gf_logsumexp(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
+/* Values and i64 indices along one dim. Writes two new references. */
+GF_API gf_status gf_max_dim(const gf_tensor *x, int dim, bool keepdim, gf_tensor **values,
+                            gf_tensor **indices);
+GF_API gf_status gf_min_dim(const gf_tensor *x, int dim, bool keepdim, gf_tensor **values,
+                            gf_tensor **indices);
+/* i64 indices along dim; GF_DIM_ALL = of the flattened tensor (0-dim result). */
+#define GF_DIM_ALL (-1000)
+GF_API gf_tensor *gf_argmax(const gf_tensor *x, int dim, bool keepdim);
+GF_API gf_tensor *gf_argmin(const gf_tensor *x, int dim, bool keepdim);
+
+/* ---- linear algebra, softmax */
+/* As torch.matmul: 1-D operands are promoted and the added dim removed; batch
+ * dims broadcast. */
+GF_API gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b);
+GF_API gf_tensor *gf_softmax(const gf_tensor *x, int dim);
+GF_API gf_tensor *gf_log_softmax(const gf_tensor *x, int dim);
+
+/* ---- indexing. index tensors are i64 (i32 accepted and converted). */
+GF_API gf_tensor *gf_index_select(const gf_tensor *x, int dim, const gf_tensor *index);
+GF_API gf_tensor *gf_gather(const gf_tensor *x, int dim, const gf_tensor *index);
+/* A copy of x with src added at index along dim. */
+GF_API gf_tensor *gf_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
+                                 const gf_tensor *src);
+GF_API gf_tensor *gf_index_add(const gf_tensor *x, int dim, const gf_tensor *index,
+                               const gf_tensor *src);
+/* weight [num, dim] rows picked by indices of any shape. */
+GF_API gf_tensor *gf_embedding(const gf_tensor *weight, const gf_tensor *indices);
+GF_API gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim);
+GF_API gf_tensor *gf_stack(gf_tensor *const *tensors, int n, int dim);
+GF_API gf_tensor *gf_tril(const gf_tensor *x, int64_t diagonal);
+GF_API gf_tensor *gf_triu(const gf_tensor *x, int64_t diagonal);
+/* i64 result of shape [..., num_classes]; num_classes -1 = max + 1. */
+GF_API gf_tensor *gf_one_hot(const gf_tensor *indices, int64_t num_classes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

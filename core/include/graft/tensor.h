@@ -1,0 +1,133 @@
+/* graft/tensor.h — tensors: creation, data, views, scopes.
+ *
+ * Ownership: a function documented "Returns a new reference" hands the caller
+ * one reference, to give back with gf_tensor_release (or to a scope, below).
+ * Tensor arguments are borrowed. A function that receives a NULL tensor returns
+ * NULL and keeps the first error, so a chain of ops can be checked once at its
+ * end. Sizes are int64_t; a size array may be NULL when rank is 0. */
+#ifndef GRAFT_TENSOR_H
+#define GRAFT_TENSOR_H
+
+#include "graft/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gf_tensor gf_tensor;
+
+GF_API gf_tensor *gf_tensor_retain(gf_tensor *t); /* returns t */
+GF_API void gf_tensor_release(gf_tensor *t);      /* NULL is harmless */
+
+/* ---- creation. dev NULL = gf_device_default(). All return a new reference.
+ * Fails: INVALID (negative size, rank > 8), OVERFLOW, DTYPE (dtype the device
+ * does not store), DEVICE, OUT_OF_MEMORY. */
+GF_API gf_tensor *gf_empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_zeros(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_ones(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_full(const int64_t *sizes, int rank, double value, gf_dtype dtype,
+                          gf_device *dev);
+/* Copies numel * dtype_size bytes of row-major data. */
+GF_API gf_tensor *gf_from_data(const void *data, const int64_t *sizes, int rank,
+                               gf_dtype dtype, gf_device *dev);
+/* A 0-dim tensor. */
+GF_API gf_tensor *gf_scalar(double value, gf_dtype dtype, gf_device *dev);
+/* [start, end) by step (step != 0), as torch.arange. */
+GF_API gf_tensor *gf_arange(double start, double end, double step, gf_dtype dtype,
+                            gf_device *dev);
+GF_API gf_tensor *gf_zeros_like(const gf_tensor *t);
+GF_API gf_tensor *gf_ones_like(const gf_tensor *t);
+GF_API gf_tensor *gf_full_like(const gf_tensor *t, double value);
+
+/* ---- random numbers: one counter-based generator (Philox4x32-10, see the
+ * ABI) so a seed gives the same numbers on every device. The global generator
+ * is thread-safe; each call consumes numel counters. */
+GF_API void gf_manual_seed(uint64_t seed);
+GF_API gf_tensor *gf_rand(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_randn(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_rand_uniform(const int64_t *sizes, int rank, double low, double high,
+                                  gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_rand_normal(const int64_t *sizes, int rank, double mean, double std,
+                                 gf_dtype dtype, gf_device *dev);
+/* Elements are 1 with probability p (0 <= p <= 1). */
+GF_API gf_tensor *gf_bernoulli(const int64_t *sizes, int rank, double p, gf_dtype dtype,
+                               gf_device *dev);
+
+/* ---- properties (t must not be NULL; they return 0 / NULL for NULL) */
+GF_API int gf_tensor_rank(const gf_tensor *t);
+GF_API const int64_t *gf_tensor_sizes(const gf_tensor *t);
+GF_API const int64_t *gf_tensor_strides(const gf_tensor *t); /* in elements */
+/* Size of dim (negative counts from the end); -1 with INDEX error when out of range. */
+GF_API int64_t gf_tensor_size(const gf_tensor *t, int dim);
+GF_API int64_t gf_tensor_numel(const gf_tensor *t);
+GF_API int64_t gf_tensor_offset(const gf_tensor *t); /* in elements */
+GF_API gf_dtype gf_tensor_dtype(const gf_tensor *t);
+GF_API gf_device *gf_tensor_device(const gf_tensor *t);
+GF_API bool gf_tensor_is_contiguous(const gf_tensor *t);
+/* True when both share one storage (a view of the other, or of one base). */
+GF_API bool gf_tensor_shares_storage(const gf_tensor *a, const gf_tensor *b);
+/* The storage's version counter: bumped by every in-place write. */
+GF_API uint64_t gf_tensor_version(const gf_tensor *t);
+/* Writes e.g. "f32[2, 3] on cpu:0" into buf (always terminated). */
+GF_API const char *gf_tensor_describe(const gf_tensor *t, char *buf, size_t len);
+
+/* ---- data */
+/* Copies the elements, in row-major order of t's shape, to host memory.
+ * Fails: INVALID when nbytes != numel * dtype size. */
+GF_API gf_status gf_tensor_to_host(const gf_tensor *t, void *dst, size_t nbytes);
+/* Copies row-major host data into t (in place; bumps the version). */
+GF_API gf_status gf_tensor_from_host(gf_tensor *t, const void *src, size_t nbytes);
+/* The value of a one-element tensor, converted to double. */
+GF_API gf_status gf_tensor_item(const gf_tensor *t, double *value);
+/* The element at a multi-index, converted to double (slow: for tests). */
+GF_API gf_status gf_tensor_get(const gf_tensor *t, const int64_t *index, double *value);
+
+/* ---- moves and copies. Return new references. */
+GF_API gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev); /* same device: a new reference to t */
+GF_API gf_tensor *gf_to_dtype(const gf_tensor *t, gf_dtype dtype);  /* same dtype: a new reference to t */
+GF_API gf_tensor *gf_contiguous(const gf_tensor *t); /* already contiguous: new reference to t */
+GF_API gf_tensor *gf_clone(const gf_tensor *t);      /* always a copy */
+
+/* ---- views: share t's storage, copy nothing. Return new references.
+ * Dims may be negative (counted from the end). Fails: INDEX, SHAPE. */
+/* sizes may hold one -1 (inferred). Fails SHAPE when the strides do not allow
+ * a view (use gf_reshape). */
+GF_API gf_tensor *gf_view(const gf_tensor *t, const int64_t *sizes, int rank);
+/* A view when possible, otherwise a contiguous copy. */
+GF_API gf_tensor *gf_reshape(const gf_tensor *t, const int64_t *sizes, int rank);
+GF_API gf_tensor *gf_flatten(const gf_tensor *t);
+GF_API gf_tensor *gf_transpose(const gf_tensor *t, int dim0, int dim1);
+GF_API gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims);
+/* Elements start, start+step, ... < end of dim (start/end clamped as Python
+ * slices, negative counted from the end; step >= 1). */
+GF_API gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end,
+                           int64_t step);
+GF_API gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length);
+GF_API gf_tensor *gf_select(const gf_tensor *t, int dim, int64_t index);
+/* -1 keeps a size; new leading dims may be added. */
+GF_API gf_tensor *gf_expand(const gf_tensor *t, const int64_t *sizes, int rank);
+GF_API gf_tensor *gf_squeeze(const gf_tensor *t, int dim); /* no-op if size != 1 */
+GF_API gf_tensor *gf_squeeze_all(const gf_tensor *t);
+GF_API gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim);
+GF_API gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2);
+/* Splits into pieces of split_size (the last may be smaller) / into `chunks`
+ * pieces. Writes up to max_out new references into out, the count into *n.
+ * Fails: INVALID when max_out is too small (nothing is returned then). */
+GF_API gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **out,
+                          int max_out, int *n);
+GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **out,
+                          int max_out, int *n);
+
+/* ---- scopes: an arena for the intermediates of a step.
+ * While a scope is open on this thread, every tensor a graft function returns
+ * as "a new reference" is also recorded in the scope, and gf_scope_end releases
+ * those references. gf_scope_keep(t) takes t out of the innermost scope (the
+ * caller then owns that reference). Scopes nest. */
+GF_API void gf_scope_begin(void);
+GF_API void gf_scope_end(void);
+GF_API gf_tensor *gf_scope_keep(gf_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

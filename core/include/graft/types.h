@@ -1,0 +1,75 @@
+/* graft/types.h — status codes, dtypes, errors, library lifetime. */
+#ifndef GRAFT_TYPES_H
+#define GRAFT_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GRAFT_BUILDING)
+#define GF_API __attribute__((visibility("default")))
+#else
+#define GF_API
+#endif
+
+/* 0 = OK, negative = failure. Every failing call records a status and a
+ * message for the calling thread (gf_last_status / gf_last_error). */
+typedef enum gf_status {
+    GF_OK = 0,
+    GF_ERR_INVALID = -1,       /* a bad argument: NULL, a bad option value */
+    GF_ERR_SHAPE = -2,         /* sizes that do not fit together */
+    GF_ERR_DTYPE = -3,         /* a dtype the op does not take */
+    GF_ERR_DEVICE = -4,        /* tensors on different devices; no such device */
+    GF_ERR_INDEX = -5,         /* a dim or an index out of range */
+    GF_ERR_OVERFLOW = -6,      /* an element or byte count that overflows */
+    GF_ERR_OUT_OF_MEMORY = -7,
+    GF_ERR_UNSUPPORTED = -8,   /* the device does not provide the op */
+    GF_ERR_PLUGIN = -9,        /* a plugin call failed */
+    GF_ERR_AUTOGRAD = -10,     /* an autograd rule was broken */
+    GF_ERR_NOT_FOUND = -11
+} gf_status;
+
+/* Numeric values equal the ABI's gfp_dtype. */
+typedef enum gf_dtype {
+    GF_F32 = 0,
+    GF_F64 = 1,
+    GF_I32 = 2,
+    GF_I64 = 3,
+    GF_BOOL = 4,
+    GF_F16 = 5,  /* storage only, on plugins that declare it */
+    GF_BF16 = 6
+} gf_dtype;
+
+#define GF_MAX_RANK 8
+
+/* Name of a dtype ("f32") or "?" for an unknown value. Never NULL. */
+GF_API const char *gf_dtype_name(gf_dtype dtype);
+/* Bytes per element, 0 for an unknown dtype. */
+GF_API size_t gf_dtype_size(gf_dtype dtype);
+GF_API bool gf_dtype_is_float(gf_dtype dtype);
+
+/* The calling thread's last error message ("" when none). Never NULL; valid
+ * until the thread's next failing graft call. */
+GF_API const char *gf_last_error(void);
+/* The calling thread's last status (GF_OK when none since gf_clear_error). */
+GF_API gf_status gf_last_status(void);
+GF_API void gf_clear_error(void);
+/* Short name of a status ("GF_ERR_SHAPE"). Never NULL. */
+GF_API const char *gf_status_name(gf_status status);
+
+/* Loads the plugins (done on first use anyway). Idempotent, thread-safe.
+ * Fails: only when no plugin at all could be loaded (status NOT_FOUND). */
+GF_API gf_status gf_init(void);
+/* Frees cached memory and shuts every plugin down. Tensors must all have been
+ * released first; otherwise returns GF_ERR_INVALID and leaves plugins loaded.
+ * The library is initialised again by the next call that needs it. */
+GF_API gf_status gf_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,196 @@
+/* internal.h — what the core's files share. Not installed.
+ *
+ * Conventions inside the core:
+ *  - gf__error() records the thread's error and returns its status.
+ *  - Functions returning a tensor return a new reference or NULL (error set).
+ *  - gf__ret() is applied by every public function to the new reference it
+ *    returns: it records the reference in the open scope (gf_scope_begin).
+ *    A public function that calls other public functions for intermediates
+ *    brackets that work with gf__scope_suspend()/gf__scope_resume() so the
+ *    intermediates are not recorded.
+ *  - dispatch.c is the only file that calls plugin function pointers. */
+#ifndef GRAFT_INTERNAL_H
+#define GRAFT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "graft.h"
+#include "graft_plugin.h"
+
+#if defined(__GNUC__)
+#define GF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define GF_PRINTF(a, b)
+#endif
+
+/* ------------------------------------------------------------ errors, log */
+gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
+/* Records INVALID "<op>: <what> is NULL" unless an error is already pending
+ * from an earlier failed call (NULL propagation keeps the first error). */
+gf_status gf__null_arg(const char *op, const char *what);
+/* The thread's error state: a failed call since the last public entry keeps
+ * priority. */
+bool gf__error_pending(void);
+void gf__log(gfp_log_level level, const char *fmt, ...) GF_PRINTF(2, 3);
+int gf__log_level(void);
+/* secure_getenv where available. */
+const char *gf__getenv(const char *name);
+
+/* ------------------------------------------------------------ plugins, devices */
+typedef struct gf_plugin_rec gf_plugin_rec;
+
+typedef struct gf_cap_entry {
+    uint64_t key;
+    uint32_t support; /* GFP_SUPPORT_* */
+    bool used;
+} gf_cap_entry;
+
+typedef struct gf_block gf_block; /* allocator block, alloc.c */
+
+typedef struct gf_allocator {
+    pthread_mutex_t lock;
+    gf_block *free_list;  /* cached blocks, sorted by size */
+    uint64_t bytes_in_use, peak, bytes_cached, plugin_allocs, plugin_frees;
+    uint64_t live_blocks; /* blocks handed out and not yet returned */
+} gf_allocator;
+
+struct gf_device {
+    gf_plugin_rec *plugin;
+    uint32_t plugin_index; /* index among the plugin's devices */
+    int type_index;        /* index among devices of the same type */
+    char spec[48];         /* "cpu:0" */
+    gfp_device_props props;
+    void *handle;          /* the plugin's device, opened lazily */
+    bool opened;
+    pthread_mutex_t open_lock;
+    pthread_mutex_t call_lock; /* serialises calls when not thread-safe */
+    bool thread_safe;
+    gf_allocator alloc;
+    pthread_mutex_t cap_lock;
+    gf_cap_entry caps[512];
+};
+
+struct gf_plugin_rec {
+    char path[1024];
+    void *dl;
+    const gfp_plugin *table;
+    size_t table_size; /* table->struct_size as the plugin declared it */
+    void *ctx;
+    bool loaded;
+    char name[64];
+    char version[64];
+    char reason[512];
+    gf_device *devices;
+    uint32_t n_devices;
+};
+
+/* Ensures plugins are loaded (thread-safe, idempotent). */
+gf_status gf__ensure_init(void);
+/* Access to loader results (loader.c). */
+int gf__plugin_count(void);
+gf_plugin_rec *gf__plugin_at(int i);
+
+/* ------------------------------------------------------------ dispatch (dispatch.c) */
+/* Every call into a plugin goes through these. They open the device lazily,
+ * lock when the device is not thread-safe, apply the documented defaults of
+ * optional slots and turn a failure into a graft error naming the plugin. */
+gf_status gf__dev_open(gf_device *dev);
+gf_status gf__dev_alloc(gf_device *dev, uint64_t nbytes, gfp_buffer *buf, void **host_ptr);
+void gf__dev_free(gf_device *dev, gfp_buffer buf);
+gf_status gf__dev_write(gf_device *dev, gfp_buffer buf, uint64_t off, const void *src, uint64_t n);
+gf_status gf__dev_read(gf_device *dev, gfp_buffer buf, uint64_t off, void *dst, uint64_t n);
+gf_status gf__dev_copy(gf_device *dev, gfp_buffer src, uint64_t soff, gfp_buffer dst,
+                       uint64_t doff, uint64_t n);
+gf_status gf__dev_fill(gf_device *dev, gfp_buffer buf, uint64_t off, uint64_t n,
+                       const void *pattern, uint32_t pattern_size);
+gf_status gf__dev_sync(gf_device *dev);
+
+/* Runs one op on the device of the tensors (all on one device). Inputs may
+ * contain NULL (absent optional inputs). Asks and caches the capability;
+ * makes contiguous copies when the device needs them. opname names the op
+ * in errors ("add"). */
+gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *inputs, int n_in,
+                     gf_tensor *const *outputs, int n_out, const void *params);
+
+/* ------------------------------------------------------------ memory (alloc.c) */
+typedef struct gf_storage {
+    atomic_long refcount;
+    gf_device *device;
+    gfp_buffer buffer;
+    void *host_ptr; /* non-NULL on host-addressable devices */
+    uint64_t nbytes;
+    gf_block *block;
+    atomic_uint_fast64_t version;
+} gf_storage;
+
+gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes);
+void gf__storage_retain(gf_storage *s);
+void gf__storage_release(gf_storage *s);
+gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_buffer *buf,
+                          void **host_ptr);
+void gf__free_block(gf_device *dev, gf_block *b);
+void gf__allocator_init(gf_allocator *a);
+void gf__allocator_release_all(gf_device *dev); /* empty cache */
+
+/* ------------------------------------------------------------ tensors (tensor.c) */
+struct gf_autograd_meta; /* autograd, defined by the autograd sources */
+
+struct gf_tensor {
+    atomic_long refcount;
+    gf_storage *storage;
+    gf_dtype dtype;
+    int rank;
+    int64_t sizes[GF_MAX_RANK];
+    int64_t strides[GF_MAX_RANK]; /* elements */
+    int64_t offset;               /* elements */
+    struct gf_autograd_meta *autograd;
+};
+
+/* New contiguous tensor (uninitialised). dev must not be NULL. */
+gf_tensor *gf__empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
+/* A view of t's storage with the given geometry (no checks beyond rank). */
+gf_tensor *gf__view(const gf_tensor *t, const int64_t *sizes, const int64_t *strides, int rank,
+                    int64_t offset);
+/* Checks sizes (non-negative, rank <= 8) and returns numel, or -1 with error. */
+int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op);
+int64_t gf__numel(const gf_tensor *t);
+bool gf__is_contiguous(const gf_tensor *t);
+void gf__contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
+void gf__desc(const gf_tensor *t, gfp_tensor *d);
+void gf__bump_version(gf_tensor *t);
+/* Normalises a possibly negative dim for a tensor of rank `rank`; returns -1
+ * with an INDEX error naming op when out of range. rank 0 accepts 0 and -1. */
+int gf__norm_dim(int dim, int rank, const char *op);
+/* "[2, 3]" into buf. */
+const char *gf__shape_str(const int64_t *sizes, int rank, char *buf, size_t len);
+/* Same device check; records DEVICE naming op and both devices. */
+bool gf__same_device(const gf_tensor *a, const gf_tensor *b, const char *op);
+
+/* ------------------------------------------------------------ helpers (tensor_util.c) */
+gf_dtype gf__promote(gf_dtype a, gf_dtype b);
+/* Broadcast shape of two shapes; SHAPE error naming op and both shapes. */
+gf_status gf__broadcast_shapes(const int64_t *a, int ra, const int64_t *b, int rb,
+                               int64_t *out, int *rank_out, const char *op);
+/* An expanded view of t with the given (broadcast-compatible) shape. */
+gf_tensor *gf__expand_to(const gf_tensor *t, const int64_t *sizes, int rank);
+/* t converted to dtype (a new reference to t when already of it). */
+gf_tensor *gf__cast(const gf_tensor *t, gf_dtype dtype);
+/* Writes src (broadcastable to dst's shape, any dtype) into dst, in place
+ * through the COPY op. Does not bump the version. */
+gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src);
+gf_status gf__fill(gf_tensor *t, double value);
+/* A 0-dim tensor of dtype on dev. */
+gf_tensor *gf__scalar(double value, gf_dtype dtype, gf_device *dev);
+
+/* ------------------------------------------------------------ scopes (scope.c) */
+gf_tensor *gf__ret(gf_tensor *t);
+int gf__scope_suspend(void);
+void gf__scope_resume(int saved);
+
+/* ------------------------------------------------------------ random (random.c) */
+/* Reserves n counters of the global generator: seed and first offset. */
+void gf__rng_next(uint64_t n, uint64_t *seed, uint64_t *offset);
+
+#endif

@@ -1,0 +1,76 @@
+/* ref_internal.h — what the reference plugin's files share.
+ *
+ * The reference plugin is plain C, written for clarity over speed: it is the
+ * oracle of every cross-device test and the starting point of third-party
+ * plugins. Buffers are host memory (malloc'ed, 64-byte aligned), so a buffer
+ * handle is simply the address of byte 0.
+ *
+ * Each op family lives in its own file and exports three functions:
+ *   bool     ref_<family>_handles(uint32_t op);
+ *   uint32_t ref_<family>_support(const gfp_op_query *q);  GFP_SUPPORT_* for q
+ *   gfp_status ref_<family>_launch(uint32_t op, const gfp_tensor *const *in,
+ *                                  uint32_t n_in, const gfp_tensor *const *out,
+ *                                  uint32_t n_out, const void *params);
+ * ref_plugin.c routes query_op and launch to the family that handles the op.
+ * Kernels validate what they rely on (counts, ranks, params struct_size) and
+ * fail with GFP_ERR_INVALID and a message rather than read out of bounds. */
+#ifndef GRAFT_REF_INTERNAL_H
+#define GRAFT_REF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graft_plugin.h"
+
+/* The host table given at negotiation (never NULL after it). */
+extern const gfp_host *ref_host;
+
+/* Attaches a printf-style message to the failure and returns status. */
+gfp_status ref_fail(gfp_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- element access (ref_util.c) */
+/* Address of element 0 of t (buffer + byte offset). */
+char *ref_base(const gfp_tensor *t);
+size_t ref_dtype_size(int32_t dtype);
+bool ref_is_float(int32_t dtype);
+int64_t ref_numel(const gfp_tensor *t);
+/* Element offset (in elements) of multi-index idx through t's strides. */
+int64_t ref_offset(const gfp_tensor *t, const int64_t *idx);
+/* Advances a row-major multi-index over sizes; false once past the end. */
+bool ref_next_index(int64_t *idx, const int64_t *sizes, int rank);
+/* Load/store the element at element offset off, converted to/from double or
+ * int64 (integers are exact through the i64 forms). Bool stores value != 0. */
+double ref_load(const gfp_tensor *t, int64_t off);
+void ref_store(const gfp_tensor *t, int64_t off, double v);
+int64_t ref_load_i64(const gfp_tensor *t, int64_t off);
+void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v);
+/* Checks a params pointer: non-NULL and struct_size >= min_size. */
+gfp_status ref_check_params(const void *params, size_t min_size, const char *op);
+/* Checks in/out counts; absent optional inputs are NULL pointers. */
+gfp_status ref_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out,
+                            uint32_t want_out, const char *op);
+/* True when every listed tensor has the same rank and sizes. */
+bool ref_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+
+/* ---- families */
+#define REF_FAMILY(f)                                                                   \
+    bool ref_##f##_handles(uint32_t op);                                                \
+    uint32_t ref_##f##_support(const gfp_op_query *q);                                  \
+    gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, \
+                                const gfp_tensor *const *out, uint32_t n_out,           \
+                                const void *params);
+REF_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
+REF_FAMILY(random)      /* RANDOM */
+REF_FAMILY(reduce)      /* SUM .. MIN_DIM */
+REF_FAMILY(matmul)      /* MATMUL */
+REF_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
+REF_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
+REF_FAMILY(conv)        /* CONV2D and its two backward ops */
+REF_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+#undef REF_FAMILY
+
+#endif

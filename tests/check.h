@@ -1,0 +1,63 @@
+/* check.h — the tests' tiny harness. Each test program runs its cases and
+ * ends with the line "N passed, N failed" (exit status 1 on any failure). */
+#ifndef GRAFT_TESTS_CHECK_H
+#define GRAFT_TESTS_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_passed_, check_failed_, check_case_failed_;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (cond) {                                                                  \
+            check_passed_++;                                                         \
+        } else {                                                                     \
+            check_failed_++;                                                         \
+            check_case_failed_ = 1;                                                  \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                         \
+    do {                                                                             \
+        if (cond) {                                                                  \
+            check_passed_++;                                                         \
+        } else {                                                                     \
+            check_failed_++;                                                         \
+            check_case_failed_ = 1;                                                  \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+        }                                                                            \
+    } while (0)
+
+/* |a - b| <= atol + rtol * |b|, NaN equal to NaN, inf equal to same inf. */
+static inline int check_close_(double a, double b, double atol, double rtol) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}
+#define CHECK_CLOSE(a, b, tol) \
+    CHECK_MSG(check_close_((a), (b), (tol), (tol)), "%.17g vs expected %.17g", (double)(a), (double)(b))
+
+/* Error message contains the text. */
+#define CHECK_CONTAINS(hay, needle) \
+    CHECK_MSG((hay) && strstr((hay), (needle)), "\"%s\" does not contain \"%s\"", (hay) ? (hay) : "(null)", (needle))
+
+#define RUN(fn)                                                                  \
+    do {                                                                         \
+        check_case_failed_ = 0;                                                  \
+        fn();                                                                    \
+        fprintf(stderr, "%s %s\n", check_case_failed_ ? "FAIL" : "ok  ", #fn); \
+    } while (0)
+
+static inline int check_report_(void) {
+    printf("%d passed, %d failed\n", check_passed_, check_failed_);
+    return check_failed_ ? 1 : 0;
+}
+#define CHECK_REPORT() check_report_()
+
+#endif
