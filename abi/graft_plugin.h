@@ -468,11 +468,6 @@ typedef struct gfp_plugin {
      * Wait until all launched work has finished. */
     gfp_status (*synchronize)(void *device);
 
-    /* OPTIONAL (default: every op is GFP_SUPPORT_STRIDED for every dtype the
-     * device stores; launch may still refuse with GFP_ERR_UNSUPPORTED).
-     * *support receives a GFP_SUPPORT_* value. The core caches the answer. */
-    gfp_status (*query_op)(void *device, const gfp_op_query *query, uint32_t *support);
-
     /* REQUIRED. Run one op, in order with earlier launches on the device
      * (possibly asynchronously). inputs[i] may be NULL for an absent optional
      * input. params is the op's parameter struct or NULL. */
@@ -480,12 +475,20 @@ typedef struct gfp_plugin {
                          uint32_t n_inputs, const gfp_tensor *const *outputs,
                          uint32_t n_outputs, const void *params);
 
+    /* OPTIONAL (default: every op is GFP_SUPPORT_STRIDED for every dtype the
+     * device stores; launch may still refuse with GFP_ERR_UNSUPPORTED).
+     * *support receives a GFP_SUPPORT_* value. The core caches the answer. */
+    gfp_status (*query_op)(void *device, const gfp_op_query *query, uint32_t *support);
+
     /* OPTIONAL (default: GFP_ERR_NOT_FOUND). Device-specific features by name
      * without an ABI bump; *out receives a pointer whose type the extension's
      * own documentation defines. */
     gfp_status (*query_extension)(void *plugin_ctx, const char *name, void **out);
 } gfp_plugin;
 #define GFP_PLUGIN_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_plugin, query_extension)
+/* The smallest table the core accepts: every REQUIRED slot. Slots beyond a
+ * table's struct_size are read as NULL (their documented defaults apply). */
+#define GFP_PLUGIN_SIZE_MIN GFP_SIZE_THROUGH(gfp_plugin, launch)
 
 /* What the core passes to negotiate(). */
 typedef struct gfp_negotiate_request {

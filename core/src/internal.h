@@ -81,10 +81,19 @@ struct gf_plugin_rec {
     bool loaded;
     char name[64];
     char version[64];
+    uint32_t abi_major, abi_minor;
     char reason[512];
     gf_device *devices;
     uint32_t n_devices;
 };
+
+/* A plugin slot, or NULL when the plugin's table is too short to hold it. */
+#define GF_SLOT(p, field) \
+    (GFP_HAS_FIELD((p)->table_size, gfp_plugin, field) ? (p)->table->field : NULL)
+
+/* The message a plugin attached (host->set_error) to its current failure. */
+const char *gf__plugin_message(void);
+void gf__plugin_message_clear(void);
 
 /* Ensures plugins are loaded (thread-safe, idempotent). */
 gf_status gf__ensure_init(void);
@@ -181,6 +190,11 @@ gf_tensor *gf__cast(const gf_tensor *t, gf_dtype dtype);
  * through the COPY op. Does not bump the version. */
 gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src);
 gf_status gf__fill(gf_tensor *t, double value);
+/* t itself (new reference) when contiguous, else a contiguous copy. */
+gf_tensor *gf__contig(const gf_tensor *t);
+/* Host-side strided copy with conversion: the fallback for devices whose
+ * COPY kernel needs contiguous tensors. */
+gf_status gf__host_copy(gf_tensor *dst, const gf_tensor *src);
 /* A 0-dim tensor of dtype on dev. */
 gf_tensor *gf__scalar(double value, gf_dtype dtype, gf_device *dev);
 

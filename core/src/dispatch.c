@@ -1,0 +1,366 @@
+/* dispatch.c — the only code that calls plugin function pointers.
+ *
+ * It opens devices lazily, serialises calls into devices that are not
+ * thread-safe, applies the documented defaults of optional slots, caches
+ * capability answers, makes contiguous copies for kernels that need them, and
+ * turns every plugin failure into a graft error naming the plugin. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void lock_dev(gf_device *d) {
+    if (!d->thread_safe) pthread_mutex_lock(&d->call_lock);
+}
+static void unlock_dev(gf_device *d) {
+    if (!d->thread_safe) pthread_mutex_unlock(&d->call_lock);
+}
+
+static gf_status map_status(gfp_status st) {
+    switch (st) {
+    case GFP_ERR_OUT_OF_MEMORY: return GF_ERR_OUT_OF_MEMORY;
+    case GFP_ERR_UNSUPPORTED: return GF_ERR_UNSUPPORTED;
+    default: return GF_ERR_PLUGIN;
+    }
+}
+
+static const char *plugin_status_name(gfp_status st) {
+    switch (st) {
+    case GFP_OK: return "OK";
+    case GFP_ERR_INVALID: return "INVALID";
+    case GFP_ERR_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+    case GFP_ERR_UNSUPPORTED: return "UNSUPPORTED";
+    case GFP_ERR_NOT_FOUND: return "NOT_FOUND";
+    case GFP_ERR_DEVICE: return "DEVICE";
+    case GFP_ERR_VERSION: return "VERSION";
+    case GFP_ERR_INTERNAL: return "INTERNAL";
+    }
+    return "unknown status";
+}
+
+/* A failed plugin call as a graft error: "plugin 'x' (device cpu:0): what
+ * failed (STATUS): the plugin's own message". */
+static gf_status plugin_fail(gf_device *d, gfp_status st, const char *what) {
+    const char *msg = gf__plugin_message();
+    return gf__error(map_status(st), "plugin '%s' (device %s): %s failed (%s)%s%s",
+                     d->plugin->name, d->spec, what, plugin_status_name(st), msg[0] ? ": " : "",
+                     msg);
+}
+
+gf_status gf__dev_open(gf_device *d) {
+    if (__atomic_load_n(&d->opened, __ATOMIC_ACQUIRE)) return GF_OK;
+    gf_status result = GF_OK;
+    pthread_mutex_lock(&d->open_lock);
+    if (!d->opened) {
+        gf__plugin_message_clear();
+        void *h = NULL;
+        gfp_status st = d->plugin->table->device_open(d->plugin->ctx, d->plugin_index, &h);
+        if (st != GFP_OK) result = plugin_fail(d, st, "device_open");
+        else {
+            d->handle = h;
+            __atomic_store_n(&d->opened, true, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&d->open_lock);
+    return result;
+}
+
+#define OPEN_OR_RETURN(d)                       \
+    do {                                        \
+        gf_status s_ = gf__dev_open(d);         \
+        if (s_ != GF_OK) return s_;             \
+    } while (0)
+
+gf_status gf__dev_alloc(gf_device *d, uint64_t nbytes, gfp_buffer *buf, void **host_ptr) {
+    OPEN_OR_RETURN(d);
+    gf__plugin_message_clear();
+    *host_ptr = NULL;
+    lock_dev(d);
+    gfp_status st = d->plugin->table->buffer_alloc(d->handle, nbytes, buf, host_ptr);
+    unlock_dev(d);
+    if (st != GFP_OK) {
+        char what[96];
+        snprintf(what, sizeof what, "allocating %llu bytes", (unsigned long long)nbytes);
+        return plugin_fail(d, st, what);
+    }
+    if (!(d->props.flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE)) *host_ptr = NULL;
+    return GF_OK;
+}
+
+void gf__dev_free(gf_device *d, gfp_buffer buf) {
+    lock_dev(d);
+    d->plugin->table->buffer_free(d->handle, buf);
+    unlock_dev(d);
+}
+
+gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *src, uint64_t n) {
+    if (n == 0) return GF_OK;
+    OPEN_OR_RETURN(d);
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->buffer_write(d->handle, buf, off, src, n);
+    unlock_dev(d);
+    return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_write");
+}
+
+gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
+    if (n == 0) return GF_OK;
+    OPEN_OR_RETURN(d);
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->buffer_read(d->handle, buf, off, dst, n);
+    unlock_dev(d);
+    return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_read");
+}
+
+gf_status gf__dev_copy(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer dst, uint64_t doff,
+                       uint64_t n) {
+    if (n == 0) return GF_OK;
+    OPEN_OR_RETURN(d);
+    if (GF_SLOT(d->plugin, buffer_copy)) {
+        gf__plugin_message_clear();
+        lock_dev(d);
+        gfp_status st = d->plugin->table->buffer_copy(d->handle, src, soff, dst, doff, n);
+        unlock_dev(d);
+        return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_copy");
+    }
+    /* Default: through host memory. */
+    void *tmp = malloc(n);
+    if (!tmp)
+        return gf__error(GF_ERR_OUT_OF_MEMORY, "copy of %llu bytes through host memory: out of "
+                         "host memory", (unsigned long long)n);
+    gf_status s = gf__dev_read(d, src, soff, tmp, n);
+    if (s == GF_OK) s = gf__dev_write(d, dst, doff, tmp, n);
+    free(tmp);
+    return s;
+}
+
+gf_status gf__dev_fill(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t n, const void *pattern,
+                       uint32_t pattern_size) {
+    if (n == 0) return GF_OK;
+    OPEN_OR_RETURN(d);
+    if (GF_SLOT(d->plugin, buffer_fill)) {
+        gf__plugin_message_clear();
+        lock_dev(d);
+        gfp_status st = d->plugin->table->buffer_fill(d->handle, buf, off, n, pattern, pattern_size);
+        unlock_dev(d);
+        return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_fill");
+    }
+    /* Default: write a host block holding the pattern repeated. */
+    uint64_t chunk = n < (1u << 20) ? n : (1u << 20);
+    chunk -= chunk % pattern_size;
+    unsigned char *tmp = malloc(chunk);
+    if (!tmp) return gf__error(GF_ERR_OUT_OF_MEMORY, "fill: out of host memory");
+    for (uint64_t i = 0; i < chunk; i += pattern_size) memcpy(tmp + i, pattern, pattern_size);
+    gf_status s = GF_OK;
+    for (uint64_t done = 0; done < n && s == GF_OK; done += chunk) {
+        uint64_t len = n - done < chunk ? n - done : chunk;
+        s = gf__dev_write(d, buf, off + done, tmp, len);
+    }
+    free(tmp);
+    return s;
+}
+
+gf_status gf__dev_sync(gf_device *d) {
+    if (!d->opened || !GF_SLOT(d->plugin, synchronize)) return GF_OK; /* default: nothing */
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->synchronize(d->handle);
+    unlock_dev(d);
+    return st == GFP_OK ? GF_OK : plugin_fail(d, st, "synchronize");
+}
+
+/* ------------------------------------------------------------ capabilities */
+static uint64_t cap_key(const gfp_op_query *q) {
+    uint64_t k = (uint64_t)(q->op & 0xff) | ((uint64_t)(q->layout & 1) << 8);
+    int shift = 9;
+    for (uint32_t i = 0; i < 8; i++, shift += 4)
+        k |= (uint64_t)((i < q->n_inputs ? (uint32_t)q->input_dtypes[i] : 0xfu) & 0xf) << shift;
+    for (uint32_t i = 0; i < 4; i++, shift += 4)
+        k |= (uint64_t)((i < q->n_outputs ? (uint32_t)q->output_dtypes[i] : 0xfu) & 0xf) << shift;
+    return k | (1ull << 63);
+}
+
+static gf_status query_support(gf_device *d, const gfp_op_query *q, uint32_t *support) {
+    uint64_t key = cap_key(q);
+    size_t n = sizeof d->caps / sizeof d->caps[0];
+    size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % n;
+    pthread_mutex_lock(&d->cap_lock);
+    for (size_t i = 0; i < n; i++) {
+        gf_cap_entry *e = &d->caps[(h + i) % n];
+        if (!e->used) break;
+        if (e->key == key) {
+            *support = e->support;
+            pthread_mutex_unlock(&d->cap_lock);
+            return GF_OK;
+        }
+    }
+    pthread_mutex_unlock(&d->cap_lock);
+
+    uint32_t s;
+    if (GF_SLOT(d->plugin, query_op)) {
+        gf__plugin_message_clear();
+        s = GFP_SUPPORT_NONE;
+        lock_dev(d);
+        gfp_status st = d->plugin->table->query_op(d->handle, q, &s);
+        unlock_dev(d);
+        if (st != GFP_OK) return plugin_fail(d, st, "query_op");
+    } else {
+        /* Default: every op, any strides, for every dtype the device stores. */
+        s = GFP_SUPPORT_STRIDED;
+        for (uint32_t i = 0; i < q->n_inputs; i++)
+            if (q->input_dtypes[i] >= 0 && !(d->props.dtypes & GFP_DTYPE_BIT(q->input_dtypes[i])))
+                s = GFP_SUPPORT_NONE;
+        for (uint32_t i = 0; i < q->n_outputs; i++)
+            if (!(d->props.dtypes & GFP_DTYPE_BIT(q->output_dtypes[i]))) s = GFP_SUPPORT_NONE;
+    }
+    pthread_mutex_lock(&d->cap_lock);
+    for (size_t i = 0; i < n; i++) {
+        gf_cap_entry *e = &d->caps[(h + i) % n];
+        if (!e->used || e->key == key) {
+            e->used = true;
+            e->key = key;
+            e->support = s;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&d->cap_lock);
+    *support = s;
+    return GF_OK;
+}
+
+/* ------------------------------------------------------------ launch */
+static bool same_view(const gf_tensor *a, const gf_tensor *b) {
+    if (a->storage != b->storage || a->offset != b->offset || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->sizes[i] != b->sizes[i] || a->strides[i] != b->strides[i]) return false;
+    return true;
+}
+
+static void dtype_list(char *buf, size_t len, const gf_tensor *const *ts, int n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                         ts[i] ? gf_dtype_name(ts[i]->dtype) : "-");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static gf_status raw_launch(gf_device *d, gfp_op op, const char *opname,
+                            const gf_tensor *const *in, int n_in, gf_tensor *const *out, int n_out,
+                            const void *params) {
+    gfp_tensor din[8], dout[4];
+    const gfp_tensor *pin[8], *pout[4];
+    for (int i = 0; i < n_in; i++) {
+        if (in[i]) {
+            gf__desc(in[i], &din[i]);
+            pin[i] = &din[i];
+        } else pin[i] = NULL;
+    }
+    for (int i = 0; i < n_out; i++) {
+        gf__desc(out[i], &dout[i]);
+        pout[i] = &dout[i];
+    }
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->launch(d->handle, (uint32_t)op, pin, (uint32_t)n_in, pout,
+                                             (uint32_t)n_out, params);
+    unlock_dev(d);
+    if (st == GFP_OK) return GF_OK;
+    char what[96];
+    snprintf(what, sizeof what, "op '%s'", opname);
+    return plugin_fail(d, st, what);
+}
+
+gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
+                     gf_tensor *const *out, int n_out, const void *params) {
+    if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4)
+        return gf__error(GF_ERR_INVALID, "%s: internal: bad tensor counts", opname);
+    gf_device *d = out[0]->storage->device;
+    bool strided = false, any_out = false;
+    gfp_op_query q = {.struct_size = sizeof q, .op = (uint32_t)op, .n_inputs = (uint32_t)n_in,
+                      .n_outputs = (uint32_t)n_out};
+    for (int i = 0; i < n_in; i++) {
+        q.input_dtypes[i] = in[i] ? (int32_t)in[i]->dtype : -1;
+        if (!in[i]) continue;
+        if (in[i]->storage->device != d)
+            return gf__error(GF_ERR_DEVICE, "%s: inputs are on %s and %s; move them to one "
+                             "device with gf_to_device", opname, in[i]->storage->device->spec,
+                             d->spec);
+        if (!gf__is_contiguous(in[i])) strided = true;
+    }
+    for (int i = 0; i < n_out; i++) {
+        q.output_dtypes[i] = (int32_t)out[i]->dtype;
+        if (out[i]->storage->device != d)
+            return gf__error(GF_ERR_DEVICE, "%s: outputs on different devices", opname);
+        if (!gf__is_contiguous(out[i])) strided = true;
+        if (gf__numel(out[i]) > 0) any_out = true;
+    }
+    if (!any_out) return GF_OK; /* nothing to write */
+    q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
+    gf_status s = gf__dev_open(d);
+    if (s != GF_OK) return s;
+    uint32_t support = GFP_SUPPORT_NONE;
+    s = query_support(d, &q, &support);
+    if (s != GF_OK) return s;
+    if (support == GFP_SUPPORT_NONE) {
+        char ins[160], outs[80];
+        dtype_list(ins, sizeof ins, in, n_in);
+        dtype_list(outs, sizeof outs, (const gf_tensor *const *)out, n_out);
+        return gf__error(GF_ERR_UNSUPPORTED,
+                         "device %s (plugin '%s') does not provide op '%s' for dtypes (%s) -> "
+                         "(%s)%s; convert with gf_to_dtype or move the tensors to another device",
+                         d->spec, d->plugin->name, opname, ins, outs,
+                         strided ? " with strided tensors" : "");
+    }
+    if (!strided || (support & 2u)) return raw_launch(d, op, opname, in, n_in, out, n_out, params);
+
+    /* The kernel needs contiguous tensors: copy in, launch, copy back. The
+     * copies themselves need a strided COPY; without one, copy on the host. */
+    if (op == GFP_OP_COPY) return gf__host_copy(out[0], in[0]);
+    const gf_tensor *cin[8] = {0};
+    gf_tensor *cout[4] = {0};
+    gf_tensor *owned[12] = {0};
+    int n_owned = 0;
+    for (int i = 0; i < n_in && s == GF_OK; i++) {
+        cin[i] = in[i];
+        if (in[i] && !gf__is_contiguous(in[i])) {
+            gf_tensor *c = gf__empty(in[i]->sizes, in[i]->rank, in[i]->dtype, d);
+            if (!c || (s = gf__copy_into(c, in[i])) != GF_OK) {
+                if (c) gf_tensor_release(c);
+                s = gf_last_status();
+                break;
+            }
+            owned[n_owned++] = c;
+            cin[i] = c;
+        }
+    }
+    for (int i = 0; i < n_out && s == GF_OK; i++) {
+        cout[i] = out[i];
+        if (gf__is_contiguous(out[i])) continue;
+        gf_tensor *alias = NULL;
+        for (int k = 0; k < n_in; k++)
+            if (in[k] && same_view(in[k], out[i])) alias = (gf_tensor *)cin[k];
+        if (alias) {
+            cout[i] = alias;
+            continue;
+        }
+        gf_tensor *c = gf__empty(out[i]->sizes, out[i]->rank, out[i]->dtype, d);
+        /* Existing contents matter for accumulating ops (SCATTER_ADD...). */
+        if (!c || (s = gf__copy_into(c, out[i])) != GF_OK) {
+            if (c) gf_tensor_release(c);
+            s = gf_last_status();
+            break;
+        }
+        owned[n_owned++] = c;
+        cout[i] = c;
+    }
+    if (s == GF_OK) s = raw_launch(d, op, opname, cin, n_in, cout, n_out, params);
+    for (int i = 0; i < n_out && s == GF_OK; i++)
+        if (cout[i] != out[i]) s = gf__copy_into(out[i], cout[i]);
+    for (int i = 0; i < n_owned; i++) gf_tensor_release(owned[i]);
+    return s;
+}

@@ -1,0 +1,116 @@
+/* error.c — the thread's last error, status and dtype names, logging. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define GF_MSG_MAX 1024
+
+static _Thread_local gf_status tl_status = GF_OK;
+static _Thread_local char tl_message[GF_MSG_MAX];
+
+static const char *const status_names[] = {
+    [0] = "GF_OK",
+    [-GF_ERR_INVALID] = "GF_ERR_INVALID",
+    [-GF_ERR_SHAPE] = "GF_ERR_SHAPE",
+    [-GF_ERR_DTYPE] = "GF_ERR_DTYPE",
+    [-GF_ERR_DEVICE] = "GF_ERR_DEVICE",
+    [-GF_ERR_INDEX] = "GF_ERR_INDEX",
+    [-GF_ERR_OVERFLOW] = "GF_ERR_OVERFLOW",
+    [-GF_ERR_OUT_OF_MEMORY] = "GF_ERR_OUT_OF_MEMORY",
+    [-GF_ERR_UNSUPPORTED] = "GF_ERR_UNSUPPORTED",
+    [-GF_ERR_PLUGIN] = "GF_ERR_PLUGIN",
+    [-GF_ERR_AUTOGRAD] = "GF_ERR_AUTOGRAD",
+    [-GF_ERR_NOT_FOUND] = "GF_ERR_NOT_FOUND",
+};
+
+const char *gf_status_name(gf_status status) {
+    int i = -(int)status;
+    if (i < 0 || i >= (int)(sizeof status_names / sizeof status_names[0]) || !status_names[i])
+        return "GF_ERR_UNKNOWN";
+    return status_names[i];
+}
+
+gf_status gf__error(gf_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tl_message, sizeof tl_message, fmt, ap);
+    va_end(ap);
+    tl_status = status;
+    gf__log(GFP_LOG_DEBUG, "error %s: %s", gf_status_name(status), tl_message);
+    return status;
+}
+
+bool gf__error_pending(void) { return tl_status != GF_OK; }
+
+gf_status gf__null_arg(const char *op, const char *what) {
+    /* NULL propagation: a NULL argument is usually the result of an earlier
+     * failed call, whose error is the one worth reporting. */
+    if (tl_status != GF_OK) return tl_status;
+    return gf__error(GF_ERR_INVALID, "%s: %s is NULL (pass a valid tensor; if it came from an "
+                     "earlier graft call, that call failed)", op, what);
+}
+
+const char *gf_last_error(void) { return tl_status == GF_OK ? "" : tl_message; }
+gf_status gf_last_status(void) { return tl_status; }
+void gf_clear_error(void) {
+    tl_status = GF_OK;
+    tl_message[0] = '\0';
+}
+
+/* ---- dtypes */
+static const struct {
+    const char *name;
+    size_t size;
+    bool is_float;
+} dtype_table[] = {
+    [GF_F32] = {"f32", 4, true},   [GF_F64] = {"f64", 8, true},  [GF_I32] = {"i32", 4, false},
+    [GF_I64] = {"i64", 8, false},  [GF_BOOL] = {"bool", 1, false}, [GF_F16] = {"f16", 2, true},
+    [GF_BF16] = {"bf16", 2, true},
+};
+#define N_DTYPES ((int)(sizeof dtype_table / sizeof dtype_table[0]))
+
+const char *gf_dtype_name(gf_dtype d) {
+    return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].name : "?";
+}
+size_t gf_dtype_size(gf_dtype d) { return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].size : 0; }
+bool gf_dtype_is_float(gf_dtype d) {
+    return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].is_float : false;
+}
+
+/* ---- environment and logging */
+const char *gf__getenv(const char *name) {
+#if defined(__GLIBC__)
+    return secure_getenv(name);
+#else
+    return getenv(name);
+#endif
+}
+
+static int log_level_cached = -1;
+
+int gf__log_level(void) {
+    int lvl = __atomic_load_n(&log_level_cached, __ATOMIC_RELAXED);
+    if (lvl >= 0) return lvl;
+    const char *v = gf__getenv("GRAFT_LOG");
+    lvl = GFP_LOG_ERROR;
+    if (v) {
+        if (!strcmp(v, "warn")) lvl = GFP_LOG_WARN;
+        else if (!strcmp(v, "info")) lvl = GFP_LOG_INFO;
+        else if (!strcmp(v, "debug")) lvl = GFP_LOG_DEBUG;
+    }
+    __atomic_store_n(&log_level_cached, lvl, __ATOMIC_RELAXED);
+    return lvl;
+}
+
+void gf__log(gfp_log_level level, const char *fmt, ...) {
+    if ((int)level > gf__log_level()) return;
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    char buf[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "graft[%s]: %s\n", names[level], buf);
+}

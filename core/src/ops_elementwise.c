@@ -1,0 +1,276 @@
+/* ops_elementwise.c — unary, binary, comparison and selection ops. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* How an op treats dtypes. */
+enum {
+    K_FLOAT,     /* float math: integer and bool inputs are computed in f32 */
+    K_NUMERIC,   /* also exact on integers */
+    K_ROUNDING,  /* integers unchanged (floor/ceil/round) */
+    K_LOGICAL,   /* any input, bool output */
+    K_COMPARE,   /* common dtype in, bool out */
+    K_TRUEDIV    /* like K_NUMERIC but integer results become f32 */
+};
+
+static gf_tensor *run_unary(const gf_tensor *x, gfp_op op, const char *name, int kind,
+                            const void *params) {
+    if (!x) {
+        gf__null_arg(name, "x");
+        return NULL;
+    }
+    if (kind == K_ROUNDING && !gf_dtype_is_float(x->dtype)) return gf__ret(gf__contig(x));
+    gf_dtype in_dt = x->dtype;
+    if (kind == K_FLOAT && !gf_dtype_is_float(in_dt)) in_dt = GF_F32;
+    if (kind == K_NUMERIC && x->dtype == GF_BOOL) {
+        gf__error(GF_ERR_DTYPE, "%s: does not take bool tensors; convert with gf_to_dtype", name);
+        return NULL;
+    }
+    gf_dtype out_dt = kind == K_LOGICAL ? GF_BOOL : in_dt;
+    gf_tensor *xin = gf__cast(x, in_dt);
+    if (!xin) return NULL;
+    gf_tensor *y = gf__empty(x->sizes, x->rank, out_dt, x->storage->device);
+    const gf_tensor *in[1] = {xin};
+    gf_tensor *out[1] = {y};
+    if (y && gf__launch(op, name, in, 1, out, 1, params) != GF_OK) {
+        gf_tensor_release(y);
+        y = NULL;
+    }
+    gf_tensor_release(xin);
+    return gf__ret(y);
+}
+
+#define UNARY(fn, OP, kind) \
+    gf_tensor *fn(const gf_tensor *x) { return run_unary(x, OP, #fn, kind, NULL); }
+UNARY(gf_neg, GFP_OP_NEG, K_NUMERIC)
+UNARY(gf_abs, GFP_OP_ABS, K_NUMERIC)
+UNARY(gf_sign, GFP_OP_SIGN, K_NUMERIC)
+UNARY(gf_exp, GFP_OP_EXP, K_FLOAT)
+UNARY(gf_log, GFP_OP_LOG, K_FLOAT)
+UNARY(gf_log1p, GFP_OP_LOG1P, K_FLOAT)
+UNARY(gf_expm1, GFP_OP_EXPM1, K_FLOAT)
+UNARY(gf_sqrt, GFP_OP_SQRT, K_FLOAT)
+UNARY(gf_rsqrt, GFP_OP_RSQRT, K_FLOAT)
+UNARY(gf_reciprocal, GFP_OP_RECIPROCAL, K_FLOAT)
+UNARY(gf_square, GFP_OP_SQUARE, K_NUMERIC)
+UNARY(gf_sin, GFP_OP_SIN, K_FLOAT)
+UNARY(gf_cos, GFP_OP_COS, K_FLOAT)
+UNARY(gf_tanh, GFP_OP_TANH, K_FLOAT)
+UNARY(gf_sigmoid, GFP_OP_SIGMOID, K_FLOAT)
+UNARY(gf_relu, GFP_OP_RELU, K_NUMERIC)
+UNARY(gf_silu, GFP_OP_SILU, K_FLOAT)
+UNARY(gf_erf, GFP_OP_ERF, K_FLOAT)
+UNARY(gf_floor, GFP_OP_FLOOR, K_ROUNDING)
+UNARY(gf_ceil, GFP_OP_CEIL, K_ROUNDING)
+UNARY(gf_round, GFP_OP_ROUND, K_ROUNDING)
+UNARY(gf_logical_not, GFP_OP_LOGICAL_NOT, K_LOGICAL)
+#undef UNARY
+
+static gf_tensor *unary_scalars(const gf_tensor *x, gfp_op op, const char *name, double a,
+                                double b) {
+    gfp_scalar_params p = {.struct_size = sizeof p, .a = a, .b = b};
+    return run_unary(x, op, name, K_FLOAT, &p);
+}
+gf_tensor *gf_leaky_relu(const gf_tensor *x, double slope) {
+    return unary_scalars(x, GFP_OP_LEAKY_RELU, "gf_leaky_relu", slope, 0);
+}
+gf_tensor *gf_elu(const gf_tensor *x, double alpha) {
+    return unary_scalars(x, GFP_OP_ELU, "gf_elu", alpha, 0);
+}
+gf_tensor *gf_gelu(const gf_tensor *x, bool approximate) {
+    return run_unary(x, approximate ? GFP_OP_GELU_TANH : GFP_OP_GELU, "gf_gelu", K_FLOAT, NULL);
+}
+gf_tensor *gf_softplus(const gf_tensor *x, double beta, double threshold) {
+    if (beta == 0) {
+        gf__error(GF_ERR_INVALID, "gf_softplus: beta must be non-zero");
+        return NULL;
+    }
+    return unary_scalars(x, GFP_OP_SOFTPLUS, "gf_softplus", beta, threshold);
+}
+gf_tensor *gf_pow_scalar(const gf_tensor *x, double exponent) {
+    return unary_scalars(x, GFP_OP_POW_SCALAR, "gf_pow_scalar", exponent, 0);
+}
+
+gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
+    if (isnan(min) && isnan(max)) {
+        gf__error(GF_ERR_INVALID, "gf_clamp: at least one of min and max must be given (both are "
+                  "NAN)");
+        return NULL;
+    }
+    gfp_clamp_params p = {.struct_size = sizeof p, .has_min = !isnan(min), .has_max = !isnan(max),
+                          .min = isnan(min) ? 0 : min, .max = isnan(max) ? 0 : max};
+    return run_unary(x, GFP_OP_CLAMP, "gf_clamp", K_NUMERIC, &p);
+}
+
+/* ------------------------------------------------------------ binary */
+/* Runs op on n (<= 3) broadcast inputs of dtype in_dt giving out_dt. */
+static gf_tensor *run_nary(const gf_tensor *const *xs, int n, gf_dtype in_dt, gf_dtype out_dt,
+                           gfp_op op, const char *name, int cast_from) {
+    int64_t shape[GF_MAX_RANK];
+    int rank = 0;
+    memcpy(shape, xs[0]->sizes, sizeof shape);
+    rank = xs[0]->rank;
+    for (int i = 1; i < n; i++) {
+        if (!gf__same_device(xs[0], xs[i], name)) return NULL;
+        int64_t tmp[GF_MAX_RANK];
+        int r;
+        if (gf__broadcast_shapes(shape, rank, xs[i]->sizes, xs[i]->rank, tmp, &r, name) != GF_OK)
+            return NULL;
+        memcpy(shape, tmp, sizeof tmp);
+        rank = r;
+    }
+    gf_tensor *ins[3] = {0};
+    gf_tensor *y = NULL;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        gf_tensor *c = i >= cast_from ? gf__cast(xs[i], in_dt) : gf_tensor_retain((gf_tensor *)xs[i]);
+        ins[i] = c ? gf__expand_to(c, shape, rank) : NULL;
+        gf_tensor_release(c);
+        ok = ins[i] != NULL;
+    }
+    if (ok) y = gf__empty(shape, rank, out_dt, xs[0]->storage->device);
+    if (y) {
+        gf_tensor *outs[1] = {y};
+        if (gf__launch(op, name, (const gf_tensor *const *)ins, n, outs, 1, NULL) != GF_OK) {
+            gf_tensor_release(y);
+            y = NULL;
+        }
+    }
+    for (int i = 0; i < n; i++) gf_tensor_release(ins[i]);
+    return y;
+}
+
+static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, const char *name,
+                         int kind) {
+    if (!a || !b) {
+        gf__null_arg(name, !a ? "a" : "b");
+        return NULL;
+    }
+    gf_dtype dt = gf__promote(a->dtype, b->dtype);
+    gf_dtype out = dt;
+    switch (kind) {
+    case K_FLOAT:
+        if (!gf_dtype_is_float(dt)) dt = out = GF_F32;
+        break;
+    case K_TRUEDIV:
+        if (!gf_dtype_is_float(dt)) dt = out = GF_F32;
+        break;
+    case K_NUMERIC:
+        if (dt == GF_BOOL) {
+            gf__error(GF_ERR_DTYPE, "%s: does not take two bool tensors; use gf_logical_and / "
+                      "gf_logical_or, or convert with gf_to_dtype", name);
+            return NULL;
+        }
+        break;
+    case K_COMPARE:
+    case K_LOGICAL: out = GF_BOOL; break;
+    }
+    const gf_tensor *xs[2] = {a, b};
+    return gf__ret(run_nary(xs, 2, dt, out, op, name, 0));
+}
+
+#define BINARY(fn, OP, kind) \
+    gf_tensor *fn(const gf_tensor *a, const gf_tensor *b) { return binary(a, b, OP, #fn, kind); }
+BINARY(gf_add, GFP_OP_ADD, K_NUMERIC)
+BINARY(gf_sub, GFP_OP_SUB, K_NUMERIC)
+BINARY(gf_mul, GFP_OP_MUL, K_NUMERIC)
+BINARY(gf_div, GFP_OP_DIV, K_TRUEDIV)
+BINARY(gf_pow, GFP_OP_POW, K_FLOAT)
+BINARY(gf_maximum, GFP_OP_MAXIMUM, K_NUMERIC)
+BINARY(gf_minimum, GFP_OP_MINIMUM, K_NUMERIC)
+BINARY(gf_eq, GFP_OP_EQ, K_COMPARE)
+BINARY(gf_ne, GFP_OP_NE, K_COMPARE)
+BINARY(gf_lt, GFP_OP_LT, K_COMPARE)
+BINARY(gf_le, GFP_OP_LE, K_COMPARE)
+BINARY(gf_gt, GFP_OP_GT, K_COMPARE)
+BINARY(gf_ge, GFP_OP_GE, K_COMPARE)
+BINARY(gf_logical_and, GFP_OP_LOGICAL_AND, K_LOGICAL)
+BINARY(gf_logical_or, GFP_OP_LOGICAL_OR, K_LOGICAL)
+#undef BINARY
+
+/* The scalar takes x's dtype, except a fractional scalar with an integer
+ * tensor, which is f32 (so x < 2.5 compares with 2.5, not 2). */
+static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
+                              gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
+                              const char *name) {
+    if (!x) {
+        gf__null_arg(name, "x");
+        return NULL;
+    }
+    gf_dtype dt = x->dtype;
+    if (!gf_dtype_is_float(dt) && s != floor(s)) dt = GF_F32;
+    if (dt == GF_BOOL && s != 0 && s != 1) dt = GF_I64;
+    int saved = gf__scope_suspend();
+    gf_tensor *c = gf__scalar(s, dt, x->storage->device);
+    gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
+    gf__scope_resume(saved);
+    gf_tensor_release(c);
+    return gf__ret(r);
+}
+
+#define SCALAR(fn, base, first)                                  \
+    gf_tensor *fn(const gf_tensor *x, double s) {                \
+        return with_scalar(x, s, first, base, #fn);              \
+    }
+SCALAR(gf_add_scalar, gf_add, false)
+SCALAR(gf_sub_scalar, gf_sub, false)
+SCALAR(gf_rsub_scalar, gf_sub, true)
+SCALAR(gf_mul_scalar, gf_mul, false)
+SCALAR(gf_div_scalar, gf_div, false)
+SCALAR(gf_maximum_scalar, gf_maximum, false)
+SCALAR(gf_minimum_scalar, gf_minimum, false)
+SCALAR(gf_eq_scalar, gf_eq, false)
+SCALAR(gf_ne_scalar, gf_ne, false)
+SCALAR(gf_lt_scalar, gf_lt, false)
+SCALAR(gf_le_scalar, gf_le, false)
+SCALAR(gf_gt_scalar, gf_gt, false)
+SCALAR(gf_ge_scalar, gf_ge, false)
+#undef SCALAR
+
+/* ------------------------------------------------------------ selection */
+gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b) {
+    if (!cond || !a || !b) {
+        gf__null_arg("gf_where", !cond ? "cond" : !a ? "a" : "b");
+        return NULL;
+    }
+    if (cond->dtype != GF_BOOL) {
+        gf__error(GF_ERR_DTYPE, "gf_where: cond must be bool (got %s); build it with a comparison "
+                  "such as gf_gt, or gf_to_dtype(cond, GF_BOOL)", gf_dtype_name(cond->dtype));
+        return NULL;
+    }
+    gf_dtype dt = gf__promote(a->dtype, b->dtype);
+    const gf_tensor *xs[3] = {cond, a, b};
+    return gf__ret(run_nary(xs, 3, dt, dt, GFP_OP_WHERE, "gf_where", 1));
+}
+
+gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value) {
+    if (!x || !mask) {
+        gf__null_arg("gf_masked_fill", !x ? "x" : "mask");
+        return NULL;
+    }
+    if (mask->dtype != GF_BOOL) {
+        gf__error(GF_ERR_DTYPE, "gf_masked_fill: mask must be bool (got %s)",
+                  gf_dtype_name(mask->dtype));
+        return NULL;
+    }
+    int64_t shape[GF_MAX_RANK];
+    int rank;
+    if (gf__broadcast_shapes(x->sizes, x->rank, mask->sizes, mask->rank, shape, &rank,
+                             "gf_masked_fill") != GF_OK)
+        return NULL;
+    if (rank != x->rank || memcmp(shape, x->sizes, sizeof(int64_t) * (size_t)rank)) {
+        char a[200], b[200];
+        gf__error(GF_ERR_SHAPE, "gf_masked_fill: mask of sizes %s must broadcast to x's sizes %s",
+                  gf__shape_str(mask->sizes, mask->rank, a, sizeof a),
+                  gf__shape_str(x->sizes, x->rank, b, sizeof b));
+        return NULL;
+    }
+    if (!gf__same_device(x, mask, "gf_masked_fill")) return NULL;
+    gf_tensor *v = gf__scalar(value, x->dtype, x->storage->device);
+    if (!v) return NULL;
+    const gf_tensor *xs[3] = {mask, v, x};
+    gf_tensor *r = run_nary(xs, 3, x->dtype, x->dtype, GFP_OP_WHERE, "gf_masked_fill", 1);
+    gf_tensor_release(v);
+    return gf__ret(r);
+}

@@ -1,0 +1,64 @@
+/* scope.c — arenas that release the intermediates of a step. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef struct scope {
+    gf_tensor **items;
+    size_t n, cap;
+    struct scope *parent;
+} scope;
+
+static _Thread_local scope *tl_scope;
+static _Thread_local int tl_suspended;
+
+void gf_scope_begin(void) {
+    scope *s = calloc(1, sizeof *s);
+    if (!s) {
+        /* Without a scope record, results are simply not recorded: the caller
+         * then owns them, which leaks rather than corrupts. */
+        gf__error(GF_ERR_OUT_OF_MEMORY, "gf_scope_begin: out of host memory");
+        return;
+    }
+    s->parent = tl_scope;
+    tl_scope = s;
+}
+
+void gf_scope_end(void) {
+    scope *s = tl_scope;
+    if (!s) return;
+    tl_scope = s->parent;
+    for (size_t i = s->n; i-- > 0;) gf_tensor_release(s->items[i]);
+    free(s->items);
+    free(s);
+}
+
+gf_tensor *gf__ret(gf_tensor *t) {
+    scope *s = tl_scope;
+    if (!t || !s || tl_suspended) return t;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        gf_tensor **items = realloc(s->items, cap * sizeof *items);
+        if (!items) return t; /* the caller owns it; see gf_scope_begin */
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->n++] = t;
+    return t;
+}
+
+gf_tensor *gf_scope_keep(gf_tensor *t) {
+    scope *s = tl_scope;
+    if (!t || !s) return t;
+    for (size_t i = s->n; i-- > 0;) {
+        if (s->items[i] == t) {
+            s->items[i] = s->items[--s->n];
+            return t;
+        }
+    }
+    /* Not recorded in this scope: the caller already owns its reference. */
+    return t;
+}
+
+int gf__scope_suspend(void) { return tl_suspended++; }
+void gf__scope_resume(int saved) { tl_suspended = saved; }
