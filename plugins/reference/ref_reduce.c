@@ -1,0 +1,326 @@
+/* ref_reduce.c — reductions: SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP over a set
+ * of dims, and MAX_DIM / MIN_DIM (values and i64 indices) along one dim.
+ *
+ * The output has the input's rank with size 1 in every reduced dim. Output
+ * element o reduces the "line" of input elements whose index equals o's in
+ * the kept dims. Floating results are computed in double (sums with a
+ * compensated accumulator) and rounded once into the output dtype. Integer
+ * results use exact 64-bit arithmetic that wraps on overflow, as PyTorch's
+ * integer reductions do. */
+#include <math.h>
+#include <stddef.h>
+
+#include "ref_internal.h"
+
+static const char *op_name(uint32_t op) {
+    switch (op) {
+    case GFP_OP_SUM: return "sum";
+    case GFP_OP_MEAN: return "mean";
+    case GFP_OP_PROD: return "prod";
+    case GFP_OP_AMAX: return "amax";
+    case GFP_OP_AMIN: return "amin";
+    case GFP_OP_VAR: return "var";
+    case GFP_OP_LOGSUMEXP: return "logsumexp";
+    case GFP_OP_MAX_DIM: return "max_dim";
+    case GFP_OP_MIN_DIM: return "min_dim";
+    default: return "?";
+    }
+}
+
+static const char *dtype_name(int32_t dtype) {
+    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
+    return dtype >= 0 && dtype < GFP_DTYPE_COUNT ? names[dtype] : "unknown";
+}
+
+bool ref_reduce_handles(uint32_t op) {
+    switch (op) {
+    case GFP_OP_SUM:
+    case GFP_OP_MEAN:
+    case GFP_OP_PROD:
+    case GFP_OP_AMAX:
+    case GFP_OP_AMIN:
+    case GFP_OP_VAR:
+    case GFP_OP_LOGSUMEXP:
+    case GFP_OP_MAX_DIM:
+    case GFP_OP_MIN_DIM: return true;
+    default: return false;
+    }
+}
+
+static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
+
+/* The input dtypes each op takes; the output has the same dtype (indices of
+ * MAX_DIM / MIN_DIM are i64). Bool AMAX / AMIN are any / all. */
+static bool input_dtype_ok(uint32_t op, int32_t dtype) {
+    bool is_float = dtype == GFP_F32 || dtype == GFP_F64;
+    bool is_int = dtype == GFP_I32 || dtype == GFP_I64;
+    switch (op) {
+    case GFP_OP_MEAN:
+    case GFP_OP_VAR:
+    case GFP_OP_LOGSUMEXP: return is_float;
+    case GFP_OP_AMAX:
+    case GFP_OP_AMIN: return is_float || is_int || dtype == GFP_BOOL;
+    default: return is_float || is_int;
+    }
+}
+
+/* One rule for support() and launch(), so that they never disagree. */
+static bool dtypes_ok(uint32_t op, int32_t in, int32_t out, int32_t indices) {
+    if (!input_dtype_ok(op, in) || out != in) return false;
+    return !is_dim_op(op) || indices == GFP_I64;
+}
+
+uint32_t ref_reduce_support(const gfp_op_query *q) {
+    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !ref_reduce_handles(q->op))
+        return GFP_SUPPORT_NONE;
+    uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
+    if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
+    int32_t indices = want_out == 2 ? q->output_dtypes[1] : GFP_I64;
+    return dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices) ? GFP_SUPPORT_STRIDED
+                                                                              : GFP_SUPPORT_NONE;
+}
+
+/* Descriptors were validated by the router (ref_plugin.c: rank, sizes,
+ * strides, buffer bounds); only presence is left to check here. */
+static gfp_status require(const gfp_tensor *t, const char *op, const char *role) {
+    return t ? GFP_OK : ref_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
+}
+
+/* ------------------------------------------------------------------ lines */
+/* The input elements that one output element reduces. */
+typedef struct line {
+    const gfp_tensor *x;
+    int64_t sizes[GFP_MAX_RANK]; /* x's size in reduced dims, 1 in kept dims */
+    int64_t n;                   /* product of sizes: elements in the line */
+    int64_t base;                /* element offset of the line's first element */
+} line;
+
+/* Element offset of the j-th element of the line, row-major over l->sizes. */
+static int64_t line_offset(const line *l, int64_t j) {
+    int64_t off = l->base;
+    for (int d = l->x->rank - 1; d >= 0; d--) {
+        off += (j % l->sizes[d]) * l->x->strides[d];
+        j /= l->sizes[d];
+    }
+    return off;
+}
+
+static double line_load(const line *l, int64_t j) { return ref_load(l->x, line_offset(l, j)); }
+static int64_t line_load_i64(const line *l, int64_t j) {
+    return ref_load_i64(l->x, line_offset(l, j));
+}
+
+/* Neumaier's compensated sum: the rounding error of every addition is carried
+ * apart, so the result is close to the exact sum rounded once. */
+typedef struct ksum {
+    double s, c;
+} ksum;
+
+static void ksum_add(ksum *k, double v) {
+    double t = k->s + v;
+    if (fabs(k->s) >= fabs(v))
+        k->c += (k->s - t) + v;
+    else
+        k->c += (v - t) + k->s;
+    k->s = t;
+}
+
+/* Once the sum is inf or NaN the compensation means nothing (it is NaN). */
+static double ksum_value(const ksum *k) { return isfinite(k->s) ? k->s + k->c : k->s; }
+
+static double line_sum(const line *l) {
+    ksum k = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) ksum_add(&k, line_load(l, j));
+    return ksum_value(&k);
+}
+
+/* Largest (or smallest) element; NaN if any element is NaN. n >= 1. */
+static double line_extreme(const line *l, bool largest) {
+    double m = line_load(l, 0);
+    for (int64_t j = 1; j < l->n && !isnan(m); j++) {
+        double v = line_load(l, j);
+        if (isnan(v) || (largest ? v > m : v < m)) m = v;
+    }
+    return m;
+}
+
+/* Two passes: the mean, then the squared deviations from it. The second sum
+ * of plain deviations corrects the rounding error of the mean (the
+ * "corrected two-pass" algorithm), so values far from zero lose nothing. */
+static double line_var(const line *l, double correction) {
+    if (l->n == 0) return NAN;
+    double n = (double)l->n;
+    double mean = line_sum(l) / n;
+    ksum sq = {0, 0}, dev = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) {
+        double d = line_load(l, j) - mean;
+        ksum_add(&sq, d * d);
+        ksum_add(&dev, d);
+    }
+    double dsum = ksum_value(&dev);
+    double m2 = ksum_value(&sq) - dsum * dsum / n;
+    if (m2 < 0) m2 = 0; /* rounding only: the exact value is >= 0 */
+    double divisor = n - correction;
+    if (divisor < 0) divisor = 0;
+    return m2 / divisor; /* divisor 0: inf, or NaN when m2 is 0, as PyTorch */
+}
+
+/* log(sum(exp(x))) = m + log(sum(exp(x - m))) with m the max, so no term
+ * overflows and the largest term is exactly 1. */
+static double line_logsumexp(const line *l) {
+    if (l->n == 0) return -INFINITY;
+    double m = line_extreme(l, true);
+    if (isnan(m) || isinf(m)) return m; /* +inf wins; all -inf gives -inf */
+    ksum k = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) ksum_add(&k, exp(line_load(l, j) - m));
+    return m + log(ksum_value(&k));
+}
+
+static double reduce_float(uint32_t op, const line *l, double correction) {
+    switch (op) {
+    case GFP_OP_SUM: return line_sum(l);
+    case GFP_OP_MEAN: return l->n == 0 ? NAN : line_sum(l) / (double)l->n;
+    case GFP_OP_PROD: {
+        double p = 1;
+        for (int64_t j = 0; j < l->n; j++) p *= line_load(l, j);
+        return p;
+    }
+    case GFP_OP_AMAX: return line_extreme(l, true);
+    case GFP_OP_AMIN: return line_extreme(l, false);
+    case GFP_OP_VAR: return line_var(l, correction);
+    default: return line_logsumexp(l); /* GFP_OP_LOGSUMEXP */
+    }
+}
+
+/* Integer sums and products wrap modulo 2^64 (unsigned arithmetic, so no
+ * undefined overflow); the store narrows to the output dtype. Bool values
+ * load as 0/1, so their max / min are any / all. */
+static int64_t reduce_int(uint32_t op, const line *l) {
+    switch (op) {
+    case GFP_OP_SUM: {
+        uint64_t s = 0;
+        for (int64_t j = 0; j < l->n; j++) s += (uint64_t)line_load_i64(l, j);
+        return (int64_t)s;
+    }
+    case GFP_OP_PROD: {
+        uint64_t p = 1;
+        for (int64_t j = 0; j < l->n; j++) p *= (uint64_t)line_load_i64(l, j);
+        return (int64_t)p;
+    }
+    default: { /* GFP_OP_AMAX, GFP_OP_AMIN; n >= 1 */
+        int64_t m = line_load_i64(l, 0);
+        for (int64_t j = 1; j < l->n; j++) {
+            int64_t v = line_load_i64(l, j);
+            if (op == GFP_OP_AMAX ? v > m : v < m) m = v;
+        }
+        return m;
+    }
+    }
+}
+
+/* Position along the reduced dim of the first extreme element; the first NaN
+ * counts as the extreme. n >= 1. */
+static int64_t arg_extreme(const line *l, bool largest, bool is_float) {
+    int64_t best = 0;
+    if (is_float) {
+        double m = line_load(l, 0);
+        for (int64_t j = 1; j < l->n && !isnan(m); j++) {
+            double v = line_load(l, j);
+            if (isnan(v) || (largest ? v > m : v < m)) {
+                m = v;
+                best = j;
+            }
+        }
+    } else {
+        int64_t m = line_load_i64(l, 0);
+        for (int64_t j = 1; j < l->n; j++) {
+            int64_t v = line_load_i64(l, j);
+            if (largest ? v > m : v < m) {
+                m = v;
+                best = j;
+            }
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------------ launch */
+static gfp_status check_shapes(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
+                               const gfp_tensor *indices, uint32_t dims) {
+    const char *name = op_name(op);
+    if ((uint64_t)dims >> x->rank != 0)
+        return ref_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+                        name, (unsigned)dims, (int)x->rank);
+    if (is_dim_op(op) && (dims == 0 || (dims & (dims - 1)) != 0))
+        return ref_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+                        (unsigned)dims);
+    bool ok = y->rank == x->rank;
+    for (int d = 0; ok && d < x->rank; d++)
+        ok = y->sizes[d] == ((dims >> d) & 1u ? 1 : x->sizes[d]);
+    if (!ok)
+        return ref_fail(GFP_ERR_INVALID,
+                        "%s: the output must have the input's rank (%d) and sizes, "
+                        "with size 1 in each reduced dim (mask 0x%x)",
+                        name, (int)x->rank, (unsigned)dims);
+    if (indices && !ref_same_shape(indices, y))
+        return ref_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape",
+                        name);
+    return GFP_OK;
+}
+
+gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    if (!ref_reduce_handles(op))
+        return ref_fail(GFP_ERR_INTERNAL, "reduce: op %u is not a reduction", (unsigned)op);
+    const char *name = op_name(op);
+    bool by_dim = is_dim_op(op);
+    gfp_status st = ref_check_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
+    if (st != GFP_OK) return st;
+    st = ref_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    const gfp_reduce_params *p = params;
+    const gfp_tensor *x = in[0], *y = out[0], *indices = by_dim ? out[1] : NULL;
+    if ((st = require(x, name, "input")) != GFP_OK) return st;
+    if ((st = require(y, name, "output")) != GFP_OK) return st;
+    if (by_dim && (st = require(indices, name, "indices")) != GFP_OK) return st;
+    if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? indices->dtype : GFP_I64))
+        return ref_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: the reference plugin does not reduce %s to %s%s%s", name,
+                        dtype_name(x->dtype), dtype_name(y->dtype), by_dim ? " with indices " : "",
+                        by_dim ? dtype_name(indices->dtype) : "");
+    if ((st = check_shapes(op, x, y, indices, p->dims)) != GFP_OK) return st;
+
+    line l = {.x = x, .n = 1};
+    for (int d = 0; d < x->rank; d++) {
+        l.sizes[d] = (p->dims >> d) & 1u ? x->sizes[d] : 1;
+        l.n *= l.sizes[d];
+    }
+    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
+    if (extreme && l.n == 0)
+        return ref_fail(GFP_ERR_INVALID,
+                        "%s: cannot reduce over zero elements (a reduced dim has size 0); "
+                        "the operation has no identity",
+                        name);
+    if (ref_numel(y) == 0) return GFP_OK;
+
+    bool is_float = ref_is_float(x->dtype);
+    int64_t idx[GFP_MAX_RANK] = {0}; /* output index; 0 in reduced dims */
+    do {
+        l.base = ref_offset(x, idx);
+        int64_t yoff = ref_offset(y, idx);
+        if (by_dim) {
+            int64_t at = arg_extreme(&l, op == GFP_OP_MAX_DIM, is_float);
+            /* Copy the winner itself: exact for every dtype, NaN included. */
+            if (is_float)
+                ref_store(y, yoff, line_load(&l, at));
+            else
+                ref_store_i64(y, yoff, line_load_i64(&l, at));
+            ref_store_i64(indices, ref_offset(indices, idx), at);
+        } else if (is_float) {
+            ref_store(y, yoff, reduce_float(op, &l, p->correction));
+        } else {
+            ref_store_i64(y, yoff, reduce_int(op, &l));
+        }
+    } while (ref_next_index(idx, y->sizes, y->rank));
+    return GFP_OK;
+}
