@@ -8,5 +8,6 @@
 #include "graft/tensor.h"
 #include "graft/ops.h"
 #include "graft/nn.h"
+#include "graft/autograd.h"
 
 #endif

@@ -131,6 +131,7 @@ gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes) {
     atomic_init(&s->version, 0);
     s->device = dev;
     s->nbytes = nbytes;
+    s->inference = gf_grad_mode_get() == GF_GRAD_MODE_INFERENCE;
     return s;
 }
 

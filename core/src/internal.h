@@ -132,6 +132,7 @@ typedef struct gf_storage {
     uint64_t nbytes;
     gf_block *block;
     atomic_uint_fast64_t version;
+    bool inference; /* allocated in inference mode: an inference tensor */
 } gf_storage;
 
 gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes);
@@ -195,6 +196,9 @@ gf_tensor *gf__contig(const gf_tensor *t);
 /* Host-side strided copy with conversion: the fallback for devices whose
  * COPY kernel needs contiguous tensors. */
 gf_status gf__host_copy(gf_tensor *dst, const gf_tensor *src);
+/* New tensor of t's sizes, dtype and device filled with value (no scope). */
+gf_tensor *gf__full_like_raw(const gf_tensor *t, double value);
+#define gf__ones_like_raw(t) gf__full_like_raw((t), 1.0)
 /* A 0-dim tensor of dtype on dev. */
 gf_tensor *gf__scalar(double value, gf_dtype dtype, gf_device *dev);
 

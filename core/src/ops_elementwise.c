@@ -2,7 +2,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "internal.h"
+#include "autograd/ag_internal.h"
+
+gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b);
+gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
 
 /* How an op treats dtypes. */
 enum {
@@ -14,8 +17,9 @@ enum {
     K_TRUEDIV    /* like K_NUMERIC but integer results become f32 */
 };
 
-static gf_tensor *run_unary(const gf_tensor *x, gfp_op op, const char *name, int kind,
-                            const void *params) {
+/* a, b: the op's scalar parameters, for its backward formula. */
+static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, int kind,
+                               const void *params, double pa, double pb) {
     if (!x) {
         gf__null_arg(name, "x");
         return NULL;
@@ -33,12 +37,18 @@ static gf_tensor *run_unary(const gf_tensor *x, gfp_op op, const char *name, int
     gf_tensor *y = gf__empty(x->sizes, x->rank, out_dt, x->storage->device);
     const gf_tensor *in[1] = {xin};
     gf_tensor *out[1] = {y};
-    if (y && gf__launch(op, name, in, 1, out, 1, params) != GF_OK) {
+    if (y && (gf__launch(op, name, in, 1, out, 1, params) != GF_OK ||
+              gf__ag_record_unary(op, x, y, pa, pb) != GF_OK)) {
         gf_tensor_release(y);
         y = NULL;
     }
     gf_tensor_release(xin);
     return gf__ret(y);
+}
+
+static gf_tensor *run_unary(const gf_tensor *x, gfp_op op, const char *name, int kind,
+                            const void *params) {
+    return run_unary_ab(x, op, name, kind, params, 0, 0);
 }
 
 #define UNARY(fn, OP, kind) \
@@ -70,7 +80,7 @@ UNARY(gf_logical_not, GFP_OP_LOGICAL_NOT, K_LOGICAL)
 static gf_tensor *unary_scalars(const gf_tensor *x, gfp_op op, const char *name, double a,
                                 double b) {
     gfp_scalar_params p = {.struct_size = sizeof p, .a = a, .b = b};
-    return run_unary(x, op, name, K_FLOAT, &p);
+    return run_unary_ab(x, op, name, K_FLOAT, &p, a, b);
 }
 gf_tensor *gf_leaky_relu(const gf_tensor *x, double slope) {
     return unary_scalars(x, GFP_OP_LEAKY_RELU, "gf_leaky_relu", slope, 0);
@@ -100,7 +110,7 @@ gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
     }
     gfp_clamp_params p = {.struct_size = sizeof p, .has_min = !isnan(min), .has_max = !isnan(max),
                           .min = isnan(min) ? 0 : min, .max = isnan(max) ? 0 : max};
-    return run_unary(x, GFP_OP_CLAMP, "gf_clamp", K_NUMERIC, &p);
+    return run_unary_ab(x, GFP_OP_CLAMP, "gf_clamp", K_NUMERIC, &p, min, max);
 }
 
 /* ------------------------------------------------------------ binary */
@@ -167,7 +177,12 @@ static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, cons
     case K_LOGICAL: out = GF_BOOL; break;
     }
     const gf_tensor *xs[2] = {a, b};
-    return gf__ret(run_nary(xs, 2, dt, out, op, name, 0));
+    gf_tensor *y = run_nary(xs, 2, dt, out, op, name, 0);
+    if (y && gf__ag_record_binary(op, a, b, y) != GF_OK) {
+        gf_tensor_release(y);
+        y = NULL;
+    }
+    return gf__ret(y);
 }
 
 #define BINARY(fn, OP, kind) \
@@ -176,7 +191,7 @@ BINARY(gf_add, GFP_OP_ADD, K_NUMERIC)
 BINARY(gf_sub, GFP_OP_SUB, K_NUMERIC)
 BINARY(gf_mul, GFP_OP_MUL, K_NUMERIC)
 BINARY(gf_div, GFP_OP_DIV, K_TRUEDIV)
-BINARY(gf_pow, GFP_OP_POW, K_FLOAT)
+BINARY(gf_pow, GFP_OP_POW, K_NUMERIC)
 BINARY(gf_maximum, GFP_OP_MAXIMUM, K_NUMERIC)
 BINARY(gf_minimum, GFP_OP_MINIMUM, K_NUMERIC)
 BINARY(gf_eq, GFP_OP_EQ, K_COMPARE)

@@ -6,6 +6,7 @@
 typedef struct scope {
     gf_tensor **items;
     size_t n, cap;
+    int suspended; /* the suspension in force when the scope began */
     struct scope *parent;
 } scope;
 
@@ -21,6 +22,10 @@ void gf_scope_begin(void) {
         return;
     }
     s->parent = tl_scope;
+    /* An explicit scope records even inside code that suspended recording
+     * (e.g. a backward formula run by the engine). */
+    s->suspended = tl_suspended;
+    tl_suspended = 0;
     tl_scope = s;
 }
 
@@ -28,6 +33,7 @@ void gf_scope_end(void) {
     scope *s = tl_scope;
     if (!s) return;
     tl_scope = s->parent;
+    tl_suspended = s->suspended;
     for (size_t i = s->n; i-- > 0;) gf_tensor_release(s->items[i]);
     free(s->items);
     free(s);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "autograd/ag_internal.h"
 
 /* ------------------------------------------------------------ geometry */
 int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op) {
@@ -161,6 +161,7 @@ gf_tensor *gf_tensor_retain(gf_tensor *t) {
 void gf_tensor_release(gf_tensor *t) {
     if (!t) return;
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (t->autograd) gf__ag_meta_free(t);
     gf__storage_release(t->storage);
     free(t);
 }

@@ -96,6 +96,15 @@ gf_tensor *gf__scalar(double value, gf_dtype dtype, gf_device *dev) {
     return t;
 }
 
+gf_tensor *gf__full_like_raw(const gf_tensor *t, double value) {
+    gf_tensor *r = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
+    if (r && gf__fill(r, value) != GF_OK) {
+        gf_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}
+
 gf_tensor *gf__cast(const gf_tensor *t, gf_dtype dtype) {
     if (t->dtype == dtype) return gf_tensor_retain((gf_tensor *)t);
     gf_tensor *r = gf__empty(t->sizes, t->rank, dtype, t->storage->device);

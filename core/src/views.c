@@ -2,7 +2,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "autograd/ag_internal.h"
+
+/* Records the view's history and hands out the new reference. */
+static gf_tensor *finish(const gf_tensor *in, gf_tensor *out, gf_view_kind kind, const int64_t *p,
+                         int np) {
+    if (!out) return NULL;
+    if (gf__ag_record_view(in, out, kind, p, np, out->storage == in->storage) != GF_OK) {
+        gf_tensor_release(out);
+        return NULL;
+    }
+    return gf__ret(out);
+}
 
 #define NEED(t, op)                      \
     do {                                 \
@@ -108,18 +119,18 @@ static gf_tensor *view_impl(const gf_tensor *t, const int64_t *sizes, int rank, 
 
 gf_tensor *gf_view(const gf_tensor *t, const int64_t *sizes, int rank) {
     NEED(t, "gf_view");
-    return gf__ret(view_impl(t, sizes, rank, false, "gf_view"));
+    return finish(t, view_impl(t, sizes, rank, false, "gf_view"), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_reshape(const gf_tensor *t, const int64_t *sizes, int rank) {
     NEED(t, "gf_reshape");
-    return gf__ret(view_impl(t, sizes, rank, true, "gf_reshape"));
+    return finish(t, view_impl(t, sizes, rank, true, "gf_reshape"), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_flatten(const gf_tensor *t) {
     NEED(t, "gf_flatten");
     int64_t n = -1;
-    return gf__ret(view_impl(t, &n, 1, true, "gf_flatten"));
+    return finish(t, view_impl(t, &n, 1, true, "gf_flatten"), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_transpose(const gf_tensor *t, int dim0, int dim1) {
@@ -133,7 +144,8 @@ gf_tensor *gf_transpose(const gf_tensor *t, int dim0, int dim1) {
         s[a] = t->sizes[b], s[b] = t->sizes[a];
         st[a] = t->strides[b], st[b] = t->strides[a];
     }
-    return gf__ret(gf__view(t, s, st, t->rank, t->offset));
+    int64_t p[2] = {a, b};
+    return finish(t, gf__view(t, s, st, t->rank, t->offset), GF_VIEW_KIND_TRANSPOSE, p, 2);
 }
 
 gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims) {
@@ -147,7 +159,7 @@ gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims) {
                   "once", ndims, t->rank);
         return NULL;
     }
-    int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
+    int64_t s[GF_MAX_RANK], st[GF_MAX_RANK], p[GF_MAX_RANK];
     bool seen[GF_MAX_RANK] = {0};
     for (int i = 0; i < ndims; i++) {
         int d = gf__norm_dim(dims[i], t->rank, "gf_permute");
@@ -159,8 +171,9 @@ gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims) {
         seen[d] = true;
         s[i] = t->sizes[d];
         st[i] = t->strides[d];
+        p[i] = d;
     }
-    return gf__ret(gf__view(t, s, st, t->rank, t->offset));
+    return finish(t, gf__view(t, s, st, t->rank, t->offset), GF_VIEW_KIND_PERMUTE, p, ndims);
 }
 
 gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
@@ -187,7 +200,9 @@ gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end, int
     memcpy(st, t->strides, sizeof st);
     s[d] = (end - start + step - 1) / step;
     st[d] = t->strides[d] * step;
-    return gf__ret(gf__view(t, s, st, t->rank, t->offset + start * t->strides[d]));
+    int64_t p[4] = {d, start, end, step};
+    return finish(t, gf__view(t, s, st, t->rank, t->offset + start * t->strides[d]),
+                  GF_VIEW_KIND_SLICE, p, 4);
 }
 
 gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length) {
@@ -227,7 +242,9 @@ gf_tensor *gf_select(const gf_tensor *t, int dim, int64_t index) {
     int r = 0;
     for (int i = 0; i < t->rank; i++)
         if (i != d) s[r] = t->sizes[i], st[r++] = t->strides[i];
-    return gf__ret(gf__view(t, s, st, r, t->offset + index * t->strides[d]));
+    int64_t p[2] = {d, index};
+    return finish(t, gf__view(t, s, st, r, t->offset + index * t->strides[d]), GF_VIEW_KIND_SELECT,
+                  p, 2);
 }
 
 gf_tensor *gf_expand(const gf_tensor *t, const int64_t *sizes, int rank) {
@@ -251,19 +268,21 @@ gf_tensor *gf_expand(const gf_tensor *t, const int64_t *sizes, int rank) {
             return NULL;
         } else s[i] = sizes[i];
     }
-    return gf__ret(gf__expand_to(t, s, rank));
+    return finish(t, gf__expand_to(t, s, rank), GF_VIEW_KIND_EXPAND, NULL, 0);
 }
 
 gf_tensor *gf_squeeze(const gf_tensor *t, int dim) {
     NEED(t, "gf_squeeze");
     int d = gf__norm_dim(dim, t->rank, "gf_squeeze");
     if (d < 0) return NULL;
-    if (t->rank == 0 || t->sizes[d] != 1) return gf__ret(gf__view(t, t->sizes, t->strides, t->rank, t->offset));
+    if (t->rank == 0 || t->sizes[d] != 1)
+        return finish(t, gf__view(t, t->sizes, t->strides, t->rank, t->offset),
+                      GF_VIEW_KIND_RESHAPE, NULL, 0);
     int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
     int r = 0;
     for (int i = 0; i < t->rank; i++)
         if (i != d) s[r] = t->sizes[i], st[r++] = t->strides[i];
-    return gf__ret(gf__view(t, s, st, r, t->offset));
+    return finish(t, gf__view(t, s, st, r, t->offset), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_squeeze_all(const gf_tensor *t) {
@@ -272,7 +291,7 @@ gf_tensor *gf_squeeze_all(const gf_tensor *t) {
     int r = 0;
     for (int i = 0; i < t->rank; i++)
         if (t->sizes[i] != 1) s[r] = t->sizes[i], st[r++] = t->strides[i];
-    return gf__ret(gf__view(t, s, st, r, t->offset));
+    return finish(t, gf__view(t, s, st, r, t->offset), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim) {
@@ -293,7 +312,7 @@ gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim) {
             st[i] = t->strides[j++];
         }
     }
-    return gf__ret(gf__view(t, s, st, t->rank + 1, t->offset));
+    return finish(t, gf__view(t, s, st, t->rank + 1, t->offset), GF_VIEW_KIND_RESHAPE, NULL, 0);
 }
 
 gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2) {
@@ -324,7 +343,8 @@ gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2) {
         if (i != a && i != b) s[r] = t->sizes[i], st[r++] = t->strides[i];
     s[r] = len;
     st[r++] = t->strides[a] + t->strides[b];
-    return gf__ret(gf__view(t, s, st, r, len > 0 ? off : t->offset));
+    int64_t p[3] = {offset, a, b};
+    return finish(t, gf__view(t, s, st, r, len > 0 ? off : t->offset), GF_VIEW_KIND_DIAGONAL, p, 3);
 }
 
 gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **out, int max_out,
@@ -343,15 +363,22 @@ gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **
     if (pieces > max_out)
         return gf__error(GF_ERR_INVALID, "gf_split: %lld pieces do not fit in max_out %d",
                          (long long)pieces, max_out);
+    int saved = gf__scope_suspend();
     for (int64_t i = 0; i < pieces; i++) {
         int64_t start = i * split_size;
         int64_t l = len - start < split_size ? len - start : split_size;
         out[i] = gf_narrow(t, d, start, l);
+        /* In-place writes to one of several views of one op are refused
+         * (their shared history could not be rebased consistently). */
+        if (out[i] && out[i]->autograd) out[i]->autograd->view_creation = GF_VIEW_MULTI_OUTPUT;
         if (!out[i]) {
             for (int64_t k = 0; k < i; k++) gf_tensor_release(out[k]);
+            gf__scope_resume(saved);
             return gf_last_status();
         }
     }
+    gf__scope_resume(saved);
+    for (int64_t i = 0; i < pieces; i++) gf__ret(out[i]);
     *n = (int)pieces;
     return GF_OK;
 }

@@ -1,0 +1,229 @@
+/* graft/autograd.h — reverse-mode automatic differentiation.
+ *
+ * The semantics are PyTorch's (docs/autograd.md lists them rule by rule):
+ * an op records a backward node when grad mode is on and an input requires
+ * grad; gf_backward / gf_grad run the recorded graph. Same conventions as the
+ * rest of graft: new references are documented, errors return NULL / a
+ * status with a message (status GF_ERR_AUTOGRAD for broken autograd rules). */
+#ifndef GRAFT_AUTOGRAD_H
+#define GRAFT_AUTOGRAD_H
+
+#include "graft/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- flags */
+/* Fails: AUTOGRAD for a non-float tensor, for turning it off on a non-leaf
+ * (use gf_detach), for an inference tensor outside inference mode. */
+GF_API gf_status gf_tensor_set_requires_grad(gf_tensor *t, bool requires_grad);
+GF_API bool gf_tensor_requires_grad(const gf_tensor *t);
+/* A tensor without grad_fn (NULL counts as a leaf). */
+GF_API bool gf_tensor_is_leaf(const gf_tensor *t);
+/* The accumulated gradient: a new reference, or NULL (with no error) when none. */
+GF_API gf_tensor *gf_tensor_grad(const gf_tensor *t);
+/* Replaces the gradient (grad NULL clears it, as `t.grad = None`).
+ * Fails: SHAPE / DTYPE / DEVICE when grad does not match t. */
+GF_API gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad);
+/* Keep the gradient of a non-leaf in .grad too (no-op on a leaf).
+ * Fails: AUTOGRAD when t does not require grad. */
+GF_API gf_status gf_tensor_retain_grad(gf_tensor *t);
+GF_API bool gf_tensor_retains_grad(const gf_tensor *t);
+/* Name of the node that produced t ("MulBackward"), NULL for a leaf. */
+GF_API const char *gf_tensor_grad_fn_name(const gf_tensor *t);
+/* A new reference sharing t's storage (and version counter) with no history. */
+GF_API gf_tensor *gf_detach(const gf_tensor *t);
+GF_API bool gf_tensor_is_inference(const gf_tensor *t);
+
+/* ---- grad modes (thread-local; a new thread starts in GF_GRAD_MODE_GRAD) */
+typedef enum gf_grad_mode {
+    GF_GRAD_MODE_GRAD = 0,     /* record (the default) */
+    GF_GRAD_MODE_NO_GRAD = 1,  /* record nothing */
+    GF_GRAD_MODE_INFERENCE = 2 /* record nothing; new tensors are inference tensors */
+} gf_grad_mode;
+/* Sets the mode and returns the previous one: restore it with another call,
+ * so scopes nest: `gf_grad_mode prev = gf_grad_mode_set(NO_GRAD); ...;
+ * gf_grad_mode_set(prev);`. */
+GF_API gf_grad_mode gf_grad_mode_set(gf_grad_mode mode);
+GF_API gf_grad_mode gf_grad_mode_get(void);
+GF_API bool gf_is_grad_enabled(void);
+
+/* ---- backward */
+/* retain_graph: -1 = same as create_graph (the default), 0 = free saved
+ * tensors as nodes run, 1 = keep them. */
+typedef struct gf_backward_opts {
+    int retain_graph;
+    bool create_graph;
+} gf_backward_opts;
+/* Accumulates d(root)/d(leaf) into every leaf's .grad. grad_output may be NULL
+ * for a one-element root. opts NULL = defaults. Fails: AUTOGRAD (root does not
+ * require grad, graph freed, version mismatch...), SHAPE (grad_output). */
+GF_API gf_status gf_backward(gf_tensor *root, const gf_tensor *grad_output,
+                             const gf_backward_opts *opts);
+
+typedef struct gf_grad_opts {
+    int retain_graph;       /* as gf_backward_opts */
+    bool create_graph;
+    bool allow_unused;      /* an input the outputs do not depend on gives NULL */
+    bool materialize_grads; /* ... or zeros, with allow_unused */
+} gf_grad_opts;
+/* Gradients of outputs w.r.t. inputs, written as new references to
+ * results[0..n_inputs) (NULL for an unused input when allowed). .grad is left
+ * untouched. grad_outputs may be NULL (all one-element outputs) or hold NULL
+ * entries for one-element outputs. */
+GF_API gf_status gf_grad(gf_tensor *const *outputs, int n_outputs,
+                         gf_tensor *const *grad_outputs, gf_tensor *const *inputs, int n_inputs,
+                         gf_tensor **results, const gf_grad_opts *opts);
+
+/* ---- hooks. Handles are positive ids; removing one twice is harmless. */
+typedef uint64_t gf_hook_handle;
+/* Called with the gradient flowing into t. Return NULL to keep it, or a new
+ * reference to a replacement (same shape). */
+typedef gf_tensor *(*gf_tensor_hook_fn)(const gf_tensor *grad, void *user);
+/* Called after t.grad was updated (leaves only). */
+typedef void (*gf_post_accumulate_hook_fn)(gf_tensor *t, void *user);
+/* Node hooks: pre-hooks see (and may replace, by releasing and storing a new
+ * reference) the gradients flowing into the node; post-hooks see both. */
+typedef gf_status (*gf_node_pre_hook_fn)(const char *node_name, gf_tensor **grad_outputs, int n,
+                                         void *user);
+typedef gf_status (*gf_node_post_hook_fn)(const char *node_name, gf_tensor **grad_inputs,
+                                          int n_in, gf_tensor *const *grad_outputs, int n_out,
+                                          void *user);
+/* Returns 0 with an error when t does not require grad. */
+GF_API gf_hook_handle gf_tensor_register_hook(gf_tensor *t, gf_tensor_hook_fn fn, void *user);
+/* Leaves only: returns 0 with an error otherwise. */
+GF_API gf_hook_handle gf_tensor_register_post_accumulate_hook(gf_tensor *t,
+                                                              gf_post_accumulate_hook_fn fn,
+                                                              void *user);
+/* On t's grad_fn (for a leaf that requires grad: its accumulator node). */
+GF_API gf_hook_handle gf_node_register_pre_hook(gf_tensor *t, gf_node_pre_hook_fn fn, void *user);
+GF_API gf_hook_handle gf_node_register_post_hook(gf_tensor *t, gf_node_post_hook_fn fn,
+                                                 void *user);
+GF_API void gf_hook_remove(gf_hook_handle handle);
+
+/* Saved-tensor hooks (thread-local stack, innermost wins): pack runs once
+ * when an op saves a tensor for backward, unpack on every use. pack returns
+ * an opaque pointer; unpack returns a new reference; release frees the packed
+ * value when the graph is freed. Tensors saved this way skip the version check. */
+typedef struct gf_saved_tensor_hooks {
+    void *(*pack)(const gf_tensor *t, void *user);
+    gf_tensor *(*unpack)(void *packed, void *user);
+    void (*release)(void *packed, void *user);
+    void *user;
+} gf_saved_tensor_hooks;
+GF_API gf_status gf_saved_tensor_hooks_push(const gf_saved_tensor_hooks *hooks);
+GF_API gf_status gf_saved_tensor_hooks_pop(void);
+
+/* ---- custom functions */
+typedef struct gf_function_ctx gf_function_ctx;
+typedef struct gf_function_def {
+    const char *name; /* used in errors and as the node's name */
+    /* Runs with grad mode off; writes n_outputs new references. */
+    gf_status (*forward)(gf_function_ctx *ctx, gf_tensor *const *inputs, int n_inputs,
+                         gf_tensor **outputs, int n_outputs, void *user);
+    /* Writes one gradient (new reference, or NULL for none) per input. Runs in
+     * grad mode iff create_graph, so it may use graft's differentiable ops. */
+    gf_status (*backward)(gf_function_ctx *ctx, gf_tensor *const *grad_outputs, int n_outputs,
+                          gf_tensor **grad_inputs, int n_inputs, void *user);
+    bool once_differentiable; /* its backward cannot itself be differentiated */
+    void *user;
+} gf_function_def;
+/* Writes n_outputs new references. inputs may contain NULL (non-tensor slots). */
+GF_API gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs,
+                                   int n_inputs, gf_tensor **outputs, int n_outputs);
+/* In forward: save tensors (inputs or outputs) for backward. */
+GF_API gf_status gf_ctx_save_for_backward(gf_function_ctx *ctx, gf_tensor *const *tensors, int n);
+/* In backward: saved tensor i as a new reference (version-checked). */
+GF_API gf_tensor *gf_ctx_saved_tensor(gf_function_ctx *ctx, int i);
+GF_API int gf_ctx_saved_count(const gf_function_ctx *ctx);
+/* In forward: t (an input) was modified in place. */
+GF_API gf_status gf_ctx_mark_dirty(gf_function_ctx *ctx, gf_tensor *t);
+/* In forward: output t gets no gradient (its grad is always zero / none). */
+GF_API gf_status gf_ctx_mark_non_differentiable(gf_function_ctx *ctx, gf_tensor *t);
+GF_API bool gf_ctx_needs_input_grad(const gf_function_ctx *ctx, int i);
+/* Free-form data for backward (owned by the caller; freed by `release` when
+ * the node is freed, if given). */
+GF_API void gf_ctx_set_data(gf_function_ctx *ctx, void *data, void (*release)(void *));
+GF_API void *gf_ctx_data(const gf_function_ctx *ctx);
+
+/* ---- anomaly mode (process-wide) */
+GF_API void gf_set_anomaly_enabled(bool enabled);
+GF_API bool gf_is_anomaly_enabled(void);
+
+/* ---- checking gradients numerically */
+typedef struct gf_gradcheck_opts {
+    double eps;  /* 0 = 1e-6 */
+    double atol; /* 0 = 1e-5 */
+    double rtol; /* 0 = 1e-3 */
+    bool check_determinism; /* run backward twice and compare (default on: set
+                               skip_determinism to turn it off) */
+    bool skip_determinism;
+} gf_gradcheck_opts;
+/* The function under test: returns a new reference to one output (of any
+ * shape) computed from inputs with graft ops. */
+typedef gf_tensor *(*gf_check_fn)(gf_tensor *const *inputs, int n_inputs, void *user);
+/* Compares the analytical Jacobian (backward of each output element) with
+ * central differences of fn at inputs (those that require grad). Fails:
+ * AUTOGRAD with a message naming the input, the element and both values. */
+GF_API gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n_inputs,
+                              void *user, const gf_gradcheck_opts *opts);
+/* The same for the gradient of fn (contracted with a fixed random grad_output):
+ * checks second derivatives through create_graph. */
+GF_API gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n_inputs,
+                                  void *user, const gf_gradcheck_opts *opts);
+
+/* ---- in-place ops: modify self, bump its version, record history.
+ * Fails additionally: AUTOGRAD for a leaf that requires grad (in grad mode),
+ * inference tensors outside inference mode, views created in no-grad mode or
+ * by split/chunk; SHAPE when the result would not fit self. */
+GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
+GF_API gf_status gf_sub_(gf_tensor *self, const gf_tensor *other);
+GF_API gf_status gf_mul_(gf_tensor *self, const gf_tensor *other);
+GF_API gf_status gf_div_(gf_tensor *self, const gf_tensor *other);
+GF_API gf_status gf_add_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_mul_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_clamp_(gf_tensor *self, double min, double max);
+GF_API gf_status gf_relu_(gf_tensor *self);
+GF_API gf_status gf_sigmoid_(gf_tensor *self);
+GF_API gf_status gf_tanh_(gf_tensor *self);
+GF_API gf_status gf_exp_(gf_tensor *self);
+GF_API gf_status gf_fill_(gf_tensor *self, double value);
+GF_API gf_status gf_zero_(gf_tensor *self);
+/* src broadcast to self's shape and converted to its dtype. */
+GF_API gf_status gf_copy_(gf_tensor *self, const gf_tensor *src);
+GF_API gf_status gf_masked_fill_(gf_tensor *self, const gf_tensor *mask, double value);
+GF_API gf_status gf_index_add_(gf_tensor *self, int dim, const gf_tensor *index,
+                               const gf_tensor *src);
+GF_API gf_status gf_scatter_add_(gf_tensor *self, int dim, const gf_tensor *index,
+                                 const gf_tensor *src);
+
+/* ---- optimisers: update parameters in place under no-grad. */
+typedef struct gf_optimizer gf_optimizer;
+typedef struct gf_sgd_opts {
+    double lr;
+    double momentum;
+    double dampening;
+    double weight_decay;
+    bool nesterov;
+} gf_sgd_opts;
+typedef struct gf_adam_opts {
+    double lr;           /* 0 = 1e-3 */
+    double beta1, beta2; /* 0 = 0.9, 0.999 */
+    double eps;          /* 0 = 1e-8 */
+    double weight_decay;
+    bool decoupled_weight_decay; /* true = AdamW */
+} gf_adam_opts;
+/* Retain the parameters until gf_optimizer_destroy. Fails: INVALID (bad
+ * options, a parameter that is not a float leaf requiring grad). */
+GF_API gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts);
+GF_API gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts);
+GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
+/* Clears every parameter's .grad (set_to_none). */
+GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
+GF_API void gf_optimizer_destroy(gf_optimizer *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,160 @@
+/* inplace.c — in-place ops: the checks before writing, the version bump,
+ * and the history afterwards (rules 10–15 of docs/autograd.md).
+ *
+ * An in-place op computes its value with the out-of-place op (which records
+ * the node that knows the gradient), writes it into self, and moves that
+ * node onto self — or, when self is a view, onto its base through
+ * CopySlices. */
+#include <string.h>
+
+#include "ag_internal.h"
+
+static bool has_internal_overlap(const gf_tensor *t) {
+    for (int i = 0; i < t->rank; i++)
+        if (t->strides[i] == 0 && t->sizes[i] > 1) return true;
+    return false;
+}
+
+gf_status gf__ag_check_inplace(gf_tensor *self, const char *op) {
+    if (!self) return gf__null_arg(op, "self");
+    if (self->storage->inference && !gf__ag_inference_mode())
+        return gf__error(GF_ERR_AUTOGRAD, "%s: in-place update of an inference tensor (created "
+                         "in inference mode) outside inference mode is not allowed; make a "
+                         "normal copy with gf_clone outside inference mode", op);
+    if (has_internal_overlap(self))
+        return gf__error(GF_ERR_INVALID, "%s: more than one element of the written-to tensor "
+                         "refers to a single memory location (an expanded view); gf_clone it "
+                         "before writing in place", op);
+    const gf_autograd_meta *m = self->autograd;
+    if (!m || !gf__ag_grad_enabled()) return GF_OK;
+    if (m->requires_grad && !m->grad_fn && !m->base)
+        return gf__error(GF_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad is being used in "
+                         "an in-place operation; do it under GF_GRAD_MODE_NO_GRAD (as optimisers "
+                         "do), or work on a gf_clone", op);
+    if (m->base) {
+        const gf_autograd_meta *bm = m->base->autograd;
+        bool base_rg = bm && (bm->requires_grad || bm->grad_fn);
+        if (bm && bm->requires_grad && !bm->grad_fn)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: a view of a leaf tensor that requires grad is "
+                             "being used in an in-place operation; do it under no-grad mode, or "
+                             "work on a gf_clone", op);
+        if (m->view_creation == GF_VIEW_NO_GRAD)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: this view was created in no-grad mode and is "
+                             "being modified in place with grad mode on; create the view in grad "
+                             "mode, or gf_clone it", op);
+        if (m->view_creation == GF_VIEW_INFERENCE && base_rg)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: this view was created in inference mode and is "
+                             "being modified in place with grad mode on; gf_clone it first", op);
+        if (m->view_creation == GF_VIEW_MULTI_OUTPUT && base_rg)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: this view is one of several returned by "
+                             "gf_split/gf_chunk, and such views cannot be modified in place while "
+                             "their base requires grad; gf_clone the piece first", op);
+    }
+    return GF_OK;
+}
+
+gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_input, const char *op) {
+    if (result->rank != self->rank ||
+        memcmp(result->sizes, self->sizes, sizeof(int64_t) * (size_t)self->rank)) {
+        char a[200], b[200];
+        return gf__error(GF_ERR_SHAPE, "%s: the result has sizes %s, which do not fit the tensor "
+                         "written in place (sizes %s); broadcasting may not grow the destination",
+                         op, gf__shape_str(result->sizes, result->rank, a, sizeof a),
+                         gf__shape_str(self->sizes, self->rank, b, sizeof b));
+    }
+    gf_status s = gf__copy_into(self, result);
+    if (s != GF_OK) return s;
+    gf__bump_version(self);
+    gf_node *n = result->autograd ? result->autograd->grad_fn : NULL;
+    if (!n || !gf__ag_grad_enabled()) return GF_OK;
+    gf_autograd_meta *m = self->autograd;
+    if (m && m->base) {
+        s = gf__ag_copy_slices(m->base, self, n, self_input);
+        /* The view's own history is regenerated from the base's on next use. */
+        return s;
+    }
+    gf__ag_set_history(self, n, result->autograd->output_nr);
+    return GF_OK;
+}
+
+/* Runs an in-place op: check, compute out of place, commit. `compute`
+ * returns the new value of self with self's old value as input number
+ * self_input of its node. */
+#define INPLACE(name, expr, self_input)                                  \
+    do {                                                                 \
+        gf_status s_ = gf__ag_check_inplace(self, name);                 \
+        if (s_ != GF_OK) return s_;                                      \
+        int sc_ = gf__scope_suspend();                                   \
+        gf_tensor *r_ = (expr);                                          \
+        gf__scope_resume(sc_);                                           \
+        if (!r_) return gf_last_status();                                \
+        gf_tensor *c_ = r_;                                              \
+        if (r_->dtype != self->dtype) {                                  \
+            sc_ = gf__scope_suspend();                                   \
+            c_ = gf_to_dtype(r_, self->dtype);                           \
+            gf__scope_resume(sc_);                                       \
+            gf_tensor_release(r_);                                       \
+            if (!c_) return gf_last_status();                            \
+        }                                                                \
+        s_ = gf__ag_commit_inplace(self, c_, (self_input), name);        \
+        gf_tensor_release(c_);                                           \
+        return s_;                                                       \
+    } while (0)
+
+gf_status gf_add_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_add_", gf_add(self, other), 0); }
+gf_status gf_sub_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_sub_", gf_sub(self, other), 0); }
+gf_status gf_mul_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_mul_", gf_mul(self, other), 0); }
+gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_div_", gf_div(self, other), 0); }
+gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE("gf_add_scalar_", gf_add_scalar(self, v), 0); }
+gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE("gf_mul_scalar_", gf_mul_scalar(self, v), 0); }
+gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE("gf_clamp_", gf_clamp(self, lo, hi), 0); }
+gf_status gf_relu_(gf_tensor *self) { INPLACE("gf_relu_", gf_relu(self), 0); }
+gf_status gf_sigmoid_(gf_tensor *self) { INPLACE("gf_sigmoid_", gf_sigmoid(self), 0); }
+gf_status gf_tanh_(gf_tensor *self) { INPLACE("gf_tanh_", gf_tanh(self), 0); }
+gf_status gf_exp_(gf_tensor *self) { INPLACE("gf_exp_", gf_exp(self), 0); }
+gf_status gf_masked_fill_(gf_tensor *self, const gf_tensor *mask, double value) {
+    INPLACE("gf_masked_fill_", gf_masked_fill(self, mask, value), 0);
+}
+gf_status gf_index_add_(gf_tensor *self, int dim, const gf_tensor *index, const gf_tensor *src) {
+    INPLACE("gf_index_add_", gf_index_add(self, dim, index, src), 0);
+}
+gf_status gf_scatter_add_(gf_tensor *self, int dim, const gf_tensor *index, const gf_tensor *src) {
+    INPLACE("gf_scatter_add_", gf_scatter_add(self, dim, index, src), 0);
+}
+
+/* fill_/zero_/copy_ replace every element: self's old value gets a zero
+ * gradient. Built as where(all-true, new, self) so the graph says exactly
+ * that without a dedicated node. */
+static gf_tensor *replace_all(gf_tensor *self, const gf_tensor *src) {
+    if (!gf__ag_grad_enabled() || !gf__ag_any_requires_grad((const gf_tensor *const[]){self, src}, 2)) {
+        gf_tensor *r = gf__empty(self->sizes, self->rank, self->dtype, self->storage->device);
+        if (r && gf__copy_into(r, src) != GF_OK) {
+            gf_tensor_release(r);
+            r = NULL;
+        }
+        return r;
+    }
+    gf_tensor *yes = gf__full_like_raw(self, 1.0);
+    gf_tensor *mask = yes ? gf__cast(yes, GF_BOOL) : NULL;
+    gf_tensor *r = mask ? gf_where(mask, src, self) : NULL;
+    gf_tensor_release(yes);
+    gf_tensor_release(mask);
+    return r;
+}
+
+gf_status gf_copy_(gf_tensor *self, const gf_tensor *src) {
+    if (!src) return gf__null_arg("gf_copy_", "src");
+    if (self && !gf__same_device(self, src, "gf_copy_")) return gf_last_status();
+    INPLACE("gf_copy_", replace_all(self, src), 2);
+}
+
+gf_status gf_fill_(gf_tensor *self, double value) {
+    if (!self) return gf__null_arg("gf_fill_", "self");
+    gf_tensor *v = gf__scalar(value, self->dtype, self->storage->device);
+    if (!v) return gf_last_status();
+    gf_status s = gf_copy_(self, v);
+    gf_tensor_release(v);
+    return s;
+}
+
+gf_status gf_zero_(gf_tensor *self) { return gf_fill_(self, 0.0); }

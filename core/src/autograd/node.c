@@ -1,0 +1,230 @@
+/* node.c — backward nodes: creation, recording, saved tensors, release. */
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_internal.h"
+
+static atomic_uint_fast64_t g_seq;
+
+void gf__ag_accumulator_dying(gf_node *n); /* meta.c */
+
+gf_node *gf__ag_node_new(const char *name, gf_backward_fn fn, int n_next, int n_outputs) {
+    gf_node *n = calloc(1, sizeof *n);
+    if (!n) goto oom;
+    atomic_init(&n->refcount, 1);
+    n->name = name;
+    n->apply = fn;
+    n->seq = atomic_fetch_add(&g_seq, 1);
+    n->n_next = n_next;
+    n->n_outputs = n_outputs;
+    if (n_next && !(n->next = calloc((size_t)n_next, sizeof *n->next))) goto oom;
+    if (n_outputs && !(n->outputs = calloc((size_t)n_outputs, sizeof *n->outputs))) goto oom;
+    /* Recursive: a hook or custom backward may itself run backward through
+     * a graph that shares this node. */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&n->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    if (gf__ag_anomaly()) {
+        void *frames[24];
+        int k = backtrace(frames, 24);
+        char **sym = backtrace_symbols(frames, k);
+        size_t cap = 4096, used = 0;
+        n->anomaly_trace = malloc(cap);
+        if (n->anomaly_trace) {
+            used += (size_t)snprintf(n->anomaly_trace, cap, "%s was created by:\n", name);
+            for (int i = 1; sym && i < k && used < cap; i++)
+                used += (size_t)snprintf(n->anomaly_trace + used, cap - used, "  %s\n", sym[i]);
+        }
+        free(sym);
+    }
+    return n;
+oom:
+    if (n) {
+        free(n->next);
+        free(n);
+    }
+    gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for an autograd node");
+    return NULL;
+}
+
+void gf__ag_node_retain(gf_node *n) {
+    if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+static void free_saved_slot(gf_saved *s) {
+    if (s->packed && s->hooks_copy.release) s->hooks_copy.release(s->packed, s->hooks_copy.user);
+    s->packed = NULL;
+    gf_tensor_release(s->data);
+    s->data = NULL;
+    gf__ag_node_release(s->grad_fn);
+    s->grad_fn = NULL;
+}
+
+static void destroy(gf_node *n) {
+    for (int i = 0; i < n->n_saved; i++) free_saved_slot(&n->saved[i]);
+    free(n->saved);
+    for (int i = 0; i < n->n_next; i++) gf__ag_node_release(n->next[i].node);
+    free(n->next);
+    free(n->outputs);
+    if (n->release_ctx) n->release_ctx(n);
+    gf__ag_hooks_free(n->hooks);
+    gf_tensor_release(n->leaf);
+    gf__ag_node_release(n->wrapped);
+    free(n->anomaly_trace);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+}
+
+/* Freeing a long chain must not recurse: nodes whose count drops to zero go
+ * on a thread-local list that the outermost release drains. */
+static _Thread_local gf_node *tl_dying;
+static _Thread_local bool tl_draining;
+
+void gf__ag_node_release(gf_node *n) {
+    if (!n) return;
+    if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (n->leaf) gf__ag_accumulator_dying(n);
+    n->dying_next = tl_dying;
+    tl_dying = n;
+    if (tl_draining) return;
+    tl_draining = true;
+    while (tl_dying) {
+        gf_node *d = tl_dying;
+        tl_dying = d->dying_next;
+        destroy(d);
+    }
+    tl_draining = false;
+}
+
+/* ------------------------------------------------------------ recording */
+bool gf__ag_any_requires_grad(const gf_tensor *const *inputs, int n) {
+    if (!gf__ag_grad_enabled()) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && gf__ag_requires_grad(inputs[i])) return true;
+    return false;
+}
+
+gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *const *inputs,
+                       int n_in, gf_tensor *const *outputs, int n_out) {
+    if (!gf__ag_any_requires_grad(inputs, n_in)) return NULL;
+    gf_node *n = gf__ag_node_new(name, fn, n_in, n_out);
+    if (!n) return NULL;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i] && gf_dtype_is_float(inputs[i]->dtype))
+            n->next[i] = gf__ag_gradient_edge((gf_tensor *)inputs[i]);
+    bool any = false;
+    for (int j = 0; j < n_out; j++) {
+        gf_output_meta *m = &n->outputs[j];
+        if (!outputs[j]) continue;
+        m->rank = outputs[j]->rank;
+        memcpy(m->sizes, outputs[j]->sizes, sizeof m->sizes);
+        m->dtype = outputs[j]->dtype;
+        m->device = outputs[j]->storage->device;
+        if (gf_dtype_is_float(outputs[j]->dtype)) {
+            gf__ag_set_history(outputs[j], n, (uint32_t)j);
+            any = true;
+        }
+    }
+    gf__ag_node_release(n); /* the outputs own it now */
+    return any ? n : NULL;
+}
+
+gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
+    if (i >= n->n_saved) {
+        gf_saved *s = realloc(n->saved, (size_t)(i + 1) * sizeof *s);
+        if (!s) return gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for saved tensors");
+        memset(s + n->n_saved, 0, (size_t)(i + 1 - n->n_saved) * sizeof *s);
+        n->saved = s;
+        n->n_saved = i + 1;
+    }
+    gf_saved *s = &n->saved[i];
+    free_saved_slot(s);
+    n->ever_saved = true;
+    s->defined = t != NULL;
+    if (!t) return GF_OK;
+    if (t->storage->inference && !gf__ag_inference_mode())
+        return gf__error(GF_ERR_AUTOGRAD, "%s: an inference tensor (created in inference mode) "
+                         "cannot be saved for backward; make a normal tensor with gf_clone "
+                         "outside inference mode and use that", n->name);
+    s->is_output = is_output;
+    s->requires_grad = gf__ag_requires_grad(t);
+    s->version = gf_tensor_version(t);
+    if (is_output) {
+        s->output_nr = t->autograd ? t->autograd->output_nr : 0;
+    } else {
+        gf_edge e = gf__ag_gradient_edge((gf_tensor *)t);
+        s->grad_fn = e.node;
+        s->output_nr = e.input_nr;
+    }
+    const gf_saved_tensor_hooks *h = gf__ag_saved_hooks_top();
+    if (h) {
+        s->hooks_copy = *h;
+        s->hooks = &s->hooks_copy;
+        s->packed = h->pack(t, h->user);
+        if (!s->packed)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor pack hook returned NULL",
+                             n->name);
+        return GF_OK;
+    }
+    s->data = gf__ag_alias(t);
+    return s->data ? GF_OK : gf_last_status();
+}
+
+gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
+    *out = NULL;
+    if (n->saved_released) {
+        return gf__error(GF_ERR_AUTOGRAD, "%s: trying to backward through the graph a second time (or "
+                  "to read saved tensors after they were freed). Saved values are freed when "
+                  "backward runs; pass retain_graph = 1 to gf_backward / gf_grad the first time "
+                  "if you need to run backward through the graph again", n->name);
+    }
+    if (i >= n->n_saved || !n->saved[i].defined) return GF_OK;
+    gf_saved *s = &n->saved[i];
+    gf_tensor *t;
+    if (s->hooks) {
+        t = s->hooks_copy.unpack(s->packed, s->hooks_copy.user);
+        if (!t)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor unpack hook returned NULL",
+                             n->name);
+        if (t->autograd) { /* attach history to a tensor of our own */
+            gf_tensor *a = gf__ag_alias(t);
+            gf_tensor_release(t);
+            t = a;
+            if (!t) return gf_last_status();
+        }
+    } else {
+        uint64_t now = gf_tensor_version(s->data);
+        if (now != s->version) {
+            char shape[200];
+            const char *producer = s->is_output ? n->name : s->grad_fn ? s->grad_fn->name : NULL;
+            return gf__error(GF_ERR_AUTOGRAD, "one of the tensors needed for gradient computation has "
+                      "been modified by an in-place operation: %s%s, saved by %s%s%s, is at "
+                      "version %llu; expected version %llu instead. Use an out-of-place op, or "
+                      "gf_clone the tensor before modifying it", gf_dtype_name(s->data->dtype),
+                      gf__shape_str(s->data->sizes, s->data->rank, shape, sizeof shape), n->name,
+                      producer ? ", produced by " : " (a leaf)", producer ? producer : "",
+                      (unsigned long long)now, (unsigned long long)s->version);
+        }
+        t = gf__ag_alias(s->data);
+        if (!t) return gf_last_status();
+    }
+    /* With create_graph, the saved tensor carries its history so the
+     * gradient formula is itself differentiable. */
+    if (s->requires_grad && gf__ag_grad_enabled()) {
+        gf_node *src = s->is_output ? n : s->grad_fn;
+        if (src) gf__ag_set_history(t, src, s->output_nr);
+    }
+    *out = t;
+    return GF_OK;
+}
+
+void gf__ag_release_saved(gf_node *n) {
+    if (n->wrapped) gf__ag_release_saved(n->wrapped);
+    if (!n->ever_saved) return; /* nothing saved: the graph may run again */
+    for (int i = 0; i < n->n_saved; i++) free_saved_slot(&n->saved[i]);
+    n->saved_released = true;
+}
