@@ -173,13 +173,16 @@ gf_status gf__dev_sync(gf_device *d) {
 
 /* ------------------------------------------------------------ capabilities */
 static uint64_t cap_key(const gfp_op_query *q) {
-    uint64_t k = (uint64_t)(q->op & 0xff) | ((uint64_t)(q->layout & 1) << 8);
-    int shift = 9;
+    /* op: 16 bits, layout: 1 bit, then 4 bits per dtype slot. */
+    uint64_t k = (uint64_t)(q->op & 0xffff) | ((uint64_t)(q->layout & 1) << 16);
+    int shift = 17;
     for (uint32_t i = 0; i < 8; i++, shift += 4)
         k |= (uint64_t)((i < q->n_inputs ? (uint32_t)q->input_dtypes[i] : 0xfu) & 0xf) << shift;
-    for (uint32_t i = 0; i < 4; i++, shift += 4)
+    /* 17 + 32 = 49 bits so far; three output slots take 12 more (ops have at
+     * most three outputs in v1). */
+    for (uint32_t i = 0; i < 3; i++, shift += 4)
         k |= (uint64_t)((i < q->n_outputs ? (uint32_t)q->output_dtypes[i] : 0xfu) & 0xf) << shift;
-    return k | (1ull << 63);
+    return k;
 }
 
 static gf_status query_support(gf_device *d, const gfp_op_query *q, uint32_t *support) {

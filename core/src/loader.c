@@ -120,17 +120,10 @@ static void load_one(const char *path) {
         skip(p, "negotiation refused: %s", buf);
         return;
     }
-    if (table->struct_size < GFP_PLUGIN_SIZE_MIN) {
-        char buf[200];
-        snprintf(buf, sizeof buf, "%u bytes, the v1 minimum is %u", table->struct_size,
-                 (unsigned)GFP_PLUGIN_SIZE_MIN);
-        skip(p, "plugin table too small: %s", buf);
-        return;
-    }
+    /* Only struct_size and the version fields are common to every major:
+     * check the major before reading anything else. */
     p->abi_major = table->abi_major;
     p->abi_minor = table->abi_minor;
-    if (table->name) snprintf(p->name, sizeof p->name, "%s", table->name);
-    if (table->version) snprintf(p->version, sizeof p->version, "%s", table->version);
     if (table->abi_major != GFP_ABI_MAJOR) {
         char buf[200];
         snprintf(buf, sizeof buf, "plugin table is ABI %u.%u, this core speaks ABI %d.%d",
@@ -138,6 +131,15 @@ static void load_one(const char *path) {
         skip(p, "ABI major version mismatch: %s", buf);
         return;
     }
+    if (table->struct_size < GFP_PLUGIN_SIZE_MIN) {
+        char buf[200];
+        snprintf(buf, sizeof buf, "%u bytes, the v1 minimum is %u", table->struct_size,
+                 (unsigned)GFP_PLUGIN_SIZE_MIN);
+        skip(p, "plugin table too small: %s", buf);
+        return;
+    }
+    if (table->name) snprintf(p->name, sizeof p->name, "%s", table->name);
+    if (table->version) snprintf(p->version, sizeof p->version, "%s", table->version);
     if (!table->name || !table->name[0] || !table->version || !table->init ||
         !table->device_count || !table->device_props || !table->device_open ||
         !table->buffer_alloc || !table->buffer_free || !table->buffer_write ||

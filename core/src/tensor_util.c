@@ -66,6 +66,17 @@ gf_tensor *gf__expand_to(const gf_tensor *t, const int64_t *sizes, int rank) {
 }
 
 gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
+    /* Same dtype, same shape, both dense, different storages: a byte copy
+     * (the plugin's buffer_copy, or its documented default). */
+    if (src->dtype == dst->dtype && src->rank == dst->rank && src->storage != dst->storage &&
+        src->storage->device == dst->storage->device &&
+        !memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)dst->rank) &&
+        gf__is_contiguous(src) && gf__is_contiguous(dst)) {
+        size_t es = gf_dtype_size(dst->dtype);
+        return gf__dev_copy(dst->storage->device, src->storage->buffer, (uint64_t)src->offset * es,
+                            dst->storage->buffer, (uint64_t)dst->offset * es,
+                            (uint64_t)gf__numel(dst) * es);
+    }
     const gf_tensor *s = src;
     gf_tensor *tmp = NULL;
     if (src->rank != dst->rank || memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)dst->rank)) {
@@ -81,6 +92,22 @@ gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
 }
 
 gf_status gf__fill(gf_tensor *t, double value) {
+    if (gf__is_contiguous(t) && t->dtype != GF_F16 && t->dtype != GF_BF16) {
+        /* A dense fill is a byte pattern: the plugin's buffer_fill (or its
+         * documented default). */
+        unsigned char pat[8];
+        size_t es = gf_dtype_size(t->dtype);
+        switch (t->dtype) {
+        case GF_F32: { float v = (float)value; memcpy(pat, &v, 4); break; }
+        case GF_F64: memcpy(pat, &value, 8); break;
+        case GF_I32: { int32_t v = (int32_t)value; memcpy(pat, &v, 4); break; }
+        case GF_I64: { int64_t v = (int64_t)value; memcpy(pat, &v, 8); break; }
+        default: pat[0] = value != 0; break;
+        }
+        if (isfinite(value) || gf_dtype_is_float(t->dtype))
+            return gf__dev_fill(t->storage->device, t->storage->buffer, (uint64_t)t->offset * es,
+                                (uint64_t)gf__numel(t) * es, pat, (uint32_t)es);
+    }
     gfp_fill_params p = {.struct_size = sizeof p, .value = value};
     p.ivalue = (isfinite(value) && fabs(value) < 9.2e18) ? (int64_t)value : 0;
     gf_tensor *out[1] = {t};

@@ -268,6 +268,7 @@ gf_tensor *gf_expand(const gf_tensor *t, const int64_t *sizes, int rank) {
             return NULL;
         } else s[i] = sizes[i];
     }
+    if (gf__checked_numel(s, rank, "gf_expand") < 0) return NULL;
     return finish(t, gf__expand_to(t, s, rank), GF_VIEW_KIND_EXPAND, NULL, 0);
 }
 

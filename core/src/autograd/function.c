@@ -1,0 +1,272 @@
+/* function.c — custom autograd functions from C (rule 20). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_internal.h"
+
+struct gf_function_ctx {
+    gf_function_def def;
+    char *name;
+    gf_node *node;       /* weak: the node owns this ctx */
+    gf_tensor **to_save; /* during forward (references) */
+    int n_to_save;
+    gf_tensor **dirty;
+    int n_dirty;
+    gf_tensor **non_diff;
+    int n_non_diff;
+    bool *needs_input_grad;
+    int n_inputs;
+    void *data;
+    void (*release)(void *);
+    bool in_forward;
+};
+
+static void ctx_free(gf_function_ctx *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n_to_save; i++) gf_tensor_release(c->to_save[i]);
+    free(c->to_save);
+    free(c->dirty);
+    free(c->non_diff);
+    free(c->needs_input_grad);
+    if (c->release) c->release(c->data);
+    free(c->name);
+    free(c);
+}
+
+static void node_release_ctx(gf_node *n) { ctx_free(n->ext); }
+
+static gf_status push(gf_tensor ***arr, int *n, gf_tensor *t) {
+    gf_tensor **a = realloc(*arr, (size_t)(*n + 1) * sizeof **arr);
+    if (!a) return gf__error(GF_ERR_OUT_OF_MEMORY, "custom function: out of host memory");
+    a[(*n)++] = t;
+    *arr = a;
+    return GF_OK;
+}
+
+gf_status gf_ctx_save_for_backward(gf_function_ctx *ctx, gf_tensor *const *tensors, int n) {
+    if (!ctx || (!tensors && n)) return gf__error(GF_ERR_INVALID, "gf_ctx_save_for_backward: NULL argument");
+    if (!ctx->in_forward)
+        return gf__error(GF_ERR_AUTOGRAD, "%s: gf_ctx_save_for_backward may only be called in "
+                         "forward", ctx->name);
+    for (int i = 0; i < n; i++) {
+        gf_status s = push(&ctx->to_save, &ctx->n_to_save, gf_tensor_retain(tensors[i]));
+        if (s != GF_OK) return s;
+    }
+    return GF_OK;
+}
+
+int gf_ctx_saved_count(const gf_function_ctx *ctx) {
+    return ctx && ctx->node ? ctx->node->n_saved : 0;
+}
+
+gf_tensor *gf_ctx_saved_tensor(gf_function_ctx *ctx, int i) {
+    if (!ctx || !ctx->node) {
+        gf__error(GF_ERR_AUTOGRAD, "gf_ctx_saved_tensor: saved tensors exist only in backward");
+        return NULL;
+    }
+    if (i < 0 || i >= ctx->node->n_saved) {
+        gf__error(GF_ERR_INDEX, "%s: saved tensor %d out of range [0, %d)", ctx->name, i,
+                  ctx->node->n_saved);
+        return NULL;
+    }
+    gf_tensor *t = NULL;
+    if (gf__ag_unpack(ctx->node, i, &t) != GF_OK) return NULL;
+    return gf__ret(t);
+}
+
+gf_status gf_ctx_mark_dirty(gf_function_ctx *ctx, gf_tensor *t) {
+    if (!ctx || !t) return gf__error(GF_ERR_INVALID, "gf_ctx_mark_dirty: NULL argument");
+    return push(&ctx->dirty, &ctx->n_dirty, t);
+}
+
+gf_status gf_ctx_mark_non_differentiable(gf_function_ctx *ctx, gf_tensor *t) {
+    if (!ctx || !t) return gf__error(GF_ERR_INVALID, "gf_ctx_mark_non_differentiable: NULL argument");
+    return push(&ctx->non_diff, &ctx->n_non_diff, t);
+}
+
+bool gf_ctx_needs_input_grad(const gf_function_ctx *ctx, int i) {
+    return ctx && i >= 0 && i < ctx->n_inputs && ctx->needs_input_grad[i];
+}
+
+void gf_ctx_set_data(gf_function_ctx *ctx, void *data, void (*release)(void *)) {
+    if (!ctx) return;
+    if (ctx->release && ctx->data != data) ctx->release(ctx->data);
+    ctx->data = data;
+    ctx->release = release;
+}
+
+void *gf_ctx_data(const gf_function_ctx *ctx) { return ctx ? ctx->data : NULL; }
+
+/* ------------------------------------------------------------ backward */
+static gf_status delayed_error(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
+    return gf__error(GF_ERR_AUTOGRAD, "%s is marked once_differentiable: its backward cannot be "
+                     "differentiated (a double backward went through it)", n->name);
+}
+
+static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
+    gf_function_ctx *c = n->ext;
+    bool create_graph = gf__ag_grad_enabled();
+    gf_grad_mode prev = gf_grad_mode_get();
+    if (c->def.once_differentiable) gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_scope_begin();
+    gf_status s = c->def.backward(c, grads, n->n_outputs, out, n->n_next, c->def.user);
+    gf_scope_end();
+    gf_grad_mode_set(prev);
+    if (s != GF_OK) {
+        for (int i = 0; i < n->n_next; i++) {
+            gf_tensor_release(out[i]);
+            out[i] = NULL;
+        }
+        if (gf_last_status() == GF_OK) gf__error(s, "%s: backward failed", c->name);
+        return s;
+    }
+    for (int i = 0; i < n->n_next; i++) {
+        if (!out[i]) continue;
+        if (!n->outputs || i >= n->n_next) break;
+        if (!c->needs_input_grad[i] && !n->next[i].node) {
+            /* A gradient for an input that is not a differentiable tensor:
+             * the backward returned more gradients than there are. */
+            bool input_missing = !n->next[i].node && !c->needs_input_grad[i];
+            if (input_missing && gf__ag_requires_grad(out[i]) == false) {
+                gf_tensor_release(out[i]);
+                out[i] = NULL;
+            }
+        }
+    }
+    if (c->def.once_differentiable && create_graph) {
+        /* Mark the results so that differentiating them again fails. */
+        bool any = false;
+        for (int i = 0; i < n->n_outputs; i++) any |= gf__ag_requires_grad(grads[i]);
+        if (any)
+            for (int i = 0; i < n->n_next; i++) {
+                if (!out[i]) continue;
+                gf_node *e = gf__ag_record("DelayedError", delayed_error,
+                                           (const gf_tensor *const *)grads, n->n_outputs, &out[i], 1);
+                if (e) e->name = c->name;
+            }
+    }
+    return GF_OK;
+}
+
+/* ------------------------------------------------------------ apply */
+static bool contains(gf_tensor *const *arr, int n, const gf_tensor *t) {
+    for (int i = 0; i < n; i++)
+        if (arr[i] == t) return true;
+    return false;
+}
+
+gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs, int n_inputs,
+                            gf_tensor **outputs, int n_outputs) {
+    if (!def || !def->forward || !def->backward || !outputs || n_outputs < 1 || n_inputs < 0 ||
+        (n_inputs && !inputs))
+        return gf__error(GF_ERR_INVALID, "gf_function_apply: a definition with forward and "
+                         "backward, and at least one output, are required");
+    for (int i = 0; i < n_outputs; i++) outputs[i] = NULL;
+    gf_function_ctx *c = calloc(1, sizeof *c);
+    if (!c) return gf__error(GF_ERR_OUT_OF_MEMORY, "gf_function_apply: out of host memory");
+    c->def = *def;
+    c->name = strdup(def->name ? def->name : "CustomFunction");
+    c->n_inputs = n_inputs;
+    c->needs_input_grad = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(bool));
+    if (!c->name || !c->needs_input_grad) {
+        ctx_free(c);
+        return gf__error(GF_ERR_OUT_OF_MEMORY, "gf_function_apply: out of host memory");
+    }
+    bool record = gf__ag_any_requires_grad((const gf_tensor *const *)inputs, n_inputs);
+    for (int i = 0; i < n_inputs; i++)
+        c->needs_input_grad[i] = record && inputs[i] && gf__ag_requires_grad(inputs[i]);
+
+    /* Edges are taken before forward: a dirty input's history changes after. */
+    gf_node *n = NULL;
+    if (record) {
+        n = gf__ag_node_new(c->name, function_backward, n_inputs, n_outputs);
+        if (!n) {
+            ctx_free(c);
+            return gf_last_status();
+        }
+        for (int i = 0; i < n_inputs; i++)
+            if (inputs[i] && gf_dtype_is_float(inputs[i]->dtype))
+                n->next[i] = gf__ag_gradient_edge(inputs[i]);
+    }
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    int scope = gf__scope_suspend();
+    c->in_forward = true;
+    gf_status s = def->forward(c, inputs, n_inputs, outputs, n_outputs, def->user);
+    c->in_forward = false;
+    gf__scope_resume(scope);
+    gf_grad_mode_set(prev);
+    for (int i = 0; i < n_outputs && s == GF_OK; i++)
+        if (!outputs[i])
+            s = gf__error(GF_ERR_AUTOGRAD, "%s: forward returned GF_OK but left output %d NULL",
+                          c->name, i);
+    if (s != GF_OK && gf_last_status() == GF_OK) gf__error(s, "%s: forward failed", c->name);
+    for (int i = 0; i < c->n_dirty && s == GF_OK; i++) {
+        if (!contains(inputs, n_inputs, c->dirty[i]))
+            s = gf__error(GF_ERR_AUTOGRAD, "%s: gf_ctx_mark_dirty was given a tensor that is not "
+                          "an input", c->name);
+        else if (!contains(outputs, n_outputs, c->dirty[i]))
+            s = gf__error(GF_ERR_AUTOGRAD, "%s: an input marked dirty must also be returned as an "
+                          "output (retain it and store it in outputs)", c->name);
+        else if (record && (s = gf__ag_check_inplace(c->dirty[i], c->name)) == GF_OK)
+            gf__bump_version(c->dirty[i]);
+        else if (!record)
+            gf__bump_version(c->dirty[i]);
+    }
+    if (s != GF_OK) {
+        for (int i = 0; i < n_outputs; i++) {
+            gf_tensor_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+        gf__ag_node_release(n);
+        ctx_free(c);
+        return s;
+    }
+    if (!n) {
+        ctx_free(c);
+        for (int i = 0; i < n_outputs; i++) gf__ret(outputs[i]);
+        return GF_OK;
+    }
+    n->ext = c;
+    n->release_ctx = node_release_ctx;
+    c->node = n;
+    for (int j = 0; j < n_outputs; j++) {
+        gf_tensor *o = outputs[j];
+        gf_output_meta *m = &n->outputs[j];
+        m->rank = o->rank;
+        memcpy(m->sizes, o->sizes, sizeof m->sizes);
+        m->dtype = o->dtype;
+        m->device = o->storage->device;
+        if (!gf_dtype_is_float(o->dtype) || contains(c->non_diff, c->n_non_diff, o)) continue;
+        gf_autograd_meta *om = o->autograd;
+        if (contains(inputs, n_inputs, o) && !contains(c->dirty, c->n_dirty, o)) {
+            /* An input returned unchanged: hand out a view so its own
+             * history stays as it was. */
+            gf_tensor *a = gf__ag_alias(o);
+            if (!a) {
+                s = gf_last_status();
+                break;
+            }
+            gf_tensor_release(o);
+            outputs[j] = o = a;
+            om = NULL;
+        }
+        (void)om;
+        gf__ag_set_history(o, n, (uint32_t)j);
+    }
+    for (int i = 0; i < c->n_to_save && s == GF_OK; i++)
+        s = gf__ag_save(n, i, c->to_save[i], contains(outputs, n_outputs, c->to_save[i]));
+    for (int i = 0; i < c->n_to_save; i++) gf_tensor_release(c->to_save[i]);
+    free(c->to_save);
+    c->to_save = NULL;
+    c->n_to_save = 0;
+    gf__ag_node_release(n); /* the outputs own it now (or nothing does) */
+    if (s != GF_OK) {
+        for (int i = 0; i < n_outputs; i++) {
+            gf_tensor_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+        return s;
+    }
+    for (int i = 0; i < n_outputs; i++) gf__ret(outputs[i]);
+    return GF_OK;
+}

@@ -1,0 +1,307 @@
+/* gradcheck.c — numerical checks of backward formulas.
+ *
+ * gradcheck compares, for every (output element, input element) pair, the
+ * analytical Jacobian (one backward per output element, with a one-hot
+ * grad_output) against central differences of the forward. gradgradcheck
+ * runs gradcheck on the scalar sum_i <d(v . f)/d x_i, w_i> for fixed
+ * pseudo-random v and w, which exercises every second-derivative formula
+ * through create_graph. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_internal.h"
+
+typedef struct host_vec {
+    double *v;
+    int64_t n;
+} host_vec;
+
+/* Reads t as f64 into a new host buffer (row-major). */
+static gf_status to_host(const gf_tensor *t, host_vec *out) {
+    out->n = gf__numel(t);
+    out->v = malloc((size_t)(out->n ? out->n : 1) * sizeof(double));
+    if (!out->v) return gf__error(GF_ERR_OUT_OF_MEMORY, "gradcheck: out of host memory");
+    int saved = gf__scope_suspend();
+    gf_tensor *d = gf_to_dtype(t, GF_F64);
+    gf__scope_resume(saved);
+    gf_status s = d ? gf_tensor_to_host(d, out->v, (size_t)out->n * sizeof(double)) : gf_last_status();
+    gf_tensor_release(d);
+    return s;
+}
+
+/* Writes host f64 values into t (any dtype, any strides), without history. */
+static gf_status from_host(gf_tensor *t, const double *v) {
+    int64_t n = gf__numel(t);
+    int64_t one = n;
+    gf_tensor *d = gf__empty(&one, 1, GF_F64, t->storage->device);
+    gf_status s = d ? gf__dev_write(d->storage->device, d->storage->buffer, 0, v,
+                                    (uint64_t)n * sizeof(double))
+                    : gf_last_status();
+    if (s == GF_OK) {
+        int64_t cs[GF_MAX_RANK];
+        gf__contiguous_strides(t->sizes, t->rank, cs);
+        gf_tensor *shaped = gf__view(d, t->sizes, cs, t->rank, 0);
+        s = shaped ? gf__copy_into(t, shaped) : gf_last_status();
+        gf_tensor_release(shaped);
+    }
+    gf_tensor_release(d);
+    if (s == GF_OK) gf__bump_version(t);
+    return s;
+}
+
+static gf_tensor *call_fn(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user) {
+    int saved = gf__scope_suspend();
+    gf_tensor *out = fn(inputs, n, user);
+    gf__scope_resume(saved);
+    if (!out && gf_last_status() == GF_OK)
+        gf__error(GF_ERR_INVALID, "gradcheck: the function returned NULL without an error");
+    return out;
+}
+
+static gf_status check_args(gf_check_fn fn, gf_tensor *const *inputs, int n, const char *op) {
+    if (!fn || !inputs || n < 1) return gf__error(GF_ERR_INVALID, "%s: fn and inputs are required", op);
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i]) return gf__null_arg(op, "an input");
+        any |= gf__ag_requires_grad(inputs[i]);
+    }
+    if (!any)
+        return gf__error(GF_ERR_INVALID, "%s: no input requires grad; set requires_grad on the "
+                         "inputs to check", op);
+    return GF_OK;
+}
+
+gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                       const gf_gradcheck_opts *opts) {
+    gf_status s = check_args(fn, inputs, n, "gf_gradcheck");
+    if (s != GF_OK) return s;
+    double eps = opts && opts->eps > 0 ? opts->eps : 1e-6;
+    double atol = opts && opts->atol > 0 ? opts->atol : 1e-5;
+    double rtol = opts && opts->rtol > 0 ? opts->rtol : 1e-3;
+    bool determinism = !(opts && opts->skip_determinism);
+
+    gf_tensor *out = call_fn(fn, inputs, n, user);
+    if (!out) return gf_last_status();
+    if (!gf_dtype_is_float(out->dtype)) {
+        gf_tensor_release(out);
+        return gf__error(GF_ERR_DTYPE, "gf_gradcheck: the function's output is %s; it must be "
+                         "floating point", gf_dtype_name(out->dtype));
+    }
+    int64_t n_out = gf__numel(out);
+    gf_tensor **rg = calloc((size_t)n, sizeof *rg);
+    int *rg_index = calloc((size_t)n, sizeof *rg_index);
+    gf_tensor **res = calloc((size_t)n, sizeof *res), **res2 = calloc((size_t)n, sizeof *res2);
+    host_vec *analytic = calloc((size_t)n, sizeof *analytic);
+    if (!rg || !rg_index || !res || !res2 || !analytic)
+        s = gf__error(GF_ERR_OUT_OF_MEMORY, "gf_gradcheck: out of host memory");
+    int m = 0;
+    for (int i = 0; i < n && s == GF_OK; i++)
+        if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype)) {
+            rg[m] = inputs[i];
+            rg_index[m++] = i;
+        }
+    /* Analytical Jacobian, row by row: analytic[k].v[o * numel_k + j]. */
+    for (int k = 0; k < m && s == GF_OK; k++) {
+        int64_t nk = gf__numel(rg[k]);
+        analytic[k].n = nk * n_out;
+        analytic[k].v = calloc((size_t)(analytic[k].n ? analytic[k].n : 1), sizeof(double));
+        if (!analytic[k].v) s = gf__error(GF_ERR_OUT_OF_MEMORY, "gf_gradcheck: out of host memory");
+    }
+    double *onehot = calloc((size_t)(n_out ? n_out : 1), sizeof(double));
+    if (!onehot && s == GF_OK) s = gf__error(GF_ERR_OUT_OF_MEMORY, "gf_gradcheck: out of memory");
+    gf_grad_opts go = {.retain_graph = 1, .allow_unused = true, .materialize_grads = true};
+    bool out_requires = gf__ag_requires_grad(out);
+    for (int64_t o = 0; o < n_out && s == GF_OK && out_requires; o++) {
+        memset(onehot, 0, (size_t)n_out * sizeof(double));
+        onehot[o] = 1.0;
+        gf_tensor *g = gf__empty(out->sizes, out->rank, out->dtype, out->storage->device);
+        s = g ? from_host(g, onehot) : gf_last_status();
+        if (s == GF_OK) s = gf_grad(&out, 1, &g, rg, m, res, &go);
+        if (s == GF_OK && determinism) s = gf_grad(&out, 1, &g, rg, m, res2, &go);
+        gf_tensor_release(g);
+        for (int k = 0; k < m && s == GF_OK; k++) {
+            host_vec a = {0}, b = {0};
+            s = to_host(res[k], &a);
+            if (s == GF_OK && determinism) s = to_host(res2[k], &b);
+            for (int64_t j = 0; j < a.n && s == GF_OK; j++) {
+                analytic[k].v[o * a.n + j] = a.v[j];
+                if (determinism && a.v[j] != b.v[j] && !(isnan(a.v[j]) && isnan(b.v[j])))
+                    s = gf__error(GF_ERR_AUTOGRAD, "gf_gradcheck: backward is not deterministic: "
+                                  "two runs gave %.17g and %.17g for output element %lld, input "
+                                  "%d element %lld", a.v[j], b.v[j], (long long)o, rg_index[k],
+                                  (long long)j);
+            }
+            free(a.v);
+            free(b.v);
+        }
+        for (int k = 0; k < m; k++) {
+            gf_tensor_release(res[k]);
+            gf_tensor_release(res2[k]);
+            res[k] = res2[k] = NULL;
+        }
+    }
+    /* Numerical Jacobian by central differences, column by column. */
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    for (int k = 0; k < m && s == GF_OK; k++) {
+        host_vec x = {0};
+        s = to_host(rg[k], &x);
+        for (int64_t j = 0; j < x.n && s == GF_OK; j++) {
+            double orig = x.v[j];
+            host_vec plus = {0}, minus = {0};
+            x.v[j] = orig + eps;
+            s = from_host(rg[k], x.v);
+            gf_tensor *fp = s == GF_OK ? call_fn(fn, inputs, n, user) : NULL;
+            if (s == GF_OK && !fp) s = gf_last_status();
+            if (s == GF_OK) s = to_host(fp, &plus);
+            x.v[j] = orig - eps;
+            if (s == GF_OK) s = from_host(rg[k], x.v);
+            gf_tensor *fm = s == GF_OK ? call_fn(fn, inputs, n, user) : NULL;
+            if (s == GF_OK && !fm) s = gf_last_status();
+            if (s == GF_OK) s = to_host(fm, &minus);
+            x.v[j] = orig;
+            gf_status r = from_host(rg[k], x.v);
+            if (s == GF_OK) s = r;
+            for (int64_t o = 0; o < n_out && s == GF_OK; o++) {
+                double num = (plus.v[o] - minus.v[o]) / (2 * eps);
+                double ana = out_requires ? analytic[k].v[o * x.n + j] : 0.0;
+                bool ok = fabs(ana - num) <= atol + rtol * fabs(num) ||
+                          (isnan(ana) && isnan(num));
+                if (!ok)
+                    s = gf__error(GF_ERR_AUTOGRAD, "gf_gradcheck: Jacobian mismatch for output "
+                                  "element %lld with respect to input %d element %lld: numerical "
+                                  "%.10g, analytical %.10g (atol %g, rtol %g)", (long long)o,
+                                  rg_index[k], (long long)j, num, ana, atol, rtol);
+            }
+            gf_tensor_release(fp);
+            gf_tensor_release(fm);
+            free(plus.v);
+            free(minus.v);
+        }
+        free(x.v);
+    }
+    gf_grad_mode_set(prev);
+    for (int k = 0; analytic && k < m; k++) free(analytic[k].v);
+    free(analytic);
+    free(onehot);
+    free(res);
+    free(res2);
+    free(rg);
+    free(rg_index);
+    gf_tensor_release(out);
+    return s;
+}
+
+/* ------------------------------------------------------------ gradgradcheck */
+typedef struct gg_ctx {
+    gf_check_fn fn;
+    void *user;
+    gf_tensor *v;    /* fixed grad_output for fn */
+    gf_tensor **w;   /* fixed weights per input (NULL for inputs not requiring grad) */
+} gg_ctx;
+
+static double lcg(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static gf_tensor *random_like(const gf_tensor *t, uint64_t *state) {
+    gf_tensor *r = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
+    int64_t n = gf__numel(t);
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    gf_status s = (r && h) ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory");
+    for (int64_t i = 0; i < n && s == GF_OK; i++) h[i] = lcg(state);
+    if (s == GF_OK) s = from_host(r, h);
+    free(h);
+    if (s != GF_OK) {
+        gf_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}
+
+static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c);
+
+/* First derivatives need a graph even while gradcheck evaluates the
+ * function numerically under no-grad. */
+static gf_tensor *gg_fn(gf_tensor *const *inputs, int n, void *user) {
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_GRAD);
+    gf_tensor *r = gg_fn_graph(inputs, n, user);
+    if (r && prev != GF_GRAD_MODE_GRAD) { /* numerical evaluation: no history wanted */
+        gf_tensor *d = gf__ag_alias(r);
+        gf_tensor_release(r);
+        r = d;
+    }
+    gf_grad_mode_set(prev);
+    return r;
+}
+
+static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c) {
+    gf_tensor *out = c->fn(inputs, n, c->user);
+    if (!out) return NULL;
+    gf_tensor **rg = calloc((size_t)n, sizeof *rg), **res = calloc((size_t)n, sizeof *res);
+    int m = 0;
+    for (int i = 0; rg && i < n; i++)
+        if (c->w[i]) rg[m++] = inputs[i];
+    gf_grad_opts go = {.create_graph = true, .allow_unused = true, .materialize_grads = true};
+    gf_tensor *total = NULL;
+    gf_status s = (rg && res) ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory");
+    if (s == GF_OK && gf__ag_requires_grad(out)) s = gf_grad(&out, 1, &c->v, rg, m, res, &go);
+    for (int i = 0, k = 0; i < n && s == GF_OK; i++) {
+        if (!c->w[i]) continue;
+        gf_tensor *term = NULL;
+        if (res[k]) {
+            gf_tensor *p = gf_mul(res[k], c->w[i]);
+            term = p ? gf_sum(p, NULL, 0, false) : NULL;
+            gf_tensor_release(p);
+            if (!term) s = gf_last_status();
+        }
+        k++;
+        if (!term) continue;
+        if (!total) total = term;
+        else {
+            gf_tensor *t2 = gf_add(total, term);
+            gf_tensor_release(total);
+            gf_tensor_release(term);
+            total = t2;
+            if (!total) s = gf_last_status();
+        }
+    }
+    for (int k = 0; res && k < m; k++) gf_tensor_release(res[k]);
+    free(rg);
+    free(res);
+    gf_tensor_release(out);
+    if (s != GF_OK) {
+        gf_tensor_release(total);
+        return NULL;
+    }
+    if (!total) { /* no second-order dependence at all: a constant zero */
+        total = gf__scalar(0.0, c->v->dtype, c->v->storage->device);
+    }
+    return total;
+}
+
+gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                           const gf_gradcheck_opts *opts) {
+    gf_status s = check_args(fn, inputs, n, "gf_gradgradcheck");
+    if (s != GF_OK) return s;
+    gf_tensor *out = call_fn(fn, inputs, n, user);
+    if (!out) return gf_last_status();
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    gg_ctx c = {.fn = fn, .user = user};
+    c.v = random_like(out, &state);
+    gf_tensor_release(out);
+    c.w = calloc((size_t)n, sizeof *c.w);
+    if (!c.v || !c.w) s = c.v ? gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory")
+                               : gf_last_status();
+    for (int i = 0; i < n && s == GF_OK; i++)
+        if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype) &&
+            !(c.w[i] = random_like(inputs[i], &state)))
+            s = gf_last_status();
+    if (s == GF_OK) s = gf_gradcheck(gg_fn, inputs, n, &c, opts);
+    for (int i = 0; c.w && i < n; i++) gf_tensor_release(c.w[i]);
+    free(c.w);
+    gf_tensor_release(c.v);
+    return s;
+}

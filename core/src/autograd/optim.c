@@ -1,0 +1,269 @@
+/* optim.c — SGD and Adam/AdamW, with the update rules of torch.optim.
+ *
+ * A step runs under no-grad (in-place writes to leaves that require grad are
+ * allowed there, and nothing is recorded) with graft's public ops, so it works
+ * on whatever device the parameters live on. Intermediates live in a private
+ * scope; the optimiser's state (momentum buffers, moments) is kept out of it.
+ * The parameters' .grad tensors are only read, never written. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_internal.h"
+
+typedef enum opt_kind { OPT_SGD, OPT_ADAM } opt_kind;
+
+/* Per-parameter state: SGD uses buf1 (momentum buffer); Adam uses buf1
+ * (exp_avg), buf2 (exp_avg_sq) and step (its own count, as PyTorch keeps
+ * one per parameter: a parameter skipped for lack of a gradient does not
+ * advance its bias correction). */
+typedef struct param_state {
+    gf_tensor *param; /* reference */
+    gf_tensor *buf1, *buf2;
+    int64_t step;
+} param_state;
+
+struct gf_optimizer {
+    opt_kind kind;
+    gf_sgd_opts sgd;
+    gf_adam_opts adam; /* defaults resolved */
+    int n;
+    param_state *ps;
+};
+
+/* NaN fails every comparison, so `!(x >= 0)` rejects it too. */
+static bool nonneg(double x) { return x >= 0 && !isinf(x); }
+
+static gf_status check_params(const char *op, gf_tensor *const *params, int n) {
+    if (n <= 0)
+        return gf__error(GF_ERR_INVALID, "%s: got an empty parameter list (n = %d); pass at "
+                         "least one tensor to optimise", op, n);
+    if (!params) return gf__error(GF_ERR_INVALID, "%s: params is NULL while n = %d", op, n);
+    for (int i = 0; i < n; i++) {
+        const gf_tensor *p = params[i];
+        if (!p) return gf__error(GF_ERR_INVALID, "%s: parameter %d is NULL", op, i);
+        if (!gf_dtype_is_float(p->dtype))
+            return gf__error(GF_ERR_INVALID, "%s: parameter %d has dtype %s; only floating-point "
+                             "tensors can be optimised", op, i, gf_dtype_name(p->dtype));
+        if (!gf_tensor_is_leaf(p))
+            return gf__error(GF_ERR_INVALID, "%s: parameter %d is not a leaf (it was produced by "
+                             "%s); optimise the leaf it came from, or gf_detach it and set "
+                             "requires_grad on the result", op, i, gf_tensor_grad_fn_name(p));
+        if (!gf_tensor_requires_grad(p))
+            return gf__error(GF_ERR_INVALID, "%s: parameter %d does not require grad; call "
+                             "gf_tensor_set_requires_grad(p, true) first", op, i);
+        for (int j = 0; j < i; j++)
+            if (params[j] == p)
+                return gf__error(GF_ERR_INVALID, "%s: parameter %d is the same tensor as parameter "
+                                 "%d; pass each parameter once (it would be updated twice)",
+                                 op, i, j);
+    }
+    return GF_OK;
+}
+
+static gf_optimizer *opt_new(opt_kind kind, gf_tensor *const *params, int n) {
+    gf_optimizer *o = calloc(1, sizeof *o);
+    param_state *ps = o ? calloc((size_t)n, sizeof *ps) : NULL;
+    if (!ps) {
+        free(o);
+        gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for the optimiser's state");
+        return NULL;
+    }
+    o->kind = kind;
+    o->n = n;
+    o->ps = ps;
+    for (int i = 0; i < n; i++) ps[i].param = gf_tensor_retain(params[i]);
+    return o;
+}
+
+gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts) {
+    const char *op = "gf_sgd_create";
+    if (!opts) {
+        gf__error(GF_ERR_INVALID, "%s: opts is NULL; pass a gf_sgd_opts with at least lr set", op);
+        return NULL;
+    }
+    const gf_sgd_opts o = *opts;
+    if (!nonneg(o.lr)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; lr must be >= 0", op, o.lr);
+        return NULL;
+    }
+    if (!nonneg(o.momentum)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid momentum %g; it must be >= 0", op, o.momentum);
+        return NULL;
+    }
+    if (!isfinite(o.dampening)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid dampening %g; it must be finite", op, o.dampening);
+        return NULL;
+    }
+    if (!nonneg(o.weight_decay)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid weight_decay %g; it must be >= 0", op,
+                  o.weight_decay);
+        return NULL;
+    }
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+        gf__error(GF_ERR_INVALID, "%s: nesterov momentum requires momentum > 0 and dampening = 0 "
+                  "(got momentum %g, dampening %g)", op, o.momentum, o.dampening);
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_SGD, params, n);
+    if (opt) opt->sgd = o;
+    return opt;
+}
+
+gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts) {
+    const char *op = "gf_adam_create";
+    gf_adam_opts o = {0};
+    if (opts) o = *opts;
+    /* 0 selects the documented default (the header's contract). */
+    if (o.lr == 0) o.lr = 1e-3;
+    if (o.beta1 == 0) o.beta1 = 0.9;
+    if (o.beta2 == 0) o.beta2 = 0.999;
+    if (o.eps == 0) o.eps = 1e-8;
+    if (!nonneg(o.lr)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; lr must be >= 0", op, o.lr);
+        return NULL;
+    }
+    if (!(o.beta1 >= 0 && o.beta1 < 1)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid beta1 %g; it must be in [0, 1)", op, o.beta1);
+        return NULL;
+    }
+    if (!(o.beta2 >= 0 && o.beta2 < 1)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid beta2 %g; it must be in [0, 1)", op, o.beta2);
+        return NULL;
+    }
+    if (!nonneg(o.eps)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid eps %g; it must be >= 0", op, o.eps);
+        return NULL;
+    }
+    if (!nonneg(o.weight_decay)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid weight_decay %g; it must be >= 0", op,
+                  o.weight_decay);
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_ADAM, params, n);
+    if (opt) opt->adam = o;
+    return opt;
+}
+
+/* A failed op's status; never GF_OK (a NULL result always means failure). */
+static gf_status failed(void) {
+    gf_status s = gf_last_status();
+    return s != GF_OK ? s : gf__error(GF_ERR_INVALID, "gf_optimizer_step: an update op failed");
+}
+
+/* PyTorch's SGD: d = g + wd * p; buf = d on the first step, else
+ * momentum * buf + (1 - dampening) * d; d = nesterov ? d + momentum * buf : buf;
+ * p -= lr * d. Runs inside a scope (intermediates are released by it). */
+static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_tensor *d = g;
+    if (o->weight_decay != 0) {
+        d = gf_add(g, gf_mul_scalar(p, o->weight_decay));
+        if (!d) return failed();
+    }
+    if (o->momentum != 0) {
+        if (!st->buf1) {
+            gf_tensor *b = gf_clone(d);
+            if (!b) return failed();
+            st->buf1 = gf_scope_keep(b);
+        } else {
+            gf_status s = gf_mul_scalar_(st->buf1, o->momentum);
+            if (s != GF_OK) return s;
+            gf_tensor *t = o->dampening != 0 ? gf_mul_scalar(d, 1.0 - o->dampening) : d;
+            if (!t) return failed();
+            s = gf_add_(st->buf1, t);
+            if (s != GF_OK) return s;
+        }
+        if (o->nesterov) {
+            d = gf_add(d, gf_mul_scalar(st->buf1, o->momentum));
+            if (!d) return failed();
+        } else {
+            d = st->buf1;
+        }
+    }
+    gf_tensor *u = gf_mul_scalar(d, o->lr);
+    return u ? gf_sub_(p, u) : failed();
+}
+
+/* PyTorch's Adam/AdamW: (AdamW: p *= 1 - lr * wd; Adam: g += wd * p);
+ * m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if (o->weight_decay != 0) {
+        if (o->decoupled_weight_decay) {
+            s = gf_mul_scalar_(p, 1.0 - o->lr * o->weight_decay);
+            if (s != GF_OK) return s;
+        } else {
+            g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
+            if (!g) return failed();
+        }
+    }
+    if (!st->buf1) {
+        gf_tensor *m = gf_zeros_like(p);
+        if (!m) return failed();
+        st->buf1 = gf_scope_keep(m);
+        gf_tensor *v = gf_zeros_like(p);
+        if (!v) return failed();
+        st->buf2 = gf_scope_keep(v);
+    }
+    st->step++;
+    if ((s = gf_mul_scalar_(st->buf1, o->beta1)) != GF_OK) return s;
+    if ((s = gf_add_(st->buf1, gf_mul_scalar(g, 1.0 - o->beta1))) != GF_OK) return s;
+    if ((s = gf_mul_scalar_(st->buf2, o->beta2)) != GF_OK) return s;
+    if ((s = gf_add_(st->buf2, gf_mul_scalar(gf_mul(g, g), 1.0 - o->beta2))) != GF_OK) return s;
+    double bc1 = 1.0 - pow(o->beta1, (double)st->step);
+    double bc2 = 1.0 - pow(o->beta2, (double)st->step);
+    gf_tensor *denom = gf_add_scalar(gf_div_scalar(gf_sqrt(st->buf2), sqrt(bc2)), o->eps);
+    gf_tensor *u = gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1);
+    return u ? gf_sub_(p, u) : failed();
+}
+
+gf_status gf_optimizer_step(gf_optimizer *opt) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_status s = GF_OK;
+    for (int i = 0; i < opt->n && s == GF_OK; i++) {
+        param_state *st = &opt->ps[i];
+        gf_scope_begin();
+        gf_tensor *g = gf_tensor_grad(st->param);
+        if (g) { /* parameters without a gradient are skipped, as in PyTorch */
+            s = opt->kind == OPT_SGD ? sgd_update(&opt->sgd, st, g) : adam_update(&opt->adam, st, g);
+        }
+        gf_scope_end();
+        if (s != GF_OK) {
+            char msg[900];
+            snprintf(msg, sizeof msg, "%s", gf_last_error());
+            char shape[200];
+            gf__error(s, "gf_optimizer_step: updating parameter %d (%s%s) failed: %s", i,
+                      gf_dtype_name(st->param->dtype),
+                      gf__shape_str(st->param->sizes, st->param->rank, shape, sizeof shape), msg);
+        }
+    }
+    gf_grad_mode_set(prev);
+    return s;
+}
+
+gf_status gf_optimizer_zero_grad(gf_optimizer *opt) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_zero_grad: opt is NULL");
+    for (int i = 0; i < opt->n; i++) {
+        gf_status s = gf_tensor_set_grad(opt->ps[i].param, NULL);
+        if (s != GF_OK) return s;
+    }
+    return GF_OK;
+}
+
+void gf_optimizer_destroy(gf_optimizer *opt) {
+    if (!opt) return;
+    for (int i = 0; i < opt->n; i++) {
+        gf_tensor_release(opt->ps[i].param);
+        gf_tensor_release(opt->ps[i].buf1);
+        gf_tensor_release(opt->ps[i].buf2);
+    }
+    free(opt->ps);
+    free(opt);
+}
