@@ -114,8 +114,8 @@ static void load_one(const char *path) {
     gf__plugin_message_clear();
     gfp_status st = entry(&req, &table);
     if (st != GFP_OK || !table) {
-        char buf[400];
-        snprintf(buf, sizeof buf, "status %d%s%s (core speaks ABI %d.%d)", (int)st,
+        char buf[600];
+        snprintf(buf, sizeof buf, "status %d%s%.400s (core speaks ABI %d.%d)", (int)st,
                  tl_plugin_msg[0] ? ": " : "", tl_plugin_msg, GFP_ABI_MAJOR, GFP_ABI_MINOR);
         skip(p, "negotiation refused: %s", buf);
         return;
@@ -163,8 +163,8 @@ static void load_one(const char *path) {
     gf__plugin_message_clear();
     st = table->init(&p->ctx);
     if (st != GFP_OK) {
-        char buf[400];
-        snprintf(buf, sizeof buf, "status %d%s%s", (int)st, tl_plugin_msg[0] ? ": " : "",
+        char buf[600];
+        snprintf(buf, sizeof buf, "status %d%s%.400s", (int)st, tl_plugin_msg[0] ? ": " : "",
                  tl_plugin_msg);
         skip(p, "init failed: %s", buf);
         return;
@@ -180,11 +180,11 @@ static void open_devices(gf_plugin_rec *p) {
     gf__plugin_message_clear();
     gfp_status st = p->table->device_count(p->ctx, &n);
     if (st != GFP_OK) {
-        snprintf(p->reason, sizeof p->reason, "device_count failed (status %d)%s%s", (int)st,
+        snprintf(p->reason, sizeof p->reason, "device_count failed (status %d)%s%.400s", (int)st,
                  tl_plugin_msg[0] ? ": " : "", tl_plugin_msg);
         n = 0;
     } else if (n == 0) {
-        snprintf(p->reason, sizeof p->reason, "no devices%s%s", tl_plugin_msg[0] ? ": " : "",
+        snprintf(p->reason, sizeof p->reason, "no devices%s%.480s", tl_plugin_msg[0] ? ": " : "",
                  tl_plugin_msg);
     }
     if (n > 64) n = 64;
