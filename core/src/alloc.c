@@ -31,9 +31,15 @@ static uint64_t round_size(uint64_t n) {
     return (n + step - 1) / step * step;
 }
 
+static size_t bucket_of(uint64_t size) {
+    uint64_t x = size * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 58) % GF_ALLOC_BUCKETS;
+}
+
 static gf_block *take_cached(gf_allocator *a, uint64_t size) {
-    gf_block **pp = &a->free_list;
-    for (gf_block *b = a->free_list; b; pp = &b->next, b = b->next) {
+    gf_block **head = &a->free_lists[bucket_of(size)];
+    gf_block **pp = head;
+    for (gf_block *b = *head; b; pp = &b->next, b = b->next) {
         if (b->size == size) {
             *pp = b->next;
             a->bytes_cached -= b->size;
@@ -45,15 +51,17 @@ static gf_block *take_cached(gf_allocator *a, uint64_t size) {
 
 static void release_cache_locked(gf_device *dev) {
     gf_allocator *a = &dev->alloc;
-    gf_block *b = a->free_list;
-    a->free_list = NULL;
-    while (b) {
-        gf_block *next = b->next;
-        gf__dev_free(dev, b->buffer);
-        a->plugin_frees++;
-        a->bytes_cached -= b->size;
-        free(b);
-        b = next;
+    for (size_t k = 0; k < GF_ALLOC_BUCKETS; k++) {
+        gf_block *b = a->free_lists[k];
+        a->free_lists[k] = NULL;
+        while (b) {
+            gf_block *next = b->next;
+            gf__dev_free(dev, b->buffer);
+            a->plugin_frees++;
+            a->bytes_cached -= b->size;
+            free(b);
+            b = next;
+        }
     }
 }
 
@@ -77,7 +85,7 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
         }
         b->size = size;
         gf_status s = gf__dev_alloc(dev, size, &b->buffer, &b->host_ptr);
-        if (s == GF_ERR_OUT_OF_MEMORY && a->free_list) {
+        if (s == GF_ERR_OUT_OF_MEMORY && a->bytes_cached) {
             /* Give the cache back and try once more before failing. */
             release_cache_locked(dev);
             s = gf__dev_alloc(dev, size, &b->buffer, &b->host_ptr);
@@ -104,8 +112,9 @@ void gf__free_block(gf_device *dev, gf_block *b) {
     pthread_mutex_lock(&a->lock);
     a->bytes_in_use -= b->size;
     a->live_blocks--;
-    b->next = a->free_list;
-    a->free_list = b;
+    gf_block **head = &a->free_lists[bucket_of(b->size)];
+    b->next = *head;
+    *head = b;
     a->bytes_cached += b->size;
     pthread_mutex_unlock(&a->lock);
 }

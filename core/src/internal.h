@@ -49,9 +49,10 @@ typedef struct gf_cap_entry {
 
 typedef struct gf_block gf_block; /* allocator block, alloc.c */
 
+#define GF_ALLOC_BUCKETS 64
 typedef struct gf_allocator {
     pthread_mutex_t lock;
-    gf_block *free_list;  /* cached blocks, sorted by size */
+    gf_block *free_lists[GF_ALLOC_BUCKETS]; /* cached blocks, hashed by size class */
     uint64_t bytes_in_use, peak, bytes_cached, plugin_allocs, plugin_frees;
     uint64_t live_blocks; /* blocks handed out and not yet returned */
 } gf_allocator;

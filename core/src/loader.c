@@ -114,7 +114,7 @@ static void load_one(const char *path) {
     gf__plugin_message_clear();
     gfp_status st = entry(&req, &table);
     if (st != GFP_OK || !table) {
-        char buf[600];
+        char buf[460];
         snprintf(buf, sizeof buf, "status %d%s%.400s (core speaks ABI %d.%d)", (int)st,
                  tl_plugin_msg[0] ? ": " : "", tl_plugin_msg, GFP_ABI_MAJOR, GFP_ABI_MINOR);
         skip(p, "negotiation refused: %s", buf);
@@ -163,7 +163,7 @@ static void load_one(const char *path) {
     gf__plugin_message_clear();
     st = table->init(&p->ctx);
     if (st != GFP_OK) {
-        char buf[600];
+        char buf[460];
         snprintf(buf, sizeof buf, "status %d%s%.400s", (int)st, tl_plugin_msg[0] ? ": " : "",
                  tl_plugin_msg);
         skip(p, "init failed: %s", buf);

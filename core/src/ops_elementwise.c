@@ -6,6 +6,9 @@
 
 gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b);
 gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
+gf_status gf__ag_record_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b,
+                              gf_tensor *y);
+gf_status gf__ag_record_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tensor *y);
 
 /* How an op treats dtypes. */
 enum {
@@ -256,7 +259,12 @@ gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *
     }
     gf_dtype dt = gf__promote(a->dtype, b->dtype);
     const gf_tensor *xs[3] = {cond, a, b};
-    return gf__ret(run_nary(xs, 3, dt, dt, GFP_OP_WHERE, "gf_where", 1));
+    gf_tensor *y = run_nary(xs, 3, dt, dt, GFP_OP_WHERE, "gf_where", 1);
+    if (y && gf__ag_record_where(cond, a, b, y) != GF_OK) {
+        gf_tensor_release(y);
+        y = NULL;
+    }
+    return gf__ret(y);
 }
 
 gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value) {
@@ -287,5 +295,9 @@ gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double valu
     const gf_tensor *xs[3] = {mask, v, x};
     gf_tensor *r = run_nary(xs, 3, x->dtype, x->dtype, GFP_OP_WHERE, "gf_masked_fill", 1);
     gf_tensor_release(v);
+    if (r && gf__ag_record_masked_fill(x, mask, r) != GF_OK) {
+        gf_tensor_release(r);
+        r = NULL;
+    }
     return gf__ret(r);
 }

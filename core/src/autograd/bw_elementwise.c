@@ -1,23 +1,148 @@
 /* bw_elementwise.c — backward formulas of the elementwise ops.
  *
  * Formulas use graft's own public (differentiable) ops, so with
- * create_graph the backward pass records a graph of its own. */
+ * create_graph the backward pass records a graph of its own. Each node saves
+ * only what its formula reads: the input x, the output y, or both.
+ * Non-differentiable points follow PyTorch (docs/autograd.md, rule 24):
+ * relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, sign/floor/ceil/round' = 0,
+ * clamp passes the gradient on [min, max] inclusive, maximum/minimum ties
+ * give half the gradient to each side. */
 #include <math.h>
 #include <string.h>
 
 #include "ag_internal.h"
 
+#define SQRT1_2 0.70710678118654752440     /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
+#define TWO_SQRTPI 1.12837916709551257390   /* 2/sqrt(pi) */
+#define GELU_TANH_K 0.79788456080286535588  /* sqrt(2/pi) */
+#define GELU_TANH_C 0.044715
+
+/* A 0-dim zero of g's dtype on g's device (broadcasts in gf_where). */
+static gf_tensor *zero_of(const gf_tensor *g) {
+    return gf_scalar(0.0, gf_tensor_dtype(g), gf_tensor_device(g));
+}
+
+/* g where keep is true, else 0. */
+static gf_tensor *keep_where(const gf_tensor *keep, const gf_tensor *g) {
+    return gf_where(keep, g, zero_of(g));
+}
+
+/* The gradient of an input: g summed back to the input's (pre-broadcast)
+ * sizes and converted to its dtype (mixed-dtype ops promote). New reference,
+ * outside any scope. */
+static gf_tensor *to_input(const gf_tensor *g, const int64_t *sizes, int rank, gf_dtype dt) {
+    gf_tensor *r = gf__ag_sum_to(g, sizes, rank);
+    if (r && r->dtype != dt) {
+        int saved = gf__scope_suspend();
+        gf_tensor *c = gf_to_dtype(r, dt);
+        gf__scope_resume(saved);
+        gf_tensor_release(r);
+        r = c;
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------ unary */
 typedef struct unary_ctx {
     gfp_op op;
     double a, b; /* op parameters (slope, alpha, beta, threshold, exponent, min, max) */
 } unary_ctx;
 GF_CTX_FITS(unary_ctx);
 
-/* grad * f'(x) for each unary op. */
+/* d/dx gelu (erf form) = Phi(x) + x * phi(x). */
+static gf_tensor *gelu_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *cdf = gf_mul_scalar(gf_add_scalar(gf_erf(gf_mul_scalar(x, SQRT1_2)), 1.0), 0.5);
+    gf_tensor *pdf = gf_mul_scalar(gf_exp(gf_mul_scalar(gf_square(x), -0.5)), INV_SQRT_2PI);
+    return gf_mul(g, gf_add(cdf, gf_mul(x, pdf)));
+}
+
+/* PyTorch's formula for the tanh form: with t = tanh(k (x + c x^3)),
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). */
+static gf_tensor *gelu_tanh_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *x2 = gf_square(x);
+    gf_tensor *inner = gf_mul_scalar(gf_add(x, gf_mul_scalar(gf_mul(x2, x), GELU_TANH_C)),
+                                     GELU_TANH_K);
+    gf_tensor *t = gf_tanh(inner);
+    gf_tensor *left = gf_mul_scalar(gf_add_scalar(t, 1.0), 0.5);
+    gf_tensor *dinner = gf_mul_scalar(gf_add_scalar(gf_mul_scalar(x2, 3 * GELU_TANH_C), 1.0),
+                                      GELU_TANH_K);
+    gf_tensor *right = gf_mul(gf_mul(gf_mul_scalar(x, 0.5), gf_rsub_scalar(gf_square(t), 1.0)),
+                              dinner);
+    return gf_mul(g, gf_add(left, right));
+}
+
+/* d/dx silu = s (1 + x (1 - s)) with s = sigmoid(x). */
+static gf_tensor *silu_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *s = gf_sigmoid(x);
+    gf_tensor *d = gf_mul(s, gf_add_scalar(gf_mul(x, gf_rsub_scalar(s, 1.0)), 1.0));
+    return gf_mul(g, d);
+}
+
+/* Pass-through mask of clamp: min <= x <= max (either bound may be absent). */
+static gf_tensor *clamp_grad(gf_tensor *g, gf_tensor *x, double lo, double hi) {
+    gf_tensor *in = NULL;
+    if (!isnan(lo)) in = gf_ge_scalar(x, lo);
+    if (!isnan(hi)) {
+        gf_tensor *le = gf_le_scalar(x, hi);
+        in = in ? gf_logical_and(in, le) : le;
+    }
+    return keep_where(in, g);
+}
+
+/* exponent 0 gives a zero gradient (also where x^-1 would be inf). */
+static gf_tensor *pow_scalar_grad(gf_tensor *g, gf_tensor *x, double e) {
+    if (e == 0) return gf_zeros_like(g);
+    return gf_mul(g, gf_mul_scalar(gf_pow_scalar(x, e - 1.0), e));
+}
+
+/* g * f'(x), from whichever of x and y the op saved. Inside a scope. */
+static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor *g, gf_tensor *x,
+                                gf_tensor *y) {
+    switch (c->op) {
+    case GFP_OP_NEG: return gf_neg(g);
+    case GFP_OP_ABS: return gf_mul(g, gf_sign(x));
+    case GFP_OP_SIGN:
+    case GFP_OP_FLOOR:
+    case GFP_OP_CEIL:
+    case GFP_OP_ROUND: return gf_zeros_like(g);
+    case GFP_OP_EXP: return gf_mul(g, y);
+    case GFP_OP_LOG: return gf_div(g, x);
+    case GFP_OP_LOG1P: return gf_div(g, gf_add_scalar(x, 1.0));
+    case GFP_OP_EXPM1: return gf_mul(g, gf_add_scalar(y, 1.0));
+    case GFP_OP_SQRT: return gf_div(g, gf_mul_scalar(y, 2.0)); /* inf at 0 */
+    case GFP_OP_RSQRT: return gf_mul(g, gf_mul_scalar(gf_pow_scalar(y, 3.0), -0.5));
+    case GFP_OP_RECIPROCAL: return gf_mul(gf_neg(g), gf_square(y));
+    case GFP_OP_SQUARE: return gf_mul(g, gf_mul_scalar(x, 2.0));
+    case GFP_OP_SIN: return gf_mul(g, gf_cos(x));
+    case GFP_OP_COS: return gf_mul(g, gf_neg(gf_sin(x)));
+    case GFP_OP_TANH: return gf_mul(g, gf_rsub_scalar(gf_square(y), 1.0));
+    case GFP_OP_SIGMOID: return gf_mul(g, gf_mul(y, gf_rsub_scalar(y, 1.0)));
+    case GFP_OP_RELU: return keep_where(gf_gt_scalar(y, 0.0), g); /* 0 at 0 */
+    case GFP_OP_LEAKY_RELU: return gf_where(gf_gt_scalar(x, 0.0), g, gf_mul_scalar(g, c->a));
+    case GFP_OP_ELU:
+        return gf_where(gf_le_scalar(x, 0.0), gf_mul(g, gf_mul_scalar(gf_exp(x), c->a)), g);
+    case GFP_OP_GELU: return gelu_grad(g, x);
+    case GFP_OP_GELU_TANH: return gelu_tanh_grad(g, x);
+    case GFP_OP_SILU: return silu_grad(g, x);
+    case GFP_OP_SOFTPLUS: {
+        /* Above the threshold the forward is the identity. */
+        gf_tensor *bx = gf_mul_scalar(x, c->a);
+        return gf_where(gf_gt_scalar(bx, c->b), g, gf_mul(g, gf_sigmoid(bx)));
+    }
+    case GFP_OP_ERF:
+        return gf_mul(g, gf_mul_scalar(gf_exp(gf_neg(gf_square(x))), TWO_SQRTPI));
+    case GFP_OP_CLAMP: return clamp_grad(g, x, c->a, c->b);
+    case GFP_OP_POW_SCALAR: return pow_scalar_grad(g, x, c->a);
+    default:
+        gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", name);
+        return NULL;
+    }
+}
+
 static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const unary_ctx *c = GF_NODE_CTX(n, unary_ctx);
-    gf_tensor *g = grads[0];
-    gf_tensor *x = NULL, *y = NULL, *r = NULL;
+    gf_tensor *x = NULL, *y = NULL;
     gf_status s = gf__ag_unpack(n, 0, &x);
     if (s == GF_OK) s = gf__ag_unpack(n, 1, &y);
     if (s != GF_OK) {
@@ -25,13 +150,7 @@ static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
         return s;
     }
     gf_scope_begin();
-    switch (c->op) {
-    case GFP_OP_EXP: r = gf_mul(g, y); break;
-    default:
-        gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", n->name);
-        break;
-    }
-    r = gf_scope_keep(r);
+    gf_tensor *r = gf_scope_keep(unary_formula(c, n->name, grads[0], x, y));
     gf_scope_end();
     gf_tensor_release(x);
     gf_tensor_release(y);
@@ -42,16 +161,56 @@ static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
 
 static const char *unary_name(gfp_op op) {
     switch (op) {
+    case GFP_OP_NEG: return "NegBackward";
+    case GFP_OP_ABS: return "AbsBackward";
+    case GFP_OP_SIGN: return "SignBackward";
     case GFP_OP_EXP: return "ExpBackward";
+    case GFP_OP_LOG: return "LogBackward";
+    case GFP_OP_LOG1P: return "Log1pBackward";
+    case GFP_OP_EXPM1: return "Expm1Backward";
+    case GFP_OP_SQRT: return "SqrtBackward";
+    case GFP_OP_RSQRT: return "RsqrtBackward";
+    case GFP_OP_RECIPROCAL: return "ReciprocalBackward";
+    case GFP_OP_SQUARE: return "SquareBackward";
+    case GFP_OP_SIN: return "SinBackward";
+    case GFP_OP_COS: return "CosBackward";
+    case GFP_OP_TANH: return "TanhBackward";
+    case GFP_OP_SIGMOID: return "SigmoidBackward";
+    case GFP_OP_RELU: return "ReluBackward";
+    case GFP_OP_LEAKY_RELU: return "LeakyReluBackward";
+    case GFP_OP_ELU: return "EluBackward";
+    case GFP_OP_GELU:
+    case GFP_OP_GELU_TANH: return "GeluBackward";
+    case GFP_OP_SILU: return "SiluBackward";
+    case GFP_OP_SOFTPLUS: return "SoftplusBackward";
+    case GFP_OP_ERF: return "ErfBackward";
+    case GFP_OP_FLOOR: return "FloorBackward";
+    case GFP_OP_CEIL: return "CeilBackward";
+    case GFP_OP_ROUND: return "RoundBackward";
+    case GFP_OP_CLAMP: return "ClampBackward";
+    case GFP_OP_POW_SCALAR: return "PowBackward";
     default: return "UnaryBackward";
     }
 }
 
-/* Which of x (input) and y (output) the formula of op needs. */
+/* Which of x (input) and y (output) the formula of op reads. Ops that can
+ * use the output do, so their in-place forms (relu_, exp_...) stay valid. */
 static void unary_needs(gfp_op op, bool *need_x, bool *need_y) {
     *need_x = *need_y = false;
     switch (op) {
-    case GFP_OP_EXP: *need_y = true; break;
+    case GFP_OP_NEG:
+    case GFP_OP_SIGN:
+    case GFP_OP_FLOOR:
+    case GFP_OP_CEIL:
+    case GFP_OP_ROUND: break;
+    case GFP_OP_EXP:
+    case GFP_OP_EXPM1:
+    case GFP_OP_SQRT:
+    case GFP_OP_RSQRT:
+    case GFP_OP_RECIPROCAL:
+    case GFP_OP_TANH:
+    case GFP_OP_SIGMOID:
+    case GFP_OP_RELU: *need_y = true; break;
     default: *need_x = true; break;
     }
 }
@@ -76,37 +235,87 @@ gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, doubl
 /* ------------------------------------------------------------ binary */
 typedef struct binary_ctx {
     gfp_op op;
+    gf_dtype a_dtype, b_dtype;
     int a_rank, b_rank;
     int64_t a_sizes[GF_MAX_RANK], b_sizes[GF_MAX_RANK];
 } binary_ctx;
 GF_CTX_FITS(binary_ctx);
 
+/* The ties of maximum/minimum get half the gradient on each side: base is
+ * g with those halved; each side then loses the elements where it lost. */
+static void minmax_grads(bool is_max, gf_tensor *g, gf_tensor *a, gf_tensor *b, bool need_a,
+                         bool need_b, gf_tensor **ga, gf_tensor **gb) {
+    gf_tensor *base = gf_where(gf_eq(a, b), gf_mul_scalar(g, 0.5), g);
+    gf_tensor *a_wins = gf_gt(a, b), *b_wins = gf_lt(a, b);
+    if (need_a) *ga = gf_where(is_max ? b_wins : a_wins, zero_of(g), base);
+    if (need_b) *gb = gf_where(is_max ? a_wins : b_wins, zero_of(g), base);
+}
+
+/* PyTorch's pow_backward_self / pow_backward_exponent:
+ * d/da = b a^(b-1) (0 where b == 0), d/db = y log(a) (0 where a == 0 and b >= 0). */
+static void pow_grads(gf_tensor *g, gf_tensor *a, gf_tensor *b, gf_tensor *y, bool need_a,
+                      bool need_b, gf_tensor **ga, gf_tensor **gb) {
+    if (need_a) {
+        gf_tensor *d = gf_mul(b, gf_pow(a, gf_sub_scalar(b, 1.0)));
+        *ga = gf_where(gf_eq_scalar(b, 0.0), zero_of(g), gf_mul(g, d));
+    }
+    if (need_b) {
+        gf_tensor *at_zero = gf_logical_and(gf_eq_scalar(a, 0.0), gf_ge_scalar(b, 0.0));
+        *gb = gf_mul(g, gf_where(at_zero, zero_of(g), gf_mul(y, gf_log(a))));
+    }
+}
+
+/* Unreduced gradients of a and b (of the broadcast shape, or g itself);
+ * inside a scope. */
+static void binary_formula(const binary_ctx *c, const char *name, gf_tensor *g, gf_tensor *a,
+                           gf_tensor *b, gf_tensor *y, bool need_a, bool need_b, gf_tensor **ga,
+                           gf_tensor **gb) {
+    switch (c->op) {
+    case GFP_OP_ADD:
+        *ga = g;
+        *gb = g;
+        break;
+    case GFP_OP_SUB:
+        *ga = g;
+        if (need_b) *gb = gf_neg(g);
+        break;
+    case GFP_OP_MUL:
+        if (need_a) *ga = gf_mul(g, b);
+        if (need_b) *gb = gf_mul(g, a);
+        break;
+    case GFP_OP_DIV:
+        if (need_a) *ga = gf_div(g, b);
+        if (need_b) *gb = gf_mul(gf_neg(g), gf_div(gf_div(a, b), b));
+        break;
+    case GFP_OP_POW: pow_grads(g, a, b, y, need_a, need_b, ga, gb); break;
+    case GFP_OP_MAXIMUM: minmax_grads(true, g, a, b, need_a, need_b, ga, gb); break;
+    case GFP_OP_MINIMUM: minmax_grads(false, g, a, b, need_a, need_b, ga, gb); break;
+    default: gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", name); break;
+    }
+}
+
 /* Gradients of a and b, each summed back to its own (pre-broadcast) shape. */
 static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const binary_ctx *c = GF_NODE_CTX(n, binary_ctx);
-    gf_tensor *g = grads[0];
-    gf_tensor *a = NULL, *b = NULL;
+    gf_tensor *a = NULL, *b = NULL, *y = NULL;
     gf_status s = gf__ag_unpack(n, 0, &a);
     if (s == GF_OK) s = gf__ag_unpack(n, 1, &b);
+    if (s == GF_OK) s = gf__ag_unpack(n, 2, &y);
     if (s != GF_OK) {
         gf_tensor_release(a);
+        gf_tensor_release(b);
         return s;
     }
+    bool need_a = n->next[0].node != NULL, need_b = n->next[1].node != NULL;
     gf_tensor *ga = NULL, *gb = NULL;
     gf_scope_begin();
-    switch (c->op) {
-    case GFP_OP_ADD: ga = g; gb = g; break;
-    case GFP_OP_MUL: ga = gf_mul(g, b); gb = gf_mul(g, a); break;
-    default:
-        gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", n->name);
-        break;
-    }
-    bool need_a = n->next[0].node != NULL, need_b = n->next[1].node != NULL;
-    gf_tensor *ra = (need_a && ga) ? gf__ag_sum_to(ga, c->a_sizes, c->a_rank) : NULL;
-    gf_tensor *rb = (need_b && gb) ? gf__ag_sum_to(gb, c->b_sizes, c->b_rank) : NULL;
+    binary_formula(c, n->name, grads[0], a, b, y, need_a, need_b, &ga, &gb);
+    gf_tensor *ra = (need_a && ga) ? to_input(ga, c->a_sizes, c->a_rank, c->a_dtype) : NULL;
+    gf_tensor *rb = (need_b && gb) ? to_input(gb, c->b_sizes, c->b_rank, c->b_dtype) : NULL;
     gf_scope_end();
     gf_tensor_release(a);
     gf_tensor_release(b);
+    gf_tensor_release(y);
     if ((need_a && !ra) || (need_b && !rb)) {
         gf_tensor_release(ra);
         gf_tensor_release(rb);
@@ -120,7 +329,12 @@ static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
 static const char *binary_name(gfp_op op) {
     switch (op) {
     case GFP_OP_ADD: return "AddBackward";
+    case GFP_OP_SUB: return "SubBackward";
     case GFP_OP_MUL: return "MulBackward";
+    case GFP_OP_DIV: return "DivBackward";
+    case GFP_OP_POW: return "PowBackward";
+    case GFP_OP_MAXIMUM: return "MaximumBackward";
+    case GFP_OP_MINIMUM: return "MinimumBackward";
     default: return "BinaryBackward";
     }
 }
@@ -132,15 +346,112 @@ gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b
     if (!n) return GF_OK;
     binary_ctx *c = GF_NODE_CTX(n, binary_ctx);
     c->op = op;
+    c->a_dtype = a->dtype;
+    c->b_dtype = b->dtype;
     c->a_rank = a->rank;
     c->b_rank = b->rank;
     memcpy(c->a_sizes, a->sizes, sizeof c->a_sizes);
     memcpy(c->b_sizes, b->sizes, sizeof c->b_sizes);
-    gf_status s = GF_OK;
-    if (op == GFP_OP_MUL) {
-        /* Each operand is saved only when the other one needs a gradient. */
-        if (n->next[1].node) s = gf__ag_save(n, 0, a, false);
-        if (s == GF_OK && n->next[0].node) s = gf__ag_save(n, 1, b, false);
+    bool need_a = n->next[0].node != NULL, need_b = n->next[1].node != NULL;
+    /* Slots: 0 = a, 1 = b, 2 = y; each saved only when a wanted gradient reads it. */
+    bool save_a = false, save_b = false, save_y = false;
+    switch (op) {
+    case GFP_OP_MUL:
+        save_a = need_b;
+        save_b = need_a;
+        break;
+    case GFP_OP_DIV:
+        save_a = need_b;
+        save_b = true;
+        break;
+    case GFP_OP_POW:
+        save_a = save_b = true;
+        save_y = need_b;
+        break;
+    case GFP_OP_MAXIMUM:
+    case GFP_OP_MINIMUM: save_a = save_b = true; break;
+    default: break;
     }
+    gf_status s = GF_OK;
+    if (save_a) s = gf__ag_save(n, 0, a, false);
+    if (save_b && s == GF_OK) s = gf__ag_save(n, 1, b, false);
+    if (save_y && s == GF_OK) s = gf__ag_save(n, 2, y, true);
     return s;
+}
+
+/* ------------------------------------------------------------ selection */
+typedef struct where_ctx {
+    gf_dtype a_dtype, b_dtype;
+    int a_rank, b_rank;
+    int64_t a_sizes[GF_MAX_RANK], b_sizes[GF_MAX_RANK];
+} where_ctx;
+GF_CTX_FITS(where_ctx);
+
+/* Edges: cond (bool, no gradient), a, b. Saved: cond. */
+static gf_status where_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
+    const where_ctx *c = GF_NODE_CTX(n, where_ctx);
+    gf_tensor *cond = NULL;
+    gf_status s = gf__ag_unpack(n, 0, &cond);
+    if (s != GF_OK) return s;
+    bool need_a = n->next[1].node != NULL, need_b = n->next[2].node != NULL;
+    gf_tensor *g = grads[0], *ra = NULL, *rb = NULL;
+    gf_scope_begin();
+    if (need_a) {
+        gf_tensor *ga = gf_where(cond, g, zero_of(g));
+        ra = ga ? to_input(ga, c->a_sizes, c->a_rank, c->a_dtype) : NULL;
+    }
+    if (need_b) {
+        gf_tensor *gb = gf_where(cond, zero_of(g), g);
+        rb = gb ? to_input(gb, c->b_sizes, c->b_rank, c->b_dtype) : NULL;
+    }
+    gf_scope_end();
+    gf_tensor_release(cond);
+    if ((need_a && !ra) || (need_b && !rb)) {
+        gf_tensor_release(ra);
+        gf_tensor_release(rb);
+        return gf_last_status();
+    }
+    out[1] = ra;
+    out[2] = rb;
+    return GF_OK;
+}
+
+gf_status gf__ag_record_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b,
+                              gf_tensor *y) {
+    const gf_tensor *ins[3] = {cond, a, b};
+    gf_tensor *outs[1] = {y};
+    gf_node *n = gf__ag_record("WhereBackward", where_backward, ins, 3, outs, 1);
+    if (!n) return GF_OK;
+    where_ctx *c = GF_NODE_CTX(n, where_ctx);
+    c->a_dtype = a->dtype;
+    c->b_dtype = b->dtype;
+    c->a_rank = a->rank;
+    c->b_rank = b->rank;
+    memcpy(c->a_sizes, a->sizes, sizeof c->a_sizes);
+    memcpy(c->b_sizes, b->sizes, sizeof c->b_sizes);
+    return gf__ag_save(n, 0, cond, false);
+}
+
+/* Edges: x, mask (bool, no gradient). The mask broadcasts to x's shape, so
+ * the gradient needs no reduction. Saved: mask. */
+static gf_status masked_fill_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
+    gf_tensor *mask = NULL;
+    gf_status s = gf__ag_unpack(n, 0, &mask);
+    if (s != GF_OK) return s;
+    gf_tensor *g = grads[0];
+    gf_scope_begin();
+    gf_tensor *r = gf_scope_keep(gf_where(mask, zero_of(g), g));
+    gf_scope_end();
+    gf_tensor_release(mask);
+    if (!r) return gf_last_status();
+    out[0] = r;
+    return GF_OK;
+}
+
+gf_status gf__ag_record_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tensor *y) {
+    const gf_tensor *ins[2] = {x, mask};
+    gf_tensor *outs[1] = {y};
+    gf_node *n = gf__ag_record("MaskedFillBackward", masked_fill_backward, ins, 2, outs, 1);
+    if (!n) return GF_OK;
+    return gf__ag_save(n, 0, mask, false);
 }
