@@ -11,19 +11,6 @@
  * and input row ih = oh*s - p + i*d feeds output row oh through kernel row i. */
 #include "ref_internal.h"
 
-static const char *dtype_name(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32: return "f32";
-    case GFP_F64: return "f64";
-    case GFP_I32: return "i32";
-    case GFP_I64: return "i64";
-    case GFP_BOOL: return "bool";
-    case GFP_F16: return "f16";
-    case GFP_BF16: return "bf16";
-    default: return "unknown";
-    }
-}
-
 static const char *op_name(uint32_t op) {
     switch (op) {
     case GFP_OP_CONV2D: return "conv2d";
@@ -173,13 +160,13 @@ static gfp_status check_dtypes(const char *op, const gfp_tensor *const *ts, cons
         return ref_fail(GFP_ERR_UNSUPPORTED,
                         "%s: dtype %s (of %s) is not supported; the reference plugin computes "
                         "convolutions in f32 and f64",
-                        op, dtype_name(dt), names[0]);
+                        op, ref_dtype_name(dt), names[0]);
     for (int i = 1; i < count; i++) {
         if (ts[i] && ts[i]->dtype != dt)
             return ref_fail(GFP_ERR_UNSUPPORTED,
                             "%s: %s is %s but %s is %s; all tensors must share one dtype "
                             "(f32 or f64)",
-                            op, names[i], dtype_name(ts[i]->dtype), names[0], dtype_name(dt));
+                            op, names[i], ref_dtype_name(ts[i]->dtype), names[0], ref_dtype_name(dt));
     }
     return GFP_OK;
 }

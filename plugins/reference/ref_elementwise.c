@@ -70,12 +70,6 @@ static const char *op_name(uint32_t op) {
     }
 }
 
-static const char *dtype_name(int32_t d) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
-    if (d == -1) return "absent";
-    return d >= 0 && d < GFP_DTYPE_COUNT ? names[d] : "unknown";
-}
-
 /* ------------------------------------------------------------ what is provided */
 typedef enum ew_kind {
     EW_NONE,
@@ -574,11 +568,11 @@ static gfp_status unsupported(uint32_t op, const char *name, const gfp_tensor *c
     size_t n = 0;
     for (uint32_t i = 0; i < n_in && n < sizeof ins; i++)
         n += (size_t)snprintf(ins + n, sizeof ins - n, i ? ", %s" : "%s",
-                              dtype_name(in[i]->dtype));
+                              ref_dtype_name(in[i]->dtype));
     return ref_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin does not provide it for input dtype(s) (%s) and "
                     "output dtype %s; it takes %s",
-                    name, ins, dtype_name(y->dtype), accepted_text(op));
+                    name, ins, ref_dtype_name(y->dtype), accepted_text(op));
 }
 
 static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {

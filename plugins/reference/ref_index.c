@@ -11,11 +11,6 @@
 
 #include "ref_internal.h"
 
-static const char *dtype_name(int32_t dtype) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
-    return dtype >= 0 && dtype < GFP_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
 static const char *op_name(uint32_t op) {
     switch (op) {
     case GFP_OP_INDEX_SELECT: return "index_select";
@@ -207,8 +202,8 @@ gfp_status ref_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n
         return ref_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the reference plugin does not take data %s -> %s with index "
                         "%s (data f32, f64, i32, i64%s, the same in and out; index i64)",
-                        name, dtype_name(in[0]->dtype), dtype_name(out[0]->dtype),
-                        dtype_name(in[1]->dtype), selecting ? " or bool" : "");
+                        name, ref_dtype_name(in[0]->dtype), ref_dtype_name(out[0]->dtype),
+                        ref_dtype_name(in[1]->dtype), selecting ? " or bool" : "");
     gfp_tensor data = at_least_1d(in[0]), dst = at_least_1d(out[0]);
     int dim = ((const gfp_dim_params *)params)->dim;
     if (dim < 0 || dim >= data.rank)

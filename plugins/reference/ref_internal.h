@@ -56,6 +56,18 @@ gfp_status ref_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out,
 /* True when every listed tensor has the same rank and sizes. */
 bool ref_same_shape(const gfp_tensor *a, const gfp_tensor *b);
 
+/* Short dtype name for messages ("f32"), "unknown" otherwise. */
+const char *ref_dtype_name(int32_t dtype);
+
+/* Neumaier's compensated sum: the rounding error of every addition is
+ * carried apart, so the result is close to the exact sum rounded once. */
+typedef struct ref_ksum {
+    double s, c;
+} ref_ksum;
+void ref_ksum_add(ref_ksum *k, double v);
+/* Once the sum is inf or NaN the compensation means nothing. */
+double ref_ksum_value(const ref_ksum *k);
+
 /* ---- families */
 #define REF_FAMILY(f)                                                                   \
     bool ref_##f##_handles(uint32_t op);                                                \

@@ -9,11 +9,6 @@
 
 #include "ref_internal.h"
 
-static const char *dtype_name(int32_t dtype) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
-    return dtype >= 0 && dtype < GFP_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
 bool ref_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
 
 static bool dtypes_ok(int32_t a, int32_t b, int32_t y) {
@@ -84,7 +79,7 @@ gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         return ref_fail(GFP_ERR_UNSUPPORTED,
                         "matmul: the reference plugin does not multiply %s by %s into "
                         "%s (it takes f32, f64, i32 or i64, all three alike)",
-                        dtype_name(a->dtype), dtype_name(b->dtype), dtype_name(y->dtype));
+                        ref_dtype_name(a->dtype), ref_dtype_name(b->dtype), ref_dtype_name(y->dtype));
     if ((st = check_shapes(a, b, y)) != GFP_OK) return st;
 
     int r = a->rank;

@@ -9,11 +9,6 @@
 
 #include "ref_internal.h"
 
-static const char *dtype_name(int32_t dtype) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
-    return dtype >= 0 && dtype < GFP_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
 static const char *op_name(uint32_t op) {
     switch (op) {
     case GFP_OP_SOFTMAX: return "softmax";
@@ -94,7 +89,7 @@ static gfp_status check_all(uint32_t op, const gfp_tensor *const *in, uint32_t n
     return ref_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin takes f32 or f64, every tensor alike; "
                     "%s is %s (%s is %s)",
-                    name, roles[bad], dtype_name(bad_dt), roles[0], dtype_name(in_dt[0]));
+                    name, roles[bad], ref_dtype_name(bad_dt), roles[0], ref_dtype_name(in_dt[0]));
 }
 
 /* True when t has rank `rank` and sizes[0, rank). */
@@ -118,23 +113,6 @@ static gfp_tensor subview(const gfp_tensor *t, int64_t elem_offset, int first, i
     return v;
 }
 
-/* Neumaier's compensated sum: the rounding error of every addition is carried
- * apart, so the result is close to the exact sum rounded once. */
-typedef struct ksum {
-    double s, c;
-} ksum;
-
-static void ksum_add(ksum *k, double v) {
-    double t = k->s + v;
-    if (fabs(k->s) >= fabs(v))
-        k->c += (k->s - t) + v;
-    else
-        k->c += (v - t) + k->s;
-    k->s = t;
-}
-
-static double ksum_value(const ksum *k) { return isfinite(k->s) ? k->s + k->c : k->s; }
-
 /* Mean and sum of squared deviations (m2) of all elements of v. n = 0 gives
  * a NaN mean. */
 typedef struct moments {
@@ -145,20 +123,20 @@ static moments moments_of(const gfp_tensor *v) {
     moments r = {(double)ref_numel(v), NAN, NAN};
     if (r.n == 0) return r;
     int64_t idx[GFP_MAX_RANK] = {0};
-    ksum sum = {0, 0};
-    do ksum_add(&sum, ref_load(v, ref_offset(v, idx)));
+    ref_ksum sum = {0, 0};
+    do ref_ksum_add(&sum, ref_load(v, ref_offset(v, idx)));
     while (ref_next_index(idx, v->sizes, v->rank));
-    r.mean = ksum_value(&sum) / r.n;
+    r.mean = ref_ksum_value(&sum) / r.n;
     /* The second pass also sums the plain deviations, which are 0 up to the
      * rounding error of the mean: subtracting their square corrects it. */
-    ksum sq = {0, 0}, dev = {0, 0};
+    ref_ksum sq = {0, 0}, dev = {0, 0};
     do {
         double d = ref_load(v, ref_offset(v, idx)) - r.mean;
-        ksum_add(&sq, d * d);
-        ksum_add(&dev, d);
+        ref_ksum_add(&sq, d * d);
+        ref_ksum_add(&dev, d);
     } while (ref_next_index(idx, v->sizes, v->rank));
-    double dsum = ksum_value(&dev);
-    r.m2 = ksum_value(&sq) - dsum * dsum / r.n;
+    double dsum = ref_ksum_value(&dev);
+    r.m2 = ref_ksum_value(&sq) - dsum * dsum / r.n;
     if (r.m2 < 0) r.m2 = 0; /* rounding only: the exact value is >= 0 */
     return r;
 }

@@ -20,19 +20,6 @@
 
 #include "ref_internal.h"
 
-static const char *dtype_name(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32: return "f32";
-    case GFP_F64: return "f64";
-    case GFP_I32: return "i32";
-    case GFP_I64: return "i64";
-    case GFP_BOOL: return "bool";
-    case GFP_F16: return "f16";
-    case GFP_BF16: return "bf16";
-    default: return "unknown";
-    }
-}
-
 static const char *op_name(uint32_t op) {
     switch (op) {
     case GFP_OP_MAX_POOL2D: return "max_pool2d";
@@ -178,17 +165,17 @@ static gfp_status check_float(const char *op, const gfp_tensor *t, const char *n
         return ref_fail(GFP_ERR_UNSUPPORTED,
                         "%s: dtype %s (of %s) is not supported; the reference plugin pools f32 "
                         "and f64",
-                        op, dtype_name(t->dtype), name);
+                        op, ref_dtype_name(t->dtype), name);
     if (want >= 0 && t->dtype != want)
         return ref_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but must have the input's dtype %s", op,
-                        name, dtype_name(t->dtype), dtype_name(want));
+                        name, ref_dtype_name(t->dtype), ref_dtype_name(want));
     return GFP_OK;
 }
 
 static gfp_status check_indices(const char *op, const gfp_tensor *t) {
     if (t->dtype != GFP_I64)
         return ref_fail(GFP_ERR_UNSUPPORTED, "%s: indices are %s; they must be i64", op,
-                        dtype_name(t->dtype));
+                        ref_dtype_name(t->dtype));
     return GFP_OK;
 }
 

@@ -27,11 +27,6 @@ static const char *op_name(uint32_t op) {
     }
 }
 
-static const char *dtype_name(int32_t dtype) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
-    return dtype >= 0 && dtype < GFP_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
 bool ref_reduce_handles(uint32_t op) {
     switch (op) {
     case GFP_OP_SUM:
@@ -110,28 +105,10 @@ static int64_t line_load_i64(const line *l, int64_t j) {
     return ref_load_i64(l->x, line_offset(l, j));
 }
 
-/* Neumaier's compensated sum: the rounding error of every addition is carried
- * apart, so the result is close to the exact sum rounded once. */
-typedef struct ksum {
-    double s, c;
-} ksum;
-
-static void ksum_add(ksum *k, double v) {
-    double t = k->s + v;
-    if (fabs(k->s) >= fabs(v))
-        k->c += (k->s - t) + v;
-    else
-        k->c += (v - t) + k->s;
-    k->s = t;
-}
-
-/* Once the sum is inf or NaN the compensation means nothing (it is NaN). */
-static double ksum_value(const ksum *k) { return isfinite(k->s) ? k->s + k->c : k->s; }
-
 static double line_sum(const line *l) {
-    ksum k = {0, 0};
-    for (int64_t j = 0; j < l->n; j++) ksum_add(&k, line_load(l, j));
-    return ksum_value(&k);
+    ref_ksum k = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) ref_ksum_add(&k, line_load(l, j));
+    return ref_ksum_value(&k);
 }
 
 /* Largest (or smallest) element; NaN if any element is NaN. n >= 1. */
@@ -151,14 +128,14 @@ static double line_var(const line *l, double correction) {
     if (l->n == 0) return NAN;
     double n = (double)l->n;
     double mean = line_sum(l) / n;
-    ksum sq = {0, 0}, dev = {0, 0};
+    ref_ksum sq = {0, 0}, dev = {0, 0};
     for (int64_t j = 0; j < l->n; j++) {
         double d = line_load(l, j) - mean;
-        ksum_add(&sq, d * d);
-        ksum_add(&dev, d);
+        ref_ksum_add(&sq, d * d);
+        ref_ksum_add(&dev, d);
     }
-    double dsum = ksum_value(&dev);
-    double m2 = ksum_value(&sq) - dsum * dsum / n;
+    double dsum = ref_ksum_value(&dev);
+    double m2 = ref_ksum_value(&sq) - dsum * dsum / n;
     if (m2 < 0) m2 = 0; /* rounding only: the exact value is >= 0 */
     double divisor = n - correction;
     if (divisor < 0) divisor = 0;
@@ -171,9 +148,9 @@ static double line_logsumexp(const line *l) {
     if (l->n == 0) return -INFINITY;
     double m = line_extreme(l, true);
     if (isnan(m) || isinf(m)) return m; /* +inf wins; all -inf gives -inf */
-    ksum k = {0, 0};
-    for (int64_t j = 0; j < l->n; j++) ksum_add(&k, exp(line_load(l, j) - m));
-    return m + log(ksum_value(&k));
+    ref_ksum k = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) ref_ksum_add(&k, exp(line_load(l, j) - m));
+    return m + log(ref_ksum_value(&k));
 }
 
 static double reduce_float(uint32_t op, const line *l, double correction) {
@@ -286,8 +263,8 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? indices->dtype : GFP_I64))
         return ref_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the reference plugin does not reduce %s to %s%s%s", name,
-                        dtype_name(x->dtype), dtype_name(y->dtype), by_dim ? " with indices " : "",
-                        by_dim ? dtype_name(indices->dtype) : "");
+                        ref_dtype_name(x->dtype), ref_dtype_name(y->dtype), by_dim ? " with indices " : "",
+                        by_dim ? ref_dtype_name(indices->dtype) : "");
     if ((st = check_shapes(op, x, y, indices, p->dims)) != GFP_OK) return st;
 
     line l = {.x = x, .n = 1};

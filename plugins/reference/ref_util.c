@@ -1,6 +1,7 @@
 /* ref_util.c — element access and argument checks shared by the reference
  * plugin's kernels. Everything here is dtype-generic and slow on purpose:
  * kernels that need speed convert once per element, not once per op. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -152,3 +153,27 @@ bool ref_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
         if (a->sizes[d] != b->sizes[d]) return false;
     return true;
 }
+
+const char *ref_dtype_name(int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32: return "f32";
+    case GFP_F64: return "f64";
+    case GFP_I32: return "i32";
+    case GFP_I64: return "i64";
+    case GFP_BOOL: return "bool";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
+    default: return "unknown";
+    }
+}
+
+void ref_ksum_add(ref_ksum *k, double v) {
+    double t = k->s + v;
+    if (fabs(k->s) >= fabs(v))
+        k->c += (k->s - t) + v;
+    else
+        k->c += (v - t) + k->s;
+    k->s = t;
+}
+
+double ref_ksum_value(const ref_ksum *k) { return isfinite(k->s) ? k->s + k->c : k->s; }
