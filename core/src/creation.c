@@ -5,6 +5,14 @@
 
 #include "internal.h"
 
+gf_status gf__ag_record_copy(const gf_tensor *in, gf_tensor *out, const char *name);
+
+/* Records out as a copy of in (out may be in itself: then nothing). */
+static gf_tensor *copied(const gf_tensor *in, gf_tensor *out, const char *name) {
+    if (out) gf__ag_record_copy(in, out, name);
+    return gf__ret(out);
+}
+
 static gf_device *pick_device(gf_device *dev) {
     gf__ensure_init();
     return dev ? dev : gf_device_default();
@@ -155,7 +163,7 @@ gf_tensor *gf_contiguous(const gf_tensor *t) {
         gf__null_arg("gf_contiguous", "t");
         return NULL;
     }
-    return gf__ret(gf__contig(t));
+    return copied(t, gf__contig(t), "CloneBackward");
 }
 
 gf_tensor *gf_clone(const gf_tensor *t) {
@@ -168,7 +176,7 @@ gf_tensor *gf_clone(const gf_tensor *t) {
         gf_tensor_release(r);
         return NULL;
     }
-    return gf__ret(r);
+    return copied(t, r, "CloneBackward");
 }
 
 gf_tensor *gf_to_dtype(const gf_tensor *t, gf_dtype dtype) {
@@ -180,7 +188,8 @@ gf_tensor *gf_to_dtype(const gf_tensor *t, gf_dtype dtype) {
         gf__error(GF_ERR_DTYPE, "gf_to_dtype: unknown dtype %d", (int)dtype);
         return NULL;
     }
-    return gf__ret(gf__cast(t, dtype));
+    if (t->dtype == dtype) return gf__ret(gf_tensor_retain((gf_tensor *)t));
+    return copied(t, gf__cast(t, dtype), "ToCopyBackward");
 }
 
 gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev) {
@@ -221,5 +230,5 @@ gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev) {
         gf_tensor_release(r);
         return NULL;
     }
-    return gf__ret(r);
+    return copied(t, r, "ToCopyBackward");
 }

@@ -196,6 +196,10 @@ gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind k
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input);
 
 /* ---- in-place (inplace.c) */
+/* While an in-place op computes its value out of place, the tensor it will
+ * overwrite: gf__ag_save stores a copy of it (its old value) instead of
+ * aliasing memory that is about to change. */
+void gf__ag_set_inplace_target(const gf_tensor *self);
 /* Checks that self may be written in place by op (rules 10, 13, 15). */
 gf_status gf__ag_check_inplace(gf_tensor *self, const char *op);
 /* self was overwritten with the value of result (same shape): bump the

@@ -246,9 +246,8 @@ GF_CTX_FITS(binary_ctx);
 static void minmax_grads(bool is_max, gf_tensor *g, gf_tensor *a, gf_tensor *b, bool need_a,
                          bool need_b, gf_tensor **ga, gf_tensor **gb) {
     gf_tensor *base = gf_where(gf_eq(a, b), gf_mul_scalar(g, 0.5), g);
-    gf_tensor *a_wins = gf_gt(a, b), *b_wins = gf_lt(a, b);
-    if (need_a) *ga = gf_where(is_max ? b_wins : a_wins, zero_of(g), base);
-    if (need_b) *gb = gf_where(is_max ? a_wins : b_wins, zero_of(g), base);
+    if (need_a) *ga = gf_where(is_max ? gf_lt(a, b) : gf_gt(a, b), zero_of(g), base);
+    if (need_b) *gb = gf_where(is_max ? gf_gt(a, b) : gf_lt(a, b), zero_of(g), base);
 }
 
 /* PyTorch's pow_backward_self / pow_backward_exponent:

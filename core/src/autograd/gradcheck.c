@@ -244,7 +244,8 @@ static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c) {
     int m = 0;
     for (int i = 0; rg && i < n; i++)
         if (c->w[i]) rg[m++] = inputs[i];
-    gf_grad_opts go = {.create_graph = true, .allow_unused = true, .materialize_grads = true};
+    gf_grad_opts go = {.retain_graph = -1, .create_graph = true, .allow_unused = true,
+                       .materialize_grads = true};
     gf_tensor *total = NULL;
     gf_status s = (rg && res) ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory");
     if (s == GF_OK && gf__ag_requires_grad(out)) s = gf_grad(&out, 1, &c->v, rg, m, res, &go);

@@ -156,7 +156,8 @@ gf_status gf_tensor_retain_grad(gf_tensor *t) {
     if (!t) return gf__null_arg("gf_tensor_retain_grad", "t");
     if (!gf__ag_requires_grad(t))
         return gf__error(GF_ERR_AUTOGRAD, "gf_tensor_retain_grad: cannot retain the gradient of "
-                         "a tensor that does not require grad");
+                         "a tensor that does not require grad; call gf_tensor_set_requires_grad "
+                         "on the leaves it is computed from first");
     gf_edge e = gf__ag_gradient_edge(t);
     gf__ag_node_release(e.node);
     gf_autograd_meta *m = t->autograd;
@@ -234,8 +235,8 @@ gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
     for (gf_hook *h = n->hooks; h; h = h->next) {
         if (h->removed || h->kind != GF_HOOK_RETAIN_GRAD || !h->target || !grads[h->output_nr])
             continue;
-        /* As PyTorch: the retained grad of a non-leaf is replaced by the
-         * gradient of the latest backward (accumulated within one). */
+        /* As PyTorch 2.x: a retained non-leaf gradient accumulates across
+         * backward calls, like a leaf's. */
         gf_autograd_meta *m = h->target->autograd;
         gf_tensor *g = grads[h->output_nr];
         gf_tensor *next = m->grad ? gf_add(m->grad, g) : gf_clone(g);

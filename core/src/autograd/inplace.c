@@ -85,7 +85,9 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
         gf_status s_ = gf__ag_check_inplace(self, name);                 \
         if (s_ != GF_OK) return s_;                                      \
         int sc_ = gf__scope_suspend();                                   \
+        gf__ag_set_inplace_target(self);                                 \
         gf_tensor *r_ = (expr);                                          \
+        gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf_last_status();                                \
         gf_tensor *c_ = r_;                                              \
@@ -142,19 +144,22 @@ static gf_tensor *replace_all(gf_tensor *self, const gf_tensor *src) {
     return r;
 }
 
-gf_status gf_copy_(gf_tensor *self, const gf_tensor *src) {
-    if (!src) return gf__null_arg("gf_copy_", "src");
-    if (self && !gf__same_device(self, src, "gf_copy_")) return gf_last_status();
-    INPLACE("gf_copy_", replace_all(self, src), 2);
+static gf_status copy_named(gf_tensor *self, const gf_tensor *src, const char *name) {
+    if (!src) return gf__null_arg(name, "src");
+    if (self && !gf__same_device(self, src, name)) return gf_last_status();
+    INPLACE(name, replace_all(self, src), 2);
 }
 
-gf_status gf_fill_(gf_tensor *self, double value) {
-    if (!self) return gf__null_arg("gf_fill_", "self");
+gf_status gf_copy_(gf_tensor *self, const gf_tensor *src) { return copy_named(self, src, "gf_copy_"); }
+
+static gf_status fill_named(gf_tensor *self, double value, const char *name) {
+    if (!self) return gf__null_arg(name, "self");
     gf_tensor *v = gf__scalar(value, self->dtype, self->storage->device);
     if (!v) return gf_last_status();
-    gf_status s = gf_copy_(self, v);
+    gf_status s = copy_named(self, v, name);
     gf_tensor_release(v);
     return s;
 }
 
-gf_status gf_zero_(gf_tensor *self) { return gf_fill_(self, 0.0); }
+gf_status gf_fill_(gf_tensor *self, double value) { return fill_named(self, value, "gf_fill_"); }
+gf_status gf_zero_(gf_tensor *self) { return fill_named(self, 0.0, "gf_zero_"); }

@@ -133,6 +133,10 @@ gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *con
     return any ? n : NULL;
 }
 
+static _Thread_local const gf_tensor *tl_inplace_target;
+
+void gf__ag_set_inplace_target(const gf_tensor *self) { tl_inplace_target = self; }
+
 gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (i >= n->n_saved) {
         gf_saved *s = realloc(n->saved, (size_t)(i + 1) * sizeof *s);
@@ -170,7 +174,18 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
                              n->name);
         return GF_OK;
     }
-    s->data = gf__ag_alias(t);
+    if (!is_output && tl_inplace_target && t->storage == tl_inplace_target->storage) {
+        /* The op runs in place on (a view of) this storage: keep its old
+         * value, as PyTorch saves original_self. */
+        s->data = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
+        if (s->data && gf__copy_into(s->data, t) != GF_OK) {
+            gf_tensor_release(s->data);
+            s->data = NULL;
+        }
+        if (s->data) s->version = 0;
+    } else {
+        s->data = gf__ag_alias(t);
+    }
     return s->data ? GF_OK : gf_last_status();
 }
 
