@@ -158,6 +158,13 @@ static void test_same_shape_all_layouts(void) {
                 for (int la = 0; la < OT_NLAYOUTS; la++)
                     run_binary(c, idts[k], 2, SZ(2, 3), IA6, la, idts[k], 2, SZ(2, 3), ib,
                                (la + 1) % OT_NLAYOUTS);
+        /* bool with bool for comparisons and logical ops; bool with i32 */
+        if (c->kind == K_BOOL)
+            for (int la = 0; la < OT_NLAYOUTS; la++) {
+                run_binary(c, GF_BOOL, 2, SZ(2, 3), A6, la, GF_BOOL, 2, SZ(2, 3),
+                           DV(1, 0, 0, 1, 1, 0), (la + 2) % OT_NLAYOUTS);
+                run_binary(c, GF_BOOL, 2, SZ(2, 3), A6, la, GF_I32, 1, SZ(3), IB6, la);
+            }
     }
 }
 

@@ -29,6 +29,16 @@ static void test_index_select(void) {
             REL(x, i0, y0, i1, y1);
         }
     }
+    /* an expanded x: every row [1, 2, 3] */
+    gf_tensor *row = ot_make(GF_F64, 2, SZ(1, 3), DV(1, 2, 3));
+    gf_tensor *ex = gf_expand(row, SZ(4, 3), 2);
+    gf_tensor *ei = ot_make(GF_I64, 1, SZ(3), DV(2, 2, 0));
+    gf_tensor *yx = gf_index_select(ex, 1, ei);
+    EXPECT_T(yx, GF_F64, 2, SZ(4, 3), DV(3, 3, 1, 3, 3, 1, 3, 3, 1, 3, 3, 1), 0);
+    gf_tensor *yx0 = gf_index_select(ex, 0, ei);
+    EXPECT_T(yx0, GF_F64, 2, SZ(3, 3), DV(1, 2, 3, 1, 2, 3, 1, 2, 3), 0);
+    REL(row, ex, ei, yx, yx0);
+
     gf_tensor *x = iota(GF_F32, 2, SZ(3, 4));
     gf_tensor *ie = gf_zeros(SZ(0), 1, GF_I64, NULL);
     gf_tensor *ye = gf_index_select(x, 0, ie);
@@ -62,6 +72,15 @@ static void test_gather(void) {
             REL(x, i1, y1, i0, y0);
         }
     }
+    /* expanded x and expanded index */
+    gf_tensor *col = ot_make(GF_F32, 2, SZ(2, 1), DV(5, 7));
+    gf_tensor *ex = gf_expand(col, SZ(2, 3), 2);
+    gf_tensor *irow = ot_make(GF_I64, 2, SZ(1, 2), DV(2, 0));
+    gf_tensor *iex = gf_expand(irow, SZ(2, 2), 2);
+    gf_tensor *yx = gf_gather(ex, 1, iex);
+    EXPECT_T(yx, GF_F32, 2, SZ(2, 2), DV(5, 5, 7, 7), 0);
+    REL(col, ex, irow, iex, yx);
+
     gf_tensor *x = ot_make(GF_I64, 3, SZ(2, 2, 2), DV(1, 2, 3, 4, 5, 6, 7, 8));
     gf_tensor *i = ot_make(GF_I64, 3, SZ(2, 2, 1), DV(1, 0, 0, 1));
     gf_tensor *y = gf_gather(x, -1, i); /* y[a][b][0] = x[a][b][i] */
@@ -261,6 +280,13 @@ static void test_tril_triu(void) {
     gf_tensor *lm = gf_tril(m, 0), *um = gf_triu(m, 1);
     EXPECT_T(lm, GF_F32, 3, SZ(2, 2, 2), DV(1, 0, 3, 4, 5, 0, 7, 8), 0);
     EXPECT_T(um, GF_F32, 3, SZ(2, 2, 2), DV(0, 2, 0, 0, 0, 6, 0, 0), 0);
+    /* an expanded input: every row [1, 2, 3] */
+    gf_tensor *row = ot_make(GF_I32, 2, SZ(1, 3), DV(1, 2, 3));
+    gf_tensor *ex = gf_expand(row, SZ(3, 3), 2);
+    gf_tensor *le = gf_tril(ex, 0), *ue = gf_triu(ex, 0);
+    EXPECT_T(le, GF_I32, 2, SZ(3, 3), DV(1, 0, 0, 1, 2, 0, 1, 2, 3), 0);
+    EXPECT_T(ue, GF_I32, 2, SZ(3, 3), DV(1, 2, 3, 0, 2, 3, 0, 0, 3), 0);
+    REL(row, ex, le, ue);
     gf_tensor *z = gf_zeros(SZ(0, 3), 2, GF_F32, NULL);
     gf_tensor *lz = gf_tril(z, 0);
     EXPECT_T(lz, GF_F32, 2, SZ(0, 3), NULL, 0);

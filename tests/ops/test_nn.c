@@ -271,7 +271,15 @@ static void test_max_pool2d(void) {
         gf_tensor *yc3 = gf_max_pool2d(xc, &fl, &ic);
         EXPECT_T(yc3, dt, 3, SZ(2, 2, 2), DV(5, 8, 9, 4, -1, 0, 0, -1), 0);
         EXPECT_T(ic, GF_I64, 3, SZ(2, 2, 2), DV(1, 6, 8, 15, 0, 3, 9, 10), 0);
-        REL(xn, yn, x5, yf, yc, i5, xc, ic, yc3);
+        /* a batch of 0 */
+        gf_tensor *x0 = gf_zeros(SZ(0, 2, 4, 4), 4, dt, NULL);
+        gf_tensor *i0 = NULL;
+        gf_tensor *y0 = gf_max_pool2d(x0, &fl, &i0);
+        EXPECT_T(y0, dt, 4, SZ(0, 2, 2, 2), NULL, 0);
+        EXPECT_T(i0, GF_I64, 4, SZ(0, 2, 2, 2), NULL, 0);
+        gf_tensor *a0 = gf_avg_pool2d(x0, &fl);
+        EXPECT_T(a0, dt, 4, SZ(0, 2, 2, 2), NULL, 0);
+        REL(xn, yn, x5, yf, yc, i5, xc, ic, yc3, x0, i0, y0, a0);
     }
 }
 

@@ -54,7 +54,8 @@ GF_API gf_tensor *gf_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tenso
                                          const gf_pool2d_opts *opts);
 
 /* Normalises over the last normalized_rank dims. weight/bias may be NULL.
- * mean/rstd (may be NULL) receive new references to the statistics. */
+ * mean/rstd (may be NULL) receive new references to the statistics, shaped
+ * as x's leading (not normalised) dims: [N] for x [N, D] and rank 1. */
 GF_API gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank,
                                 const gf_tensor *weight, const gf_tensor *bias, double eps,
                                 gf_tensor **mean, gf_tensor **rstd);

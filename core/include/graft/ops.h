@@ -15,8 +15,10 @@
 extern "C" {
 #endif
 
-/* ---- unary elementwise (float dtypes; neg/abs/sign/square/clamp/relu also
- * take i32/i64) */
+/* ---- unary elementwise. Integer and bool inputs of the float functions
+ * (exp, log, sigmoid, ...) are computed in f32, as PyTorch does;
+ * neg/abs/sign/square/clamp/relu are exact on i32/i64; floor/ceil/round
+ * return integer inputs unchanged. */
 GF_API gf_tensor *gf_neg(const gf_tensor *x);
 GF_API gf_tensor *gf_abs(const gf_tensor *x);
 GF_API gf_tensor *gf_sign(const gf_tensor *x);
@@ -86,7 +88,8 @@ GF_API gf_tensor *gf_gt_scalar(const gf_tensor *x, double s);
 GF_API gf_tensor *gf_ge_scalar(const gf_tensor *x, double s);
 
 /* ---- reductions. dims: ndims dims to reduce (negative allowed, no
- * repeats); dims NULL with ndims 0 reduces every dim. */
+ * repeats); dims NULL with ndims 0 reduces every dim. sum and prod of i32
+ * and bool give i64 (as PyTorch); mean/var/std/logsumexp need float. */
 GF_API gf_tensor *gf_sum(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
 GF_API gf_tensor *gf_mean(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
 GF_API gf_tensor *gf_prod(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
@@ -116,7 +119,8 @@ GF_API gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_softmax(const gf_tensor *x, int dim);
 GF_API gf_tensor *gf_log_softmax(const gf_tensor *x, int dim);
 
-/* ---- indexing. index tensors are i64 (i32 accepted and converted). */
+/* ---- indexing. index tensors are i64 (i32 accepted and converted). An
+ * index value out of range fails with GF_ERR_INDEX naming the op. */
 GF_API gf_tensor *gf_index_select(const gf_tensor *x, int dim, const gf_tensor *index);
 GF_API gf_tensor *gf_gather(const gf_tensor *x, int dim, const gf_tensor *index);
 /* A copy of x with src added at index along dim. */
