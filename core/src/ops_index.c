@@ -3,14 +3,35 @@
  *
  * Index kernels take i64 indices; i32 is converted here. Index values are
  * range-checked by the kernels (their message comes back as a PLUGIN error);
- * the core only refuses what it can see without reading device memory. */
+ * the core only refuses what it can see without reading device memory.
+ * Each op records its backward node (autograd/bw_index.c) once its output
+ * is complete. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* History recording (autograd/bw_index.c). */
+gf_status gf__ag_record_index_select(const gf_tensor *x, int dim, const gf_tensor *index,
+                                     gf_tensor *y);
+gf_status gf__ag_record_gather(const gf_tensor *x, int dim, const gf_tensor *index,
+                               gf_tensor *y);
+gf_status gf__ag_record_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
+                                    const gf_tensor *src, gf_tensor *y);
+gf_status gf__ag_record_index_add(const gf_tensor *x, int dim, const gf_tensor *index,
+                                  const gf_tensor *src, gf_tensor *y);
+gf_status gf__ag_record_cat(gf_tensor *const *tensors, int count, int dim, gf_tensor *y);
+gf_status gf__ag_record_tri(bool upper, const gf_tensor *x, int64_t diagonal, gf_tensor *y);
+
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
+
+/* Consumes y: NULL (y released) when recording its history failed. */
+static gf_tensor *recorded(gf_tensor *y, gf_status st) {
+    if (st == GF_OK) return y;
+    gf_tensor_release(y);
+    return NULL;
+}
 
 /* idx as i64 (a new reference); DTYPE error for non-integer indices. */
 static gf_tensor *index_i64(const gf_tensor *idx, const char *op, const char *what) {
@@ -141,6 +162,7 @@ gf_tensor *gf_index_select(const gf_tensor *x, int dim, const gf_tensor *index) 
         }
     }
     if (y && x->rank == 0) y = to_0d(y);
+    if (y) y = recorded(y, gf__ag_record_index_select(x, d, index, y));
 done:
     gf_tensor_release(idx1);
     gf_tensor_release(x1);
@@ -208,6 +230,7 @@ gf_tensor *gf_gather(const gf_tensor *x, int dim, const gf_tensor *index) {
         }
     }
     if (y && x->rank == 0) y = to_0d(y);
+    if (y) y = recorded(y, gf__ag_record_gather(x, d, index, y));
 done:
     gf_tensor_release(idx1);
     gf_tensor_release(x1);
@@ -248,8 +271,8 @@ gf_tensor *gf_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
         src1 = gf__view(s1, idx1->sizes, s1->strides, idx1->rank, s1->offset);
         gf_tensor_release(s1);
     }
-    y = copy_of(x);
-    if (!src1 || !y) goto done;
+    y = src1 ? copy_of(x) : NULL;
+    if (!y) goto done;
     if (gf__numel(idx1) > 0) {
         y1 = view_1d(y);
         if (!y1) goto fail;
@@ -265,7 +288,7 @@ gf_tensor *gf_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
             goto fail;
         }
     }
-    goto done;
+    if (gf__ag_record_scatter_add(x, d, index, src, y) == GF_OK) goto done;
 fail:
     gf_tensor_release(y);
     y = NULL;
@@ -336,7 +359,7 @@ gf_tensor *gf_index_add(const gf_tensor *x, int dim, const gf_tensor *index,
             goto fail;
         }
     }
-    goto done;
+    if (gf__ag_record_index_add(x, d, index, src, y) == GF_OK) goto done;
 fail:
     gf_tensor_release(y);
     y = NULL;
@@ -483,7 +506,9 @@ gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
         }
         start += len;
     }
-    return gf__ret(y);
+    /* cat writes its output by copies, so it records one node for all inputs. */
+    y = recorded(y, gf__ag_record_cat(tensors, n, d, y));
+    return ret_new(y);
 }
 
 gf_tensor *gf_stack(gf_tensor *const *tensors, int n, int dim) {
@@ -571,6 +596,7 @@ static gf_tensor *tri_op(gfp_op op, const char *name, const gf_tensor *x, int64_
             y = NULL;
         }
     }
+    if (y) y = recorded(y, gf__ag_record_tri(op == GFP_OP_TRIU, x, diagonal, y));
     return ret_new(y);
 }
 

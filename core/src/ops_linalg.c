@@ -6,6 +6,10 @@
 
 #include "internal.h"
 
+/* Autograd recording (core/src/autograd/bw_linalg.c). */
+gf_status gf__ag_record_matmul(const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
+gf_status gf__ag_record_softmax(gfp_op op, const gf_tensor *x, gf_tensor *y, int dim);
+
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 
 gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b) {
@@ -107,6 +111,10 @@ done:
     gf_tensor_release(ae);
     gf_tensor_release(be);
     gf_tensor_release(y);
+    if (res && gf__ag_record_matmul(a, b, res) != GF_OK) {
+        gf_tensor_release(res);
+        res = NULL;
+    }
     return ret_new(res);
 }
 
@@ -148,6 +156,10 @@ static gf_tensor *softmax_op(gfp_op op, const char *name, const gf_tensor *x, in
         gf_tensor *y0 = gf__view(y, none, none, 0, y->offset);
         gf_tensor_release(y);
         y = y0;
+    }
+    if (y && gf__ag_record_softmax(op, x, y, d) != GF_OK) {
+        gf_tensor_release(y);
+        y = NULL;
     }
     return ret_new(y);
 }

@@ -5,13 +5,48 @@
  * [C, H, W] input by composing public unsqueeze/squeeze around the batched
  * op, so gradients flow through the views; the gradient kernels take rank-4
  * sizes (or a rank-3 x, viewed internally). Shape rules and messages follow
- * PyTorch's. */
+ * PyTorch's. Each op records its backward node (autograd/bw_nn.c) once its
+ * outputs are complete; the gradient kernels record nodes too, so that
+ * higher-order gradients flow through them. */
 #include <math.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* History recording (autograd/bw_nn.c). */
+gf_status gf__ag_record_conv2d(const gf_tensor *x, const gf_tensor *w, const gf_tensor *bias,
+                               const gf_conv2d_opts *opts, gf_tensor *y);
+gf_status gf__ag_record_conv2d_backward_input(const gf_tensor *grad_y, const gf_tensor *w,
+                                              const int64_t *input_sizes,
+                                              const gf_conv2d_opts *opts, gf_tensor *gx);
+gf_status gf__ag_record_conv2d_backward_weight(const gf_tensor *grad_y, const gf_tensor *x,
+                                               const int64_t *weight_sizes,
+                                               const gf_conv2d_opts *opts, gf_tensor *gw);
+gf_status gf__ag_record_max_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
+                                   const gf_tensor *indices, gf_tensor *y);
+gf_status gf__ag_record_max_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *indices,
+                                            const gf_tensor *x, const gf_pool2d_opts *opts,
+                                            gf_tensor *gx);
+gf_status gf__ag_record_avg_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
+                                   gf_tensor *y);
+gf_status gf__ag_record_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *x,
+                                            const gf_pool2d_opts *opts, gf_tensor *gx);
+gf_status gf__ag_record_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *w,
+                                   const gf_tensor *b, double eps, const gf_tensor *mean,
+                                   const gf_tensor *rstd, gf_tensor *y);
+gf_status gf__ag_record_batch_norm(const gf_tensor *x, const gf_tensor *w, const gf_tensor *b,
+                                   const gf_tensor *running_mean, const gf_tensor *running_var,
+                                   bool training, double eps, const gf_tensor *save_mean,
+                                   const gf_tensor *save_invstd, gf_tensor *y);
+
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
+
+/* Consumes y: NULL (y released) when recording its history failed. */
+static gf_tensor *recorded(gf_tensor *y, gf_status st) {
+    if (st == GF_OK) return y;
+    gf_tensor_release(y);
+    return NULL;
+}
 
 static gf_status check_float(const gf_tensor *t, const char *op, const char *what) {
     if (gf_dtype_is_float(t->dtype)) return GF_OK;
@@ -171,7 +206,11 @@ gf_tensor *gf_conv2d(const gf_tensor *x, const gf_tensor *weight, const gf_tenso
         return NULL;
     gfp_conv2d_params p;
     if (conv_params(opts, op, &p) != GF_OK) return NULL;
-    if (x->rank == 4) return ret_new(conv2d_4d(x, weight, bias, &p));
+    if (x->rank == 4) {
+        gf_tensor *y = conv2d_4d(x, weight, bias, &p);
+        if (y) y = recorded(y, gf__ag_record_conv2d(x, weight, bias, opts, y));
+        return ret_new(y);
+    }
 
     /* Unbatched: through public views, so autograd sees the batched op. */
     int s = gf__scope_suspend();
@@ -225,6 +264,8 @@ static gf_status check_grad_y(const gf_tensor *grad_y, const int64_t *xs, const 
                      gf__shape_str(want, 4, bwant, sizeof bwant));
 }
 
+/* Runs a gradient kernel. New reference, not in a scope (the caller records
+ * history first). */
 static gf_tensor *conv_backward(gfp_op kop, const char *op, const gf_tensor *grad_y,
                                 const gf_tensor *other, const int64_t *out_sizes,
                                 const int64_t *xs, const int64_t *ws,
@@ -233,7 +274,7 @@ static gf_tensor *conv_backward(gfp_op kop, const char *op, const gf_tensor *gra
     if (conv_params(opts, op, &p) != GF_OK || check_grad_y(grad_y, xs, ws, &p, op) != GF_OK)
         return NULL;
     gf_tensor *g = gf__empty(out_sizes, 4, grad_y->dtype, grad_y->storage->device);
-    if (!g || gf__numel(g) == 0) return ret_new(g);
+    if (!g || gf__numel(g) == 0) return g;
     gf_status st;
     if (gf__numel(grad_y) == 0 || gf__numel(other) == 0) {
         st = gf__fill(g, 0.0); /* nothing flowed back */
@@ -246,7 +287,7 @@ static gf_tensor *conv_backward(gfp_op kop, const char *op, const gf_tensor *gra
         gf_tensor_release(g);
         return NULL;
     }
-    return gf__ret(g);
+    return g;
 }
 
 gf_tensor *gf_conv2d_backward_input(const gf_tensor *grad_y, const gf_tensor *weight,
@@ -254,8 +295,11 @@ gf_tensor *gf_conv2d_backward_input(const gf_tensor *grad_y, const gf_tensor *we
     const char *op = "conv2d_backward_input";
     if (conv_backward_front(grad_y, weight, input_sizes, op, "weight", "input_sizes") != GF_OK)
         return NULL;
-    return conv_backward(GFP_OP_CONV2D_BACKWARD_INPUT, op, grad_y, weight, input_sizes,
-                         input_sizes, weight->sizes, opts);
+    gf_tensor *gx = conv_backward(GFP_OP_CONV2D_BACKWARD_INPUT, op, grad_y, weight, input_sizes,
+                                  input_sizes, weight->sizes, opts);
+    if (gx) gx = recorded(gx, gf__ag_record_conv2d_backward_input(grad_y, weight, input_sizes,
+                                                                  opts, gx));
+    return ret_new(gx);
 }
 
 gf_tensor *gf_conv2d_backward_weight(const gf_tensor *grad_y, const gf_tensor *x,
@@ -263,8 +307,11 @@ gf_tensor *gf_conv2d_backward_weight(const gf_tensor *grad_y, const gf_tensor *x
     const char *op = "conv2d_backward_weight";
     if (conv_backward_front(grad_y, x, weight_sizes, op, "x", "weight_sizes") != GF_OK)
         return NULL;
-    return conv_backward(GFP_OP_CONV2D_BACKWARD_WEIGHT, op, grad_y, x, weight_sizes, x->sizes,
-                         weight_sizes, opts);
+    gf_tensor *gw = conv_backward(GFP_OP_CONV2D_BACKWARD_WEIGHT, op, grad_y, x, weight_sizes,
+                                  x->sizes, weight_sizes, opts);
+    if (gw) gw = recorded(gw, gf__ag_record_conv2d_backward_weight(grad_y, x, weight_sizes,
+                                                                   opts, gw));
+    return ret_new(gw);
 }
 
 /* ------------------------------------------------------------ pooling */
@@ -379,6 +426,10 @@ gf_tensor *gf_max_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts, gf_tens
             ix = NULL;
         }
     }
+    if (ix && gf__ag_record_max_pool2d(x, opts, ix, y) != GF_OK) {
+        gf_tensor_release(ix);
+        ix = NULL;
+    }
     if (!ix) {
         gf_tensor_release(y);
         return NULL;
@@ -419,6 +470,7 @@ gf_tensor *gf_avg_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts) {
             y = NULL;
         }
     }
+    if (y) y = recorded(y, gf__ag_record_avg_pool2d(x, opts, y));
     return ret_new(y);
 }
 
@@ -489,6 +541,7 @@ gf_tensor *gf_max_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *indi
     if (!ix) return NULL;
     gf_tensor *gx = pool_backward_run(GFP_OP_MAX_POOL2D_BACKWARD, op, grad_y, ix, x, &p);
     gf_tensor_release(ix);
+    if (gx) gx = recorded(gx, gf__ag_record_max_pool2d_backward(grad_y, indices, x, opts, gx));
     return ret_new(gx);
 }
 
@@ -505,7 +558,9 @@ gf_tensor *gf_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *x,
         !gf__same_device(grad_y, x, op) || check_float(grad_y, op, "grad_y") != GF_OK ||
         check_pool_grad(grad_y, "grad_y", x, ys, op) != GF_OK)
         return NULL;
-    return ret_new(pool_backward_run(GFP_OP_AVG_POOL2D_BACKWARD, op, grad_y, NULL, x, &p));
+    gf_tensor *gx = pool_backward_run(GFP_OP_AVG_POOL2D_BACKWARD, op, grad_y, NULL, x, &p);
+    if (gx) gx = recorded(gx, gf__ag_record_avg_pool2d_backward(grad_y, x, opts, gx));
+    return ret_new(gx);
 }
 
 /* ------------------------------------------------------------ layer_norm */
@@ -573,6 +628,7 @@ gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tenso
         gf_tensor *out[3] = {y, m, r};
         st = gf__launch(GFP_OP_LAYER_NORM, op, in, 3, out, 3, &p);
     }
+    if (st == GF_OK) st = gf__ag_record_layer_norm(x, normalized_rank, weight, bias, eps, m, r, y);
     if (st != GF_OK) {
         gf_tensor_release(y);
         gf_tensor_release(m);
@@ -687,6 +743,9 @@ gf_tensor *gf_batch_norm(const gf_tensor *x, gf_tensor *running_mean, gf_tensor 
     }
     gf_tensor_release(rm);
     gf_tensor_release(rv);
+    if (st == GF_OK)
+        st = gf__ag_record_batch_norm(x, weight, bias, running_mean, running_var, training, eps,
+                                      sm, si, y);
     if (st != GF_OK) {
         gf_tensor_release(y);
         gf_tensor_release(sm);

@@ -10,6 +10,12 @@
 
 #include "internal.h"
 
+/* Autograd recording (core/src/autograd/bw_reduce.c). */
+gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint32_t mask,
+                               bool keepdim, double correction);
+gf_status gf__ag_record_extreme_dim(gfp_op op, const gf_tensor *x, gf_tensor *values,
+                                    const gf_tensor *indices, int dim, bool keepdim);
+
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 
 /* Turns a dims list into a bitmask over x's dims. An empty list means every
@@ -168,7 +174,12 @@ static gf_tensor *reduce_op(gfp_op op, const char *name, const gf_tensor *x, con
         }
         break;
     }
-    return ret_new(reduce_run(op, name, x, mask, keepdim, out_dtype, correction));
+    gf_tensor *y = reduce_run(op, name, x, mask, keepdim, out_dtype, correction);
+    if (y && gf__ag_record_reduce(op, x, y, mask, keepdim, correction) != GF_OK) {
+        gf_tensor_release(y);
+        y = NULL;
+    }
+    return ret_new(y);
 }
 
 gf_tensor *gf_sum(const gf_tensor *x, const int *dims, int ndims, bool keepdim) {
@@ -300,6 +311,13 @@ static gf_status max_min_dim(gfp_op op, const char *name, const gf_tensor *x, in
     gf_tensor *v = NULL, *ix = NULL;
     gf_status st = extreme_dim(op, name, x, dim, keepdim, &v, &ix);
     if (st != GF_OK) return st;
+    /* extreme_dim validated dim, so it normalises without error here. */
+    st = gf__ag_record_extreme_dim(op, x, v, ix, gf__norm_dim(dim, x->rank, name), keepdim);
+    if (st != GF_OK) {
+        gf_tensor_release(v);
+        gf_tensor_release(ix);
+        return st;
+    }
     *values = gf__ret(v);
     *indices = gf__ret(ix);
     return GF_OK;

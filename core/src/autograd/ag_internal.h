@@ -99,6 +99,9 @@ struct gf_autograd_meta {
     uint64_t attr_version;  /* views: version when grad_fn was last set */
     gf_hook *retain_hook;   /* the retain_grad hook, owned by grad_fn */
     gf_hook *leaf_hooks;    /* tensor hooks of a leaf (non-leaves: on grad_fn) */
+    gf_hook *leaf_node_hooks; /* node pre/post hooks of a leaf's accumulator: kept
+                                 here, since the accumulator lives only while a
+                                 graph refers to it */
     gf_hook *post_acc_hooks;
 };
 

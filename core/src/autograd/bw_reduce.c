@@ -91,7 +91,7 @@ static gf_tensor *prod_grad(const reduce_ctx *c, gf_tensor *g, gf_tensor *x, gf_
     gf_tensor *nz = gf_sum(gf_to_dtype(is_zero, gf_tensor_dtype(x)), dims, nd, true);
     gf_tensor *zsum = gf_sum(gf_where(is_zero, x, zero), dims, nd, true);
     gf_tensor *others_zero = gf_where(gf_eq_scalar(nz, 1.0), one,
-                                      gf_where(gf_eq_scalar(nz, 2.0), zero, zero));
+                                      gf_where(gf_eq_scalar(nz, 2.0), gf_sub(zsum, x), zero));
     gf_tensor *others = gf_where(is_zero, gf_mul(a, others_zero), gf_div(yk, x_safe));
     return gf_mul(gk, others);
 }

@@ -129,19 +129,19 @@ static gf_hook_handle node_hook(gf_tensor *t, gf_hook_kind kind, gf_node_pre_hoo
         gf__null_arg(op, !t ? "t" : "fn");
         return 0;
     }
-    gf_edge e = gf__ag_gradient_edge(t);
-    gf__ag_node_release(e.node);
-    if (!t->autograd || !t->autograd->grad_fn) {
-        gf__error(GF_ERR_AUTOGRAD, "%s: the tensor has no grad_fn (it is a leaf); node hooks go on "
-                  "the node that produced a tensor. For a leaf use gf_tensor_register_hook or "
-                  "gf_tensor_register_post_accumulate_hook", op);
+    if (!gf__ag_requires_grad(t)) {
+        gf__error(GF_ERR_AUTOGRAD, "%s: the tensor does not require grad, so no node will run for "
+                  "it; call gf_tensor_set_requires_grad first", op);
         return 0;
     }
+    gf_edge e = gf__ag_gradient_edge(t);
+    gf__ag_node_release(e.node);
     gf_hook *h = hook_new(kind, user);
     if (!h) return 0;
     h->pre_fn = pre;
     h->post_fn = post;
-    append(&t->autograd->grad_fn->hooks, h);
+    if (t->autograd->grad_fn) append(&t->autograd->grad_fn->hooks, h);
+    else append(&t->autograd->leaf_node_hooks, h); /* its accumulator's hooks */
     return h->id;
 }
 
@@ -222,13 +222,22 @@ gf_status gf__ag_run_leaf_hooks(gf_tensor *leaf, gf_tensor **grad) {
     return GF_OK;
 }
 
-gf_status gf__ag_run_pre_hooks(gf_node *n, gf_tensor **grads) {
-    for (gf_hook *h = n->hooks; h; h = h->next) {
+static gf_hook *leaf_node_hooks(const gf_node *n) {
+    return n->leaf && n->leaf->autograd ? n->leaf->autograd->leaf_node_hooks : NULL;
+}
+
+static gf_status run_pre_list(gf_node *n, gf_hook *list, gf_tensor **grads) {
+    for (gf_hook *h = list; h; h = h->next) {
         if (h->removed || h->kind != GF_HOOK_PRE) continue;
         gf_status s = h->pre_fn(n->name, grads, n->n_outputs, h->user);
         if (s != GF_OK) return s;
     }
     return GF_OK;
+}
+
+gf_status gf__ag_run_pre_hooks(gf_node *n, gf_tensor **grads) {
+    gf_status s = run_pre_list(n, n->hooks, grads);
+    return s == GF_OK ? run_pre_list(n, leaf_node_hooks(n), grads) : s;
 }
 
 gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
@@ -247,13 +256,19 @@ gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
     return GF_OK;
 }
 
-gf_status gf__ag_run_post_hooks(gf_node *n, gf_tensor **grad_inputs, gf_tensor *const *grads) {
-    for (gf_hook *h = n->hooks; h; h = h->next) {
+static gf_status run_post_list(gf_node *n, gf_hook *list, gf_tensor **grad_inputs,
+                               gf_tensor *const *grads) {
+    for (gf_hook *h = list; h; h = h->next) {
         if (h->removed || h->kind != GF_HOOK_POST) continue;
         gf_status s = h->post_fn(n->name, grad_inputs, n->n_next, grads, n->n_outputs, h->user);
         if (s != GF_OK) return s;
     }
     return GF_OK;
+}
+
+gf_status gf__ag_run_post_hooks(gf_node *n, gf_tensor **grad_inputs, gf_tensor *const *grads) {
+    gf_status s = run_post_list(n, n->hooks, grad_inputs, grads);
+    return s == GF_OK ? run_post_list(n, leaf_node_hooks(n), grad_inputs, grads) : s;
 }
 
 gf_status gf__ag_run_post_accumulate(gf_tensor *leaf) {

@@ -33,6 +33,7 @@ void gf__ag_meta_free(gf_tensor *t) {
     gf_tensor_release(m->base);
     gf__ag_hooks_free(m->post_acc_hooks);
     gf__ag_hooks_free(m->leaf_hooks);
+    gf__ag_hooks_free(m->leaf_node_hooks);
     gf__ag_node_release(m->grad_fn);
     free(m);
 }
