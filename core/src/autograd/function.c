@@ -15,6 +15,7 @@ struct gf_function_ctx {
     gf_tensor **non_diff;
     int n_non_diff;
     bool *needs_input_grad;
+    bool *differentiable; /* input i is a float tensor (may receive a gradient) */
     int n_inputs;
     void *data;
     void (*release)(void *);
@@ -28,6 +29,7 @@ static void ctx_free(gf_function_ctx *c) {
     free(c->dirty);
     free(c->non_diff);
     free(c->needs_input_grad);
+    free(c->differentiable);
     if (c->release) c->release(c->data);
     free(c->name);
     free(c);
@@ -108,9 +110,10 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
     bool create_graph = gf__ag_grad_enabled();
     gf_grad_mode prev = gf_grad_mode_get();
     if (c->def.once_differentiable) gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
-    gf_scope_begin();
+    /* No scope here: the engine runs with scopes suspended, so the user's
+     * backward owns what it creates (plain ownership) unless it opens a
+     * scope of its own. */
     gf_status s = c->def.backward(c, grads, n->n_outputs, out, n->n_next, c->def.user);
-    gf_scope_end();
     gf_grad_mode_set(prev);
     if (s != GF_OK) {
         for (int i = 0; i < n->n_next; i++) {
@@ -121,29 +124,43 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
         return s;
     }
     for (int i = 0; i < n->n_next; i++) {
-        if (!out[i]) continue;
-        if (!n->outputs || i >= n->n_next) break;
-        if (!c->needs_input_grad[i] && !n->next[i].node) {
-            /* A gradient for an input that is not a differentiable tensor:
-             * the backward returned more gradients than there are. */
-            bool input_missing = !n->next[i].node && !c->needs_input_grad[i];
-            if (input_missing && gf__ag_requires_grad(out[i]) == false) {
-                gf_tensor_release(out[i]);
-                out[i] = NULL;
-            }
+        if (!out[i] || c->differentiable[i]) continue;
+        /* C's counterpart of returning too many gradients: one for a slot
+         * that holds no differentiable tensor. */
+        gf_status e = gf__error(GF_ERR_AUTOGRAD, "%s: backward returned a gradient for input %d, "
+                                "which is not a floating-point tensor; leave that slot NULL",
+                                c->name, i);
+        for (int k = 0; k < n->n_next; k++) {
+            gf_tensor_release(out[k]);
+            out[k] = NULL;
         }
+        return e;
     }
     if (c->def.once_differentiable && create_graph) {
-        /* Mark the results so that differentiating them again fails. */
+        /* The results may depend on the incoming gradients and, through
+         * saved tensors, on the function's inputs: if either requires grad,
+         * route the results through a node that fails when it runs. (This
+         * also covers the saved-input case that a check of the gradients
+         * alone would miss.) */
         bool any = false;
         for (int i = 0; i < n->n_outputs; i++) any |= gf__ag_requires_grad(grads[i]);
-        if (any)
-            for (int i = 0; i < n->n_next; i++) {
-                if (!out[i]) continue;
-                gf_node *e = gf__ag_record("DelayedError", delayed_error,
-                                           (const gf_tensor *const *)grads, n->n_outputs, &out[i], 1);
-                if (e) e->name = c->name;
+        for (int i = 0; i < n->n_next; i++) any |= n->next[i].node != NULL;
+        for (int i = 0; any && i < n->n_next; i++) {
+            if (!out[i]) continue;
+            gf_node *e = gf__ag_node_new(c->name, delayed_error, n->n_next + n->n_outputs, 1);
+            if (!e) return gf_last_status();
+            for (int k = 0; k < n->n_next; k++) {
+                e->next[k] = n->next[k];
+                gf__ag_node_retain(e->next[k].node);
             }
+            for (int k = 0; k < n->n_outputs; k++)
+                e->next[n->n_next + k] = gf__ag_gradient_edge(grads[k]);
+            e->outputs[0] = (gf_output_meta){.rank = out[i]->rank, .dtype = out[i]->dtype,
+                                             .device = out[i]->storage->device};
+            memcpy(e->outputs[0].sizes, out[i]->sizes, sizeof out[i]->sizes);
+            gf__ag_set_history(out[i], e, 0);
+            gf__ag_node_release(e);
+        }
     }
     return GF_OK;
 }
@@ -168,13 +185,16 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
     c->name = strdup(def->name ? def->name : "CustomFunction");
     c->n_inputs = n_inputs;
     c->needs_input_grad = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(bool));
-    if (!c->name || !c->needs_input_grad) {
+    c->differentiable = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(bool));
+    if (!c->name || !c->needs_input_grad || !c->differentiable) {
         ctx_free(c);
         return gf__error(GF_ERR_OUT_OF_MEMORY, "gf_function_apply: out of host memory");
     }
     bool record = gf__ag_any_requires_grad((const gf_tensor *const *)inputs, n_inputs);
-    for (int i = 0; i < n_inputs; i++)
+    for (int i = 0; i < n_inputs; i++) {
         c->needs_input_grad[i] = record && inputs[i] && gf__ag_requires_grad(inputs[i]);
+        c->differentiable[i] = inputs[i] && gf_dtype_is_float(inputs[i]->dtype);
+    }
 
     /* Edges are taken before forward: a dirty input's history changes after. */
     gf_node *n = NULL;

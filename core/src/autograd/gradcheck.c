@@ -171,7 +171,7 @@ gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *us
                 if (!ok)
                     s = gf__error(GF_ERR_AUTOGRAD, "gf_gradcheck: Jacobian mismatch for output "
                                   "element %lld with respect to input %d element %lld: numerical "
-                                  "%.10g, analytical %.10g (atol %g, rtol %g)", (long long)o,
+                                  "%.8g, analytical %.8g (atol %g, rtol %g)", (long long)o,
                                   rg_index[k], (long long)j, num, ana, atol, rtol);
             }
             gf_tensor_release(fp);

@@ -1,0 +1,519 @@
+/* test_rules_hooks.c — rules 16–19: tensor hooks, post-accumulate-grad
+ * hooks, node pre/post hooks and their order, saved-tensor hooks. */
+#include <pthread.h>
+
+#include "test_rules_util.h"
+
+/* ------------------------------------------------------------ a log of calls */
+#define LOG_MAX 64
+static const char *g_log[LOG_MAX];
+static int g_nlog;
+static void log_reset(void) { g_nlog = 0; }
+static void log_add(const char *tag) {
+    if (g_nlog < LOG_MAX) g_log[g_nlog++] = tag;
+}
+static int log_equals(const char *const *want, int n) {
+    if (g_nlog != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(g_log[i], want[i])) return 0;
+    return 1;
+}
+static void log_print(void) {
+    fprintf(stderr, "  calls:");
+    for (int i = 0; i < g_nlog; i++) fprintf(stderr, " %s", g_log[i]);
+    fputc('\n', stderr);
+}
+#define CHECK_LOG(...)                                                                  \
+    do {                                                                                \
+        const char *const want_[] = {__VA_ARGS__};                                      \
+        int ok_ = log_equals(want_, AG_N(want_));                                       \
+        CHECK_MSG(ok_, "call order differs");                                          \
+        if (!ok_) log_print();                                                          \
+    } while (0)
+
+/* A tensor hook: logs its tag, records the gradient it saw, and may scale it. */
+typedef struct hook_spec {
+    const char *tag;
+    double scale; /* 0: keep the gradient */
+    double seen[8];
+    int calls;
+} hook_spec;
+
+static gf_tensor *tensor_hook(const gf_tensor *g, void *user) {
+    hook_spec *h = user;
+    log_add(h->tag);
+    h->calls++;
+    ag_read(g, h->seen, 8);
+    return h->scale != 0 ? gf_mul_scalar(g, h->scale) : NULL;
+}
+
+/* ------------------------------------------------------------ rule 16 */
+static void rule16_hook_needs_a_tensor_that_requires_grad(void) {
+    gf_tensor *c = ag_vec(DV(1, 2), 2);
+    hook_spec h = {"h", 0, {0}, 0};
+    gf_hook_handle id = gf_tensor_register_hook(c, tensor_hook, &h);
+    CHECK_ERR_NULL(id, GF_ERR_AUTOGRAD, "gf_tensor_register_hook", "does not require grad",
+                   "gf_tensor_set_requires_grad");
+    gf_tensor_release(c);
+}
+
+static void rule16_hooks_run_in_order_and_may_replace_the_gradient(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul_scalar(x, 3.0); /* [3, 6] */
+    gf_tensor *z = gf_mul(y, y);          /* dz/dy = 2y = [6, 12] */
+    hook_spec h1 = {"h1", 0, {0}, 0}, h2 = {"h2", 10, {0}, 0}, h3 = {"h3", 0, {0}, 0};
+    gf_hook_handle i1 = gf_tensor_register_hook(y, tensor_hook, &h1);
+    gf_hook_handle i2 = gf_tensor_register_hook(y, tensor_hook, &h2);
+    gf_hook_handle i3 = gf_tensor_register_hook(y, tensor_hook, &h3);
+    CHECK(i1 && i2 && i3 && i1 != i2 && i2 != i3 && i1 != i3);
+    log_reset();
+    CHECK_OK(ag_backward_ones(z, 1, false));
+    CHECK_LOG("h1", "h2", "h3");
+    CHECK_CLOSE(h1.seen[0], 6, 0);
+    CHECK_CLOSE(h1.seen[1], 12, 0);
+    CHECK_CLOSE(h3.seen[0], 60, 0); /* h3 sees h2's replacement */
+    CHECK_CLOSE(h3.seen[1], 120, 0);
+    CHECK_GRAD(x, DV(180, 360), 2, 0);
+
+    /* Removed by handle: no longer called; removing twice is harmless. */
+    gf_hook_remove(i2);
+    gf_hook_remove(i2);
+    gf_hook_remove(0);
+    gf_hook_remove(i3 + 1000000);
+    CHECK_OK(gf_tensor_set_grad(x, NULL));
+    log_reset();
+    CHECK_OK(ag_backward_ones(z, 0, false));
+    CHECK_LOG("h1", "h3");
+    CHECK(h2.calls == 1);
+    CHECK_GRAD(x, DV(18, 36), 2, 0);
+    gf_hook_remove(i1);
+    gf_hook_remove(i3);
+    gf_hook_remove(i1);
+    gf_tensor_release(z);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule16_hook_on_a_leaf(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    hook_spec h = {"leaf", -1, {0}, 0};
+    CHECK(gf_tensor_register_hook(x, tensor_hook, &h) != 0);
+    gf_tensor *y = gf_mul(x, x);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_LOG("leaf");
+    CHECK_CLOSE(h.seen[0], 2, 0);
+    CHECK_CLOSE(h.seen[1], 4, 0);
+    CHECK_GRAD(x, DV(-2, -4), 2, 0); /* the replacement is what accumulates */
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static gf_tensor *bad_shape_hook(const gf_tensor *g, void *user) {
+    return gf_zeros(SZ(5), 1, GF_F64, NULL);
+}
+
+static void rule16_replacement_of_wrong_shape_is_error(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    CHECK(gf_tensor_register_hook(y, bad_shape_hook, NULL) != 0);
+    CHECK_ERR(ag_backward_ones(y, -1, false), GF_ERR_AUTOGRAD, "hook", "[5]", "[2]");
+    CHECK(gf_tensor_grad(x) == NULL);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 17 */
+typedef struct acc_spec {
+    const char *tag;
+    gf_tensor *expect_t;
+    double grad_seen[8];
+    int calls;
+} acc_spec;
+
+static void post_acc(gf_tensor *t, void *user) {
+    acc_spec *a = user;
+    log_add(a->tag);
+    a->calls++;
+    CHECK(t == a->expect_t);
+    gf_tensor *g = gf_tensor_grad(t);
+    if (g) ag_read(g, a->grad_seen, 8);
+    else a->grad_seen[0] = NAN;
+    gf_tensor_release(g);
+}
+
+static void rule17_post_accumulate_hook_sees_updated_grad(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    acc_spec a = {"acc", x, {0}, 0};
+    gf_hook_handle id = gf_tensor_register_post_accumulate_hook(x, post_acc, &a);
+    CHECK(id != 0);
+    gf_tensor *y = gf_mul(x, x);
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK(a.calls == 1);
+    CHECK_CLOSE(a.grad_seen[0], 2, 0);
+    CHECK_CLOSE(a.grad_seen[1], 4, 0);
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK(a.calls == 2);
+    CHECK_CLOSE(a.grad_seen[0], 4, 0); /* after accumulation */
+    CHECK_CLOSE(a.grad_seen[1], 8, 0);
+    gf_hook_remove(id);
+    CHECK_OK(ag_backward_ones(y, 0, false));
+    CHECK(a.calls == 2);
+    gf_hook_remove(id);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule17_post_accumulate_hook_on_leaves_only(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul(x, x);
+    acc_spec a = {"acc", y, {0}, 0};
+    gf_hook_handle id = gf_tensor_register_post_accumulate_hook(y, post_acc, &a);
+    CHECK_ERR_NULL(id, GF_ERR_AUTOGRAD, "gf_tensor_register_post_accumulate_hook", "leaf");
+    gf_tensor *c = ag_vec(DV(1), 1);
+    id = gf_tensor_register_post_accumulate_hook(c, post_acc, &a);
+    CHECK_ERR_NULL(id, GF_ERR_AUTOGRAD, "gf_tensor_register_post_accumulate_hook", "require");
+    gf_tensor_release(c);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 18 */
+typedef struct node_spec {
+    const char *tag;
+    gf_tensor *watch; /* whose .grad to look at when called */
+    int watch_had_grad;
+    double g_in[8], g_out[8];
+    int n_in, n_out;
+    double replace_scale; /* pre-hooks: 0 = keep */
+} node_spec;
+
+static gf_status node_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    node_spec *s = user;
+    log_add(s->tag);
+    s->n_out = n;
+    if (n > 0 && grads[0]) ag_read(grads[0], s->g_out, 8);
+    if (s->watch) {
+        gf_tensor *g = gf_tensor_grad(s->watch);
+        s->watch_had_grad = g != NULL;
+        gf_tensor_release(g);
+    }
+    if (s->replace_scale != 0 && n > 0 && grads[0]) {
+        gf_tensor *r = gf_mul_scalar(grads[0], s->replace_scale);
+        if (!r) return gf_last_status();
+        gf_tensor_release(grads[0]);
+        grads[0] = r;
+    }
+    return GF_OK;
+}
+
+static gf_status node_post(const char *name, gf_tensor **grad_inputs, int n_in,
+                           gf_tensor *const *grad_outputs, int n_out, void *user) {
+    node_spec *s = user;
+    log_add(s->tag);
+    s->n_in = n_in;
+    s->n_out = n_out;
+    if (n_in > 0 && grad_inputs[0]) ag_read(grad_inputs[0], s->g_in, 8);
+    if (n_out > 0 && grad_outputs[0]) ag_read(grad_outputs[0], s->g_out, 8);
+    if (s->watch) {
+        gf_tensor *g = gf_tensor_grad(s->watch);
+        s->watch_had_grad = g != NULL;
+        gf_tensor_release(g);
+    }
+    return GF_OK;
+}
+
+typedef struct watch_hook {
+    const char *tag;
+    gf_tensor *watch;
+    int watch_had_grad;
+    double scale;
+} watch_hook;
+static gf_tensor *watching_tensor_hook(const gf_tensor *g, void *user) {
+    watch_hook *w = user;
+    log_add(w->tag);
+    gf_tensor *gg = gf_tensor_grad(w->watch);
+    w->watch_had_grad = gg != NULL;
+    gf_tensor_release(gg);
+    return w->scale != 0 ? gf_mul_scalar(g, w->scale) : NULL;
+}
+
+static void rule18_order_on_a_node(void) {
+    /* y = 3x (MulBackward), z = y * y; on y: two tensor hooks, a node
+     * pre-hook, retain_grad, a node post-hook. */
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    gf_tensor *z = gf_mul(y, y);
+    watch_hook t1 = {"tensor1", y, -1, 0}, t2 = {"tensor2", y, -1, 10};
+    node_spec pre = {"pre", y, -1, {0}, {0}, 0, 0, 0}, post = {"post", y, -1, {0}, {0}, 0, 0, 0};
+    CHECK(gf_node_register_post_hook(y, node_post, &post) != 0); /* registration order */
+    CHECK(gf_node_register_pre_hook(y, node_pre, &pre) != 0);    /* does not matter */
+    CHECK_OK(gf_tensor_retain_grad(y));
+    CHECK(gf_tensor_register_hook(y, watching_tensor_hook, &t1) != 0);
+    CHECK(gf_tensor_register_hook(y, watching_tensor_hook, &t2) != 0);
+    log_reset();
+    CHECK_OK(ag_backward_ones(z, -1, false));
+    CHECK_LOG("tensor1", "tensor2", "pre", "post");
+    /* retain_grad: after the tensor hooks and node pre-hooks, before the node. */
+    CHECK(t1.watch_had_grad == 0 && t2.watch_had_grad == 0 && pre.watch_had_grad == 0);
+    CHECK(post.watch_had_grad == 1);
+    CHECK_GRAD(y, DV(60, 120), 2, 0); /* the gradient after the tensor hooks */
+    /* The pre-hook saw the hooked gradient; the post-hook the node's output. */
+    CHECK_CLOSE(pre.g_out[0], 60, 0);
+    CHECK(post.n_in >= 1 && post.n_out == 1);
+    CHECK_CLOSE(post.g_out[1], 120, 0);
+    CHECK_CLOSE(post.g_in[0], 180, 0);
+    CHECK_CLOSE(post.g_in[1], 360, 0);
+    CHECK_GRAD(x, DV(180, 360), 2, 0);
+    gf_tensor_release(z);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule18_order_on_leaf_accumulation(void) {
+    /* The leaf's accumulation: tensor hooks, node pre-hooks, .grad update,
+     * post-accumulate-grad hooks, node post-hooks. */
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul(x, x); /* the graph holds x's accumulator node */
+    watch_hook t = {"tensor", x, -1, 0};
+    node_spec pre = {"pre", x, -1, {0}, {0}, 0, 0, 0}, post = {"post", x, -1, {0}, {0}, 0, 0, 0};
+    acc_spec a = {"acc", x, {0}, 0};
+    CHECK(gf_tensor_register_post_accumulate_hook(x, post_acc, &a) != 0);
+    gf_hook_handle hp = gf_node_register_post_hook(x, node_post, &post);
+    CHECK_MSG(hp != 0, "post-hook on a leaf's accumulator: %s", gf_last_error());
+    gf_hook_handle hq = gf_node_register_pre_hook(x, node_pre, &pre);
+    CHECK_MSG(hq != 0, "pre-hook on a leaf's accumulator: %s", gf_last_error());
+    CHECK(gf_tensor_register_hook(x, watching_tensor_hook, &t) != 0);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    if (hp && hq) CHECK_LOG("tensor", "pre", "acc", "post");
+    else CHECK_LOG("tensor", "acc");
+    CHECK(t.watch_had_grad == 0);
+    if (hq) CHECK(pre.watch_had_grad == 0);
+    if (hp) CHECK(post.watch_had_grad == 1);
+    CHECK_CLOSE(a.grad_seen[0], 2, 0);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule18_node_hooks_run_only_if_the_node_runs(void) {
+    gf_tensor *a = ag_leaf(DV(1), 1);
+    gf_tensor *c = ag_leaf(DV(2), 1);
+    gf_tensor *u = gf_mul_scalar(a, 2.0);
+    gf_tensor *w = gf_exp(c); /* off the path to a */
+    gf_tensor *y = gf_add(u, w);
+    node_spec pre = {"pre", NULL, -1, {0}, {0}, 0, 0, 0}, post = {"post", NULL, -1, {0}, {0}, 0, 0, 0};
+    watch_hook th = {"tensor", c, -1, 0};
+    CHECK(gf_node_register_pre_hook(w, node_pre, &pre) != 0);
+    CHECK(gf_node_register_post_hook(w, node_post, &post) != 0);
+    CHECK(gf_tensor_register_hook(w, watching_tensor_hook, &th) != 0);
+    log_reset();
+    gf_tensor *r = NULL;
+    gf_grad_opts o = {.retain_graph = 1};
+    CHECK_OK(gf_grad(&y, 1, NULL, &a, 1, &r, &o));
+    CHECK_VALS(r, DV(2), 1, 0);
+    CHECK(g_nlog == 0);
+    if (g_nlog) log_print();
+    gf_tensor_release(r);
+    /* They do run with backward. */
+    CHECK_OK(gf_backward(y, NULL, NULL));
+    CHECK_LOG("tensor", "pre", "post");
+    gf_tensor_release(y);
+    gf_tensor_release(w);
+    gf_tensor_release(u);
+    gf_tensor_release(c);
+    gf_tensor_release(a);
+}
+
+static void rule18_pre_hook_may_replace_the_gradient(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    node_spec pre = {"pre", NULL, -1, {0}, {0}, 0, 0, 0.5};
+    CHECK(gf_node_register_pre_hook(y, node_pre, &pre) != 0);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(1.5, 1.5), 2, 0);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static gf_status failing_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    return GF_ERR_INVALID;
+}
+
+static void rule18_failing_node_hook_stops_backward(void) {
+    gf_tensor *x = ag_leaf(DV(1), 1);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    CHECK(gf_node_register_pre_hook(y, failing_pre, NULL) != 0);
+    CHECK(gf_backward(y, NULL, NULL) != GF_OK);
+    CHECK(gf_tensor_grad(x) == NULL);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 19 */
+/* Pack to host memory (a plain copy), unpack back to the device. */
+typedef struct packed {
+    double data[16];
+    int64_t sizes[GF_MAX_RANK];
+    int rank;
+} packed;
+
+typedef struct pack_counts {
+    int packs, unpacks, releases;
+} pack_counts;
+
+static void *pack_host(const gf_tensor *t, void *user) {
+    pack_counts *c = user;
+    packed *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->rank = gf_tensor_rank(t);
+    memcpy(p->sizes, gf_tensor_sizes(t), sizeof(int64_t) * (size_t)p->rank);
+    if (ag_read(t, p->data, 16) < 0) {
+        free(p);
+        return NULL;
+    }
+    c->packs++;
+    return p;
+}
+static gf_tensor *unpack_host(void *pk, void *user) {
+    pack_counts *c = user;
+    packed *p = pk;
+    c->unpacks++;
+    return gf_from_data(p->data, p->sizes, p->rank, GF_F64, NULL);
+}
+static void release_host(void *pk, void *user) {
+    pack_counts *c = user;
+    c->releases++;
+    free(pk);
+}
+
+static gf_saved_tensor_hooks host_hooks(pack_counts *c) {
+    gf_saved_tensor_hooks h = {pack_host, unpack_host, release_host, c};
+    return h;
+}
+
+static void rule19_pack_once_per_saved_tensor_unpack_every_use(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = host_hooks(&cnt);
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *w = ag_leaf(DV(3, 4), 2);
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *y = gf_mul(x, w); /* MulBackward saves x and w */
+    gf_tensor *s = gf_add(y, y); /* add saves nothing */
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK(cnt.packs == 2 && cnt.unpacks == 0);
+    CHECK_OK(ag_backward_ones(s, 1, false));
+    CHECK(cnt.unpacks == 2);
+    CHECK_OK(ag_backward_ones(s, 0, false));
+    CHECK(cnt.packs == 2 && cnt.unpacks == 4);
+    CHECK_GRAD(x, DV(12, 16), 2, 0); /* 2 runs x 2w */
+    CHECK_GRAD(w, DV(4, 8), 2, 0);
+    gf_tensor_release(s);
+    gf_tensor_release(y);
+    CHECK(cnt.releases == 2); /* each packed value released once */
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+static void rule19_hooked_saved_tensors_skip_version_check(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = host_hooks(&cnt);
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *w = ag_leaf(DV(3, 4), 2);
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *y = gf_mul(x, w);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    CHECK_OK(gf_add_scalar_(x, 100.0)); /* x's storage moves on; the packed copy does not */
+    gf_grad_mode_set(prev);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(w, DV(1, 2), 2, 0); /* the values at save time */
+    CHECK_GRAD(x, DV(3, 4), 2, 0);
+    CHECK(cnt.unpacks == 2);
+    gf_tensor_release(y);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+static void rule19_innermost_hooks_win(void) {
+    pack_counts outer = {0, 0, 0}, inner = {0, 0, 0};
+    gf_saved_tensor_hooks ho = host_hooks(&outer), hi = host_hooks(&inner);
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *w = ag_leaf(DV(3, 4), 2);
+    CHECK_OK(gf_saved_tensor_hooks_push(&ho));
+    CHECK_OK(gf_saved_tensor_hooks_push(&hi));
+    gf_tensor *y1 = gf_mul(x, w);
+    CHECK(inner.packs == 2 && outer.packs == 0);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    gf_tensor *y2 = gf_mul(x, w);
+    CHECK(inner.packs == 2 && outer.packs == 2);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    gf_tensor *y3 = gf_mul(x, w); /* no hooks */
+    CHECK(inner.packs == 2 && outer.packs == 2);
+    CHECK_OK(ag_backward_ones(y1, -1, false));
+    CHECK(inner.unpacks == 2 && outer.unpacks == 0);
+    CHECK_OK(ag_backward_ones(y2, -1, false));
+    CHECK(inner.unpacks == 2 && outer.unpacks == 2);
+    CHECK_OK(ag_backward_ones(y3, -1, false));
+    CHECK(inner.unpacks == 2 && outer.unpacks == 2);
+    CHECK_GRAD(x, DV(9, 12), 2, 0);
+    gf_tensor_release(y3);
+    gf_tensor_release(y2);
+    gf_tensor_release(y1);
+    CHECK(inner.releases == 2 && outer.releases == 2);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+typedef struct thread_save {
+    int ok;
+} thread_save;
+static void *save_in_thread(void *arg) {
+    thread_save *t = arg;
+    gf_tensor *x = ag_leaf(DV(1), 1);
+    gf_tensor *y = gf_mul(x, x);
+    t->ok = y && gf_backward(y, NULL, NULL) == GF_OK;
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+    return NULL;
+}
+
+static void rule19_saved_tensor_hooks_are_thread_local(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = host_hooks(&cnt);
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    thread_save t = {0};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, save_in_thread, &t) == 0);
+    pthread_join(th, NULL);
+    CHECK(t.ok);
+    CHECK(cnt.packs == 0 && cnt.unpacks == 0);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+}
+
+static void rule19_push_pop_errors(void) {
+    CHECK_ERR(gf_saved_tensor_hooks_pop(), GF_ERR_INVALID, "gf_saved_tensor_hooks_pop");
+    gf_saved_tensor_hooks bad = {NULL, unpack_host, NULL, NULL};
+    CHECK_ERR(gf_saved_tensor_hooks_push(&bad), GF_ERR_INVALID, "gf_saved_tensor_hooks_push", "pack");
+    CHECK_ERR(gf_saved_tensor_hooks_push(NULL), GF_ERR_INVALID, "gf_saved_tensor_hooks_push");
+}
+
+int main(void) {
+    RUN(rule16_hook_needs_a_tensor_that_requires_grad);
+    RUN(rule16_hooks_run_in_order_and_may_replace_the_gradient);
+    RUN(rule16_hook_on_a_leaf);
+    RUN(rule16_replacement_of_wrong_shape_is_error);
+    RUN(rule17_post_accumulate_hook_sees_updated_grad);
+    RUN(rule17_post_accumulate_hook_on_leaves_only);
+    RUN(rule18_order_on_a_node);
+    RUN(rule18_order_on_leaf_accumulation);
+    RUN(rule18_node_hooks_run_only_if_the_node_runs);
+    RUN(rule18_pre_hook_may_replace_the_gradient);
+    RUN(rule18_failing_node_hook_stops_backward);
+    RUN(rule19_pack_once_per_saved_tensor_unpack_every_use);
+    RUN(rule19_hooked_saved_tensors_skip_version_check);
+    RUN(rule19_innermost_hooks_win);
+    RUN(rule19_saved_tensor_hooks_are_thread_local);
+    RUN(rule19_push_pop_errors);
+    return ag_finish();
+}

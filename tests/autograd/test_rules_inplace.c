@@ -1,0 +1,566 @@
+/* test_rules_inplace.c — rules 11–15: version counters, the check of saved
+ * tensors, in-place on leaves, rebasing views of non-leaves (CopySlices),
+ * and the views that may not be written in place. */
+#include "test_rules_util.h"
+
+/* Every public in-place op, called with an `other` of self's shape [3]. */
+typedef struct inplace_op {
+    const char *name;
+    gf_status (*fn)(gf_tensor *self, const gf_tensor *other);
+} inplace_op;
+
+static gf_tensor *g_mask, *g_index, *g_src1;
+static gf_status ip_add(gf_tensor *s, const gf_tensor *o) { return gf_add_(s, o); }
+static gf_status ip_sub(gf_tensor *s, const gf_tensor *o) { return gf_sub_(s, o); }
+static gf_status ip_mul(gf_tensor *s, const gf_tensor *o) { return gf_mul_(s, o); }
+static gf_status ip_div(gf_tensor *s, const gf_tensor *o) { return gf_div_(s, o); }
+static gf_status ip_add_scalar(gf_tensor *s, const gf_tensor *o) { return gf_add_scalar_(s, 1.5); }
+static gf_status ip_mul_scalar(gf_tensor *s, const gf_tensor *o) { return gf_mul_scalar_(s, 3.0); }
+static gf_status ip_clamp(gf_tensor *s, const gf_tensor *o) { return gf_clamp_(s, 1.5, 2.5); }
+static gf_status ip_relu(gf_tensor *s, const gf_tensor *o) { return gf_relu_(s); }
+static gf_status ip_sigmoid(gf_tensor *s, const gf_tensor *o) { return gf_sigmoid_(s); }
+static gf_status ip_tanh(gf_tensor *s, const gf_tensor *o) { return gf_tanh_(s); }
+static gf_status ip_exp(gf_tensor *s, const gf_tensor *o) { return gf_exp_(s); }
+static gf_status ip_fill(gf_tensor *s, const gf_tensor *o) { return gf_fill_(s, 7.0); }
+static gf_status ip_zero(gf_tensor *s, const gf_tensor *o) { return gf_zero_(s); }
+static gf_status ip_copy(gf_tensor *s, const gf_tensor *o) { return gf_copy_(s, o); }
+static gf_status ip_masked_fill(gf_tensor *s, const gf_tensor *o) {
+    return gf_masked_fill_(s, g_mask, 9.0);
+}
+static gf_status ip_index_add(gf_tensor *s, const gf_tensor *o) {
+    return gf_index_add_(s, 0, g_index, g_src1);
+}
+static gf_status ip_scatter_add(gf_tensor *s, const gf_tensor *o) {
+    return gf_scatter_add_(s, 0, g_index, g_src1);
+}
+
+static const inplace_op g_ops[] = {
+    {"gf_add_", ip_add},           {"gf_sub_", ip_sub},
+    {"gf_mul_", ip_mul},           {"gf_div_", ip_div},
+    {"gf_add_scalar_", ip_add_scalar}, {"gf_mul_scalar_", ip_mul_scalar},
+    {"gf_clamp_", ip_clamp},       {"gf_relu_", ip_relu},
+    {"gf_sigmoid_", ip_sigmoid},   {"gf_tanh_", ip_tanh},
+    {"gf_exp_", ip_exp},           {"gf_fill_", ip_fill},
+    {"gf_zero_", ip_zero},         {"gf_copy_", ip_copy},
+    {"gf_masked_fill_", ip_masked_fill}, {"gf_index_add_", ip_index_add},
+    {"gf_scatter_add_", ip_scatter_add},
+};
+
+static void make_op_args(void) {
+    g_mask = gf_from_data((const uint8_t[]){0, 1, 0}, SZ(3), 1, GF_BOOL, NULL);
+    g_index = gf_from_data((const int64_t[]){1}, SZ(1), 1, GF_I64, NULL);
+    g_src1 = ag_vec(DV(10), 1);
+}
+static void free_op_args(void) {
+    gf_tensor_release(g_src1);
+    gf_tensor_release(g_index);
+    gf_tensor_release(g_mask);
+}
+
+/* ------------------------------------------------------------ rule 11 */
+static void rule11_version_counter_shared_by_views_and_bumped(void) {
+    gf_tensor *t = gf_zeros(SZ(4), 1, GF_F64, NULL);
+    gf_tensor *v = gf_slice(t, 0, 1, 3, 1);
+    gf_tensor *w = gf_view(t, SZ(2, 2), 2);
+    gf_tensor *tr = gf_transpose(w, 0, 1);
+    gf_tensor *d = gf_detach(t);
+    uint64_t v0 = gf_tensor_version(t);
+    CHECK(gf_tensor_version(v) == v0 && gf_tensor_version(tr) == v0 && gf_tensor_version(d) == v0);
+
+    CHECK_OK(gf_add_scalar_(v, 1.0)); /* through a view */
+    uint64_t v1 = gf_tensor_version(t);
+    CHECK(v1 > v0);
+    CHECK(gf_tensor_version(v) == v1 && gf_tensor_version(w) == v1 && gf_tensor_version(tr) == v1 &&
+          gf_tensor_version(d) == v1);
+    CHECK_VALS(t, DV(0, 1, 1, 0), 4, 0);
+
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD); /* also under no-grad */
+    CHECK_OK(gf_mul_scalar_(tr, 2.0));
+    gf_grad_mode_set(prev);
+    uint64_t v2 = gf_tensor_version(t);
+    CHECK(v2 > v1 && gf_tensor_version(v) == v2 && gf_tensor_version(d) == v2);
+    CHECK_VALS(t, DV(0, 2, 2, 0), 4, 0);
+
+    CHECK_OK(gf_tensor_from_host(d, DV(1, 2, 3, 4), 4 * sizeof(double))); /* a write too */
+    uint64_t v3 = gf_tensor_version(t);
+    CHECK(v3 > v2 && gf_tensor_version(v) == v3);
+
+    /* Reading and out-of-place ops do not bump. */
+    gf_tensor *s = gf_add(t, t);
+    double buf[4];
+    ag_read(t, buf, 4);
+    CHECK(gf_tensor_version(t) == v3);
+    /* A copy has a counter of its own. */
+    gf_tensor *c = gf_clone(t);
+    uint64_t cv = gf_tensor_version(c);
+    CHECK_OK(gf_add_scalar_(c, 1.0));
+    CHECK(gf_tensor_version(t) == v3 && gf_tensor_version(c) > cv);
+    gf_tensor_release(c);
+    gf_tensor_release(s);
+    gf_tensor_release(d);
+    gf_tensor_release(tr);
+    gf_tensor_release(w);
+    gf_tensor_release(v);
+    gf_tensor_release(t);
+}
+
+static void rule11_every_inplace_op_bumps(void) {
+    make_op_args();
+    gf_tensor *o = ag_vec(DV(2, 2, 2), 3);
+    for (int i = 0; i < AG_N(g_ops); i++) {
+        gf_tensor *t = ag_vec(DV(1, 2, 3), 3);
+        gf_tensor *v = gf_view(t, SZ(3), 1);
+        uint64_t before = gf_tensor_version(t);
+        gf_status s = g_ops[i].fn(v, o);
+        CHECK_MSG(s == GF_OK, "%s: %s", g_ops[i].name, gf_last_error());
+        CHECK_MSG(gf_tensor_version(t) > before && gf_tensor_version(v) == gf_tensor_version(t),
+                  "%s did not bump the version", g_ops[i].name);
+        gf_tensor_release(v);
+        gf_tensor_release(t);
+    }
+    gf_tensor_release(o);
+    free_op_args();
+}
+
+/* ------------------------------------------------------------ rule 12 */
+static void version_words(char *a, char *b, uint64_t now, uint64_t saved) {
+    sprintf(a, "version %llu", (unsigned long long)now);
+    sprintf(b, "version %llu", (unsigned long long)saved);
+}
+
+static void rule12_modified_saved_leaf_is_error(void) {
+    gf_tensor *x = ag_leaf_t(DV(1, 2, 3, 4, 5, 6), SZ(2, 3), 2);
+    gf_tensor *c = ag_t(DV(1, 1, 1, 2, 2, 2), SZ(2, 3), 2);
+    gf_tensor *y = gf_mul(x, c); /* saves c for x's gradient */
+    uint64_t saved = gf_tensor_version(c);
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD); /* counted under no-grad too */
+    CHECK_OK(gf_mul_scalar_(c, 2.0));
+    gf_grad_mode_set(prev);
+    uint64_t now = gf_tensor_version(c);
+    char a[64], b[64];
+    version_words(a, b, now, saved);
+    CHECK_ERR(ag_backward_ones(y, -1, false), GF_ERR_AUTOGRAD, "in-place", "MulBackward", "f64",
+              "[2, 3]", a, b, "gf_clone");
+    CHECK(gf_tensor_grad(x) == NULL);
+    gf_tensor_release(y);
+    /* Control: unmodified, the same graph works. */
+    gf_tensor *y2 = gf_mul(x, c);
+    CHECK_OK(ag_backward_ones(y2, -1, false));
+    CHECK_GRAD(x, DV(2, 2, 2, 4, 4, 4), 6, 0);
+    gf_tensor_release(y2);
+    gf_tensor_release(c);
+    gf_tensor_release(x);
+}
+
+static void rule12_modified_saved_output_names_its_node(void) {
+    gf_tensor *x = ag_leaf(DV(0, 1), 2);
+    gf_tensor *y = gf_exp(x); /* ExpBackward saves its output */
+    uint64_t saved = gf_tensor_version(y);
+    CHECK_OK(gf_add_scalar_(y, 1.0)); /* a non-leaf: allowed, history moves on */
+    uint64_t now = gf_tensor_version(y);
+    char a[64], b[64];
+    version_words(a, b, now, saved);
+    CHECK_ERR(ag_backward_ones(y, -1, false), GF_ERR_AUTOGRAD, "ExpBackward", "f64", "[2]", a, b);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule12_modified_saved_nonleaf_input_names_saver_and_producer(void) {
+    gf_tensor *x = ag_leaf(DV(0, 1, 2), 3);
+    gf_tensor *w = ag_leaf(DV(1, 2, 3), 3);
+    gf_tensor *h = gf_exp(x);    /* produced by ExpBackward */
+    gf_tensor *y = gf_mul(h, w); /* MulBackward saves h for w's gradient */
+    uint64_t saved = gf_tensor_version(h);
+    CHECK_OK(gf_mul_scalar_(h, 3.0));
+    char a[64], b[64];
+    version_words(a, b, gf_tensor_version(h), saved);
+    CHECK_ERR(ag_backward_ones(y, -1, false), GF_ERR_AUTOGRAD, "MulBackward", "ExpBackward",
+              "f64", "[3]", a, b);
+    gf_tensor_release(y);
+    gf_tensor_release(h);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 13 */
+static void rule13_inplace_on_leaf_requiring_grad_fails_before_writing(void) {
+    make_op_args();
+    gf_tensor *o = ag_vec(DV(2, 2, 2), 3);
+    gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
+    gf_tensor *view = gf_slice(x, 0, 0, 3, 1); /* a view of the leaf, made in grad mode */
+    uint64_t v0 = gf_tensor_version(x);
+    for (int i = 0; i < AG_N(g_ops); i++) {
+        gf_status s = g_ops[i].fn(x, o);
+        CHECK_ERR(s, GF_ERR_AUTOGRAD, g_ops[i].name, "leaf", "GF_GRAD_MODE_NO_GRAD");
+        s = g_ops[i].fn(view, o);
+        CHECK_ERR(s, GF_ERR_AUTOGRAD, g_ops[i].name, "view", "leaf");
+    }
+    CHECK_VALS(x, DV(1, 2, 3), 3, 0); /* nothing was written */
+    CHECK(gf_tensor_version(x) == v0);
+    CHECK(gf_tensor_is_leaf(x) && gf_tensor_requires_grad(x));
+    gf_tensor_release(view);
+    gf_tensor_release(x);
+    gf_tensor_release(o);
+    free_op_args();
+}
+
+static void rule13_inplace_on_leaf_under_no_grad_is_allowed(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
+    gf_tensor *g = ag_vec(DV(5, 10, 15), 3);
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    uint64_t v0 = gf_tensor_version(x);
+    /* An SGD step: x -= 0.1 * g, then a write through a view. */
+    gf_tensor *step = gf_mul_scalar(g, 0.1);
+    CHECK_OK(gf_sub_(x, step));
+    gf_tensor *v = gf_slice(x, 0, 2, 3, 1);
+    CHECK_OK(gf_mul_scalar_(v, 2.0));
+    gf_grad_mode_set(prev);
+    CHECK(gf_tensor_version(x) > v0);
+    CHECK_VALS(x, DV(0.5, 1, 3), 3, 1e-15);
+    CHECK(gf_tensor_is_leaf(x) && gf_tensor_requires_grad(x) && gf_tensor_grad_fn_name(x) == NULL);
+    /* The leaf still works as a leaf, with its new value. */
+    gf_tensor *y = gf_mul(x, x);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(1, 2, 6), 3, 1e-15);
+    gf_tensor_release(y);
+    gf_tensor_release(v);
+    gf_tensor_release(step);
+    gf_tensor_release(g);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 14 */
+static void rule14_inplace_on_view_of_nonleaf_matches_out_of_place(void) {
+    /* b = 2x; b[1:3] *= w; L = sum(b * b) (as a grad_output of ones). */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *w = ag_leaf(DV(5, 6), 2);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_tensor *v = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_(v, w));
+    CHECK_VALS(b, DV(2, 20, 36, 8), 4, 0);
+    const char *name = gf_tensor_grad_fn_name(b);
+    CHECK_MSG(name && strcmp(name, "CopySlices") == 0, "base grad_fn %s", name ? name : "(none)");
+    gf_tensor *l = gf_mul(b, b);
+    CHECK_OK(ag_backward_ones(l, -1, false));
+    /* dL/db = 2b = [4, 40, 72, 16]; db/dx = [2, 2 w0, 2 w1, 2]; db/dw = [2 x1, 2 x2]. */
+    CHECK_GRAD(x, DV(8, 400, 864, 32), 4, 1e-12);
+    CHECK_GRAD(w, DV(160, 432), 2, 1e-12);
+
+    /* The out-of-place equivalent: b2 = 2 x2 * [1, w0, w1, 1]. */
+    gf_tensor *x2 = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *w2 = ag_leaf(DV(5, 6), 2);
+    gf_tensor *e0 = ag_vec(DV(1, 0, 0, 1), 4), *e1 = ag_vec(DV(0, 1, 0, 0), 4),
+              *e2 = ag_vec(DV(0, 0, 1, 0), 4);
+    gf_tensor *w0 = gf_select(w2, 0, 0), *w1 = gf_select(w2, 0, 1);
+    gf_tensor *t1 = gf_mul(e1, w0), *t2 = gf_mul(e2, w1);
+    gf_tensor *t12 = gf_add(t1, t2);
+    gf_tensor *full = gf_add(e0, t12);
+    gf_tensor *bx = gf_mul_scalar(x2, 2.0);
+    gf_tensor *b2 = gf_mul(bx, full);
+    gf_tensor *l2 = gf_mul(b2, b2);
+    CHECK_OK(ag_backward_ones(l2, -1, false));
+    gf_tensor *gx = gf_tensor_grad(x), *gx2 = gf_tensor_grad(x2);
+    gf_tensor *gw = gf_tensor_grad(w), *gw2 = gf_tensor_grad(w2);
+    double a1[4] = {0}, a2[4] = {0};
+    CHECK(ag_read(gx, a1, 4) == 4 && ag_read(gx2, a2, 4) == 4);
+    for (int i = 0; i < 4; i++) CHECK_CLOSE(a1[i], a2[i], 1e-12);
+    CHECK(ag_read(gw, a1, 4) == 2 && ag_read(gw2, a2, 4) == 2);
+    for (int i = 0; i < 2; i++) CHECK_CLOSE(a1[i], a2[i], 1e-12);
+    gf_tensor_release(gw2);
+    gf_tensor_release(gw);
+    gf_tensor_release(gx2);
+    gf_tensor_release(gx);
+    gf_tensor *all[] = {l2, b2, bx, full, t12, t2, t1, w1, w0, e2, e1, e0, w2, x2, l, v, b, w, x};
+    for (int i = 0; i < AG_N(all); i++) gf_tensor_release(all[i]);
+}
+
+static void rule14_copyslices_with_ops_that_do_not_save_self(void) {
+    /* b = 2x; b[1:3] *= 3; b[1:3] += w; L = sum(b * b).
+     * b = [2, 17, 24, 8]; dL/db = [4, 34, 48, 16]; db/dx = [2, 6, 6, 2]. */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *w = ag_leaf(DV(5, 6), 2);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_tensor *v = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_scalar_(v, 3.0));
+    CHECK_OK(gf_add_(v, w));
+    CHECK_VALS(b, DV(2, 17, 24, 8), 4, 0);
+    gf_tensor *l = gf_mul(b, b);
+    CHECK_OK(ag_backward_ones(l, -1, false));
+    CHECK_GRAD(x, DV(8, 204, 288, 32), 4, 1e-12);
+    CHECK_GRAD(w, DV(34, 48), 2, 1e-12);
+    /* The view's history is regenerated from the base's: dv/dx on [1:3]. */
+    gf_tensor_release(l);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    b = gf_mul_scalar(x, 2.0);
+    v = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_scalar_(v, 3.0));
+    CHECK_OK(gf_add_(v, w));
+    gf_tensor *gv = ag_grad1(v, x, NULL, false);
+    CHECK_VALS(gv, DV(0, 6, 6, 0), 4, 1e-12);
+    gf_tensor_release(gv);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+/* Out-of-place twins of g_ops, for comparing gradients. */
+static gf_tensor *oop(int i, const gf_tensor *s, const gf_tensor *o) {
+    switch (i) {
+    case 0: return gf_add(s, o);
+    case 1: return gf_sub(s, o);
+    case 2: return gf_mul(s, o);
+    case 3: return gf_div(s, o);
+    case 4: return gf_add_scalar(s, 1.5);
+    case 5: return gf_mul_scalar(s, 3.0);
+    case 6: return gf_clamp(s, 1.5, 2.5);
+    case 7: return gf_relu(s);
+    case 8: return gf_sigmoid(s);
+    case 9: return gf_tanh(s);
+    case 10: return gf_exp(s);
+    case 13: return gf_mul_scalar(o, 1.0); /* copy_: the value of o */
+    case 14: return gf_masked_fill(s, g_mask, 9.0);
+    case 15: return gf_index_add(s, 0, g_index, g_src1);
+    case 16: return gf_scatter_add(s, 0, g_index, g_src1);
+    default: return NULL;
+    }
+}
+
+static void rule14_every_inplace_op_on_nonleaf_matches_out_of_place(void) {
+    /* y = x * [1, 1, 1] (a non-leaf); op_(y, o); gradients of x and o
+     * (both require grad) compared with op(x * 1, o), weighted by c. */
+    make_op_args();
+    gf_tensor *c = ag_vec(DV(1, 10, 100), 3);
+    for (int i = 0; i < AG_N(g_ops); i++) {
+        if (i == 11 || i == 12) continue; /* fill_ / zero_: checked below */
+        double gi[2][3] = {{0}}, go[2][3] = {{0}};
+        gf_status st[2];
+        char msg[2][512];
+        for (int inplace = 0; inplace < 2; inplace++) {
+            gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
+            gf_tensor *o = ag_leaf(DV(2, -1, 4), 3);
+            gf_tensor *y = gf_mul_scalar(x, 1.0);
+            gf_tensor *r = NULL;
+            if (inplace) {
+                st[1] = g_ops[i].fn(y, o);
+                r = st[1] == GF_OK ? gf_tensor_retain(y) : NULL;
+            } else {
+                r = oop(i, y, o);
+                st[0] = r ? GF_OK : gf_last_status();
+            }
+            if (r) st[inplace] = gf_backward(r, c, NULL);
+            snprintf(msg[inplace], sizeof msg[inplace], "%s", gf_last_error());
+            gf_tensor *gx = gf_tensor_grad(x), *gob = gf_tensor_grad(o);
+            if (gx) ag_read(gx, gi[inplace], 3);
+            if (gob) ag_read(gob, go[inplace], 3);
+            gf_tensor_release(gob);
+            gf_tensor_release(gx);
+            gf_tensor_release(r);
+            gf_tensor_release(y);
+            gf_tensor_release(o);
+            gf_tensor_release(x);
+        }
+        CHECK_MSG(st[0] == GF_OK, "%s: out-of-place twin failed: %s", g_ops[i].name, msg[0]);
+        CHECK_MSG(st[1] == GF_OK, "%s on a non-leaf: %s", g_ops[i].name, msg[1]);
+        if (st[0] != GF_OK || st[1] != GF_OK) continue;
+        for (int k = 0; k < 3; k++) {
+            CHECK_MSG(check_close_(gi[1][k], gi[0][k], 1e-12, 1e-12), "%s: dx[%d] %g vs %g",
+                      g_ops[i].name, k, gi[1][k], gi[0][k]);
+            CHECK_MSG(check_close_(go[1][k], go[0][k], 1e-12, 1e-12), "%s: do[%d] %g vs %g",
+                      g_ops[i].name, k, go[1][k], go[0][k]);
+        }
+    }
+    /* fill_ / zero_ cut the history of self's old value: x gets zeros. */
+    for (int z = 0; z < 2; z++) {
+        gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
+        gf_tensor *y = gf_mul_scalar(x, 2.0);
+        CHECK_OK(z ? gf_zero_(y) : gf_fill_(y, 7.0));
+        CHECK_VALS(y, z ? DV(0, 0, 0) : DV(7, 7, 7), 3, 0);
+        gf_status s = gf_backward(y, c, NULL);
+        /* PyTorch: y no longer depends on x, x.grad = 0 (or none). */
+        if (s == GF_OK) {
+            gf_tensor *gx = gf_tensor_grad(x);
+            if (gx) CHECK_VALS(gx, DV(0, 0, 0), 3, 0);
+            gf_tensor_release(gx);
+        } else {
+            CHECK_MSG(s == GF_OK, "%s: %s", z ? "gf_zero_" : "gf_fill_", gf_last_error());
+        }
+        gf_tensor_release(y);
+        gf_tensor_release(x);
+    }
+    gf_tensor_release(c);
+    free_op_args();
+}
+
+static void rule14_view_history_is_regenerated(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *w = ag_leaf(DV(5, 6), 2);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_tensor *v = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_(v, w));
+    CHECK_VALS(v, DV(20, 36), 2, 0);
+    CHECK(gf_tensor_requires_grad(v) && gf_tensor_grad_fn_name(v) != NULL);
+    /* v = 2 x[1:3] * w: the view's gradient flows through the in-place op. */
+    gf_tensor *gxv = ag_grad1(v, x, NULL, false);
+    CHECK_VALS(gxv, DV(0, 10, 12, 0), 4, 1e-12);
+    gf_tensor_release(gxv);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+
+    b = gf_mul_scalar(x, 2.0);
+    v = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_(v, w));
+    gf_tensor *gwv = ag_grad1(v, w, NULL, false);
+    CHECK_VALS(gwv, DV(4, 6), 2, 1e-12);
+    gf_tensor_release(gwv);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+static void rule14_inplace_on_nonleaf_and_on_views_of_non_grad_base(void) {
+    /* Not a view: the tensor's own history moves on. y = exp(2x). */
+    gf_tensor *x = ag_leaf(DV(0, 0.5), 2);
+    gf_tensor *y = gf_mul_scalar(x, 2.0);
+    CHECK_OK(gf_exp_(y));
+    const char *name = gf_tensor_grad_fn_name(y);
+    CHECK(name && strcmp(name, "ExpBackward") == 0);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(2, 2 * exp(1.0)), 2, 1e-14);
+    gf_tensor_release(y);
+
+    /* A base that did not require grad gains history from the view's op. */
+    gf_tensor *w = ag_leaf(DV(5, 6), 2);
+    gf_tensor *base = gf_zeros(SZ(4), 1, GF_F64, NULL);
+    gf_tensor *v = gf_slice(base, 0, 1, 3, 1);
+    CHECK_OK(gf_add_(v, w));
+    CHECK(gf_tensor_requires_grad(base));
+    CHECK_VALS(base, DV(0, 5, 6, 0), 4, 0);
+    gf_tensor *c = ag_vec(DV(1, 2, 3, 4), 4);
+    gf_tensor *l = gf_mul(base, c);
+    CHECK_OK(ag_backward_ones(l, -1, false));
+    CHECK_GRAD(w, DV(2, 3), 2, 0);
+    gf_tensor_release(l);
+    gf_tensor_release(c);
+    gf_tensor_release(v);
+    gf_tensor_release(base);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+static void rule14_overlapping_inplace_views(void) {
+    /* b = x; b[0:2] *= 3; b[1:3] *= w: b = [3 x0, 3 x1 w0, x2 w1, x3]. */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *w = ag_leaf(DV(5, 6), 2);
+    gf_tensor *b = gf_mul_scalar(x, 1.0);
+    gf_tensor *v1 = gf_slice(b, 0, 0, 2, 1);
+    gf_tensor *v2 = gf_slice(b, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_scalar_(v1, 3.0));
+    CHECK_OK(gf_mul_(v2, w));
+    CHECK_VALS(b, DV(3, 30, 18, 4), 4, 0);
+    CHECK_OK(ag_backward_ones(b, -1, false));
+    CHECK_GRAD(x, DV(3, 15, 6, 1), 4, 1e-12);
+    CHECK_GRAD(w, DV(6, 3), 2, 1e-12);
+    gf_tensor_release(v2);
+    gf_tensor_release(v1);
+    gf_tensor_release(b);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ rule 15 */
+static void rule15_view_made_in_no_grad_then_written_in_grad_mode(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_tensor *v = gf_slice(b, 0, 0, 2, 1);
+    gf_grad_mode_set(prev);
+    CHECK_ERR(gf_mul_scalar_(v, 3.0), GF_ERR_AUTOGRAD, "gf_mul_scalar_", "no-grad", "gf_clone");
+    CHECK_ERR(gf_zero_(v), GF_ERR_AUTOGRAD, "no-grad");
+    /* Written under no-grad it is fine (nothing to record). */
+    prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    CHECK_OK(gf_mul_scalar_(v, 3.0));
+    gf_grad_mode_set(prev);
+    CHECK_VALS(b, DV(6, 12, 6, 8), 4, 0);
+    /* A view made in no-grad of a base that needs no grad may be written. */
+    gf_tensor *plain = gf_zeros(SZ(2), 1, GF_F64, NULL);
+    prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_tensor *pv = gf_slice(plain, 0, 0, 1, 1);
+    gf_grad_mode_set(prev);
+    CHECK_OK(gf_add_scalar_(pv, 1.0));
+    CHECK_VALS(plain, DV(1, 0), 2, 0);
+    gf_tensor_release(pv);
+    gf_tensor_release(plain);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+}
+
+static void rule15_view_made_in_inference_mode_then_written_in_grad_mode(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_INFERENCE);
+    gf_tensor *v = gf_slice(b, 0, 0, 2, 1);
+    gf_grad_mode_set(prev);
+    CHECK(v && !gf_tensor_is_inference(v)); /* a view of a normal tensor */
+    CHECK_ERR(gf_mul_scalar_(v, 3.0), GF_ERR_AUTOGRAD, "gf_mul_scalar_", "inference", "gf_clone");
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+}
+
+static void rule15_inplace_on_split_or_chunk_piece_is_error(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_tensor *p[4] = {0};
+    int n = 0;
+    CHECK_OK(gf_split(b, 2, 0, p, 4, &n));
+    CHECK(n == 2);
+    if (n == 2) {
+        CHECK_ERR(gf_mul_scalar_(p[0], 3.0), GF_ERR_AUTOGRAD, "gf_mul_scalar_", "split", "gf_clone");
+        CHECK_ERR(gf_add_(p[1], p[0]), GF_ERR_AUTOGRAD, "gf_add_", "split");
+        /* The suggested fix. */
+        gf_tensor *c = gf_clone(p[0]);
+        CHECK_OK(gf_mul_scalar_(c, 3.0));
+        CHECK_VALS(c, DV(6, 12), 2, 0);
+        gf_tensor_release(c);
+    }
+    for (int i = 0; i < n; i++) gf_tensor_release(p[i]);
+    CHECK_OK(gf_chunk(b, 2, 0, p, 4, &n));
+    CHECK(n == 2);
+    if (n == 2) CHECK_ERR(gf_relu_(p[1]), GF_ERR_AUTOGRAD, "gf_relu_", "chunk");
+    for (int i = 0; i < n; i++) gf_tensor_release(p[i]);
+    CHECK_VALS(b, DV(2, 4, 6, 8), 4, 0);
+
+    /* Pieces of a tensor that needs no grad may be written. */
+    gf_tensor *plain = ag_vec(DV(1, 2, 3, 4), 4);
+    CHECK_OK(gf_split(plain, 2, 0, p, 4, &n));
+    if (n == 2) CHECK_OK(gf_mul_scalar_(p[1], 10.0));
+    CHECK_VALS(plain, DV(1, 2, 30, 40), 4, 0);
+    for (int i = 0; i < n; i++) gf_tensor_release(p[i]);
+    gf_tensor_release(plain);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+}
+
+int main(void) {
+    RUN(rule11_version_counter_shared_by_views_and_bumped);
+    RUN(rule11_every_inplace_op_bumps);
+    RUN(rule12_modified_saved_leaf_is_error);
+    RUN(rule12_modified_saved_output_names_its_node);
+    RUN(rule12_modified_saved_nonleaf_input_names_saver_and_producer);
+    RUN(rule13_inplace_on_leaf_requiring_grad_fails_before_writing);
+    RUN(rule13_inplace_on_leaf_under_no_grad_is_allowed);
+    RUN(rule14_inplace_on_view_of_nonleaf_matches_out_of_place);
+    RUN(rule14_copyslices_with_ops_that_do_not_save_self);
+    RUN(rule14_every_inplace_op_on_nonleaf_matches_out_of_place);
+    RUN(rule14_view_history_is_regenerated);
+    RUN(rule14_inplace_on_nonleaf_and_on_views_of_non_grad_base);
+    RUN(rule14_overlapping_inplace_views);
+    RUN(rule15_view_made_in_no_grad_then_written_in_grad_mode);
+    RUN(rule15_view_made_in_inference_mode_then_written_in_grad_mode);
+    RUN(rule15_inplace_on_split_or_chunk_piece_is_error);
+    return ag_finish();
+}
