@@ -136,7 +136,8 @@ static void test_sgd_weight_decay(void) {
     gf_tensor_release(p);
     run_sgd_case(&(gf_sgd_opts){.lr = 0.1, .weight_decay = 0.1}, 3);
     run_sgd_case(&(gf_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}, 3);
-    run_sgd_case(&(gf_sgd_opts){.lr = 0.1, .momentum = 0.5, .weight_decay = 0.2, .nesterov = true}, 3);
+    run_sgd_case(
+        &(gf_sgd_opts){.lr = 0.1, .momentum = 0.5, .weight_decay = 0.2, .nesterov = true}, 3);
 }
 
 /* ------------------------------------------------------------ Adam */

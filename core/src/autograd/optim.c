@@ -232,7 +232,8 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
         gf_scope_begin();
         gf_tensor *g = gf_tensor_grad(st->param);
         if (g) { /* parameters without a gradient are skipped, as in PyTorch */
-            s = opt->kind == OPT_SGD ? sgd_update(&opt->sgd, st, g) : adam_update(&opt->adam, st, g);
+            s = opt->kind == OPT_SGD ? sgd_update(&opt->sgd, st, g)
+                                     : adam_update(&opt->adam, st, g);
         }
         gf_scope_end();
         if (s != GF_OK) {
