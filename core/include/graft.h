@@ -9,5 +9,6 @@
 #include "graft/ops.h"
 #include "graft/nn.h"
 #include "graft/autograd.h"
+#include "graft/interop.h"
 
 #endif

@@ -1,10 +1,11 @@
 /* loader.c — plugin discovery, negotiation and lifetime.
  *
  * Search order (ARCHITECTURE.md, rule 12): each entry of GRAFT_PLUGIN_PATH
- * (directories or .so files), the build tree's plugin directory, the
- * installed plugin directory. A plugin that fails to open, negotiate or
- * initialise is recorded with its reason and skipped; it never hides the
- * others. */
+ * (directories or .so files), the build tree's plugin directory (only for the
+ * build tree's own libgraft.so), <directory of libgraft.so>/graft/plugins,
+ * and the installed plugin directory of the configured prefix. A plugin that
+ * fails to open, negotiate or initialise is recorded with its reason and
+ * skipped; it never hides the others. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -273,6 +274,26 @@ static void assign_type_indices(void) {
     }
 }
 
+/* The directory of the libgraft.so this code runs from, resolved ("" when
+ * unknown): an installed library finds its plugins relative to itself, so an
+ * installation works under any prefix, not only the configured one. */
+static void own_lib_dir(char *out, size_t len) {
+    Dl_info info;
+    char real[PATH_MAX];
+    out[0] = '\0';
+    if (!dladdr((const void *)&g_n_plugins, &info) || !info.dli_fname) return;
+    if (!realpath(info.dli_fname, real)) return;
+    char *slash = strrchr(real, '/');
+    if (!slash) return;
+    *slash = '\0';
+    snprintf(out, len, "%s", real);
+}
+
+static bool same_dir(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
 static void load_all(void) {
     const char *path = gf__getenv("GRAFT_PLUGIN_PATH");
     if (path && *path) {
@@ -284,7 +305,18 @@ static void load_all(void) {
             free(copy);
         }
     }
-    scan_dir(GRAFT_BUILD_PLUGIN_DIR);
+    char libdir[PATH_MAX];
+    own_lib_dir(libdir, sizeof libdir);
+    /* The build tree's plugins belong to the build tree's library: an
+     * installed library must not load plugins of some (other) build. */
+    if (!libdir[0] || same_dir(libdir, GRAFT_BUILD_LIB_DIR)) scan_dir(GRAFT_BUILD_PLUGIN_DIR);
+    if (libdir[0]) {
+        char next_to_lib[PATH_MAX + 64];
+        snprintf(next_to_lib, sizeof next_to_lib, "%s/%s", libdir, GRAFT_PLUGIN_SUBDIR);
+        scan_dir(next_to_lib); /* <libdir>/graft/plugins next to libgraft.so */
+    }
+    /* The configured prefix (the same directory after a normal install:
+     * load_one skips files it has already seen). */
     scan_dir(GRAFT_INSTALL_PLUGIN_DIR);
     assign_type_indices();
 }

@@ -160,6 +160,18 @@ static void rule17_post_accumulate_hook_sees_updated_grad(void) {
     CHECK_OK(ag_backward_ones(y, 0, false));
     CHECK(a.calls == 2);
     gf_hook_remove(id);
+    /* Not called for a backward that does not reach the leaf. */
+    acc_spec b = {"acc_w", NULL, {0}, 0};
+    gf_tensor *w = ag_leaf(DV(1), 1);
+    b.expect_t = w;
+    CHECK(gf_tensor_register_post_accumulate_hook(w, post_acc, &b) != 0);
+    gf_tensor *z = gf_mul(x, x);
+    gf_tensor *q = gf_mul(w, w);
+    CHECK_OK(ag_backward_ones(z, -1, false));
+    CHECK(b.calls == 0);
+    gf_tensor_release(q);
+    gf_tensor_release(z);
+    gf_tensor_release(w);
     gf_tensor_release(y);
     gf_tensor_release(x);
 }

@@ -470,6 +470,48 @@ static void rule14_overlapping_inplace_views(void) {
     gf_tensor_release(x);
 }
 
+static void rule14_nested_and_transposed_views(void) {
+    /* A view of a view: the write rebases the root base. b = 2x;
+     * b[1:4][1:3] *= 5 touches b[2:4]. */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = gf_mul_scalar(x, 2.0);
+    gf_tensor *v = gf_slice(b, 0, 1, 4, 1);
+    gf_tensor *v2 = gf_slice(v, 0, 1, 3, 1);
+    CHECK_OK(gf_mul_scalar_(v2, 5.0));
+    CHECK_VALS(b, DV(2, 4, 30, 40), 4, 0);
+    /* v's history is regenerated from b's new one. */
+    gf_tensor *ones = gf_ones_like(v), *gv = NULL;
+    gf_grad_opts keep = {.retain_graph = 1};
+    CHECK_OK(gf_grad(&v, 1, &ones, &x, 1, &gv, &keep));
+    CHECK_VALS(gv, DV(0, 2, 10, 10), 4, 1e-12);
+    gf_tensor_release(gv);
+    gf_tensor_release(ones);
+    CHECK_OK(ag_backward_ones(b, -1, false));
+    CHECK_GRAD(x, DV(2, 2, 10, 10), 4, 1e-12);
+    gf_tensor_release(v2);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+
+    /* Through a transpose: column 0 of b = 2x ([2, 2]) times 3. */
+    gf_tensor *x2 = ag_leaf_t(DV(1, 2, 3, 4), SZ(2, 2), 2);
+    gf_tensor *b2 = gf_mul_scalar(x2, 2.0);
+    gf_tensor *t = gf_transpose(b2, 0, 1);
+    gf_tensor *col = gf_select(t, 0, 0);
+    CHECK_OK(gf_mul_scalar_(col, 3.0));
+    CHECK_VALS(b2, DV(6, 4, 18, 8), 4, 0);
+    gf_tensor *c = ag_t(DV(1, 10, 100, 1000), SZ(2, 2), 2);
+    gf_tensor *l = gf_mul(b2, c);
+    CHECK_OK(ag_backward_ones(l, -1, false));
+    CHECK_GRAD(x2, DV(6, 20, 600, 2000), 4, 1e-12);
+    gf_tensor_release(l);
+    gf_tensor_release(c);
+    gf_tensor_release(col);
+    gf_tensor_release(t);
+    gf_tensor_release(b2);
+    gf_tensor_release(x2);
+}
+
 /* ------------------------------------------------------------ rule 15 */
 static void rule15_view_made_in_no_grad_then_written_in_grad_mode(void) {
     gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
@@ -479,6 +521,11 @@ static void rule15_view_made_in_no_grad_then_written_in_grad_mode(void) {
     gf_grad_mode_set(prev);
     CHECK_ERR(gf_mul_scalar_(v, 3.0), GF_ERR_AUTOGRAD, "gf_mul_scalar_", "no-grad", "gf_clone");
     CHECK_ERR(gf_zero_(v), GF_ERR_AUTOGRAD, "no-grad");
+    /* A view of such a view, even made in grad mode, inherits the ban. */
+    gf_tensor *vv = gf_slice(v, 0, 0, 1, 1);
+    CHECK_ERR(gf_add_scalar_(vv, 1.0), GF_ERR_AUTOGRAD, "gf_add_scalar_", "no-grad");
+    gf_tensor_release(vv);
+    CHECK_VALS(b, DV(2, 4, 6, 8), 4, 0);
     /* Written under no-grad it is fine (nothing to record). */
     prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     CHECK_OK(gf_mul_scalar_(v, 3.0));
@@ -559,6 +606,7 @@ int main(void) {
     RUN(rule14_view_history_is_regenerated);
     RUN(rule14_inplace_on_nonleaf_and_on_views_of_non_grad_base);
     RUN(rule14_overlapping_inplace_views);
+    RUN(rule14_nested_and_transposed_views);
     RUN(rule15_view_made_in_no_grad_then_written_in_grad_mode);
     RUN(rule15_view_made_in_inference_mode_then_written_in_grad_mode);
     RUN(rule15_inplace_on_split_or_chunk_piece_is_error);

@@ -1,0 +1,139 @@
+/* graft/interop.h — exchanging tensors with other tools: DLPack (memory
+ * shared with array libraries in the same process) and files (.npy and .npz
+ * as NumPy writes them, .safetensors).
+ *
+ * Same conventions as the rest of graft: functions returning a tensor return
+ * a new reference or NULL with the thread's error set; the others return a
+ * gf_status. File errors name the file and, for I/O failures, the system's
+ * reason (strerror). */
+#ifndef GRAFT_INTEROP_H
+#define GRAFT_INTEROP_H
+
+#include "graft/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ DLPack
+ * The struct of <dlpack/dlpack.h> (DLPack 0.6 and later: the unversioned
+ * DLManagedTensor). Callers that use it include that header; graft's own
+ * header does not need it.
+ *
+ * dtypes: f32, f64, f16 (kDLFloat), i32, i64 (kDLInt), bf16 (kDLBfloat),
+ * bool (type code 6 with 8 bits: kDLBool of DLPack >= 0.8). Lanes are 1. */
+struct DLManagedTensor;
+
+/* Exports t without copying: the managed tensor points into t's memory
+ * (data = the start of t's storage, byte_offset = t's offset in bytes,
+ * strides always given, in elements). It holds a reference to the memory
+ * until the consumer calls its deleter, exactly once, from any thread. Writes
+ * through either side are seen by the other. Waits for work pending on the
+ * device first, so the data is ready.
+ * Returns a new managed tensor, or NULL.
+ * Fails: INVALID (t NULL), DEVICE (memory the host cannot address, e.g. a GPU:
+ * copy it to a "cpu" device first with gf_to_device), AUTOGRAD (t requires
+ * grad: export gf_detach(t); DLPack carries no history), OUT_OF_MEMORY. */
+GF_API struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t);
+
+/* Imports a DLPack tensor on host memory (kDLCPU or kDLCUDAHost) onto dev
+ * (NULL: the tensor's own device when it came from gf_to_dlpack, otherwise
+ * gf_device_default()).
+ *  - A tensor that gf_to_dlpack exported, imported onto its own device, is
+ *    shared: the result is a view of the same storage (no copy).
+ *  - Any other memory is copied into a new graft tensor (element order and
+ *    strides, negative ones included, are honoured; the result is
+ *    contiguous), because plugin kernels run only on buffers their plugin
+ *    allocated.
+ * On success graft owns `managed`: its deleter (if any) has been called, once,
+ * before this returns, and the caller must not use it again. On failure
+ * nothing is called and the caller still owns it.
+ * Returns a new reference. Fails: INVALID (NULL, ndim > 8, negative sizes,
+ * NULL data for a non-empty tensor, lanes != 1), DTYPE (a type graft does not
+ * have: unsigned, complex, f8...), DEVICE (memory not addressable by the
+ * host), OVERFLOW, OUT_OF_MEMORY. */
+GF_API gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev);
+
+/* ------------------------------------------------------------ .npy
+ * NumPy's own format, versions 1.0, 2.0 and 3.0 on load.
+ *
+ * Saving writes version 1.0 (2.0 when the header needs it), little-endian,
+ * C order, whatever t's strides are. dtypes: f32 '<f4', f64 '<f8', i32 '<i4',
+ * i64 '<i8', bool '|b1', f16 '<f2'. bf16 has no NumPy dtype: convert it to f32
+ * first (or use safetensors). A file that fails half-way is removed.
+ * Fails: INVALID (NULL), DTYPE (bf16), NOT_FOUND / INVALID for a path that
+ * cannot be created (message with the system's reason), and the errors of
+ * reading t from its device. */
+GF_API gf_status gf_save_npy(const gf_tensor *t, const char *path);
+
+/* Loads a .npy file onto dev (NULL = gf_device_default()).
+ * Accepted dtypes, either byte order: b1 -> bool; f2, f4, f8 -> f16, f32, f64;
+ * i4, i8 -> i32, i64; the narrower integers i1, u1, i2, u2 widen to i32 and u4
+ * to i64 (exact); u8 -> i64 when every value fits (else OVERFLOW).
+ * fortran_order True is accepted: the result is the same array, C order.
+ * Returns a new reference (contiguous). Fails: NOT_FOUND (no such file),
+ * INVALID (bad magic, malformed header, truncated data, I/O errors, object
+ * arrays), DTYPE (complex, strings, structured, dates, long double), and the
+ * device's errors (a dtype it does not store, out of memory). */
+GF_API gf_tensor *gf_load_npy(const char *path, gf_device *dev);
+
+/* ------------------------------------------------------------ dictionaries
+ * A loaded set of named tensors (.npz, .safetensors), in file order.
+ * Sole owner: destroy it with gf_tensor_dict_destroy. */
+typedef struct gf_tensor_dict gf_tensor_dict;
+
+GF_API int gf_tensor_dict_size(const gf_tensor_dict *d); /* 0 for NULL */
+/* The i-th name, NULL (INDEX) when out of range. Valid while d lives. */
+GF_API const char *gf_tensor_dict_name(const gf_tensor_dict *d, int i);
+/* The i-th tensor, BORROWED (valid while d lives; retain it to keep it
+ * longer). NULL (INDEX) when out of range. */
+GF_API gf_tensor *gf_tensor_dict_at(const gf_tensor_dict *d, int i);
+/* The tensor named name, BORROWED. NULL with NOT_FOUND (the message lists
+ * the names) when absent. */
+GF_API gf_tensor *gf_tensor_dict_get(const gf_tensor_dict *d, const char *name);
+/* Releases the dict's references. NULL is harmless. */
+GF_API void gf_tensor_dict_destroy(gf_tensor_dict *d);
+
+/* ------------------------------------------------------------ .npz
+ * An uncompressed ZIP of .npy members, as np.savez writes it (np.load(path)
+ * gives a dict-like object of the names). */
+
+/* Saves n tensors under names[i] (member "<name>.npy"). Names are non-empty,
+ * distinct, without NUL. Each tensor is written as gf_save_npy writes it.
+ * Fails: INVALID (NULL, n < 1, a bad or repeated name, an archive or member
+ * over 4 GiB: zip64 is not written), and gf_save_npy's errors. */
+GF_API gf_status gf_save_npz(const char *const *names, const gf_tensor *const *tensors, int n,
+                             const char *path);
+
+/* Loads every "<name>.npy" member of an .npz onto dev (NULL = default
+ * device), as gf_load_npy loads a file; other members are skipped (logged
+ * at warn level). Reads zip64 archives. Checks each member's CRC-32.
+ * Returns a new dict, or NULL. Fails: gf_load_npy's errors, INVALID (not a
+ * ZIP, corrupt directory, CRC mismatch), UNSUPPORTED (compressed members:
+ * np.savez_compressed; encrypted members). */
+GF_API gf_tensor_dict *gf_load_npz(const char *path, gf_device *dev);
+
+/* ------------------------------------------------------------ safetensors
+ * The safetensors format: an 8-byte little-endian header length, a JSON
+ * header {"name": {"dtype", "shape", "data_offsets"}, "__metadata__": {...}},
+ * then the little-endian data.
+ *
+ * Saving writes every graft dtype (BOOL, F16, BF16, F32, F64, I32, I64), in
+ * the order given, C order, no metadata. Names as for gf_save_npz, and not
+ * "__metadata__". Fails as gf_save_npz. */
+GF_API gf_status gf_save_safetensors(const char *const *names, const gf_tensor *const *tensors,
+                                     int n, const char *path);
+
+/* Loads every tensor onto dev (NULL = default device), in the header's order
+ * ("__metadata__" is skipped). dtypes as gf_load_npy: BOOL, F16, BF16, F32,
+ * F64, I32, I64 as themselves; U8, I8, I16, U16 widen to i32, U32 to i64, U64
+ * to i64 when the values fit. Returns a new dict, or NULL.
+ * Fails: NOT_FOUND (no file), INVALID (malformed header or JSON, offsets that
+ * do not match the shape or the file, truncated data, I/O errors), DTYPE
+ * (F8 types and others graft does not have), and the device's errors. */
+GF_API gf_tensor_dict *gf_load_safetensors(const char *path, gf_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

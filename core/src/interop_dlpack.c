@@ -1,0 +1,277 @@
+/* interop_dlpack.c — DLPack export (zero-copy) and import.
+ *
+ * Built against <dlpack/dlpack.h> when the build found it (GRAFT_HAVE_DLPACK);
+ * graft uses the unversioned DLManagedTensor, which every DLPack from 0.6 on
+ * defines with the same layout.
+ *
+ * Export hands out the storage itself: the managed tensor holds one
+ * reference to the storage (not to the tensor, so no autograd graph is kept
+ * alive), released by its deleter.
+ *
+ * Import cannot wrap foreign memory: plugin kernels run only on buffers their
+ * own plugin allocated (the ABI has no slot to adopt external memory), so
+ * foreign data is copied. A managed tensor that graft itself exported is
+ * recognised by its deleter and imported as a view of the same storage. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interop_internal.h"
+
+#if defined(GRAFT_HAVE_DLPACK)
+#include <dlpack/dlpack.h>
+
+/* kDLBool, which DLPack 0.8 added; older headers lack the name. */
+#define GF_DL_BOOL 6
+
+typedef struct export_ctx {
+    DLManagedTensor managed;
+    gf_storage *storage;
+    int64_t shape[GF_MAX_RANK];
+    int64_t strides[GF_MAX_RANK];
+} export_ctx;
+
+static void export_deleter(DLManagedTensor *self) {
+    if (!self) return;
+    export_ctx *x = self->manager_ctx;
+    gf__storage_release(x->storage);
+    free(x);
+}
+
+static bool to_dl_dtype(gf_dtype dt, DLDataType *out) {
+    out->lanes = 1;
+    switch (dt) {
+    case GF_F32: out->code = kDLFloat; out->bits = 32; return true;
+    case GF_F64: out->code = kDLFloat; out->bits = 64; return true;
+    case GF_F16: out->code = kDLFloat; out->bits = 16; return true;
+    case GF_BF16: out->code = kDLBfloat; out->bits = 16; return true;
+    case GF_I32: out->code = kDLInt; out->bits = 32; return true;
+    case GF_I64: out->code = kDLInt; out->bits = 64; return true;
+    case GF_BOOL: out->code = GF_DL_BOOL; out->bits = 8; return true;
+    }
+    return false;
+}
+
+static bool from_dl_dtype(DLDataType d, gf_dtype *out) {
+    if (d.lanes != 1) return false;
+    switch (d.code) {
+    case kDLFloat:
+        if (d.bits == 32) *out = GF_F32;
+        else if (d.bits == 64) *out = GF_F64;
+        else if (d.bits == 16) *out = GF_F16;
+        else return false;
+        return true;
+    case kDLBfloat:
+        if (d.bits != 16) return false;
+        *out = GF_BF16;
+        return true;
+    case kDLInt:
+        if (d.bits == 32) *out = GF_I32;
+        else if (d.bits == 64) *out = GF_I64;
+        else return false;
+        return true;
+    case GF_DL_BOOL:
+        if (d.bits != 8) return false;
+        *out = GF_BOOL;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static const char *dl_code_name(unsigned code) {
+    switch (code) {
+    case kDLInt: return "int";
+    case kDLUInt: return "uint";
+    case kDLFloat: return "float";
+    case kDLBfloat: return "bfloat";
+    case kDLComplex: return "complex";
+    case GF_DL_BOOL: return "bool";
+    default: return "code";
+    }
+}
+
+struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
+    const char *op = "gf_to_dlpack";
+    if (!t) {
+        gf__null_arg(op, "t");
+        return NULL;
+    }
+    if (gf_tensor_requires_grad(t)) {
+        gf__error(GF_ERR_AUTOGRAD, "%s: the tensor requires grad; DLPack carries no autograd "
+                  "history, so export gf_detach(t) instead", op);
+        return NULL;
+    }
+    gf_device *dev = t->storage->device;
+    if (!t->storage->host_ptr) {
+        gf__error(GF_ERR_DEVICE, "%s: the tensor is on %s, whose memory the host cannot address; "
+                  "copy it to a cpu device first (gf_to_device(t, gf_device_find(\"cpu\")))", op,
+                  dev->spec);
+        return NULL;
+    }
+    DLDataType dt;
+    if (!to_dl_dtype(t->dtype, &dt)) {
+        gf__error(GF_ERR_DTYPE, "%s: unknown dtype %d", op, (int)t->dtype);
+        return NULL;
+    }
+    /* The consumer reads the memory directly: work queued on it must be done. */
+    if (gf__dev_sync(dev) != GF_OK) return NULL;
+    export_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return NULL;
+    }
+    gf__storage_retain(t->storage);
+    x->storage = t->storage;
+    for (int i = 0; i < t->rank; i++) {
+        x->shape[i] = t->sizes[i];
+        x->strides[i] = t->strides[i];
+    }
+    DLTensor *d = &x->managed.dl_tensor;
+    d->data = t->storage->host_ptr;
+    d->device.device_type = kDLCPU;
+    d->device.device_id = 0;
+    d->ndim = t->rank;
+    d->dtype = dt;
+    d->shape = x->shape;
+    d->strides = x->strides;
+    d->byte_offset = (uint64_t)t->offset * gf_dtype_size(t->dtype);
+    x->managed.manager_ctx = x;
+    x->managed.deleter = export_deleter;
+    return &x->managed;
+}
+
+/* The element offset of a graft export's geometry within its storage, or -1
+ * when the fields do not describe a region inside it (then it is copied). */
+static int64_t shared_offset(const DLTensor *d, const gf_storage *st, size_t es,
+                             const int64_t *strides) {
+    const char *base = (const char *)st->host_ptr;
+    const char *first = (const char *)d->data + d->byte_offset;
+    if (first < base) return -1;
+    uint64_t off = (uint64_t)(first - base);
+    if (off % es) return -1;
+    int64_t last = (int64_t)(off / es), span;
+    for (int i = 0; i < d->ndim; i++) {
+        if (d->shape[i] == 0) return (int64_t)(off / es);
+        if (strides[i] < 0 || __builtin_mul_overflow(d->shape[i] - 1, strides[i], &span) ||
+            __builtin_add_overflow(last, span, &last))
+            return -1;
+    }
+    if ((uint64_t)last >= st->nbytes / es) return -1;
+    return (int64_t)(off / es);
+}
+
+/* Gathers the elements (any strides) into row-major host memory. */
+static void gather(const DLTensor *d, const int64_t *strides, size_t es, int64_t numel,
+                   unsigned char *dst) {
+    const char *first = (const char *)d->data + d->byte_offset;
+    int64_t idx[GF_MAX_RANK] = {0};
+    for (int64_t n = 0; n < numel; n++) {
+        int64_t off = 0;
+        for (int i = 0; i < d->ndim; i++) off += idx[i] * strides[i];
+        memcpy(dst + (size_t)n * es, first + off * (int64_t)es, es);
+        for (int i = d->ndim - 1; i >= 0; i--) {
+            if (++idx[i] < d->shape[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+
+gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
+    const char *op = "gf_from_dlpack";
+    if (!managed) {
+        gf__error(GF_ERR_INVALID, "%s: managed is NULL", op);
+        return NULL;
+    }
+    const DLTensor *d = &managed->dl_tensor;
+    DLDeviceType dt = d->device.device_type;
+    if (dt != kDLCPU && dt != kDLCUDAHost && dt != kDLROCMHost) {
+        gf__error(GF_ERR_DEVICE, "%s: the tensor lives on DLPack device type %d (id %d), which "
+                  "the host cannot address; graft imports host memory (kDLCPU): copy it to the "
+                  "CPU first", op, (int)dt, d->device.device_id);
+        return NULL;
+    }
+    if (d->ndim < 0 || d->ndim > GF_MAX_RANK || (d->ndim > 0 && !d->shape)) {
+        gf__error(GF_ERR_INVALID, "%s: ndim %d is out of range [0, %d] or shape is NULL", op,
+                  d->ndim, GF_MAX_RANK);
+        return NULL;
+    }
+    gf_dtype dtype;
+    if (!from_dl_dtype(d->dtype, &dtype)) {
+        gf__error(d->dtype.lanes != 1 ? GF_ERR_INVALID : GF_ERR_DTYPE,
+                  "%s: DLPack dtype %s%u (code %u) with %u lanes has no graft dtype; graft takes "
+                  "float16/32/64, bfloat16, int32/64 and bool, one lane", op,
+                  dl_code_name(d->dtype.code), (unsigned)d->dtype.bits,
+                  (unsigned)d->dtype.code, (unsigned)d->dtype.lanes);
+        return NULL;
+    }
+    int64_t numel = gf__checked_numel(d->shape, d->ndim, op);
+    if (numel < 0) return NULL;
+    if (numel > 0 && !d->data) {
+        gf__error(GF_ERR_INVALID, "%s: data is NULL for a tensor of %lld elements", op,
+                  (long long)numel);
+        return NULL;
+    }
+    size_t es = gf_dtype_size(dtype);
+    int64_t strides[GF_MAX_RANK];
+    if (d->strides) memcpy(strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
+    else gf__contiguous_strides(d->shape, d->ndim, strides); /* NULL: compact row-major */
+
+    gf__ensure_init();
+    gf_tensor *t = NULL;
+    if (managed->deleter == export_deleter) {
+        const export_ctx *x = managed->manager_ctx;
+        int64_t off = shared_offset(d, x->storage, es, strides);
+        if ((!dev || dev == x->storage->device) && off >= 0) {
+            gf_tensor base;
+            memset(&base, 0, sizeof base);
+            base.storage = x->storage;
+            base.dtype = dtype;
+            t = gf__view(&base, d->shape, strides, d->ndim, off);
+            if (!t) return NULL;
+        }
+    }
+    if (!t) {
+        gf_device *target = dev ? dev : gf_device_default();
+        if (!target) return NULL;
+        unsigned char *host = malloc(numel ? (size_t)numel * es : 1);
+        if (!host) {
+            gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld elements", op,
+                      (long long)numel);
+            return NULL;
+        }
+        gather(d, strides, es, numel, host);
+        if (dtype == GF_BOOL)
+            for (int64_t i = 0; i < numel; i++) host[i] = host[i] != 0;
+        t = gf__empty(d->shape, d->ndim, dtype, target);
+        if (t && numel && gf__dev_write(target, t->storage->buffer, 0, host, (uint64_t)numel * es)
+                              != GF_OK) {
+            gf_tensor_release(t);
+            t = NULL;
+        }
+        free(host);
+        if (!t) return NULL;
+    }
+    /* Graft now owns the import; the producer's memory is no longer needed
+     * (a shared storage holds its own reference). */
+    if (managed->deleter) managed->deleter(managed);
+    return gf__ret(t);
+}
+
+#else /* !GRAFT_HAVE_DLPACK */
+
+struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
+    (void)t;
+    gf__error(GF_ERR_UNSUPPORTED, "gf_to_dlpack: this graft was built without <dlpack/dlpack.h>; "
+              "install DLPack (e.g. libdlpack-dev) and rebuild");
+    return NULL;
+}
+
+gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
+    (void)managed;
+    (void)dev;
+    gf__error(GF_ERR_UNSUPPORTED, "gf_from_dlpack: this graft was built without "
+              "<dlpack/dlpack.h>; install DLPack (e.g. libdlpack-dev) and rebuild");
+    return NULL;
+}
+
+#endif
