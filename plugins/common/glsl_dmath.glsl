@@ -1,0 +1,231 @@
+// glsl_dmath.glsl — double-precision functions GLSL lacks (GLSL.std.450 has
+// no double exp, log, trigonometry or pow), for graft-opgen-glsl's f64
+// formulas and the Vulkan RANDOM shader. Ports of the classic fdlibm
+// algorithms (e_exp.c, e_log.c, k_cos.c, k_sin.c, the medium path of
+// e_rem_pio2.c, s_tanh.c), accurate to about 1 ulp; log1p and expm1 use
+// Kahan's corrections of log(1 + x) and exp(x) - 1 (a few ulp). Temporaries
+// are `precise`: no contraction into fma, no reassociation.
+// Limits: sin and cos reduce their argument exactly for |x| < 2^19 pi/2
+// (about 8e5); beyond, precision falls off.
+uint gf_dhi(double x) { return unpackDouble2x32(x).y; }
+double gf_dwith_hi(double x, uint hi) { return packDouble2x32(uvec2(unpackDouble2x32(x).x, hi)); }
+#define GF_DNAN packDouble2x32(uvec2(0u, 0x7ff80000u))
+#define GF_DINF packDouble2x32(uvec2(0u, 0x7ff00000u))
+
+double gf_dlog(double xin) {
+    if (isnan(xin) || xin < 0.0lf) return GF_DNAN;
+    if (xin == 0.0lf) return -GF_DINF;
+    if (isinf(xin)) return xin;
+    const double ln2_hi = 6.93147180369123816490e-01lf, ln2_lo = 1.90821492927058770002e-10lf;
+    const double Lg1 = 6.666666666666735130e-01lf, Lg2 = 3.999999999940941908e-01lf,
+                 Lg3 = 2.857142874366239149e-01lf, Lg4 = 2.222219843214978396e-01lf,
+                 Lg5 = 1.818357216161805012e-01lf, Lg6 = 1.531383769920937332e-01lf,
+                 Lg7 = 1.479819860511658591e-01lf;
+    int k = 0;
+    if (gf_dhi(xin) < 0x00100000u) { // subnormal: scale up by 2^54
+        xin *= 18014398509481984.0lf;
+        k = -54;
+    }
+    uint hx = gf_dhi(xin);
+    k += int(hx >> 20) - 1023;
+    hx &= 0x000fffffu;
+    uint i = (hx + 0x95f64u) & 0x100000u;
+    precise double x = gf_dwith_hi(xin, hx | (i ^ 0x3ff00000u)); // in [sqrt2/2, sqrt2)
+    k += int(i >> 20);
+    precise double f = x - 1.0lf;
+    precise double dk = double(k);
+    if ((0x000fffffu & (2u + hx)) < 3u) { // |f| < 2^-20
+        if (f == 0.0lf) return k == 0 ? 0.0lf : dk * ln2_hi + dk * ln2_lo;
+        precise double R = f * f * (0.5lf - 0.33333333333333333lf * f);
+        return k == 0 ? f - R : dk * ln2_hi - ((R - dk * ln2_lo) - f);
+    }
+    precise double s = f / (2.0lf + f);
+    precise double z = s * s;
+    int ii = int(hx) - 0x6147a;
+    precise double w = z * z;
+    int j = 0x6b851 - int(hx);
+    precise double t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
+    precise double t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
+    ii |= j;
+    precise double R = t2 + t1;
+    if (ii > 0) {
+        precise double hfsq = 0.5lf * f * f;
+        return k == 0 ? f - (hfsq - s * (hfsq + R))
+                      : dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f);
+    }
+    return k == 0 ? f - s * (f - R) : dk * ln2_hi - ((s * (f - R) - dk * ln2_lo) - f);
+}
+
+double gf_dexp(double x) {
+    if (isnan(x)) return x;
+    if (x > 7.09782712893383973096e+02lf) return GF_DINF;
+    if (x < -7.45133219101941108420e+02lf) return 0.0lf;
+    const double ln2HI = 6.93147180369123816490e-01lf, ln2LO = 1.90821492927058770002e-10lf,
+                 invln2 = 1.44269504088896338700e+00lf;
+    const double P1 = 1.66666666666666019037e-01lf, P2 = -2.77777777770155933842e-03lf,
+                 P3 = 6.61375632143793436117e-05lf, P4 = -1.65339022054652515390e-06lf,
+                 P5 = 4.13813679705723846039e-08lf;
+    int k = 0;
+    precise double hi = x, lo = 0.0lf;
+    if (abs(x) > 0.5lf * ln2HI) { // reduce: x = k ln2 + r, |r| <= ln2 / 2
+        k = int(invln2 * x + (x < 0.0lf ? -0.5lf : 0.5lf));
+        precise double dk = double(k);
+        hi = x - dk * ln2HI;
+        lo = dk * ln2LO;
+    }
+    precise double r = hi - lo;
+    if (abs(r) < 3.725290298461914e-09lf) return 1.0lf + r; // 2^-28
+    precise double t = r * r;
+    precise double c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+    if (k == 0) return 1.0lf - ((r * c) / (c - 2.0lf) - r);
+    precise double y = 1.0lf - ((lo - (r * c) / (2.0lf - c)) - hi);
+    return ldexp(y, k);
+}
+
+// log(1 + x), with the rounding of 1 + x corrected (Kahan).
+double gf_dlog1p(double x) {
+    if (isnan(x) || x < -1.0lf) return GF_DNAN;
+    precise double u = 1.0lf + x;
+    if (u == 1.0lf) return x;
+    if (isinf(u)) return u;
+    precise double um1 = u - 1.0lf;
+    return gf_dlog(u) * (x / um1);
+}
+
+// exp(x) - 1, with the rounding of exp(x) corrected (Kahan).
+double gf_dexpm1(double x) {
+    if (isnan(x)) return x;
+    if (abs(x) < 1e-10lf) return x + 0.5lf * x * x;
+    precise double u = gf_dexp(x);
+    if (isinf(u)) return u;
+    if (u == 1.0lf) return x;
+    precise double um1 = u - 1.0lf;
+    if (um1 == -1.0lf) return -1.0lf;
+    return um1 * (x / gf_dlog(u));
+}
+
+double gf_dkcos(double x, double y) {
+    const double C1 = 4.16666666666666019037e-02lf, C2 = -1.38888888888741095749e-03lf,
+                 C3 = 2.48015872894767294178e-05lf, C4 = -2.75573143513906633035e-07lf,
+                 C5 = 2.08757232129817482790e-09lf, C6 = -1.13596475577881948265e-11lf;
+    uint ix = gf_dhi(x) & 0x7fffffffu;
+    precise double z = x * x;
+    precise double r = z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))));
+    if (ix < 0x3FD33333u) return 1.0lf - (0.5lf * z - (z * r - x * y));
+    precise double qx = ix > 0x3fe90000u ? 0.28125lf : packDouble2x32(uvec2(0u, ix - 0x00200000u));
+    precise double hz = 0.5lf * z - qx;
+    precise double a = 1.0lf - qx;
+    return a - (hz - (z * r - x * y));
+}
+
+double gf_dksin(double x, double y) {
+    const double S1 = -1.66666666666666324348e-01lf, S2 = 8.33333333332248946124e-03lf,
+                 S3 = -1.98412698298579493134e-04lf, S4 = 2.75573137070700676789e-06lf,
+                 S5 = -2.50507602534068634195e-08lf, S6 = 1.58969099521155010221e-10lf;
+    precise double z = x * x;
+    precise double v = z * x;
+    precise double r = S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)));
+    return x - ((z * (0.5lf * y - v * r) - y) - v * S1);
+}
+
+// x = n pi/2 + (y0 + y1), |y0 + y1| <= pi/4: Cody-Waite in three parts.
+int gf_drem_pio2(double x, out double y0, out double y1) {
+    const double invpio2 = 6.36619772367581382433e-01lf;
+    const double pio2_1 = 1.57079632673412561417e+00lf, pio2_2 = 6.07710050630396597660e-11lf,
+                 pio2_2t = 2.02226624879595063154e-21lf, pio2_3 = 2.02226624871116645580e-21lf,
+                 pio2_3t = 8.47842766036889956997e-32lf;
+    if (abs(x) <= 0.785398163397448279lf) {
+        y0 = x;
+        y1 = 0.0lf;
+        return 0;
+    }
+    precise double fn = floor(x * invpio2 + 0.5lf);
+    precise double t = x - fn * pio2_1; // exact: pio2_1 has 33 bits
+    precise double w = fn * pio2_2;
+    precise double r = t - w;
+    w = fn * pio2_2t - ((t - r) - w);
+    precise double t2 = r - w;
+    precise double w2 = fn * pio2_3;
+    precise double r2 = t2 - w2;
+    w2 = fn * pio2_3t - ((t2 - r2) - w2);
+    y0 = r2 - w2;
+    y1 = (r2 - y0) - w2;
+    return int(mod(fn, 4.0lf));
+}
+
+double gf_dsin(double x) {
+    if (isnan(x) || isinf(x)) return GF_DNAN;
+    double y0, y1;
+    int n = gf_drem_pio2(x, y0, y1);
+    if (n == 0 && y1 == 0.0lf && abs(x) < 7.450580596923828e-09lf) return x;
+    switch (n & 3) {
+    case 0: return gf_dksin(y0, y1);
+    case 1: return gf_dkcos(y0, y1);
+    case 2: return -gf_dksin(y0, y1);
+    default: return -gf_dkcos(y0, y1);
+    }
+}
+
+double gf_dcos(double x) {
+    if (isnan(x) || isinf(x)) return GF_DNAN;
+    double y0, y1;
+    int n = gf_drem_pio2(x, y0, y1);
+    switch (n & 3) {
+    case 0: return gf_dkcos(y0, y1);
+    case 1: return -gf_dksin(y0, y1);
+    case 2: return -gf_dkcos(y0, y1);
+    default: return gf_dksin(y0, y1);
+    }
+}
+
+double gf_dtanh(double x) {
+    if (isnan(x)) return x;
+    double ax = abs(x), z;
+    if (ax >= 22.0lf) z = 1.0lf;
+    else if (ax < 2.7755575615628914e-17lf) return x; // 2^-55
+    else if (ax >= 1.0lf) {
+        precise double t = gf_dexpm1(2.0lf * ax);
+        z = 1.0lf - 2.0lf / (t + 2.0lf);
+    } else {
+        precise double t = gf_dexpm1(-2.0lf * ax);
+        z = -t / (t + 2.0lf);
+    }
+    return x < 0.0lf ? -z : z;
+}
+
+// pow with C's special cases; small integer exponents by squaring, others as
+// exp(y log x) (its error grows with |y log x|: about 1e-15 relative for
+// the magnitudes of ML data).
+double gf_dpow(double x, double y) {
+    if (y == 0.0lf || x == 1.0lf) return 1.0lf;
+    if (isnan(x) || isnan(y)) return x + y;
+    bool y_int = floor(y) == y;
+    bool y_odd = y_int && abs(y) < 9007199254740992.0lf && mod(abs(y), 2.0lf) == 1.0lf;
+    if (x == 0.0lf) {
+        if (y > 0.0lf) return y_odd ? x : 0.0lf;
+        return y_odd ? 1.0lf / x : GF_DINF;
+    }
+    if (isinf(y)) {
+        double ax = abs(x);
+        if (ax == 1.0lf) return 1.0lf;
+        return (ax > 1.0lf) == (y > 0.0lf) ? GF_DINF : 0.0lf;
+    }
+    if (isinf(x)) {
+        double r = y > 0.0lf ? GF_DINF : 0.0lf;
+        return x < 0.0lf && y_odd ? -r : r;
+    }
+    if (x < 0.0lf && !y_int) return GF_DNAN;
+    double ax = abs(x), r;
+    if (y_int && abs(y) <= 64.0lf) {
+        uint e = uint(abs(y));
+        precise double base = ax, acc = 1.0lf;
+        for (; e != 0u; e >>= 1) {
+            if ((e & 1u) != 0u) acc *= base;
+            base *= base;
+        }
+        r = y < 0.0lf ? 1.0lf / acc : acc;
+    } else {
+        r = gf_dexp(y * gf_dlog(ax));
+    }
+    return x < 0.0lf && y_odd ? -r : r;
+}

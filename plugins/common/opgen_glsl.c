@@ -1,0 +1,414 @@
+/* opgen_glsl.c — the GLSL (Vulkan) dialect of the op-math generator.
+ *
+ *   graft-opgen-glsl glsl <output.glsl> <output caps header>
+ *   graft-opgen-glsl --list
+ *
+ * Like opgen_cuda.c, this file extends opgen.c without changing it: opgen.c
+ * is compiled into this translation unit (its main renamed away), so the
+ * table, the tokenizer, the vocabulary check and the "gf-math" comment lines
+ * are the very code that writes the OpenCL and CUDA kernels. What is GLSL's:
+ *  - the spelling: float/double/int64_t, bool predicates, 1.0 / 1.0lf / 1l
+ *    literals, and a prelude with what GLSL lacks in f32 (log1p, expm1, erf,
+ *    an overflow-free tanh, sin and cos with exact argument reduction, pow
+ *    with C's special cases) and the wrapping integer helpers;
+ *  - f64: GLSL has no double exp, log, sin, pow...; glsl_dmath.glsl (beside
+ *    this file, #included by the output) provides them. An op whose f64
+ *    formula calls a function still missing there (erf) has its f64 function
+ *    written but not compiled (#if 0), so the gf-math lines still match the
+ *    other dialects', and the second output (a C header for the plugin)
+ *    lists the op ids that have a compiled one, so the plugin's capability
+ *    answer follows the table;
+ *  - dispatch functions gf_<group>_<ct>(op, ...) that switch on the ABI op id:
+ *    shaders call them with a specialisation constant, so the switch folds to
+ *    the one formula at pipeline creation.
+ * The GLSL output expects GL_EXT_shader_explicit_arithmetic_types_int64 and
+ * a GF_F64 macro (1 when the shader is built with f64). */
+#define main graft_opgen_main
+#include "opgen.c"
+#undef main
+
+#include "graft_plugin.h"
+
+/* The ABI op id of each table entry, by its ID suffix. */
+typedef struct op_id {
+    const char *id;
+    unsigned value;
+} op_id;
+static const op_id op_ids[] = {
+#define GF_OP_MATH_UNARY(ID, name, kind, f, i) {#ID, GFP_OP_##ID},
+#define GF_OP_MATH_BINARY(ID, name, kind, f, i) {#ID, GFP_OP_##ID},
+#include "op_math.def"
+};
+
+static unsigned id_of(const op_def *op) {
+    for (size_t i = 0; i < sizeof op_ids / sizeof op_ids[0]; i++)
+        if (!strcmp(op_ids[i].id, op->id)) return op_ids[i].value;
+    return 0;
+}
+
+static void glsl_prelude(FILE *o) {
+    fputs(
+        "#if GF_F64\n"
+        "#include \"glsl_dmath.glsl\" /* plugins/common: double exp, log, sin, ... */\n"
+        "#endif\n"
+        "/* Integer helpers: SPIR-V integer arithmetic wraps modulo 2^64. */\n"
+        "int64_t gf_wneg(int64_t x) { return -x; }\n"
+        "int64_t gf_wadd(int64_t a, int64_t b) { return a + b; }\n"
+        "int64_t gf_wsub(int64_t a, int64_t b) { return a - b; }\n"
+        "int64_t gf_wmul(int64_t a, int64_t b) { return a * b; }\n"
+        "int64_t gf_idiv(int64_t a, int64_t b) { return b == 0l ? 0l : b == -1l ? -a : a / b; }\n"
+        "int64_t gf_ipow(int64_t a, int64_t b) {\n"
+        "    if (b < 0l) return a == 1l ? 1l : a == -1l ? ((b & 1l) != 0l ? -1l : 1l) : 0l;\n"
+        "    uint64_t base = uint64_t(a), r = 1ul;\n"
+        "    for (uint64_t e = uint64_t(b); e != 0ul; e >>= 1) {\n"
+        "        if ((e & 1ul) != 0ul) r *= base;\n"
+        "        base *= base;\n"
+        "    }\n"
+        "    return int64_t(r);\n"
+        "}\n"
+        "/* f32 functions GLSL lacks, or defines only loosely. */\n"
+        "#define GF_NAN uintBitsToFloat(0x7fc00000u)\n"
+        "#define GF_INF uintBitsToFloat(0x7f800000u)\n"
+        "float gf_log1p(float x) {\n"
+        "    if (x < -1.0) return GF_NAN;\n"
+        "    float u = 1.0 + x;\n"
+        "    if (u == 1.0) return x;\n"
+        "    if (isinf(u)) return u;\n"
+        "    return log(u) * (x / (u - 1.0)); /* corrects the rounding of 1 + x */\n"
+        "}\n"
+        "float gf_expm1(float x) {\n"
+        "    if (abs(x) < 1e-5) return x + 0.5 * x * x;\n"
+        "    float u = exp(x);\n"
+        "    if (isinf(u)) return u;\n"
+        "    if (u == 0.0) return -1.0;\n"
+        "    return (u - 1.0) * (x / log(u));\n"
+        "}\n"
+        "/* About 1 ulp: a minimax pair, 1 - exp(p(|x|)) above 0.93. */\n"
+        "float gf_erf(float a) {\n"
+        "    float t = abs(a), s = a * a, r;\n"
+        "    if (t > 0.927734375) {\n"
+        "        r = fma(-1.72853470e-5, t, 3.83197126e-4);\n"
+        "        float u = fma(-3.88396438e-3, t, 2.42546219e-2);\n"
+        "        r = fma(r, s, u);\n"
+        "        r = fma(r, t, -1.06777877e-1);\n"
+        "        r = fma(r, t, -6.34846687e-1);\n"
+        "        r = fma(r, t, -1.28717512e-1);\n"
+        "        r = fma(r, t, -t);\n"
+        "        r = 1.0 - exp(r);\n"
+        "        return a < 0.0 ? -r : r;\n"
+        "    }\n"
+        "    r = -5.96761703e-4;\n"
+        "    r = fma(r, s, 4.99119423e-3);\n"
+        "    r = fma(r, s, -2.67681349e-2);\n"
+        "    r = fma(r, s, 1.12819925e-1);\n"
+        "    r = fma(r, s, -3.76125336e-1);\n"
+        "    r = fma(r, s, 1.28379166e-1);\n"
+        "    return fma(r, a, a);\n"
+        "}\n"
+        "float gf_tanh(float x) {\n"
+        "    if (isnan(x)) return x;\n"
+        "    float ax = abs(x);\n"
+        "    if (ax > 9.5) return x < 0.0 ? -1.0 : 1.0;\n"
+        "    float e = gf_expm1(-2.0 * ax);\n"
+        "    float r = -e / (2.0 + e);\n"
+        "    return x < 0.0 ? -r : r;\n"
+        "}\n"
+        "/* pow with C's special cases (GLSL leaves a negative base undefined);\n"
+        " * small integer exponents by squaring, in double where there is one. */\n"
+        "float gf_pow(float x, float y) {\n"
+        "    if (y == 0.0 || x == 1.0) return 1.0;\n"
+        "    if (isnan(x) || isnan(y)) return x + y;\n"
+        "    bool y_int = floor(y) == y;\n"
+        "    bool y_odd = y_int && abs(y) < 16777216.0 && (int(abs(y)) & 1) == 1;\n"
+        "    if (x == 0.0) {\n"
+        "        if (y > 0.0) return y_odd ? x : 0.0;\n"
+        "        return y_odd ? 1.0 / x : GF_INF;\n"
+        "    }\n"
+        "    if (isinf(y)) {\n"
+        "        float ax = abs(x);\n"
+        "        if (ax == 1.0) return 1.0;\n"
+        "        return (ax > 1.0) == (y > 0.0) ? GF_INF : 0.0;\n"
+        "    }\n"
+        "    if (isinf(x)) {\n"
+        "        float r = y > 0.0 ? GF_INF : 0.0;\n"
+        "        return x < 0.0 && y_odd ? -r : r;\n"
+        "    }\n"
+        "    if (x < 0.0 && !y_int) return GF_NAN;\n"
+        "    if (y_int && abs(y) <= 64.0) {\n"
+        "        uint e = uint(abs(y));\n"
+        "#if GF_F64\n"
+        "        double base = double(x), r = 1.0lf;\n"
+        "        for (; e != 0u; e >>= 1) {\n"
+        "            if ((e & 1u) != 0u) r *= base;\n"
+        "            base *= base;\n"
+        "        }\n"
+        "        return float(y < 0.0 ? 1.0lf / r : r);\n"
+        "#else\n"
+        "        float base = x, r = 1.0;\n"
+        "        for (; e != 0u; e >>= 1) {\n"
+        "            if ((e & 1u) != 0u) r *= base;\n"
+        "            base *= base;\n"
+        "        }\n"
+        "        return y < 0.0 ? 1.0 / r : r;\n"
+        "#endif\n"
+        "    }\n"
+        "    if (x < 0.0) {\n"
+        "        float r = pow(-x, y);\n"
+        "        return y_odd ? -r : r;\n"
+        "    }\n"
+        "    return pow(x, y);\n"
+        "}\n"
+        "/* sin and cos: x * 2/pi in fixed point from 2/pi's bits (Payne-Hanek),\n"
+        " * so large arguments keep full accuracy; GLSL's are exact only near 0. */\n"
+        "const uint GF_2_OVER_PI[10] = uint[10](0x00000000u, 0x28be60dbu, 0x9391054au,\n"
+        "    0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u, 0x4f10e410u, 0x7f9458eau, 0xf7aef158u,\n"
+        "    0x6dc91b8eu);\n"
+        "float gf_reduce_pio2(float a, out int quadrant) {\n"
+        "    int e;\n"
+        "    float m = frexp(a, e);\n"
+        "    uint ia = uint(abs(m) * 4294967296.0);\n"
+        "    uint i = uint(max(e, 0)) >> 5, sh = uint(max(e, 0)) & 31u;\n"
+        "    uint hi, mid, lo;\n"
+        "    if (sh != 0u) {\n"
+        "        hi = (GF_2_OVER_PI[i] << sh) | (GF_2_OVER_PI[i + 1u] >> (32u - sh));\n"
+        "        mid = (GF_2_OVER_PI[i + 1u] << sh) | (GF_2_OVER_PI[i + 2u] >> (32u - sh));\n"
+        "        lo = (GF_2_OVER_PI[i + 2u] << sh) | (GF_2_OVER_PI[i + 3u] >> (32u - sh));\n"
+        "    } else {\n"
+        "        hi = GF_2_OVER_PI[i];\n"
+        "        mid = GF_2_OVER_PI[i + 1u];\n"
+        "        lo = GF_2_OVER_PI[i + 2u];\n"
+        "    }\n"
+        "    uint64_t p = uint64_t(ia) * uint64_t(lo);\n"
+        "    p = uint64_t(ia) * uint64_t(mid) + (p >> 32);\n"
+        "    p = (uint64_t(ia * hi) << 32) + p;\n"
+        "    int q = int(p >> 62);\n"
+        "    p &= 0x3ffffffffffffffful;\n"
+        "    if ((p & 0x2000000000000000ul) != 0ul) {\n"
+        "        p -= 0x4000000000000000ul;\n"
+        "        q += 1;\n"
+        "    }\n"
+        "#if GF_F64\n"
+        "    float r = float(double(int64_t(p)) * 3.4061215800865545e-19lf);\n"
+        "#else\n"
+        "    float r = float(int(int64_t(p) >> 32)) * 3.6572124e-10;\n"
+        "#endif\n"
+        "    quadrant = a < 0.0 ? -q : q;\n"
+        "    return a < 0.0 ? -r : r;\n"
+        "}\n"
+        "float gf_sin(float x) {\n"
+        "    if (isnan(x) || isinf(x)) return isnan(x) ? x : GF_NAN;\n"
+        "    if (abs(x) < 0.785398) return sin(x);\n"
+        "    int q;\n"
+        "    float r = gf_reduce_pio2(x, q);\n"
+        "    switch (q & 3) {\n"
+        "    case 0: return sin(r);\n"
+        "    case 1: return cos(r);\n"
+        "    case 2: return -sin(r);\n"
+        "    default: return -cos(r);\n"
+        "    }\n"
+        "}\n"
+        "float gf_cos(float x) {\n"
+        "    if (isnan(x) || isinf(x)) return isnan(x) ? x : GF_NAN;\n"
+        "    if (abs(x) < 0.785398) return cos(x);\n"
+        "    int q;\n"
+        "    float r = gf_reduce_pio2(x, q);\n"
+        "    switch (q & 3) {\n"
+        "    case 0: return cos(r);\n"
+        "    case 1: return -sin(r);\n"
+        "    case 2: return -cos(r);\n"
+        "    default: return sin(r);\n"
+        "    }\n"
+        "}\n",
+        o);
+}
+
+static void glsl_literal(FILE *o, const char *text, ctype t) {
+    switch (t) {
+    case CT_F32: fprintf(o, "%s%s", text, has_fraction(text) ? "" : ".0"); break;
+    case CT_F64: fprintf(o, "%s%slf", text, has_fraction(text) ? "" : ".0"); break;
+    case CT_INT: fprintf(o, "%sl", text); break;
+    default: fprintf(o, "%s", text); break;
+    }
+}
+
+/* The functions there are in double: GLSL's own, and glsl_dmath.glsl's
+ * (GLSL.std.450 has no double exp, log, trigonometry or pow). erf is not
+ * provided in double yet. */
+static const char *const glsl_f64_functions[] = {"sqrt", "floor", "ceil",  "rint",  "fabs",
+                                                 "isnan", "exp",  "log",  "log1p", "expm1",
+                                                 "sin",  "cos",   "tanh", "pow"};
+
+static const char *glsl_function(const char *f, ctype t) {
+    static char buf[32];
+    if (IN(f, int_functions)) {
+        snprintf(buf, sizeof buf, "gf_%s", f);
+        return buf;
+    }
+    if (!strcmp(f, "rint")) return "roundEven";
+    if (!strcmp(f, "fabs")) return "abs";
+    if (t == CT_F32 && (!strcmp(f, "log1p") || !strcmp(f, "expm1") || !strcmp(f, "erf") ||
+                        !strcmp(f, "tanh") || !strcmp(f, "pow") || !strcmp(f, "sin") ||
+                        !strcmp(f, "cos"))) {
+        snprintf(buf, sizeof buf, "gf_%s", f);
+        return buf;
+    }
+    if (t == CT_F64 && IN(f, glsl_f64_functions) && strcmp(f, "sqrt") && strcmp(f, "floor") &&
+        strcmp(f, "ceil") && strcmp(f, "isnan")) {
+        snprintf(buf, sizeof buf, "gf_d%s", f); /* glsl_dmath.glsl */
+        return buf;
+    }
+    return f; /* exp, log, sqrt, floor, ceil, isnan: GLSL built-ins */
+}
+
+static const dialect glsl_dialect = {.name = "glsl",
+                                     .type = {"float", "double", "int64_t", "bool"},
+                                     .pred_type = "bool",
+                                     .flag_type = "bool",
+                                     .fn_prefix = "",
+                                     .fp64_begin = "#if GF_F64\n",
+                                     .fp64_end = "#endif\n",
+                                     .prelude = glsl_prelude,
+                                     .literal = glsl_literal,
+                                     .function = glsl_function};
+
+/* True when op's float formula uses only what GLSL has in double. */
+static bool glsl_has_f64(const op_def *op) {
+    const char *p = op->float_formula;
+    token tk;
+    while (next_token(&p, &tk, op) && tk.k != T_END) {
+        if (tk.k != T_IDENT) continue;
+        const char *q = p;
+        while (*q == ' ') q++;
+        if (*q == '(' && !IN(tk.text, glsl_f64_functions)) return false;
+    }
+    return true;
+}
+
+static bool glsl_wants(const op_def *op, ctype t) {
+    return op_has(op, t) && (t != CT_F64 || op->k == K_COMPARE || glsl_has_f64(op));
+}
+
+/* gf_<group>_<ct>(op, ...): a switch on the ABI op id over one group. */
+static void emit_dispatch(FILE *o, const char *group, int arity, bool pred, ctype t) {
+    const dialect *d = &glsl_dialect;
+    const char *T = t == CT_BOOL ? d->pred_type : d->type[t];
+    const char *R = pred ? d->pred_type : T;
+    if (t == CT_F64) fputs(d->fp64_begin, o);
+    fprintf(o, "%s gf_%s_%s(uint op, ", R, group, ct_name[t]);
+    if (arity == 1 && !pred)
+        fprintf(o, "%s x, %s pa, %s pb, bool has_pa, bool has_pb) {\n", T, T, T);
+    else if (arity == 1)
+        fprintf(o, "%s x) {\n", T);
+    else
+        fprintf(o, "%s a, %s b) {\n", T, T);
+    fputs("    switch (op) {\n", o);
+    for (size_t i = 0; i < N_OPS; i++) {
+        const op_def *op = &ops[i];
+        bool op_pred = op->k == K_COMPARE || op->k == K_LOGICAL;
+        if (op->arity != arity || op_pred != pred || !glsl_wants(op, t)) continue;
+        if (pred && (op->k == K_LOGICAL) != (t == CT_BOOL)) continue;
+        fprintf(o, "    case %uu: return gf_%s_%s(", id_of(op), ct_name[t], op->name);
+        if (arity == 1 && !pred) fputs("x, pa, pb, has_pa, has_pb);\n", o);
+        else if (arity == 1) fputs("x);\n", o);
+        else fputs("a, b);\n", o);
+    }
+    fprintf(o, "    default: return %s;\n    }\n}\n", pred ? "false" : arity == 1 ? "x" : "a");
+    if (t == CT_F64) fputs(d->fp64_end, o);
+}
+
+static int glsl_generate(FILE *o, FILE *caps) {
+    for (size_t i = 0; i < N_OPS; i++)
+        for (int t = 0; t < CT_COUNT; t++)
+            if (op_has(&ops[i], (ctype)t)) {
+                const char *f = t == CT_INT ? ops[i].int_formula : ops[i].float_formula;
+                if (!f[0]) {
+                    fprintf(stderr, "graft-opgen-glsl: op %s has no %s formula\n", ops[i].name,
+                            ct_name[t]);
+                    return 1;
+                }
+                if (!check_formula(&ops[i], f, (ctype)t)) return 1;
+            }
+    const dialect *d = &glsl_dialect;
+    fputs("/* Generated by graft-opgen-glsl from plugins/common/op_math.def.\n"
+          " * Do not edit: change op_math.def. */\n",
+          o);
+    d->prelude(o);
+    for (int t = 0; t < CT_COUNT; t++) {
+        if (t == CT_F64) fputs(d->fp64_begin, o);
+        for (size_t i = 0; i < N_OPS; i++) {
+            if (!op_has(&ops[i], (ctype)t)) continue;
+            /* Every formula is written, in opgen.c's order, so the gf-math
+             * lines match the other dialects' (check_op_math.cmake); those
+             * GLSL cannot compute in double stay out of the compiled code. */
+            bool compiled = glsl_wants(&ops[i], (ctype)t);
+            if (!compiled) fputs("#if 0 /* no double function in GLSL for this formula yet */\n", o);
+            emit_function(o, d, &ops[i], (ctype)t);
+            if (!compiled) fputs("#endif\n", o);
+        }
+        if (t == CT_F64) fputs(d->fp64_end, o);
+    }
+    emit_dispatch(o, "unary", 1, false, CT_F32);
+    emit_dispatch(o, "unary", 1, false, CT_F64);
+    emit_dispatch(o, "unary", 1, false, CT_INT);
+    emit_dispatch(o, "binary", 2, false, CT_F32);
+    emit_dispatch(o, "binary", 2, false, CT_F64);
+    emit_dispatch(o, "binary", 2, false, CT_INT);
+    emit_dispatch(o, "compare", 2, true, CT_F32);
+    emit_dispatch(o, "compare", 2, true, CT_F64);
+    emit_dispatch(o, "compare", 2, true, CT_INT);
+    emit_dispatch(o, "logical", 1, true, CT_BOOL);
+    emit_dispatch(o, "logical", 2, true, CT_BOOL);
+
+    /* The plugin's side: which op ids have an f64 and an integer formula. */
+    fputs("/* Generated by graft-opgen-glsl from plugins/common/op_math.def: the ops\n"
+          " * whose GLSL exists in f64 (GLSL has no double exp, log, trigonometry or\n"
+          " * pow) and in integers. Do not edit. */\n"
+          "#ifndef GRAFT_OP_MATH_GLSL_CAPS_H\n#define GRAFT_OP_MATH_GLSL_CAPS_H\n",
+          caps);
+    fputs("static const unsigned gf_glsl_f64_ops[] = {", caps);
+    for (size_t i = 0; i < N_OPS; i++)
+        if (ops[i].k != K_LOGICAL && glsl_wants(&ops[i], CT_F64))
+            fprintf(caps, "%u, ", id_of(&ops[i]));
+    fputs("0};\nstatic const unsigned gf_glsl_int_ops[] = {", caps);
+    for (size_t i = 0; i < N_OPS; i++)
+        if (ops[i].k == K_NUMERIC || ops[i].k == K_COMPARE) fprintf(caps, "%u, ", id_of(&ops[i]));
+    fputs("0};\n#endif\n", caps);
+    return 0;
+}
+
+static int write_both(const char *path, const char *caps_path) {
+    char tmp[4096], tmp2[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp2, sizeof tmp2, "%s.tmp", caps_path);
+    FILE *o = fopen(tmp, "w"), *c = fopen(tmp2, "w");
+    if (!o || !c) {
+        perror(!o ? tmp : tmp2);
+        if (o) fclose(o);
+        if (c) fclose(c);
+        return 1;
+    }
+    int rc = glsl_generate(o, c);
+    if (fclose(o) != 0) rc = 1;
+    if (fclose(c) != 0) rc = 1;
+    if (rc == 0 && (rename(tmp, path) != 0 || rename(tmp2, caps_path) != 0)) {
+        perror(path);
+        rc = 1;
+    }
+    if (rc != 0) {
+        remove(tmp);
+        remove(tmp2);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        puts(glsl_dialect.name);
+        return 0;
+    }
+    if (argc != 4 || strcmp(argv[1], "glsl") != 0) {
+        fprintf(stderr, "usage: %s glsl <output.glsl> <output caps header> | --list\n", argv[0]);
+        return 2;
+    }
+    return write_both(argv[2], argv[3]);
+}

@@ -1,0 +1,202 @@
+/* cuda_elementwise.c — host side of COPY, FILL, ARANGE, TRIL/TRIU, RANDOM,
+ * the unary and binary elementwise ops, comparisons, logical ops and WHERE.
+ *
+ * Elementwise operands all have the output's sizes (the core broadcasts with
+ * stride-0 dims). Before a launch the dims are simplified once for all
+ * operands: size-1 dims are dropped and neighbours that every operand walks
+ * as one are merged, so contiguous operands reach the kernel as rank 1 with
+ * stride 1 and its index arithmetic is a single multiply. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* Fills it from t[0..n) (t[0] the output). With merge, drops size-1 dims
+ * and merges dims that every tensor walks contiguously. */
+static void make_iter(cuk_iter *it, const gfp_tensor *const *t, int n, bool merge) {
+    memset(it, 0, sizeof *it);
+    it->n_tensors = n;
+    it->numel = 1;
+    const gfp_tensor *y = t[0];
+    for (int k = 0; k < n; k++) {
+        cuk_tensor v = cu_view(t[k]);
+        it->data[k] = v.data;
+        it->dtype[k] = v.dtype;
+    }
+    int r = 0;
+    for (int d = 0; d < y->rank; d++) {
+        it->numel *= y->sizes[d];
+        if (merge && y->sizes[d] == 1) continue;
+        bool joins = merge && r > 0;
+        for (int k = 0; k < n && joins; k++)
+            joins = t[k]->strides[d] * y->sizes[d] == it->strides[k][r - 1];
+        if (joins) {
+            /* dim r-1 steps exactly over dim d: one dim of their product */
+            it->sizes[r - 1] *= y->sizes[d];
+            for (int k = 0; k < n; k++) it->strides[k][r - 1] = t[k]->strides[d];
+            continue;
+        }
+        it->sizes[r] = y->sizes[d];
+        for (int k = 0; k < n; k++) it->strides[k][r] = t[k]->strides[d];
+        r++;
+    }
+    if (r == 0) { /* a scalar, or all dims of size 1 */
+        it->sizes[0] = 1;
+        r = 1;
+    }
+    it->rank = r;
+}
+
+static const char *shape_text(const gfp_tensor *t, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < t->rank && n < len; d++)
+        n += (size_t)snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+static gfp_status check_shapes(const char *name, const gfp_tensor *y, const gfp_tensor *const *in,
+                               uint32_t n_in) {
+    for (uint32_t k = 0; k < n_in; k++) {
+        bool same = in[k]->rank == y->rank;
+        for (int d = 0; same && d < y->rank; d++) same = in[k]->sizes[d] == y->sizes[d];
+        if (same) continue;
+        char a[160], b[160];
+        return cu_fail(GFP_ERR_INVALID,
+                       "%s: input %u has shape %s but the output has shape %s; elementwise "
+                       "operands must have the output's sizes (broadcast with stride 0)",
+                       name, (unsigned)k, shape_text(in[k], a, sizeof a), shape_text(y, b, sizeof b));
+    }
+    return GFP_OK;
+}
+
+static bool is_integral(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == floor(v);
+}
+
+static int64_t bound_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+static bool is_float_dtype(int32_t dt) {
+    return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
+}
+
+/* The parameters of a unary op, as the generated formulas take them. */
+static gfp_status unary_params(uint32_t op, const void *params, int32_t dt, cuk_unary_params *p) {
+    const char *name = cu_op_name(op);
+    memset(p, 0, sizeof *p);
+    gfp_status st;
+    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
+        op == GFP_OP_POW_SCALAR) {
+        if ((st = cu_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        const gfp_scalar_params *sp = params;
+        p->pa = sp->a;
+        p->pb = sp->b;
+    } else if (op == GFP_OP_CLAMP) {
+        if ((st = cu_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        const gfp_clamp_params *cp = params;
+        /* A NaN bound compares false with everything: no bound at all. */
+        p->has_pa = cp->has_min && cp->min == cp->min;
+        p->has_pb = cp->has_max && cp->max == cp->max;
+        p->pa = cp->min;
+        p->pb = cp->max;
+        if (!is_float_dtype(dt)) {
+            p->ia = bound_i64(cp->min);
+            p->ib = bound_i64(cp->max);
+        }
+    }
+    return GFP_OK;
+}
+
+static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *params) {
+    gfp_status st = cu_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
+    if (st != GFP_OK) return st;
+    const gfp_random_params *p = params;
+    if (p->kind > GFP_RANDOM_BERNOULLI)
+        return cu_fail(GFP_ERR_INVALID,
+                       "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
+                       (unsigned)p->kind);
+    if (p->kind != GFP_RANDOM_BERNOULLI && !is_float_dtype(y->dtype))
+        return cu_fail(GFP_ERR_UNSUPPORTED,
+                       "random: %s numbers need a float output, got %s (only bernoulli fills "
+                       "integer and bool outputs)",
+                       p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
+                       cu_dtype_name(y->dtype));
+    if (cu_numel(y) == 0) return GFP_OK;
+    cuk_tensor v = cu_view(y);
+    return cu_check(cuk_random(dev->stream, &v, p->kind, p->seed, p->offset, p->a, p->b),
+                    "random", "the kernel launch");
+}
+
+gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                                 uint32_t n_in, const gfp_tensor *y, const void *params) {
+    const char *name = cu_op_name(op);
+    gfp_status st = check_shapes(name, y, in, n_in);
+    if (st != GFP_OK) return st;
+    if ((op == GFP_OP_TRIL || op == GFP_OP_TRIU) && y->rank < 2)
+        return cu_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name, (int)y->rank);
+    if (op == GFP_OP_ARANGE && y->rank != 1)
+        return cu_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+                       (int)y->rank);
+    if (op == GFP_OP_RANDOM) return run_random(dev, y, params);
+    if (cu_numel(y) == 0) return GFP_OK;
+
+    const gfp_tensor *t[4] = {y, NULL, NULL, NULL};
+    for (uint32_t i = 0; i < n_in; i++) t[i + 1] = in[i];
+    cuk_iter it;
+    /* TRIL/TRIU find rows and columns by position: keep every dim apart. */
+    make_iter(&it, t, (int)n_in + 1, op != GFP_OP_TRIL && op != GFP_OP_TRIU);
+    cudaError_t e;
+    switch (op) {
+    case GFP_OP_COPY: e = cuk_copy(dev->stream, &it); break;
+    case GFP_OP_FILL: {
+        if ((st = cu_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        const gfp_fill_params *p = params;
+        bool integer = y->dtype == GFP_I32 || y->dtype == GFP_I64;
+        e = cuk_fill(dev->stream, &it, p->value, p->ivalue, integer);
+        break;
+    }
+    case GFP_OP_ARANGE: {
+        if ((st = cu_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        const gfp_arange_params *p = params;
+        /* Integer outputs from integral start and step are exact in int64. */
+        bool exact = !is_float_dtype(y->dtype) && is_integral(p->start) && is_integral(p->step);
+        cuk_tensor v = cu_view(y);
+        e = cuk_arange(dev->stream, &v, p->start, p->step, exact,
+                       exact ? (int64_t)p->start : 0, exact ? (int64_t)p->step : 0);
+        break;
+    }
+    case GFP_OP_TRIL:
+    case GFP_OP_TRIU: {
+        if ((st = cu_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        e = cuk_tri(dev->stream, &it, op == GFP_OP_TRIL,
+                    ((const gfp_tri_params *)params)->diagonal);
+        break;
+    }
+    case GFP_OP_WHERE: e = cuk_where(dev->stream, &it); break;
+    case GFP_OP_LOGICAL_NOT:
+    case GFP_OP_LOGICAL_AND:
+    case GFP_OP_LOGICAL_OR: e = cuk_logical(dev->stream, op, &it); break;
+    case GFP_OP_EQ:
+    case GFP_OP_NE:
+    case GFP_OP_LT:
+    case GFP_OP_LE:
+    case GFP_OP_GT:
+    case GFP_OP_GE: e = cuk_compare(dev->stream, op, &it); break;
+    default:
+        if (n_in == 1) {
+            cuk_unary_params up;
+            if ((st = unary_params(op, params, y->dtype, &up)) != GFP_OK) return st;
+            e = cuk_unary(dev->stream, op, &it, &up);
+        } else {
+            e = cuk_binary(dev->stream, op, &it);
+        }
+        break;
+    }
+    return cu_check(e, name, "the kernel launch");
+}
