@@ -1,0 +1,169 @@
+/* bench.h — graft-bench's shared types: options, devices, results, and the
+ * interfaces between its parts.
+ *
+ *   main.c               command line, threads, devices, the run loop
+ *   measure.c            clock, statistics, the repeat policy, progress line
+ *   workloads_ops.c      matmul, elementwise, reductions, softmax, conv2d
+ *   workloads_train.c    MLP and CNN training steps
+ *   workloads_overhead.c per-op dispatch and autograd overhead
+ *   autograd_cmd.c       `graft-bench autograd`, the single-workload mode
+ *   output_text.c        terminal table, CSV, JSON
+ *   output_svg.c         the bar chart
+ *
+ * Every workload runs on one device at a time and appends one or more result
+ * rows; a row's name ("matmul 1024") is the same on every device, so rows of
+ * one name are compared with the baseline device's row of that name. */
+#ifndef GRAFT_BENCH_H
+#define GRAFT_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graft.h"
+
+#define BENCH_MAX_DEVICES 16
+#define BENCH_MAX_ROWS_PER_DEVICE 48
+#define BENCH_MAX_REPEATS 1000 /* bound of --max-repeats */
+
+typedef struct bench_opts {
+    bool quick;       /* smaller shapes, fewer runs: a smoke test */
+    int warmup;       /* untimed runs before the timed ones */
+    int min_repeats;  /* timed runs, at least */
+    int max_repeats;  /* timed runs, at most */
+    double min_time;  /* seconds: repeat until this much was timed (within the bounds) */
+    bool progress;    /* progress line on stderr */
+} bench_opts;
+
+/* Figures over the timed runs, in seconds per unit (see bench_result.per). */
+typedef struct bench_stats {
+    double median, min, max, q1, q3;
+    int runs;
+} bench_stats;
+
+typedef enum bench_state {
+    BENCH_OK = 0,
+    BENCH_NA = 1,    /* the device lacks an op or a dtype: not a failure */
+    BENCH_FAILED = 2 /* a graft error, or a result that fails its check */
+} bench_state;
+
+typedef struct bench_result {
+    char name[40];      /* the row's name, the same on every device */
+    char detail[112];   /* shapes and dtype */
+    int device;         /* index into bench_run.devices */
+    bench_state state;
+    char note[400];     /* why n/a or failed */
+    const char *per;    /* one timed unit: "run", "op", "node", "step" */
+    bench_stats time;   /* seconds per unit */
+    double work;        /* per unit, in rate_unit's base (flop, byte, sample); 0 = no rate */
+    const char *rate_unit; /* "GFLOP/s", "GB/s", "samples/s", or NULL */
+    bool has_transfer;
+    bench_stats h2d, d2h; /* seconds: inputs host -> device, output device -> host */
+    double h2d_bytes, d2h_bytes;
+} bench_result;
+
+typedef struct bench_device {
+    gf_device *dev;
+    char spec[32];
+    char name[128];
+    char plugin[64];
+    char driver[128];
+} bench_device;
+
+typedef struct bench_run {
+    bench_opts opts;
+    bench_device devices[BENCH_MAX_DEVICES];
+    int n_devices;
+    int baseline; /* index into devices */
+    bench_result *results;
+    int n_results, cap_results;
+    char threads[512]; /* what the thread settings were, for the outputs */
+    int cpus_online;
+    double load_start, load_end; /* 1-minute load average, -1 when unknown */
+    /* progress line */
+    int task, n_tasks;
+    const char *task_device, *task_name, *task_phase;
+    bool progress_shown;
+} bench_run;
+
+/* ---- measure.c */
+double bench_now(void); /* seconds, monotonic */
+/* Sorts v[0..n) and summarises it (n >= 1). */
+bench_stats bench_summarise(double *v, int n);
+/* A step of a timed workload: 0 on success, -1 with the graft error set. */
+typedef int (*bench_step_fn)(void *state);
+/* Runs step opts.warmup times untimed, then timed (each run ends with
+ * gf_device_synchronize) as the repeat policy says; each time is divided by
+ * units. Returns 0, or -1 with the graft error set. */
+int bench_measure(bench_run *run, gf_device *dev, bench_step_fn step, void *state, double units,
+                  bench_stats *out);
+/* The repeat policy, for workloads that time several phases per run. */
+bool bench_more_runs(const bench_run *run, int done, double timed_seconds);
+/* The progress line (no-op unless run->opts.progress): what the current task
+ * is doing (NULL: just starting); bench_measure adds the run number. */
+void bench_progress(bench_run *run, const char *what);
+void bench_progress_clear(bench_run *run);
+
+/* ---- results (main.c) */
+/* A new row for the device, named and described; NULL when the table is full. */
+bench_result *bench_result_add(bench_run *run, int device, const char *name, const char *detail);
+/* Marks r n/a or failed from the pending graft error, prefixed with what. */
+void bench_result_graft_error(bench_result *r, const char *what);
+/* Marks r failed: its result did not pass the check. */
+void bench_result_wrong(bench_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The baseline's row of r's name, or NULL. */
+const bench_result *bench_baseline_of(const bench_run *run, const bench_result *r);
+/* The speed ratio baseline time / r's time (> 1: r is faster), or 0 when
+ * there is none. */
+double bench_ratio(const bench_run *run, const bench_result *r);
+
+/* ---- deterministic inputs, computable on the host (workloads_ops.c) */
+/* A value in [lo, hi) from the index i and a salt: the same on every run. */
+float bench_value(uint64_t i, uint32_t salt, float lo, float hi);
+float *bench_host_values(int64_t n, uint32_t salt, float lo, float hi);
+
+/* ---- workloads. quick selects the small shapes. Each appends its rows. */
+typedef struct bench_workload {
+    const char *family; /* for --only */
+    void (*run)(bench_run *run, int device, int64_t size);
+    int64_t size, quick_size;
+} bench_workload;
+
+void bench_matmul(bench_run *run, int device, int64_t n);
+void bench_add(bench_run *run, int device, int64_t n);
+void bench_mul(bench_run *run, int device, int64_t n);
+void bench_exp(bench_run *run, int device, int64_t n);
+void bench_sum_lastdim(bench_run *run, int device, int64_t side);
+void bench_sum_all(bench_run *run, int device, int64_t side);
+void bench_softmax(bench_run *run, int device, int64_t rows);
+void bench_conv2d(bench_run *run, int device, int64_t batch);
+void bench_dispatch(bench_run *run, int device, int64_t ops);
+void bench_autograd(bench_run *run, int device, int64_t ops);
+void bench_mlp_step(bench_run *run, int device, int64_t batch);
+void bench_cnn_step(bench_run *run, int device, int64_t batch);
+
+/* ---- the autograd chain, shared with `graft-bench autograd` (workloads_overhead.c) */
+typedef struct bench_chain {
+    int ops;
+    bool scalar;
+    gf_tensor *c, *d; /* the constant operands (no grad) */
+} bench_chain;
+/* One run of the chain from x (f32[1], requires grad): times the forward
+ * with recording, gf_backward, and the forward in no-grad mode, in ns per op.
+ * check: also verify x's gradient. Returns 0; -1 on a graft error (why
+ * names the stage); -2 when the gradient is wrong (why says how). */
+int bench_chain_once(const bench_chain *ch, gf_device *dev, gf_tensor *x, bool check,
+                     double *fwd, double *bwd, double *nograd, char *why, size_t why_len);
+int bench_autograd_command(int argc, char **argv); /* autograd_cmd.c */
+
+/* ---- outputs */
+void bench_print_table(const bench_run *run, FILE *out);
+void bench_print_csv(const bench_run *run, FILE *out);
+void bench_print_json(const bench_run *run, FILE *out);
+/* 0, or -1 with a message on stderr. */
+int bench_write_svg(const bench_run *run, const char *path);
+/* Formats seconds with a unit that keeps 3-4 significant digits ("12.3 ms"). */
+const char *bench_fmt_time(double seconds, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,423 @@
+/* graft-bench — one matched set of workloads on every device graft finds,
+ * side by side, with each device's speed relative to a baseline device.
+ *
+ *   graft-bench [--device SPEC]... [--baseline SPEC] [--only LIST] [--threads N]
+ *               [--quick] [--csv | --json] [--svg FILE] ...
+ *   graft-bench autograd [--ops N] [--repeats R] [--scalar] [--json]
+ *
+ * Exit status: 0 when every workload ran or was n/a on a device that lacks
+ * an op; 1 when one failed (a graft error, or a result that fails its check)
+ * or no device could be used; 2 for a bad command line. */
+#define _DEFAULT_SOURCE /* setenv, getloadavg, sysconf(_SC_NPROCESSORS_ONLN) */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+/* The set, in output order. Sizes: the full run, then --quick. */
+static const bench_workload WORKLOADS[] = {
+    {"matmul", bench_matmul, 256, 64},
+    {"matmul", bench_matmul, 512, 96},
+    {"matmul", bench_matmul, 1024, 128},
+    {"add", bench_add, 1 << 20, 1 << 14},
+    {"add", bench_add, 16 << 20, 1 << 18},
+    {"mul", bench_mul, 1 << 20, 1 << 14},
+    {"mul", bench_mul, 16 << 20, 1 << 18},
+    {"exp", bench_exp, 1 << 20, 1 << 14},
+    {"exp", bench_exp, 16 << 20, 1 << 18},
+    {"sum", bench_sum_lastdim, 4096, 256},
+    {"sum", bench_sum_all, 4096, 256},
+    {"softmax", bench_softmax, 4096, 64},
+    {"conv2d", bench_conv2d, 16, 2},
+    {"dispatch", bench_dispatch, 1000, 200},
+    {"autograd", bench_autograd, 1000, 200},
+    {"mlp", bench_mlp_step, 256, 32},
+    {"cnn", bench_cnn_step, 64, 8},
+};
+#define N_WORKLOADS (int)(sizeof WORKLOADS / sizeof WORKLOADS[0])
+
+/* What --threads sets: OpenMP (the oneDNN plugin), PoCL's pthread device
+ * (POCL_MAX_PTHREAD_COUNT before PoCL 4, POCL_CPU_MAX_CU_NUM since) and
+ * Mesa's lavapipe (LP_NUM_THREADS). Unknown ones are harmless elsewhere. */
+static const char *const THREAD_VARS[] = {"OMP_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT",
+                                          "POCL_CPU_MAX_CU_NUM", "LP_NUM_THREADS"};
+#define N_THREAD_VARS (int)(sizeof THREAD_VARS / sizeof THREAD_VARS[0])
+
+static void usage(FILE *out, const char *argv0) {
+    fprintf(out,
+        "usage: %s [options]\n"
+        "       %s autograd [--ops N] [--repeats R] [--scalar] [--json]\n"
+        "Runs one matched set of workloads on every device graft finds (or those named)\n"
+        "and prints them side by side: the median time and its spread over repeated runs\n"
+        "after a warm-up, GFLOP/s or GB/s, the host<->device transfer of inputs and output\n"
+        "timed apart from the kernel, and the speed relative to a baseline device.\n"
+        "\n"
+        "  --device SPEC    run on this device (\"cpu:1\", \"opencl\"); repeatable; default all\n"
+        "  --baseline SPEC  the device ratios refer to (default: the first cpu device);\n"
+        "                   it is run as well\n"
+        "  --only LIST      comma-separated workload families (see --list)\n"
+        "  --threads N      set OMP_NUM_THREADS, POCL_MAX_PTHREAD_COUNT, POCL_CPU_MAX_CU_NUM\n"
+        "                   and LP_NUM_THREADS to N before the plugins load\n"
+        "  --quick          small shapes, 2 timed runs: a smoke test of a few seconds\n"
+        "  --warmup N       untimed runs before the timed ones (default 1)\n"
+        "  --repeats N      timed runs, at least (default 3; quick 2)\n"
+        "  --max-repeats N  timed runs, at most (default 50; quick 2)\n"
+        "  --min-time S     repeat until S seconds were timed (default 0.5; quick 0)\n"
+        "  --csv, --json    print CSV or JSON instead of the table\n"
+        "  --svg FILE       also write a bar chart of the ratios to FILE\n"
+        "  --no-progress    no progress line on stderr (off anyway when it is not a terminal)\n"
+        "  --list           list the workloads and exit\n"
+        "  autograd         the autograd-overhead workload alone on GRAFT_DEVICE, in the\n"
+        "                   form bench_autograd_torch.py compares with PyTorch\n",
+        argv0, argv0);
+}
+
+/* ------------------------------------------------------------ results */
+bench_result *bench_result_add(bench_run *run, int device, const char *name,
+                               const char *detail) {
+    if (run->n_results >= run->cap_results) return NULL;
+    bench_result *r = &run->results[run->n_results++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+    r->device = device;
+    r->per = "run";
+    r->state = BENCH_OK;
+    return r;
+}
+
+void bench_result_graft_error(bench_result *r, const char *what) {
+    if (r->state != BENCH_OK) return; /* keep the first reason */
+    gf_status s = gf_last_status();
+    /* A device without the op or dtype, or without the memory: not this
+     * tool's failure nor graft's, just a row the device cannot run. */
+    bool na = s == GF_ERR_UNSUPPORTED || s == GF_ERR_DTYPE || s == GF_ERR_OUT_OF_MEMORY;
+    r->state = na ? BENCH_NA : BENCH_FAILED;
+    snprintf(r->note, sizeof r->note, "%s: %s (%s)", what, gf_last_error(), gf_status_name(s));
+    /* Plugin messages may hold a compiler's build log: one line per note. */
+    for (char *p = r->note; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    gf_clear_error();
+}
+
+void bench_result_wrong(bench_result *r, const char *fmt, ...) {
+    if (r->state != BENCH_OK) return;
+    r->state = BENCH_FAILED;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->note, sizeof r->note, fmt, ap);
+    va_end(ap);
+}
+
+const bench_result *bench_baseline_of(const bench_run *run, const bench_result *r) {
+    for (int i = 0; i < run->n_results; i++) {
+        const bench_result *b = &run->results[i];
+        if (b->device == run->baseline && !strcmp(b->name, r->name)) return b;
+    }
+    return NULL;
+}
+
+double bench_ratio(const bench_run *run, const bench_result *r) {
+    const bench_result *b = bench_baseline_of(run, r);
+    if (!b || b->state != BENCH_OK || r->state != BENCH_OK || !(r->time.median > 0)) return 0;
+    return b->time.median / r->time.median;
+}
+
+/* ------------------------------------------------------------ command line */
+typedef struct cli {
+    bench_opts opts;
+    const char *devices[BENCH_MAX_DEVICES];
+    int n_devices;
+    const char *baseline;
+    const char *only;
+    long threads; /* 0 = leave the environment alone */
+    enum { OUT_TABLE, OUT_CSV, OUT_JSON } format;
+    const char *svg;
+    bool list;
+    bool no_progress;
+} cli;
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "graft-bench: %s needs a whole number from %ld to %ld, not '%s'\n", opt,
+                lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_cli(int argc, char **argv, cli *c) {
+    memset(c, 0, sizeof *c);
+    int warmup = -1, min_rep = -1, max_rep = -1;
+    double min_time = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        long v;
+        if (!strcmp(a, "--quick")) c->opts.quick = true;
+        else if (!strcmp(a, "--csv")) c->format = OUT_CSV;
+        else if (!strcmp(a, "--json")) c->format = OUT_JSON;
+        else if (!strcmp(a, "--list")) c->list = true;
+        else if (!strcmp(a, "--no-progress")) c->no_progress = true;
+        else if (!strcmp(a, "--device") && has_val) {
+            if (c->n_devices == BENCH_MAX_DEVICES) {
+                fprintf(stderr, "graft-bench: at most %d --device options\n", BENCH_MAX_DEVICES);
+                return -1;
+            }
+            c->devices[c->n_devices++] = argv[++i];
+        } else if (!strcmp(a, "--baseline") && has_val) c->baseline = argv[++i];
+        else if (!strcmp(a, "--only") && has_val) c->only = argv[++i];
+        else if (!strcmp(a, "--svg") && has_val) c->svg = argv[++i];
+        else if (!strcmp(a, "--threads") && has_val) {
+            if (parse_long(a, argv[++i], 1, 4096, &c->threads)) return -1;
+        } else if (!strcmp(a, "--warmup") && has_val) {
+            if (parse_long(a, argv[++i], 0, 1000, &v)) return -1;
+            warmup = (int)v;
+        } else if (!strcmp(a, "--repeats") && has_val) {
+            if (parse_long(a, argv[++i], 1, BENCH_MAX_REPEATS, &v)) return -1;
+            min_rep = (int)v;
+        } else if (!strcmp(a, "--max-repeats") && has_val) {
+            if (parse_long(a, argv[++i], 1, BENCH_MAX_REPEATS, &v)) return -1;
+            max_rep = (int)v;
+        } else if (!strcmp(a, "--min-time") && has_val) {
+            char *end;
+            errno = 0;
+            min_time = strtod(argv[++i], &end);
+            if (errno || end == argv[i] || *end || !(min_time >= 0 && min_time <= 3600)) {
+                fprintf(stderr, "graft-bench: --min-time needs seconds from 0 to 3600, not "
+                        "'%s'\n", argv[i]);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "graft-bench: unknown option or missing value: %s\n", a);
+            return -1;
+        }
+    }
+    bench_opts *o = &c->opts;
+    o->warmup = warmup >= 0 ? warmup : 1;
+    o->min_repeats = min_rep > 0 ? min_rep : o->quick ? 2 : 3;
+    o->max_repeats = max_rep > 0 ? max_rep : o->quick ? 2 : 50;
+    if (o->max_repeats < o->min_repeats) o->max_repeats = o->min_repeats;
+    o->min_time = min_time >= 0 ? min_time : o->quick ? 0 : 0.5;
+    return 0;
+}
+
+/* True when family is in the comma-separated list (NULL: every family). */
+static bool selected(const char *only, const char *family) {
+    if (!only) return true;
+    size_t n = strlen(family);
+    for (const char *p = only; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, family, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+static int check_only(const char *only) {
+    if (!only) return 0;
+    for (const char *p = only; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool known = false;
+        for (int w = 0; w < N_WORKLOADS; w++)
+            known |= strlen(WORKLOADS[w].family) == len && !strncmp(p, WORKLOADS[w].family, len);
+        if (!known) {
+            fprintf(stderr, "graft-bench: --only: no workload family '%.*s' (see --list)\n",
+                    (int)len, p);
+            return -1;
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static void list_workloads(void) {
+    printf("workload families (--only) and sizes (full run; --quick):\n");
+    for (int w = 0; w < N_WORKLOADS; w++) {
+        if (w && !strcmp(WORKLOADS[w].family, WORKLOADS[w - 1].family)) continue;
+        printf("  %-9s", WORKLOADS[w].family);
+        for (int v = w; v < N_WORKLOADS && !strcmp(WORKLOADS[v].family, WORKLOADS[w].family); v++)
+            printf(" %lld (%lld)", (long long)WORKLOADS[v].size, (long long)WORKLOADS[v].quick_size);
+        printf("\n");
+    }
+}
+
+/* ------------------------------------------------------------ threads and devices */
+static void setup_threads(bench_run *run, long threads) {
+    char val[24];
+    snprintf(val, sizeof val, "%ld", threads);
+    if (threads > 0)
+        for (int i = 0; i < N_THREAD_VARS; i++) setenv(THREAD_VARS[i], val, 1);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    run->cpus_online = cpus > 0 ? (int)cpus : 0;
+    size_t len = 0, cap = sizeof run->threads;
+    for (int i = 0; i < N_THREAD_VARS && len < cap; i++) {
+        const char *v = getenv(THREAD_VARS[i]);
+        len += (size_t)snprintf(run->threads + len, cap - len, "%s%s=%s", i ? ", " : "",
+                                THREAD_VARS[i], v ? v : "(unset)");
+    }
+    if (len < cap)
+        snprintf(run->threads + len, cap - len, "%s; %d CPUs online",
+                 threads > 0 ? " (set by --threads)" : "", run->cpus_online);
+}
+
+static void fill_device(bench_device *d, gf_device *dev) {
+    memset(d, 0, sizeof *d);
+    d->dev = dev;
+    snprintf(d->spec, sizeof d->spec, "%s", gf_device_spec(dev));
+    snprintf(d->name, sizeof d->name, "%s", gf_device_name(dev));
+    snprintf(d->plugin, sizeof d->plugin, "%s", gf_device_plugin(dev));
+    gf_device_info info;
+    if (gf_device_get_info(dev, &info) == GF_OK)
+        snprintf(d->driver, sizeof d->driver, "%s", info.driver);
+}
+
+static void add_device(bench_run *run, gf_device *dev) {
+    for (int i = 0; i < run->n_devices; i++)
+        if (run->devices[i].dev == dev) return;
+    if (run->n_devices < BENCH_MAX_DEVICES) fill_device(&run->devices[run->n_devices++], dev);
+}
+
+static int pick_devices(bench_run *run, const cli *c) {
+    gf_device *base = NULL;
+    if (c->baseline) {
+        base = gf_device_find(c->baseline);
+        if (!base) {
+            fprintf(stderr, "graft-bench: --baseline %s: %s\n", c->baseline, gf_last_error());
+            return -1;
+        }
+    } else {
+        for (int i = 0; i < gf_device_count() && !base; i++)
+            if (!strcmp(gf_device_type(gf_device_at(i)), "cpu")) base = gf_device_at(i);
+    }
+    if (c->n_devices == 0) {
+        for (int i = 0; i < gf_device_count(); i++)
+            add_device(run, gf_device_at(i));
+    } else {
+        for (int i = 0; i < c->n_devices; i++) {
+            gf_device *d = gf_device_find(c->devices[i]);
+            if (!d) {
+                fprintf(stderr, "graft-bench: --device %s: %s\n", c->devices[i], gf_last_error());
+                return -1;
+            }
+            add_device(run, d);
+        }
+    }
+    if (run->n_devices == 0) {
+        fprintf(stderr, "graft-bench: no device found (graft-info tells why): %s\n",
+                gf_last_error());
+        return -1;
+    }
+    if (!base) base = run->devices[0].dev; /* no cpu device: the first one */
+    int b = -1;
+    for (int i = 0; i < run->n_devices; i++)
+        if (run->devices[i].dev == base) b = i;
+    if (b < 0) { /* named by --baseline but not by --device: it runs first */
+        if (run->n_devices == BENCH_MAX_DEVICES) run->n_devices--;
+        memmove(&run->devices[1], &run->devices[0],
+                (size_t)run->n_devices * sizeof run->devices[0]);
+        run->n_devices++;
+        fill_device(&run->devices[0], base);
+        b = 0;
+    }
+    run->baseline = b;
+    return 0;
+}
+
+/* ------------------------------------------------------------ main */
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "autograd")) {
+        int rc = bench_autograd_command(argc - 2, argv + 2);
+        if (rc == 2) usage(stderr, argv[0]);
+        gf_shutdown();
+        return rc;
+    }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
+    cli c;
+    if (parse_cli(argc, argv, &c) != 0 || check_only(c.only) != 0) {
+        fprintf(stderr, "usage: %s [options]; %s --help lists them\n", argv[0], argv[0]);
+        return 2;
+    }
+    if (c.list) {
+        list_workloads();
+        return 0;
+    }
+    bench_run run = {.opts = c.opts};
+    run.opts.progress = !c.no_progress && isatty(STDERR_FILENO);
+    setup_threads(&run, c.threads); /* before anything loads a plugin */
+
+    int rc = 1;
+    if (gf_init() != GF_OK) {
+        fprintf(stderr, "graft-bench: %s\n", gf_last_error());
+        goto out;
+    }
+    if (pick_devices(&run, &c) != 0) goto out;
+    run.cap_results = run.n_devices * BENCH_MAX_ROWS_PER_DEVICE;
+    run.results = calloc((size_t)run.cap_results, sizeof *run.results);
+    if (!run.results) {
+        fprintf(stderr, "graft-bench: out of memory\n");
+        goto out;
+    }
+    int n_sel = 0;
+    for (int w = 0; w < N_WORKLOADS; w++) n_sel += selected(c.only, WORKLOADS[w].family);
+    run.n_tasks = n_sel * run.n_devices;
+    /* Other processes' load skews timings; the outputs say how busy the machine was. */
+    double load;
+    run.load_start = getloadavg(&load, 1) == 1 ? load : -1;
+    /* Device by device, so one device's work does not wait on another's queue. */
+    for (int d = 0; d < run.n_devices; d++) {
+        for (int w = 0; w < N_WORKLOADS; w++) {
+            const bench_workload *wl = &WORKLOADS[w];
+            if (!selected(c.only, wl->family)) continue;
+            char label[48];
+            int64_t size = run.opts.quick ? wl->quick_size : wl->size;
+            if (size >= (1 << 20) && size % (1 << 20) == 0)
+                snprintf(label, sizeof label, "%s %lldM", wl->family, (long long)(size >> 20));
+            else snprintf(label, sizeof label, "%s %lld", wl->family, (long long)size);
+            run.task++;
+            run.task_device = run.devices[d].spec;
+            run.task_name = label;
+            bench_progress(&run, NULL);
+            wl->run(&run, d, size);
+            /* Hand the cached blocks back, so the devices run one after the
+             * other do not hold each other's memory. */
+            gf_memory_empty_cache(run.devices[d].dev);
+        }
+    }
+    bench_progress_clear(&run);
+    run.load_end = getloadavg(&load, 1) == 1 ? load : -1;
+
+    if (c.format == OUT_CSV) bench_print_csv(&run, stdout);
+    else if (c.format == OUT_JSON) bench_print_json(&run, stdout);
+    else bench_print_table(&run, stdout);
+    fflush(stdout);
+    rc = 0;
+    if (c.svg && bench_write_svg(&run, c.svg) != 0) rc = 1;
+    int failed = 0;
+    for (int i = 0; i < run.n_results; i++) failed += run.results[i].state == BENCH_FAILED;
+    if (failed) {
+        fprintf(stderr, "graft-bench: %d workload row%s failed (see the notes above)\n", failed,
+                failed == 1 ? "" : "s");
+        rc = 1;
+    }
+out:
+    free(run.results);
+    gf_shutdown();
+    return rc;
+}

@@ -1,0 +1,412 @@
+/* workloads_ops.c — single-op workloads: matmul, elementwise (add, mul,
+ * exp), reductions (sum over the last dim and over all), softmax, conv2d.
+ *
+ * Each one times three things separately on one device:
+ *   - h2d: writing its inputs from host memory into device tensors
+ *     (gf_tensor_from_host), each run ending with gf_device_synchronize;
+ *   - the kernel: the op on inputs already on the device, with a synchronize;
+ *   - d2h: reading the output back (gf_tensor_to_host).
+ * Inputs are generated on the host from a fixed formula, so the host can
+ * recompute sampled outputs in double precision: a wrong result fails the
+ * row (and the exit status) instead of being timed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* splitmix64 of (i, salt): decorrelated values without state, the same on
+ * every run and device; 24 bits make the result exact in f32. */
+float bench_value(uint64_t i, uint32_t salt, float lo, float hi) {
+    uint64_t z = i * 0x9E3779B97F4A7C15ull + (uint64_t)salt * 0xD1B54A32D192ED03ull;
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (float)((double)(z >> 40) * 0x1p-24);
+}
+
+float *bench_host_values(int64_t n, uint32_t salt, float lo, float hi) {
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (v)
+        for (int64_t i = 0; i < n; i++) v[i] = bench_value((uint64_t)i, salt, lo, hi);
+    return v;
+}
+
+/* "16M", "64K" or the plain count. */
+static const char *fmt_count(int64_t n, char *buf, size_t len) {
+    if (n >= (1 << 20) && n % (1 << 20) == 0) snprintf(buf, len, "%lldM", (long long)(n >> 20));
+    else if (n >= 1024 && n % 1024 == 0) snprintf(buf, len, "%lldK", (long long)(n >> 10));
+    else snprintf(buf, len, "%lld", (long long)n);
+    return buf;
+}
+
+/* ------------------------------------------------------------ the common frame */
+#define MAX_IN 3
+
+typedef struct op_case op_case;
+struct op_case {
+    bench_result *r;
+    gf_device *dev;
+    int n_in;
+    int64_t in_sizes[MAX_IN][4];
+    int in_rank[MAX_IN];
+    float *host_in[MAX_IN];
+    gf_tensor *in[MAX_IN];
+    gf_tensor *out;
+    float *host_out;
+    size_t out_bytes;
+    int op_arg; /* a dim, for the ops that take one */
+    gf_tensor *(*op)(const op_case *c);
+    /* 0, or -1 after bench_result_wrong. */
+    int (*check)(op_case *c);
+};
+
+static size_t in_bytes(const op_case *c, int i) {
+    int64_t n = 1;
+    for (int d = 0; d < c->in_rank[i]; d++) n *= c->in_sizes[i][d];
+    return (size_t)n * sizeof(float);
+}
+
+static int step_upload(void *state) {
+    op_case *c = state;
+    for (int i = 0; i < c->n_in; i++)
+        if (gf_tensor_from_host(c->in[i], c->host_in[i], in_bytes(c, i)) != GF_OK) return -1;
+    return 0;
+}
+
+static int step_kernel(void *state) {
+    op_case *c = state;
+    gf_tensor_release(c->out);
+    c->out = c->op(c);
+    return c->out ? 0 : -1;
+}
+
+static int step_download(void *state) {
+    op_case *c = state;
+    return gf_tensor_to_host(c->out, c->host_out, c->out_bytes) == GF_OK ? 0 : -1;
+}
+
+/* Runs the three measurements and the check; fills c->r. Frees everything. */
+static void run_case(bench_run *run, op_case *c) {
+    bench_result *r = c->r;
+    for (int i = 0; i < c->n_in; i++) {
+        if (!c->host_in[i]) {
+            bench_result_wrong(r, "out of host memory for the inputs");
+            goto done;
+        }
+        c->in[i] = gf_empty(c->in_sizes[i], c->in_rank[i], GF_F32, c->dev);
+        if (!c->in[i]) {
+            bench_result_graft_error(r, "allocating the inputs");
+            goto done;
+        }
+        r->h2d_bytes += (double)in_bytes(c, i);
+    }
+    r->has_transfer = true;
+    bench_progress(run, "inputs to the device");
+    if (bench_measure(run, c->dev, step_upload, c, 1, &r->h2d) != 0) {
+        bench_result_graft_error(r, "writing the inputs");
+        goto done;
+    }
+    bench_progress(run, "kernel");
+    if (bench_measure(run, c->dev, step_kernel, c, 1, &r->time) != 0) {
+        bench_result_graft_error(r, "the kernel");
+        goto done;
+    }
+    c->out_bytes = (size_t)gf_tensor_numel(c->out) * sizeof(float);
+    r->d2h_bytes = (double)c->out_bytes;
+    c->host_out = malloc(c->out_bytes ? c->out_bytes : 1);
+    if (!c->host_out) {
+        bench_result_wrong(r, "out of host memory for the output");
+        goto done;
+    }
+    bench_progress(run, "output to the host");
+    if (bench_measure(run, c->dev, step_download, c, 1, &r->d2h) != 0) {
+        bench_result_graft_error(r, "reading the output");
+        goto done;
+    }
+    c->check(c);
+done:
+    for (int i = 0; i < c->n_in; i++) {
+        gf_tensor_release(c->in[i]);
+        free(c->host_in[i]);
+    }
+    gf_tensor_release(c->out);
+    free(c->host_out);
+}
+
+/* |got - want| within atol + rtol |want| (NaN fails). */
+static bool close_to(double got, double want, double atol, double rtol) {
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* ------------------------------------------------------------ matmul */
+static gf_tensor *op_matmul(const op_case *c) { return gf_matmul(c->in[0], c->in[1]); }
+
+/* Sampled entries against a double-precision dot product; the tolerance is
+ * relative to sum |a_ik b_kj|, which bounds any f32 summation order. */
+static int check_matmul(op_case *c) {
+    int64_t m = c->in_sizes[0][0], k = c->in_sizes[0][1], n = c->in_sizes[1][1];
+    const float *a = c->host_in[0], *b = c->host_in[1];
+    for (int s = 0; s < 64; s++) {
+        int64_t i = (s * 37 + 3) % m, j = (s * 101 + 7) % n;
+        double want = 0, mag = 0;
+        for (int64_t q = 0; q < k; q++) {
+            double t = (double)a[i * k + q] * b[q * n + j];
+            want += t;
+            mag += fabs(t);
+        }
+        double got = c->host_out[i * n + j];
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+            bench_result_wrong(c->r, "wrong result: y[%lld][%lld] = %.7g, expected %.7g",
+                               (long long)i, (long long)j, got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void bench_matmul(bench_run *run, int device, int64_t n) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "matmul %lld", (long long)n);
+    snprintf(detail, sizeof detail, "f32 [%lld,%lld] @ [%lld,%lld]", (long long)n, (long long)n,
+             (long long)n, (long long)n);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 2,
+                 .in_sizes = {{n, n}, {n, n}},
+                 .in_rank = {2, 2},
+                 .op = op_matmul,
+                 .check = check_matmul};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)n * (double)n * (double)n;
+    c.r->rate_unit = "GFLOP/s";
+    c.host_in[0] = bench_host_values(n * n, 1, -1, 1);
+    c.host_in[1] = bench_host_values(n * n, 2, -1, 1);
+    run_case(run, &c);
+}
+
+/* ------------------------------------------------------------ elementwise */
+static gf_tensor *op_add(const op_case *c) { return gf_add(c->in[0], c->in[1]); }
+static gf_tensor *op_mul(const op_case *c) { return gf_mul(c->in[0], c->in[1]); }
+static gf_tensor *op_exp(const op_case *c) { return gf_exp(c->in[0]); }
+
+/* Every 61st element (a stride prime to the vector widths, so every lane and
+ * the tail are sampled) against the host's value. */
+static int check_elementwise(op_case *c, int kind) {
+    int64_t n = c->in_sizes[0][0];
+    const float *a = c->host_in[0], *b = c->host_in[1];
+    for (int64_t i = 0; i < n; i = i == n - 1 ? n : i + 61 < n ? i + 61 : n - 1) {
+        double want, rtol = 1e-6;
+        if (kind == 0) want = (double)(a[i] + b[i]);
+        else if (kind == 1) want = (double)(a[i] * b[i]);
+        else {
+            want = exp((double)a[i]);
+            rtol = 1e-5; /* device exp may be a few ulp off */
+        }
+        double got = c->host_out[i];
+        if (!close_to(got, want, 1e-7, rtol)) {
+            bench_result_wrong(c->r, "wrong result: y[%lld] = %.9g, expected %.9g", (long long)i,
+                               got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+static int check_add(op_case *c) { return check_elementwise(c, 0); }
+static int check_mul(op_case *c) { return check_elementwise(c, 1); }
+static int check_exp(op_case *c) { return check_elementwise(c, 2); }
+
+static void elementwise(bench_run *run, int device, int64_t n, int kind) {
+    static const char *names[] = {"add", "mul", "exp"};
+    char name[40], detail[112], cnt[24];
+    snprintf(name, sizeof name, "%s %s", names[kind], fmt_count(n, cnt, sizeof cnt));
+    snprintf(detail, sizeof detail, kind == 2 ? "f32 [%lld]" : "f32 [%lld] and [%lld]",
+             (long long)n, (long long)n);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = kind == 2 ? 1 : 2,
+                 .in_sizes = {{n}, {n}},
+                 .in_rank = {1, 1}};
+    if (!c.r) return;
+    c.op = kind == 0 ? op_add : kind == 1 ? op_mul : op_exp;
+    c.check = kind == 0 ? check_add : kind == 1 ? check_mul : check_exp;
+    /* Bytes a kernel must move at least: each input read once, y written once. */
+    c.r->work = (double)(c.n_in + 1) * (double)n * sizeof(float);
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(n, 3, -1, 1);
+    if (c.n_in == 2) c.host_in[1] = bench_host_values(n, 4, -1, 1);
+    run_case(run, &c);
+}
+
+void bench_add(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 0); }
+void bench_mul(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 1); }
+void bench_exp(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 2); }
+
+/* ------------------------------------------------------------ reductions */
+static gf_tensor *op_sum_lastdim(const op_case *c) {
+    return gf_sum(c->in[0], (const int[]){-1}, 1, false);
+}
+static gf_tensor *op_sum_all(const op_case *c) { return gf_sum(c->in[0], NULL, 0, false); }
+
+/* Sums of values in [0, 1): every term positive, so a relative tolerance of
+ * 1e-4 (rows) or 1e-3 (16M elements) admits any reasonable summation order
+ * and still rejects a dropped or doubled block. */
+static double host_sum(const float *v, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += v[i];
+    return s;
+}
+
+static int check_sum_lastdim(op_case *c) {
+    int64_t rows = c->in_sizes[0][0], cols = c->in_sizes[0][1];
+    for (int64_t i = 0; i < rows; i += (rows > 64 ? rows / 64 : 1)) {
+        double want = host_sum(c->host_in[0] + i * cols, cols), got = c->host_out[i];
+        if (!close_to(got, want, 1e-6, 1e-4)) {
+            bench_result_wrong(c->r, "wrong result: row %lld sums to %.9g, expected %.9g",
+                               (long long)i, got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_sum_all(op_case *c) {
+    int64_t n = c->in_sizes[0][0] * c->in_sizes[0][1];
+    double want = host_sum(c->host_in[0], n), got = c->host_out[0];
+    if (!close_to(got, want, 1e-6, 1e-3)) {
+        bench_result_wrong(c->r, "wrong result: the sum is %.9g, expected %.9g", got, want);
+        return -1;
+    }
+    return 0;
+}
+
+static void reduction(bench_run *run, int device, int64_t side, bool all) {
+    char name[40], detail[112], cnt[24];
+    snprintf(name, sizeof name, "sum %s %s", all ? "all" : "lastdim",
+             fmt_count(side * side, cnt, sizeof cnt));
+    snprintf(detail, sizeof detail, "f32 [%lld,%lld] -> %s", (long long)side, (long long)side,
+             all ? "[] (every element)" : "[rows] (over the last dim)");
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 1,
+                 .in_sizes = {{side, side}},
+                 .in_rank = {2},
+                 .op = all ? op_sum_all : op_sum_lastdim,
+                 .check = all ? check_sum_all : check_sum_lastdim};
+    if (!c.r) return;
+    c.r->work = (double)side * (double)side * sizeof(float);
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(side * side, 5, 0, 1);
+    run_case(run, &c);
+}
+
+void bench_sum_lastdim(bench_run *run, int device, int64_t side) {
+    reduction(run, device, side, false);
+}
+void bench_sum_all(bench_run *run, int device, int64_t side) { reduction(run, device, side, true); }
+
+/* ------------------------------------------------------------ softmax */
+#define SOFTMAX_COLS 1024
+
+static gf_tensor *op_softmax(const op_case *c) { return gf_softmax(c->in[0], -1); }
+
+static int check_softmax(op_case *c) {
+    int64_t rows = c->in_sizes[0][0], cols = c->in_sizes[0][1];
+    for (int64_t i = 0; i < rows; i += (rows > 32 ? rows / 32 : 1)) {
+        const float *x = c->host_in[0] + i * cols;
+        double mx = x[0], z = 0;
+        for (int64_t j = 1; j < cols; j++) mx = x[j] > mx ? x[j] : mx;
+        for (int64_t j = 0; j < cols; j++) z += exp(x[j] - mx);
+        for (int64_t j = 0; j < cols; j++) {
+            double want = exp(x[j] - mx) / z, got = c->host_out[i * cols + j];
+            if (!close_to(got, want, 1e-7, 1e-4)) {
+                bench_result_wrong(c->r, "wrong result: y[%lld][%lld] = %.7g, expected %.7g",
+                                   (long long)i, (long long)j, got, want);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void bench_softmax(bench_run *run, int device, int64_t rows) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "softmax %lldx%d", (long long)rows, SOFTMAX_COLS);
+    snprintf(detail, sizeof detail, "f32 [%lld,%d], over the last dim", (long long)rows,
+             SOFTMAX_COLS);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 1,
+                 .in_sizes = {{rows, SOFTMAX_COLS}},
+                 .in_rank = {2},
+                 .op = op_softmax,
+                 .check = check_softmax};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)rows * SOFTMAX_COLS * sizeof(float);
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(rows * SOFTMAX_COLS, 6, -4, 4);
+    run_case(run, &c);
+}
+
+/* ------------------------------------------------------------ conv2d */
+/* A middle layer of a small CNN: 16 -> 32 channels, 3x3, padding 1, 28x28. */
+enum { CONV_CI = 16, CONV_CO = 32, CONV_HW = 28, CONV_K = 3 };
+
+static gf_tensor *op_conv2d(const op_case *c) {
+    const gf_conv2d_opts o = {.padding = {1, 1}};
+    return gf_conv2d(c->in[0], c->in[1], c->in[2], &o);
+}
+
+static int check_conv2d(op_case *c) {
+    int64_t nb = c->in_sizes[0][0];
+    const float *x = c->host_in[0], *w = c->host_in[1], *b = c->host_in[2];
+    for (int s = 0; s < 64; s++) {
+        int64_t n = s % nb, co = (s * 7 + 1) % CONV_CO;
+        int64_t oh = (s * 13) % CONV_HW, ow = (s * 29 + 5) % CONV_HW;
+        if (s < 4) oh = s & 1 ? CONV_HW - 1 : 0; /* the padded border too */
+        double want = b[co], mag = fabs(b[co]);
+        for (int ci = 0; ci < CONV_CI; ci++)
+            for (int kh = 0; kh < CONV_K; kh++)
+                for (int kw = 0; kw < CONV_K; kw++) {
+                    int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                    if (ih < 0 || iw < 0 || ih >= CONV_HW || iw >= CONV_HW) continue;
+                    double t = (double)x[((n * CONV_CI + ci) * CONV_HW + ih) * CONV_HW + iw] *
+                               w[((co * CONV_CI + ci) * CONV_K + kh) * CONV_K + kw];
+                    want += t;
+                    mag += fabs(t);
+                }
+        double got = c->host_out[((n * CONV_CO + co) * CONV_HW + oh) * CONV_HW + ow];
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+            bench_result_wrong(c->r, "wrong result: y[%lld][%lld][%lld][%lld] = %.7g, expected "
+                               "%.7g", (long long)n, (long long)co, (long long)oh, (long long)ow,
+                               got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void bench_conv2d(bench_run *run, int device, int64_t batch) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "conv2d b%lld", (long long)batch);
+    snprintf(detail, sizeof detail, "f32 x [%lld,%d,%d,%d] w [%d,%d,%d,%d] + bias, padding 1",
+             (long long)batch, CONV_CI, CONV_HW, CONV_HW, CONV_CO, CONV_CI, CONV_K, CONV_K);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 3,
+                 .in_sizes = {{batch, CONV_CI, CONV_HW, CONV_HW},
+                              {CONV_CO, CONV_CI, CONV_K, CONV_K},
+                              {CONV_CO}},
+                 .in_rank = {4, 4, 1},
+                 .op = op_conv2d,
+                 .check = check_conv2d};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)batch * CONV_CO * CONV_HW * CONV_HW * CONV_CI * CONV_K * CONV_K;
+    c.r->rate_unit = "GFLOP/s";
+    c.host_in[0] = bench_host_values(batch * CONV_CI * CONV_HW * CONV_HW, 7, -1, 1);
+    c.host_in[1] = bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
+    c.host_in[2] = bench_host_values(CONV_CO, 9, -0.1f, 0.1f);
+    run_case(run, &c);
+}

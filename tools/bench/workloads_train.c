@@ -1,0 +1,213 @@
+/* workloads_train.c — whole training steps: zero_grad, forward, cross-entropy,
+ * backward and an Adam update, on one fixed batch.
+ *
+ *   mlp  784-1024-1024-10 with ReLU, batch 256 (the classic MNIST MLP);
+ *   cnn  conv 1->16 3x3 + ReLU + max-pool 2, conv 16->32 3x3 + ReLU +
+ *        max-pool 2, linear 1568->10, on 1x28x28 images, batch 64.
+ *
+ * The parameters start from a fixed host formula (PyTorch's default bound
+ * 1/sqrt(fan_in)), so every device trains the same model on the same data.
+ * The check: the loss is finite and lower after the timed steps than at the
+ * first step (training on one batch must fit it). h2d is writing the batch
+ * (images and labels), d2h reading the loss. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+#define MAX_PARAMS 6
+#define N_CLASSES 10
+
+typedef struct train_case train_case;
+struct train_case {
+    gf_device *dev;
+    int64_t batch;
+    gf_tensor *param[MAX_PARAMS];
+    int n_params;
+    gf_optimizer *opt;
+    gf_tensor *x, *y;    /* the batch on the device */
+    float *host_x;       /* the batch on the host */
+    int64_t *host_y;
+    int64_t x_numel;
+    gf_tensor *loss;     /* of the last step */
+    double first_loss;   /* NAN until the first step ran */
+    float loss_host;
+    /* Logits [batch, N_CLASSES]; intermediates belong to the caller's scope. */
+    gf_tensor *(*forward)(const train_case *t);
+};
+
+/* A parameter of the given shape, U(-bound, bound) from the host formula. */
+static gf_tensor *param_init(const int64_t *sizes, int rank, double bound, uint32_t salt,
+                             gf_device *dev) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= sizes[d];
+    float *v = bench_host_values(n, salt, (float)-bound, (float)bound);
+    gf_tensor *t = v ? gf_from_data(v, sizes, rank, GF_F32, dev) : NULL;
+    free(v);
+    if (t && gf_tensor_set_requires_grad(t, true) != GF_OK) {
+        gf_tensor_release(t);
+        t = NULL;
+    }
+    return t;
+}
+
+static int step_train(void *state) {
+    train_case *t = state;
+    gf_scope_begin();
+    gf_status s = gf_optimizer_zero_grad(t->opt);
+    gf_tensor *loss = NULL;
+    if (s == GF_OK) {
+        loss = gf_cross_entropy(t->forward(t), t->y, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+        s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
+    }
+    if (s == GF_OK) s = gf_optimizer_step(t->opt);
+    if (s == GF_OK) {
+        gf_tensor_release(t->loss);
+        t->loss = gf_scope_keep(loss);
+    }
+    gf_scope_end();
+    /* The first step's loss is the check's reference; reading it waits for
+     * the step, so it is taken in the warm-up, outside the timings. */
+    if (s == GF_OK && isnan(t->first_loss)) s = gf_tensor_item(t->loss, &t->first_loss);
+    return s == GF_OK ? 0 : -1;
+}
+
+static int step_upload(void *state) {
+    train_case *t = state;
+    if (gf_tensor_from_host(t->x, t->host_x, (size_t)t->x_numel * sizeof(float)) != GF_OK)
+        return -1;
+    return gf_tensor_from_host(t->y, t->host_y, (size_t)t->batch * sizeof(int64_t)) == GF_OK ? 0
+                                                                                           : -1;
+}
+
+static int step_download(void *state) {
+    train_case *t = state;
+    return gf_tensor_to_host(t->loss, &t->loss_host, sizeof t->loss_host) == GF_OK ? 0 : -1;
+}
+
+/* Creates the batch and the optimizer (the parameters are made by the
+ * caller), measures, checks, and frees everything. */
+static void run_train(bench_run *run, bench_result *r, train_case *t, const int64_t *x_sizes,
+                      int x_rank) {
+    t->first_loss = NAN;
+    t->x_numel = 1;
+    for (int d = 0; d < x_rank; d++) t->x_numel *= x_sizes[d];
+    t->host_x = bench_host_values(t->x_numel, 20, 0, 1); /* pixel-like values */
+    t->host_y = malloc((size_t)t->batch * sizeof *t->host_y);
+    if (!t->host_x || !t->host_y) {
+        bench_result_wrong(r, "out of host memory for the batch");
+        goto done;
+    }
+    for (int64_t i = 0; i < t->batch; i++)
+        t->host_y[i] = (int64_t)(bench_value((uint64_t)i, 21, 0, 1) * N_CLASSES) % N_CLASSES;
+    for (int i = 0; i < t->n_params; i++)
+        if (!t->param[i]) {
+            bench_result_graft_error(r, "creating the parameters");
+            goto done;
+        }
+    t->x = gf_empty(x_sizes, x_rank, GF_F32, t->dev);
+    t->y = gf_empty((const int64_t[]){t->batch}, 1, GF_I64, t->dev);
+    t->opt = gf_adam_create(t->param, t->n_params, &(gf_adam_opts){.lr = 1e-3});
+    if (!t->x || !t->y || !t->opt) {
+        bench_result_graft_error(r, "creating the batch or the optimizer");
+        goto done;
+    }
+    r->has_transfer = true;
+    r->h2d_bytes = (double)t->x_numel * sizeof(float) + (double)t->batch * sizeof(int64_t);
+    r->d2h_bytes = sizeof(float);
+    bench_progress(run, "batch to the device");
+    if (bench_measure(run, t->dev, step_upload, t, 1, &r->h2d) != 0) {
+        bench_result_graft_error(r, "writing the batch");
+        goto done;
+    }
+    bench_progress(run, "training steps");
+    if (bench_measure(run, t->dev, step_train, t, 1, &r->time) != 0) {
+        bench_result_graft_error(r, "the training step");
+        goto done;
+    }
+    bench_progress(run, "loss to the host");
+    if (bench_measure(run, t->dev, step_download, t, 1, &r->d2h) != 0) {
+        bench_result_graft_error(r, "reading the loss");
+        goto done;
+    }
+    double first = t->first_loss, last = t->loss_host;
+    if (!isfinite(first) || !isfinite(last) || !(last < first))
+        bench_result_wrong(r, "wrong result: the loss went from %.6g (first step) to %.6g "
+                           "(step %d) on one fixed batch; it must fall", first, last,
+                           run->opts.warmup + r->time.runs);
+done:
+    gf_tensor_release(t->loss);
+    gf_optimizer_destroy(t->opt);
+    for (int i = 0; i < t->n_params; i++) gf_tensor_release(t->param[i]);
+    gf_tensor_release(t->x);
+    gf_tensor_release(t->y);
+    free(t->host_x);
+    free(t->host_y);
+}
+
+/* ------------------------------------------------------------ MLP */
+static gf_tensor *mlp_forward(const train_case *t) {
+    gf_tensor *h = gf_relu(gf_add(gf_matmul(t->x, t->param[0]), t->param[1]));
+    h = gf_relu(gf_add(gf_matmul(h, t->param[2]), t->param[3]));
+    return gf_add(gf_matmul(h, t->param[4]), t->param[5]);
+}
+
+void bench_mlp_step(bench_run *run, int device, int64_t batch) {
+    /* The quick run keeps the shape of the model but not its width. */
+    int hidden = run->opts.quick ? 128 : 1024;
+    const int64_t dims[4] = {784, hidden, hidden, N_CLASSES};
+    char detail[112];
+    snprintf(detail, sizeof detail, "784-%d-%d-10 ReLU, batch %lld, f32, Adam", hidden, hidden,
+             (long long)batch);
+    bench_result *r = bench_result_add(run, device, "mlp train step", detail);
+    if (!r) return;
+    r->per = "step";
+    r->work = (double)batch;
+    r->rate_unit = "samples/s";
+    train_case t = {.dev = run->devices[device].dev,
+                    .batch = batch,
+                    .n_params = 6,
+                    .forward = mlp_forward};
+    for (int l = 0; l < 3; l++) {
+        double bound = 1.0 / sqrt((double)dims[l]);
+        t.param[2 * l] = param_init((const int64_t[]){dims[l], dims[l + 1]}, 2, bound,
+                                    (uint32_t)(30 + 2 * l), t.dev);
+        t.param[2 * l + 1] = param_init((const int64_t[]){dims[l + 1]}, 1, bound,
+                                        (uint32_t)(31 + 2 * l), t.dev);
+    }
+    run_train(run, r, &t, (const int64_t[]){batch, 784}, 2);
+}
+
+/* ------------------------------------------------------------ CNN */
+static gf_tensor *cnn_forward(const train_case *t) {
+    const gf_conv2d_opts same = {.padding = {1, 1}};
+    const gf_pool2d_opts pool = {.kernel = {2, 2}};
+    gf_tensor *h = gf_max_pool2d(gf_relu(gf_conv2d(t->x, t->param[0], t->param[1], &same)),
+                                 &pool, NULL);
+    h = gf_max_pool2d(gf_relu(gf_conv2d(h, t->param[2], t->param[3], &same)), &pool, NULL);
+    h = gf_reshape(h, (const int64_t[]){t->batch, 32 * 7 * 7}, 2);
+    return gf_add(gf_matmul(h, t->param[4]), t->param[5]);
+}
+
+void bench_cnn_step(bench_run *run, int device, int64_t batch) {
+    char detail[112];
+    snprintf(detail, sizeof detail,
+             "1x28x28, conv16-pool-conv32-pool-linear10, batch %lld, f32, Adam", (long long)batch);
+    bench_result *r = bench_result_add(run, device, "cnn train step", detail);
+    if (!r) return;
+    r->per = "step";
+    r->work = (double)batch;
+    r->rate_unit = "samples/s";
+    train_case t = {.dev = run->devices[device].dev,
+                    .batch = batch,
+                    .n_params = 6,
+                    .forward = cnn_forward};
+    t.param[0] = param_init((const int64_t[]){16, 1, 3, 3}, 4, 1.0 / 3.0, 40, t.dev);
+    t.param[1] = param_init((const int64_t[]){16}, 1, 1.0 / 3.0, 41, t.dev);
+    double b2 = 1.0 / sqrt(16.0 * 9.0), b3 = 1.0 / sqrt(32.0 * 7 * 7);
+    t.param[2] = param_init((const int64_t[]){32, 16, 3, 3}, 4, b2, 42, t.dev);
+    t.param[3] = param_init((const int64_t[]){32}, 1, b2, 43, t.dev);
+    t.param[4] = param_init((const int64_t[]){32 * 7 * 7, N_CLASSES}, 2, b3, 44, t.dev);
+    t.param[5] = param_init((const int64_t[]){N_CLASSES}, 1, b3, 45, t.dev);
+    run_train(run, r, &t, (const int64_t[]){batch, 1, 28, 28}, 4);
+}
