@@ -92,6 +92,22 @@ static void load_one(const char *path) {
     gf_plugin_rec *p = new_record(real);
     if (!p) return;
 
+    /* A file named libgraft-<name>.so declares its plugin's name: when
+     * GRAFT_PLUGINS leaves that name out, the file is not even opened (so an
+     * unwanted plugin's libraries — a GPU runtime, oneDNN — never load). */
+    const char *base = strrchr(real, '/');
+    base = base ? base + 1 : real;
+    size_t blen = strlen(base);
+    if (blen > 12 && !strncmp(base, "libgraft-", 9) && !strcmp(base + blen - 3, ".so")) {
+        char fname[64];
+        snprintf(fname, sizeof fname, "%.*s", (int)(blen - 12), base + 9);
+        if (!name_allowed(fname)) {
+            snprintf(p->name, sizeof p->name, "%s", fname);
+            skip(p, "not listed in GRAFT_PLUGINS (by its file name)%s", "");
+            return;
+        }
+    }
+
     dlerror();
     p->dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
     if (!p->dl) {
