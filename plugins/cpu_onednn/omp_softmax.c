@@ -1,0 +1,99 @@
+/* omp_softmax.c — SOFTMAX and LOG_SOFTMAX (f32, f64) in C loops.
+ *
+ * Not on oneDNN: measured on oneDNN 2.6, its softmax takes exp(NaN) to +inf
+ * (a line holding a NaN must become all NaN) and its log is off by ~1.4e-6
+ * absolute, so log_softmax of a confident prediction (a value near 0, where
+ * the loss lives) loses whole digits. Here a line is: its max (a NaN wins),
+ * the sum of exp(x - max) accumulated in double, then exp(x - max) / sum or
+ * (x - max) - log(sum), as the reference computes it. f32 uses the vectorised
+ * odn_expf; lines along the last, unit-stride dim run vectorised. */
+#include <math.h>
+#include <omp.h>
+
+#include "onednn_internal.h"
+#include "onednn_math.h"
+
+#define SOFTMAX_LINE(NAME, T, EXP, LOG)                                                   \
+    ODN_CLONES static void NAME(const T *x, int64_t sx, T *y, int64_t sy, int64_t n,     \
+                                bool log_out) {                                          \
+        T m = x[0];                                                                      \
+        for (int64_t i = 1; i < n; i++) {                                                \
+            T v = x[i * sx];                                                             \
+            m = (v > m || v != v) && m == m ? v : m;                                     \
+        }                                                                                \
+        double s = 0;                                                                    \
+        if (sx == 1) {                                                                   \
+            _Pragma("omp simd reduction(+ : s)")                                         \
+            for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i] - m);                  \
+        } else {                                                                         \
+            for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i * sx] - m);             \
+        }                                                                                \
+        if (log_out) {                                                                   \
+            T ls = (T)LOG(s);                                                            \
+            if (sx == 1 && sy == 1) {                                                    \
+                for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                  \
+            } else {                                                                     \
+                for (int64_t i = 0; i < n; i++) y[i * sy] = (x[i * sx] - m) - ls;        \
+            }                                                                            \
+        } else {                                                                         \
+            T inv = (T)(1.0 / s);                                                        \
+            if (sx == 1 && sy == 1) {                                                    \
+                for (int64_t i = 0; i < n; i++) y[i] = EXP(x[i] - m) * inv;              \
+            } else {                                                                     \
+                for (int64_t i = 0; i < n; i++) y[i * sy] = EXP(x[i * sx] - m) * inv;    \
+            }                                                                            \
+        }                                                                                \
+    }
+SOFTMAX_LINE(line_f32, float, odn_expf, log)
+SOFTMAX_LINE(line_f64, double, exp, log)
+
+static bool no_broadcast(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
+    return true;
+}
+
+gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    const gfp_dim_params *dp = params;
+    if (n_in != 1 || n_out != 1 || !in[0] || !dp || dp->struct_size < GFP_DIM_PARAMS_SIZE_V1_0)
+        return ODN_FALLBACK;
+    const gfp_tensor *x = in[0], *y = out[0];
+    int dim = dp->dim;
+    if (x->rank < 1 || dim < 0 || dim >= x->rank || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype || !no_broadcast(y))
+        return ODN_FALLBACK;
+    int64_t total = odn_numel(x);
+    if (total == 0) return GFP_OK;
+    int64_t n = x->sizes[dim], lines = total / n;
+    /* The line index walks every dim but dim, row-major. */
+    int64_t osz[GFP_MAX_RANK], oxs[GFP_MAX_RANK], oys[GFP_MAX_RANK];
+    int orank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (d == dim) continue;
+        osz[orank] = x->sizes[d];
+        oxs[orank] = x->strides[d];
+        oys[orank] = y->strides[d];
+        orank++;
+    }
+    bool log_out = op == GFP_OP_LOG_SOFTMAX, f32 = x->dtype == GFP_F32;
+    size_t es = f32 ? 4 : 8;
+    const char *xb = (const char *)x->buffer + x->offset;
+    char *yb = (char *)y->buffer + y->offset;
+    int64_t sx = x->strides[dim], sy = y->strides[dim];
+    int nt = odn_threads(total * 4);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t l = 0; l < lines; l++) {
+        int64_t xo = 0, yo = 0, j = l;
+        for (int d = orank - 1; d >= 0; d--) {
+            xo += (j % osz[d]) * oxs[d];
+            yo += (j % osz[d]) * oys[d];
+            j /= osz[d];
+        }
+        const void *xp = xb + xo * (int64_t)es;
+        void *yp = yb + yo * (int64_t)es;
+        if (f32) line_f32(xp, sx, yp, sy, n, log_out);
+        else line_f64(xp, sx, yp, sy, n, log_out);
+    }
+    return GFP_OK;
+}

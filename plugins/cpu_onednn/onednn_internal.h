@@ -1,0 +1,217 @@
+/* onednn_internal.h — what the cpu_onednn plugin's files share.
+ *
+ * Reference first, then override: the plugin is built with the reference
+ * plugin's op families (plugins/reference/ref_*.c) and routes every launch to
+ * an accelerated kernel first. A kernel that does not take the case at hand
+ * (a dtype, a layout, a parameter it does not cover, or anything malformed)
+ * returns ODN_FALLBACK before touching memory, and the reference kernel runs
+ * instead, which also produces the error message for malformed launches. So
+ * an accelerated kernel only checks what it relies on, and the answers of
+ * query_op are the reference's, plus bf16 where the CPU has it.
+ *
+ * Two kinds of accelerated kernels:
+ *  - oneDNN primitives (onednn_*.c), created once per geometry and kept in a
+ *    primitive cache (onednn_runtime.c) keyed by op, sizes, strides, dtypes
+ *    and parameters, executed with a per-thread stream and scratch arena;
+ *  - C loops parallelised with OpenMP (omp_*.c), for what oneDNN does not do,
+ *    does not do faster, or does less accurately (measured; see README.md):
+ *    copies, fills, elementwise arithmetic in every dtype (exp included),
+ *    comparisons, reductions, softmax, max pooling with graft's indices.
+ * Buffers are host memory with the reference's layout (a 64-byte header in
+ * front of byte 0), so the reference kernels read them unchanged. */
+#ifndef GRAFT_ONEDNN_INTERNAL_H
+#define GRAFT_ONEDNN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graft_plugin.h"
+#include "onednn_compat.h"
+#include "ref_internal.h"
+
+/* A kernel's "not mine": the reference kernel runs instead. Positive, so it
+ * is never confused with a gfp_status. */
+#define ODN_FALLBACK 1
+
+/* ---- plugin state (onednn_plugin.c) */
+/* bf16 arithmetic declared (matmul, conv, copies), decided once at init. */
+extern bool odn_bf16;
+
+/* ---- runtime (onednn_runtime.c) */
+/* Creates the engine on first use; GFP_ERR_DEVICE with a message on failure. */
+gfp_status odn_runtime_open(void);
+/* Destroys every cached primitive, stream and arena, then the engine. */
+void odn_runtime_close(void);
+dnnl_engine_t odn_engine(void);
+
+/* Threads for an OpenMP loop over `work` elements: 1 for small work and
+ * inside an enclosing parallel region (so oneDNN and the loops never nest),
+ * else the OpenMP maximum (OMP_NUM_THREADS, default: the cores we may use). */
+int odn_threads(int64_t work);
+
+/* oneDNN runs every primitive on all of OpenMP's threads, however small:
+ * below odn_threads' grain a launch makes (and finds in the cache) a
+ * single-thread primitive instead, by lowering the calling thread's OpenMP
+ * threads around it. work is counted as for odn_threads (matmul and conv:
+ * their flops / 32). Measured: a 2-64-64-3 MLP trains 40x slower on two
+ * threads than on one without this when the machine is busy, every tiny
+ * primitive waiting for a descheduled thread at its barrier. */
+typedef struct odn_team {
+    int saved; /* 0: unchanged */
+} odn_team;
+odn_team odn_team_begin(int64_t work);
+void odn_team_end(odn_team t);
+
+/* Per-thread state: a oneDNN stream and a scratch arena, reset per launch. */
+typedef struct odn_ctx odn_ctx;
+/* The calling thread's context; on failure a status with its message set. */
+gfp_status odn_ctx_acquire(odn_ctx **out);
+dnnl_stream_t odn_ctx_stream(odn_ctx *c);
+/* 64-byte aligned scratch valid until odn_arena_reset; NULL when out of memory. */
+void *odn_arena_alloc(odn_ctx *c, size_t bytes);
+void odn_arena_reset(odn_ctx *c);
+/* Resets the calling thread's arena, if it has one (after every launch). */
+void odn_ctx_end_launch(void);
+
+/* ---- primitive cache */
+#define ODN_KEY_MAX 112
+typedef struct odn_key {
+    uint32_t kind; /* which builder: an op id, or an op id + 1000 * variant */
+    uint32_t n;
+    int64_t v[ODN_KEY_MAX];
+} odn_key;
+void odn_key_init(odn_key *k, uint32_t kind);
+void odn_key_add(odn_key *k, int64_t v);
+/* dtype, rank, sizes and strides (offsets are not part of a geometry). */
+void odn_key_tensor(odn_key *k, const gfp_tensor *t);
+
+#define ODN_PRIM_MAX 5
+#define ODN_MD_MAX 8
+/* One cached entry: up to five primitives (e.g. a convolution and the
+ * reorders around it), the descriptors its builder wants to keep and a few
+ * integers. */
+typedef struct odn_prim {
+    dnnl_primitive_t p[ODN_PRIM_MAX];
+    odc_md scratch_md[ODN_PRIM_MAX];
+    size_t scratch[ODN_PRIM_MAX];
+    odc_md md[ODN_MD_MAX];
+    int64_t info[8];
+    bool temporary; /* not in the cache (it was full): released after use */
+} odn_prim;
+
+/* Fills *p from the caller's description; returns dnnl_success, or a failure
+ * (unimplemented, ...) after which the caller falls back. */
+typedef dnnl_status_t (*odn_build_fn)(odn_prim *p, const void *ctx);
+/* The entry for key, built on first use. NULL when the build failed. */
+const odn_prim *odn_cache_get(const odn_key *key, odn_build_fn build, const void *ctx);
+void odn_prim_release(const odn_prim *p);
+/* Creates slot's primitive from pd (and records its scratchpad); pd is not
+ * consumed. */
+dnnl_status_t odn_prim_set(odn_prim *p, int slot, const_dnnl_primitive_desc_t pd);
+/* Number of primitives created since init (the tests check that a repeated
+ * launch creates none). */
+uint64_t odn_cache_builds(void);
+
+/* One argument of an execution: DNNL_ARG_*, its descriptor, its memory. */
+typedef struct odn_arg {
+    int arg;
+    const odc_md *md;
+    void *ptr;
+} odn_arg;
+/* Runs slot of p on the calling thread's stream with its own scratchpad.
+ * GFP_ERR_DEVICE / OUT_OF_MEMORY with a message naming what on failure. */
+gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args, int n,
+                    const char *what);
+
+/* ---- the elementwise engine (omp_elementwise.c) */
+/* Up to four tensors of one shape (t[0] the output), with dims of size 1
+ * dropped and dims that are contiguous in every tensor merged, so that most
+ * launches become one long run per thread. */
+typedef struct odn_ew {
+    int rank; /* >= 1 */
+    int n;
+    int64_t sizes[GFP_MAX_RANK];
+    int64_t strides[4][GFP_MAX_RANK]; /* elements */
+    char *base[4];
+    size_t esize[4];
+} odn_ew;
+/* A kernel over `no` runs of n elements: p[k] points at tensor k's first
+ * element of the first run, s[k] is its stride in elements along a run, and
+ * run j starts j * os[k] bytes after the first (p and os have 4 entries;
+ * unused ones are NULL and 0). One call covers a row block or a tile, so
+ * the call costs nothing next to the elements. */
+typedef void (*odn_ew_fn)(char *const *p, const int64_t *s, int64_t n, const int64_t *os,
+                          int64_t no, const void *ctx);
+void odn_ew_init(odn_ew *g, const gfp_tensor *const *t, int n);
+/* Runs fn over every element, split across threads; cost is a rough weight
+ * per element (1 for a copy, ~20 for a libm call) that sets the threads. */
+void odn_ew_run(const odn_ew *g, odn_ew_fn fn, const void *ctx, int64_t cost);
+/* Unary and binary arithmetic in f32/f64 (and integer add/sub/mul/min/max):
+ * t[0] = op(t[1] [, t[2]]); ODN_FALLBACK for what it does not do (omp_ew_math.c). */
+gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params);
+
+/* Vectorised builds of the hot loops for the CPUs that have wider units. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ODN_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define ODN_CLONES
+#endif
+
+/* Kernels are written as NAME##_1d over one run (ODN_EW_INLINE, so that it
+ * is compiled into each vector width's build of the wrapper), and
+ * ODN_EW_KERNEL_2D(NAME) makes the odn_ew_fn NAME looping over the runs. */
+#define ODN_EW_INLINE static inline __attribute__((always_inline))
+#define ODN_EW_KERNEL_2D(NAME)                                                           \
+    ODN_CLONES static void NAME(char *const *p, const int64_t *s, int64_t n,             \
+                                const int64_t *os, int64_t no, const void *ctx) {        \
+        char *q[4] = {p[0], p[1], p[2], p[3]};                                           \
+        for (int64_t o = 0; o < no; o++) {                                               \
+            NAME##_1d(q, s, n, ctx);                                                     \
+            for (int k = 0; k < 4; k++)                                                  \
+                if (os[k]) q[k] += os[k];                                                \
+        }                                                                                \
+    }
+
+/* ---- helpers (omp_elementwise.c) */
+dnnl_data_type_t odn_dnnl_dtype(int32_t dtype); /* dnnl_data_type_undef when none */
+/* Row-major contiguous. */
+bool odn_is_contiguous(const gfp_tensor *t);
+/* Strides of a contiguous tensor of these sizes. */
+void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
+int64_t odn_numel(const gfp_tensor *t);
+/* A contiguous tensor of t's shape and dtype over host memory at ptr (not a
+ * plugin buffer: ref kernels must not receive it). */
+gfp_tensor odn_temp_like(const gfp_tensor *t, int32_t dtype, void *ptr);
+/* y = x converted (the reference's rules), same shape, any strides, between
+ * any of f32 f64 i32 i64 bool, and bf16 with f32 / f64 / bf16; OpenMP.
+ * ODN_FALLBACK for the pairs it does not do. */
+gfp_status odn_copy(const gfp_tensor *y, const gfp_tensor *x);
+/* *out = t when t is contiguous, else a contiguous tensor of t's shape in the
+ * arena, holding t's elements when copy is true (an input) or nothing yet (an
+ * output, to be copied back with odn_copy). False when out of memory. */
+bool odn_packed(odn_ctx *c, const gfp_tensor *t, bool copy, gfp_tensor *out);
+/* Fills n bytes (a multiple of size, 1..8) with the pattern; OpenMP. */
+void odn_fill_pattern(char *dst, uint64_t n, const void *pattern, uint32_t size);
+
+/* ---- families. Each returns ODN_FALLBACK for what the reference must do. */
+#define ODN_FAMILY(f)                                                                     \
+    gfp_status odn_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,  \
+                                const gfp_tensor *const *out, uint32_t n_out,             \
+                                const void *params);
+ODN_FAMILY(elementwise) /* omp_elementwise.c, onednn_eltwise.c */
+ODN_FAMILY(reduce)      /* omp_reduce.c */
+ODN_FAMILY(matmul)      /* onednn_matmul.c */
+ODN_FAMILY(norm)        /* onednn_norm.c */
+ODN_FAMILY(conv)        /* onednn_conv.c */
+ODN_FAMILY(pool)        /* onednn_pool.c */
+#undef ODN_FAMILY
+
+/* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */
+gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out, const void *params);
+/* oneDNN eltwise for contiguous f32 unary ops (onednn_eltwise.c). */
+gfp_status odn_eltwise_launch(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
+                              const void *params);
+
+#endif

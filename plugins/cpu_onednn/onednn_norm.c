@@ -1,0 +1,382 @@
+/* onednn_norm.c — LAYER_NORM and BATCH_NORM in f32 on oneDNN's primitives
+ * (f64 stays with the reference); SOFTMAX and LOG_SOFTMAX are routed to
+ * omp_softmax.c.
+ *
+ * The ABI's statistics are mean and rstd = 1/sqrt(var + eps); oneDNN's are
+ * mean and variance, so they land in scratch and a small loop writes graft's
+ * outputs (and, for batch norm in training, the running statistics, updated
+ * with the unbiased variance as PyTorch does). Layer norm normalises the last
+ * normalized_rank dims: they are merged into the one last dim oneDNN
+ * normalises, which needs them to form one strided run. */
+#include <math.h>
+#include <string.h>
+
+#include "onednn_internal.h"
+
+static bool f32_or_absent(const gfp_tensor *t) { return !t || t->dtype == GFP_F32; }
+
+static bool no_broadcast(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------ layer norm */
+typedef struct ln_plan {
+    int64_t outer, inner;
+    float eps;
+    unsigned flags;
+} ln_plan;
+
+/* oneDNN's layer norm reads and writes dense rows (measured: with other
+ * strides its results land in the wrong places), so x and y are handled as
+ * contiguous [outer, inner] matrices, packed when they are not. The
+ * statistics are computed here in double (row_moments) and given to oneDNN,
+ * which normalises: its own f32 statistics leave a row of equal values with a
+ * mean an ulp off, magnified by 1/sqrt(eps) into outputs far from 0. */
+static dnnl_status_t build_ln(odn_prim *e, const void *ctx) {
+    const ln_plan *p = ctx;
+    int64_t dims[2] = {p->outer, p->inner}, strides[2] = {p->inner, 1}, one = 1;
+    dnnl_status_t st = odc_md_strided(&e->md[0], 2, dims, strides, dnnl_f32);
+    if (st == dnnl_success) st = odc_md_strided(&e->md[2], 1, &p->outer, &one, dnnl_f32);
+    if (st == dnnl_success) st = odc_md_strided(&e->md[3], 1, &p->inner, &one, dnnl_f32);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == dnnl_success) st = odc_layer_norm_pd(&pd, odn_engine(), &e->md[0], &e->md[2],
+                                                   p->eps, p->flags | ODC_NORM_GLOBAL_STATS);
+    if (st == dnnl_success && odc_pd_is_slow(pd)) st = dnnl_unimplemented;
+    if (st == dnnl_success) st = odn_prim_set(e, 0, pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+/* Mean and biased variance of every row of the dense [outer, inner] x, in
+ * double with the reference's corrected two-pass formula; f32 copies for
+ * oneDNN. */
+static void row_moments(const float *x, int64_t outer, int64_t inner, double *mean, double *var,
+                        float *mean32, float *var32) {
+    int nt = odn_threads(outer * inner * 2);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t r = 0; r < outer; r++) {
+        const float *row = x + r * inner;
+        double s = 0, d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < inner; i++) s += (double)row[i];
+        double m = s / (double)inner;
+#pragma omp simd reduction(+ : d1, d2)
+        for (int64_t i = 0; i < inner; i++) {
+            double d = (double)row[i] - m;
+            d1 += d;
+            d2 += d * d;
+        }
+        double v = (d2 - d1 * d1 / (double)inner) / (double)inner;
+        mean[r] = m;
+        var[r] = v < 0 ? 0 : v;
+        mean32[r] = (float)m;
+        var32[r] = (float)var[r];
+    }
+}
+
+/* graft's outputs mean and rstd from the row statistics. */
+static void write_stats(const gfp_tensor *mean, const gfp_tensor *rstd, const double *m,
+                        const double *var, int64_t count, double eps) {
+    int64_t idx[GFP_MAX_RANK] = {0};
+    char *mb = (char *)mean->buffer + mean->offset, *rb = (char *)rstd->buffer + rstd->offset;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t mo = 0, ro = 0;
+        for (int d = 0; d < rstd->rank; d++) {
+            mo += idx[d] * mean->strides[d];
+            ro += idx[d] * rstd->strides[d];
+        }
+        ((float *)(void *)mb)[mo] = (float)m[i];
+        ((float *)(void *)rb)[ro] = (float)(1.0 / sqrt(var[i] + eps));
+        ref_next_index(idx, rstd->sizes, rstd->rank);
+    }
+}
+
+static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
+                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    const gfp_layer_norm_params *lp = params;
+    if (n_in != 3 || n_out != 3 || !in[0] || !lp ||
+        lp->struct_size < GFP_LAYER_NORM_PARAMS_SIZE_V1_0)
+        return ODN_FALLBACK;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
+                     *rstd = out[2];
+    int nr = lp->normalized_rank, outer_rank = x->rank - nr;
+    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !f32_or_absent(w) || !f32_or_absent(b) ||
+        mean->dtype != GFP_F32 || rstd->dtype != GFP_F32 || !no_broadcast(y))
+        return ODN_FALLBACK;
+    ln_plan p = {.outer = 1, .inner = 1, .eps = (float)lp->eps};
+    for (int d = 0; d < outer_rank; d++) p.outer *= x->sizes[d];
+    for (int d = outer_rank; d < x->rank; d++) p.inner *= x->sizes[d];
+    const gfp_tensor *stats[2] = {mean, rstd};
+    for (int k = 0; k < 2; k++) {
+        if (stats[k]->rank != outer_rank || !no_broadcast(stats[k])) return ODN_FALLBACK;
+        for (int d = 0; d < outer_rank; d++)
+            if (stats[k]->sizes[d] != x->sizes[d]) return ODN_FALLBACK;
+    }
+    const gfp_tensor *wb[2] = {w, b};
+    for (int k = 0; k < 2; k++) {
+        if (!wb[k]) continue;
+        if (wb[k]->rank != nr) return ODN_FALLBACK;
+        for (int d = 0; d < nr; d++)
+            if (wb[k]->sizes[d] != x->sizes[outer_rank + d]) return ODN_FALLBACK;
+    }
+    if (p.outer == 0) return GFP_OK;
+    if (p.inner == 0) return ODN_FALLBACK;
+    p.flags = (w ? ODC_NORM_SCALE : 0) | (b ? ODC_NORM_SHIFT : 0);
+    odn_key key;
+    odn_key_init(&key, GFP_OP_LAYER_NORM);
+    odn_key_add(&key, p.outer);
+    odn_key_add(&key, p.inner);
+    int32_t eps_bits;
+    memcpy(&eps_bits, &p.eps, 4);
+    odn_key_add(&key, eps_bits);
+    odn_key_add(&key, p.flags);
+    odn_ctx *c;
+    gfp_status cst = odn_ctx_acquire(&c);
+    if (cst != GFP_OK) return cst;
+    odn_team team = odn_team_begin(p.outer * p.inner * 2);
+    const odn_prim *e = odn_cache_get(&key, build_ln, &p);
+    if (!e) {
+        odn_team_end(team);
+        return ODN_FALLBACK;
+    }
+    float *m = odn_arena_alloc(c, (size_t)p.outer * 4), *v = odn_arena_alloc(c, (size_t)p.outer * 4);
+    double *dm = odn_arena_alloc(c, (size_t)p.outer * 8), *dv = odn_arena_alloc(c, (size_t)p.outer * 8);
+    size_t bytes = (size_t)(p.outer * p.inner) * 4;
+    void *xp = (char *)x->buffer + x->offset, *yp = (char *)y->buffer + y->offset;
+    bool pack_x = !odn_is_contiguous(x), pack_y = !odn_is_contiguous(y);
+    if (pack_x) xp = odn_arena_alloc(c, bytes);
+    if (pack_y) yp = odn_arena_alloc(c, bytes);
+    gfp_tensor wt, bt; /* oneDNN reads scale and shift as dense vectors */
+    bool wb_ok = (!w || odn_packed(c, w, true, &wt)) && (!b || odn_packed(c, b, true, &bt));
+    gfp_status st = m && v && dm && dv && xp && yp && wb_ok ? GFP_OK : GFP_ERR_OUT_OF_MEMORY;
+    gfp_tensor xt = odn_temp_like(x, GFP_F32, xp), yt = odn_temp_like(y, GFP_F32, yp);
+    if (st == GFP_OK && pack_x) st = odn_copy(&xt, x);
+    if (st == GFP_OK) row_moments(xp, p.outer, p.inner, dm, dv, m, v);
+    if (st == GFP_OK) {
+        odn_arg a[6] = {{DNNL_ARG_SRC, &e->md[0], xp},
+                        {DNNL_ARG_DST, &e->md[0], yp},
+                        {DNNL_ARG_MEAN, &e->md[2], m},
+                        {DNNL_ARG_VARIANCE, &e->md[2], v}};
+        int n = 4;
+        if (w) a[n++] = (odn_arg){DNNL_ARG_SCALE, &e->md[3], (char *)wt.buffer + wt.offset};
+        if (b) a[n++] = (odn_arg){DNNL_ARG_SHIFT, &e->md[3], (char *)bt.buffer + bt.offset};
+        st = odn_exec(c, e, 0, a, n, "layer_norm");
+    }
+    if (st == GFP_OK && pack_y) st = odn_copy(y, &yt);
+    if (st == GFP_OK) write_stats(mean, rstd, dm, dv, p.outer, lp->eps);
+    odn_prim_release(e);
+    odn_team_end(team);
+    return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
+}
+
+/* ------------------------------------------------------------ batch norm */
+typedef struct bn_plan {
+    const gfp_tensor *x, *y;
+    float eps;
+    unsigned flags;
+} bn_plan;
+
+static dnnl_status_t build_bn(odn_prim *e, const void *ctx) {
+    const bn_plan *p = ctx;
+    int64_t c = p->x->sizes[1], one = 1;
+    dnnl_status_t st = odc_md_strided(&e->md[0], p->x->rank, p->x->sizes, p->x->strides, dnnl_f32);
+    if (st == dnnl_success)
+        st = odc_md_strided(&e->md[1], p->y->rank, p->y->sizes, p->y->strides, dnnl_f32);
+    if (st == dnnl_success) st = odc_md_strided(&e->md[2], 1, &c, &one, dnnl_f32);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == dnnl_success) st = odc_batch_norm_pd(&pd, odn_engine(), &e->md[0], p->eps, p->flags);
+    /* The primitive's dst descriptor must be graft's y (it is derived from src). */
+    odc_md dst;
+    if (st == dnnl_success && (!odc_pd_arg_md(pd, DNNL_ARG_DST, &dst) ||
+                               !odc_md_equal(&dst, &e->md[1]) || odc_pd_is_slow(pd)))
+        st = dnnl_unimplemented;
+    if (st == dnnl_success) st = odn_prim_set(e, 0, pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+/* A contiguous f32 copy of a 1-D per-channel tensor (or the tensor itself). */
+static float *channel_vector(odn_ctx *c, const gfp_tensor *t) {
+    if (t->strides[0] == 1 || t->sizes[0] == 1) return (float *)(void *)((char *)t->buffer + t->offset);
+    float *v = odn_arena_alloc(c, (size_t)t->sizes[0] * 4);
+    if (!v) return NULL;
+    gfp_tensor dst = odn_temp_like(t, GFP_F32, v);
+    odn_copy(&dst, t);
+    return v;
+}
+
+static void store_c(const gfp_tensor *t, int64_t i, double v) {
+    ((float *)(void *)((char *)t->buffer + t->offset))[i * t->strides[0]] = (float)v;
+}
+static double load_c(const gfp_tensor *t, int64_t i) {
+    return ((const float *)(const void *)((const char *)t->buffer + t->offset))[i * t->strides[0]];
+}
+
+/* Sum of (x - shift) and of its square over channel c of x [N, C, ...]: the
+ * dims but 1, the last one as a vectorised run when it is unit-stride. */
+static void channel_sums(const gfp_tensor *x, int64_t c, double shift, double *s1, double *s2) {
+    int64_t sizes[GFP_MAX_RANK], strides[GFP_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (d == 1) continue;
+        sizes[r] = x->sizes[d];
+        strides[r++] = x->strides[d];
+    }
+    const float *base = (const float *)(const void *)((const char *)x->buffer + x->offset) +
+                        c * x->strides[1];
+    int64_t inner = sizes[r - 1], step = strides[r - 1], runs = 1;
+    for (int d = 0; d < r - 1; d++) runs *= sizes[d];
+    double a = 0, b = 0;
+    for (int64_t k = 0; k < runs; k++) {
+        int64_t off = 0, j = k;
+        for (int d = r - 2; d >= 0; d--) {
+            off += (j % sizes[d]) * strides[d];
+            j /= sizes[d];
+        }
+        const float *p = base + off;
+        if (step == 1) {
+#pragma omp simd reduction(+ : a, b)
+            for (int64_t i = 0; i < inner; i++) {
+                double v = (double)p[i] - shift;
+                a += v;
+                b += v * v;
+            }
+        } else {
+            for (int64_t i = 0; i < inner; i++) {
+                double v = (double)p[i * step] - shift;
+                a += v;
+                b += v * v;
+            }
+        }
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* Mean and biased variance (m2 / n) of every channel, in double with the
+ * reference's corrected two-pass formula. oneDNN's own statistics are f32
+ * sums: on a channel of equal values they leave the mean off by an ulp,
+ * which 1/sqrt(eps) then magnifies into an output far from 0. */
+static void channel_moments(const gfp_tensor *x, double n, double *mean, double *m2) {
+    int64_t ch = x->sizes[1];
+    int nt = odn_threads((int64_t)n * ch * 2);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
+    for (int64_t c = 0; c < ch; c++) {
+        double s1, s2, d1, d2;
+        channel_sums(x, c, 0.0, &s1, &s2);
+        double m = s1 / n;
+        channel_sums(x, c, m, &d1, &d2);
+        double v = d2 - d1 * d1 / n;
+        mean[c] = m;
+        m2[c] = v < 0 ? 0 : v;
+    }
+}
+
+/* Training computes the statistics here (channel_moments) and, like
+ * evaluation, hands them to oneDNN's inference primitive, which normalises. */
+static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
+                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    const gfp_batch_norm_params *bp = params;
+    if (n_in != 5 || n_out != 3 || !in[0] || !bp ||
+        bp->struct_size < GFP_BATCH_NORM_PARAMS_SIZE_V1_0 || bp->training > 1)
+        return ODN_FALLBACK;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
+    const gfp_tensor *y = out[0], *smean = out[1], *sinv = out[2];
+    if (x->rank < 2 || x->rank > 5 || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (!bp->training && (!rm || !rv)) return ODN_FALLBACK;
+    int64_t ch = x->sizes[1];
+    const gfp_tensor *per[6] = {w, b, rm, rv, smean, sinv};
+    for (int i = 0; i < 6; i++) {
+        if (!per[i]) continue;
+        if (per[i]->dtype != GFP_F32 || per[i]->rank != 1 || per[i]->sizes[0] != ch)
+            return ODN_FALLBACK;
+        if (i >= 2 && per[i]->strides[0] == 0 && ch > 1) return ODN_FALLBACK; /* written */
+    }
+    if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !no_broadcast(y)) return ODN_FALLBACK;
+    if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
+    double count = (double)(odn_numel(x) / ch);
+    odn_ctx *c;
+    gfp_status cst = odn_ctx_acquire(&c);
+    if (cst != GFP_OK) return cst;
+    double *dmean = odn_arena_alloc(c, (size_t)ch * 8), *dm2 = odn_arena_alloc(c, (size_t)ch * 8);
+    float *mean = odn_arena_alloc(c, (size_t)ch * 4), *var = odn_arena_alloc(c, (size_t)ch * 4);
+    if (!dmean || !dm2 || !mean || !var) return GFP_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < ch && !bp->training; i++) {
+        dmean[i] = load_c(rm, i);
+        dm2[i] = load_c(rv, i); /* the variance itself: count plays no part */
+    }
+    if (bp->training) channel_moments(x, count, dmean, dm2);
+    double div = bp->training ? count : 1.0;
+    for (int64_t i = 0; i < ch; i++) {
+        mean[i] = (float)dmean[i];
+        var[i] = (float)(dm2[i] / div);
+    }
+    /* oneDNN writes y in x's layout: when they differ, both go dense. */
+    const gfp_tensor *user_y = y;
+    gfp_tensor xt = *x, yt = *y;
+    if (memcmp(x->strides, y->strides, sizeof x->strides) || !no_broadcast(x)) {
+        if (!odn_packed(c, x, true, &xt) || !odn_packed(c, y, false, &yt))
+            return GFP_ERR_OUT_OF_MEMORY;
+        x = &xt;
+        y = &yt;
+    }
+    bn_plan p = {x, y, (float)bp->eps,
+                 ODC_NORM_GLOBAL_STATS | (w ? ODC_NORM_SCALE : 0u) | (b ? ODC_NORM_SHIFT : 0u)};
+    odn_key key;
+    odn_key_init(&key, GFP_OP_BATCH_NORM);
+    odn_key_tensor(&key, x);
+    odn_key_tensor(&key, y);
+    int32_t eps_bits;
+    memcpy(&eps_bits, &p.eps, 4);
+    odn_key_add(&key, eps_bits);
+    odn_key_add(&key, p.flags);
+    odn_team team = odn_team_begin(odn_numel(x) * 2);
+    const odn_prim *e = odn_cache_get(&key, build_bn, &p);
+    if (!e) {
+        odn_team_end(team);
+        return ODN_FALLBACK;
+    }
+    float *wv = w ? channel_vector(c, w) : NULL, *bv = b ? channel_vector(c, b) : NULL;
+    gfp_status st = GFP_OK;
+    if ((w && !wv) || (b && !bv)) st = GFP_ERR_OUT_OF_MEMORY;
+    if (st == GFP_OK) {
+        odn_arg a[6] = {{DNNL_ARG_SRC, &e->md[0], (char *)x->buffer + x->offset},
+                        {DNNL_ARG_DST, &e->md[1], (char *)y->buffer + y->offset},
+                        {DNNL_ARG_MEAN, &e->md[2], mean},
+                        {DNNL_ARG_VARIANCE, &e->md[2], var}};
+        int n = 4;
+        if (w) a[n++] = (odn_arg){DNNL_ARG_SCALE, &e->md[2], wv};
+        if (b) a[n++] = (odn_arg){DNNL_ARG_SHIFT, &e->md[2], bv};
+        st = odn_exec(c, e, 0, a, n, "batch_norm");
+    }
+    odn_prim_release(e);
+    odn_team_end(team);
+    if (st == GFP_OK && y != user_y) st = odn_copy(user_y, y);
+    if (st != GFP_OK) return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
+    double mom = bp->momentum;
+    for (int64_t i = 0; i < ch; i++) {
+        store_c(smean, i, dmean[i]);
+        store_c(sinv, i, 1.0 / sqrt(dm2[i] / div + bp->eps));
+        if (!bp->training) continue;
+        /* unbiased variance, as PyTorch (n = 1: NaN) */
+        if (rm) store_c(rm, i, (1 - mom) * load_c(rm, i) + mom * dmean[i]);
+        if (rv) store_c(rv, i, (1 - mom) * load_c(rv, i) + mom * (dm2[i] / (count - 1)));
+    }
+    return GFP_OK;
+}
+
+gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                           const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    for (uint32_t i = 0; i < n_out; i++)
+        if (!out[i]) return ODN_FALLBACK;
+    switch (op) {
+    case GFP_OP_SOFTMAX:
+    case GFP_OP_LOG_SOFTMAX: return odn_softmax_launch(op, in, n_in, out, n_out, params);
+    case GFP_OP_LAYER_NORM: return layer_norm(in, n_in, out, n_out, params);
+    case GFP_OP_BATCH_NORM: return batch_norm(in, n_in, out, n_out, params);
+    default: return ODN_FALLBACK;
+    }
+}

@@ -1,0 +1,516 @@
+/* onednn_plugin.c — the cpu_onednn plugin's entry point, device, memory and
+ * the routing of launches: accelerated kernel first, reference kernel when it
+ * answers ODN_FALLBACK (see onednn_internal.h).
+ *
+ * One device, host memory, thread-safe. A buffer handle is the address of
+ * byte 0 of a 64-byte aligned block with the reference plugin's header in
+ * front of it (the size), so reads, writes and launches out of bounds are
+ * reported instead of corrupting memory. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "onednn_internal.h"
+
+/* The reference families report through ref_host (ref_util.c): it is this
+ * plugin's host table. */
+const gfp_host *ref_host;
+bool odn_bf16;
+
+/* ------------------------------------------------------------ families */
+typedef gfp_status (*launch_fn)(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                const gfp_tensor *const *out, uint32_t n_out, const void *params);
+
+typedef struct family {
+    bool (*handles)(uint32_t op);
+    uint32_t (*support)(const gfp_op_query *q);
+    launch_fn reference;
+    launch_fn fast; /* NULL: the reference kernels only */
+} family;
+
+static const family families[] = {
+    {ref_elementwise_handles, ref_elementwise_support, ref_elementwise_launch,
+     odn_elementwise_launch},
+    {ref_random_handles, ref_random_support, ref_random_launch, NULL},
+    {ref_reduce_handles, ref_reduce_support, ref_reduce_launch, odn_reduce_launch},
+    {ref_matmul_handles, ref_matmul_support, ref_matmul_launch, odn_matmul_launch},
+    {ref_norm_handles, ref_norm_support, ref_norm_launch, odn_norm_launch},
+    {ref_index_handles, ref_index_support, ref_index_launch, NULL},
+    {ref_conv_handles, ref_conv_support, ref_conv_launch, odn_conv_launch},
+    {ref_pool_handles, ref_pool_support, ref_pool_launch, odn_pool_launch},
+};
+
+static const family *family_of(uint32_t op) {
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (families[i].handles(op)) return &families[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ plugin */
+static atomic_long live_buffers;
+static int device_token; /* its address is the device handle */
+
+static gfp_status odn_init(void **plugin_ctx) {
+    if (plugin_ctx) *plugin_ctx = NULL;
+    /* Cheap and without side effects: the engine is made on device_open.
+     * DNNL_MAX_CPU_ISA is honoured: oneDNN reads it here. */
+    odn_bf16 = odc_cpu_has_bf16();
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init(); /* for __builtin_cpu_supports in a dlopen'ed library */
+#endif
+    return GFP_OK;
+}
+
+static void odn_shutdown(void *plugin_ctx) {
+    (void)plugin_ctx;
+    odn_runtime_close();
+    long n = atomic_load(&live_buffers);
+    if (n > 0 && ref_host) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "cpu_onednn: %ld buffer(s) still allocated at shutdown (leaked by the caller)", n);
+        ref_host->log(ref_host->host_ctx, GFP_LOG_WARN, msg);
+    }
+}
+
+static gfp_status odn_device_count(void *plugin_ctx, uint32_t *count) {
+    (void)plugin_ctx;
+    if (!count) return ref_fail(GFP_ERR_INVALID, "device_count: count is NULL");
+    *count = 1;
+    return GFP_OK;
+}
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return (uint64_t)pages * (uint64_t)page;
+}
+
+/* Anything above is a size computation gone wrong, reported as such. */
+#define ODN_MAX_ALLOC ((uint64_t)1 << 62)
+
+static uint32_t stored_dtypes(void) {
+    uint32_t d = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
+                 GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL);
+    return odn_bf16 ? d | GFP_DTYPE_BIT(GFP_BF16) : d;
+}
+
+static gfp_status odn_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
+    (void)plugin_ctx;
+    if (!props) return ref_fail(GFP_ERR_INVALID, "device_props: props is NULL");
+    if (index != 0)
+        return ref_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (the "
+                        "cpu_onednn plugin has one device, index 0)", (unsigned)index);
+    gfp_device_props full;
+    memset(&full, 0, sizeof full);
+    full.flags = GFP_DEVICE_FLAG_HOST_ADDRESSABLE | GFP_DEVICE_FLAG_THREAD_SAFE;
+    char version[96];
+    odc_version_text(version, sizeof version);
+    snprintf(full.name, sizeof full.name, "CPU (oneDNN, %d threads)", omp_get_max_threads());
+    snprintf(full.type, sizeof full.type, "%s", "cpu");
+    full.memory_bytes = physical_memory();
+    full.dtypes = stored_dtypes();
+    full.max_rank = GFP_MAX_RANK;
+    full.max_alloc_bytes = ODN_MAX_ALLOC;
+    snprintf(full.driver, sizeof full.driver, "%s", version);
+    uint32_t size = props->struct_size; /* an older core passes a smaller struct */
+    size_t n = size < sizeof full ? size : sizeof full;
+    if (n > sizeof full.struct_size)
+        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
+               n - sizeof full.struct_size);
+    return GFP_OK;
+}
+
+static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **device) {
+    (void)plugin_ctx;
+    if (!device) return ref_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    if (index != 0)
+        return ref_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (the "
+                        "cpu_onednn plugin has one device, index 0)", (unsigned)index);
+    gfp_status st = odn_runtime_open();
+    if (st != GFP_OK) return st;
+    *device = &device_token;
+    return GFP_OK;
+}
+
+/* ------------------------------------------------------------ memory */
+#define ODN_HEADER 64
+#define ODN_MAGIC 0x6f646e6e62756621ull /* "odnnbuf!" */
+
+typedef struct buf_header {
+    uint64_t magic;
+    uint64_t nbytes;
+} buf_header;
+
+static buf_header *header_of(gfp_buffer buffer) {
+    return (buf_header *)((char *)buffer - ODN_HEADER);
+}
+
+static gfp_status odn_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer,
+                                   void **host_ptr) {
+    (void)device;
+    if (!buffer || !host_ptr)
+        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
+    *buffer = NULL;
+    *host_ptr = NULL;
+    if (nbytes == 0)
+        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
+    if (nbytes > ODN_MAX_ALLOC)
+        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+                        "buffer_alloc: %llu bytes is more than the device allows (2^62); the "
+                        "size is probably miscomputed", (unsigned long long)nbytes);
+    uint64_t rounded = (nbytes + 63) & ~(uint64_t)63;
+    if (rounded + ODN_HEADER > (uint64_t)SIZE_MAX)
+        return ref_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
+                        (unsigned long long)nbytes);
+    char *block = aligned_alloc(64, (size_t)(rounded + ODN_HEADER));
+    if (!block)
+        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+                        "buffer_alloc: out of host memory allocating %llu bytes",
+                        (unsigned long long)nbytes);
+    buf_header *h = (buf_header *)block;
+    h->magic = ODN_MAGIC;
+    h->nbytes = nbytes;
+    atomic_fetch_add(&live_buffers, 1);
+    *buffer = block + ODN_HEADER;
+    *host_ptr = block + ODN_HEADER;
+    return GFP_OK;
+}
+
+static void odn_buffer_free(void *device, gfp_buffer buffer) {
+    (void)device;
+    if (!buffer) return;
+    buf_header *h = header_of(buffer);
+    if (h->magic != ODN_MAGIC) {
+        if (ref_host)
+            ref_host->log(ref_host->host_ctx, GFP_LOG_ERROR,
+                          "cpu_onednn: buffer_free of a handle that is not a live buffer "
+                          "(double free?); ignored");
+        return;
+    }
+    h->magic = 0;
+    atomic_fetch_sub(&live_buffers, 1);
+    free(h);
+}
+
+static gfp_status check_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n) {
+    if (!buffer) return ref_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
+    const buf_header *h = header_of(buffer);
+    if (h->magic != ODN_MAGIC)
+        return ref_fail(GFP_ERR_INVALID, "%s: the buffer is not a live cpu_onednn buffer "
+                        "(freed already, or from another plugin)", what);
+    if (offset > h->nbytes || n > h->nbytes - offset)
+        return ref_fail(GFP_ERR_INVALID,
+                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
+                        what, (unsigned long long)n, (unsigned long long)offset,
+                        (unsigned long long)h->nbytes);
+    return GFP_OK;
+}
+
+/* Large host copies run on every thread: one thread does not saturate the
+ * memory bandwidth of a server core complex. */
+static void parallel_memcpy(char *dst, const char *src, size_t n) {
+    int nt = odn_threads((int64_t)(n / 16));
+    if (nt <= 1) {
+        memmove(dst, src, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        size_t t = (size_t)omp_get_thread_num(), k = (size_t)omp_get_num_threads();
+        size_t lo = n / k * t, hi = t + 1 == k ? n : n / k * (t + 1);
+        memcpy(dst + lo, src + lo, hi - lo);
+    }
+}
+
+static gfp_status odn_buffer_write(void *device, gfp_buffer buffer, uint64_t offset,
+                                   const void *src, uint64_t n) {
+    (void)device;
+    gfp_status st = check_range("buffer_write", buffer, offset, n);
+    if (st != GFP_OK || n == 0) return st;
+    if (!src) return ref_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    parallel_memcpy((char *)buffer + offset, src, (size_t)n);
+    return GFP_OK;
+}
+
+static gfp_status odn_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, void *dst,
+                                  uint64_t n) {
+    (void)device;
+    gfp_status st = check_range("buffer_read", buffer, offset, n);
+    if (st != GFP_OK || n == 0) return st;
+    if (!dst) return ref_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    parallel_memcpy(dst, (const char *)buffer + offset, (size_t)n);
+    return GFP_OK;
+}
+
+static gfp_status odn_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset,
+                                  gfp_buffer dst, uint64_t dst_offset, uint64_t n) {
+    (void)device;
+    gfp_status st = check_range("buffer_copy (source)", src, src_offset, n);
+    if (st == GFP_OK) st = check_range("buffer_copy (destination)", dst, dst_offset, n);
+    if (st != GFP_OK || n == 0) return st;
+    char *d = (char *)dst + dst_offset;
+    const char *s = (const char *)src + src_offset;
+    if (d < s + n && s < d + n) memmove(d, s, (size_t)n); /* outside the contract; survive it */
+    else parallel_memcpy(d, s, (size_t)n);
+    return GFP_OK;
+}
+
+static gfp_status odn_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
+                                  const void *pattern, uint32_t pattern_size) {
+    (void)device;
+    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
+        return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
+                        (unsigned)pattern_size);
+    if (n % pattern_size)
+        return ref_fail(GFP_ERR_INVALID,
+                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
+                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status st = check_range("buffer_fill", buffer, offset, n);
+    if (st != GFP_OK || n == 0) return st;
+    if (!pattern) return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
+    odn_fill_pattern((char *)buffer + offset, n, pattern, pattern_size);
+    return GFP_OK;
+}
+
+static gfp_status odn_synchronize(void *device) {
+    (void)device; /* launches have finished when they return */
+    return GFP_OK;
+}
+
+/* ------------------------------------------------------------ ops */
+static bool is_bf16_pair(int32_t a, int32_t b) {
+    bool fa = a == GFP_F32 || a == GFP_F64 || a == GFP_BF16;
+    bool fb = b == GFP_F32 || b == GFP_F64 || b == GFP_BF16;
+    return fa && fb && (a == GFP_BF16 || b == GFP_BF16);
+}
+
+/* bf16 launches this plugin serves (the reference serves none). */
+static uint32_t bf16_support(const gfp_op_query *q) {
+    const int32_t *in = q->input_dtypes, *out = q->output_dtypes;
+    switch (q->op) {
+    case GFP_OP_COPY:
+        return q->n_inputs == 1 && q->n_outputs == 1 && is_bf16_pair(in[0], out[0])
+                   ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    case GFP_OP_FILL:
+        return q->n_inputs == 0 && q->n_outputs == 1 && out[0] == GFP_BF16 ? GFP_SUPPORT_STRIDED
+                                                                           : GFP_SUPPORT_NONE;
+    case GFP_OP_MATMUL:
+    case GFP_OP_CONV2D_BACKWARD_INPUT:
+    case GFP_OP_CONV2D_BACKWARD_WEIGHT:
+        return q->n_inputs == 2 && q->n_outputs == 1 && in[0] == GFP_BF16 &&
+                       in[1] == GFP_BF16 && out[0] == GFP_BF16
+                   ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    case GFP_OP_CONV2D:
+        return (q->n_inputs == 2 || q->n_inputs == 3) && q->n_outputs == 1 &&
+                       in[0] == GFP_BF16 && in[1] == GFP_BF16 &&
+                       (q->n_inputs == 2 || in[2] == -1 || in[2] == GFP_BF16) &&
+                       out[0] == GFP_BF16
+                   ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    default: return GFP_SUPPORT_NONE;
+    }
+}
+
+static bool query_has_bf16(const gfp_op_query *q) {
+    for (uint32_t i = 0; i < q->n_inputs; i++)
+        if (q->input_dtypes[i] == GFP_BF16) return true;
+    for (uint32_t i = 0; i < q->n_outputs; i++)
+        if (q->output_dtypes[i] == GFP_BF16) return true;
+    return false;
+}
+
+static gfp_status odn_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
+    (void)device;
+    if (!support) return ref_fail(GFP_ERR_INVALID, "query_op: support is NULL");
+    *support = GFP_SUPPORT_NONE;
+    if (!q) return ref_fail(GFP_ERR_INVALID, "query_op: query is NULL");
+    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
+        return ref_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
+                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
+    if (q->n_inputs > 8 || q->n_outputs > 4)
+        return ref_fail(GFP_ERR_INVALID,
+                        "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
+                        (unsigned)q->n_inputs, (unsigned)q->n_outputs);
+    if (query_has_bf16(q)) {
+        *support = odn_bf16 ? bf16_support(q) : GFP_SUPPORT_NONE;
+        return GFP_OK;
+    }
+    const family *f = family_of(q->op);
+    if (f) *support = f->support(q);
+    return GFP_OK;
+}
+
+/* What every kernel relies on: struct_size, rank, dtype, sizes, strides, and
+ * that the elements the view reaches lie inside its buffer. */
+static gfp_status check_tensor(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t) {
+    if (t->struct_size < GFP_TENSOR_SIZE_V1_0)
+        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has struct_size %u, at least %zu needed",
+                        (unsigned)op, role, (unsigned)i, (unsigned)t->struct_size,
+                        (size_t)GFP_TENSOR_SIZE_V1_0);
+    if (t->rank < 0 || t->rank > GFP_MAX_RANK)
+        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has rank %d, outside [0, %d]",
+                        (unsigned)op, role, (unsigned)i, (int)t->rank, GFP_MAX_RANK);
+    if (t->dtype < 0 || t->dtype >= GFP_DTYPE_COUNT || !(stored_dtypes() & GFP_DTYPE_BIT(t->dtype)))
+        return ref_fail(GFP_ERR_UNSUPPORTED,
+                        "op %u: %s %u has dtype %d; the cpu_onednn device stores f32, f64, i32, "
+                        "i64, bool%s", (unsigned)op, role, (unsigned)i, (int)t->dtype,
+                        odn_bf16 ? " and bf16" : " (and bf16 on CPUs with avx512_bf16)");
+    for (int d = 0; d < t->rank; d++)
+        if (t->sizes[d] < 0 || t->strides[d] < 0)
+            return ref_fail(GFP_ERR_INVALID,
+                            "op %u: %s %u has size %lld and stride %lld in dim %d; both must "
+                            "be >= 0", (unsigned)op, role, (unsigned)i, (long long)t->sizes[d],
+                            (long long)t->strides[d], d);
+    if (ref_numel(t) == 0) return GFP_OK;
+    if (!t->buffer)
+        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has a NULL buffer", (unsigned)op, role,
+                        (unsigned)i);
+    const buf_header *h = header_of(t->buffer);
+    if (h->magic != ODN_MAGIC)
+        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u's buffer is not a live cpu_onednn buffer "
+                        "(freed already, or not from buffer_alloc)", (unsigned)op, role,
+                        (unsigned)i);
+    uint64_t last = 0;
+    for (int d = 0; d < t->rank; d++) {
+        uint64_t span = (uint64_t)(t->sizes[d] - 1);
+        uint64_t stride = (uint64_t)t->strides[d];
+        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
+            last = UINT64_MAX / 2;
+            break;
+        }
+        last += span * stride;
+    }
+    uint64_t esize = ref_dtype_size(t->dtype);
+    if (t->offset > h->nbytes || last >= (h->nbytes - t->offset) / esize)
+        return ref_fail(GFP_ERR_INVALID,
+                        "op %u: %s %u reaches element %llu from byte offset %llu, past the "
+                        "end of its %llu-byte buffer (check sizes, strides and offset)",
+                        (unsigned)op, role, (unsigned)i, (unsigned long long)last,
+                        (unsigned long long)t->offset, (unsigned long long)h->nbytes);
+    return GFP_OK;
+}
+
+static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                     uint32_t n_out) {
+    for (uint32_t i = 0; i < n_in; i++)
+        if (in[i] && in[i]->dtype == GFP_BF16) return true;
+    for (uint32_t i = 0; i < n_out; i++)
+        if (out[i]->dtype == GFP_BF16) return true;
+    return false;
+}
+
+static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
+                             uint32_t n_inputs, const gfp_tensor *const *outputs,
+                             uint32_t n_outputs, const void *params) {
+    (void)device;
+    const family *f = family_of(op);
+    if (!f)
+        return ref_fail(GFP_ERR_UNSUPPORTED,
+                        "op id %u is not an op the cpu_onednn plugin knows (unknown or newer "
+                        "than ABI %d.%d)", (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
+    if ((n_inputs && !inputs) || (n_outputs && !outputs))
+        return ref_fail(GFP_ERR_INVALID, "op %u: the inputs or outputs array is NULL",
+                        (unsigned)op);
+    if (n_inputs > 8 || n_outputs > 4)
+        return ref_fail(GFP_ERR_INVALID, "op %u: %u inputs and %u outputs; at most 8 and 4",
+                        (unsigned)op, (unsigned)n_inputs, (unsigned)n_outputs);
+    gfp_status st = GFP_OK;
+    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
+        if (inputs[i]) st = check_tensor(op, "input", i, inputs[i]);
+    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
+        if (!outputs[i])
+            return ref_fail(GFP_ERR_INVALID, "op %u: output %u is NULL", (unsigned)op,
+                            (unsigned)i);
+        st = check_tensor(op, "output", i, outputs[i]);
+    }
+    if (st != GFP_OK) return st;
+    st = f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
+    odn_ctx_end_launch();
+    if (st != ODN_FALLBACK) return st;
+    if (ref_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */
+        char msg[96];
+        snprintf(msg, sizeof msg, "cpu_onednn: op %u runs on the reference kernel", (unsigned)op);
+        ref_host->log(ref_host->host_ctx, GFP_LOG_DEBUG, msg);
+    }
+    if (any_bf16(inputs, n_inputs, outputs, n_outputs))
+        return ref_fail(GFP_ERR_UNSUPPORTED,
+                        "op %u: the cpu_onednn plugin provides bf16 for matmul, conv2d (and its "
+                        "gradients), copy and fill only; convert to f32 with gf_to_dtype",
+                        (unsigned)op);
+    return f->reference(op, inputs, n_inputs, outputs, n_outputs, params);
+}
+
+/* Extensions:
+ *  "cpu_onednn.primitive_builds": *out = a uint64_t (*)(void) counting the
+ *  oneDNN primitives created so far (a training loop creates none after its
+ *  first step). */
+static uint64_t builds_fn(void) { return odn_cache_builds(); }
+
+static gfp_status odn_query_extension(void *plugin_ctx, const char *name, void **out) {
+    (void)plugin_ctx;
+    if (out) *out = NULL;
+    if (name && out && !strcmp(name, "cpu_onednn.primitive_builds")) {
+        uint64_t (*fn)(void) = builds_fn;
+        memcpy(out, &fn, sizeof fn);
+        return GFP_OK;
+    }
+    return ref_fail(GFP_ERR_NOT_FOUND, "the cpu_onednn plugin has no extension \"%s\"",
+                    name ? name : "(null)");
+}
+
+/* ------------------------------------------------------------ negotiation */
+static const gfp_plugin odn_table = {
+    .struct_size = sizeof(gfp_plugin),
+    .abi_major = GFP_ABI_MAJOR,
+    .abi_minor = GFP_ABI_MINOR,
+    .name = "cpu_onednn",
+    .version = "1.0.0",
+    .init = odn_init,
+    .shutdown = odn_shutdown,
+    .device_count = odn_device_count,
+    .device_props = odn_device_props,
+    .device_open = odn_device_open,
+    .device_close = NULL, /* the engine lives until shutdown */
+    .buffer_alloc = odn_buffer_alloc,
+    .buffer_free = odn_buffer_free,
+    .buffer_write = odn_buffer_write,
+    .buffer_read = odn_buffer_read,
+    .buffer_copy = odn_buffer_copy,
+    .buffer_fill = odn_buffer_fill,
+    .synchronize = odn_synchronize,
+    .launch = odn_launch,
+    .query_op = odn_query_op,
+    .query_extension = odn_query_extension,
+};
+
+GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
+                                             const gfp_plugin **table);
+
+GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
+                                             const gfp_plugin **table) {
+    if (table) *table = NULL;
+    if (!request || !table || request->struct_size < GFP_NEGOTIATE_REQUEST_SIZE_V1_0)
+        return GFP_ERR_INVALID;
+    const gfp_host *host = request->host;
+    if (!host || host->struct_size < GFP_HOST_SIZE_V1_0 || !host->set_error || !host->log)
+        return GFP_ERR_INVALID;
+    if (request->abi_major != GFP_ABI_MAJOR) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "the cpu_onednn plugin implements plugin ABI %d.%d; the core offers %u.%u "
+                 "(a different major): use a cpu_onednn plugin built for that core",
+                 GFP_ABI_MAJOR, GFP_ABI_MINOR, (unsigned)request->abi_major,
+                 (unsigned)request->abi_minor);
+        host->set_error(host->host_ctx, msg);
+        return GFP_ERR_VERSION;
+    }
+    ref_host = host;
+    *table = &odn_table;
+    return GFP_OK;
+}

@@ -1,0 +1,429 @@
+/* onednn_pool.c — 2-D pooling (NCHW) and its gradients.
+ *
+ * Max pooling runs in C loops parallelised over the N*C planes: graft's ABI
+ * returns the argmax as a flat h*W+w index per plane (i64), which oneDNN's
+ * max pooling does not produce (its workspace is an opaque per-window
+ * offset), and recovering the index from oneDNN's output would scan every
+ * window again, which is the whole cost of the loop. The semantics are the
+ * reference's (ref_pool.c): padding never wins, the first maximum wins, a NaN
+ * takes over; the backward scatters through the indices.
+ *
+ * Average pooling (f32) runs on oneDNN's pooling primitive over graft's
+ * strided views. oneDNN's divisor with padding counted is always kh*kw,
+ * PyTorch's is the window clipped to the padded input: the two agree unless
+ * a ceil-mode window runs past the padding, which stays with the reference. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn_internal.h"
+
+typedef struct pool_geom {
+    int64_t n, c, h, w, ho, wo;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil_mode, include_pad;
+} pool_geom;
+
+static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+    int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) out--;
+    return out;
+}
+
+/* Parameters as ref_pool.c accepts them; false: the reference reports. */
+static bool read_params(const void *params, bool is_max, pool_geom *g) {
+    const gfp_pool2d_params *p = params;
+    if (!p || p->struct_size < GFP_POOL2D_PARAMS_SIZE_V1_0) return false;
+    for (int a = 0; a < 2; a++) {
+        if (p->kernel[a] < 1 || p->stride[a] < 1 || p->padding[a] < 0 ||
+            p->padding[a] > p->kernel[a] / 2 || (is_max && p->dilation[a] < 1))
+            return false;
+    }
+    g->kh = p->kernel[0];
+    g->kw = p->kernel[1];
+    g->sh = p->stride[0];
+    g->sw = p->stride[1];
+    g->ph = p->padding[0];
+    g->pw = p->padding[1];
+    g->dh = is_max ? p->dilation[0] : 1;
+    g->dw = is_max ? p->dilation[1] : 1;
+    g->ceil_mode = p->ceil_mode != 0;
+    g->include_pad = p->count_include_pad != 0;
+    return true;
+}
+
+static bool rank4(const gfp_tensor *t) { return t && t->rank == 4; }
+
+/* x input-shaped, y output-shaped: sizes consistent with the parameters. */
+static bool geometry(const gfp_tensor *x, const gfp_tensor *y, pool_geom *g) {
+    if (!rank4(x) || !rank4(y)) return false;
+    g->n = x->sizes[0];
+    g->c = x->sizes[1];
+    g->h = x->sizes[2];
+    g->w = x->sizes[3];
+    g->ho = out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
+    g->wo = out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
+    return g->ho >= 1 && g->wo >= 1 && y->sizes[0] == g->n && y->sizes[1] == g->c &&
+           y->sizes[2] == g->ho && y->sizes[3] == g->wo;
+}
+
+#define AT(t, base, n, c, i, j)                                                           \
+    ((base) + (n) * (t)->strides[0] + (c) * (t)->strides[1] + (i) * (t)->strides[2] +     \
+     (j) * (t)->strides[3])
+
+/* ------------------------------------------------------------ max pooling */
+/* A plane at a time. For kernel column j the outputs whose tap lands inside
+ * the input form one range [lo_j, hi_j) of ow (padding excluded exactly, no
+ * test per element), computed once per launch; for each tap (i, j) and
+ * output row the inner loop is a strided walk the compiler vectorises. Taps
+ * are visited in window order for every output at once, which keeps the
+ * reference's rules (first maximum wins, a NaN takes over). best / at hold
+ * one plane of outputs per thread. */
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+typedef struct tap_range {
+    int64_t off, lo, hi; /* iw = ow * sw + off for ow in [lo, hi) */
+} tap_range;
+
+/* TAP: the integer type of a tap number, as wide as T so that the compare
+ * and the two selects vectorise lane for lane. */
+#define MAX_POOL_FWD(NAME, T, TAP)                                                        \
+    ODN_CLONES static void NAME##_plane(const pool_geom *g, const tap_range *taps,          \
+                                        const T *plane, int64_t sh_, int64_t sw_,           \
+                                        T *restrict best, TAP *restrict at) {               \
+        const int64_t ho = g->ho, wo = g->wo, kh = g->kh, kw = g->kw, h = g->h;           \
+        const int64_t sh = g->sh, ph = g->ph, dh = g->dh, step = g->sw * sw_;             \
+        for (int64_t o = 0; o < ho * wo; o++) {                                           \
+            best[o] = (T)-INFINITY;                                                       \
+            at[o] = -1;                                                                   \
+        }                                                                                 \
+        for (int64_t i = 0; i < kh; i++)                                                  \
+            for (int64_t j = 0; j < kw; j++) {                                            \
+                const int64_t off = taps[j].off, lo = taps[j].lo, hi = taps[j].hi;        \
+                const TAP tap = (TAP)(i * kw + j);                                        \
+                for (int64_t oh = 0; oh < ho; oh++) {                                     \
+                    int64_t ih = oh * sh - ph + i * dh;                                   \
+                    if (ih < 0 || ih >= h) continue; /* padding never wins */             \
+                    const T *restrict src = plane + ih * sh_ + off * sw_;                 \
+                    T *restrict b = best + oh * wo;                                       \
+                    TAP *restrict a = at + oh * wo;                                       \
+                    for (int64_t ow = lo; ow < hi; ow++) {                                \
+                        T v = src[ow * step];                                             \
+                        bool take = (a[ow] < 0) | (v > b[ow]) | (v != v);                 \
+                        b[ow] = take ? v : b[ow];                                         \
+                        a[ow] = take ? tap : a[ow];                                       \
+                    }                                                                     \
+                }                                                                         \
+            }                                                                             \
+    }                                                                                     \
+    static bool NAME(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,        \
+                     const gfp_tensor *ind) {                                             \
+        const T *xb = (const T *)((char *)x->buffer + x->offset);                         \
+        T *yb = (T *)((char *)y->buffer + y->offset);                                     \
+        int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);             \
+        int64_t planes = g->n * g->c, outs = g->ho * g->wo;                               \
+        int nt = odn_threads(planes * outs * g->kh * g->kw);                              \
+        T *best_all = malloc(sizeof(T) * (size_t)(outs * nt));                            \
+        TAP *at_all = malloc(sizeof(TAP) * (size_t)(outs * nt));                          \
+        tap_range *taps = malloc(sizeof(tap_range) * (size_t)g->kw);                      \
+        int64_t *tap_off = malloc(sizeof(int64_t) * (size_t)(g->kh * g->kw));             \
+        if (!best_all || !at_all || !taps || !tap_off) {                                  \
+            free(best_all), free(at_all), free(taps), free(tap_off);                      \
+            return false;                                                                 \
+        }                                                                                 \
+        for (int64_t j = 0; j < g->kw; j++) {                                             \
+            int64_t off = j * g->dw - g->pw;                                              \
+            int64_t lo = ceil_div(-off, g->sw), hi = floor_div(g->w - 1 - off, g->sw) + 1; \
+            taps[j].off = off;                                                            \
+            taps[j].lo = lo < 0 ? 0 : lo;                                                 \
+            taps[j].hi = hi > g->wo ? g->wo : hi;                                         \
+            for (int64_t i = 0; i < g->kh; i++) /* flat index of tap (i, j) at output 0 */ \
+                tap_off[i * g->kw + j] = i * g->dh * g->w + off;                          \
+        }                                                                                 \
+        _Pragma("omp parallel for num_threads(nt) if (nt > 1) schedule(static)")          \
+        for (int64_t pl = 0; pl < planes; pl++) {                                         \
+            int64_t n = pl / g->c, c = pl % g->c, t = omp_get_thread_num();               \
+            T *best = best_all + t * outs;                                                \
+            TAP *at = at_all + t * outs;                                                  \
+            const T *plane = xb + n * x->strides[0] + c * x->strides[1];                  \
+            NAME##_plane(g, taps, plane, x->strides[2], x->strides[3], best, at);         \
+            for (int64_t oh = 0; oh < g->ho; oh++) {                                      \
+                T *yr = AT(y, yb, n, c, oh, 0);                                           \
+                int64_t *ir = AT(ind, ib, n, c, oh, 0);                                   \
+                int64_t row0 = (oh * g->sh - g->ph) * g->w;                               \
+                for (int64_t ow = 0; ow < g->wo; ow++) {                                  \
+                    int64_t tp = at[oh * g->wo + ow];                                     \
+                    yr[ow * y->strides[3]] = best[oh * g->wo + ow];                       \
+                    ir[ow * ind->strides[3]] = tp < 0 ? -1 : row0 + tap_off[tp] + ow * g->sw; \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+        free(best_all), free(at_all), free(taps), free(tap_off);                          \
+        return true;                                                                      \
+    }
+MAX_POOL_FWD(max_pool_f32, float, int32_t)
+MAX_POOL_FWD(max_pool_f64, double, int64_t)
+
+/* The common case, kernel 2x2 with stride 2, every window inside the input
+ * and unit-stride rows: one pass, four loads and three selects per output
+ * (measured: the general tap-by-tap walk spent ~15% of a small CNN's step). */
+#define MAX_POOL_2X2(NAME, T, TAP)                                                        \
+    ODN_CLONES static void NAME##_rows(const T *x0, const T *x1, T *y, int64_t *ind,      \
+                                       int64_t wo, int64_t base, int64_t w,                \
+                                       int64_t ys, int64_t is) {                           \
+        TAP tap[256]; /* lanes of T's width: the selects vectorise; indices after */     \
+        for (int64_t o0 = 0; o0 < wo; o0 += 256) {                                        \
+            int64_t n = wo - o0 < 256 ? wo - o0 : 256;                                    \
+            const T *r0 = x0 + 2 * o0, *r1 = x1 + 2 * o0;                                 \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                T a = r0[2 * i], b = r0[2 * i + 1], c = r1[2 * i], d = r1[2 * i + 1];     \
+                /* the tap walk's rule: a tap takes over when greater or NaN (so the   \
+                 * first maximum stays, and the last NaN wins) */                         \
+                T m = a;                                                                  \
+                TAP t = 0;                                                                \
+                bool tb = (b > m) | (b != b);                                             \
+                t = tb ? 1 : t;                                                           \
+                m = tb ? b : m;                                                           \
+                bool tc = (c > m) | (c != c);                                             \
+                t = tc ? 2 : t;                                                           \
+                m = tc ? c : m;                                                           \
+                bool td = (d > m) | (d != d);                                             \
+                t = td ? 3 : t;                                                           \
+                m = td ? d : m;                                                           \
+                y[(o0 + i) * ys] = m;                                                     \
+                tap[i] = t;                                                               \
+            }                                                                             \
+            for (int64_t i = 0; i < n; i++)                                               \
+                ind[(o0 + i) * is] = base + 2 * (o0 + i) + (tap[i] >> 1) * w + (tap[i] & 1); \
+        }                                                                                 \
+    }                                                                                     \
+    static void NAME(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,        \
+                     const gfp_tensor *ind) {                                             \
+        const T *xb = (const T *)((char *)x->buffer + x->offset);                         \
+        T *yb = (T *)((char *)y->buffer + y->offset);                                     \
+        int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);             \
+        int64_t planes = g->n * g->c;                                                     \
+        int nt = odn_threads(planes * g->ho * g->wo * 4);                                 \
+        _Pragma("omp parallel for num_threads(nt) if (nt > 1) schedule(static)")          \
+        for (int64_t pl = 0; pl < planes; pl++) {                                         \
+            int64_t n = pl / g->c, c = pl % g->c;                                         \
+            const T *plane = xb + n * x->strides[0] + c * x->strides[1];                  \
+            for (int64_t oh = 0; oh < g->ho; oh++)                                        \
+                NAME##_rows(plane + 2 * oh * x->strides[2],                               \
+                            plane + (2 * oh + 1) * x->strides[2], AT(y, yb, n, c, oh, 0),   \
+                            AT(ind, ib, n, c, oh, 0), g->wo, 2 * oh * g->w, g->w,         \
+                            y->strides[3], ind->strides[3]);                              \
+        }                                                                                 \
+    }
+MAX_POOL_2X2(max_pool_2x2_f32, float, int32_t)
+MAX_POOL_2X2(max_pool_2x2_f64, double, int64_t)
+
+/* grad_x zeroed, then each grad_y element added at its index. Every index
+ * was checked first (indices_valid), so a bad one leaves grad_x untouched. */
+#define MAX_POOL_BWD(NAME, T)                                                             \
+    static void NAME(const pool_geom *g, const gfp_tensor *gy, const gfp_tensor *ind,     \
+                     const gfp_tensor *gx) {                                              \
+        const T *gyb = (const T *)((char *)gy->buffer + gy->offset);                      \
+        const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer +         \
+                                                            ind->offset);                 \
+        T *gxb = (T *)((char *)gx->buffer + gx->offset);                                  \
+        int64_t planes = g->n * g->c;                                                     \
+        int64_t sh_ = gx->strides[2], sw_ = gx->strides[3];                               \
+        bool dense = sw_ == 1 && (sh_ == g->w || g->h == 1);                              \
+        int nt = odn_threads(planes * (g->h * g->w + g->ho * g->wo));                     \
+        _Pragma("omp parallel for num_threads(nt) if (nt > 1) schedule(static)")          \
+        for (int64_t pl = 0; pl < planes; pl++) {                                         \
+            int64_t n = pl / g->c, c = pl % g->c;                                         \
+            T *plane = gxb + n * gx->strides[0] + c * gx->strides[1];                     \
+            if (dense) memset(plane, 0, sizeof(T) * (size_t)(g->h * g->w));               \
+            else                                                                          \
+                for (int64_t i = 0; i < g->h; i++)                                        \
+                    for (int64_t j = 0; j < g->w; j++) plane[i * sh_ + j * sw_] = 0;       \
+            for (int64_t oh = 0; oh < g->ho; oh++) {                                      \
+                const T *gr = AT(gy, gyb, n, c, oh, 0);                                   \
+                const int64_t *ir = AT(ind, ib, n, c, oh, 0);                             \
+                for (int64_t ow = 0; ow < g->wo; ow++) {                                  \
+                    int64_t k = ir[ow * ind->strides[3]];                                 \
+                    if (k < 0) continue;                                                  \
+                    /* a dense plane takes the flat index as it is */                     \
+                    int64_t at = dense ? k : (k / g->w) * sh_ + (k % g->w) * sw_;         \
+                    plane[at] += gr[ow * gy->strides[3]];                                 \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    }
+MAX_POOL_BWD(max_pool_bwd_f32, float)
+MAX_POOL_BWD(max_pool_bwd_f64, double)
+
+static bool indices_valid(const pool_geom *g, const gfp_tensor *ind) {
+    const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer + ind->offset);
+    int64_t plane = g->h * g->w, planes = g->n * g->c, bad = 0;
+    int nt = odn_threads(planes * g->ho * g->wo);
+#pragma omp parallel for num_threads(nt) if (nt > 1) reduction(+ : bad)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        int64_t n = pl / g->c, c = pl % g->c;
+        for (int64_t oh = 0; oh < g->ho; oh++)
+            for (int64_t ow = 0; ow < g->wo; ow++) {
+                int64_t k = *AT(ind, ib, n, c, oh, ow);
+                if (k < -1 || k >= plane) bad++;
+            }
+    }
+    return bad == 0;
+}
+
+/* The output must not be a broadcast view (writes would collide). */
+static bool writable(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
+    return true;
+}
+
+static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
+                           const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    if (n_in != 1 || n_out != 2 || !in[0]) return ODN_FALLBACK;
+    const gfp_tensor *x = in[0], *y = out[0], *ind = out[1];
+    pool_geom g;
+    if (!read_params(params, true, &g) || !geometry(x, y, &g) || !rank4(ind) ||
+        !ref_same_shape(ind, y))
+        return ODN_FALLBACK;
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
+        ind->dtype != GFP_I64 || !writable(y) || !writable(ind))
+        return ODN_FALLBACK;
+    if (odn_numel(y) == 0) return GFP_OK;
+    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+        g.dh == 1 && g.dw == 1 && 2 * g.ho <= g.h && 2 * g.wo <= g.w && x->strides[3] == 1) {
+        if (x->dtype == GFP_F32) max_pool_2x2_f32(&g, x, y, ind);
+        else max_pool_2x2_f64(&g, x, y, ind);
+        return GFP_OK;
+    }
+    bool ok = x->dtype == GFP_F32 ? max_pool_f32(&g, x, y, ind) : max_pool_f64(&g, x, y, ind);
+    return ok ? GFP_OK
+              : ref_fail(GFP_ERR_OUT_OF_MEMORY, "max_pool2d: out of host memory for row scratch");
+}
+
+static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
+                                    const gfp_tensor *const *out, uint32_t n_out) {
+    if (n_in != 2 || n_out != 1 || !in[0] || !in[1]) return ODN_FALLBACK;
+    const gfp_tensor *gy = in[0], *ind = in[1], *gx = out[0];
+    if (!rank4(gy) || !rank4(ind) || !rank4(gx) || !ref_same_shape(gy, ind)) return ODN_FALLBACK;
+    if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1]) return ODN_FALLBACK;
+    if ((gy->dtype != GFP_F32 && gy->dtype != GFP_F64) || gx->dtype != gy->dtype ||
+        ind->dtype != GFP_I64 || !writable(gx))
+        return ODN_FALLBACK;
+    pool_geom g = {.n = gx->sizes[0], .c = gx->sizes[1], .h = gx->sizes[2], .w = gx->sizes[3],
+                   .ho = gy->sizes[2], .wo = gy->sizes[3]};
+    if (odn_numel(gx) == 0) return GFP_OK;
+    if (!indices_valid(&g, ind)) return ODN_FALLBACK; /* the reference names the bad one */
+    if (gy->dtype == GFP_F32) max_pool_bwd_f32(&g, gy, ind, gx);
+    else max_pool_bwd_f64(&g, gy, ind, gx);
+    return GFP_OK;
+}
+
+/* ------------------------------------------------------------ average pooling */
+typedef struct avg_plan {
+    bool backward;
+    odc_pool_geom geom;
+    const gfp_tensor *src, *dst; /* input-shaped, output-shaped */
+} avg_plan;
+
+static dnnl_status_t build_avg(odn_prim *e, const void *ctx) {
+    const avg_plan *p = ctx;
+    dnnl_status_t st = odc_md_strided(&e->md[0], 4, p->src->sizes, p->src->strides, dnnl_f32);
+    if (st == dnnl_success)
+        st = odc_md_strided(&e->md[1], 4, p->dst->sizes, p->dst->strides, dnnl_f32);
+    dnnl_primitive_desc_t pd = NULL, hint = NULL;
+    if (st == dnnl_success && !p->backward) {
+        st = odc_avg_pool_fwd_pd(&pd, odn_engine(), &e->md[0], &e->md[1], &p->geom);
+    } else if (st == dnnl_success) {
+        st = odc_avg_pool_fwd_pd(&hint, odn_engine(), &e->md[0], &e->md[1], &p->geom);
+        if (st == dnnl_success)
+            st = odc_avg_pool_bwd_pd(&pd, odn_engine(), &e->md[0], &e->md[1], &p->geom, hint);
+    }
+    if (st == dnnl_success && odc_pd_is_slow(pd)) st = dnnl_unimplemented;
+    if (st == dnnl_success) st = odn_prim_set(e, 0, pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (hint) dnnl_primitive_desc_destroy(hint);
+    return st;
+}
+
+static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t n_in,
+                           const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    if (n_in != 1 || n_out != 1 || !in[0]) return ODN_FALLBACK;
+    avg_plan p = {.backward = backward};
+    p.src = backward ? out[0] : in[0];
+    p.dst = backward ? in[0] : out[0];
+    pool_geom g;
+    if (!read_params(params, false, &g) || !geometry(p.src, p.dst, &g)) return ODN_FALLBACK;
+    if (p.src->dtype != GFP_F32 || p.dst->dtype != GFP_F32 || !writable(out[0]))
+        return ODN_FALLBACK;
+    if (odn_numel(p.src) == 0 || odn_numel(p.dst) == 0) return ODN_FALLBACK;
+    int64_t k[2] = {g.kh, g.kw}, s[2] = {g.sh, g.sw}, pad[2] = {g.ph, g.pw};
+    int64_t in_sz[2] = {g.h, g.w}, out_sz[2] = {g.ho, g.wo};
+    for (int a = 0; a < 2; a++) {
+        /* Right padding that makes oneDNN's output size graft's. */
+        int64_t pr = (out_sz[a] - 1) * s[a] + k[a] - in_sz[a] - pad[a];
+        if (pr < pad[a]) pr = pad[a];
+        if ((in_sz[a] + pad[a] + pr - k[a]) / s[a] + 1 != out_sz[a]) return ODN_FALLBACK;
+        /* Windows reaching past the symmetric padding: divisors differ. */
+        if (pr > pad[a] && g.include_pad) return ODN_FALLBACK;
+        p.geom.kernel[a] = k[a];
+        p.geom.stride[a] = s[a];
+        p.geom.pad_l[a] = pad[a];
+        p.geom.pad_r[a] = pr;
+    }
+    p.geom.include_padding = g.include_pad;
+    /* oneDNN's fast pooling kernels take dense NCHW only (measured: other
+     * strides get its reference implementation): views are packed. */
+    odn_ctx *c;
+    gfp_status cst = odn_ctx_acquire(&c);
+    if (cst != GFP_OK) return cst;
+    const gfp_tensor *user_in = backward ? p.dst : p.src, *user_out = out[0];
+    gfp_tensor in_t, out_t;
+    if (!odn_packed(c, user_in, true, &in_t) || !odn_packed(c, user_out, false, &out_t))
+        return GFP_ERR_OUT_OF_MEMORY;
+    p.src = backward ? &out_t : &in_t;
+    p.dst = backward ? &in_t : &out_t;
+    odn_key key;
+    odn_key_init(&key, backward ? GFP_OP_AVG_POOL2D_BACKWARD : GFP_OP_AVG_POOL2D);
+    for (int a = 0; a < 2; a++) {
+        odn_key_add(&key, p.geom.kernel[a]);
+        odn_key_add(&key, p.geom.stride[a]);
+        odn_key_add(&key, p.geom.pad_l[a]);
+        odn_key_add(&key, p.geom.pad_r[a]);
+    }
+    odn_key_add(&key, p.geom.include_padding);
+    odn_key_tensor(&key, p.src);
+    odn_key_tensor(&key, p.dst);
+    odn_team team = odn_team_begin(odn_numel(p.src) + odn_numel(p.dst));
+    const odn_prim *e = odn_cache_get(&key, build_avg, &p);
+    gfp_status st = ODN_FALLBACK;
+    if (e) {
+        void *src = (char *)p.src->buffer + p.src->offset;
+        void *dst = (char *)p.dst->buffer + p.dst->offset;
+        odn_arg a[2] = {{backward ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, &e->md[0], src},
+                        {backward ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, &e->md[1], dst}};
+        st = odn_exec(c, e, 0, a, 2, backward ? "avg_pool2d_backward" : "avg_pool2d");
+        odn_prim_release(e);
+    }
+    odn_team_end(team);
+    if (st == ODN_FALLBACK) return st;
+    if (st == GFP_OK && out_t.buffer != user_out->buffer) st = odn_copy(user_out, &out_t);
+    return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
+}
+
+gfp_status odn_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                           const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    switch (op) {
+    case GFP_OP_MAX_POOL2D: return max_pool(in, n_in, out, n_out, params);
+    case GFP_OP_MAX_POOL2D_BACKWARD: return max_pool_backward(in, n_in, out, n_out);
+    case GFP_OP_AVG_POOL2D: return avg_pool(false, in, n_in, out, n_out, params);
+    case GFP_OP_AVG_POOL2D_BACKWARD: return avg_pool(true, in, n_in, out, n_out, params);
+    default: return ODN_FALLBACK;
+    }
+}

@@ -1,0 +1,167 @@
+/* common.cl — the prelude of every graft OpenCL program.
+ *
+ * Build options give GF_HAS_FP64 and GF_HAS_INT64_ATOMICS (0 or 1). FP
+ * contraction is off: a*b+c stays two roundings, as in the reference plugin
+ * (kernels that want fused multiply-adds ask for them with mad()). Offsets
+ * and sizes are in elements and 64-bit throughout. */
+#pragma OPENCL FP_CONTRACT OFF
+#if GF_HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#if GF_HAS_INT64_ATOMICS
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+
+/* The multi-index of outer position o over dims [0, rank - 1) (row-major),
+ * into ix. The innermost dim is walked by the launch's dim 0. */
+void gf_unravel(long o, long8 sizes, int rank, long *ix) {
+    long sz[8];
+    vstore8(sizes, 0, sz);
+    for (int d = rank - 2; d >= 0; d--) {
+        long s = sz[d];
+        ix[d] = o % s;
+        o /= s;
+    }
+}
+
+/* base + ix . strides over dims [0, rank - 1), plus i steps of the last dim. */
+long gf_offset(long base, const long *ix, long8 strides, int rank, long i) {
+    long st[8];
+    vstore8(strides, 0, st);
+    long r = base + i * st[rank - 1];
+    for (int d = 0; d < rank - 1; d++) r += ix[d] * st[d];
+    return r;
+}
+
+/* Element offset of row-major position j over the dims of (sizes, strides),
+ * rank >= 0: for the "lines" of reductions and normalisations. */
+long gf_line_offset(long j, long8 sizes, long8 strides, int rank) {
+    if (rank == 1) return j * strides.s0;
+    long sz[8], st[8];
+    vstore8(sizes, 0, sz);
+    vstore8(strides, 0, st);
+    long r = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+        r += (j % sz[d]) * st[d];
+        j /= sz[d];
+    }
+    return r;
+}
+
+/* Elementwise kernels come in three forms, chosen by the host from the
+ * geometry after merging dims:
+ *   _c  contiguous: 1-D over n elements;
+ *   _2  rank <= 2: 2-D, dim 0 along the innermost dim (inner elements), dim 1
+ *       over the rows (outer); offsets are o * stride.s0 + i * stride.s1;
+ *   _s  any rank: the same launch, the row index unravelled over the outer
+ *       dims.
+ * _c and _2 have no loop and index with the work-item ids directly: a CPU
+ * driver (PoCL) vectorizes a kernel across work-items only then. With short
+ * rows, the host swaps the two dims of a _2 geometry, and _s takes swap = 1:
+ * dim 0 then goes across rows, so one work-group shape serves all. */
+#define GF_STRIDED_ARGS long8 sizes, int rank, long inner, long outer, int swap
+#define GF_2D_BEGIN                                                               \
+    long i_ = get_global_id(0), o_ = get_global_id(1);                            \
+    if (i_ >= inner || o_ >= outer) return;
+#define GF_AT2(base, st) ((base) + o_ * (st).s0 + i_ * (st).s1)
+#define GF_STRIDED_BEGIN                                                          \
+    long i_ = get_global_id(swap ? 1 : 0), o_ = get_global_id(swap ? 0 : 1);      \
+    if (i_ >= inner || o_ >= outer) return;                                       \
+    long ix_[8];                                                                  \
+    gf_unravel(o_, sizes, rank, ix_);
+#define GF_AT(base, strides) gf_offset((base), ix_, (strides), rank, i_)
+#define GF_CONTIG_BEGIN              \
+    long i_ = get_global_id(0);      \
+    if (i_ >= n) return;
+
+/* The three forms of an elementwise kernel NAME over 1 to 4 tensors (y first,
+ * then the inputs), calling NAME##_el(inputs..., extras...) for each element.
+ * XP: the extra parameters, XC: the same as call arguments, each written in
+ * parentheses with a leading comma, "(, float pa, int flags)", or "()". */
+#define GF_UNPAREN(...) __VA_ARGS__
+#define GF_EW1(NAME, TY, XP, XC)                                                           \
+    __kernel void NAME##_c(__global TY *y, long oy, long n GF_UNPAREN XP) {                \
+        GF_CONTIG_BEGIN y[oy + i_] = NAME##_el(0 GF_UNPAREN XC);                           \
+    }                                                                                      \
+    __kernel void NAME##_2(__global TY *y, long oy, long8 sy, GF_STRIDED_ARGS GF_UNPAREN XP) { \
+        GF_2D_BEGIN y[GF_AT2(oy, sy)] = NAME##_el(0 GF_UNPAREN XC);                        \
+    }                                                                                      \
+    __kernel void NAME##_s(__global TY *y, long oy, long8 sy, GF_STRIDED_ARGS GF_UNPAREN XP) { \
+        GF_STRIDED_BEGIN y[GF_AT(oy, sy)] = NAME##_el(0 GF_UNPAREN XC);                    \
+    }
+#define GF_EW2(NAME, TY, TA, XP, XC)                                                       \
+    __kernel void NAME##_c(__global TY *y, long oy, __global const TA *a, long oa,         \
+                           long n GF_UNPAREN XP) {                                         \
+        GF_CONTIG_BEGIN y[oy + i_] = NAME##_el(a[oa + i_] GF_UNPAREN XC);                  \
+    }                                                                                      \
+    __kernel void NAME##_2(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, GF_STRIDED_ARGS GF_UNPAREN XP) {                      \
+        GF_2D_BEGIN y[GF_AT2(oy, sy)] = NAME##_el(a[GF_AT2(oa, sa)] GF_UNPAREN XC);        \
+    }                                                                                      \
+    __kernel void NAME##_s(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, GF_STRIDED_ARGS GF_UNPAREN XP) {                      \
+        GF_STRIDED_BEGIN y[GF_AT(oy, sy)] = NAME##_el(a[GF_AT(oa, sa)] GF_UNPAREN XC);     \
+    }
+#define GF_EW3(NAME, TY, TA, TB, XP, XC)                                                   \
+    __kernel void NAME##_c(__global TY *y, long oy, __global const TA *a, long oa,         \
+                           __global const TB *b, long ob, long n GF_UNPAREN XP) {          \
+        GF_CONTIG_BEGIN y[oy + i_] = NAME##_el(a[oa + i_], b[ob + i_] GF_UNPAREN XC);      \
+    }                                                                                      \
+    __kernel void NAME##_2(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, __global const TB *b, long ob, long8 sb,              \
+                           GF_STRIDED_ARGS GF_UNPAREN XP) {                                \
+        GF_2D_BEGIN y[GF_AT2(oy, sy)] =                                                    \
+            NAME##_el(a[GF_AT2(oa, sa)], b[GF_AT2(ob, sb)] GF_UNPAREN XC);                 \
+    }                                                                                      \
+    __kernel void NAME##_s(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, __global const TB *b, long ob, long8 sb,              \
+                           GF_STRIDED_ARGS GF_UNPAREN XP) {                                \
+        GF_STRIDED_BEGIN y[GF_AT(oy, sy)] =                                                \
+            NAME##_el(a[GF_AT(oa, sa)], b[GF_AT(ob, sb)] GF_UNPAREN XC);                   \
+    }
+#define GF_EW4(NAME, TY, TA, TB, TC, XP, XC)                                               \
+    __kernel void NAME##_c(__global TY *y, long oy, __global const TA *a, long oa,         \
+                           __global const TB *b, long ob, __global const TC *c, long oc,   \
+                           long n GF_UNPAREN XP) {                                         \
+        GF_CONTIG_BEGIN y[oy + i_] = NAME##_el(a[oa + i_], b[ob + i_], c[oc + i_] GF_UNPAREN XC); \
+    }                                                                                      \
+    __kernel void NAME##_2(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, __global const TB *b, long ob, long8 sb,              \
+                           __global const TC *c, long oc, long8 sc,                        \
+                           GF_STRIDED_ARGS GF_UNPAREN XP) {                                \
+        GF_2D_BEGIN y[GF_AT2(oy, sy)] = NAME##_el(a[GF_AT2(oa, sa)], b[GF_AT2(ob, sb)],    \
+                                                  c[GF_AT2(oc, sc)] GF_UNPAREN XC);        \
+    }                                                                                      \
+    __kernel void NAME##_s(__global TY *y, long oy, long8 sy, __global const TA *a, long oa, \
+                           long8 sa, __global const TB *b, long ob, long8 sb,              \
+                           __global const TC *c, long oc, long8 sc,                        \
+                           GF_STRIDED_ARGS GF_UNPAREN XP) {                                \
+        GF_STRIDED_BEGIN y[GF_AT(oy, sy)] = NAME##_el(a[GF_AT(oa, sa)], b[GF_AT(ob, sb)],  \
+                                                      c[GF_AT(oc, sc)] GF_UNPAREN XC);     \
+    }
+
+/* Narrowing an i64 result into a stored dtype: i32 wraps modulo 2^32. */
+#define GF_NARROW_i32(v) as_int((uint)(v))
+#define GF_NARROW_i64(v) (v)
+#define GF_NARROW_f32(v) (v)
+#define GF_NARROW_f64(v) (v)
+
+/* Atomic adds into global memory (SCATTER_ADD, INDEX_ADD, pooling
+ * gradients): floats through compare-and-swap loops, integers wrap. */
+void gf_atomic_add_f32(volatile __global float *p, float v) {
+    volatile __global uint *u = (volatile __global uint *)p;
+    uint old = *u, seen;
+    while ((seen = atomic_cmpxchg(u, old, as_uint(as_float(old) + v))) != old) old = seen;
+}
+void gf_atomic_add_i32(volatile __global int *p, int v) { atomic_add(p, v); }
+#if GF_HAS_INT64_ATOMICS
+void gf_atomic_add_i64(volatile __global long *p, long v) { atom_add(p, v); }
+#if GF_HAS_FP64
+void gf_atomic_add_f64(volatile __global double *p, double v) {
+    volatile __global ulong *u = (volatile __global ulong *)p;
+    ulong old = *u, seen;
+    while ((seen = atom_cmpxchg(u, old, as_ulong(as_double(old) + v))) != old) old = seen;
+}
+#endif
+#endif
+

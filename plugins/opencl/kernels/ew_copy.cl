@@ -1,0 +1,117 @@
+/* ew_copy.cl — COPY (with conversions), FILL, ARANGE, TRIL/TRIU and WHERE.
+ *
+ * Each kernel comes in the three forms of common.cl (_c, _2, _s), built by
+ * GF_EW* around an element function NAME_el. Ops that move elements
+ * unchanged work on their bits (b1, b4, b8: 1-, 4- and 8-byte elements),
+ * which keeps -0.0 and NaN payloads.
+ *
+ * Conversions follow the reference plugin: float to integer truncates toward
+ * zero and saturates, NaN giving 0 (convert_*_sat_rtz); integer and f64 to
+ * float round to nearest even; i64 to i32 wraps modulo 2^32; anything to bool
+ * is x != 0 (NaN true); bool reads as 0 or 1. */
+
+#define CV_BITS(v) (v)
+#define CV_F32(v) convert_float_rte(v)
+#define CV_F64(v) convert_double_rte(v)
+#define CV_I32_SAT(v) convert_int_sat_rtz(v)
+#define CV_I64_SAT(v) convert_long_sat_rtz(v)
+#define CV_I32_WRAP(v) as_int((uint)(v))
+#define CV_I64(v) ((long)(v))
+#define CV_BOOL(v) ((uchar)((v) != 0))
+#define CV_B2F32(v) ((float)((v) != 0))
+#define CV_B2F64(v) ((double)((v) != 0))
+#define CV_B2I32(v) ((int)((v) != 0))
+#define CV_B2I64(v) ((long)((v) != 0))
+
+#define GF_COPY(NAME, TS, TD, CONV)                                  \
+    TD copy_##NAME##_el(TS x) { return CONV(x); }                    \
+    GF_EW2(copy_##NAME, TD, TS, (), ())
+
+GF_COPY(b1, uchar, uchar, CV_BITS)
+GF_COPY(b4, uint, uint, CV_BITS)
+GF_COPY(b8, ulong, ulong, CV_BITS)
+GF_COPY(f32_i32, float, int, CV_I32_SAT)
+GF_COPY(f32_i64, float, long, CV_I64_SAT)
+GF_COPY(f32_b8, float, uchar, CV_BOOL)
+GF_COPY(i32_f32, int, float, CV_F32)
+GF_COPY(i32_i64, int, long, CV_I64)
+GF_COPY(i32_b8, int, uchar, CV_BOOL)
+GF_COPY(i64_f32, long, float, CV_F32)
+GF_COPY(i64_i32, long, int, CV_I32_WRAP)
+GF_COPY(i64_b8, long, uchar, CV_BOOL)
+GF_COPY(b8_f32, uchar, float, CV_B2F32)
+GF_COPY(b8_i32, uchar, int, CV_B2I32)
+GF_COPY(b8_i64, uchar, long, CV_B2I64)
+#if GF_HAS_FP64
+GF_COPY(f32_f64, float, double, CV_F64)
+GF_COPY(f64_f32, double, float, CV_F32)
+GF_COPY(f64_i32, double, int, CV_I32_SAT)
+GF_COPY(f64_i64, double, long, CV_I64_SAT)
+GF_COPY(f64_b8, double, uchar, CV_BOOL)
+GF_COPY(i32_f64, int, double, CV_F64)
+GF_COPY(i64_f64, long, double, CV_F64)
+GF_COPY(b8_f64, uchar, double, CV_B2F64)
+#endif
+
+/* FILL with an element's bits (the contiguous case is a clEnqueueFillBuffer). */
+#define GF_FILL(NAME, T)                                              \
+    T fill_##NAME##_el(int unused, T value) { return value; }         \
+    GF_EW1(fill_##NAME, T, (, T value), (, value))
+GF_FILL(b1, uchar)
+GF_FILL(b4, uint)
+GF_FILL(b8, ulong)
+
+/* WHERE: y = cond ? a : b (cond a bool). */
+#define GF_WHERE(NAME, T)                                                    \
+    T where_##NAME##_el(uchar c, T a, T b) { return c ? a : b; }             \
+    GF_EW4(where_##NAME, T, uchar, T, T, (), ())
+GF_WHERE(b1, uchar)
+GF_WHERE(b4, uint)
+GF_WHERE(b8, ulong)
+
+/* TRIL / TRIU over the full (uncollapsed) shape, rank >= 2: the last dim is
+ * the column, the one before the row. lower: keep col - row <= diag, else
+ * col - row >= diag. */
+#define GF_TRI(NAME, T)                                                                    \
+    __kernel void tri_##NAME##_s(__global T *y, long oy, long8 sy, __global const T *x,   \
+                                 long ox, long8 sx, GF_STRIDED_ARGS, long diag, int lower) { \
+        GF_STRIDED_BEGIN                                                                   \
+        long d = i_ - ix_[rank - 2];                                                       \
+        bool keep = lower ? d <= diag : d >= diag;                                         \
+        y[GF_AT(oy, sy)] = keep ? x[GF_AT(ox, sx)] : (T)0;                                 \
+    }
+GF_TRI(b1, uchar)
+GF_TRI(b4, uint)
+GF_TRI(b8, ulong)
+
+/* ARANGE, y[i * s] = start + i * step. Integer outputs with integral start
+ * and step are exact (wrapping i64 arithmetic, narrowed); the rest is
+ * computed in double (float on devices without it) and converted. */
+#define GF_ARANGE_INT(DT, T)                                                               \
+    __kernel void arange_int_##DT(__global T *y, long oy, long sy, long n, long start,    \
+                                  long step) {                                             \
+        GF_CONTIG_BEGIN                                                                    \
+        ulong v = as_ulong(start) + (ulong)i_ * as_ulong(step);                            \
+        y[oy + i_ * sy] = GF_NARROW_##DT(as_long(v));                                      \
+    }
+GF_ARANGE_INT(i32, int)
+GF_ARANGE_INT(i64, long)
+
+#if GF_HAS_FP64
+typedef double gf_real;
+#else
+typedef float gf_real;
+#endif
+#define GF_ARANGE_REAL(DT, T, CONV)                                                        \
+    __kernel void arange_real_##DT(__global T *y, long oy, long sy, long n, gf_real start, \
+                                   gf_real step) {                                         \
+        GF_CONTIG_BEGIN                                                                    \
+        gf_real v = start + (gf_real)i_ * step;                                            \
+        y[oy + i_ * sy] = CONV(v);                                                         \
+    }
+GF_ARANGE_REAL(f32, float, CV_F32)
+GF_ARANGE_REAL(i32, int, CV_I32_SAT)
+GF_ARANGE_REAL(i64, long, CV_I64_SAT)
+#if GF_HAS_FP64
+GF_ARANGE_REAL(f64, double, CV_BITS)
+#endif

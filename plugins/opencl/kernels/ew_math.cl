@@ -1,0 +1,92 @@
+/* ew_math.cl — the unary, binary, comparison and logical ops, instantiated
+ * from the generated op math (op_math.cl, from plugins/common/op_math.def).
+ *
+ * Kernel names: unary_<op>_<dtype>, binary_<op>_<dtype>, compare_<op>_<dtype>,
+ * logical_<op>_<sizes>, each in the three forms of common.cl (_c, _2, _s).
+ * Integer ops compute in i64 (gf_int_*) and narrow on store; comparisons read
+ * i32, i64 and bool as i64. Logical ops read each input's truth value from
+ * its bits: (bits & mask) != 0, the mask dropping the sign of a float so -0.0
+ * is false and NaN true; the host passes the masks.
+ *
+ * The instantiating macros paste OP at once: op names such as exp or abs are
+ * macros in some OpenCL headers, and a parameter used without ## would be
+ * expanded before it reached a kernel's name. */
+
+#define GF_UNARY(KN, FN, DT, T, CTYPE)                                                     \
+    T KN##_el(T x, CTYPE pa, CTYPE pb, int flags) {                                        \
+        return GF_NARROW_##DT(FN((CTYPE)x, pa, pb, flags & 1, (flags >> 1) & 1));          \
+    }                                                                                      \
+    GF_EW2(KN, T, T, (, CTYPE pa, CTYPE pb, int flags), (, pa, pb, flags))
+
+#define GF_BINARY(KN, FN, DT, T, CTYPE)                                                    \
+    T KN##_el(T a, T b) { return GF_NARROW_##DT(FN((CTYPE)a, (CTYPE)b)); }                \
+    GF_EW3(KN, T, T, T, (), ())
+
+/* LOAD widens a stored element to the compute type of the comparison. */
+#define GF_LOAD_f32(v) (v)
+#define GF_LOAD_f64(v) (v)
+#define GF_LOAD_i32(v) ((long)(v))
+#define GF_LOAD_i64(v) (v)
+#define GF_LOAD_b8(v) ((long)((v) != 0))
+#define GF_COMPARE(KN, FN, DT, T)                                                          \
+    uchar KN##_el(T a, T b) { return FN(GF_LOAD_##DT(a), GF_LOAD_##DT(b)) != 0; }          \
+    GF_EW3(KN, uchar, T, T, (), ())
+
+#define GF_TRUTH(v, mask) ((((ulong)(v)) & (mask)) != 0)
+#define GF_LOGICAL1(KN, FN, TA)                                                            \
+    uchar KN##_el(TA x, ulong mx) { return FN(GF_TRUTH(x, mx)) != 0; }                     \
+    GF_EW2(KN, uchar, TA, (, ulong mx), (, mx))
+#define GF_LOGICAL2(KN, FN, TA, TB)                                                        \
+    uchar KN##_el(TA a, TB b, ulong ma, ulong mb) {                                        \
+        return FN(GF_TRUTH(a, ma), GF_TRUTH(b, mb)) != 0;                                  \
+    }                                                                                      \
+    GF_EW3(KN, uchar, TA, TB, (, ulong ma, ulong mb), (, ma, mb))
+
+#define U_F32(OP) GF_UNARY(unary_##OP##_f32, gf_f32_##OP, f32, float, float)
+#define U_I32(OP) GF_UNARY(unary_##OP##_i32, gf_int_##OP, i32, int, long)
+#define U_I64(OP) GF_UNARY(unary_##OP##_i64, gf_int_##OP, i64, long, long)
+GF_UNARY_FLOAT_OPS(U_F32)
+GF_UNARY_INT_OPS(U_I32)
+GF_UNARY_INT_OPS(U_I64)
+
+#define B_F32(OP) GF_BINARY(binary_##OP##_f32, gf_f32_##OP, f32, float, float)
+#define B_I32(OP) GF_BINARY(binary_##OP##_i32, gf_int_##OP, i32, int, long)
+#define B_I64(OP) GF_BINARY(binary_##OP##_i64, gf_int_##OP, i64, long, long)
+GF_BINARY_FLOAT_OPS(B_F32)
+GF_BINARY_INT_OPS(B_I32)
+GF_BINARY_INT_OPS(B_I64)
+
+#define C_F32(OP) GF_COMPARE(compare_##OP##_f32, gf_f32_##OP, f32, float)
+#define C_I32(OP) GF_COMPARE(compare_##OP##_i32, gf_int_##OP, i32, int)
+#define C_I64(OP) GF_COMPARE(compare_##OP##_i64, gf_int_##OP, i64, long)
+#define C_B8(OP) GF_COMPARE(compare_##OP##_b8, gf_int_##OP, b8, uchar)
+GF_COMPARE_OPS(C_F32)
+GF_COMPARE_OPS(C_I32)
+GF_COMPARE_OPS(C_I64)
+GF_COMPARE_OPS(C_B8)
+
+#if GF_HAS_FP64
+#define U_F64(OP) GF_UNARY(unary_##OP##_f64, gf_f64_##OP, f64, double, double)
+#define B_F64(OP) GF_BINARY(binary_##OP##_f64, gf_f64_##OP, f64, double, double)
+#define C_F64(OP) GF_COMPARE(compare_##OP##_f64, gf_f64_##OP, f64, double)
+GF_UNARY_FLOAT_OPS(U_F64)
+GF_BINARY_FLOAT_OPS(B_F64)
+GF_COMPARE_OPS(C_F64)
+#endif
+
+#define L1(OP)                                                 \
+    GF_LOGICAL1(logical_##OP##_1, gf_bool_##OP, uchar)         \
+    GF_LOGICAL1(logical_##OP##_4, gf_bool_##OP, uint)          \
+    GF_LOGICAL1(logical_##OP##_8, gf_bool_##OP, ulong)
+#define L2(OP)                                                 \
+    GF_LOGICAL2(logical_##OP##_11, gf_bool_##OP, uchar, uchar) \
+    GF_LOGICAL2(logical_##OP##_14, gf_bool_##OP, uchar, uint)  \
+    GF_LOGICAL2(logical_##OP##_18, gf_bool_##OP, uchar, ulong) \
+    GF_LOGICAL2(logical_##OP##_41, gf_bool_##OP, uint, uchar)  \
+    GF_LOGICAL2(logical_##OP##_44, gf_bool_##OP, uint, uint)   \
+    GF_LOGICAL2(logical_##OP##_48, gf_bool_##OP, uint, ulong)  \
+    GF_LOGICAL2(logical_##OP##_81, gf_bool_##OP, ulong, uchar) \
+    GF_LOGICAL2(logical_##OP##_84, gf_bool_##OP, ulong, uint)  \
+    GF_LOGICAL2(logical_##OP##_88, gf_bool_##OP, ulong, ulong)
+GF_LOGICAL_UNARY_OPS(L1)
+GF_LOGICAL_BINARY_OPS(L2)

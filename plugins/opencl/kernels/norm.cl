@@ -1,0 +1,266 @@
+/* norm.cl — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32, f64).
+ *
+ * Each op works on "lines": softmax on the elements along its dim, layer norm
+ * on a row of trailing dims, batch norm on every element of one channel. A
+ * line is a (sizes, strides, rank) triple walked by gf_line_offset; the lines
+ * themselves are indexed by another such triple. Softmax comes in two forms,
+ * _i (one work-item per line) and _g (one work-group of GF_NG per line); the
+ * normalisations always take a work-group per line.
+ *
+ * Softmax subtracts the line's max first (a NaN max is kept: the line is
+ * NaN). Statistics use Neumaier-compensated sums and the corrected two-pass
+ * variance (the mean, then the squared deviations from it, less the square of
+ * the deviations' sum), so data far from zero keeps its precision. */
+#define GF_NG 64
+
+#define NADD(T, s, c, v)                                                \
+    {                                                                    \
+        T t_ = (s) + (v);                                                \
+        /* Both corrections computed, one kept: no data-dependent branch. */ \
+        (c) += fabs(s) >= fabs(v) ? ((s) - t_) + (v) : ((v) - t_) + (s); \
+        (s) = t_;                                                        \
+    }
+#define NVAL(s, c) (isfinite(s) ? (s) + (c) : (s))
+#define NMAX(a, b) (isnan(a) || isnan(b) ? (a) + (b) : fmax((a), (b)))
+
+/* A tree over the work-group's GF_NG partials; l_ is the local id. */
+#define GF_NTREE(...)                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                             \
+    for (int h_ = GF_NG / 2; h_ > 0; h_ >>= 1) {              \
+        if (l_ < h_) { __VA_ARGS__ }                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                         \
+    }
+/* Combines compensated partials (ls, lc) at l_ and l_ + h_. */
+#define GF_NSUM_STEP(T, ls, lc)                               \
+    {                                                         \
+        T a_ = ls[l_], ca_ = lc[l_], b_ = ls[l_ + h_];        \
+        NADD(T, a_, ca_, b_);                                 \
+        ls[l_] = a_;                                          \
+        lc[l_] = ca_ + lc[l_ + h_];                           \
+    }
+
+/* ---------------------------------------------------------------- softmax */
+#define GF_SOFTMAX_ARGS(T)                                                                 \
+    __global const T *x, long ox, __global T *y, long oy, long8 lsz, long8 lxs, long8 lys, \
+        int lrank, long nlines, long len, long xs, long ys, int logsm
+
+#define GF_SOFTMAX(DT, T)                                                                  \
+    __kernel void softmax_##DT##_i(GF_SOFTMAX_ARGS(T)) {                                   \
+        long l = get_global_id(0);                                                         \
+        if (l >= nlines) return;                                                           \
+        long x0 = ox + gf_line_offset(l, lsz, lxs, lrank);                                 \
+        long y0 = oy + gf_line_offset(l, lsz, lys, lrank);                                 \
+        T m = x[x0];                                                                       \
+        for (long i = 1; i < len; i++) m = NMAX(m, x[x0 + i * xs]);                        \
+        T s = 0, c = 0;                                                                    \
+        for (long i = 0; i < len; i++) {                                                   \
+            T e = exp(x[x0 + i * xs] - m);                                                 \
+            NADD(T, s, c, e);                                                              \
+        }                                                                                  \
+        s = NVAL(s, c);                                                                    \
+        T log_s = log(s);                                                                  \
+        for (long i = 0; i < len; i++) {                                                   \
+            T z = x[x0 + i * xs] - m;                                                      \
+            y[y0 + i * ys] = logsm ? z - log_s : exp(z) / s;                               \
+        }                                                                                  \
+    }                                                                                      \
+    __kernel void softmax_##DT##_g(GF_SOFTMAX_ARGS(T)) {                                   \
+        __local T ls[GF_NG], lc[GF_NG];                                                    \
+        long l = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + gf_line_offset(l, lsz, lxs, lrank);                                 \
+        long y0 = oy + gf_line_offset(l, lsz, lys, lrank);                                 \
+        T m = x[x0];                                                                       \
+        for (long i = l_; i < len; i += GF_NG) m = NMAX(m, x[x0 + i * xs]);                \
+        ls[l_] = m;                                                                        \
+        GF_NTREE(ls[l_] = NMAX(ls[l_], ls[l_ + h_]);)                                      \
+        m = ls[0];                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        T s = 0, c = 0;                                                                    \
+        for (long i = l_; i < len; i += GF_NG) {                                           \
+            T e = exp(x[x0 + i * xs] - m);                                                 \
+            NADD(T, s, c, e);                                                              \
+        }                                                                                  \
+        ls[l_] = s;                                                                        \
+        lc[l_] = c;                                                                        \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc))                                                  \
+        s = NVAL(ls[0], lc[0]);                                                            \
+        T log_s = log(s);                                                                  \
+        for (long i = l_; i < len; i += GF_NG) {                                           \
+            T z = x[x0 + i * xs] - m;                                                      \
+            y[y0 + i * ys] = logsm ? z - log_s : exp(z) / s;                               \
+        }                                                                                  \
+    }
+
+/* _v: one work-item per line, the line contiguous in x and y, vectorized by
+ * hand (VW lanes; the tail of a line goes scalar). */
+#define GF_NVMAXN(a, b) select(fmax((a), (b)), (a) + (b), isnan(a) | isnan(b))
+#define GF_SOFTMAX_V(DT, T, VT, VW, VLOAD, VSTORE)                                         \
+    __kernel void softmax_##DT##_v(GF_SOFTMAX_ARGS(T)) {                                   \
+        long l = get_global_id(0);                                                         \
+        if (l >= nlines) return;                                                           \
+        const __global T *xl = x + ox + gf_line_offset(l, lsz, lxs, lrank);                \
+        __global T *yl = y + oy + gf_line_offset(l, lsz, lys, lrank);                      \
+        long full = len / VW * VW;                                                         \
+        VT vm = (VT)(-INFINITY);                                                           \
+        for (long i = 0; i < full; i += VW) vm = GF_NVMAXN(vm, VLOAD(0, xl + i));          \
+        T m = -INFINITY, lm[VW];                                                           \
+        VSTORE(vm, 0, lm);                                                                 \
+        for (int i = 0; i < VW; i++) m = NMAX(m, lm[i]);                                   \
+        for (long i = full; i < len; i++) m = NMAX(m, xl[i]);                              \
+        VT vs = 0, vc = 0;                                                                 \
+        for (long i = 0; i < full; i += VW) {                                              \
+            VT e = exp(VLOAD(0, xl + i) - m), t = vs + e;                                  \
+            vc += select((e - t) + vs, (vs - t) + e, fabs(vs) >= fabs(e));                 \
+            vs = t;                                                                        \
+        }                                                                                  \
+        T s = 0, c = 0, ls[VW], lcs[VW];                                                   \
+        VSTORE(vs, 0, ls);                                                                 \
+        VSTORE(vc, 0, lcs);                                                                \
+        for (int i = 0; i < VW; i++) {                                                     \
+            NADD(T, s, c, ls[i]);                                                          \
+            c += lcs[i];                                                                   \
+        }                                                                                  \
+        for (long i = full; i < len; i++) {                                                \
+            T e = exp(xl[i] - m);                                                          \
+            NADD(T, s, c, e);                                                              \
+        }                                                                                  \
+        s = NVAL(s, c);                                                                    \
+        T log_s = log(s);                                                                  \
+        for (long i = 0; i < full; i += VW) {                                              \
+            VT z = VLOAD(0, xl + i) - m;                                                   \
+            VSTORE(logsm ? z - log_s : exp(z) / s, 0, yl + i);                             \
+        }                                                                                  \
+        for (long i = full; i < len; i++) {                                                \
+            T z = xl[i] - m;                                                               \
+            yl[i] = logsm ? z - log_s : exp(z) / s;                                        \
+        }                                                                                  \
+    }
+GF_SOFTMAX_V(f32, float, float16, 16, vload16, vstore16)
+#if GF_HAS_FP64
+GF_SOFTMAX_V(f64, double, double8, 8, vload8, vstore8)
+#endif
+
+/* ---------------------------------------------------------------- moments */
+/* The work-group's mean and sum of squared deviations (m2) of the n
+ * elements at x0 + gf_line_offset(j, sz, st, rank). Every item gets both. */
+#define GF_MOMENTS(DT, T)                                                                  \
+    void gf_moments_##DT(__global const T *x, long x0, long8 sz, long8 st, int rank, long n, \
+                         __local T *ls, __local T *lc, __local T *ld, __local T *le,      \
+                         T *mean_out, T *m2_out) {                                         \
+        int l_ = get_local_id(0);                                                          \
+        T s = 0, c = 0;                                                                    \
+        for (long j = l_; j < n; j += GF_NG) {                                             \
+            T v = x[x0 + gf_line_offset(j, sz, st, rank)];                                 \
+            NADD(T, s, c, v);                                                              \
+        }                                                                                  \
+        ls[l_] = s;                                                                        \
+        lc[l_] = c;                                                                        \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc))                                                  \
+        T mean = NVAL(ls[0], lc[0]) / (T)n;                                                \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        T sq = 0, sqc = 0, dv = 0, dvc = 0;                                                \
+        for (long j = l_; j < n; j += GF_NG) {                                             \
+            T d = x[x0 + gf_line_offset(j, sz, st, rank)] - mean, d2 = d * d;              \
+            NADD(T, sq, sqc, d2);                                                          \
+            NADD(T, dv, dvc, d);                                                           \
+        }                                                                                  \
+        ls[l_] = sq;                                                                       \
+        lc[l_] = sqc;                                                                      \
+        ld[l_] = dv;                                                                       \
+        le[l_] = dvc;                                                                      \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc) GF_NSUM_STEP(T, ld, le))                          \
+        T dsum = NVAL(ld[0], le[0]);                                                       \
+        T m2 = NVAL(ls[0], lc[0]) - dsum * dsum / (T)n;                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        *mean_out = mean;                                                                  \
+        *m2_out = m2 < 0 ? (T)0 : m2;                                                      \
+    }
+
+/* ---------------------------------------------------------------- layer norm */
+/* Rows are indexed by the leading dims (osz; strides of x, y, mean, rstd),
+ * the row by the trailing ones (isz; strides of x, y, weight, bias). */
+#define GF_LAYER_NORM(DT, T)                                                               \
+    __kernel void layer_norm_##DT(                                                         \
+        __global const T *x, long ox, __global T *y, long oy, __global const T *w, long ow, \
+        int has_w, __global const T *b, long obias, int has_b, __global T *mean, long omean, \
+        __global T *rstd, long orstd, long8 osz, long8 oxs, long8 oys, long8 oms, long8 ors, \
+        int orank, long8 isz, long8 ixs, long8 iys, long8 iws, long8 ibs, int irank,        \
+        long ninner, T eps) {                                                              \
+        __local T ls[GF_NG], lc[GF_NG], ld[GF_NG], le[GF_NG];                              \
+        long row = get_group_id(0);                                                        \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + gf_line_offset(row, osz, oxs, orank);                               \
+        long y0 = oy + gf_line_offset(row, osz, oys, orank);                               \
+        T mu, m2;                                                                          \
+        gf_moments_##DT(x, x0, isz, ixs, irank, ninner, ls, lc, ld, le, &mu, &m2);          \
+        T r = (T)1 / sqrt(m2 / (T)ninner + eps);                                           \
+        if (l_ == 0) {                                                                     \
+            mean[omean + gf_line_offset(row, osz, oms, orank)] = mu;                       \
+            rstd[orstd + gf_line_offset(row, osz, ors, orank)] = r;                        \
+        }                                                                                  \
+        for (long j = l_; j < ninner; j += GF_NG) {                                        \
+            T v = (x[x0 + gf_line_offset(j, isz, ixs, irank)] - mu) * r;                   \
+            if (has_w) v *= w[ow + gf_line_offset(j, isz, iws, irank)];                    \
+            if (has_b) v += b[obias + gf_line_offset(j, isz, ibs, irank)];                 \
+            y[y0 + gf_line_offset(j, isz, iys, irank)] = v;                                \
+        }                                                                                  \
+    }
+
+/* ---------------------------------------------------------------- batch norm */
+/* One work-group per channel c; the channel's elements are every dim but 1
+ * (lsz; strides of x and y), starting at c * xc / c * yc. Per-channel tensors
+ * are 1-D with their own strides. Training and evaluation are separate
+ * kernels: a barrier under a branch, even a uniform one, is where some
+ * compilers go wrong (PoCL ran the guarded update once per work-item). */
+#define GF_BN_ARGS(T)                                                                      \
+    __global const T *x, long ox, long xc, __global T *y, long oy, long yc,                \
+        __global const T *w, long ow, long ws, int has_w, __global const T *b, long ob,    \
+        long bs, int has_b, __global T *rm, long orm, long rms, int has_rm, __global T *rv, \
+        long orv, long rvs, int has_rv, __global T *sm, long osm, long sms, __global T *si, \
+        long osi, long sis, long8 lsz, long8 lxs, long8 lys, int lrank, long nline,        \
+        T momentum, T eps
+#define GF_BN_APPLY(T)                                                                     \
+    if (l_ == 0) {                                                                         \
+        sm[osm + c * sms] = mu;                                                            \
+        si[osi + c * sis] = invstd;                                                        \
+    }                                                                                      \
+    T scale = has_w ? w[ow + c * ws] : (T)1, shift = has_b ? b[ob + c * bs] : (T)0;        \
+    for (long j = l_; j < nline; j += GF_NG) {                                             \
+        T v = x[x0 + gf_line_offset(j, lsz, lxs, lrank)];                                  \
+        y[y0 + gf_line_offset(j, lsz, lys, lrank)] = (v - mu) * invstd * scale + shift;    \
+    }
+#define GF_BATCH_NORM(DT, T)                                                               \
+    __kernel void batch_norm_train_##DT(GF_BN_ARGS(T)) {                                   \
+        __local T ls[GF_NG], lc[GF_NG], ld[GF_NG], le[GF_NG];                              \
+        long c = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + c * xc, y0 = oy + c * yc;                                           \
+        T mu, m2;                                                                          \
+        gf_moments_##DT(x, x0, lsz, lxs, lrank, nline, ls, lc, ld, le, &mu, &m2);           \
+        T invstd = (T)1 / sqrt(m2 / (T)nline + eps);                                       \
+        /* Without elements there are no statistics to fold in. */                         \
+        if (l_ == 0 && nline > 0 && has_rm)                                                \
+            rm[orm + c * rms] = (1 - momentum) * rm[orm + c * rms] + momentum * mu;        \
+        if (l_ == 0 && nline > 0 && has_rv)                                                \
+            rv[orv + c * rvs] =                                                            \
+                (1 - momentum) * rv[orv + c * rvs] + momentum * (m2 / (T)(nline - 1));     \
+        GF_BN_APPLY(T)                                                                     \
+    }                                                                                      \
+    __kernel void batch_norm_eval_##DT(GF_BN_ARGS(T)) {                                    \
+        long c = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + c * xc, y0 = oy + c * yc;                                           \
+        T mu = rm[orm + c * rms], invstd = (T)1 / sqrt(rv[orv + c * rvs] + eps);           \
+        GF_BN_APPLY(T)                                                                     \
+    }
+
+#define GF_NORMS(DT, T)   \
+    GF_SOFTMAX(DT, T)     \
+    GF_MOMENTS(DT, T)     \
+    GF_LAYER_NORM(DT, T)  \
+    GF_BATCH_NORM(DT, T)
+GF_NORMS(f32, float)
+#if GF_HAS_FP64
+GF_NORMS(f64, double)
+#endif

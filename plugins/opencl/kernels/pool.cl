@@ -1,0 +1,133 @@
+/* pool.cl — MAX_POOL2D, AVG_POOL2D (NCHW) and their gradients, with the
+ * reference plugin's semantics: padding never wins a max; the first maximum
+ * in window order wins, and a NaN always takes over; indices are flat
+ * ih * W + iw within the plane, -1 for a window wholly in padding. An average
+ * divides by the window clipped to the padded input (count_include_pad) or to
+ * the real input; a window with no real element gives 0.
+ *
+ * Geometry: g = (N, C, H, W, Ho, Wo, kh, kw), h = (sh, sw, ph, pw, dh, dw,
+ * ceil_mode, count_include_pad). */
+#define GF_POOL_GEOM                                                                       \
+    long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5, KH = g.s6, KW = g.s7, \
+         SH = h.s0, SW = h.s1, PH = h.s2, PW = h.s3, DH = h.s4, DW = h.s5, INCL = h.s7;
+#define GF_AT4(s, a, b, c, d) ((a) * (s).s0 + (b) * (s).s1 + (c) * (s).s2 + (d) * (s).s3)
+
+/* Output (oh, ow)'s average window, clipped: [h0, h1) x [w0, w1); returns its
+ * divisor, 0 when the window holds no real element. */
+long gf_avg_window(long8 g, long8 h, long oh, long ow, long *h0, long *h1, long *w0, long *w1) {
+    GF_POOL_GEOM
+    long hs = oh * SH - PH, ws = ow * SW - PW;
+    long he = min(hs + KH, H + PH), we = min(ws + KW, W + PW);
+    long padded = (he - hs) * (we - ws);
+    hs = max(hs, 0L);
+    ws = max(ws, 0L);
+    he = min(he, H);
+    we = min(we, W);
+    if (hs >= he || ws >= we) return 0;
+    *h0 = hs;
+    *h1 = he;
+    *w0 = ws;
+    *w1 = we;
+    return INCL ? padded : (he - hs) * (we - ws);
+}
+
+/* Index checks for max_pool2d_backward: -1 or inside the plane. */
+__kernel void check_pool_index(__global const long *ind, long oi, long4 is, long8 g,
+                               __global long *flag) {
+    long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5;
+    long j = get_global_id(0);
+    if (j >= N * C * Ho * Wo) return;
+    long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C);
+    long k = ind[oi + GF_AT4(is, n, c, oh, ow)];
+    if (k < -1 || k >= H * W) {
+        flag[1] = k;
+        flag[0] = 1;
+    }
+}
+
+#define GF_POOL(DT, T)                                                                     \
+    __kernel void max_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
+                                  long oy, long4 ys, __global long *ind, long oi, long4 is, \
+                                  long8 g, long8 h) {                                      \
+        GF_POOL_GEOM                                                                       \
+        long j = get_global_id(0);                                                         \
+        if (j >= N * C * Ho * Wo) return;                                                  \
+        long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C); \
+        T best = (T)-INFINITY;                                                             \
+        long bi = -1;                                                                      \
+        for (long i = 0; i < KH; i++) {                                                    \
+            long ih = oh * SH - PH + i * DH;                                               \
+            if (ih < 0 || ih >= H) continue;                                               \
+            for (long jj = 0; jj < KW; jj++) {                                             \
+                long iw = ow * SW - PW + jj * DW;                                          \
+                if (iw < 0 || iw >= W) continue;                                           \
+                T v = x[ox + GF_AT4(xs, n, c, ih, iw)];                                    \
+                if (bi < 0 || v > best || isnan(v)) {                                      \
+                    best = v;                                                              \
+                    bi = ih * W + iw;                                                      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        y[oy + GF_AT4(ys, n, c, oh, ow)] = best;                                           \
+        ind[oi + GF_AT4(is, n, c, oh, ow)] = bi;                                           \
+    }                                                                                      \
+    /* grad_x is zeroed first (pool_zero); each grad_y element adds itself at  \
+     * its argmax. */                                                                      \
+    __kernel void pool_zero_##DT(__global T *gx, long ogx, long4 gxs, long8 g) {           \
+        long N = g.s0, C = g.s1, H = g.s2, W = g.s3;                                       \
+        long j = get_global_id(0);                                                         \
+        if (j >= N * C * H * W) return;                                                    \
+        long iw = j % W, ih = (j / W) % H, c = (j / (W * H)) % C, n = j / (W * H * C);     \
+        gx[ogx + GF_AT4(gxs, n, c, ih, iw)] = 0;                                           \
+    }                                                                                      \
+    __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
+                                           __global const long *ind, long oi, long4 is,    \
+                                           __global T *gx, long ogx, long4 gxs, long8 g) { \
+        long N = g.s0, C = g.s1, W = g.s3, Ho = g.s4, Wo = g.s5;                           \
+        long j = get_global_id(0);                                                         \
+        if (j >= N * C * Ho * Wo) return;                                                  \
+        long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C); \
+        long k = ind[oi + GF_AT4(is, n, c, oh, ow)];                                       \
+        if (k < 0) return;                                                                 \
+        gf_atomic_add_##DT(gx + ogx + GF_AT4(gxs, n, c, k / W, k % W),                     \
+                           gy[ogy + GF_AT4(gys, n, c, oh, ow)]);                           \
+    }                                                                                      \
+    __kernel void avg_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
+                                  long oy, long4 ys, long8 g, long8 h) {                   \
+        GF_POOL_GEOM                                                                       \
+        long j = get_global_id(0);                                                         \
+        if (j >= N * C * Ho * Wo) return;                                                  \
+        long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C); \
+        long h0 = 0, h1 = 0, w0 = 0, w1 = 0;                                               \
+        long div = gf_avg_window(g, h, oh, ow, &h0, &h1, &w0, &w1);                        \
+        T acc = 0;                                                                         \
+        for (long ih = h0; ih < h1; ih++)                                                  \
+            for (long iw = w0; iw < w1; iw++) acc += x[ox + GF_AT4(xs, n, c, ih, iw)];     \
+        y[oy + GF_AT4(ys, n, c, oh, ow)] = div ? acc / (T)div : (T)0;                      \
+    }                                                                                      \
+    /* grad_x[n, c, ih, iw]: every window holding (ih, iw) gives grad_y / its  \
+     * divisor (gather form: no atomics). */                                               \
+    __kernel void avg_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
+                                           __global T *gx, long ogx, long4 gxs, long8 g,   \
+                                           long8 h) {                                      \
+        GF_POOL_GEOM                                                                       \
+        long j = get_global_id(0);                                                         \
+        if (j >= N * C * H * W) return;                                                    \
+        long iw = j % W, ih = (j / W) % H, c = (j / (W * H)) % C, n = j / (W * H * C);     \
+        T acc = 0;                                                                         \
+        long oh_lo = max(0L, (ih + PH - KH + SH) / SH), oh_hi = min(Ho - 1, (ih + PH) / SH); \
+        long ow_lo = max(0L, (iw + PW - KW + SW) / SW), ow_hi = min(Wo - 1, (iw + PW) / SW); \
+        for (long oh = oh_lo; oh <= oh_hi; oh++)                                           \
+            for (long ow = ow_lo; ow <= ow_hi; ow++) {                                     \
+                long h0 = 0, h1 = 0, w0 = 0, w1 = 0;                                       \
+                long div = gf_avg_window(g, h, oh, ow, &h0, &h1, &w0, &w1);                \
+                if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1)                     \
+                    acc += gy[ogy + GF_AT4(gys, n, c, oh, ow)] / (T)div;                   \
+            }                                                                              \
+        gx[ogx + GF_AT4(gxs, n, c, ih, iw)] = acc;                                         \
+    }
+
+GF_POOL(f32, float)
+#if GF_HAS_FP64
+GF_POOL(f64, double)
+#endif

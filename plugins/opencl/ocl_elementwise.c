@@ -1,0 +1,431 @@
+/* ocl_elementwise.c — COPY, FILL, ARANGE, TRIL/TRIU, the unary and binary
+ * ops, comparisons, logical ops and WHERE (kernels/ew_copy.cl, ew_math.cl).
+ *
+ * Which ops exist, their names and which dtypes they compute in come from
+ * the shared table plugins/common/op_math.def, the same one the kernels'
+ * formulas are generated from. Which (op, dtypes) are provided is decided in
+ * one place, accepts(), for the capability query and for launch alike; the
+ * rules are the reference plugin's. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+/* ------------------------------------------------------------ the math table */
+typedef enum math_kind { MK_FLOAT, MK_NUMERIC, MK_COMPARE, MK_LOGICAL } math_kind;
+
+typedef struct math_op {
+    uint32_t op;
+    const char *name;
+    int arity;
+    math_kind kind;
+} math_op;
+
+static const math_op math_ops[] = {
+#define GF_OP_MATH_UNARY(ID, name, kind, f, i) {GFP_OP_##ID, #name, 1, MK_##kind},
+#define GF_OP_MATH_BINARY(ID, name, kind, f, i) {GFP_OP_##ID, #name, 2, MK_##kind},
+#include "op_math.def"
+};
+
+static const math_op *math_of(uint32_t op) {
+    for (size_t i = 0; i < sizeof math_ops / sizeof math_ops[0]; i++)
+        if (math_ops[i].op == op) return &math_ops[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ what is provided */
+typedef enum ew_kind {
+    EW_NONE,
+    EW_COPY,
+    EW_FILL,
+    EW_ARANGE,
+    EW_TRI,
+    EW_MATH, /* everything of the table */
+    EW_WHERE
+} ew_kind;
+
+static ew_kind kind_of(uint32_t op) {
+    switch (op) {
+    case GFP_OP_COPY: return EW_COPY;
+    case GFP_OP_FILL: return EW_FILL;
+    case GFP_OP_ARANGE: return EW_ARANGE;
+    case GFP_OP_TRIL:
+    case GFP_OP_TRIU: return EW_TRI;
+    case GFP_OP_WHERE: return EW_WHERE;
+    default: return math_of(op) ? EW_MATH : EW_NONE;
+    }
+}
+
+static uint32_t inputs_of(uint32_t op) {
+    switch (kind_of(op)) {
+    case EW_FILL:
+    case EW_ARANGE: return 0;
+    case EW_WHERE: return 3;
+    case EW_MATH: return (uint32_t)math_of(op)->arity;
+    default: return 1;
+    }
+}
+
+static bool is_stored(int32_t d) { return d >= GFP_F32 && d <= GFP_BOOL; }
+static bool is_numeric(int32_t d) { return d >= GFP_F32 && d <= GFP_I64; }
+
+static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
+    switch (kind_of(op)) {
+    case EW_COPY: return is_stored(in[0]) && is_stored(out[0]);
+    case EW_FILL: return is_stored(out[0]);
+    case EW_ARANGE: return is_numeric(out[0]);
+    case EW_TRI: return is_stored(out[0]) && in[0] == out[0];
+    case EW_WHERE:
+        return in[0] == GFP_BOOL && is_stored(out[0]) && in[1] == out[0] && in[2] == out[0];
+    case EW_MATH: break;
+    default: return false;
+    }
+    const math_op *m = math_of(op);
+    switch (m->kind) {
+    case MK_FLOAT:
+        return ocl_is_float(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
+    case MK_NUMERIC:
+        return is_numeric(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
+    case MK_COMPARE: return is_stored(in[0]) && in[1] == in[0] && out[0] == GFP_BOOL;
+    case MK_LOGICAL:
+        return is_stored(in[0]) && (m->arity == 1 || is_stored(in[1])) && out[0] == GFP_BOOL;
+    }
+    return false;
+}
+
+bool ocl_elementwise_handles(uint32_t op) { return kind_of(op) != EW_NONE; }
+
+uint32_t ocl_elementwise_support(const ocl_device *d, const gfp_op_query *q) {
+    (void)d;
+    if (q->n_inputs != inputs_of(q->op) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    return accepts(q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
+                                                             : GFP_SUPPORT_NONE;
+}
+
+/* ------------------------------------------------------------ helpers */
+/* The dtype's name in kernel names. */
+static const char *kdt(int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32: return "f32";
+    case GFP_F64: return "f64";
+    case GFP_I32: return "i32";
+    case GFP_I64: return "i64";
+    default: return "b8";
+    }
+}
+
+/* "b1", "b4", "b8": kernels that move bits by element size. */
+static const char *kbits(int32_t dtype) {
+    switch (ocl_dtype_size(dtype)) {
+    case 1: return "b1";
+    case 4: return "b4";
+    default: return "b8";
+    }
+}
+
+/* Adds tensor k of the launch: buffer, element offset and, for the strided
+ * form, its strides. */
+static void arg_tensor(ocl_call *c, const ocl_geom *g, const gfp_tensor *t, int k) {
+    ocl_arg_mem(c, ocl_mem(t));
+    ocl_arg_i64(c, ocl_elem_offset(t));
+    if (!g->contiguous) ocl_geom_strides(c, g, k);
+}
+
+/* Adds every tensor and the geometry, in the kernels' order. */
+static void arg_all(ocl_call *c, const ocl_geom *g, const gfp_tensor *const *t, int n) {
+    for (int k = 0; k < n; k++) arg_tensor(c, g, t[k], k);
+    if (g->contiguous) ocl_arg_i64(c, g->numel);
+    else ocl_geom_args(c, g);
+}
+
+static void kernel_name(char *buf, size_t len, const char *stem, const ocl_geom *g) {
+    snprintf(buf, len, "%s_%c", stem, ocl_geom_form(g));
+}
+
+/* ------------------------------------------------------------ kernels */
+static gfp_status run_copy(ocl_device *d, const gfp_tensor *const *t) {
+    const gfp_tensor *y = t[0], *x = t[1];
+    ocl_geom g;
+    ocl_geom_init(&g, t, 2);
+    char stem[32], name[40];
+    if (x->dtype == y->dtype) snprintf(stem, sizeof stem, "copy_%s", kbits(y->dtype));
+    else snprintf(stem, sizeof stem, "copy_%s_%s", kdt(x->dtype), kdt(y->dtype));
+    kernel_name(name, sizeof name, stem, &g);
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_COPY, name, "copy");
+    arg_all(&c, &g, t, 2);
+    return ocl_geom_run(&c, &g);
+}
+
+gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tensor *src,
+                           const char *op) {
+    (void)op; /* run_copy names "copy" in its messages */
+    if (ocl_numel(dst) == 0) return GFP_OK;
+    const gfp_tensor *t[2] = {dst, src};
+    return run_copy(d, t);
+}
+
+/* float -> int64 as the reference converts: truncate, saturate, NaN -> 0. */
+static int64_t to_i64_trunc(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, const gfp_fill_params *p) {
+    /* The element's bits, made as the reference stores the value. */
+    union {
+        uint64_t u64;
+        uint32_t u32;
+        uint8_t u8;
+        float f;
+        double dbl;
+        int32_t i32;
+        int64_t i64;
+    } e;
+    memset(&e, 0, sizeof e);
+    switch (y->dtype) {
+    case GFP_F32: e.f = (float)p->value; break;
+    case GFP_F64: e.dbl = p->value; break;
+    case GFP_I32: e.i32 = (int32_t)(uint32_t)(uint64_t)p->ivalue; break;
+    case GFP_I64: e.i64 = p->ivalue; break;
+    default: e.u8 = p->value != 0; break; /* NaN is true */
+    }
+    size_t es = ocl_dtype_size(y->dtype);
+    const gfp_tensor *t[1] = {y};
+    ocl_geom g;
+    ocl_geom_init(&g, t, 1);
+    if (g.contiguous) {
+        cl_int err = ocl.EnqueueFillBuffer(d->queue, ocl_mem(y), &e, es, (size_t)y->offset,
+                                           (size_t)g.numel * es, 0, NULL, NULL);
+        return err == CL_SUCCESS ? GFP_OK : ocl_cl_fail(err, "fill", "clEnqueueFillBuffer");
+    }
+    char stem[16], name[32];
+    snprintf(stem, sizeof stem, "fill_%s", kbits(y->dtype));
+    kernel_name(name, sizeof name, stem, &g);
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_COPY, name, "fill");
+    arg_all(&c, &g, t, 1);
+    ocl_arg_raw(&c, es, &e); /* the union's first es bytes: the element */
+    return ocl_geom_run(&c, &g);
+}
+
+static bool is_integral(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == floor(v);
+}
+
+static gfp_status run_arange(ocl_device *d, const gfp_tensor *y, const gfp_arange_params *p) {
+    bool exact = !ocl_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
+    char name[32];
+    snprintf(name, sizeof name, "arange_%s_%s", exact ? "int" : "real", kdt(y->dtype));
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_COPY, name, "arange");
+    ocl_arg_mem(&c, ocl_mem(y));
+    ocl_arg_i64(&c, ocl_elem_offset(y));
+    ocl_arg_i64(&c, y->strides[0]);
+    ocl_arg_i64(&c, y->sizes[0]);
+    if (exact) {
+        ocl_arg_i64(&c, to_i64_trunc(p->start));
+        ocl_arg_i64(&c, to_i64_trunc(p->step));
+    } else if (d->fp64) {
+        ocl_arg_f64(&c, p->start);
+        ocl_arg_f64(&c, p->step);
+    } else {
+        ocl_arg_f32(&c, (float)p->start);
+        ocl_arg_f32(&c, (float)p->step);
+    }
+    return ocl_call_run1(&c, (uint64_t)y->sizes[0], 64);
+}
+
+static gfp_status run_tri(ocl_device *d, uint32_t op, const gfp_tensor *const *t,
+                          int64_t diagonal) {
+    /* Rows and columns must stay apart: the uncollapsed shape. */
+    const gfp_tensor *y = t[0];
+    ocl_geom g;
+    memset(&g, 0, sizeof g);
+    g.n = 2;
+    g.rank = y->rank;
+    g.numel = ocl_numel(y);
+    for (int dd = 0; dd < y->rank; dd++) {
+        g.sizes[dd] = y->sizes[dd];
+        g.strides[0][dd] = y->strides[dd];
+        g.strides[1][dd] = t[1]->strides[dd];
+    }
+    char name[32];
+    snprintf(name, sizeof name, "tri_%s_s", kbits(y->dtype));
+    ocl_call c;
+    const char *opname = op == GFP_OP_TRIL ? "tril" : "triu";
+    ocl_call_begin(&c, d, OCL_PROG_COPY, name, opname);
+    arg_all(&c, &g, t, 2);
+    ocl_arg_i64(&c, diagonal);
+    ocl_arg_i32(&c, op == GFP_OP_TRIL);
+    return ocl_geom_run(&c, &g);
+}
+
+static gfp_status run_where(ocl_device *d, const gfp_tensor *const *t) {
+    ocl_geom g;
+    ocl_geom_init(&g, t, 4);
+    char stem[24], name[32];
+    snprintf(stem, sizeof stem, "where_%s", kbits(t[0]->dtype));
+    kernel_name(name, sizeof name, stem, &g);
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_COPY, name, "where");
+    arg_all(&c, &g, t, 4);
+    return ocl_geom_run(&c, &g);
+}
+
+/* The mask whose bits make a value of dtype true: all of them, except a
+ * float's sign (so -0.0 is false). */
+static uint64_t truth_mask(int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32: return 0x7fffffffull;
+    case GFP_F64: return 0x7fffffffffffffffull;
+    case GFP_I32: return 0xffffffffull;
+    case GFP_I64: return ~0ull;
+    default: return 0xffull;
+    }
+}
+
+/* Parameters of the unary ops: pa, pb and the presence flags (CLAMP). */
+typedef struct unary_args {
+    double pa, pb;
+    int64_t ipa, ipb;
+    int flags;
+} unary_args;
+
+static gfp_status unary_params(uint32_t op, const char *name, int32_t dtype, const void *params,
+                               unary_args *a) {
+    memset(a, 0, sizeof *a);
+    gfp_status st = GFP_OK;
+    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
+        op == GFP_OP_POW_SCALAR) {
+        st = ocl_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name);
+        if (st != GFP_OK) return st;
+        const gfp_scalar_params *p = params;
+        a->pa = p->a;
+        a->pb = p->b;
+    } else if (op == GFP_OP_CLAMP) {
+        st = ocl_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name);
+        if (st != GFP_OK) return st;
+        const gfp_clamp_params *p = params;
+        /* A NaN bound compares false with everything: it bounds nothing. */
+        bool lo = p->has_min && p->min == p->min, hi = p->has_max && p->max == p->max;
+        a->flags = (lo ? 1 : 0) | (hi ? 2 : 0);
+        a->pa = p->min;
+        a->pb = p->max;
+        if (!ocl_is_float(dtype)) {
+            a->ipa = lo ? to_i64_trunc(p->min) : 0;
+            a->ipb = hi ? to_i64_trunc(p->max) : 0;
+        }
+    }
+    return st;
+}
+
+static gfp_status run_math(ocl_device *d, const math_op *m, const gfp_tensor *const *t,
+                           const void *params) {
+    int n = m->arity + 1;
+    ocl_geom g;
+    ocl_geom_init(&g, t, n);
+    char stem[64], name[72];
+    int32_t dt = t[1]->dtype;
+    switch (m->kind) {
+    case MK_COMPARE: snprintf(stem, sizeof stem, "compare_%s_%s", m->name, kdt(dt)); break;
+    case MK_LOGICAL:
+        if (m->arity == 1)
+            snprintf(stem, sizeof stem, "logical_%s_%zu", m->name, ocl_dtype_size(dt));
+        else
+            snprintf(stem, sizeof stem, "logical_%s_%zu%zu", m->name, ocl_dtype_size(dt),
+                     ocl_dtype_size(t[2]->dtype));
+        break;
+    default:
+        snprintf(stem, sizeof stem, "%s_%s_%s", m->arity == 1 ? "unary" : "binary", m->name,
+                 kdt(dt));
+        break;
+    }
+    kernel_name(name, sizeof name, stem, &g);
+    unary_args ua;
+    if (m->arity == 1 && m->kind != MK_LOGICAL) {
+        gfp_status st = unary_params(m->op, m->name, dt, params, &ua);
+        if (st != GFP_OK) return st;
+    }
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_MATH, name, m->name);
+    arg_all(&c, &g, t, n);
+    if (m->kind == MK_LOGICAL) {
+        for (int k = 1; k < n; k++) ocl_arg_u64(&c, truth_mask(t[k]->dtype));
+    } else if (m->arity == 1) {
+        ocl_arg_scalar(&c, dt, ua.pa, ua.ipa);
+        ocl_arg_scalar(&c, dt, ua.pb, ua.ipb);
+        ocl_arg_i32(&c, ua.flags);
+    }
+    return ocl_geom_run(&c, &g);
+}
+
+/* ------------------------------------------------------------ launch */
+static const char *dtype_list(const gfp_tensor *const *in, uint32_t n, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, i ? ", %s" : "%s",
+                                 ocl_dtype_name(in[i]->dtype));
+    return buf;
+}
+
+static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {
+    for (int k = 1; k < n; k++)
+        if (!ocl_same_shape(t[0], t[k]))
+            return ocl_fail(GFP_ERR_INVALID,
+                            "%s: input %d does not have the output's shape (rank %d vs %d); "
+                            "elementwise operands must have the output's sizes (broadcast with "
+                            "stride 0)",
+                            name, k - 1, (int)t[k]->rank, (int)t[0]->rank);
+    return GFP_OK;
+}
+
+gfp_status ocl_elementwise_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params) {
+    ew_kind kind = kind_of(op);
+    const char *name = ocl_op_name(op);
+    gfp_status st = ocl_check_counts(n_in, inputs_of(op), n_out, 1, name);
+    if (st != GFP_OK) return st;
+    const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
+    int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
+    for (uint32_t i = 0; i < n_in; i++) {
+        if (!in[i]) return ocl_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
+        t[i + 1] = in[i];
+        in_dt[i] = in[i]->dtype;
+    }
+    if (!accepts(op, in_dt, out_dt)) {
+        char ins[64];
+        return ocl_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: not provided for input dtype(s) (%s) and output dtype %s (the "
+                        "reference plugin's dtype rules apply)",
+                        name, dtype_list(in, n_in, ins, sizeof ins), ocl_dtype_name(out[0]->dtype));
+    }
+    if ((st = check_shapes(name, t, (int)n_in + 1)) != GFP_OK) return st;
+    if (kind == EW_TRI && out[0]->rank < 2)
+        return ocl_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
+                        (int)out[0]->rank);
+    if (kind == EW_ARANGE && out[0]->rank != 1)
+        return ocl_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+                        (int)out[0]->rank);
+    if (ocl_numel(out[0]) == 0) return GFP_OK;
+    switch (kind) {
+    case EW_COPY: return run_copy(d, t);
+    case EW_FILL:
+        st = ocl_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name);
+        return st == GFP_OK ? run_fill(d, out[0], params) : st;
+    case EW_ARANGE:
+        st = ocl_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name);
+        return st == GFP_OK ? run_arange(d, out[0], params) : st;
+    case EW_TRI:
+        st = ocl_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name);
+        return st == GFP_OK ? run_tri(d, op, t, ((const gfp_tri_params *)params)->diagonal) : st;
+    case EW_WHERE: return run_where(d, t);
+    case EW_MATH: return run_math(d, math_of(op), t, params);
+    default: return ocl_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
+    }
+}

@@ -1,0 +1,317 @@
+/* ocl_internal.h — what the OpenCL plugin's files share.
+ *
+ * The plugin links nothing: the ICD loader (libOpenCL.so.1) is opened at
+ * init() and its entry points land in `ocl` (ocl_runtime.c). Without it, or
+ * without any platform, the plugin still loads and reports zero devices with
+ * the reason.
+ *
+ * One graft device per OpenCL device of every platform, each with its own
+ * context and in-order queue. A gfp_buffer is an ocl_buffer (a cl_mem plus its
+ * size, so that every view is checked against its buffer); kernels take the
+ * cl_mem and an element offset, so no sub-buffer (and no base-address
+ * alignment rule) is involved.
+ *
+ * Kernels are OpenCL C sources embedded in the plugin (kernels/ *.cl), one
+ * program per op family, built on first use per device and cached in memory
+ * and on disk (ocl_program.c). Each op family lives in its own file and
+ * exports
+ *   bool       ocl_<family>_handles(uint32_t op);
+ *   uint32_t   ocl_<family>_support(const ocl_device *d, const gfp_op_query *q);
+ *   gfp_status ocl_<family>_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+ *                                  uint32_t n_in, const gfp_tensor *const *out,
+ *                                  uint32_t n_out, const void *params);
+ * ocl_plugin.c routes query_op and launch to them after checking every tensor
+ * descriptor (ocl_check_tensor). */
+#ifndef GRAFT_OCL_INTERNAL_H
+#define GRAFT_OCL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graft_plugin.h"
+
+#if defined(__GNUC__)
+#define OCL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define OCL_PRINTF(a, b)
+#endif
+
+/* ------------------------------------------------------------------ runtime */
+/* The OpenCL 1.2 entry points the plugin uses (ocl_runtime.c). */
+typedef struct ocl_api {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+    cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
+                                void(CL_CALLBACK *)(const char *, const void *, size_t, void *),
+                                void *, cl_int *);
+    cl_int (*ReleaseContext)(cl_context);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
+                                           cl_int *);
+    cl_int (*ReleaseCommandQueue)(cl_command_queue);
+    cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
+                                          cl_int *);
+    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *,
+                                          const size_t *, const unsigned char **, cl_int *,
+                                          cl_int *);
+    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
+                           void(CL_CALLBACK *)(cl_program, void *), void *);
+    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
+                                  size_t *);
+    cl_int (*GetProgramInfo)(cl_program, cl_program_info, size_t, void *, size_t *);
+    cl_int (*ReleaseProgram)(cl_program);
+    cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+    cl_int (*ReleaseKernel)(cl_kernel);
+    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
+                                   const size_t *, const size_t *, cl_uint, const cl_event *,
+                                   cl_event *);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *,
+                                cl_uint, const cl_event *, cl_event *);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *,
+                                 cl_uint, const cl_event *, cl_event *);
+    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,
+                                const cl_event *, cl_event *);
+    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t,
+                                cl_uint, const cl_event *, cl_event *);
+    cl_int (*Finish)(cl_command_queue);
+    cl_int (*Flush)(cl_command_queue);
+    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    cl_int (*ReleaseEvent)(cl_event);
+} ocl_api;
+
+extern ocl_api ocl;
+/* Opens the ICD loader and fills `ocl`. On failure writes why into `why`. */
+bool ocl_api_load(char *why, size_t len);
+/* "CL_OUT_OF_RESOURCES" for -5, "CL error -1234" for unknown codes (static
+ * buffer per thread). */
+const char *ocl_error_name(cl_int err);
+/* The graft status a CL error maps to (allocation failures are OUT_OF_MEMORY,
+ * a lost device DEVICE, ...). */
+gfp_status ocl_status_of(cl_int err);
+
+/* ------------------------------------------------------------------ host */
+extern const gfp_host *ocl_host;
+/* Attaches a printf-style message (prefixed "opencl: ") and returns status. */
+gfp_status ocl_fail(gfp_status status, const char *fmt, ...) OCL_PRINTF(2, 3);
+/* Logs at level through the host (prefix added by the core). */
+void ocl_log(gfp_log_level level, const char *fmt, ...) OCL_PRINTF(2, 3);
+/* secure_getenv where the C library has it. */
+const char *ocl_getenv(const char *name);
+
+/* ------------------------------------------------------------------ buffers */
+#define OCL_BUFFER_MAGIC 0x6f636c6275666621ull /* "oclbuff!" */
+typedef struct ocl_buffer {
+    uint64_t magic;
+    cl_mem mem;
+    uint64_t size;
+    /* The device's live buffers (from buffer_alloc), so that they can all be
+     * released while the driver is still there at process exit. */
+    struct ocl_buffer *prev, *next;
+} ocl_buffer;
+
+/* ------------------------------------------------------------------ devices */
+/* Op families, each one program (kernels/<file>.cl). */
+typedef enum ocl_prog_id {
+    OCL_PROG_COPY,   /* copy, fill, arange, tril/triu, where */
+    OCL_PROG_MATH,   /* unary, binary, compare, logical (generated op math) */
+    OCL_PROG_RANDOM,
+    OCL_PROG_REDUCE,
+    OCL_PROG_MATMUL,
+    OCL_PROG_NORM,
+    OCL_PROG_INDEX,
+    OCL_PROG_CONV,
+    OCL_PROG_POOL,
+    OCL_PROG_COUNT
+} ocl_prog_id;
+
+typedef struct ocl_kernel_slot {
+    char *name;
+    int prog;
+    cl_kernel kernel;
+} ocl_kernel_slot;
+
+#define OCL_KERNEL_SLOTS 2048
+
+/* Faults injected on request (GRAFT_OPENCL_FAULT), so that tests can see the
+ * error paths a working device never takes. */
+typedef enum ocl_fault {
+    OCL_FAULT_NONE = 0,
+    OCL_FAULT_BUILD,   /* kernel sources fail to compile */
+    OCL_FAULT_ENQUEUE, /* kernel launches fail with CL_OUT_OF_RESOURCES */
+    OCL_FAULT_LOST     /* reads fail as from a lost device */
+} ocl_fault;
+
+typedef struct ocl_device {
+    /* Identity, from init() (no context yet). */
+    cl_platform_id platform;
+    cl_device_id id;
+    char name[128];      /* the device's name */
+    char platform_name[96];
+    char version[96];    /* CL_DEVICE_VERSION */
+    char driver[96];     /* CL_DRIVER_VERSION */
+    cl_device_type type;
+    uint64_t memory_bytes, max_alloc_bytes;
+    size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint64_t local_mem;  /* CL_DEVICE_LOCAL_MEM_SIZE */
+    bool fp64;           /* cl_khr_fp64 (and not disabled by GRAFT_OPENCL_DISABLE_FP64) */
+    bool int64_atomics;  /* cl_khr_int64_base_atomics */
+    bool cr_divide;      /* correctly rounded f32 divide/sqrt can be requested */
+
+    /* Opened state. */
+    bool open;
+    cl_context ctx;
+    cl_command_queue queue;
+    cl_program progs[OCL_PROG_COUNT];
+    /* Size of each program's binary as last read from or written to the disk
+     * cache: a larger one holds kernels compiled since (PoCL keeps compiled
+     * kernels in its binaries), worth writing back. */
+    uint64_t prog_cached_size[OCL_PROG_COUNT];
+    /* A program that failed to build fails again at once with the same
+     * message, instead of compiling again on every launch. */
+    gfp_status prog_status[OCL_PROG_COUNT];
+    char *prog_error[OCL_PROG_COUNT];
+    ocl_kernel_slot kernels[OCL_KERNEL_SLOTS];
+    cl_mem flag;          /* 2 words: index checks report a bad index here */
+    ocl_fault fault;
+    double compile_seconds; /* building or loading programs (logged at close) */
+    ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
+    ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
+} ocl_device;
+
+/* ------------------------------------------------------------------ programs (ocl_program.c) */
+/* The kernel `name` of program `prog`, built (and cached) on first use. */
+gfp_status ocl_get_kernel(ocl_device *d, ocl_prog_id prog, const char *name, const char *op,
+                          cl_kernel *out);
+/* Writes the binaries of programs that compiled kernels since they were
+ * cached (PoCL keeps compiled kernels in its binaries) and releases them. */
+void ocl_programs_release(ocl_device *d);
+/* Build options every program of d gets ("-DGF_HAS_FP64=1 ..."). */
+void ocl_build_options(const ocl_device *d, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ kernel calls (ocl_launch.c) */
+/* Building one kernel launch: the first failing step keeps its status, so
+ * arguments can be added unchecked and the result read once at the end. */
+typedef struct ocl_call {
+    ocl_device *dev;
+    const char *op;     /* the op, for messages */
+    const char *kname;  /* the kernel */
+    cl_kernel k;
+    cl_uint nargs;
+    gfp_status st;
+} ocl_call;
+
+void ocl_call_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *kname,
+                    const char *op);
+void ocl_arg_raw(ocl_call *c, size_t size, const void *value);
+void ocl_arg_mem(ocl_call *c, cl_mem m);
+void ocl_arg_i32(ocl_call *c, int32_t v);
+void ocl_arg_i64(ocl_call *c, int64_t v);
+void ocl_arg_u64(ocl_call *c, uint64_t v);
+void ocl_arg_f32(ocl_call *c, float v);
+void ocl_arg_f64(ocl_call *c, double v);
+void ocl_arg_long8(ocl_call *c, const int64_t *v, int n); /* n <= 8, rest 0 */
+void ocl_arg_local(ocl_call *c, size_t bytes);
+/* A scalar parameter in the compute type of dtype (f32 float, f64 double,
+ * integers and bool long). */
+void ocl_arg_scalar(ocl_call *c, int32_t dtype, double v, int64_t iv);
+/* Enqueues the kernel; global sizes are rounded up to the local sizes. */
+gfp_status ocl_call_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local);
+/* 1-D launch of n work-items in groups of `group` (rounded up). */
+gfp_status ocl_call_run1(ocl_call *c, uint64_t n, size_t group);
+
+/* A CL failure of op: the message names plugin op, what failed and the
+ * error's name. */
+gfp_status ocl_cl_fail(cl_int err, const char *op, const char *what);
+
+/* ------------------------------------------------------------------ tensors (ocl_launch.c) */
+size_t ocl_dtype_size(int32_t dtype);
+const char *ocl_dtype_name(int32_t dtype); /* "f32" */
+bool ocl_is_float(int32_t dtype);
+bool ocl_device_stores(const ocl_device *d, int32_t dtype);
+int64_t ocl_numel(const gfp_tensor *t);
+/* The tensor's cl_mem and its element offset (the offset is a multiple of
+ * the element size: checked by ocl_check_tensor). */
+cl_mem ocl_mem(const gfp_tensor *t);
+int64_t ocl_elem_offset(const gfp_tensor *t);
+/* Checks a descriptor: struct_size, rank, a dtype the device stores,
+ * non-negative sizes and strides, and the reach of the view within its
+ * buffer. role/i name it in the message. */
+gfp_status ocl_check_tensor(const ocl_device *d, uint32_t op, const char *role, uint32_t i,
+                            const gfp_tensor *t);
+gfp_status ocl_check_params(const void *params, size_t min_size, const char *op);
+gfp_status ocl_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
+                            const char *op);
+bool ocl_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+/* Short name of an op for messages ("add"), "op <n>" for unknown ones. */
+const char *ocl_op_name(uint32_t op);
+
+/* Elementwise geometry of up to four tensors of one shape (t[0] the output):
+ * size-1 dims dropped and dims merged where every tensor allows, so a
+ * contiguous launch has rank 1 and unit strides. */
+typedef struct ocl_geom {
+    int n, rank;
+    int64_t numel;
+    int64_t sizes[GFP_MAX_RANK];
+    int64_t strides[4][GFP_MAX_RANK];
+    bool contiguous;
+} ocl_geom;
+void ocl_geom_init(ocl_geom *g, const gfp_tensor *const *t, int n);
+/* The kernel form the geometry takes (kernels/common.cl): 'c' contiguous,
+ * '2' rank <= 2 (no loop in the kernel), 's' any rank. */
+char ocl_geom_form(const ocl_geom *g);
+/* Arguments of the strided form for tensor k: (mem, offset) are the caller's;
+ * these are the shared ones: sizes, rank, inner, outer. */
+void ocl_geom_args(ocl_call *c, const ocl_geom *g);
+void ocl_geom_strides(ocl_call *c, const ocl_geom *g, int k);
+/* Runs a kernel in the contiguous (1-D, n items) or strided (2-D, inner x
+ * outer) form the geometry calls for. */
+gfp_status ocl_geom_run(ocl_call *c, const ocl_geom *g);
+
+/* Grows the device's scratch buffer to at least `bytes` (its contents are
+ * not kept). Work already queued keeps the old buffer alive. */
+gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op);
+/* A contiguous descriptor of t's dtype and sizes in the scratch buffer, at
+ * byte offset `at`. */
+gfp_tensor ocl_scratch_view(ocl_device *d, const gfp_tensor *t, uint64_t at);
+/* dst = src, element by element (same dtype and sizes, any strides). */
+gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tensor *src,
+                           const char *op);
+
+/* Reads the device's flag words (waiting for earlier work): *set when a
+ * kernel reported something, with its value; then clears them. */
+gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *value);
+
+/* ------------------------------------------------------------------ families */
+#define OCL_FAMILY(f)                                                                     \
+    bool ocl_##f##_handles(uint32_t op);                                                  \
+    uint32_t ocl_##f##_support(const ocl_device *d, const gfp_op_query *q);               \
+    gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,  \
+                                uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
+                                const void *params);
+OCL_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
+OCL_FAMILY(random)      /* RANDOM */
+OCL_FAMILY(reduce)      /* SUM .. MIN_DIM */
+OCL_FAMILY(matmul)      /* MATMUL */
+OCL_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
+OCL_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
+OCL_FAMILY(conv)        /* CONV2D and its two backward ops */
+OCL_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+#undef OCL_FAMILY
+
+/* CLBlast GEMM (ocl_clblast.c): loaded on first use; false when absent. */
+bool ocl_clblast_available(void);
+/* y = a @ b for row-major views described by (offset, leading dim, transposed);
+ * returns GFP_ERR_UNSUPPORTED when CLBlast is absent or refuses. */
+gfp_status ocl_clblast_gemm(ocl_device *d, int32_t dtype, bool ta, bool tb, uint64_t m,
+                            uint64_t n, uint64_t k, cl_mem a, uint64_t a_off, uint64_t lda,
+                            cl_mem b, uint64_t b_off, uint64_t ldb, cl_mem y, uint64_t y_off,
+                            uint64_t ldy);
+
+#endif

@@ -1,0 +1,406 @@
+/* ocl_launch.c — building kernel launches, checking tensor descriptors, and
+ * the elementwise geometry (dims collapsed so most launches are 1-D).
+ *
+ * A strided launch is 2-D: dim 0 walks the innermost dim (so neighbouring
+ * work-items touch neighbouring elements), dim 1 the other dims flattened;
+ * each work-item unravels its outer index once. A contiguous launch is 1-D
+ * with one work-item per element: on a CPU device (PoCL) that is much faster
+ * than a grid-stride loop, which defeats its work-group vectorizer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+/* ------------------------------------------------------------ dtypes, names */
+size_t ocl_dtype_size(int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32:
+    case GFP_I32: return 4;
+    case GFP_F64:
+    case GFP_I64: return 8;
+    case GFP_BOOL: return 1;
+    case GFP_F16:
+    case GFP_BF16: return 2;
+    default: return 0;
+    }
+}
+
+const char *ocl_dtype_name(int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32: return "f32";
+    case GFP_F64: return "f64";
+    case GFP_I32: return "i32";
+    case GFP_I64: return "i64";
+    case GFP_BOOL: return "bool";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
+    default: return "unknown";
+    }
+}
+
+bool ocl_is_float(int32_t dtype) { return dtype == GFP_F32 || dtype == GFP_F64; }
+
+bool ocl_device_stores(const ocl_device *d, int32_t dtype) {
+    switch (dtype) {
+    case GFP_F32:
+    case GFP_I32:
+    case GFP_I64:
+    case GFP_BOOL: return true;
+    case GFP_F64: return d->fp64;
+    default: return false;
+    }
+}
+
+int64_t ocl_numel(const gfp_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
+    return n;
+}
+
+cl_mem ocl_mem(const gfp_tensor *t) { return ((const ocl_buffer *)t->buffer)->mem; }
+
+int64_t ocl_elem_offset(const gfp_tensor *t) {
+    return (int64_t)(t->offset / ocl_dtype_size(t->dtype));
+}
+
+const char *ocl_op_name(uint32_t op) {
+    switch (op) {
+    case GFP_OP_COPY: return "copy";
+    case GFP_OP_FILL: return "fill";
+    case GFP_OP_ARANGE: return "arange";
+    case GFP_OP_RANDOM: return "random";
+    case GFP_OP_TRIL: return "tril";
+    case GFP_OP_TRIU: return "triu";
+    case GFP_OP_WHERE: return "where";
+    case GFP_OP_SUM: return "sum";
+    case GFP_OP_MEAN: return "mean";
+    case GFP_OP_PROD: return "prod";
+    case GFP_OP_AMAX: return "amax";
+    case GFP_OP_AMIN: return "amin";
+    case GFP_OP_VAR: return "var";
+    case GFP_OP_LOGSUMEXP: return "logsumexp";
+    case GFP_OP_MAX_DIM: return "max_dim";
+    case GFP_OP_MIN_DIM: return "min_dim";
+    case GFP_OP_MATMUL: return "matmul";
+    case GFP_OP_SOFTMAX: return "softmax";
+    case GFP_OP_LOG_SOFTMAX: return "log_softmax";
+    case GFP_OP_LAYER_NORM: return "layer_norm";
+    case GFP_OP_BATCH_NORM: return "batch_norm";
+    case GFP_OP_INDEX_SELECT: return "index_select";
+    case GFP_OP_GATHER: return "gather";
+    case GFP_OP_SCATTER_ADD: return "scatter_add";
+    case GFP_OP_INDEX_ADD: return "index_add";
+    case GFP_OP_CONV2D: return "conv2d";
+    case GFP_OP_CONV2D_BACKWARD_INPUT: return "conv2d_backward_input";
+    case GFP_OP_CONV2D_BACKWARD_WEIGHT: return "conv2d_backward_weight";
+    case GFP_OP_MAX_POOL2D: return "max_pool2d";
+    case GFP_OP_MAX_POOL2D_BACKWARD: return "max_pool2d_backward";
+    case GFP_OP_AVG_POOL2D: return "avg_pool2d";
+    case GFP_OP_AVG_POOL2D_BACKWARD: return "avg_pool2d_backward";
+    default: break;
+    }
+    /* The elementwise math ops, by the shared table's names. */
+    switch (op) {
+#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
+    case GFP_OP_##ID: return #name;
+#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
+    case GFP_OP_##ID: return #name;
+#include "op_math.def"
+    default: break;
+    }
+    static _Thread_local char buf[24];
+    snprintf(buf, sizeof buf, "op %u", (unsigned)op);
+    return buf;
+}
+
+/* ------------------------------------------------------------ checks */
+gfp_status ocl_check_tensor(const ocl_device *d, uint32_t op, const char *role, uint32_t i,
+                            const gfp_tensor *t) {
+    const char *name = ocl_op_name(op);
+    if (t->struct_size < GFP_TENSOR_SIZE_V1_0)
+        return ocl_fail(GFP_ERR_INVALID, "%s: %s %u has struct_size %u, at least %zu needed",
+                        name, role, (unsigned)i, (unsigned)t->struct_size,
+                        (size_t)GFP_TENSOR_SIZE_V1_0);
+    if (t->rank < 0 || t->rank > GFP_MAX_RANK)
+        return ocl_fail(GFP_ERR_INVALID, "%s: %s %u has rank %d, outside [0, %d]", name, role,
+                        (unsigned)i, (int)t->rank, GFP_MAX_RANK);
+    if (!ocl_device_stores(d, t->dtype))
+        return ocl_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: %s %u has dtype %s, which device '%s' does not store (f32, i32, "
+                        "i64, bool%s)",
+                        name, role, (unsigned)i, ocl_dtype_name(t->dtype), d->name,
+                        d->fp64 ? ", f64" : "; no f64: the device lacks cl_khr_fp64");
+    for (int k = 0; k < t->rank; k++)
+        if (t->sizes[k] < 0 || t->strides[k] < 0)
+            return ocl_fail(GFP_ERR_INVALID,
+                            "%s: %s %u has size %lld and stride %lld in dim %d; both must be >= 0",
+                            name, role, (unsigned)i, (long long)t->sizes[k],
+                            (long long)t->strides[k], k);
+    if (ocl_numel(t) == 0) return GFP_OK; /* nothing will be touched */
+    const ocl_buffer *b = t->buffer;
+    if (!b || b->magic != OCL_BUFFER_MAGIC)
+        return ocl_fail(GFP_ERR_INVALID, "%s: %s %u's buffer is not a live OpenCL buffer (NULL, "
+                        "freed already, or from another plugin)", name, role, (unsigned)i);
+    uint64_t esize = ocl_dtype_size(t->dtype);
+    if (t->offset % esize != 0)
+        return ocl_fail(GFP_ERR_INVALID,
+                        "%s: %s %u's byte offset %llu is not a multiple of its element size %llu",
+                        name, role, (unsigned)i, (unsigned long long)t->offset,
+                        (unsigned long long)esize);
+    uint64_t last = 0; /* element offset of the last element reached */
+    for (int k = 0; k < t->rank; k++) {
+        uint64_t span = (uint64_t)(t->sizes[k] - 1), stride = (uint64_t)t->strides[k];
+        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
+            last = UINT64_MAX / 2;
+            break;
+        }
+        last += span * stride;
+    }
+    if (t->offset > b->size || last >= (b->size - t->offset) / esize)
+        return ocl_fail(GFP_ERR_INVALID,
+                        "%s: %s %u reaches element %llu from byte offset %llu, past the end of "
+                        "its %llu-byte buffer (check sizes, strides and offset)",
+                        name, role, (unsigned)i, (unsigned long long)last,
+                        (unsigned long long)t->offset, (unsigned long long)b->size);
+    return GFP_OK;
+}
+
+gfp_status ocl_check_params(const void *params, size_t min_size, const char *op) {
+    if (!params)
+        return ocl_fail(GFP_ERR_INVALID, "%s: the parameter struct is NULL; this op needs one", op);
+    uint32_t size;
+    memcpy(&size, params, sizeof size);
+    if (size < min_size)
+        return ocl_fail(GFP_ERR_INVALID,
+                        "%s: parameter struct_size is %u bytes, at least %zu are needed", op,
+                        (unsigned)size, min_size);
+    return GFP_OK;
+}
+
+gfp_status ocl_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
+                            const char *op) {
+    if (n_in != want_in || n_out != want_out)
+        return ocl_fail(GFP_ERR_INVALID, "%s: takes %u input(s) and %u output(s), got %u and %u",
+                        op, (unsigned)want_in, (unsigned)want_out, (unsigned)n_in,
+                        (unsigned)n_out);
+    return GFP_OK;
+}
+
+bool ocl_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
+    if (a->rank != b->rank) return false;
+    for (int k = 0; k < a->rank; k++)
+        if (a->sizes[k] != b->sizes[k]) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------ calls */
+void ocl_call_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *kname,
+                    const char *op) {
+    c->dev = d;
+    c->op = op;
+    c->kname = kname;
+    c->k = NULL;
+    c->nargs = 0;
+    c->st = ocl_get_kernel(d, prog, kname, op, &c->k);
+}
+
+void ocl_arg_raw(ocl_call *c, size_t size, const void *value) {
+    if (c->st != GFP_OK) return;
+    cl_int err = ocl.SetKernelArg(c->k, c->nargs, size, value);
+    if (err != CL_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "clSetKernelArg(%s, argument %u)", c->kname,
+                 (unsigned)c->nargs);
+        c->st = ocl_cl_fail(err, c->op, what);
+    }
+    c->nargs++;
+}
+
+void ocl_arg_mem(ocl_call *c, cl_mem m) { ocl_arg_raw(c, sizeof m, &m); }
+void ocl_arg_i32(ocl_call *c, int32_t v) {
+    cl_int x = v;
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_i64(ocl_call *c, int64_t v) {
+    cl_long x = v;
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_u64(ocl_call *c, uint64_t v) {
+    cl_ulong x = v;
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_f32(ocl_call *c, float v) {
+    cl_float x = v;
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_f64(ocl_call *c, double v) {
+    cl_double x = v;
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_long8(ocl_call *c, const int64_t *v, int n) {
+    cl_long8 x;
+    memset(&x, 0, sizeof x);
+    for (int i = 0; i < n && i < 8; i++) x.s[i] = v[i];
+    ocl_arg_raw(c, sizeof x, &x);
+}
+void ocl_arg_local(ocl_call *c, size_t bytes) { ocl_arg_raw(c, bytes, NULL); }
+
+void ocl_arg_scalar(ocl_call *c, int32_t dtype, double v, int64_t iv) {
+    switch (dtype) {
+    case GFP_F32: ocl_arg_f32(c, (float)v); break;
+    case GFP_F64: ocl_arg_f64(c, v); break;
+    default: ocl_arg_i64(c, iv); break;
+    }
+}
+
+gfp_status ocl_call_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local) {
+    if (c->st != GFP_OK) return c->st;
+    size_t g[3], l[3];
+    for (cl_uint i = 0; i < dims; i++) {
+        l[i] = local[i];
+        g[i] = (global[i] + l[i] - 1) / l[i] * l[i];
+        if (g[i] == 0) return GFP_OK; /* nothing to do */
+    }
+    ocl_device *d = c->dev;
+    cl_int err = d->fault == OCL_FAULT_ENQUEUE
+                     ? CL_OUT_OF_RESOURCES
+                     : ocl.EnqueueNDRangeKernel(d->queue, c->k, dims, NULL, g, l, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)%s", c->kname,
+                 d->fault == OCL_FAULT_ENQUEUE ? " (fault injected by GRAFT_OPENCL_FAULT=enqueue)"
+                                               : "");
+        return ocl_cl_fail(err, c->op, what);
+    }
+    return GFP_OK;
+}
+
+gfp_status ocl_call_run1(ocl_call *c, uint64_t n, size_t group) {
+    if (group > c->dev->max_wg) group = c->dev->max_wg;
+    size_t g = (size_t)n, l = group;
+    return ocl_call_run(c, 1, &g, &l);
+}
+
+gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *value) {
+    cl_long v[2] = {0, 0};
+    cl_int err = ocl.EnqueueReadBuffer(d->queue, d->flag, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return ocl_cl_fail(err, op, "reading the index check flag");
+    *set = v[0] != 0;
+    *value = v[1];
+    if (*set) {
+        cl_long zero = 0;
+        err = ocl.EnqueueFillBuffer(d->queue, d->flag, &zero, sizeof zero, 0, 2 * sizeof zero, 0,
+                                    NULL, NULL);
+        if (err != CL_SUCCESS) return ocl_cl_fail(err, op, "clearing the index check flag");
+    }
+    return GFP_OK;
+}
+
+gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op) {
+    if (d->scratch.mem && d->scratch.size >= bytes) return GFP_OK;
+    if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
+    d->scratch.mem = NULL;
+    d->scratch.size = 0;
+    cl_int err = CL_SUCCESS;
+    cl_mem m = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (!m) return ocl_cl_fail(err, op, "clCreateBuffer (scratch)");
+    d->scratch = (ocl_buffer){OCL_BUFFER_MAGIC, m, bytes, NULL, NULL};
+    return GFP_OK;
+}
+
+gfp_tensor ocl_scratch_view(ocl_device *d, const gfp_tensor *t, uint64_t at) {
+    gfp_tensor v = *t;
+    v.buffer = &d->scratch;
+    v.offset = at;
+    int64_t st = 1;
+    for (int k = t->rank - 1; k >= 0; k--) {
+        v.strides[k] = st;
+        st *= t->sizes[k];
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ geometry */
+/* Rows shorter than this go across rows (the launch's dim 0 walks rows). */
+#define OCL_SHORT_ROW 32
+
+void ocl_geom_init(ocl_geom *g, const gfp_tensor *const *t, int n) {
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->numel = ocl_numel(t[0]);
+    /* Drop size-1 dims: their strides do not matter. */
+    for (int d = 0; d < t[0]->rank; d++) {
+        if (t[0]->sizes[d] == 1) continue;
+        g->sizes[g->rank] = t[0]->sizes[d];
+        for (int k = 0; k < n; k++) g->strides[k][g->rank] = t[k]->strides[d];
+        g->rank++;
+    }
+    /* Merge dim d into d + 1 when every tensor steps over d as one run of
+     * d + 1 (stride[d] == stride[d + 1] * size[d + 1]). */
+    int r = g->rank;
+    for (int d = r - 2; d >= 0; d--) {
+        bool ok = true;
+        for (int k = 0; k < n && ok; k++)
+            ok = g->strides[k][d] == g->strides[k][d + 1] * g->sizes[d + 1];
+        if (!ok) continue;
+        g->sizes[d + 1] *= g->sizes[d];
+        for (int e = d; e < g->rank - 1; e++) {
+            g->sizes[e] = g->sizes[e + 1];
+            for (int k = 0; k < n; k++) g->strides[k][e] = g->strides[k][e + 1];
+        }
+        g->rank--;
+    }
+    g->contiguous = g->rank == 0;
+    if (g->rank == 1) {
+        g->contiguous = true;
+        for (int k = 0; k < n; k++) g->contiguous = g->contiguous && g->strides[k][0] == 1;
+    }
+    /* A strided 1-D geometry is one row of the 2-D form. */
+    if (g->rank == 1 && !g->contiguous) {
+        g->sizes[1] = g->sizes[0];
+        g->sizes[0] = 1;
+        for (int k = 0; k < n; k++) {
+            g->strides[k][1] = g->strides[k][0];
+            g->strides[k][0] = 0;
+        }
+        g->rank = 2;
+    }
+    /* Short rows of the 2-D form: walk the other dim along the launch's
+     * dim 0 (the order of the elements does not matter). */
+    if (g->rank == 2 && g->sizes[1] < OCL_SHORT_ROW && g->sizes[0] > g->sizes[1]) {
+        int64_t tmp = g->sizes[0];
+        g->sizes[0] = g->sizes[1];
+        g->sizes[1] = tmp;
+        for (int k = 0; k < n; k++) {
+            tmp = g->strides[k][0];
+            g->strides[k][0] = g->strides[k][1];
+            g->strides[k][1] = tmp;
+        }
+    }
+}
+
+char ocl_geom_form(const ocl_geom *g) { return g->contiguous ? 'c' : g->rank <= 2 ? '2' : 's'; }
+
+void ocl_geom_args(ocl_call *c, const ocl_geom *g) {
+    int64_t inner = g->rank ? g->sizes[g->rank - 1] : 1;
+    ocl_arg_long8(c, g->sizes, g->rank);
+    ocl_arg_i32(c, g->rank);
+    ocl_arg_i64(c, inner);
+    ocl_arg_i64(c, inner ? g->numel / inner : 0);
+    ocl_arg_i32(c, g->rank > 2 && inner < OCL_SHORT_ROW);
+}
+
+void ocl_geom_strides(ocl_call *c, const ocl_geom *g, int k) {
+    ocl_arg_long8(c, g->strides[k], g->rank);
+}
+
+gfp_status ocl_geom_run(ocl_call *c, const ocl_geom *g) {
+    if (g->contiguous) return ocl_call_run1(c, (uint64_t)g->numel, 64);
+    int64_t inner = g->sizes[g->rank - 1], outer = g->numel / inner;
+    /* Short rows would leave most of a 64-wide group idle: go across rows
+     * (_s kernels; _2 geometries are already swapped by ocl_geom_init). */
+    bool swap = g->rank > 2 && inner < OCL_SHORT_ROW;
+    size_t global[2] = {(size_t)(swap ? outer : inner), (size_t)(swap ? inner : outer)};
+    size_t local[2] = {64 < c->dev->max_wg ? 64 : c->dev->max_wg, 1};
+    return ocl_call_run(c, 2, global, local);
+}

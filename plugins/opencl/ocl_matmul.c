@@ -1,0 +1,218 @@
+/* ocl_matmul.c — MATMUL (kernels/matmul.cl, or CLBlast).
+ *
+ * y[..., m, n] = sum_k a[..., m, k] * b[..., k, n] for any strides; batch
+ * dims come equal in all three (broadcast as stride 0). Floats go to graft's
+ * tiled kernel, or to CLBlast's GEMM: GRAFT_OPENCL_GEMM=graft|clblast|auto
+ * picks (read at every launch, so a benchmark can compare both in one
+ * process). auto, the default, uses CLBlast on GPUs and graft's kernel on
+ * CPU devices: measured on PoCL (tools/opencl_bench), graft's kernel is
+ * several times faster there and needs no multi-second first compile.
+ * CLBlast takes only operands with a unit stride in one matrix dim (row- or
+ * column-major); other views use graft's kernel. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+bool ocl_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
+
+static bool dtypes_ok(int32_t a, int32_t b, int32_t y) {
+    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64;
+    return known && b == a && y == a;
+}
+
+uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
+    (void)d;
+    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    return dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
+    int r = a->rank;
+    if (r < 2 || b->rank != r || y->rank != r)
+        return ocl_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, "
+                        "%d, %d); the core broadcasts batch dims before launch",
+                        r, (int)b->rank, (int)y->rank);
+    for (int k = 0; k < r - 2; k++)
+        if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
+            return ocl_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y "
+                            "%lld)", k, (long long)a->sizes[k], (long long)b->sizes[k],
+                            (long long)y->sizes[k]);
+    int64_t m = a->sizes[r - 2], kk = a->sizes[r - 1], n = b->sizes[r - 1];
+    if (b->sizes[r - 2] != kk || y->sizes[r - 2] != m || y->sizes[r - 1] != n)
+        return ocl_fail(GFP_ERR_INVALID, "matmul: a is [..., %lld, %lld], b [..., %lld, %lld] "
+                        "and y [..., %lld, %lld]; they do not multiply",
+                        (long long)m, (long long)kk, (long long)b->sizes[r - 2], (long long)n,
+                        (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
+    return GFP_OK;
+}
+
+/* Which GEMM the user asked for: 0 graft, 1 CLBlast, -1 auto. */
+static int gemm_choice(void) {
+    const char *v = ocl_getenv("GRAFT_OPENCL_GEMM");
+    if (v && !strcmp(v, "graft")) return 0;
+    if (v && !strcmp(v, "clblast")) return 1;
+    return -1;
+}
+
+/* A matrix view as CLBlast takes it: row-major, maybe transposed. */
+static bool blas_view(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, bool *trans,
+                      uint64_t *ld) {
+    if (s_col == 1 && s_row >= cols && s_row >= 1) {
+        *trans = false;
+        *ld = (uint64_t)s_row;
+        return true;
+    }
+    if (s_row == 1 && s_col >= rows && s_col >= 1) {
+        *trans = true;
+        *ld = (uint64_t)s_col;
+        return true;
+    }
+    return false;
+}
+
+/* CLBlast, batch by batch; UNSUPPORTED (no message) when the views do not fit. */
+static gfp_status via_clblast(ocl_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                              const gfp_tensor *y, int64_t batches) {
+    int r = a->rank;
+    int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1];
+    bool ta, tb, ty;
+    uint64_t lda, ldb, ldy;
+    if (!blas_view(m, k, a->strides[r - 2], a->strides[r - 1], &ta, &lda) ||
+        !blas_view(k, n, b->strides[r - 2], b->strides[r - 1], &tb, &ldb) ||
+        !blas_view(m, n, y->strides[r - 2], y->strides[r - 1], &ty, &ldy) || ty || k == 0)
+        return GFP_ERR_UNSUPPORTED;
+    int64_t idx[GFP_MAX_RANK] = {0};
+    for (int64_t bi = 0; bi < batches; bi++) {
+        int64_t rem = bi, oa = ocl_elem_offset(a), ob = ocl_elem_offset(b), oy = ocl_elem_offset(y);
+        for (int dd = r - 3; dd >= 0; dd--) {
+            idx[dd] = rem % a->sizes[dd];
+            rem /= a->sizes[dd];
+            oa += idx[dd] * a->strides[dd];
+            ob += idx[dd] * b->strides[dd];
+            oy += idx[dd] * y->strides[dd];
+        }
+        gfp_status st = ocl_clblast_gemm(d, a->dtype, ta, tb, (uint64_t)m, (uint64_t)n,
+                                         (uint64_t)k, ocl_mem(a), (uint64_t)oa, lda, ocl_mem(b),
+                                         (uint64_t)ob, ldb, ocl_mem(y), (uint64_t)oy, ldy);
+        if (st != GFP_OK) return st;
+    }
+    return GFP_OK;
+}
+
+gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    (void)op;
+    (void)params;
+    gfp_status st = ocl_check_counts(n_in, 2, n_out, 1, "matmul");
+    if (st != GFP_OK) return st;
+    const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
+    if (!a || !b) return ocl_fail(GFP_ERR_INVALID, "matmul: an input tensor is NULL");
+    if (!dtypes_ok(a->dtype, b->dtype, y->dtype))
+        return ocl_fail(GFP_ERR_UNSUPPORTED, "matmul: not provided for %s @ %s -> %s (f32, f64, "
+                        "i32 or i64, all three alike)", ocl_dtype_name(a->dtype),
+                        ocl_dtype_name(b->dtype), ocl_dtype_name(y->dtype));
+    if ((st = check_shapes(a, b, y)) != GFP_OK) return st;
+    int r = a->rank;
+    int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;
+    for (int dd = 0; dd < r - 2; dd++) batches *= a->sizes[dd];
+    if (m == 0 || n == 0 || batches == 0) return GFP_OK;
+
+    bool is_float = ocl_is_float(a->dtype);
+    int choice = gemm_choice();
+    bool gpu = (d->type & CL_DEVICE_TYPE_GPU) != 0;
+    if (is_float && (choice == 1 || (choice == -1 && gpu && ocl_clblast_available()))) {
+        st = via_clblast(d, a, b, y, batches);
+        if (st == GFP_OK) return st;
+        if (choice == 1) {
+            if (st == GFP_ERR_UNSUPPORTED)
+                return ocl_fail(st, "matmul: GRAFT_OPENCL_GEMM=clblast, but CLBlast cannot take "
+                                "these views (each matrix needs a unit stride in one dim and y "
+                                "must be row-major), or CLBlast is missing");
+            return st;
+        }
+        /* auto: graft's kernel does what CLBlast could not. */
+        if (st != GFP_ERR_UNSUPPORTED)
+            ocl_log(GFP_LOG_WARN, "CLBlast GEMM failed on '%s'; using graft's kernel", d->name);
+    }
+    /* CPU devices: the explicitly vectorized kernel, which wants b and y with
+     * unit column strides; other views are staged through scratch memory. */
+    bool vec = is_float && (d->type & CL_DEVICE_TYPE_CPU) != 0;
+    bool tiled = is_float && !vec && d->max_wg >= 256 && d->local_mem >= 2 * 16 * 64 * sizeof(double);
+    gfp_tensor bs, ys;
+    const gfp_tensor *yk = y;
+    if (vec && (b->strides[r - 1] != 1 || y->strides[r - 1] != 1)) {
+        size_t es = ocl_dtype_size(a->dtype);
+        uint64_t b_bytes = b->strides[r - 1] != 1 ? (uint64_t)(ocl_numel(b) * (int64_t)es) : 0;
+        uint64_t y_at = (b_bytes + 127) / 128 * 128;
+        uint64_t y_bytes = y->strides[r - 1] != 1 ? (uint64_t)(ocl_numel(y) * (int64_t)es) : 0;
+        if ((st = ocl_scratch(d, y_at + y_bytes + 1, "matmul")) != GFP_OK) return st;
+        if (b_bytes) {
+            bs = ocl_scratch_view(d, b, 0);
+            if ((st = ocl_copy_tensor(d, &bs, b, "matmul")) != GFP_OK) return st;
+            b = &bs;
+        }
+        if (y_bytes) {
+            ys = ocl_scratch_view(d, y, y_at);
+            yk = &ys;
+        }
+    }
+    const char *dt = a->dtype == GFP_F32 ? "f32" : a->dtype == GFP_F64 ? "f64"
+                   : a->dtype == GFP_I32 ? "i32" : "i64";
+    char kname[40];
+    snprintf(kname, sizeof kname, "matmul_%s_%s",
+             vec ? "vec" : tiled ? "tiled" : is_float ? "naive" : "int", dt);
+    int64_t bsz[GFP_MAX_RANK], bsa[GFP_MAX_RANK], bsb[GFP_MAX_RANK], bsy[GFP_MAX_RANK];
+    for (int dd = 0; dd < r - 2; dd++) {
+        bsz[dd] = a->sizes[dd];
+        bsa[dd] = a->strides[dd];
+        bsb[dd] = b->strides[dd];
+        bsy[dd] = yk->strides[dd];
+    }
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_MATMUL, kname, "matmul");
+    ocl_arg_mem(&c, ocl_mem(a));
+    ocl_arg_i64(&c, ocl_elem_offset(a));
+    ocl_arg_mem(&c, ocl_mem(b));
+    ocl_arg_i64(&c, ocl_elem_offset(b));
+    ocl_arg_mem(&c, ocl_mem(yk));
+    ocl_arg_i64(&c, ocl_elem_offset(yk));
+    ocl_arg_i64(&c, m);
+    ocl_arg_i64(&c, n);
+    ocl_arg_i64(&c, k);
+    ocl_arg_i64(&c, a->strides[r - 2]);
+    ocl_arg_i64(&c, a->strides[r - 1]);
+    ocl_arg_i64(&c, b->strides[r - 2]);
+    ocl_arg_i64(&c, b->strides[r - 1]);
+    ocl_arg_i64(&c, yk->strides[r - 2]);
+    ocl_arg_i64(&c, yk->strides[r - 1]);
+    ocl_arg_long8(&c, bsz, r - 2);
+    ocl_arg_long8(&c, bsa, r - 2);
+    ocl_arg_long8(&c, bsb, r - 2);
+    ocl_arg_long8(&c, bsy, r - 2);
+    ocl_arg_i32(&c, r - 2);
+    if (vec) {
+        int64_t vw = a->dtype == GFP_F32 ? 16 : 8, rb = 8; /* GF_RB of matmul.cl */
+        size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)((m + rb - 1) / rb),
+                            (size_t)batches};
+        /* 4 x 8 items: 64 columns by 64 rows share each slice of a and b. */
+        size_t local[3] = {4, 8, 1};
+        if (d->max_wg < 32) local[0] = local[1] = 1;
+        st = ocl_call_run(&c, 3, global, local);
+        if (st == GFP_OK && yk != y) st = ocl_copy_tensor(d, y, yk, "matmul");
+        return st;
+    }
+    if (tiled) {
+        size_t global[3] = {(size_t)((n + 63) / 64 * 16), (size_t)((m + 63) / 64 * 16),
+                            (size_t)batches};
+        size_t local[3] = {16, 16, 1};
+        return ocl_call_run(&c, 3, global, local);
+    }
+    size_t global[3] = {(size_t)n, (size_t)m, (size_t)batches};
+    size_t local[3] = {16, 4, 1};
+    if (d->max_wg < 64) local[0] = local[1] = 1;
+    return ocl_call_run(&c, 3, global, local);
+}

@@ -1,0 +1,268 @@
+/* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM
+ * (kernels/norm.cl), f32 and f64, every tensor of one dtype.
+ *
+ * The host describes lines and their index spaces as (sizes, strides, rank)
+ * triples, so any view works without a copy. Checks and dtype rules are the
+ * reference plugin's. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+#define OCL_NG 64 /* GF_NG of norm.cl */
+
+bool ocl_norm_handles(uint32_t op) {
+    return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX || op == GFP_OP_LAYER_NORM ||
+           op == GFP_OP_BATCH_NORM;
+}
+
+static uint32_t want_inputs(uint32_t op) {
+    return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
+}
+static uint32_t want_outputs(uint32_t op) {
+    return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM ? 3 : 1;
+}
+
+/* Every tensor present is f32, or every one f64 (-1: an absent input). */
+static bool dtypes_ok(const int32_t *in, uint32_t n_in, const int32_t *out, uint32_t n_out) {
+    int32_t dt = in[0];
+    if (!ocl_is_float(dt)) return false;
+    for (uint32_t i = 1; i < n_in; i++)
+        if (in[i] != -1 && in[i] != dt) return false;
+    for (uint32_t i = 0; i < n_out; i++)
+        if (out[i] != dt) return false;
+    return true;
+}
+
+uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
+    if (d->max_wg < OCL_NG) return GFP_SUPPORT_NONE;
+    if (q->n_inputs != want_inputs(q->op) || q->n_outputs != want_outputs(q->op))
+        return GFP_SUPPORT_NONE;
+    return dtypes_ok(q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+static const char *kdt(int32_t dt) { return dt == GFP_F64 ? "f64" : "f32"; }
+
+static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
+    if (t->rank != rank) return false;
+    for (int k = 0; k < rank; k++)
+        if (t->sizes[k] != sizes[k]) return false;
+    return true;
+}
+
+/* (mem, offset) of an optional tensor, and whether it is there: absent ones
+ * pass the device's flag buffer, which the kernel does not touch. */
+static void arg_optional(ocl_call *c, const ocl_device *d, const gfp_tensor *t) {
+    ocl_arg_mem(c, t ? ocl_mem(t) : d->flag);
+    ocl_arg_i64(c, t ? ocl_elem_offset(t) : 0);
+}
+
+/* ------------------------------------------------------------------ softmax */
+static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
+                          const void *params) {
+    const char *name = ocl_op_name(op);
+    gfp_status st = ocl_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    int dim = ((const gfp_dim_params *)params)->dim;
+    int max_dim = x->rank > 0 ? x->rank : 1;
+    if (dim < 0 || dim >= max_dim)
+        return ocl_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d",
+                        name, dim, (int)x->rank);
+    if (!ocl_same_shape(x, y))
+        return ocl_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    if (ocl_numel(x) == 0) return GFP_OK;
+    int64_t len = x->rank ? x->sizes[dim] : 1;
+    int64_t xs = x->rank ? x->strides[dim] : 0, ys = y->rank ? y->strides[dim] : 0;
+    int64_t lsz[GFP_MAX_RANK], lxs[GFP_MAX_RANK], lys[GFP_MAX_RANK], nlines = 1;
+    int lrank = 0;
+    for (int k = 0; k < x->rank; k++) {
+        if (k == dim || x->sizes[k] == 1) continue;
+        lsz[lrank] = x->sizes[k];
+        lxs[lrank] = x->strides[k];
+        lys[lrank] = y->strides[k];
+        nlines *= x->sizes[k];
+        lrank++;
+    }
+    /* Contiguous lines, enough of them: vectorized by hand, an item each;
+     * few long lines: a work-group each; else an item each. */
+    bool vec = xs == 1 && ys == 1 && len >= 16 && nlines >= 8;
+    bool group = !vec && len >= 256 && d->max_wg >= OCL_NG;
+    char kname[32];
+    snprintf(kname, sizeof kname, "softmax_%s_%c", kdt(x->dtype), vec ? 'v' : group ? 'g' : 'i');
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, name);
+    ocl_arg_mem(&c, ocl_mem(x));
+    ocl_arg_i64(&c, ocl_elem_offset(x));
+    ocl_arg_mem(&c, ocl_mem(y));
+    ocl_arg_i64(&c, ocl_elem_offset(y));
+    ocl_arg_long8(&c, lsz, lrank);
+    ocl_arg_long8(&c, lxs, lrank);
+    ocl_arg_long8(&c, lys, lrank);
+    ocl_arg_i32(&c, lrank);
+    ocl_arg_i64(&c, nlines);
+    ocl_arg_i64(&c, len);
+    ocl_arg_i64(&c, xs);
+    ocl_arg_i64(&c, ys);
+    ocl_arg_i32(&c, op == GFP_OP_LOG_SOFTMAX);
+    if (group) {
+        size_t global = (size_t)nlines * OCL_NG, local = OCL_NG;
+        return ocl_call_run(&c, 1, &global, &local);
+    }
+    return ocl_call_run1(&c, (uint64_t)nlines, vec ? 1 : 64);
+}
+
+/* ------------------------------------------------------------------ layer norm */
+static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
+                             const gfp_tensor *const *out, const void *params) {
+    gfp_status st = ocl_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
+    if (st != GFP_OK) return st;
+    const gfp_layer_norm_params *p = params;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
+                     *rstd = out[2];
+    int nr = p->normalized_rank, orank = x->rank - nr;
+    if (nr < 1 || nr > x->rank)
+        return ocl_fail(GFP_ERR_INVALID,
+                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
+                        (int)x->rank);
+    const int64_t *inner = x->sizes + orank;
+    if (!ocl_same_shape(x, y)) return ocl_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
+    if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
+        return ocl_fail(GFP_ERR_INVALID,
+                        "layer_norm: weight and bias must have the shape of x's last %d dim(s)", nr);
+    if (!has_sizes(mean, orank, x->sizes) || !has_sizes(rstd, orank, x->sizes))
+        return ocl_fail(GFP_ERR_INVALID,
+                        "layer_norm: mean and rstd must have the shape of x's first %d dim(s)",
+                        orank);
+    int64_t nouter = 1, ninner = 1;
+    for (int k = 0; k < orank; k++) nouter *= x->sizes[k];
+    for (int k = orank; k < x->rank; k++) ninner *= x->sizes[k];
+    if (nouter == 0) return GFP_OK;
+    int64_t zero[GFP_MAX_RANK] = {0};
+    ocl_call c;
+    char kname[32];
+    snprintf(kname, sizeof kname, "layer_norm_%s", kdt(x->dtype));
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "layer_norm");
+    ocl_arg_mem(&c, ocl_mem(x));
+    ocl_arg_i64(&c, ocl_elem_offset(x));
+    ocl_arg_mem(&c, ocl_mem(y));
+    ocl_arg_i64(&c, ocl_elem_offset(y));
+    arg_optional(&c, d, w);
+    ocl_arg_i32(&c, w != NULL);
+    arg_optional(&c, d, b);
+    ocl_arg_i32(&c, b != NULL);
+    ocl_arg_mem(&c, ocl_mem(mean));
+    ocl_arg_i64(&c, ocl_elem_offset(mean));
+    ocl_arg_mem(&c, ocl_mem(rstd));
+    ocl_arg_i64(&c, ocl_elem_offset(rstd));
+    ocl_arg_long8(&c, x->sizes, orank);
+    ocl_arg_long8(&c, x->strides, orank);
+    ocl_arg_long8(&c, y->strides, orank);
+    ocl_arg_long8(&c, mean->strides, orank);
+    ocl_arg_long8(&c, rstd->strides, orank);
+    ocl_arg_i32(&c, orank);
+    ocl_arg_long8(&c, inner, nr);
+    ocl_arg_long8(&c, x->strides + orank, nr);
+    ocl_arg_long8(&c, y->strides + orank, nr);
+    ocl_arg_long8(&c, w ? w->strides : zero, nr);
+    ocl_arg_long8(&c, b ? b->strides : zero, nr);
+    ocl_arg_i32(&c, nr);
+    ocl_arg_i64(&c, ninner);
+    ocl_arg_scalar(&c, x->dtype, p->eps, 0);
+    size_t global = (size_t)nouter * OCL_NG, local = OCL_NG;
+    return ocl_call_run(&c, 1, &global, &local);
+}
+
+/* ------------------------------------------------------------------ batch norm */
+static void arg_channel(ocl_call *c, const ocl_device *d, const gfp_tensor *t, bool with_flag) {
+    arg_optional(c, d, t);
+    ocl_arg_i64(c, t ? t->strides[0] : 0);
+    if (with_flag) ocl_arg_i32(c, t != NULL);
+}
+
+static gfp_status batch_norm(ocl_device *d, const gfp_tensor *const *in,
+                             const gfp_tensor *const *out, const void *params) {
+    gfp_status st = ocl_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
+    if (st != GFP_OK) return st;
+    const gfp_batch_norm_params *p = params;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
+    const gfp_tensor *y = out[0], *sm = out[1], *si = out[2];
+    if (x->rank < 2)
+        return ocl_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
+                        (int)x->rank);
+    if (p->training > 1)
+        return ocl_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
+                        (unsigned)p->training);
+    if (!p->training && (!rm || !rv))
+        return ocl_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
+                        "running_mean and running_var");
+    if (!ocl_same_shape(x, y)) return ocl_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
+    const int64_t *chans = &x->sizes[1];
+    const gfp_tensor *per_channel[] = {w, b, rm, rv, sm, si};
+    for (int i = 0; i < 6; i++)
+        if (per_channel[i] && !has_sizes(per_channel[i], 1, chans))
+            return ocl_fail(GFP_ERR_INVALID, "batch_norm: per-channel tensors must be 1-D with "
+                            "C = %lld elements", (long long)*chans);
+    if (*chans == 0) return GFP_OK;
+    int64_t lsz[GFP_MAX_RANK], lxs[GFP_MAX_RANK], lys[GFP_MAX_RANK], nline = 1;
+    int lrank = 0;
+    for (int k = 0; k < x->rank; k++) {
+        if (k == 1) continue;
+        nline *= x->sizes[k];
+        if (x->sizes[k] == 1) continue;
+        lsz[lrank] = x->sizes[k];
+        lxs[lrank] = x->strides[k];
+        lys[lrank] = y->strides[k];
+        lrank++;
+    }
+    ocl_call c;
+    char kname[32];
+    snprintf(kname, sizeof kname, "batch_norm_%s_%s", p->training ? "train" : "eval",
+             kdt(x->dtype));
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "batch_norm");
+    ocl_arg_mem(&c, ocl_mem(x));
+    ocl_arg_i64(&c, ocl_elem_offset(x));
+    ocl_arg_i64(&c, x->strides[1]);
+    ocl_arg_mem(&c, ocl_mem(y));
+    ocl_arg_i64(&c, ocl_elem_offset(y));
+    ocl_arg_i64(&c, y->strides[1]);
+    arg_channel(&c, d, w, true);
+    arg_channel(&c, d, b, true);
+    arg_channel(&c, d, rm, true);
+    arg_channel(&c, d, rv, true);
+    arg_channel(&c, d, sm, false);
+    arg_channel(&c, d, si, false);
+    ocl_arg_long8(&c, lsz, lrank);
+    ocl_arg_long8(&c, lxs, lrank);
+    ocl_arg_long8(&c, lys, lrank);
+    ocl_arg_i32(&c, lrank);
+    ocl_arg_i64(&c, nline);
+    ocl_arg_scalar(&c, x->dtype, p->momentum, 0);
+    ocl_arg_scalar(&c, x->dtype, p->eps, 0);
+    size_t global = (size_t)*chans * OCL_NG, local = OCL_NG;
+    return ocl_call_run(&c, 1, &global, &local);
+}
+
+gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                           const void *params) {
+    const char *name = ocl_op_name(op);
+    gfp_status st = ocl_check_counts(n_in, want_inputs(op), n_out, want_outputs(op), name);
+    if (st != GFP_OK) return st;
+    if (!in[0]) return ocl_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
+    int32_t in_dt[5], out_dt[3];
+    for (uint32_t i = 0; i < n_in; i++) in_dt[i] = in[i] ? in[i]->dtype : -1;
+    for (uint32_t i = 0; i < n_out; i++) out_dt[i] = out[i]->dtype;
+    if (!dtypes_ok(in_dt, n_in, out_dt, n_out))
+        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, every tensor alike (x is %s)",
+                        name, ocl_dtype_name(in[0]->dtype));
+    if (d->max_wg < OCL_NG)
+        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
+                        "allows %zu", name, OCL_NG, d->name, d->max_wg);
+    switch (op) {
+    case GFP_OP_LAYER_NORM: return layer_norm(d, in, out, params);
+    case GFP_OP_BATCH_NORM: return batch_norm(d, in, out, params);
+    default: return softmax(d, op, in[0], out[0], params);
+    }
+}

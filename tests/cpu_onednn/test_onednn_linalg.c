@@ -1,0 +1,295 @@
+/* test_onednn_linalg.c — cpu_onednn against the reference plugin for MATMUL
+ * (sizes from 1 to 300, batches, batch broadcast through stride-0 dims in a,
+ * b or both, transposed, sliced and offset operands and outputs, f32 and f64,
+ * integers), CONV2D and both of its gradients (stride, padding, dilation,
+ * groups, depthwise, 1x1, odd sizes, layouts, with and without bias) and the
+ * four pooling ops (ceil mode, padding, dilation, count_include_pad). */
+#include "onednn_pair.h"
+
+/* ------------------------------------------------------------------ matmul */
+/* A batch dim of a or b given as broadcast: size kept, stride 0. */
+static void broadcast_dim(ptensor *p, int d) {
+    for (int k = 0; k < 2; k++) p->t[k].strides[d] = 0;
+}
+
+static void run_matmul(int32_t dt, int nb, const int64_t *batch, int64_t m, int64_t k, int64_t n,
+                       layout la, layout lb, layout ly, unsigned bcast_a, unsigned bcast_b) {
+    int64_t as[GFP_MAX_RANK], bs[GFP_MAX_RANK], ys[GFP_MAX_RANK];
+    for (int d = 0; d < nb; d++) as[d] = bs[d] = ys[d] = batch[d];
+    as[nb] = m, as[nb + 1] = k;
+    bs[nb] = k, bs[nb + 1] = n;
+    ys[nb] = m, ys[nb + 1] = n;
+    domain dom = dt == GFP_I32 || dt == GFP_I64 ? D_INT : D_ANY;
+    ptensor a = pt_make(dt, nb + 2, as, la, dom), b = pt_make(dt, nb + 2, bs, lb, dom);
+    ptensor y = pt_make(dt, nb + 2, ys, ly, D_ANY);
+    for (int d = 0; d < nb; d++) {
+        if (bcast_a >> d & 1) broadcast_dim(&a, d);
+        if (bcast_b >> d & 1) broadcast_dim(&b, d);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "matmul dt%d batch %d [%lldx%lldx%lld] a %s%s b %s%s y %s",
+             (int)dt, nb, (long long)m, (long long)k, (long long)n, layout_names[la],
+             bcast_a ? " (bcast)" : "", layout_names[lb], bcast_b ? " (bcast)" : "",
+             layout_names[ly]);
+    /* f32: oneDNN accumulates in f32, the reference in double. */
+    double tol = dt == GFP_F32 ? 2e-6 * sqrt((double)k + 1) * 4 : dt == GFP_F64 ? 1e-12 : 0;
+    ptensor *in[2] = {&a, &b}, *out[1] = {&y};
+    pair_run(what, GFP_OP_MATMUL, in, 2, out, 1, NULL, tol, tol);
+    pt_free(&a), pt_free(&b), pt_free(&y);
+}
+
+static void test_matmul(void) {
+    static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 31, 13}, {64, 64, 64},
+                                      {128, 300, 65}, {1, 257, 1}, {2, 1, 9}};
+    static const layout las[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_OFFSET, L_CONTIG};
+    static const layout lbs[] = {L_CONTIG, L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED};
+    static const layout lys[] = {L_CONTIG, L_STEP, L_CONTIG, L_TRANSPOSED, L_OFFSET};
+    static const int32_t dts[] = {GFP_F32, GFP_F64, GFP_I64};
+    for (int t = 0; t < 3; t++)
+        for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+            for (int l = 0; l < 5; l++) {
+                const int64_t *d = dims[s];
+                if (dts[t] != GFP_F32 && d[0] * d[1] * d[2] > 100000) continue;
+                run_matmul(dts[t], 0, NULL, d[0], d[1], d[2], las[l], lbs[l], lys[l], 0, 0);
+                run_matmul(dts[t], 1, SZ(3), d[0], d[1], d[2], las[l], lbs[l], lys[l], 0, 0);
+                run_matmul(dts[t], 2, SZ(2, 3), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1, 0);
+                run_matmul(dts[t], 2, SZ(2, 3), d[0], d[1], d[2], las[l], lbs[l], lys[l], 2, 1);
+                run_matmul(dts[t], 1, SZ(4), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1, 1);
+                run_matmul(dts[t], 1, SZ(5), d[0], d[1], d[2], L_PERMUTED, lbs[l], lys[l], 0, 1);
+            }
+    /* 0-size: empty M, N or batch; K = 0 is an empty sum (zeros). */
+    run_matmul(GFP_F32, 0, NULL, 0, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 1, SZ(0), 3, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 0, NULL, 3, 0, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 0, NULL, 3, 4, 0, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+}
+
+/* ------------------------------------------------------------------ conv */
+typedef struct conv_cfg {
+    int64_t n, ci, h, w, co, kh, kw, sh, sw, ph, pw, dh, dw, g;
+} conv_cfg;
+
+static const conv_cfg convs[] = {
+    /* n ci h  w  co kh kw sh sw ph pw dh dw g */
+    {2, 4, 5, 6, 6, 3, 2, 2, 1, 1, 2, 1, 2, 2},
+    {1, 3, 8, 8, 2, 3, 3, 2, 2, 0, 0, 1, 1, 1},
+    {2, 2, 4, 5, 4, 2, 3, 1, 2, 1, 1, 2, 1, 1},
+    {1, 6, 3, 3, 6, 1, 1, 1, 1, 0, 0, 1, 1, 6},
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+    {4, 1, 28, 28, 8, 5, 5, 1, 1, 2, 2, 1, 1, 1},
+    {3, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {2, 32, 9, 7, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+    {2, 8, 15, 15, 8, 3, 3, 2, 2, 1, 1, 1, 1, 8},
+};
+
+static void run_conv(uint32_t op, int32_t dt, const conv_cfg *c, int layout_set, bool bias) {
+    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED, L_OFFSET};
+    static const layout lw[] = {L_CONTIG, L_STEP, L_TRANSPOSED, L_CONTIG, L_PERMUTED};
+    static const layout ly[] = {L_CONTIG, L_CONTIG, L_OFFSET, L_STEP, L_TRANSPOSED};
+    int64_t ho = (c->h + 2 * c->ph - c->dh * (c->kh - 1) - 1) / c->sh + 1;
+    int64_t wo = (c->w + 2 * c->pw - c->dw * (c->kw - 1) - 1) / c->sw + 1;
+    int64_t xs[4] = {c->n, c->ci, c->h, c->w}, ws[4] = {c->co, c->ci / c->g, c->kh, c->kw};
+    int64_t ys[4] = {c->n, c->co, ho, wo};
+    int L = layout_set;
+    ptensor x = pt_make(dt, 4, xs, op == GFP_OP_CONV2D_BACKWARD_INPUT ? ly[L] : lx[L], D_ANY);
+    ptensor w = pt_make(dt, 4, ws, op == GFP_OP_CONV2D_BACKWARD_WEIGHT ? ly[L] : lw[L], D_ANY);
+    ptensor y = pt_make(dt, 4, ys, op == GFP_OP_CONV2D ? ly[L] : lx[L], D_ANY);
+    ptensor b = pt_make(dt, 1, SZ(c->co), L == 2 ? L_STEP : L_CONTIG, D_ANY);
+    gfp_conv2d_params p = {sizeof p, (int32_t)c->g, {(int32_t)c->sh, (int32_t)c->sw},
+                           {(int32_t)c->ph, (int32_t)c->pw}, {(int32_t)c->dh, (int32_t)c->dw}};
+    char what[160];
+    snprintf(what, sizeof what, "conv op %u dt%d %lldx%lldx%lldx%lld -> %lld k%lldx%lld g%lld "
+             "layouts %d%s", (unsigned)op, (int)dt, (long long)c->n, (long long)c->ci,
+             (long long)c->h, (long long)c->w, (long long)c->co, (long long)c->kh,
+             (long long)c->kw, (long long)c->g, L, bias ? " bias" : "");
+    int64_t red = op == GFP_OP_CONV2D_BACKWARD_WEIGHT ? c->n * ho * wo
+                                                      : c->ci / c->g * c->kh * c->kw * c->co;
+    double tol = dt == GFP_F64 ? 1e-12 : 4e-6 * sqrt((double)red + 1) * 4;
+    if (op == GFP_OP_CONV2D) {
+        ptensor *in[3] = {&x, &w, bias ? &b : NULL}, *out[1] = {&y};
+        pair_run(what, op, in, 3, out, 1, &p, tol, tol);
+    } else if (op == GFP_OP_CONV2D_BACKWARD_INPUT) {
+        ptensor *in[2] = {&y, &w}, *out[1] = {&x};
+        pair_run(what, op, in, 2, out, 1, &p, tol, tol);
+    } else {
+        ptensor *in[2] = {&y, &x}, *out[1] = {&w};
+        pair_run(what, op, in, 2, out, 1, &p, tol, tol);
+    }
+    pt_free(&x), pt_free(&w), pt_free(&y), pt_free(&b);
+}
+
+static void test_conv(void) {
+    for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
+        for (int k = 0; k < 2; k++)
+            for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++)
+                for (int l = 0; l < 5; l++)
+                    run_conv(op, k ? GFP_F64 : GFP_F32, &convs[c], l, l % 2 == 0);
+    /* A batch of 0 has nothing to compute, both ways. */
+    conv_cfg empty = {0, 2, 4, 4, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1};
+    for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
+        run_conv(op, GFP_F32, &empty, 0, true);
+}
+
+/* ------------------------------------------------------------------ pooling */
+typedef struct pool_cfg {
+    int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw;
+    int ceil_mode, include_pad;
+} pool_cfg;
+
+static const pool_cfg pools[] = {
+    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1, 0, 0},   {1, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {2, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0},   {1, 1, 5, 5, 3, 3, 1, 1, 1, 1, 2, 2, 0, 1},
+    {4, 16, 28, 28, 2, 2, 2, 2, 0, 0, 1, 1, 0, 1}, {1, 3, 6, 6, 4, 2, 3, 1, 2, 1, 1, 1, 1, 1},
+    {2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0},   {1, 2, 10, 3, 3, 1, 3, 1, 1, 0, 1, 1, 1, 0},
+};
+
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode) {
+    int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t out = num / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) out--;
+    return out;
+}
+
+static void test_pool(void) {
+    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED};
+    static const layout ly[] = {L_CONTIG, L_STEP, L_CONTIG, L_OFFSET};
+    for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+        for (int k = 0; k < 2; k++)
+            for (int l = 0; l < 4; l++) {
+                const pool_cfg *c = &pools[i];
+                int32_t dt = k ? GFP_F64 : GFP_F32;
+                int64_t ho = pool_out(c->h, c->kh, c->sh, c->ph, c->dh, c->ceil_mode);
+                int64_t wo = pool_out(c->w, c->kw, c->sw, c->pw, c->dw, c->ceil_mode);
+                int64_t xs[4] = {c->n, c->c, c->h, c->w}, ys[4] = {c->n, c->c, ho, wo};
+                gfp_pool2d_params p = {sizeof p,
+                                       {(int32_t)c->kh, (int32_t)c->kw},
+                                       {(int32_t)c->sh, (int32_t)c->sw},
+                                       {(int32_t)c->ph, (int32_t)c->pw},
+                                       {(int32_t)c->dh, (int32_t)c->dw},
+                                       (uint32_t)c->ceil_mode,
+                                       (uint32_t)c->include_pad};
+                double tol = dt == GFP_F64 ? 1e-13 : 2e-6;
+                /* max pooling: ties are likely in D_INT data (first wins) */
+                ptensor x = pt_make(dt, 4, xs, lx[l], l == 3 ? D_INT : D_ANY);
+                ptensor y = pt_make(dt, 4, ys, ly[l], D_ANY);
+                ptensor ind = pt_make(GFP_I64, 4, ys, ly[(l + 1) % 4], D_INT);
+                ptensor *in[1] = {&x}, *out2[2] = {&y, &ind};
+                pair_run("max_pool2d", GFP_OP_MAX_POOL2D, in, 1, out2, 2, &p, 0, 0);
+                /* backward through each side's indices (equal, as just checked) */
+                ptensor gy = pt_make(dt, 4, ys, lx[l], D_ANY);
+                ptensor gx = pt_make(dt, 4, xs, ly[l], D_ANY);
+                ptensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
+                pair_run("max_pool2d_backward", GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL,
+                         tol, tol);
+                ptensor *aout[1] = {&y};
+                pair_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, aout, 1, &p, tol, tol);
+                ptensor *ain[1] = {&gy};
+                pair_run("avg_pool2d_backward", GFP_OP_AVG_POOL2D_BACKWARD, ain, 1, bout, 1, &p,
+                         tol, tol);
+                pt_free(&x), pt_free(&y), pt_free(&ind), pt_free(&gy), pt_free(&gx);
+            }
+    /* NaN and ties: padding never wins, the first maximum wins, the last NaN
+     * wins (the general walk and the 2x2 / stride-2 path). */
+    static const gfp_pool2d_params nan_cfgs[3] = {
+        {sizeof(gfp_pool2d_params), {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0},
+        {sizeof(gfp_pool2d_params), {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0},
+        {sizeof(gfp_pool2d_params), {2, 3}, {1, 2}, {1, 1}, {2, 1}, 0, 0}};
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 2; k++) {
+            int32_t dt = k ? GFP_F64 : GFP_F32;
+            const gfp_pool2d_params *p = &nan_cfgs[c];
+            int64_t h = 9, w = 12;
+            int64_t ho = pool_out(h, p->kernel[0], p->stride[0], p->padding[0], p->dilation[0],
+                                  (int)p->ceil_mode);
+            int64_t wo = pool_out(w, p->kernel[1], p->stride[1], p->padding[1], p->dilation[1],
+                                  (int)p->ceil_mode);
+            for (int dom = 0; dom < 2; dom++) {
+                ptensor x = pt_make(dt, 4, SZ(2, 3, h, w), L_CONTIG, dom ? D_SPECIAL : D_INT);
+                ptensor y = pt_make(dt, 4, SZ(2, 3, ho, wo), L_CONTIG, D_ANY);
+                ptensor ind = pt_make(GFP_I64, 4, SZ(2, 3, ho, wo), L_CONTIG, D_INT);
+                ptensor *in[1] = {&x}, *out[2] = {&y, &ind};
+                pair_run("max_pool2d ties and NaN", GFP_OP_MAX_POOL2D, in, 1, out, 2, p, 0, 0);
+                pt_free(&x), pt_free(&y), pt_free(&ind);
+            }
+        }
+    /* Hand-made windows of a 2x2 / stride-2 pool, [1, 1, 2, 8] (the last NaN
+     * wins: windows 0, 1 and 3; the first of equal maxima: window 2). */
+    static const double win[16] = {NAN, NAN, 1, NAN, 5, 5, NAN, 1,
+                                   1,   2,   NAN, 3, 5, 5, 2,   NAN};
+    static const int64_t want_ind[4] = {1, 10, 4, 15};
+    for (int k = 0; k < 2; k++) {
+        int32_t dt = k ? GFP_F64 : GFP_F32;
+        ptensor x = pt_make(dt, 4, SZ(1, 1, 2, 8), L_CONTIG, D_ANY);
+        ptensor y = pt_make(dt, 4, SZ(1, 1, 1, 4), L_CONTIG, D_ANY);
+        ptensor ind = pt_make(GFP_I64, 4, SZ(1, 1, 1, 4), L_CONTIG, D_INT);
+        unsigned char bytes[16 * 8];
+        for (int i = 0; i < 16; i++) pair_encode(dt, win[i], bytes + i * pair_esize(dt));
+        for (int sd = 0; sd < 2; sd++)
+            sides[sd].P->buffer_write(sides[sd].dev, x.t[sd].buffer, 0, bytes,
+                                      16 * pair_esize(dt));
+        gfp_pool2d_params p = {sizeof p, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0};
+        ptensor *in[1] = {&x}, *out[2] = {&y, &ind};
+        pair_run("max_pool2d hand-made windows", GFP_OP_MAX_POOL2D, in, 1, out, 2, &p, 0, 0);
+        int64_t got[4];
+        sides[FAST].P->buffer_read(sides[FAST].dev, ind.t[FAST].buffer, 0, got, sizeof got);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(got[i] == want_ind[i], "window %d: index %lld, expected %lld", i,
+                      (long long)got[i], (long long)want_ind[i]);
+        pt_free(&x), pt_free(&y), pt_free(&ind);
+    }
+    /* An index out of range is refused by both, with nothing written. */
+    ptensor gy = pt_make(GFP_F32, 4, SZ(1, 1, 2, 2), L_CONTIG, D_ANY);
+    ptensor ind = pt_make(GFP_I64, 4, SZ(1, 1, 2, 2), L_CONTIG, D_INT);
+    ptensor gx = pt_make(GFP_F32, 4, SZ(1, 1, 3, 3), L_CONTIG, D_ANY);
+    int64_t bad[4] = {0, 4, 9, 2};
+    for (int s = 0; s < 2; s++)
+        sides[s].P->buffer_write(sides[s].dev, ind.t[s].buffer, 0, bad, sizeof bad);
+    ptensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
+    gfp_status sf = pt_launch_side(FAST, GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL);
+    CHECK(sf == GFP_ERR_INVALID);
+    CHECK_CONTAINS(sides[FAST].error, "9");
+    CHECK(pt_compare(&gx, 0, 0, "untouched grad_x") == 0); /* the reference's is untouched too */
+    pt_free(&gy), pt_free(&ind), pt_free(&gx);
+}
+
+/* A training loop creates its oneDNN primitives on its first step only:
+ * every later step finds them in the cache (new buffers, same geometry). */
+static void one_step(void) {
+    run_matmul(GFP_F32, 0, NULL, 32, 48, 16, L_CONTIG, L_TRANSPOSED, L_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 1, SZ(4), 8, 8, 8, L_TRANSPOSED, L_CONTIG, L_CONTIG, 0, 1);
+    for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
+        run_conv(op, GFP_F32, &convs[6], 0, true);
+    ptensor x = pt_make(GFP_F32, 4, SZ(2, 3, 8, 8), L_CONTIG, D_ANY);
+    ptensor y = pt_make(GFP_F32, 4, SZ(2, 3, 4, 4), L_CONTIG, D_ANY);
+    gfp_pool2d_params pp = {sizeof pp, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0};
+    ptensor *in[1] = {&x}, *out[1] = {&y};
+    pair_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, out, 1, &pp, 1e-6, 1e-6);
+    ptensor big = pt_make(GFP_F32, 2, SZ(64, 100), L_CONTIG, D_ANY);
+    ptensor big_y = pt_make(GFP_F32, 2, SZ(64, 100), L_CONTIG, D_ANY);
+    ptensor *bi[1] = {&big}, *bo[1] = {&big_y};
+    pair_run("tanh", GFP_OP_TANH, bi, 1, bo, 1, NULL, 4e-6, 4e-6);
+    ptensor m = pt_make(GFP_F32, 1, SZ(64), L_CONTIG, D_ANY);
+    ptensor r = pt_make(GFP_F32, 1, SZ(64), L_CONTIG, D_ANY);
+    gfp_layer_norm_params lp = {sizeof lp, 1, 1e-5};
+    ptensor *li[3] = {&big, NULL, NULL}, *lo[3] = {&big_y, &m, &r};
+    pair_run("layer_norm", GFP_OP_LAYER_NORM, li, 3, lo, 3, &lp, 2e-5, 2e-5);
+    pt_free(&x), pt_free(&y), pt_free(&big), pt_free(&big_y), pt_free(&m), pt_free(&r);
+}
+
+static void test_primitive_cache(void) {
+    one_step();
+    uint64_t after_first = pair_builds();
+    CHECK(after_first != UINT64_MAX && after_first > 0);
+    for (int step = 0; step < 3; step++) one_step();
+    CHECK_MSG(pair_builds() == after_first, "%llu primitives created after the first step",
+              (unsigned long long)(pair_builds() - after_first));
+}
+
+int main(void) {
+    if (!pair_init()) return 1;
+    RUN(test_matmul);
+    RUN(test_conv);
+    RUN(test_pool);
+    RUN(test_primitive_cache);
+    return CHECK_REPORT();
+}

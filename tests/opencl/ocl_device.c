@@ -1,0 +1,175 @@
+/* ocl_device.c — the OpenCL plugin's device, driver and error paths, one
+ * scenario per run (the environment of each is set by CMake):
+ *
+ *   props    opencl:0's properties: type, name, memory, dtypes, flags; a too
+ *            large allocation fails with OUT_OF_MEMORY naming the limit
+ *   noicd    no OpenCL driver (OCL_ICD_VENDORS is an empty directory): the
+ *            plugin loads with zero devices and says why, the reference works
+ *   nofp64   GRAFT_OPENCL_DISABLE_FP64=1: f64 is not offered, and random
+ *            numbers (drawn on the host then) are still the reference's
+ *   build    GRAFT_OPENCL_FAULT=build: a kernel compile fails; the error names
+ *            the plugin, the op, CL_BUILD_PROGRAM_FAILURE and the build log
+ *   enqueue  GRAFT_OPENCL_FAULT=enqueue: launches fail with CL_OUT_OF_RESOURCES
+ *   lost     GRAFT_OPENCL_FAULT=lost: reads fail as from a lost device
+ *   cache    run twice with GRAFT_OPENCL_CACHE=1 (see check_cache.cmake): draws
+ *            random numbers, checks them against the reference */
+#include "xd_test.h"
+
+static gf_plugin_info opencl_info(void) {
+    gf_plugin_info p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < gf_plugin_count(); i++)
+        if (gf_plugin_get_info(i, &p) == GF_OK && !strcmp(p.name, "opencl")) return p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+static void scenario_props(void) {
+    gf_device_info info;
+    CHECK(gf_device_get_info(xd_ocl, &info) == GF_OK);
+    CHECK(!strcmp(info.type, "opencl"));
+    CHECK(!strcmp(gf_device_spec(xd_ocl), "opencl:0"));
+    CHECK(!strcmp(gf_device_plugin(xd_ocl), "opencl"));
+    CHECK(info.name[0] != '\0');
+    CHECK(info.memory_bytes > 0 && info.max_alloc_bytes > 0);
+    CHECK(!info.host_addressable);
+    uint32_t want = (1u << GF_F32) | (1u << GF_I32) | (1u << GF_I64) | (1u << GF_BOOL);
+    CHECK((info.dtypes & want) == want);
+    CHECK_CONTAINS(info.driver, "OpenCL");
+    /* Larger than one buffer may be: an error, not a crash. */
+    int64_t n = (int64_t)(info.max_alloc_bytes / 4) + 1024;
+    gf_clear_error();
+    gf_tensor *big = gf_empty(&n, 1, GF_F32, xd_ocl);
+    CHECK(big == NULL);
+    CHECK(gf_last_status() == GF_ERR_OUT_OF_MEMORY);
+    CHECK_CONTAINS(gf_last_error(), "opencl:0");
+    /* The device keeps working. */
+    gf_tensor *a = gf_full(SZ(3), 1, 2.0, GF_F32, xd_ocl);
+    gf_tensor *s = gf_sum(a, NULL, 0, false);
+    double v = 0;
+    CHECK(gf_tensor_item(s, &v) == GF_OK && v == 6.0);
+    gf_tensor_release(a);
+    gf_tensor_release(s);
+}
+
+static void scenario_noicd(void) {
+    gf_plugin_info p = opencl_info();
+    CHECK_MSG(p.loaded, "the opencl plugin is not loaded: %s", p.reason);
+    CHECK(p.device_count == 0);
+    CHECK_CONTAINS(p.reason, "no OpenCL platform found");
+    CHECK(gf_device_find("opencl:0") == NULL);
+    CHECK_CONTAINS(gf_last_error(), "opencl");
+    /* Everything else keeps working. */
+    gf_tensor *a = gf_arange(0, 5, 1, GF_F32, xd_ref);
+    gf_tensor *s = gf_sum(a, NULL, 0, false);
+    double v = 0;
+    CHECK(gf_tensor_item(s, &v) == GF_OK && v == 10.0);
+    gf_tensor_release(a);
+    gf_tensor_release(s);
+}
+
+static void scenario_nofp64(void) {
+    gf_device_info info;
+    CHECK(gf_device_get_info(xd_ocl, &info) == GF_OK);
+    CHECK((info.dtypes & (1u << GF_F64)) == 0);
+    gf_clear_error();
+    gf_tensor *t = gf_zeros(SZ(4), 1, GF_F64, xd_ocl);
+    CHECK(t == NULL && gf_last_status() == GF_ERR_DTYPE);
+    for (int kind = 0; kind < 2; kind++) {
+        gf_manual_seed(5);
+        gf_tensor *o = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_ocl)
+                            : gf_rand(SZ(33, 7), 2, GF_F32, xd_ocl);
+        gf_manual_seed(5);
+        gf_tensor *r = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_ref)
+                            : gf_rand(SZ(33, 7), 2, GF_F32, xd_ref);
+        xd_check_pair_tol(kind ? "randn on the host path" : "rand on the host path", o, r,
+                          (xd_tol){0, 0});
+    }
+    /* A strided output: staged, then copied into place. */
+    gf_tensor *base = gf_zeros(SZ(6, 8), 2, GF_F32, xd_ocl), *baser = gf_zeros(SZ(6, 8), 2, GF_F32, xd_ref);
+    gf_tensor *v = gf_slice(base, 1, 0, 8, 2), *vr = gf_slice(baser, 1, 0, 8, 2);
+    gf_tensor *tv = gf_transpose(v, 0, 1), *tvr = gf_transpose(vr, 0, 1);
+    gf_manual_seed(6);
+    gf_tensor *o = gf_dropout(tv, 0.5, true);
+    gf_manual_seed(6);
+    gf_tensor *r = gf_dropout(tvr, 0.5, true);
+    xd_check_pair_tol("dropout on the host path", o, r, (xd_tol){0, 0});
+    gf_tensor_release(tv);
+    gf_tensor_release(tvr);
+    gf_tensor_release(v);
+    gf_tensor_release(vr);
+    gf_tensor_release(base);
+    gf_tensor_release(baser);
+}
+
+/* An op on the device fails; the message carries every word of `want`. */
+static void expect_failure(const char *what, const char *const *want, int n_want) {
+    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_ocl);
+    gf_clear_error();
+    gf_tensor *y = a ? gf_exp(a) : NULL, *s = y ? gf_sum(y, NULL, 0, false) : NULL;
+    double v = 0;
+    gf_status st = s ? gf_tensor_item(s, &v) : gf_last_status();
+    gf_tensor_release(s);
+    CHECK_MSG(st != GF_OK, "%s: the op succeeded", what);
+    for (int i = 0; i < n_want; i++) CHECK_CONTAINS(gf_last_error(), want[i]);
+    fprintf(stderr, "%s gave: %s\n", what, gf_last_error());
+    gf_tensor_release(y);
+    gf_tensor_release(a);
+}
+
+static void scenario_build(void) {
+    static const char *const want[] = {"opencl", "exp", "CL_BUILD_PROGRAM_FAILURE", "build log",
+                                       "GRAFT_OPENCL_FAULT"};
+    expect_failure("a failed build", want, 5);
+    /* The second launch fails at once, with the same message. */
+    expect_failure("a second launch after a failed build", want, 5);
+}
+
+static void scenario_enqueue(void) {
+    static const char *const want[] = {"opencl", "exp", "CL_OUT_OF_RESOURCES"};
+    expect_failure("a failed enqueue", want, 3);
+}
+
+static void scenario_lost(void) {
+    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_ocl);
+    float buf[5];
+    gf_clear_error();
+    CHECK(gf_tensor_to_host(a, buf, sizeof buf) != GF_OK);
+    CHECK_CONTAINS(gf_last_error(), "opencl");
+    CHECK_CONTAINS(gf_last_error(), "CL_DEVICE_NOT_AVAILABLE");
+    gf_tensor_release(a);
+}
+
+static void scenario_cache(void) {
+    gf_manual_seed(11);
+    gf_tensor *o = gf_rand(SZ(100), 1, GF_F32, xd_ocl);
+    gf_manual_seed(11);
+    gf_tensor *r = gf_rand(SZ(100), 1, GF_F32, xd_ref);
+    xd_check_pair_tol("rand through the kernel cache", o, r, (xd_tol){0, 0});
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s props|noicd|nofp64|build|enqueue|lost|cache\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    int rc = xd_init();
+    if (!strcmp(mode, "noicd")) {
+        if (rc == 1) return 1;
+        RUN(scenario_noicd);
+        return CHECK_REPORT();
+    }
+    if (rc) return rc;
+    if (!strcmp(mode, "props")) RUN(scenario_props);
+    else if (!strcmp(mode, "nofp64")) RUN(scenario_nofp64);
+    else if (!strcmp(mode, "build")) RUN(scenario_build);
+    else if (!strcmp(mode, "enqueue")) RUN(scenario_enqueue);
+    else if (!strcmp(mode, "lost")) RUN(scenario_lost);
+    else if (!strcmp(mode, "cache")) RUN(scenario_cache);
+    else {
+        fprintf(stderr, "unknown scenario '%s'\n", mode);
+        return 2;
+    }
+    return CHECK_REPORT();
+}

@@ -1,0 +1,201 @@
+/* test_ocl_linalg.c — matmul, softmax, log_softmax, layer_norm and
+ * batch_norm on the OpenCL device against the reference plugin: sizes that
+ * fill no tile evenly, transposed and sliced operands, batches with a
+ * broadcast batch dim, every dtype matmul takes, and both GEMM paths
+ * (graft's kernel and, where present, CLBlast). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "xd_test.h"
+
+static bool have_f64;
+
+/* Sums of many products in f32 differ from the reference's double sums by
+ * a few ulp per term. */
+static xd_tol mm_tol(gf_dtype dt, int64_t k) {
+    if (dt == GF_F32) return (xd_tol){2e-5 * (1 + (double)k / 64), 2e-5 * (1 + (double)k / 64)};
+    if (dt == GF_F64) return (xd_tol){1e-12, 1e-12};
+    return (xd_tol){0, 0};
+}
+
+typedef struct mm_shape {
+    int ra, rb;
+    int64_t a[4], b[4];
+} mm_shape;
+static const mm_shape mm_shapes[] = {
+    {2, 2, {1, 1}, {1, 1}},          {2, 2, {3, 5}, {5, 7}},
+    {2, 2, {65, 130}, {130, 67}},    {2, 2, {64, 64}, {64, 64}},
+    {3, 3, {2, 33, 17}, {2, 17, 9}}, {4, 3, {2, 3, 4, 5}, {3, 5, 6}},
+    {3, 2, {4, 7, 0}, {0, 3}},       {2, 2, {0, 4}, {4, 5}},
+    {1, 2, {20}, {20, 3}},           {2, 1, {6, 20}, {20}},
+    {1, 1, {40}, {40}},              {2, 2, {300, 8}, {8, 1}},
+};
+
+static void test_matmul(const char *gemm) {
+    setenv("GRAFT_OPENCL_GEMM", gemm, 1);
+    const gf_dtype dts[] = {GF_F32, GF_F64, GF_I32, GF_I64};
+    for (int di = 0; di < 4; di++) {
+        gf_dtype dt = dts[di];
+        if (dt == GF_F64 && !have_f64) continue;
+        if (strcmp(gemm, "graft") != 0 && dt != GF_F32 && dt != GF_F64) continue;
+        for (size_t si = 0; si < sizeof mm_shapes / sizeof mm_shapes[0]; si++) {
+            const mm_shape *s = &mm_shapes[si];
+            xd_layout La = (xd_layout)((si + (size_t)di) % 4), Lb = (xd_layout)((si + 2) % 4);
+            xd_seed(si * 10 + (uint64_t)di);
+            xd_pair a = xd_pair_rand(dt, s->ra, s->a, XV_SMALL, La);
+            xd_pair b = xd_pair_rand(dt, s->rb, s->b, XV_SMALL, Lb);
+            char what[128];
+            snprintf(what, sizeof what, "matmul (%s) %s shapes %zu [%s @ %s]", gemm, xd_dtn(dt), si,
+                     xd_layout_name[La], xd_layout_name[Lb]);
+            int64_t k = s->a[s->ra - 1];
+            xd_check_pair_tol(what, gf_matmul(a.o, b.o), gf_matmul(a.r, b.r), mm_tol(dt, k));
+            xd_pair_release(a);
+            xd_pair_release(b);
+        }
+    }
+    /* A batch operand broadcast (stride 0). */
+    xd_pair a = xd_pair_rand(GF_F32, 2, SZ(9, 11), XV_SMALL, XL_CONTIG);
+    xd_pair b = xd_pair_rand(GF_F32, 3, SZ(5, 11, 13), XV_SMALL, XL_TRANSPOSED);
+    xd_check_pair_tol("matmul with a broadcast batch", gf_matmul(a.o, b.o), gf_matmul(a.r, b.r),
+                      mm_tol(GF_F32, 11));
+    xd_pair_release(a);
+    xd_pair_release(b);
+    unsetenv("GRAFT_OPENCL_GEMM");
+}
+
+static void test_matmul_graft(void) { test_matmul("graft"); }
+static void test_matmul_auto(void) { test_matmul("auto"); }
+
+/* CLBlast's GEMM (its first call compiles for a long while on a CPU device,
+ * so a few cases only): row-major and transposed operands, a batch. */
+static void test_matmul_clblast(void) {
+    setenv("GRAFT_OPENCL_GEMM", "clblast", 1);
+    for (int di = 0; di < 2; di++) {
+        gf_dtype dt = di ? GF_F64 : GF_F32;
+        if (dt == GF_F64 && !have_f64) continue;
+        for (int L = 0; L < 2; L++) {
+            xd_pair a = xd_pair_rand(dt, 3, SZ(2, 33, 40), XV_SMALL, L ? XL_TRANSPOSED : XL_CONTIG);
+            xd_pair b = xd_pair_rand(dt, 3, SZ(2, 40, 17), XV_SMALL, L ? XL_CONTIG : XL_TRANSPOSED);
+            gf_clear_error();
+            gf_tensor *o = gf_matmul(a.o, b.o);
+            if (!o && strstr(gf_last_error(), "CLBlast") && strstr(gf_last_error(), "missing")) {
+                fprintf(stderr, "CLBlast is not installed: its cases are skipped\n");
+                xd_pair_release(a);
+                xd_pair_release(b);
+                unsetenv("GRAFT_OPENCL_GEMM");
+                return;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "matmul (CLBlast) %s layout %d", xd_dtn(dt), L);
+            xd_check_pair_tol(what, o, gf_matmul(a.r, b.r), mm_tol(dt, 40));
+            xd_pair_release(a);
+            xd_pair_release(b);
+        }
+    }
+    unsetenv("GRAFT_OPENCL_GEMM");
+}
+
+static void test_softmax(void) {
+    const gf_dtype dts[] = {GF_F32, GF_F64};
+    typedef struct {
+        int rank;
+        int64_t s[3];
+    } sh;
+    const sh shapes[] = {{2, {4, 7}}, {3, {3, 5, 300}}, {1, {1000}}, {0, {0}}, {2, {0, 5}},
+                         {2, {33, 1}}, {2, {40, 93}}};
+    for (int di = 0; di < 2; di++) {
+        if (dts[di] == GF_F64 && !have_f64) continue;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int dim = 0; dim < (shapes[si].rank ? shapes[si].rank : 1); dim++) {
+                xd_layout L = (xd_layout)((si + (size_t)dim) % 4);
+                xd_seed(si * 7 + (uint64_t)dim + (uint64_t)di * 100);
+                xd_pair x = xd_pair_rand(dts[di], shapes[si].rank, shapes[si].s,
+                                         si == 0 ? XV_GENERAL : XV_NOSPECIAL, L);
+                char what[128];
+                snprintf(what, sizeof what, "softmax %s shape %zu dim %d [%s]", xd_dtn(dts[di]),
+                         si, dim, xd_layout_name[L]);
+                xd_check_pair(what, gf_softmax(x.o, dim), gf_softmax(x.r, dim));
+                snprintf(what, sizeof what, "log_softmax %s shape %zu dim %d [%s]",
+                         xd_dtn(dts[di]), si, dim, xd_layout_name[L]);
+                xd_check_pair(what, gf_log_softmax(x.o, dim), gf_log_softmax(x.r, dim));
+                xd_pair_release(x);
+            }
+    }
+}
+
+static void test_layer_norm(void) {
+    for (int di = 0; di < 2; di++) {
+        gf_dtype dt = di ? GF_F64 : GF_F32;
+        if (dt == GF_F64 && !have_f64) continue;
+        for (int nr = 1; nr <= 2; nr++)
+            for (int affine = 0; affine < 2; affine++) {
+                xd_layout L = (xd_layout)((nr + affine * 2 + di) % 4);
+                xd_seed((uint64_t)(nr * 10 + affine + di * 100));
+                xd_pair x = xd_pair_rand(dt, 3, SZ(6, 5, 90), XV_NOSPECIAL, L);
+                const int64_t *wsz = nr == 1 ? SZ(90) : SZ(5, 90);
+                xd_pair w = xd_pair_rand(dt, nr, wsz, XV_SMALL, XL_STEP);
+                xd_pair b = xd_pair_rand(dt, nr, wsz, XV_SMALL, XL_CONTIG);
+                gf_tensor *mo = NULL, *ro = NULL, *mr = NULL, *rr = NULL;
+                gf_tensor *yo = gf_layer_norm(x.o, nr, affine ? w.o : NULL, affine ? b.o : NULL,
+                                              1e-5, &mo, &ro);
+                gf_tensor *yr = gf_layer_norm(x.r, nr, affine ? w.r : NULL, affine ? b.r : NULL,
+                                              1e-5, &mr, &rr);
+                char what[96];
+                snprintf(what, sizeof what, "layer_norm %s rank %d affine %d [%s]", xd_dtn(dt), nr,
+                         affine, xd_layout_name[L]);
+                xd_tol tol = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : xd_default_tol(dt);
+                xd_check_pair_tol(what, yo, yr, tol);
+                xd_check_pair_tol("layer_norm mean", mo, mr, tol);
+                xd_check_pair_tol("layer_norm rstd", ro, rr, tol);
+                xd_pair_release(x);
+                xd_pair_release(w);
+                xd_pair_release(b);
+            }
+    }
+}
+
+static void test_batch_norm(void) {
+    for (int di = 0; di < 2; di++) {
+        gf_dtype dt = di ? GF_F64 : GF_F32;
+        if (dt == GF_F64 && !have_f64) continue;
+        xd_tol tol = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : xd_default_tol(dt);
+        for (int training = 0; training < 2; training++)
+            for (int L = 0; L < 4; L++) {
+                xd_seed((uint64_t)(training * 10 + L + di * 100));
+                xd_pair x = xd_pair_rand(dt, 4, SZ(4, 3, 6, 7), XV_NOSPECIAL, (xd_layout)L);
+                xd_pair w = xd_pair_rand(dt, 1, SZ(3), XV_SMALL, XL_STEP);
+                xd_pair b = xd_pair_rand(dt, 1, SZ(3), XV_SMALL, XL_CONTIG);
+                xd_pair rm = xd_pair_rand(dt, 1, SZ(3), XV_SMALL, XL_OFFSET);
+                xd_pair rv = xd_pair_rand(dt, 1, SZ(3), XV_POSITIVE, XL_CONTIG);
+                gf_tensor *smo = NULL, *sio = NULL, *smr = NULL, *sir = NULL;
+                gf_tensor *yo = gf_batch_norm(x.o, rm.o, rv.o, L % 2 ? w.o : NULL,
+                                              L % 2 ? b.o : NULL, training, 0.1, 1e-5, &smo, &sio);
+                gf_tensor *yr = gf_batch_norm(x.r, rm.r, rv.r, L % 2 ? w.r : NULL,
+                                              L % 2 ? b.r : NULL, training, 0.1, 1e-5, &smr, &sir);
+                char what[96];
+                snprintf(what, sizeof what, "batch_norm %s training %d [%s]", xd_dtn(dt), training,
+                         xd_layout_name[L]);
+                xd_check_pair_tol(what, yo, yr, tol);
+                xd_check_pair_tol("batch_norm save_mean", smo, smr, tol);
+                xd_check_pair_tol("batch_norm save_invstd", sio, sir, tol);
+                xd_check_tol("batch_norm running_mean", rm.o, rm.r, tol);
+                xd_check_tol("batch_norm running_var", rv.o, rv.r, tol);
+                xd_pair_release(x);
+                xd_pair_release(w);
+                xd_pair_release(b);
+                xd_pair_release(rm);
+                xd_pair_release(rv);
+            }
+    }
+}
+
+int main(void) {
+    int rc = xd_init();
+    if (rc) return rc;
+    have_f64 = xd_has_f64();
+    RUN(test_matmul_graft);
+    RUN(test_matmul_auto);
+    RUN(test_matmul_clblast);
+    RUN(test_softmax);
+    RUN(test_layer_norm);
+    RUN(test_batch_norm);
+    return CHECK_REPORT();
+}

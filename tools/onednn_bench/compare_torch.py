@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""One training step of an MLP and of a small CNN: graft (cpu_onednn) vs PyTorch.
+
+    compare_torch.py GRAFT_ONEDNN_BENCH [--threads 1,2] [--reps 15]
+
+Runs `graft-onednn-bench --only train` with each thread count (OMP threads, as
+graft uses them), then the same two workloads in PyTorch on the CPU with
+torch.set_num_threads(n), in this one run, and prints both with the ratio
+torch / graft (above 1: graft is faster). The workloads are those of
+bench_train.c:
+
+  MLP: x [256, 784] -> Linear(784, 1024) -> ReLU -> Linear(1024, 1024) -> ReLU
+       -> Linear(1024, 10) -> cross entropy (mean)
+  CNN: x [64, 1, 28, 28] -> Conv2d(1, 32, 3, padding=1) -> ReLU -> MaxPool2d(2)
+       -> Conv2d(32, 64, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Linear(3136, 10)
+       -> cross entropy (mean)
+
+A step is forward, backward and torch.optim.SGD(lr=0.01) with
+zero_grad(set_to_none=True); the median (and the fastest) of --reps steps after
+two warm-up steps. On a busy machine set OMP_WAIT_POLICY=passive for both (it
+is inherited by graft's run): with OpenMP's default spinning, threads waiting
+at a barrier take the CPU from the thread they wait for.
+PyTorch's figure includes its Python interpreter's share, which a C program
+does not pay. Without torch this says so and exits 0: it is not a test
+dependency (Debian: apt-get install python3-torch; or pip install torch
+--index-url https://download.pytorch.org/whl/cpu).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+
+def torch_step_times(torch, cnn, reps):
+    nn = torch.nn
+    torch.manual_seed(1234)
+    if cnn:
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(3136, 10))
+        x = torch.randn(64, 1, 28, 28)
+    else:
+        model = nn.Sequential(
+            nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+            nn.Linear(1024, 10))
+        x = torch.randn(256, 784)
+    target = torch.tensor([(i * 7) % 10 for i in range(x.shape[0])])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    times, losses = [], []
+    for r in range(reps + 2):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        dt = time.perf_counter() - t0
+        losses.append(value)
+        if r >= 2:
+            times.append(dt)
+    return statistics.median(times), min(times), losses[0], losses[-1]
+
+
+LINE = re.compile(r"train (mlp|cnn) threads (\d+): median ([0-9.]+) ms, min ([0-9.]+) ms, "
+                  r"loss ([-0-9.naif]+) -> ([-0-9.naif]+)")
+
+
+def graft_times(bench, threads, reps):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env.setdefault("GRAFT_PLUGINS", "cpu_onednn")
+    out = subprocess.run([bench, "--only", "train", "--threads", str(threads), "--reps",
+                          str(reps)], env=env, check=True, capture_output=True, text=True).stdout
+    found = {}
+    for m in LINE.finditer(out):
+        found[m.group(1)] = (float(m.group(3)) / 1e3, float(m.group(4)) / 1e3,
+                             float(m.group(5)), float(m.group(6)))
+    if set(found) != {"mlp", "cnn"}:
+        sys.exit("compare_torch.py: unexpected output from %s:\n%s" % (bench, out))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench", help="path of graft-onednn-bench")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("compare_torch.py: PyTorch is not installed; nothing to compare")
+        return 0
+    print("PyTorch %s (oneDNN %s), graft %s" % (
+        torch.__version__, ".".join(map(str, torch.backends.mkldnn.version()))
+        if hasattr(torch.backends.mkldnn, "version") else "?", args.bench))
+    print("%-4s %7s %10s %10s %11s %14s   %s" % (
+        "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
+        "loss graft | torch (first -> last)"))
+    for threads in [int(t) for t in args.threads.split(",")]:
+        torch.set_num_threads(threads)
+        graft = graft_times(args.bench, threads, args.reps)
+        for name in ("mlp", "cnn"):
+            tm, tmin, tl0, tl1 = torch_step_times(torch, name == "cnn", args.reps)
+            gm, gmin, gl0, gl1 = graft[name]
+            print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f   %.4f -> %.4f | %.4f -> %.4f" % (
+                name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3, gl0, gl1,
+                tl0, tl1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
