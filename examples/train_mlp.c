@@ -9,19 +9,22 @@
  * gf_index_select with a fresh shuffle each epoch, on the device GRAFT_DEVICE
  * names (default cpu).
  *
+ * Progress: on a terminal a bar follows the batches of each epoch; otherwise
+ * (a log, CTest) one plain line per epoch. The last line gives the final
+ * accuracy over all points.
+ *
  * Exit status: 0 on success; 1 on a graft error (its message is printed) or
  * when the final accuracy is below --min-accuracy; 2 for a bad command line. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "graft.h"
+#include "train_util.h"
 
 #define N_CLASSES 3
 #define N_PER_CLASS 1000
@@ -41,11 +44,13 @@ typedef struct mlp {
     gf_tensor *w[3], *b[3];
 } mlp;
 
+static progress bar;
+
 /* Reports the pending graft error and fails. */
 #define TRY(cond)                                                                       \
     do {                                                                                \
         if (!(cond)) {                                                                  \
-            fflush(stdout);                                                             \
+            progress_abort(&bar);                                                       \
             fprintf(stderr, "train_mlp: %s failed: %s (%s)\n", #cond, gf_last_error(), \
                     gf_status_name(gf_last_status()));                                  \
             goto fail;                                                                  \
@@ -63,15 +68,6 @@ static void usage(FILE *out, const char *argv0) {
             "  --seed S          seed of graft's generator (default 0)\n"
             "  --min-accuracy A  exit with status 1 when the final accuracy is below A\n",
             argv0, N_POINTS);
-}
-
-static int parse_num(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -170,29 +166,6 @@ static gf_status accuracy(const mlp *m, const gf_tensor *x, const gf_tensor *y, 
     return s;
 }
 
-/* A permutation of 0..n-1 (Fisher-Yates driven by graft's generator). */
-static gf_tensor *shuffled_index(gf_device *dev, int64_t *perm, float *u, int n) {
-    gf_tensor *r = gf_rand((const int64_t[]){n}, 1, GF_F32, dev);
-    gf_status s = r ? gf_tensor_to_host(r, u, (size_t)n * sizeof *u) : gf_last_status();
-    gf_tensor_release(r);
-    if (s != GF_OK) return NULL;
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(u[i] * (float)(i + 1));
-        if (j > i) j = i; /* u may round up to 1.0 in f32 */
-        int64_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    return gf_from_data(perm, (const int64_t[]){n}, 1, GF_I64, dev);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(int argc, char **argv) {
     options opt;
     if (parse_args(argc, argv, &opt) != 0) {
@@ -221,6 +194,8 @@ int main(int argc, char **argv) {
     printf("data: %d points in %d spiral arms; model 2-%d-%d-%d, Adam lr %g, batch %d, %d epochs\n",
            N_POINTS, N_CLASSES, HIDDEN, HIDDEN, N_CLASSES, opt.lr, opt.batch, opt.epochs);
 
+    progress_init(&bar, opt.epochs);
+    int n_batches = (N_POINTS + opt.batch - 1) / opt.batch;
     double t0 = now_seconds();
     for (int epoch = 1; epoch <= opt.epochs; epoch++) {
         gf_tensor *order = shuffled_index(dev, perm, u, N_POINTS);
@@ -248,14 +223,15 @@ int main(int argc, char **argv) {
             TRY(s == GF_OK);
             loss_sum += lv;
             batches++;
+            progress_update(&bar, epoch, batches, n_batches, loss_sum / batches);
         }
         gf_tensor_release(order);
         TRY(accuracy(&m, x, y, &acc) == GF_OK);
-        printf("epoch %3d  loss %.4f  accuracy %.4f  (%.1f s)\n", epoch, loss_sum / batches, acc,
-               now_seconds() - t0);
-        fflush(stdout);
+        progress_line(&bar, "epoch %3d  loss %.4f  accuracy %.4f  (%.1f s)", epoch,
+                      loss_sum / batches, acc, now_seconds() - t0);
     }
-    printf("final accuracy %.4f\n", acc);
+    printf("final accuracy %.4f (%ld of %d points) after %d epochs, %.1f s\n", acc,
+           lround(acc * N_POINTS), N_POINTS, opt.epochs, now_seconds() - t0);
     rc = 0;
     if (opt.min_accuracy >= 0 && !(acc >= opt.min_accuracy)) {
         fprintf(stderr, "train_mlp: final accuracy %.4f is below the required %.4f\n", acc,

@@ -51,7 +51,9 @@ GF_API bool gf_is_grad_enabled(void);
 
 /* ---- backward */
 /* retain_graph: -1 = same as create_graph (the default), 0 = free saved
- * tensors as nodes run, 1 = keep them. */
+ * tensors as nodes run, 1 = keep them. Note that a designated initializer
+ * such as {.create_graph = true} leaves retain_graph at 0: write
+ * {.retain_graph = -1, .create_graph = true} for the default. */
 typedef struct gf_backward_opts {
     int retain_graph;
     bool create_graph;

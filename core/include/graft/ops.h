@@ -72,7 +72,9 @@ GF_API gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_t
 /* x where mask is false, value where it is true (mask bool, broadcast to x). */
 GF_API gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value);
 
-/* scalar forms: the scalar takes x's dtype */
+/* scalar forms: the scalar takes x's dtype, except that a fractional scalar
+ * with an integer or bool tensor is an f32 scalar (so x + 0.5 is f32, and
+ * x < 2.5 compares with 2.5) */
 GF_API gf_tensor *gf_add_scalar(const gf_tensor *x, double s);
 GF_API gf_tensor *gf_sub_scalar(const gf_tensor *x, double s);
 GF_API gf_tensor *gf_rsub_scalar(const gf_tensor *x, double s); /* s - x */
