@@ -73,8 +73,8 @@ static gf_status check_args(gf_check_fn fn, gf_tensor *const *inputs, int n, con
     return GF_OK;
 }
 
-gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
-                       const gf_gradcheck_opts *opts) {
+static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                                const gf_gradcheck_opts *opts) {
     gf_status s = check_args(fn, inputs, n, "gf_gradcheck");
     if (s != GF_OK) return s;
     double eps = opts && opts->eps > 0 ? opts->eps : 1e-6;
@@ -194,6 +194,8 @@ gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *us
 }
 
 /* ------------------------------------------------------------ gradgradcheck */
+static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                                    const gf_gradcheck_opts *opts);
 typedef struct gg_ctx {
     gf_check_fn fn;
     void *user;
@@ -283,8 +285,26 @@ static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c) {
     return total;
 }
 
+/* gradcheck owns every tensor it makes (it releases them itself): nothing
+ * may land in a scope the caller has open. */
+gf_status gf_gradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                       const gf_gradcheck_opts *opts) {
+    int saved = gf__scope_suspend();
+    gf_status s = gradcheck_impl(fn, inputs, n, user, opts);
+    gf__scope_resume(saved);
+    return s;
+}
+
 gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
                            const gf_gradcheck_opts *opts) {
+    int scope = gf__scope_suspend();
+    gf_status r = gradgradcheck_impl(fn, inputs, n, user, opts);
+    gf__scope_resume(scope);
+    return r;
+}
+
+static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                                    const gf_gradcheck_opts *opts) {
     gf_status s = check_args(fn, inputs, n, "gf_gradgradcheck");
     if (s != GF_OK) return s;
     gf_tensor *out = call_fn(fn, inputs, n, user);
@@ -300,7 +320,7 @@ gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int n, void
         if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype) &&
             !(c.w[i] = random_like(inputs[i], &state)))
             s = gf_last_status();
-    if (s == GF_OK) s = gf_gradcheck(gg_fn, inputs, n, &c, opts);
+    if (s == GF_OK) s = gradcheck_impl(gg_fn, inputs, n, &c, opts);
     for (int i = 0; c.w && i < n; i++) gf_tensor_release(c.w[i]);
     free(c.w);
     gf_tensor_release(c.v);
