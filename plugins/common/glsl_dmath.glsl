@@ -2,7 +2,7 @@
 // no double exp, log, trigonometry or pow), for graft-opgen-glsl's f64
 // formulas and the Vulkan RANDOM shader. Ports of the classic fdlibm
 // algorithms (e_exp.c, e_log.c, k_cos.c, k_sin.c, the medium path of
-// e_rem_pio2.c, s_tanh.c), accurate to about 1 ulp; log1p and expm1 use
+// e_rem_pio2.c, s_tanh.c, s_erf.c), accurate to about 1 ulp; log1p and expm1 use
 // Kahan's corrections of log(1 + x) and exp(x) - 1 (a few ulp). Temporaries
 // are `precise`: no contraction into fma, no reassociation.
 // Limits: sin and cos reduce their argument exactly for |x| < 2^19 pi/2
@@ -65,6 +65,7 @@ double gf_dexp(double x) {
     const double P1 = 1.66666666666666019037e-01lf, P2 = -2.77777777770155933842e-03lf,
                  P3 = 6.61375632143793436117e-05lf, P4 = -1.65339022054652515390e-06lf,
                  P5 = 4.13813679705723846039e-08lf;
+    if (abs(x) < 3.725290298461914e-09lf) return 1.0lf + x; // 2^-28
     int k = 0;
     precise double hi = x, lo = 0.0lf;
     if (abs(x) > 0.5lf * ln2HI) { // reduce: x = k ln2 + r, |r| <= ln2 / 2
@@ -74,7 +75,6 @@ double gf_dexp(double x) {
         lo = dk * ln2LO;
     }
     precise double r = hi - lo;
-    if (abs(r) < 3.725290298461914e-09lf) return 1.0lf + r; // 2^-28
     precise double t = r * r;
     precise double c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
     if (k == 0) return 1.0lf - ((r * c) / (c - 2.0lf) - r);
@@ -228,4 +228,87 @@ double gf_dpow(double x, double y) {
         r = gf_dexp(y * gf_dlog(ax));
     }
     return x < 0.0lf && y_odd ? -r : r;
+}
+
+// erf (fdlibm s_erf.c): rational approximations on |x| < 0.84375, < 1.25,
+// < 1/0.35, < 6, and +-1 beyond.
+double gf_derf(double x) {
+    if (isnan(x)) return x;
+    uint hx = gf_dhi(x), ix = hx & 0x7fffffffu;
+    bool neg = (hx & 0x80000000u) != 0u;
+    if (ix >= 0x7ff00000u) return neg ? -1.0lf : 1.0lf;
+    if (ix < 0x3feb0000u) { // |x| < 0.84375
+        if (ix < 0x3e300000u) return x + 1.28379167095512586316e-01lf * x;
+        precise double z = x * x;
+        precise double r = 1.28379167095512558561e-01lf +
+                           z * (-3.25042107247001499370e-01lf +
+                                z * (-2.84817495755985104766e-02lf +
+                                     z * (-5.77027029648944159157e-03lf +
+                                          z * -2.37630166566501626084e-05lf)));
+        precise double s = 1.0lf + z * (3.97917223959155352819e-01lf +
+                                        z * (6.50222499887672944485e-02lf +
+                                             z * (5.08130628187576562776e-03lf +
+                                                  z * (1.32494738004321644526e-04lf +
+                                                       z * -3.96022827877536812320e-06lf))));
+        precise double y = r / s;
+        return x + x * y;
+    }
+    if (ix < 0x3ff40000u) { // 0.84375 <= |x| < 1.25
+        precise double s = abs(x) - 1.0lf;
+        precise double P = -2.36211856075265944077e-03lf +
+                           s * (4.14856118683748331666e-01lf +
+                                s * (-3.72207876035701323847e-01lf +
+                                     s * (3.18346619901161753674e-01lf +
+                                          s * (-1.10894694282396677476e-01lf +
+                                               s * (3.54783043256182359371e-02lf +
+                                                    s * -2.16637559486879084300e-03lf)))));
+        precise double Q = 1.0lf + s * (1.06420880400844228286e-01lf +
+                                        s * (5.40397917702171048937e-01lf +
+                                             s * (7.18286544141962662868e-02lf +
+                                                  s * (1.26171219808761642112e-01lf +
+                                                       s * (1.36370839120290507362e-02lf +
+                                                            s * 1.19844998467991074170e-02lf)))));
+        const double erx = 8.45062911510467529297e-01lf;
+        return neg ? -erx - P / Q : erx + P / Q;
+    }
+    if (ix >= 0x40180000u) return neg ? -1.0lf : 1.0lf; // |x| >= 6
+    precise double ax = abs(x);
+    precise double s = 1.0lf / (ax * ax);
+    precise double R, S;
+    if (ix < 0x4006DB6Eu) { // |x| < 1/0.35
+        R = -9.86494403484714822705e-03lf +
+            s * (-6.93858572707181764372e-01lf +
+                 s * (-1.05586262253232909814e+01lf +
+                      s * (-6.23753324503260060396e+01lf +
+                           s * (-1.62396669462573470355e+02lf +
+                                s * (-1.84605092906711035994e+02lf +
+                                     s * (-8.12874355063065934246e+01lf +
+                                          s * -9.81432934416914548592e+00lf))))));
+        S = 1.0lf + s * (1.96512716674392571292e+01lf +
+                         s * (1.37657754143519042600e+02lf +
+                              s * (4.34565877475229228821e+02lf +
+                                   s * (6.45387271733267880336e+02lf +
+                                        s * (4.29008140027567833386e+02lf +
+                                             s * (1.08635005541779435134e+02lf +
+                                                  s * (6.57024977031928170135e+00lf +
+                                                       s * -6.04244152148580987438e-02lf)))))));
+    } else {
+        R = -9.86494292470009928597e-03lf +
+            s * (-7.99283237680523006574e-01lf +
+                 s * (-1.77579549177547519889e+01lf +
+                      s * (-1.60636384855821916062e+02lf +
+                           s * (-6.37566443368389627722e+02lf +
+                                s * (-1.02509513161107724954e+03lf +
+                                     s * -4.83519191608651397019e+02lf)))));
+        S = 1.0lf + s * (3.03380607434824582924e+01lf +
+                         s * (3.25792512996573918826e+02lf +
+                              s * (1.53672958608443695994e+03lf +
+                                   s * (3.19985821950859553908e+03lf +
+                                        s * (2.55305040643316442583e+03lf +
+                                             s * (4.74528541206955367215e+02lf +
+                                                  s * -2.24409524465858183362e+01lf))))));
+    }
+    precise double z = packDouble2x32(uvec2(0u, gf_dhi(ax))); // ax with its low word cleared
+    precise double r = gf_dexp(-z * z - 0.5625lf) * gf_dexp((z - ax) * (z + ax) + R / S);
+    return neg ? r / ax - 1.0lf : 1.0lf - r / ax;
 }

@@ -11,9 +11,9 @@
  *    literals, and a prelude with what GLSL lacks in f32 (log1p, expm1, erf,
  *    an overflow-free tanh, sin and cos with exact argument reduction, pow
  *    with C's special cases) and the wrapping integer helpers;
- *  - f64: GLSL has no double exp, log, sin, pow...; glsl_dmath.glsl (beside
- *    this file, #included by the output) provides them. An op whose f64
- *    formula calls a function still missing there (erf) has its f64 function
+ *  - f64: GLSL has no double exp, log, sin, erf, pow...; glsl_dmath.glsl
+ *    (beside this file, #included by the output) provides them. An op whose
+ *    f64 formula would call a function missing there gets its f64 function
  *    written but not compiled (#if 0), so the gf-math lines still match the
  *    other dialects', and the second output (a C header for the plugin)
  *    lists the op ids that have a compiled one, so the plugin's capability
@@ -232,11 +232,10 @@ static void glsl_literal(FILE *o, const char *text, ctype t) {
 }
 
 /* The functions there are in double: GLSL's own, and glsl_dmath.glsl's
- * (GLSL.std.450 has no double exp, log, trigonometry or pow). erf is not
- * provided in double yet. */
-static const char *const glsl_f64_functions[] = {"sqrt", "floor", "ceil",  "rint",  "fabs",
-                                                 "isnan", "exp",  "log",  "log1p", "expm1",
-                                                 "sin",  "cos",   "tanh", "pow"};
+ * (GLSL.std.450 has no double exp, log, trigonometry, erf or pow). */
+static const char *const glsl_f64_functions[] = {"sqrt", "floor", "ceil", "rint",  "fabs",
+                                                 "isnan", "exp", "log",  "log1p", "expm1",
+                                                 "sin",  "cos",  "tanh", "erf",   "pow"};
 
 static const char *glsl_function(const char *f, ctype t) {
     static char buf[32];

@@ -1,0 +1,27 @@
+/* graft_vulkan_ext.h — the Vulkan plugin's extension, by name through the
+ * ABI's query_extension slot (no ABI change needed):
+ *
+ *   const graft_vulkan_stats_ext *ext;
+ *   table->query_extension(ctx, "vulkan.stats", (void **)&ext);
+ *
+ * Check ext->struct_size before reading a field (fields are only appended).
+ * The counters let tests demand zero validation messages and check that
+ * launches are batched and memory sub-allocated; the matmul mode lets the
+ * bench compare the tiled shader with the naive one. */
+#ifndef GRAFT_VULKAN_EXT_H
+#define GRAFT_VULKAN_EXT_H
+
+#include <stdint.h>
+
+typedef struct graft_vulkan_stats_ext {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    long (*validation_messages)(void);       /* warnings and errors since init */
+    int (*validation_enabled)(void);         /* 1 when the Khronos layer is on */
+    uint64_t (*dispatches)(void *device);    /* dispatches recorded since open */
+    uint64_t (*submits)(void *device);       /* queue submissions since open */
+    void (*set_matmul_mode)(int mode);       /* 0 by size, 1 naive, 2 tiled */
+    uint64_t (*memory_blocks)(void *device); /* VkDeviceMemory allocations held */
+} graft_vulkan_stats_ext;
+
+#endif

@@ -1,0 +1,389 @@
+/* vk_internal.h — what the Vulkan plugin's files share.
+ *
+ * The plugin loads the Vulkan loader (libvulkan.so.1) at run time, so it
+ * builds against the headers only and loads on machines without Vulkan (it
+ * then reports zero devices and why). Files by concern:
+ *   vk_loader.c     dlopen, the function table, VkResult names
+ *   vk_instance.c   instance, validation layer and its messages, physical devices
+ *   vk_plugin.c     negotiation, the gfp_plugin table, devices, op routing
+ *   vk_memory.c     device-memory blocks, sub-allocation, host transfers
+ *   vk_batch.c      command buffers recorded in batches, submission, waiting
+ *   vk_pipeline.c   embedded SPIR-V, descriptor-set layouts, pipeline cache,
+ *                   the one function that records a dispatch
+ *   vk_ops_*.c      op families: parameters, checks, dispatch geometry
+ * Every launch is recorded into the open command buffer with a barrier in
+ * front of it; the buffer is submitted when full or when the host needs a
+ * result, so a chain of small ops costs one dispatch each, not one submit. */
+#ifndef GRAFT_VK_INTERNAL_H
+#define GRAFT_VK_INTERNAL_H
+
+#define VK_NO_PROTOTYPES
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "graft_plugin.h"
+
+#if defined(__GNUC__)
+#define VKP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VKP_PRINTF(a, b)
+#endif
+
+/* ------------------------------------------------------------ loader (vk_loader.c) */
+/* Every Vulkan entry point the plugin calls, loaded through
+ * vkGetInstanceProcAddr (device functions through the instance: one table). */
+#define VKP_GLOBAL_FNS(X)                 \
+    X(EnumerateInstanceExtensionProperties) \
+    X(EnumerateInstanceLayerProperties)   \
+    X(EnumerateInstanceVersion)           \
+    X(CreateInstance)
+
+#define VKP_INSTANCE_FNS(X)                   \
+    X(DestroyInstance)                        \
+    X(EnumeratePhysicalDevices)               \
+    X(GetPhysicalDeviceProperties)            \
+    X(GetPhysicalDeviceFeatures)              \
+    X(GetPhysicalDeviceFeatures2)             \
+    X(GetPhysicalDeviceMemoryProperties)      \
+    X(GetPhysicalDeviceQueueFamilyProperties) \
+    X(EnumerateDeviceExtensionProperties)     \
+    X(CreateDebugUtilsMessengerEXT)           \
+    X(DestroyDebugUtilsMessengerEXT)          \
+    X(CreateDevice)                           \
+    X(DestroyDevice)                          \
+    X(GetDeviceQueue)                         \
+    X(DeviceWaitIdle)                         \
+    X(AllocateMemory)                         \
+    X(FreeMemory)                             \
+    X(MapMemory)                              \
+    X(UnmapMemory)                            \
+    X(CreateBuffer)                           \
+    X(DestroyBuffer)                          \
+    X(GetBufferMemoryRequirements)            \
+    X(BindBufferMemory)                       \
+    X(CreateCommandPool)                      \
+    X(DestroyCommandPool)                     \
+    X(AllocateCommandBuffers)                 \
+    X(ResetCommandBuffer)                     \
+    X(BeginCommandBuffer)                     \
+    X(EndCommandBuffer)                       \
+    X(QueueSubmit)                            \
+    X(CreateFence)                            \
+    X(DestroyFence)                           \
+    X(WaitForFences)                          \
+    X(ResetFences)                            \
+    X(GetFenceStatus)                         \
+    X(CreateDescriptorPool)                   \
+    X(DestroyDescriptorPool)                  \
+    X(ResetDescriptorPool)                    \
+    X(AllocateDescriptorSets)                 \
+    X(UpdateDescriptorSets)                   \
+    X(CreateDescriptorSetLayout)              \
+    X(DestroyDescriptorSetLayout)             \
+    X(CreatePipelineLayout)                   \
+    X(DestroyPipelineLayout)                  \
+    X(CreateShaderModule)                     \
+    X(DestroyShaderModule)                    \
+    X(CreatePipelineCache)                    \
+    X(DestroyPipelineCache)                   \
+    X(CreateComputePipelines)                 \
+    X(DestroyPipeline)                        \
+    X(CmdBindPipeline)                        \
+    X(CmdBindDescriptorSets)                  \
+    X(CmdDispatch)                            \
+    X(CmdPipelineBarrier)                     \
+    X(CmdCopyBuffer)                          \
+    X(CmdFillBuffer)
+
+typedef struct vkp_fns {
+    PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+#define VKP_DECLARE(name) PFN_vk##name name;
+    VKP_GLOBAL_FNS(VKP_DECLARE)
+    VKP_INSTANCE_FNS(VKP_DECLARE)
+#undef VKP_DECLARE
+} vkp_fns;
+
+extern vkp_fns vk; /* loaded by vkp_loader_open / vkp_loader_instance */
+
+/* Opens the loader; false with a reason (what to install) otherwise. */
+bool vkp_loader_open(char *reason, size_t len);
+/* Loads the instance-level (and device) functions. */
+void vkp_loader_instance(VkInstance instance);
+void vkp_loader_close(void);
+const char *vkp_result_name(VkResult r);
+
+/* ------------------------------------------------------------ messages (vk_plugin.c) */
+extern const gfp_host *vkp_host;
+gfp_status vkp_fail(gfp_status status, const char *fmt, ...) VKP_PRINTF(2, 3);
+void vkp_log(gfp_log_level level, const char *fmt, ...) VKP_PRINTF(2, 3);
+/* GFP_ERR_OUT_OF_MEMORY for the two out-of-memory results, DEVICE otherwise;
+ * the message names the call and the VkResult. */
+gfp_status vkp_fail_vk(VkResult r, const char *what);
+
+/* ------------------------------------------------------------ devices */
+#define VKP_MAX_PHYS 16
+
+typedef struct vkp_physical {
+    VkPhysicalDevice pd;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem;
+    uint32_t queue_family;
+    bool has_f64;        /* shaderFloat64 */
+    bool usable;         /* has what every shader needs (int64, 8-bit storage) */
+    char missing[160];   /* what it lacks, when !usable */
+    struct vkp_device *open;
+} vkp_physical;
+
+typedef struct vkp_plugin {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    bool validation; /* the Khronos validation layer is enabled */
+    bool loader_open;
+    char reason[400]; /* why there are zero devices, "" otherwise */
+    uint32_t n_phys;
+    vkp_physical phys[VKP_MAX_PHYS];
+} vkp_plugin;
+
+extern vkp_plugin vkp_ctx;
+/* Validation and driver messages at warning level or worse since init. */
+extern atomic_long vkp_validation_count;
+
+/* Creates the instance and lists devices (vk_instance.c). Never fails the
+ * plugin: with no driver it leaves zero devices and a reason. */
+void vkp_instance_init(void);
+void vkp_instance_shutdown(void);
+
+/* ------------------------------------------------------------ memory (vk_memory.c) */
+typedef struct vkp_range {
+    uint64_t offset, size;
+    struct vkp_range *next;
+} vkp_range;
+
+typedef struct vkp_block {
+    VkDeviceMemory memory;
+    VkBuffer buffer; /* spans the whole block; bound whole in descriptors */
+    uint64_t size;
+    void *map;       /* persistent mapping when host-visible, else NULL */
+    bool dedicated;  /* one allocation of its own (large tensors) */
+    uint64_t used;
+    vkp_range *free; /* sorted by offset, coalesced */
+    struct vkp_block *next;
+} vkp_block;
+
+#define VKP_BUF_MAGIC 0x766b627566666572ull
+typedef struct vkp_buf {
+    uint64_t magic;
+    vkp_block *block;
+    uint64_t offset; /* in the block */
+    uint64_t size;   /* as requested */
+} vkp_buf;
+
+/* ------------------------------------------------------------ batches (vk_batch.c) */
+#define VKP_BATCHES 4
+#define VKP_SETS_PER_BATCH 512
+#define VKP_PARAMS_BYTES (256u * 1024u)
+#define VKP_STAGING_BYTES (4u * 1024u * 1024u)
+
+/* A host-visible buffer of its own (params ring, staging). */
+typedef struct vkp_hostbuf {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    void *map;
+    uint64_t size;
+} vkp_hostbuf;
+
+typedef struct vkp_batch {
+    VkCommandBuffer cb;
+    VkFence fence;
+    VkDescriptorPool pool;
+    uint32_t sets_used;
+    vkp_hostbuf params, staging;
+    uint64_t params_used, staging_used;
+    vkp_hostbuf *temps; /* large staging buffers freed when the batch completes */
+    uint32_t n_temps, cap_temps;
+    uint32_t n_cmds;
+    bool recording, submitted;
+} vkp_batch;
+
+/* ------------------------------------------------------------ pipelines (vk_pipeline.c) */
+#include "vk_shaders.h" /* generated: enum vkp_shader, the embedded SPIR-V */
+
+#define VKP_MAX_SPEC 8
+#define VKP_MAX_BINDINGS 10 /* params + up to 9 tensors */
+#define VKP_PIPE_SLOTS 1024
+
+typedef struct vkp_pipe_entry {
+    bool used;
+    uint32_t shader;
+    uint32_t spec[VKP_MAX_SPEC];
+    VkPipeline pipeline;
+} vkp_pipe_entry;
+
+typedef struct vkp_device {
+    vkp_physical *phys;
+    uint32_t index;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t mem_type;     /* device memory for tensors */
+    bool tensors_mapped;   /* tensor memory is host-visible and coherent */
+    uint32_t host_type;    /* host-visible coherent memory for params/staging */
+    uint64_t max_range;    /* largest buffer a descriptor may cover */
+    uint64_t block_size;   /* size of a shared memory block */
+    uint64_t align;        /* sub-allocation and params alignment */
+    uint32_t max_groups[3];
+    bool has_f64;
+    /* Loop iterations one invocation may run: lavapipe (llvmpipe) silently
+     * stops every loop of an invocation after 65535 iterations in total, so
+     * kernels there size their workgroups to stay below, or refuse. */
+    uint32_t loop_budget;
+    /* memory */
+    vkp_block *blocks;
+    uint64_t bytes_in_blocks;
+    long live_buffers;
+    /* batches */
+    VkCommandPool cmd_pool;
+    vkp_batch batches[VKP_BATCHES];
+    uint32_t current; /* the batch recording, or the next one to use */
+    uint32_t batch_limit; /* dispatches per submission */
+    /* pipelines */
+    VkPipelineCache cache;
+    VkShaderModule modules[VKP_SHADER_COUNT];
+    VkDescriptorSetLayout set_layouts[VKP_MAX_BINDINGS + 1];
+    VkPipelineLayout pipe_layouts[VKP_MAX_BINDINGS + 1];
+    vkp_pipe_entry *pipes; /* VKP_PIPE_SLOTS, open addressing */
+    uint64_t dispatches;   /* since open: for the bench and tests */
+    uint64_t submits;
+} vkp_device;
+
+/* vk_memory.c */
+gfp_status vkp_memory_init(vkp_device *d);
+void vkp_memory_shutdown(vkp_device *d);
+gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr);
+void vkp_buffer_free(void *device, gfp_buffer buffer);
+gfp_status vkp_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, const void *src,
+                            uint64_t n);
+gfp_status vkp_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, void *dst,
+                           uint64_t n);
+gfp_status vkp_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset, gfp_buffer dst,
+                           uint64_t dst_offset, uint64_t n);
+gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
+                           const void *pattern, uint32_t pattern_size);
+/* A live buffer of this device, or NULL (with a message naming `what`). */
+vkp_buf *vkp_buf_check(vkp_device *d, gfp_buffer buffer, const char *what);
+gfp_status vkp_hostbuf_create(vkp_device *d, uint64_t size, vkp_hostbuf *hb);
+void vkp_hostbuf_destroy(vkp_device *d, vkp_hostbuf *hb);
+
+/* vk_batch.c */
+gfp_status vkp_batch_init(vkp_device *d);
+void vkp_batch_shutdown(vkp_device *d);
+/* The batch being recorded (begun when none is). */
+gfp_status vkp_batch_open(vkp_device *d, vkp_batch **out);
+/* A global barrier: earlier transfers and dispatches before later ones. */
+void vkp_batch_barrier(vkp_batch *b);
+/* Counts a recorded command; submits the batch once it holds enough. */
+gfp_status vkp_batch_recorded(vkp_device *d);
+/* Submits the recording batch, if any. */
+gfp_status vkp_batch_submit(vkp_device *d);
+/* Submits, then waits for every submitted batch. */
+gfp_status vkp_batch_finish(vkp_device *d);
+/* True when nothing is recorded or running. */
+bool vkp_batch_idle(vkp_device *d);
+/* Space in the open batch's params ring / staging buffer (aligned); a full
+ * batch is submitted and the space taken from the next one. */
+gfp_status vkp_batch_params(vkp_device *d, uint32_t bytes, vkp_batch **b, uint64_t *offset);
+gfp_status vkp_batch_staging(vkp_device *d, uint64_t bytes, vkp_batch **b, VkBuffer *buffer,
+                             uint64_t *offset, void **map);
+
+/* vk_pipeline.c */
+gfp_status vkp_pipeline_init(vkp_device *d);
+void vkp_pipeline_shutdown(vkp_device *d);
+
+/* One dispatch: shader with spec constants spec[0..n_spec) (spec[0] is the
+ * workgroup size), params words copied into the params ring (binding 0) and
+ * the tensors' buffers at bindings 1.. (NULL: bound to the first tensor's
+ * buffer, unused by the shader). groups may exceed the device's limit in x:
+ * callers use vkp_groups() and loop in the shader. */
+typedef struct vkp_dispatch {
+    uint32_t shader;
+    uint32_t spec[VKP_MAX_SPEC];
+    uint32_t n_spec;
+    const uint32_t *params;
+    uint32_t n_params; /* words */
+    const gfp_tensor *tensors[VKP_MAX_BINDINGS - 1];
+    uint32_t n_tensors;
+    uint32_t groups[3];
+} vkp_dispatch;
+gfp_status vkp_dispatch_run(vkp_device *d, const vkp_dispatch *dp);
+/* Workgroups for n items at `per_group` items each, capped at the device's
+ * x limit (shaders loop over the rest). */
+uint32_t vkp_groups(const vkp_device *d, uint64_t n, uint32_t per_group);
+/* The workgroup size (64, 256 or 1024, within [least, most]) whose
+ * invocations each run at most loop_budget loop iterations when `iterations`
+ * are shared among them; 0 when even the largest is not enough. */
+uint32_t vkp_pick_wg(const vkp_device *d, uint64_t iterations, uint32_t least, uint32_t most);
+
+/* ------------------------------------------------------------ tensors (vk_util.c) */
+size_t vkp_dtype_size(int32_t dtype);
+const char *vkp_dtype_name(int32_t dtype);
+int64_t vkp_numel(const gfp_tensor *t);
+bool vkp_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+bool vkp_is_float(int32_t dtype);
+/* Element offset of t's element 0 in its block's buffer. */
+uint32_t vkp_elem_offset(const gfp_tensor *t);
+/* Checks a tensor against its buffer (live, of this device, elements in
+ * range, offset aligned, within the descriptor range). */
+gfp_status vkp_check_tensor(vkp_device *d, uint32_t op, const char *role, uint32_t i,
+                            const gfp_tensor *t);
+gfp_status vkp_check_params(const void *params, size_t min_size, const char *op);
+gfp_status vkp_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
+                            const char *op);
+const char *vkp_op_name(uint32_t op);
+
+/* Merges dims so that every one of n tensors (sharing sizes) is walked with
+ * fewer dims: drops size-1 dims, joins dims contiguous in every tensor.
+ * sizes/strides are rewritten, *rank updated. Rank 0 stays 0. */
+void vkp_coalesce(int *rank, int64_t *sizes, int64_t (*strides)[GFP_MAX_RANK], int n);
+
+/* Params words: a little writer. */
+typedef struct vkp_words {
+    uint32_t w[256];
+    uint32_t n;
+} vkp_words;
+static inline void vkp_put(vkp_words *p, uint32_t v) {
+    if (p->n < 256) p->w[p->n++] = v;
+}
+void vkp_put_u64(vkp_words *p, uint64_t v);
+void vkp_put_f64(vkp_words *p, double v);
+void vkp_put_f32(vkp_words *p, float v);
+
+/* ------------------------------------------------------------ op families */
+#define VKP_FAMILY(f)                                                                    \
+    bool vkp_##f##_handles(uint32_t op);                                                 \
+    uint32_t vkp_##f##_support(vkp_device *d, const gfp_op_query *q);                    \
+    gfp_status vkp_##f##_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,  \
+                                uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
+                                const void *params);
+VKP_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
+VKP_FAMILY(random)      /* RANDOM */
+VKP_FAMILY(reduce)      /* SUM .. MIN_DIM */
+VKP_FAMILY(matmul)      /* MATMUL */
+VKP_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
+VKP_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
+VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
+#undef VKP_FAMILY
+
+/* Dtype bit sets. */
+#define VKP_BIT(d) GFP_DTYPE_BIT(d)
+#define VKP_DT_ALL                                                                \
+    (VKP_BIT(GFP_F32) | VKP_BIT(GFP_F64) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | \
+     VKP_BIT(GFP_BOOL))
+/* The dtypes a device stores: f64 only with shaderFloat64. */
+uint32_t vkp_device_dtypes(const vkp_device *d);
+bool vkp_dtype_ok(const vkp_device *d, int32_t dtype);
+
+/* Matmul shader choice, for the bench: 0 = by size, 1 = naive, 2 = tiled. */
+extern int vkp_matmul_mode;
+
+#endif

@@ -1,0 +1,168 @@
+/* vk_ops_index.c — INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD
+ * (shaders/index.comp). Index tensors are i64. Index values are checked on
+ * the device before the launch, which fails with a message naming the bad
+ * one; the shader also skips any index outside the indexed dim, so a bad
+ * index can never touch memory outside the tensor. The
+ * accumulating ops give each invocation a whole line along dim, in index
+ * order: race-free, deterministic, and summed in the reference's order. */
+#include "vk_internal.h"
+
+bool vkp_index_handles(uint32_t op) {
+    return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER || op == GFP_OP_SCATTER_ADD ||
+           op == GFP_OP_INDEX_ADD;
+}
+
+static bool dtypes_ok(const vkp_device *d, uint32_t op, int32_t data, int32_t index, int32_t out) {
+    bool number = data == GFP_F32 || data == GFP_F64 || data == GFP_I32 || data == GFP_I64;
+    bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
+    return vkp_dtype_ok(d, data) && (number || (selecting && data == GFP_BOOL)) &&
+           index == GFP_I64 && out == data;
+}
+
+uint32_t vkp_index_support(vkp_device *d, const gfp_op_query *q) {
+    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    return dtypes_ok(d, q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+/* Every index must lie in [0, limit): the core relies on the kernel's
+ * failure to report a bad index (then it names the value). The device finds
+ * the smallest and largest index (two reductions into a scratch buffer) and
+ * the host reads them, a wait per indexing launch: the price of failing at
+ * launch, as the ABI wants, on an asynchronous device. */
+static gfp_status check_index_range(vkp_device *d, const gfp_tensor *index, int64_t limit,
+                                    const char *name, int dim) {
+    if (vkp_numel(index) == 0) return GFP_OK;
+    gfp_buffer scratch = NULL;
+    void *host_ptr;
+    gfp_status st = vkp_buffer_alloc(d, 16, &scratch, &host_ptr);
+    if (st != GFP_OK) return st;
+    gfp_tensor ext[2];
+    for (int k = 0; k < 2; k++) {
+        ext[k] = (gfp_tensor){.struct_size = sizeof(gfp_tensor), .dtype = GFP_I64,
+                              .buffer = scratch, .offset = 8u * (uint64_t)k, .rank = index->rank};
+        for (int r = 0; r < index->rank; r++) {
+            ext[k].sizes[r] = 1;
+            ext[k].strides[r] = 0;
+        }
+    }
+    gfp_reduce_params rp = {.struct_size = sizeof rp,
+                            .dims = index->rank ? (uint32_t)((1u << index->rank) - 1u) : 0u};
+    const gfp_tensor *in[1] = {index}, *o0[1] = {&ext[0]}, *o1[1] = {&ext[1]};
+    st = vkp_reduce_launch(d, GFP_OP_AMIN, in, 1, o0, 1, &rp);
+    if (st == GFP_OK) st = vkp_reduce_launch(d, GFP_OP_AMAX, in, 1, o1, 1, &rp);
+    int64_t v[2] = {0, 0};
+    if (st == GFP_OK) st = vkp_buffer_read(d, scratch, 0, v, sizeof v);
+    vkp_buffer_free(d, scratch);
+    if (st != GFP_OK) return st;
+    if (v[0] < 0 || v[1] >= limit)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "%s: index %lld is out of range for dim %d of size %lld (valid range "
+                        "[0, %lld))",
+                        name, (long long)(v[0] < 0 ? v[0] : v[1]), dim, (long long)limit,
+                        (long long)limit);
+    return GFP_OK;
+}
+
+static gfp_tensor at_least_1d(const gfp_tensor *t) {
+    gfp_tensor v = *t;
+    if (v.rank == 0) {
+        v.rank = 1;
+        v.sizes[0] = 1;
+        v.strides[0] = 0;
+    }
+    return v;
+}
+
+static bool same_but_dim(const gfp_tensor *a, const gfp_tensor *b, int dim) {
+    if (a->rank != b->rank) return false;
+    for (int k = 0; k < a->rank; k++)
+        if (k != dim && a->sizes[k] != b->sizes[k]) return false;
+    return true;
+}
+
+gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params) {
+    const char *name = vkp_op_name(op);
+    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = vkp_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    if (!in[0] || !in[1]) return vkp_fail(GFP_ERR_INVALID, "%s: an input is NULL", name);
+    if (!dtypes_ok(d, op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: the vulkan plugin does not take data %s -> %s with index %s (data "
+                        "f32, f64, i32, i64%s alike; index i64)",
+                        name, vkp_dtype_name(in[0]->dtype), vkp_dtype_name(out[0]->dtype),
+                        vkp_dtype_name(in[1]->dtype),
+                        op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER ? " or bool" : "");
+    gfp_tensor data = at_least_1d(in[0]), y = at_least_1d(out[0]), index = at_least_1d(in[1]);
+    int dim = ((const gfp_dim_params *)params)->dim;
+    if (dim < 0 || dim >= data.rank)
+        return vkp_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+                        dim, (int)in[0]->rank);
+    bool select = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD;
+    bool add = op == GFP_OP_SCATTER_ADD || op == GFP_OP_INDEX_ADD;
+    const gfp_tensor *indexed = add ? &y : &data; /* the tensor index points into */
+    const gfp_tensor *walked = add ? &data : &y;  /* src for the adds, y otherwise */
+    if (select) {
+        if (in[1]->rank > 1)
+            return vkp_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
+                            (int)in[1]->rank);
+        if (!same_but_dim(&data, &y, dim) || walked->sizes[dim] != index.sizes[0])
+            return vkp_fail(GFP_ERR_INVALID,
+                            "%s: %s must have %s's shape except in dim %d, where its size must be "
+                            "the index's length %lld",
+                            name, add ? "src" : "y", add ? "y" : "x", dim,
+                            (long long)index.sizes[0]);
+    } else {
+        if (index.rank != data.rank || y.rank != data.rank)
+            return vkp_fail(GFP_ERR_INVALID, "%s: data, index and y must have the same rank", name);
+        if (!add && !vkp_same_shape(&y, &index))
+            return vkp_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
+        for (int k = 0; k < index.rank; k++)
+            if ((k != dim && index.sizes[k] > indexed->sizes[k]) ||
+                (add && index.sizes[k] > walked->sizes[k]))
+                return vkp_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
+                                "the data's", name, (long long)index.sizes[k], k);
+    }
+    /* The walk: y's shape for the selecting ops, the index's (gather,
+     * scatter) or src's (index_add) with dim folded into the loop for adds. */
+    const gfp_tensor *shape = op == GFP_OP_INDEX_SELECT ? &y : op == GFP_OP_INDEX_ADD ? &data : &index;
+    int64_t sizes[GFP_MAX_RANK], items = 1;
+    for (int k = 0; k < shape->rank; k++) {
+        sizes[k] = add && k == dim ? 1 : shape->sizes[k];
+        items *= sizes[k];
+    }
+    if ((st = check_index_range(d, in[1], indexed->sizes[dim], name, dim)) != GFP_OK) return st;
+    if (items == 0 || vkp_numel(&index) == 0) return GFP_OK;
+    uint64_t loop = add ? (uint64_t)(select ? index.sizes[0] : index.sizes[dim]) : 1;
+    if (loop * 2 + 16 > d->loop_budget)
+        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu additions into one line are more loop "
+                        "iterations than this vulkan device runs in one invocation", name,
+                        (unsigned long long)loop);
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)items);
+    vkp_put(&p, (uint32_t)shape->rank);
+    vkp_put(&p, (uint32_t)dim);
+    vkp_put(&p, vkp_elem_offset(&y));
+    vkp_put(&p, vkp_elem_offset(&data));
+    vkp_put(&p, vkp_elem_offset(&index));
+    vkp_put(&p, (uint32_t)indexed->sizes[dim]);
+    vkp_put(&p, (uint32_t)(select ? index.sizes[0] : index.sizes[dim]));
+    vkp_put(&p, (uint32_t)y.strides[dim]);
+    vkp_put(&p, (uint32_t)data.strides[dim]);
+    vkp_put(&p, (uint32_t)(select ? index.strides[0] : index.strides[dim]));
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < shape->rank ? (uint32_t)sizes[k] : 1);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < y.rank ? (uint32_t)y.strides[k] : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < data.rank ? (uint32_t)data.strides[k] : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, !select && k < index.rank ? (uint32_t)index.strides[k] : 0);
+    vkp_dispatch dp = {.shader = VKP_SH_INDEX, .n_spec = 3, .params = p.w, .n_params = p.n,
+                       .n_tensors = 3, .tensors = {out[0], in[0], in[1]}};
+    dp.spec[0] = 64;
+    dp.spec[1] = (uint32_t)data.dtype;
+    dp.spec[2] = add ? 1u : 0u;
+    dp.groups[0] = vkp_groups(d, (uint64_t)items, 64);
+    return vkp_dispatch_run(d, &dp);
+}

@@ -1,0 +1,137 @@
+/* vk_ops_matmul.c — MATMUL: y[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
+ *
+ * Two shaders: a naive one (an invocation per output, every dtype) and a
+ * tiled f32 one (shared-memory tiles, 4 x 4 outputs per invocation), chosen
+ * by size; vkp_matmul_mode forces one for the bench. Batch dims are walked
+ * through their strides (broadcast ones come as stride 0). */
+#include "vk_internal.h"
+
+int vkp_matmul_mode;
+
+#define MM_WX 16u
+#define MM_WY 16u
+#define MM_TK 32u
+
+bool vkp_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
+
+static bool dtypes_ok(const vkp_device *d, int32_t a, int32_t b, int32_t y) {
+    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64;
+    return known && vkp_dtype_ok(d, a) && b == a && y == a;
+}
+
+uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
+    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    return dtypes_ok(d, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    (void)op;
+    (void)params;
+    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, "matmul");
+    if (st != GFP_OK) return st;
+    const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
+    if (!a || !b) return vkp_fail(GFP_ERR_INVALID, "matmul: an input is NULL");
+    if (!dtypes_ok(d, a->dtype, b->dtype, y->dtype))
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "matmul: the vulkan plugin does not multiply %s by %s into %s (f32, f64, "
+                        "i32 or i64, all three alike)",
+                        vkp_dtype_name(a->dtype), vkp_dtype_name(b->dtype), vkp_dtype_name(y->dtype));
+    int r = a->rank;
+    if (r < 2 || b->rank != r || y->rank != r)
+        return vkp_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, %d, %d)",
+                        r, (int)b->rank, (int)y->rank);
+    for (int k = 0; k < r - 2; k++)
+        if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
+            return vkp_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y %lld)",
+                            k, (long long)a->sizes[k], (long long)b->sizes[k],
+                            (long long)y->sizes[k]);
+    int64_t M = a->sizes[r - 2], K = a->sizes[r - 1], N = b->sizes[r - 1];
+    if (b->sizes[r - 2] != K || y->sizes[r - 2] != M || y->sizes[r - 1] != N)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "matmul: a [..., %lld, %lld] times b [..., %lld, %lld] cannot give y "
+                        "[..., %lld, %lld]",
+                        (long long)M, (long long)K, (long long)b->sizes[r - 2],
+                        (long long)N, (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
+    int64_t total = vkp_numel(y);
+    if (total == 0) return GFP_OK;
+    int br = r - 2;
+    int64_t bs[GFP_MAX_RANK], bst[3][GFP_MAX_RANK];
+    for (int k = 0; k < br; k++) {
+        bs[k] = a->sizes[k];
+        bst[0][k] = a->strides[k];
+        bst[1][k] = b->strides[k];
+        bst[2][k] = y->strides[k];
+    }
+    vkp_coalesce(&br, bs, bst, 3);
+    int64_t nb = total / (M * N);
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)M);
+    vkp_put(&p, (uint32_t)N);
+    vkp_put(&p, (uint32_t)K);
+    vkp_put(&p, (uint32_t)nb);
+    vkp_put(&p, (uint32_t)br);
+    vkp_put(&p, vkp_elem_offset(a));
+    vkp_put(&p, vkp_elem_offset(b));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, (uint32_t)a->strides[r - 2]);
+    vkp_put(&p, (uint32_t)a->strides[r - 1]);
+    vkp_put(&p, (uint32_t)b->strides[r - 2]);
+    vkp_put(&p, (uint32_t)b->strides[r - 1]);
+    vkp_put(&p, (uint32_t)y->strides[r - 2]);
+    vkp_put(&p, (uint32_t)y->strides[r - 1]);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < br ? (uint32_t)bs[k] : 1);
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < br ? (uint32_t)bst[t][k] : 0);
+
+    vkp_put(&p, 0); /* MM_ACC: add to y (later K chunks) */
+    vkp_dispatch dp = {.params = p.w, .n_params = p.n, .n_tensors = 3, .tensors = {y, a, b}};
+    bool tiled = a->dtype == GFP_F32 &&
+                 (vkp_matmul_mode == 2 || (vkp_matmul_mode == 0 && M * N >= 64 * 64 && K >= 16));
+    uint64_t gx = ((uint64_t)N + 4 * MM_WX - 1) / (4 * MM_WX);
+    uint64_t gy = ((uint64_t)M + 4 * MM_WY - 1) / (4 * MM_WY);
+    if (tiled && (gx > d->max_groups[0] || gy > d->max_groups[1])) tiled = false;
+    /* K in chunks, each a dispatch adding into y, so that no invocation
+     * loops longer than the device allows (lavapipe caps it). */
+    uint64_t outer = 1, per_k = 2; /* loop iterations per unit of K */
+    if (tiled) {
+        dp.shader = VKP_SH_MATMUL_TILED;
+        dp.n_spec = 3;
+        dp.spec[0] = MM_WX;
+        dp.spec[1] = MM_WY;
+        dp.spec[2] = MM_TK;
+        dp.groups[0] = (uint32_t)gx;
+        dp.groups[1] = (uint32_t)gy;
+        dp.groups[2] = (uint32_t)(nb < d->max_groups[2] ? nb : d->max_groups[2]);
+        outer = ((uint64_t)nb + dp.groups[2] - 1) / dp.groups[2];
+    } else {
+        if (total > (int64_t)UINT32_MAX)
+            return vkp_fail(GFP_ERR_UNSUPPORTED, "matmul: %lld outputs are too many for one launch",
+                            (long long)total);
+        dp.shader = VKP_SH_MATMUL_NAIVE;
+        dp.n_spec = 2;
+        dp.spec[0] = 64;
+        dp.spec[1] = (uint32_t)a->dtype;
+        dp.groups[0] = vkp_groups(d, (uint64_t)total, 64);
+        outer = ((uint64_t)total + (uint64_t)dp.groups[0] * 64 - 1) / ((uint64_t)dp.groups[0] * 64);
+        per_k = 1;
+    }
+    uint64_t budget = d->loop_budget / 2;
+    uint64_t kc = budget / (outer * per_k);
+    kc = kc >= 16 ? kc & ~(uint64_t)15 : 16;
+    if (kc >= (uint64_t)K) return vkp_dispatch_run(d, &dp);
+    gfp_status st2 = GFP_OK;
+    for (uint64_t k0 = 0; k0 < (uint64_t)K && st2 == GFP_OK; k0 += kc) {
+        uint64_t len = (uint64_t)K - k0 < kc ? (uint64_t)K - k0 : kc;
+        p.w[2] = (uint32_t)len;
+        /* The chunk starts k0 elements along a's columns and b's rows. */
+        p.w[5] = vkp_elem_offset(a) + (uint32_t)(k0 * (uint64_t)a->strides[r - 1]);
+        p.w[6] = vkp_elem_offset(b) + (uint32_t)(k0 * (uint64_t)b->strides[r - 2]);
+        p.w[p.n - 1] = k0 > 0 ? 1u : 0u;
+        st2 = vkp_dispatch_run(d, &dp);
+    }
+    return st2;
+}

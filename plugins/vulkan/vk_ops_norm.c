@@ -1,0 +1,262 @@
+/* vk_ops_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32,
+ * f64): a workgroup per line, group or channel, statistics combined in
+ * shared memory with compensated sums and the corrected two-pass variance
+ * (as the reference, which computes in double). */
+#include "vk_internal.h"
+
+bool vkp_norm_handles(uint32_t op) {
+    return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX || op == GFP_OP_LAYER_NORM ||
+           op == GFP_OP_BATCH_NORM;
+}
+
+static uint32_t want_in(uint32_t op) {
+    return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
+}
+static uint32_t want_out(uint32_t op) {
+    return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM ? 3 : 1;
+}
+
+static bool dtypes_ok(const vkp_device *d, uint32_t op, const int32_t *in, uint32_t n_in,
+                      const int32_t *out, uint32_t n_out) {
+    int32_t dt = in[0];
+    if (dt != GFP_F32 && dt != GFP_F64) return false;
+    if (!vkp_dtype_ok(d, dt)) return false;
+    for (uint32_t i = 1; i < n_in; i++)
+        if (in[i] != -1 && in[i] != dt) return false;
+    for (uint32_t i = 0; i < n_out; i++)
+        if (out[i] != dt) return false;
+    return true;
+}
+
+uint32_t vkp_norm_support(vkp_device *d, const gfp_op_query *q) {
+    if (q->n_inputs != want_in(q->op) || q->n_outputs != want_out(q->op)) return GFP_SUPPORT_NONE;
+    return dtypes_ok(d, q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+/* A workgroup size for lines of n elements walked `passes` times with
+ * `dims` dims each; 0 (refused) beyond the device's per-invocation loops. */
+static uint32_t wg_for(const vkp_device *d, int64_t n, int passes, int dims) {
+    uint64_t work = (uint64_t)n * (uint64_t)passes * (uint64_t)(dims + 1);
+    return vkp_pick_wg(d, work, n >= 1024 ? 256 : 64, 1024);
+}
+
+static gfp_status too_long(const char *name, int64_t n) {
+    return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: groups of %lld elements are more than this vulkan "
+                    "device normalises in one workgroup (its per-invocation loop limit)",
+                    name, (long long)n);
+}
+
+static void grid_2d(vkp_dispatch *dp, uint64_t groups) {
+    uint64_t gx = groups < 65535 ? groups : 65535;
+    dp->groups[0] = (uint32_t)gx;
+    dp->groups[1] = (uint32_t)((groups + gx - 1) / gx);
+}
+
+static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
+    if (t->rank != rank) return false;
+    for (int k = 0; k < rank; k++)
+        if (t->sizes[k] != sizes[k]) return false;
+    return true;
+}
+
+static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
+                          const void *params) {
+    const char *name = vkp_op_name(op);
+    gfp_status st = vkp_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    int dim = ((const gfp_dim_params *)params)->dim;
+    int max_dim = x->rank > 0 ? x->rank : 1;
+    if (dim < 0 || dim >= max_dim)
+        return vkp_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+                        dim, (int)x->rank);
+    if (!vkp_same_shape(x, y))
+        return vkp_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    int64_t numel = vkp_numel(x);
+    if (numel == 0) return GFP_OK;
+    int64_t len = x->rank > 0 ? x->sizes[dim] : 1;
+    int lr = 0;
+    int64_t ls[GFP_MAX_RANK], lst[2][GFP_MAX_RANK];
+    for (int k = 0; k < x->rank; k++) {
+        if (k == dim) continue;
+        ls[lr] = x->sizes[k];
+        lst[0][lr] = x->strides[k];
+        lst[1][lr++] = y->strides[k];
+    }
+    vkp_coalesce(&lr, ls, lst, 2);
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)(numel / len));
+    vkp_put(&p, (uint32_t)len);
+    vkp_put(&p, (uint32_t)lr);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, x->rank > 0 ? (uint32_t)x->strides[dim] : 0);
+    vkp_put(&p, y->rank > 0 ? (uint32_t)y->strides[dim] : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < lr ? (uint32_t)ls[k] : 1);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < lr ? (uint32_t)lst[t][k] : 0);
+    vkp_dispatch dp = {.shader = VKP_SH_SOFTMAX, .n_spec = 3, .params = p.w, .n_params = p.n,
+                       .n_tensors = 2, .tensors = {y, x}};
+    dp.spec[0] = wg_for(d, len, 3, 0);
+    if (!dp.spec[0]) return too_long(name, len);
+    dp.spec[1] = op;
+    dp.spec[2] = (uint32_t)x->dtype;
+    grid_2d(&dp, (uint64_t)(numel / len));
+    return vkp_dispatch_run(d, &dp);
+}
+
+static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
+                             const gfp_tensor *const *out, const void *params) {
+    gfp_status st = vkp_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
+    if (st != GFP_OK) return st;
+    const gfp_layer_norm_params *lp = params;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
+                     *rstd = out[2];
+    int nr = lp->normalized_rank, orank = x->rank - nr;
+    if (nr < 1 || nr > x->rank)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
+                        (int)x->rank);
+    const int64_t *inner = x->sizes + orank;
+    if (!vkp_same_shape(x, y) || (w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)) ||
+        !has_sizes(mean, orank, x->sizes) || !has_sizes(rstd, orank, x->sizes))
+        return vkp_fail(GFP_ERR_INVALID,
+                        "layer_norm: y must have x's shape, weight and bias that of x's last %d "
+                        "dim(s), mean and rstd that of its first %d",
+                        nr, orank);
+    int64_t groups = 1, n = 1;
+    for (int k = 0; k < orank; k++) groups *= x->sizes[k];
+    for (int k = 0; k < nr; k++) n *= inner[k];
+    if (groups == 0) return GFP_OK;
+    int oR = orank, iR = nr;
+    int64_t os[GFP_MAX_RANK], ost[4][GFP_MAX_RANK], is[GFP_MAX_RANK], ist[4][GFP_MAX_RANK];
+    for (int k = 0; k < orank; k++) {
+        os[k] = x->sizes[k];
+        ost[0][k] = x->strides[k];
+        ost[1][k] = y->strides[k];
+        ost[2][k] = mean->strides[k];
+        ost[3][k] = rstd->strides[k];
+    }
+    for (int k = 0; k < nr; k++) {
+        is[k] = inner[k];
+        ist[0][k] = x->strides[orank + k];
+        ist[1][k] = y->strides[orank + k];
+        ist[2][k] = w ? w->strides[k] : 0;
+        ist[3][k] = b ? b->strides[k] : 0;
+    }
+    vkp_coalesce(&oR, os, ost, 4);
+    vkp_coalesce(&iR, is, ist, 4);
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)groups);
+    vkp_put(&p, (uint32_t)n);
+    vkp_put(&p, (uint32_t)oR);
+    vkp_put(&p, (uint32_t)iR);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, vkp_elem_offset(mean));
+    vkp_put(&p, vkp_elem_offset(rstd));
+    vkp_put(&p, w ? vkp_elem_offset(w) : 0);
+    vkp_put(&p, b ? vkp_elem_offset(b) : 0);
+    vkp_put(&p, (w ? 1u : 0u) | (b ? 2u : 0u));
+    vkp_put_f32(&p, (float)lp->eps);
+    vkp_put_f64(&p, lp->eps);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < oR ? (uint32_t)os[k] : 1);
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < oR ? (uint32_t)ost[t][k] : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < iR ? (uint32_t)is[k] : 1);
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < iR ? (uint32_t)ist[t][k] : 0);
+    vkp_dispatch dp = {.shader = VKP_SH_LAYER_NORM, .n_spec = 2, .params = p.w, .n_params = p.n,
+                       .n_tensors = 6, .tensors = {y, mean, rstd, x, w, b}};
+    dp.spec[0] = wg_for(d, n, 4, iR);
+    if (!dp.spec[0]) return too_long("layer_norm", n);
+    dp.spec[1] = (uint32_t)x->dtype;
+    grid_2d(&dp, (uint64_t)groups);
+    return vkp_dispatch_run(d, &dp);
+}
+
+static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
+                             const gfp_tensor *const *out, const void *params) {
+    gfp_status st = vkp_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
+    if (st != GFP_OK) return st;
+    const gfp_batch_norm_params *bp = params;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
+    const gfp_tensor *y = out[0], *sm = out[1], *si = out[2];
+    if (x->rank < 2)
+        return vkp_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
+                        (int)x->rank);
+    if (bp->training > 1)
+        return vkp_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
+                        (unsigned)bp->training);
+    if (!bp->training && (!rm || !rv))
+        return vkp_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
+                        "running_mean and running_var");
+    if (!vkp_same_shape(x, y))
+        return vkp_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
+    const int64_t *chans = &x->sizes[1];
+    const gfp_tensor *pc[6] = {w, b, rm, rv, sm, si};
+    for (int i = 0; i < 6; i++)
+        if (pc[i] && !has_sizes(pc[i], 1, chans))
+            return vkp_fail(GFP_ERR_INVALID,
+                            "batch_norm: weight, bias, running stats and saved stats must be 1-D "
+                            "with C = %lld elements", (long long)*chans);
+    if (*chans == 0) return GFP_OK;
+    int r = 0;
+    int64_t s[GFP_MAX_RANK], st2[2][GFP_MAX_RANK], n = 1;
+    for (int k = 0; k < x->rank; k++) {
+        if (k == 1) continue;
+        s[r] = x->sizes[k];
+        st2[0][r] = x->strides[k];
+        st2[1][r++] = y->strides[k];
+        n *= x->sizes[k];
+    }
+    vkp_coalesce(&r, s, st2, 2);
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)*chans);
+    vkp_put(&p, (uint32_t)n);
+    vkp_put(&p, (uint32_t)r);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, (uint32_t)x->strides[1]);
+    vkp_put(&p, (uint32_t)y->strides[1]);
+    vkp_put(&p, (w ? 1u : 0u) | (b ? 2u : 0u) | (rm ? 4u : 0u) | (rv ? 8u : 0u) |
+                    (bp->training ? 16u : 0u));
+    for (int i = 0; i < 6; i++) vkp_put(&p, pc[i] ? vkp_elem_offset(pc[i]) : 0);
+    for (int i = 0; i < 6; i++) vkp_put(&p, pc[i] ? (uint32_t)pc[i]->strides[0] : 0);
+    vkp_put_f32(&p, (float)bp->momentum);
+    vkp_put_f32(&p, (float)bp->eps);
+    vkp_put_f64(&p, bp->momentum);
+    vkp_put_f64(&p, bp->eps);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < r ? (uint32_t)s[k] : 1);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < r ? (uint32_t)st2[t][k] : 0);
+    vkp_dispatch dp = {.shader = VKP_SH_BATCH_NORM, .n_spec = 2, .params = p.w, .n_params = p.n,
+                       .n_tensors = 8, .tensors = {y, sm, si, x, w, b, rm, rv}};
+    dp.spec[0] = wg_for(d, n, 4, r);
+    if (!dp.spec[0]) return too_long("batch_norm", n);
+    dp.spec[1] = (uint32_t)x->dtype;
+    grid_2d(&dp, (uint64_t)*chans);
+    return vkp_dispatch_run(d, &dp);
+}
+
+gfp_status vkp_norm_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                           const void *params) {
+    const char *name = vkp_op_name(op);
+    gfp_status st = vkp_check_counts(n_in, want_in(op), n_out, want_out(op), name);
+    if (st != GFP_OK) return st;
+    int32_t idt[8], odt[4];
+    if (!in[0]) return vkp_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
+    for (uint32_t i = 0; i < n_in; i++) idt[i] = in[i] ? in[i]->dtype : -1;
+    for (uint32_t i = 0; i < n_out; i++) odt[i] = out[i]->dtype;
+    if (!dtypes_ok(d, op, idt, n_in, odt, n_out))
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: the vulkan plugin takes f32 or f64, every tensor alike (x is %s)",
+                        name, vkp_dtype_name(idt[0]));
+    switch (op) {
+    case GFP_OP_LAYER_NORM: return layer_norm(d, in, out, params);
+    case GFP_OP_BATCH_NORM: return batch_norm(d, in, out, params);
+    default: return softmax(d, op, in[0], out[0], params);
+    }
+}

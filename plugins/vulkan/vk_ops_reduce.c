@@ -1,0 +1,149 @@
+/* vk_ops_reduce.c — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP over a set of
+ * dims, MAX_DIM / MIN_DIM along one (shaders/reduce.comp).
+ *
+ * The host splits the input's dims into kept ones (one output element each)
+ * and reduced ones (the line an output reduces), merges contiguous dims of
+ * each, and picks a mode: a workgroup per output for long lines (partial
+ * results combined in shared memory), an invocation per output for short
+ * ones. Float sums are compensated (Neumaier) in the input dtype; the
+ * reference sums in double, so f32 results agree to a few ulp. */
+#include <string.h>
+
+#include "vk_internal.h"
+
+bool vkp_reduce_handles(uint32_t op) {
+    return op >= GFP_OP_SUM && op <= GFP_OP_MIN_DIM;
+}
+
+static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
+
+static bool dtype_ok(const vkp_device *d, uint32_t op, int32_t dt) {
+    if (!vkp_dtype_ok(d, dt)) return false;
+    bool is_float = dt == GFP_F32 || dt == GFP_F64;
+    bool is_int = dt == GFP_I32 || dt == GFP_I64;
+    switch (op) {
+    case GFP_OP_MEAN:
+    case GFP_OP_VAR: return is_float;
+    case GFP_OP_LOGSUMEXP: return is_float; /* f64: glsl_dmath.glsl's exp and log */
+    case GFP_OP_AMAX:
+    case GFP_OP_AMIN: return is_float || is_int || dt == GFP_BOOL;
+    default: return is_float || is_int;
+    }
+}
+
+uint32_t vkp_reduce_support(vkp_device *d, const gfp_op_query *q) {
+    uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
+    if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
+    if (!dtype_ok(d, q->op, q->input_dtypes[0]) || q->output_dtypes[0] != q->input_dtypes[0])
+        return GFP_SUPPORT_NONE;
+    if (want_out == 2 && q->output_dtypes[1] != GFP_I64) return GFP_SUPPORT_NONE;
+    return GFP_SUPPORT_STRIDED;
+}
+
+gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    const char *name = vkp_op_name(op);
+    bool by_dim = is_dim_op(op);
+    gfp_status st = vkp_check_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
+    if (st == GFP_OK) st = vkp_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    const gfp_reduce_params *rp = params;
+    const gfp_tensor *x = in[0], *y = out[0], *idx = by_dim ? out[1] : NULL;
+    if (!x) return vkp_fail(GFP_ERR_INVALID, "%s: the input is NULL", name);
+    if (!dtype_ok(d, op, x->dtype) || y->dtype != x->dtype || (idx && idx->dtype != GFP_I64))
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: the vulkan plugin does not reduce %s to %s%s",
+                        name, vkp_dtype_name(x->dtype), vkp_dtype_name(y->dtype),
+                        by_dim ? " with i64 indices" : "");
+    uint32_t dims = rp->dims;
+    if ((uint64_t)dims >> x->rank != 0)
+        return vkp_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+                        name, (unsigned)dims, (int)x->rank);
+    if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
+        return vkp_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+                        (unsigned)dims);
+    bool ok = y->rank == x->rank && (!idx || vkp_same_shape(idx, y));
+    for (int k = 0; ok && k < x->rank; k++)
+        ok = y->sizes[k] == ((dims >> k) & 1u ? 1 : x->sizes[k]);
+    if (!ok)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "%s: the output must have the input's rank (%d) and sizes, with size 1 in "
+                        "each reduced dim (mask 0x%x)",
+                        name, (int)x->rank, (unsigned)dims);
+    int kr = 0, rr = 0;
+    int64_t ks[GFP_MAX_RANK], kst[3][GFP_MAX_RANK], rs[GFP_MAX_RANK], rst[1][GFP_MAX_RANK];
+    int64_t len = 1;
+    for (int k = 0; k < x->rank; k++) {
+        if ((dims >> k) & 1u) {
+            rs[rr] = x->sizes[k];
+            rst[0][rr++] = x->strides[k];
+            len *= x->sizes[k];
+        } else {
+            ks[kr] = x->sizes[k];
+            kst[0][kr] = x->strides[k];
+            kst[1][kr] = y->strides[k];
+            kst[2][kr++] = idx ? idx->strides[k] : 0;
+        }
+    }
+    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
+    if (extreme && len == 0)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "%s: cannot reduce over zero elements (a reduced dim has size 0); the "
+                        "operation has no identity", name);
+    int64_t n_out_el = vkp_numel(y);
+    if (n_out_el == 0) return GFP_OK;
+    if (len > (int64_t)UINT32_MAX)
+        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: lines of %lld elements are too long", name,
+                        (long long)len);
+    vkp_coalesce(&kr, ks, kst, 3);
+    vkp_coalesce(&rr, rs, rst, 1);
+    if (rr == 0) { /* reducing nothing but size-1 dims: a line of one element */
+        rr = 1;
+        rs[0] = 1;
+        rst[0][0] = 0;
+    }
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)n_out_el);
+    vkp_put(&p, (uint32_t)len);
+    vkp_put(&p, (uint32_t)kr);
+    vkp_put(&p, (uint32_t)rr);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, idx ? vkp_elem_offset(idx) : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < kr ? (uint32_t)ks[k] : 1);
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < kr ? (uint32_t)kst[t][k] : 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < rr ? (uint32_t)rs[k] : 1);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < rr ? (uint32_t)rst[0][k] : 0);
+    vkp_put_f64(&p, rp->correction);
+    vkp_put_f32(&p, (float)rp->correction);
+
+    bool group_mode = len >= 256 || n_out_el < 64;
+    /* Loop iterations of a line: one per element and pass, more when the
+     * reduced dims do not merge into one (the offset walks them). */
+    uint64_t passes = op == GFP_OP_VAR || op == GFP_OP_LOGSUMEXP ? 2 : 1;
+    uint64_t work = (uint64_t)len * passes * (rr == 1 ? 1u : (uint64_t)rr + 1);
+    /* 256 at most: the shader's shared arrays for every dtype must fit 32 KiB. */
+    uint32_t wg = vkp_pick_wg(d, work, len >= 1024 ? 256 : 64, 256);
+    if (group_mode && wg == 0)
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: lines of %lld elements are longer than this vulkan device reduces "
+                        "in one workgroup (its per-invocation loop limit); reduce in steps "
+                        "(e.g. over a reshaped view, one dim at a time)",
+                        name, (long long)len);
+    vkp_dispatch dp = {.shader = VKP_SH_REDUCE, .n_spec = 4, .params = p.w, .n_params = p.n,
+                       .n_tensors = 3, .tensors = {y, x, idx ? idx : y}};
+    dp.spec[0] = group_mode ? wg : 64;
+    dp.spec[1] = op;
+    dp.spec[2] = (uint32_t)x->dtype;
+    dp.spec[3] = group_mode ? 0u : 1u;
+    if (group_mode) {
+        uint64_t gx = (uint64_t)n_out_el < 65535 ? (uint64_t)n_out_el : 65535;
+        dp.groups[0] = (uint32_t)gx;
+        dp.groups[1] = (uint32_t)(((uint64_t)n_out_el + gx - 1) / gx);
+    } else {
+        dp.groups[0] = vkp_groups(d, (uint64_t)n_out_el, 64);
+    }
+    return vkp_dispatch_run(d, &dp);
+}

@@ -1,0 +1,416 @@
+/* vk_plugin.c — the Vulkan plugin's entry point, devices and op routing.
+ *
+ * One graft device per physical device that has a compute queue and what the
+ * shaders need (64-bit integers, 8-bit storage for bool). Devices are created
+ * on first use; launch checks every tensor against its buffer, then hands the
+ * op to its family (vk_ops_*.c), which records dispatches. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graft_vulkan_ext.h"
+#include "vk_internal.h"
+
+const gfp_host *vkp_host;
+
+gfp_status vkp_fail(gfp_status status, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (vkp_host) vkp_host->set_error(vkp_host->host_ctx, msg);
+    return status;
+}
+
+void vkp_log(gfp_log_level level, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (vkp_host) vkp_host->log(vkp_host->host_ctx, level, msg);
+}
+
+gfp_status vkp_fail_vk(VkResult r, const char *what) {
+    gfp_status st = (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+                        ? GFP_ERR_OUT_OF_MEMORY
+                        : GFP_ERR_DEVICE;
+    return vkp_fail(st, "vulkan: %s failed with %s", what, vkp_result_name(r));
+}
+
+/* ------------------------------------------------------------ families */
+typedef struct vkp_family {
+    bool (*handles)(uint32_t op);
+    uint32_t (*support)(vkp_device *d, const gfp_op_query *q);
+    gfp_status (*launch)(vkp_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
+} vkp_family;
+
+#define VKP_FAMILY_ENTRY(f) {vkp_##f##_handles, vkp_##f##_support, vkp_##f##_launch}
+static const vkp_family families[] = {
+    VKP_FAMILY_ENTRY(elementwise), VKP_FAMILY_ENTRY(random), VKP_FAMILY_ENTRY(reduce),
+    VKP_FAMILY_ENTRY(matmul),      VKP_FAMILY_ENTRY(norm),   VKP_FAMILY_ENTRY(index),
+    VKP_FAMILY_ENTRY(conv),
+};
+#undef VKP_FAMILY_ENTRY
+
+static const vkp_family *family_of(uint32_t op) {
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (families[i].handles(op)) return &families[i];
+    return NULL;
+}
+
+uint32_t vkp_device_dtypes(const vkp_device *d) {
+    uint32_t s = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL);
+    if (d->has_f64) s |= VKP_BIT(GFP_F64);
+    return s;
+}
+
+bool vkp_dtype_ok(const vkp_device *d, int32_t dtype) {
+    return dtype >= 0 && dtype < GFP_DTYPE_COUNT && (vkp_device_dtypes(d) & VKP_BIT(dtype));
+}
+
+/* ------------------------------------------------------------ plugin */
+static bool initialised;
+
+static gfp_status vkp_init(void **plugin_ctx) {
+    if (plugin_ctx) *plugin_ctx = &vkp_ctx;
+    vkp_instance_init();
+    initialised = true;
+    if (vkp_ctx.n_phys == 0)
+        vkp_log(GFP_LOG_INFO, "vulkan: no device: %s", vkp_ctx.reason);
+    return GFP_OK;
+}
+
+static void vkp_device_close(void *device);
+
+static void vkp_shutdown(void *plugin_ctx) {
+    (void)plugin_ctx;
+    for (uint32_t i = 0; i < vkp_ctx.n_phys; i++)
+        if (vkp_ctx.phys[i].open) vkp_device_close(vkp_ctx.phys[i].open);
+    long n = atomic_load(&vkp_validation_count);
+    if (n > 0)
+        vkp_log(GFP_LOG_WARN, "vulkan: %ld validation message(s) were reported during the run", n);
+    vkp_instance_shutdown();
+    initialised = false;
+}
+
+static gfp_status vkp_device_count(void *plugin_ctx, uint32_t *count) {
+    (void)plugin_ctx;
+    if (!count) return vkp_fail(GFP_ERR_INVALID, "device_count: count is NULL");
+    *count = vkp_ctx.n_phys;
+    if (*count == 0 && vkp_host)
+        vkp_host->set_error(vkp_host->host_ctx,
+                            vkp_ctx.reason[0] ? vkp_ctx.reason : "no Vulkan device");
+    return GFP_OK;
+}
+
+static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
+    (void)plugin_ctx;
+    if (!props) return vkp_fail(GFP_ERR_INVALID, "device_props: props is NULL");
+    if (index >= vkp_ctx.n_phys)
+        return vkp_fail(GFP_ERR_NOT_FOUND, "device_props: vulkan device %u does not exist (%u found)",
+                        (unsigned)index, (unsigned)vkp_ctx.n_phys);
+    const vkp_physical *ph = &vkp_ctx.phys[index];
+    gfp_device_props full;
+    memset(&full, 0, sizeof full);
+    full.flags = 0; /* not host-addressable; calls are serialised by the core */
+    snprintf(full.name, sizeof full.name, "%s", ph->props.deviceName);
+    snprintf(full.type, sizeof full.type, "vulkan");
+    uint64_t mem = 0;
+    for (uint32_t h = 0; h < ph->mem.memoryHeapCount; h++)
+        if (ph->mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+            mem += ph->mem.memoryHeaps[h].size;
+    full.memory_bytes = mem;
+    full.dtypes = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL) |
+                  (ph->has_f64 ? VKP_BIT(GFP_F64) : 0);
+    full.max_rank = GFP_MAX_RANK;
+    /* A descriptor covers at most maxStorageBufferRange bytes: larger tensors
+     * are refused at allocation. */
+    uint64_t align = ph->props.limits.minStorageBufferOffsetAlignment > 256
+                         ? ph->props.limits.minStorageBufferOffsetAlignment
+                         : 256;
+    full.max_alloc_bytes = ph->props.limits.maxStorageBufferRange - align;
+    uint32_t v = ph->props.apiVersion;
+    snprintf(full.driver, sizeof full.driver,
+             "Vulkan %u.%u.%u, driver 0x%x, %u heap(s), storage range %u MiB, wg %u%s",
+             VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v),
+             (unsigned)ph->props.driverVersion, (unsigned)ph->mem.memoryHeapCount,
+             (unsigned)(ph->props.limits.maxStorageBufferRange >> 20),
+             (unsigned)ph->props.limits.maxComputeWorkGroupInvocations,
+             vkp_ctx.validation ? ", validation on" : "");
+    uint32_t size = props->struct_size;
+    size_t n = size < sizeof full ? size : sizeof full;
+    if (n > sizeof full.struct_size)
+        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
+               n - sizeof full.struct_size);
+    return GFP_OK;
+}
+
+static uint32_t pick_memory(const vkp_physical *ph, VkMemoryPropertyFlags want,
+                            VkMemoryPropertyFlags avoid) {
+    for (uint32_t t = 0; t < ph->mem.memoryTypeCount; t++) {
+        VkMemoryPropertyFlags f = ph->mem.memoryTypes[t].propertyFlags;
+        if ((f & want) == want && !(f & avoid)) return t;
+    }
+    return UINT32_MAX;
+}
+
+static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **out) {
+    vkp_device *d = calloc(1, sizeof *d);
+    if (!d) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory opening a device");
+    d->phys = ph;
+    d->index = index;
+    d->has_f64 = ph->has_f64;
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                   .queueFamilyIndex = ph->queue_family,
+                                   .queueCount = 1,
+                                   .pQueuePriorities = &prio};
+    VkPhysicalDevice8BitStorageFeatures f8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+        .storageBuffer8BitAccess = VK_TRUE};
+    VkPhysicalDeviceShaderFloat16Int8Features fi8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .pNext = &f8,
+        .shaderInt8 = VK_TRUE};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &fi8};
+    f2.features.shaderInt64 = VK_TRUE;
+    f2.features.shaderFloat64 = ph->has_f64 ? VK_TRUE : VK_FALSE;
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    if (VK_API_VERSION_MINOR(ph->props.apiVersion) < 2) {
+        exts[n_ext++] = VK_KHR_8BIT_STORAGE_EXTENSION_NAME;
+        exts[n_ext++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+    }
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .pNext = &f2,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci,
+                              .enabledExtensionCount = n_ext,
+                              .ppEnabledExtensionNames = n_ext ? exts : NULL};
+    VkResult r = vk.CreateDevice(ph->pd, &dci, NULL, &d->dev);
+    if (r != VK_SUCCESS) {
+        free(d);
+        return vkp_fail_vk(r, "vkCreateDevice");
+    }
+    vk.GetDeviceQueue(d->dev, ph->queue_family, 0, &d->queue);
+
+    /* Tensors: device-local memory; host-visible too where the device has it
+     * (integrated GPUs, lavapipe), which saves staging copies. */
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const VkMemoryPropertyFlags host =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    d->mem_type = pick_memory(ph, local | host, 0);
+    d->tensors_mapped = d->mem_type != UINT32_MAX;
+    if (!d->tensors_mapped) d->mem_type = pick_memory(ph, local, 0);
+    if (d->mem_type == UINT32_MAX) d->mem_type = pick_memory(ph, 0, 0);
+    d->host_type = pick_memory(ph, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
+    if (d->host_type == UINT32_MAX) d->host_type = pick_memory(ph, host, 0);
+    const VkPhysicalDeviceLimits *lim = &ph->props.limits;
+    d->max_range = lim->maxStorageBufferRange;
+    d->align = lim->minStorageBufferOffsetAlignment > 256 ? lim->minStorageBufferOffsetAlignment
+                                                          : 256;
+    for (int i = 0; i < 3; i++) d->max_groups[i] = lim->maxComputeWorkGroupCount[i];
+    d->loop_budget = strncmp(ph->props.deviceName, "llvmpipe", 8) == 0 ? 60000u : UINT32_MAX;
+    d->batch_limit = 256;
+    const char *bl = secure_getenv("GRAFT_VULKAN_BATCH");
+    if (bl && atoi(bl) > 0) d->batch_limit = (uint32_t)atoi(bl);
+    gfp_status st = d->host_type == UINT32_MAX
+                        ? vkp_fail(GFP_ERR_DEVICE, "vulkan: %s has no host-visible coherent memory "
+                                   "for staging", ph->props.deviceName)
+                        : GFP_OK;
+    if (st == GFP_OK) st = vkp_memory_init(d);
+    if (st == GFP_OK) st = vkp_batch_init(d);
+    if (st == GFP_OK) st = vkp_pipeline_init(d);
+    if (st != GFP_OK) {
+        vkp_device_close(d);
+        return st;
+    }
+    ph->open = d;
+    *out = d;
+    return GFP_OK;
+}
+
+static gfp_status vkp_device_open(void *plugin_ctx, uint32_t index, void **device) {
+    (void)plugin_ctx;
+    if (!device) return vkp_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    *device = NULL;
+    if (index >= vkp_ctx.n_phys)
+        return vkp_fail(GFP_ERR_NOT_FOUND, "device_open: vulkan device %u does not exist (%u found)",
+                        (unsigned)index, (unsigned)vkp_ctx.n_phys);
+    vkp_physical *ph = &vkp_ctx.phys[index];
+    if (ph->open) {
+        *device = ph->open;
+        return GFP_OK;
+    }
+    vkp_device *d = NULL;
+    gfp_status st = create_device(ph, index, &d);
+    if (st == GFP_OK) *device = d;
+    return st;
+}
+
+static void vkp_device_close(void *device) {
+    vkp_device *d = device;
+    if (!d) return;
+    if (d->dev) {
+        vkp_batch_finish(d);
+        vk.DeviceWaitIdle(d->dev);
+        if (d->live_buffers > 0)
+            vkp_log(GFP_LOG_WARN, "vulkan: %ld buffer(s) still allocated when the device closed",
+                    d->live_buffers);
+        vkp_pipeline_shutdown(d);
+        vkp_batch_shutdown(d);
+        vkp_memory_shutdown(d);
+        vk.DestroyDevice(d->dev, NULL);
+    }
+    if (d->phys && d->phys->open == d) d->phys->open = NULL;
+    free(d);
+}
+
+static gfp_status vkp_synchronize(void *device) {
+    if (!device) return vkp_fail(GFP_ERR_INVALID, "synchronize: device is NULL");
+    return vkp_batch_finish(device);
+}
+
+/* ------------------------------------------------------------ ops */
+static gfp_status vkp_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
+    if (!support) return vkp_fail(GFP_ERR_INVALID, "query_op: support is NULL");
+    *support = GFP_SUPPORT_NONE;
+    if (!device || !q) return vkp_fail(GFP_ERR_INVALID, "query_op: device or query is NULL");
+    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
+        return vkp_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
+                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
+    if (q->n_inputs > 8 || q->n_outputs > 4)
+        return vkp_fail(GFP_ERR_INVALID,
+                        "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
+                        (unsigned)q->n_inputs, (unsigned)q->n_outputs);
+    vkp_device *d = device;
+    for (uint32_t i = 0; i < q->n_inputs; i++)
+        if (q->input_dtypes[i] != -1 && !vkp_dtype_ok(d, q->input_dtypes[i])) return GFP_OK;
+    for (uint32_t i = 0; i < q->n_outputs; i++)
+        if (!vkp_dtype_ok(d, q->output_dtypes[i])) return GFP_OK;
+    const vkp_family *f = family_of(q->op);
+    if (f) *support = f->support(d, q);
+    return GFP_OK;
+}
+
+static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
+                             uint32_t n_inputs, const gfp_tensor *const *outputs,
+                             uint32_t n_outputs, const void *params) {
+    vkp_device *d = device;
+    if (!d) return vkp_fail(GFP_ERR_INVALID, "launch: device is NULL");
+    const vkp_family *f = family_of(op);
+    if (!f)
+        return vkp_fail(GFP_ERR_UNSUPPORTED,
+                        "op id %u is not an op the vulkan plugin knows (unknown or newer than "
+                        "ABI %d.%d)",
+                        (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
+    if ((n_inputs && !inputs) || (n_outputs && !outputs))
+        return vkp_fail(GFP_ERR_INVALID, "%s: the inputs or outputs array is NULL", vkp_op_name(op));
+    if (n_inputs > 8 || n_outputs > 4)
+        return vkp_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs are more than any op takes",
+                        vkp_op_name(op), (unsigned)n_inputs, (unsigned)n_outputs);
+    gfp_status st = GFP_OK;
+    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
+        if (inputs[i]) st = vkp_check_tensor(d, op, "input", i, inputs[i]);
+    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
+        if (!outputs[i])
+            return vkp_fail(GFP_ERR_INVALID, "%s: output %u is NULL", vkp_op_name(op), (unsigned)i);
+        st = vkp_check_tensor(d, op, "output", i, outputs[i]);
+    }
+    if (st != GFP_OK) return st;
+    return f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
+}
+
+/* ------------------------------------------------------------ extension */
+/* "vulkan.stats": see graft_vulkan_ext.h. */
+static long ext_messages(void) { return atomic_load(&vkp_validation_count); }
+static int ext_validation(void) { return vkp_ctx.validation ? 1 : 0; }
+static uint64_t ext_dispatches(void *device) {
+    return device ? ((vkp_device *)device)->dispatches : 0;
+}
+static uint64_t ext_submits(void *device) { return device ? ((vkp_device *)device)->submits : 0; }
+static uint64_t ext_blocks(void *device) {
+    uint64_t n = 0;
+    if (device)
+        for (const vkp_block *b = ((vkp_device *)device)->blocks; b; b = b->next) n++;
+    return n;
+}
+static void ext_matmul_mode(int mode) { vkp_matmul_mode = mode >= 0 && mode <= 2 ? mode : 0; }
+
+static const graft_vulkan_stats_ext stats_ext = {
+    .struct_size = sizeof(graft_vulkan_stats_ext),
+    .validation_messages = ext_messages,
+    .validation_enabled = ext_validation,
+    .dispatches = ext_dispatches,
+    .submits = ext_submits,
+    .set_matmul_mode = ext_matmul_mode,
+    .memory_blocks = ext_blocks,
+};
+
+static gfp_status vkp_query_extension(void *plugin_ctx, const char *name, void **out) {
+    (void)plugin_ctx;
+    if (out) *out = NULL;
+    if (name && out && !strcmp(name, "vulkan.stats")) {
+        *out = (void *)&stats_ext;
+        return GFP_OK;
+    }
+    return vkp_fail(GFP_ERR_NOT_FOUND, "the vulkan plugin has no extension \"%s\" (it has "
+                    "\"vulkan.stats\")", name ? name : "(null)");
+}
+
+/* ------------------------------------------------------------ negotiation */
+static const gfp_plugin vkp_table = {
+    .struct_size = sizeof(gfp_plugin),
+    .abi_major = GFP_ABI_MAJOR,
+    .abi_minor = GFP_ABI_MINOR,
+    .name = "vulkan",
+    .version = "1.0.0",
+    .init = vkp_init,
+    .shutdown = vkp_shutdown,
+    .device_count = vkp_device_count,
+    .device_props = vkp_device_props,
+    .device_open = vkp_device_open,
+    .device_close = vkp_device_close,
+    .buffer_alloc = vkp_buffer_alloc,
+    .buffer_free = vkp_buffer_free,
+    .buffer_write = vkp_buffer_write,
+    .buffer_read = vkp_buffer_read,
+    .buffer_copy = vkp_buffer_copy,
+    .buffer_fill = vkp_buffer_fill,
+    .synchronize = vkp_synchronize,
+    .launch = vkp_launch,
+    .query_op = vkp_query_op,
+    .query_extension = vkp_query_extension,
+};
+
+GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
+                                             const gfp_plugin **table);
+
+GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
+                                             const gfp_plugin **table) {
+    if (table) *table = NULL;
+    if (!request || !table || request->struct_size < GFP_NEGOTIATE_REQUEST_SIZE_V1_0)
+        return GFP_ERR_INVALID;
+    const gfp_host *host = request->host;
+    if (!host || host->struct_size < GFP_HOST_SIZE_V1_0 || !host->set_error || !host->log)
+        return GFP_ERR_INVALID;
+    if (request->abi_major != GFP_ABI_MAJOR) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "the vulkan plugin implements plugin ABI %d.%d; the core offers %u.%u (a "
+                 "different major): use a vulkan plugin built for that core",
+                 GFP_ABI_MAJOR, GFP_ABI_MINOR, (unsigned)request->abi_major,
+                 (unsigned)request->abi_minor);
+        host->set_error(host->host_ctx, msg);
+        return GFP_ERR_VERSION;
+    }
+    if (!initialised) vkp_host = host;
+    *table = &vkp_table;
+    return GFP_OK;
+}

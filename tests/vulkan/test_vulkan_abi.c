@@ -1,0 +1,264 @@
+/* test_vulkan_abi.c — the Vulkan plugin through the ABI alone (dlopen, its
+ * own host table), for what the public API cannot see:
+ *   run            buffers (write/read/copy/fill with odd patterns and
+ *                  offsets), sub-allocation (many small buffers, one memory
+ *                  block), the maxStorageBufferRange limit (refused with a
+ *                  message), batching (1,000 chained adds, few submits), and
+ *                  zero validation messages through the "vulkan.stats"
+ *                  extension (with the layer on when it is installed).
+ *   no_driver      VK_DRIVER_FILES points at nothing: the plugin negotiates,
+ *                  initialises, reports zero devices with the reason.
+ * The plugin's file comes from GRAFT_TEST_VULKAN_PLUGIN. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "graft_plugin.h"
+#include "../../plugins/vulkan/graft_vulkan_ext.h"
+
+static char last_error_buf[1024];
+static const char *last_error = last_error_buf;
+static int errors_logged;
+
+static void host_set_error(void *ctx, const char *m) {
+    (void)ctx;
+    snprintf(last_error_buf, sizeof last_error_buf, "%s", m ? m : "");
+}
+static void host_log(void *ctx, gfp_log_level level, const char *m) {
+    (void)ctx;
+    if (level == GFP_LOG_ERROR) errors_logged++;
+    fprintf(stderr, "[plugin log %d] %s\n", (int)level, m);
+}
+
+static gfp_host host = {.struct_size = sizeof(gfp_host), .abi_major = GFP_ABI_MAJOR,
+                        .abi_minor = GFP_ABI_MINOR, .set_error = host_set_error, .log = host_log};
+static const gfp_plugin *T;
+static void *ctx;
+
+static int load(void) {
+    const char *path = getenv("GRAFT_TEST_VULKAN_PLUGIN");
+    void *dl = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!dl) {
+        fprintf(stderr, "cannot open the plugin (GRAFT_TEST_VULKAN_PLUGIN=%s): %s\n",
+                path ? path : "(unset)", dlerror());
+        return 1;
+    }
+    gfp_negotiate_fn neg = (gfp_negotiate_fn)dlsym(dl, GFP_ENTRY_SYMBOL);
+    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
+                                 .abi_minor = GFP_ABI_MINOR, .host = &host};
+    if (!neg || neg(&req, &T) != GFP_OK || !T) return 1;
+    return T->init(&ctx) == GFP_OK ? 0 : 1;
+}
+
+static gfp_tensor tensor1d(gfp_buffer b, uint64_t off, int32_t dt, int64_t n) {
+    gfp_tensor t = {.struct_size = sizeof(gfp_tensor), .dtype = dt, .buffer = b, .offset = off,
+                    .rank = 1};
+    t.sizes[0] = n;
+    t.strides[0] = 1;
+    return t;
+}
+
+static void *dev;
+static const graft_vulkan_stats_ext *ext;
+
+static void test_buffers(void) {
+    gfp_buffer b = NULL, c = NULL;
+    void *hp = (void *)1;
+    CHECK(T->buffer_alloc(dev, 1000, &b, &hp) == GFP_OK && b && hp == NULL);
+    CHECK(T->buffer_alloc(dev, 1000, &c, &hp) == GFP_OK && c);
+    unsigned char src[1000], dst[1000];
+    for (int i = 0; i < 1000; i++) src[i] = (unsigned char)(i * 7 + 1);
+    CHECK(T->buffer_write(dev, b, 0, src, 1000) == GFP_OK);
+    /* An odd offset and length; the copy is recorded, the read waits. */
+    CHECK(T->buffer_copy(dev, b, 3, c, 5, 501) == GFP_OK);
+    memset(dst, 0, sizeof dst);
+    CHECK(T->buffer_read(dev, c, 5, dst, 501) == GFP_OK);
+    CHECK(memcmp(dst, src + 3, 501) == 0);
+    /* Fill patterns: 4-byte aligned (vkCmdFillBuffer), 1 byte at an odd
+     * offset, 8 bytes that are not one repeated word (host-built). */
+    uint32_t w = 0xdeadbeef;
+    CHECK(T->buffer_fill(dev, c, 8, 16, &w, 4) == GFP_OK);
+    unsigned char one = 0x5a;
+    CHECK(T->buffer_fill(dev, c, 1, 3, &one, 1) == GFP_OK);
+    uint64_t q = 0x0102030405060708ull;
+    CHECK(T->buffer_fill(dev, c, 200, 24, &q, 8) == GFP_OK);
+    CHECK(T->buffer_read(dev, c, 0, dst, 232) == GFP_OK);
+    for (int i = 0; i < 4; i++) CHECK(memcmp(dst + 8 + 4 * i, &w, 4) == 0);
+    CHECK(dst[1] == 0x5a && dst[2] == 0x5a && dst[3] == 0x5a);
+    for (int i = 0; i < 3; i++) CHECK(memcmp(dst + 200 + 8 * i, &q, 8) == 0);
+    /* Out of range is an error with a message, not a write. */
+    last_error_buf[0] = '\0';
+    CHECK(T->buffer_write(dev, b, 990, src, 20) == GFP_ERR_INVALID);
+    CHECK_CONTAINS(last_error, "past the end");
+    T->buffer_free(dev, b);
+    T->buffer_free(dev, c);
+}
+
+static void test_suballocation(void) {
+    enum { N = 500 };
+    gfp_buffer bufs[N];
+    void *hp;
+    uint64_t before = ext->memory_blocks(dev);
+    int ok = 1;
+    for (int i = 0; i < N; i++) ok &= T->buffer_alloc(dev, 4096 + 64 * (uint64_t)i, &bufs[i], &hp) == GFP_OK;
+    CHECK(ok);
+    /* About 10 MiB in 500 tensors: carved from one or two blocks, never one
+     * allocation per tensor. */
+    uint64_t blocks = ext->memory_blocks(dev);
+    CHECK_MSG(blocks <= before + 1, "%llu memory blocks for %d buffers", (unsigned long long)blocks, N);
+    /* Each holds its own bytes. */
+    for (int i = 0; i < N; i += 50) {
+        uint32_t v = 0xabc00000u + (uint32_t)i;
+        T->buffer_write(dev, bufs[i], 4092, &v, 4);
+    }
+    for (int i = 0; i < N; i += 50) {
+        uint32_t v = 0;
+        T->buffer_read(dev, bufs[i], 4092, &v, 4);
+        CHECK(v == 0xabc00000u + (uint32_t)i);
+    }
+    for (int i = 0; i < N; i++) T->buffer_free(dev, bufs[i]);
+}
+
+static void test_size_limit(void) {
+    gfp_device_props props = {.struct_size = sizeof props};
+    CHECK(T->device_props(ctx, 0, &props) == GFP_OK);
+    CHECK(props.max_alloc_bytes > 0);
+    gfp_buffer b = NULL;
+    void *hp;
+    last_error_buf[0] = '\0';
+    CHECK(T->buffer_alloc(dev, props.max_alloc_bytes + 1, &b, &hp) == GFP_ERR_OUT_OF_MEMORY);
+    CHECK(b == NULL);
+    CHECK_CONTAINS(last_error, "maxStorageBufferRange");
+    /* The largest allowed one works, and its last bytes are addressable. */
+    CHECK(T->buffer_alloc(dev, props.max_alloc_bytes, &b, &hp) == GFP_OK);
+    if (b) {
+        uint32_t v = 0x12345678, r = 0;
+        CHECK(T->buffer_write(dev, b, props.max_alloc_bytes - 4, &v, 4) == GFP_OK);
+        CHECK(T->buffer_read(dev, b, props.max_alloc_bytes - 4, &r, 4) == GFP_OK);
+        CHECK(r == v);
+        T->buffer_free(dev, b);
+    }
+}
+
+/* 1,000 dependent adds: y = y + x, recorded into batches; the result proves
+ * the barriers order them, the counters that they were batched. */
+static void test_batching(void) {
+    enum { N = 1000, LEN = 256 };
+    gfp_buffer xb, yb;
+    void *hp;
+    CHECK(T->buffer_alloc(dev, LEN * 4, &xb, &hp) == GFP_OK);
+    CHECK(T->buffer_alloc(dev, LEN * 4, &yb, &hp) == GFP_OK);
+    float x[LEN], y[LEN];
+    for (int i = 0; i < LEN; i++) {
+        x[i] = (float)(i % 7) * 0.5f;
+        y[i] = 0;
+    }
+    T->buffer_write(dev, xb, 0, x, sizeof x);
+    T->buffer_write(dev, yb, 0, y, sizeof y);
+    gfp_tensor tx = tensor1d(xb, 0, GFP_F32, LEN), ty = tensor1d(yb, 0, GFP_F32, LEN);
+    const gfp_tensor *in[2] = {&ty, &tx}, *out[1] = {&ty};
+    T->synchronize(dev);
+    uint64_t d0 = ext->dispatches(dev), s0 = ext->submits(dev);
+    int ok = 1;
+    for (int i = 0; i < N; i++) ok &= T->launch(dev, GFP_OP_ADD, in, 2, out, 1, NULL) == GFP_OK;
+    CHECK(ok);
+    CHECK(T->buffer_read(dev, yb, 0, y, sizeof y) == GFP_OK);
+    for (int i = 0; i < LEN; i++) CHECK_CLOSE(y[i], (double)N * x[i], 0);
+    uint64_t disp = ext->dispatches(dev) - d0, subs = ext->submits(dev) - s0;
+    CHECK_MSG(disp == N, "%llu dispatches", (unsigned long long)disp);
+    CHECK_MSG(subs >= 1 && subs <= N / 100, "%llu submits for %d launches",
+              (unsigned long long)subs, N);
+    T->buffer_free(dev, xb);
+    T->buffer_free(dev, yb);
+}
+
+static void test_errors(void) {
+    gfp_buffer b;
+    void *hp;
+    CHECK(T->buffer_alloc(dev, 64, &b, &hp) == GFP_OK);
+    gfp_tensor t = tensor1d(b, 0, GFP_F32, 100); /* runs past the buffer */
+    const gfp_tensor *in[1] = {&t}, *out[1] = {&t};
+    last_error_buf[0] = '\0';
+    CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_INVALID);
+    CHECK_CONTAINS(last_error, "past the end");
+    gfp_tensor h = tensor1d(b, 0, GFP_F16, 4);
+    in[0] = &h;
+    out[0] = &h;
+    CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_UNSUPPORTED);
+    /* The capability answers: f16 is not stored; exp has no integer form;
+     * f64 exp is provided (glsl_dmath.glsl) on a device with shaderFloat64. */
+    gfp_op_query q = {.struct_size = sizeof q, .op = GFP_OP_EXP, .n_inputs = 1, .n_outputs = 1,
+                      .input_dtypes = {GFP_F16}, .output_dtypes = {GFP_F16}};
+    uint32_t support = 99;
+    CHECK(T->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    q.input_dtypes[0] = q.output_dtypes[0] = GFP_I32;
+    CHECK(T->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    q.input_dtypes[0] = q.output_dtypes[0] = GFP_F32;
+    CHECK(T->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_STRIDED);
+    gfp_device_props props = {.struct_size = sizeof props};
+    T->device_props(ctx, 0, &props);
+    q.input_dtypes[0] = q.output_dtypes[0] = GFP_F64;
+    CHECK(T->query_op(dev, &q, &support) == GFP_OK &&
+          support == ((props.dtypes & GFP_DTYPE_BIT(GFP_F64)) ? GFP_SUPPORT_STRIDED
+                                                              : GFP_SUPPORT_NONE));
+    void *none = (void *)1;
+    CHECK(T->query_extension(ctx, "vulkan.nothing", &none) == GFP_ERR_NOT_FOUND && none == NULL);
+    T->buffer_free(dev, b);
+}
+
+static int run_main(void) {
+    uint32_t n = 0;
+    CHECK(T->device_count(ctx, &n) == GFP_OK);
+    if (n == 0) {
+        fprintf(stderr, "SKIP: no vulkan device: %s\n", last_error);
+        return 77;
+    }
+    CHECK(T->query_extension(ctx, "vulkan.stats", (void **)&ext) == GFP_OK && ext);
+    if (!ext || ext->struct_size < sizeof *ext) return CHECK_REPORT();
+    const char *expect = getenv("GRAFT_TEST_EXPECT_VALIDATION");
+    if (expect && !strcmp(expect, "1"))
+        CHECK_MSG(ext->validation_enabled() == 1,
+                  "the validation layer is installed but was not enabled");
+    CHECK(T->device_open(ctx, 0, &dev) == GFP_OK && dev);
+    RUN(test_buffers);
+    RUN(test_suballocation);
+    RUN(test_size_limit);
+    RUN(test_batching);
+    RUN(test_errors);
+    T->synchronize(dev);
+    T->device_close(dev);
+    long msgs = ext->validation_messages();
+    CHECK_MSG(msgs == 0, "%ld validation messages", msgs);
+    T->shutdown(ctx);
+    CHECK(errors_logged == 0);
+    return CHECK_REPORT();
+}
+
+/* No driver: the plugin still loads and explains why it has no device. */
+static int run_no_driver(void) {
+    uint32_t n = 99;
+    last_error_buf[0] = '\0';
+    CHECK(T->device_count(ctx, &n) == GFP_OK);
+    CHECK(n == 0);
+    CHECK(strlen(last_error) > 0);
+    CHECK_CONTAINS(last_error, "driver");
+    fprintf(stderr, "reason: %s\n", last_error);
+    gfp_device_props props = {.struct_size = sizeof props};
+    CHECK(T->device_props(ctx, 0, &props) == GFP_ERR_NOT_FOUND);
+    void *d = NULL;
+    CHECK(T->device_open(ctx, 0, &d) == GFP_ERR_NOT_FOUND && d == NULL);
+    T->shutdown(ctx);
+    return CHECK_REPORT();
+}
+
+int main(int argc, char **argv) {
+    if (load()) {
+        fprintf(stderr, "the vulkan plugin did not load or initialise\n");
+        return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "no_driver")) return run_no_driver();
+    return run_main();
+}
