@@ -1,5 +1,7 @@
 /*
- * graft_plugin.h — the graft device plugin ABI, version 1.0.
+ * graft_plugin.h — the graft device plugin ABI, version 1.1.
+ *
+ * 1.1 appended one OPTIONAL slot to gfp_plugin: buffer_wrap_host.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every
@@ -34,7 +36,7 @@ extern "C" {
 #endif
 
 #define GFP_ABI_MAJOR 1
-#define GFP_ABI_MINOR 0
+#define GFP_ABI_MINOR 1
 
 /* The one symbol a plugin exports (type gfp_negotiate_fn). */
 #define GFP_ENTRY_SYMBOL "graft_plugin_negotiate"
@@ -484,8 +486,26 @@ typedef struct gfp_plugin {
      * without an ABI bump; *out receives a pointer whose type the extension's
      * own documentation defines. */
     gfp_status (*query_extension)(void *plugin_ctx, const char *name, void **out);
+
+    /* ---- appended in 1.1 ---- */
+
+    /* OPTIONAL (default: the core copies such memory into a buffer from
+     * buffer_alloc). Only for HOST_ADDRESSABLE devices. Adopt nbytes (> 0) of
+     * host memory at host_ptr, which the caller owns and keeps valid until
+     * buffer_free of the returned handle, as a buffer of the device, without
+     * copying: *buffer receives a handle that every slot (launch, read,
+     * write, copy, fill) accepts like one from buffer_alloc, with byte 0 at
+     * host_ptr. The memory may be less aligned than buffer_alloc's 64 bytes:
+     * at least to the element size of the tensors the core places in it.
+     * buffer_free of such a handle forgets it and never frees the memory.
+     * GFP_ERR_UNSUPPORTED when the plugin cannot use this memory (the core
+     * then copies). This is how DLPack imports and gf_from_host_memory share
+     * memory with other libraries. */
+    gfp_status (*buffer_wrap_host)(void *device, void *host_ptr, uint64_t nbytes,
+                                   gfp_buffer *buffer);
 } gfp_plugin;
 #define GFP_PLUGIN_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_plugin, query_extension)
+#define GFP_PLUGIN_SIZE_V1_1 GFP_SIZE_THROUGH(gfp_plugin, buffer_wrap_host)
 /* The smallest table the core accepts: every REQUIRED slot. Slots beyond a
  * table's struct_size are read as NULL (their documented defaults apply). */
 #define GFP_PLUGIN_SIZE_MIN GFP_SIZE_THROUGH(gfp_plugin, launch)
@@ -520,6 +540,7 @@ GFP_STATIC_ASSERT(GFP_TENSOR_SIZE_V1_0 == 160, "gfp_tensor v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_DEVICE_PROPS_SIZE_V1_0 == 320, "gfp_device_props v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_OP_QUERY_SIZE_V1_0 == 68, "gfp_op_query v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_0 == 160, "gfp_plugin v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_1 == 168, "gfp_plugin v1.1 layout moved");
 GFP_STATIC_ASSERT(GFP_NEGOTIATE_REQUEST_SIZE_V1_0 == 24, "gfp_negotiate_request v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_RANDOM_PARAMS_SIZE_V1_0 == 40, "gfp_random_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_CONV2D_PARAMS_SIZE_V1_0 == 32, "gfp_conv2d_params v1.0 layout moved");

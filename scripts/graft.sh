@@ -15,7 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
 
-packages=(cmake build-essential pkg-config python3
+packages=(cmake build-essential pkg-config python3 python3-numpy
           libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-validationlayers
           libdlpack-dev valgrind libclang-rt-14-dev)

@@ -144,12 +144,43 @@ gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes) {
     return s;
 }
 
+gf_storage *gf__storage_adopt(gf_device *dev, void *host_ptr, uint64_t nbytes,
+                              void (*release)(void *ctx), void *ctx) {
+    gf_storage *s = calloc(1, sizeof *s);
+    if (!s) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for a storage record");
+        return NULL;
+    }
+    if (gf__dev_wrap_host(dev, host_ptr, nbytes, &s->buffer) != GF_OK) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
+    s->device = dev;
+    s->host_ptr = host_ptr;
+    s->nbytes = nbytes;
+    s->inference = gf_grad_mode_get() == GF_GRAD_MODE_INFERENCE;
+    s->release = release;
+    s->release_ctx = ctx;
+    return s;
+}
+
 void gf__storage_retain(gf_storage *s) { atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed); }
 
 void gf__storage_release(gf_storage *s) {
     if (!s) return;
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
-    gf__free_block(s->device, s->block);
+    if (s->block) {
+        gf__free_block(s->device, s->block);
+    } else {
+        /* Adopted memory: work queued on it must finish before its owner
+         * gets it back (a failure here has no caller to go to; the wait is
+         * what matters). */
+        (void)gf__dev_sync(s->device);
+        gf__dev_free(s->device, s->buffer);
+        if (s->release) s->release(s->release_ctx);
+    }
     free(s);
 }
 

@@ -94,6 +94,32 @@ void gf__dev_free(gf_device *d, gfp_buffer buf) {
     unlock_dev(d);
 }
 
+bool gf__dev_can_adopt(const gf_device *d) {
+    return (d->props.flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE) &&
+           GF_SLOT(d->plugin, buffer_wrap_host) != NULL;
+}
+
+gf_status gf__dev_wrap_host(gf_device *d, void *host_ptr, uint64_t nbytes, gfp_buffer *buf) {
+    *buf = NULL;
+    gfp_status (*wrap)(void *, void *, uint64_t, gfp_buffer *) = GF_SLOT(d->plugin, buffer_wrap_host);
+    if (!wrap || !(d->props.flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE))
+        return gf__error(GF_ERR_UNSUPPORTED, "device %s cannot adopt host memory (%s); copy the "
+                         "data in instead (gf_tensor_from_host)", d->spec,
+                         !(d->props.flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE)
+                             ? "its memory is not host-addressable"
+                             : "its plugin has no buffer_wrap_host slot (plugin ABI >= 1.1)");
+    OPEN_OR_RETURN(d);
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = wrap(d->handle, host_ptr, nbytes, buf);
+    unlock_dev(d);
+    if (st != GFP_OK) {
+        *buf = NULL;
+        return plugin_fail(d, st, "buffer_wrap_host");
+    }
+    return GF_OK;
+}
+
 gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *src, uint64_t n) {
     if (n == 0) return GF_OK;
     OPEN_OR_RETURN(d);

@@ -109,6 +109,10 @@ gf_plugin_rec *gf__plugin_at(int i);
 gf_status gf__dev_open(gf_device *dev);
 gf_status gf__dev_alloc(gf_device *dev, uint64_t nbytes, gfp_buffer *buf, void **host_ptr);
 void gf__dev_free(gf_device *dev, gfp_buffer buf);
+/* Adopts host memory as a buffer (ABI 1.1 buffer_wrap_host). UNSUPPORTED
+ * when the device is not host-addressable or its plugin lacks the slot. */
+gf_status gf__dev_wrap_host(gf_device *dev, void *host_ptr, uint64_t nbytes, gfp_buffer *buf);
+bool gf__dev_can_adopt(const gf_device *dev);
 gf_status gf__dev_write(gf_device *dev, gfp_buffer buf, uint64_t off, const void *src, uint64_t n);
 gf_status gf__dev_read(gf_device *dev, gfp_buffer buf, uint64_t off, void *dst, uint64_t n);
 gf_status gf__dev_copy(gf_device *dev, gfp_buffer src, uint64_t soff, gfp_buffer dst,
@@ -131,12 +135,21 @@ typedef struct gf_storage {
     gfp_buffer buffer;
     void *host_ptr; /* non-NULL on host-addressable devices */
     uint64_t nbytes;
-    gf_block *block;
+    gf_block *block; /* NULL for adopted memory */
     atomic_uint_fast64_t version;
     bool inference; /* allocated in inference mode: an inference tensor */
+    /* Adopted memory (gf__storage_adopt): its owner's release, called once
+     * after the plugin let go of the buffer. */
+    void (*release)(void *ctx);
+    void *release_ctx;
 } gf_storage;
 
 gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes);
+/* A storage over nbytes of host memory the caller owns, without a copy;
+ * release(ctx) (may be NULL) runs when the last reference goes. NULL with
+ * the error set on failure (release is then not called). */
+gf_storage *gf__storage_adopt(gf_device *dev, void *host_ptr, uint64_t nbytes,
+                              void (*release)(void *ctx), void *ctx);
 void gf__storage_retain(gf_storage *s);
 void gf__storage_release(gf_storage *s);
 gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_buffer *buf,

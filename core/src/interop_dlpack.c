@@ -1,40 +1,48 @@
-/* interop_dlpack.c — DLPack export (zero-copy) and import.
- *
- * Built against <dlpack/dlpack.h> when the build found it (GRAFT_HAVE_DLPACK);
- * graft uses the unversioned DLManagedTensor, which every DLPack from 0.6 on
- * defines with the same layout.
+/* interop_dlpack.c — DLPack export (zero-copy) and import, for both the
+ * unversioned DLManagedTensor (DLPack 0.6+) and DLPack 1.x's
+ * DLManagedTensorVersioned (declared by graft/dlpack.h when the installed
+ * <dlpack/dlpack.h> predates it).
  *
  * Export hands out the storage itself: the managed tensor holds one
  * reference to the storage (not to the tensor, so no autograd graph is kept
  * alive), released by its deleter.
  *
- * Import cannot wrap foreign memory: plugin kernels run only on buffers their
- * own plugin allocated (the ABI has no slot to adopt external memory), so
- * foreign data is copied. A managed tensor that graft itself exported is
- * recognised by its deleter and imported as a view of the same storage. */
+ * Import: a tensor graft exported is recognised by its deleter and comes
+ * back as a view of the same storage; other host memory is adopted by the
+ * device's plugin (ABI 1.1 buffer_wrap_host) and the producer's deleter runs
+ * when the storage goes; what cannot be adopted is copied. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "interop_internal.h"
 
 #if defined(GRAFT_HAVE_DLPACK)
-#include <dlpack/dlpack.h>
+#include "graft/dlpack.h"
 
 /* kDLBool, which DLPack 0.8 added; older headers lack the name. */
 #define GF_DL_BOOL 6
 
+/* One record serves both struct versions; `versioned` says which is live. */
 typedef struct export_ctx {
     DLManagedTensor managed;
+    DLManagedTensorVersioned managed_v;
+    bool versioned;
     gf_storage *storage;
     int64_t shape[GF_MAX_RANK];
     int64_t strides[GF_MAX_RANK];
 } export_ctx;
 
-static void export_deleter(DLManagedTensor *self) {
-    if (!self) return;
-    export_ctx *x = self->manager_ctx;
+static void export_release(export_ctx *x) {
     gf__storage_release(x->storage);
     free(x);
+}
+
+static void export_deleter(DLManagedTensor *self) {
+    if (self) export_release(self->manager_ctx);
+}
+
+static void export_deleter_v(DLManagedTensorVersioned *self) {
+    if (self) export_release(self->manager_ctx);
 }
 
 static bool to_dl_dtype(gf_dtype dt, DLDataType *out) {
@@ -90,8 +98,8 @@ static const char *dl_code_name(unsigned code) {
     }
 }
 
-struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
-    const char *op = "gf_to_dlpack";
+/* The export record for t, with dl filled in (the caller picks the struct). */
+static export_ctx *export_common(const gf_tensor *t, const char *op, DLTensor *d_out[2]) {
     if (!t) {
         gf__null_arg(op, "t");
         return NULL;
@@ -126,18 +134,42 @@ struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
         x->shape[i] = t->sizes[i];
         x->strides[i] = t->strides[i];
     }
-    DLTensor *d = &x->managed.dl_tensor;
-    d->data = t->storage->host_ptr;
-    d->device.device_type = kDLCPU;
-    d->device.device_id = 0;
-    d->ndim = t->rank;
-    d->dtype = dt;
-    d->shape = x->shape;
-    d->strides = x->strides;
-    d->byte_offset = (uint64_t)t->offset * gf_dtype_size(t->dtype);
+    d_out[0] = &x->managed.dl_tensor;
+    d_out[1] = &x->managed_v.dl_tensor;
+    for (int k = 0; k < 2; k++) {
+        DLTensor *d = d_out[k];
+        d->data = t->storage->host_ptr;
+        d->device.device_type = kDLCPU;
+        d->device.device_id = 0;
+        d->ndim = t->rank;
+        d->dtype = dt;
+        d->shape = x->shape;
+        d->strides = x->strides;
+        d->byte_offset = (uint64_t)t->offset * gf_dtype_size(t->dtype);
+    }
+    return x;
+}
+
+struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
+    DLTensor *d[2];
+    export_ctx *x = export_common(t, "gf_to_dlpack", d);
+    if (!x) return NULL;
     x->managed.manager_ctx = x;
     x->managed.deleter = export_deleter;
     return &x->managed;
+}
+
+struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *t) {
+    DLTensor *d[2];
+    export_ctx *x = export_common(t, "gf_to_dlpack_versioned", d);
+    if (!x) return NULL;
+    x->versioned = true;
+    x->managed_v.version.major = GRAFT_DLPACK_MAJOR;
+    x->managed_v.version.minor = GRAFT_DLPACK_MINOR;
+    x->managed_v.flags = 0; /* writable, shared */
+    x->managed_v.manager_ctx = x;
+    x->managed_v.deleter = export_deleter_v;
+    return &x->managed_v;
 }
 
 /* The element offset of a graft export's geometry within its storage, or -1
@@ -176,13 +208,35 @@ static void gather(const DLTensor *d, const int64_t *strides, size_t es, int64_t
     }
 }
 
-gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
-    const char *op = "gf_from_dlpack";
-    if (!managed) {
-        gf__error(GF_ERR_INVALID, "%s: managed is NULL", op);
+/* Copies the elements (any strides) into a new contiguous tensor on target. */
+static gf_tensor *import_copy(const DLTensor *d, const int64_t *strides, gf_dtype dtype,
+                              int64_t numel, gf_device *target, const char *op) {
+    size_t es = gf_dtype_size(dtype);
+    unsigned char *host = malloc(numel ? (size_t)numel * es : 1);
+    if (!host) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld elements", op,
+                  (long long)numel);
         return NULL;
     }
-    const DLTensor *d = &managed->dl_tensor;
+    gather(d, strides, es, numel, host);
+    if (dtype == GF_BOOL)
+        for (int64_t i = 0; i < numel; i++) host[i] = host[i] != 0;
+    gf_tensor *t = gf__empty(d->shape, d->ndim, dtype, target);
+    if (t && numel &&
+        gf__dev_write(target, t->storage->buffer, 0, host, (uint64_t)numel * es) != GF_OK) {
+        gf_tensor_release(t);
+        t = NULL;
+    }
+    free(host);
+    return t;
+}
+
+/* The import of either struct: d its tensor, own the export record when
+ * graft made it, release(ctx) hands the producer's memory back. On success
+ * release has run or belongs to the result's storage; on failure it has not. */
+static gf_tensor *import_common(const DLTensor *d, gf_device *dev, const export_ctx *own,
+                                bool read_only, void (*release)(void *), void *ctx,
+                                const char *op) {
     DLDeviceType dt = d->device.device_type;
     if (dt != kDLCPU && dt != kDLCUDAHost && dt != kDLROCMHost) {
         gf__error(GF_ERR_DEVICE, "%s: the tensor lives on DLPack device type %d (id %d), which "
@@ -216,45 +270,72 @@ gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
     if (d->strides) memcpy(strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
     else gf__contiguous_strides(d->shape, d->ndim, strides); /* NULL: compact row-major */
 
-    gf__ensure_init();
+    if (gf__ensure_init() != GF_OK) return NULL;
     gf_tensor *t = NULL;
-    if (managed->deleter == export_deleter) {
-        const export_ctx *x = managed->manager_ctx;
-        int64_t off = shared_offset(d, x->storage, es, strides);
-        if ((!dev || dev == x->storage->device) && off >= 0) {
+    if (own) {
+        int64_t off = shared_offset(d, own->storage, es, strides);
+        if ((!dev || dev == own->storage->device) && off >= 0) {
             gf_tensor base;
             memset(&base, 0, sizeof base);
-            base.storage = x->storage;
+            base.storage = own->storage;
             base.dtype = dtype;
             t = gf__view(&base, d->shape, strides, d->ndim, off);
             if (!t) return NULL;
+            if (release) release(ctx); /* the view holds its own reference */
+            return t;
         }
+        dev = dev ? dev : own->storage->device;
     }
-    if (!t) {
-        gf_device *target = dev ? dev : gf_device_default();
-        if (!target) return NULL;
-        unsigned char *host = malloc(numel ? (size_t)numel * es : 1);
-        if (!host) {
-            gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld elements", op,
-                      (long long)numel);
-            return NULL;
-        }
-        gather(d, strides, es, numel, host);
-        if (dtype == GF_BOOL)
-            for (int64_t i = 0; i < numel; i++) host[i] = host[i] != 0;
-        t = gf__empty(d->shape, d->ndim, dtype, target);
-        if (t && numel && gf__dev_write(target, t->storage->buffer, 0, host, (uint64_t)numel * es)
-                              != GF_OK) {
-            gf_tensor_release(t);
-            t = NULL;
-        }
-        free(host);
-        if (!t) return NULL;
+    gf_device *target = dev ? dev : gf_device_default();
+    if (!target) return NULL;
+    char *first = (char *)d->data + d->byte_offset;
+    bool adoptable = numel > 0 && !read_only && dtype != GF_BOOL &&
+                     (uintptr_t)first % es == 0 && gf__dev_can_adopt(target);
+    for (int i = 0; adoptable && i < d->ndim; i++) adoptable = strides[i] >= 0;
+    if (adoptable)
+        return gf__adopt_host(first, d->shape, strides, d->ndim, dtype, target, release, ctx, op);
+    t = import_copy(d, strides, dtype, numel, target, op);
+    if (t && release) release(ctx); /* copied: the producer's memory is not needed */
+    return t;
+}
+
+static void release_unversioned(void *ctx) {
+    DLManagedTensor *m = ctx;
+    if (m->deleter) m->deleter(m);
+}
+
+static void release_versioned(void *ctx) {
+    DLManagedTensorVersioned *m = ctx;
+    if (m->deleter) m->deleter(m);
+}
+
+gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
+    if (!managed) {
+        gf__error(GF_ERR_INVALID, "gf_from_dlpack: managed is NULL");
+        return NULL;
     }
-    /* Graft now owns the import; the producer's memory is no longer needed
-     * (a shared storage holds its own reference). */
-    if (managed->deleter) managed->deleter(managed);
-    return gf__ret(t);
+    const export_ctx *own = managed->deleter == export_deleter ? managed->manager_ctx : NULL;
+    return gf__ret(import_common(&managed->dl_tensor, dev, own, false, release_unversioned,
+                                 managed, "gf_from_dlpack"));
+}
+
+gf_tensor *gf_from_dlpack_versioned(struct DLManagedTensorVersioned *managed, gf_device *dev) {
+    const char *op = "gf_from_dlpack_versioned";
+    if (!managed) {
+        gf__error(GF_ERR_INVALID, "%s: managed is NULL", op);
+        return NULL;
+    }
+    if (managed->version.major != 1) {
+        gf__error(GF_ERR_INVALID, "%s: the tensor follows DLPack %u.%u, whose layout this graft "
+                  "does not know (it reads DLPack 1.x); ask the producer for version 1.x (in "
+                  "Python: __dlpack__(max_version=(1, 0)))", op,
+                  (unsigned)managed->version.major, (unsigned)managed->version.minor);
+        return NULL;
+    }
+    const export_ctx *own = managed->deleter == export_deleter_v ? managed->manager_ctx : NULL;
+    bool read_only = (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    return gf__ret(import_common(&managed->dl_tensor, dev, own, read_only, release_versioned,
+                                 managed, op));
 }
 
 #else /* !GRAFT_HAVE_DLPACK */
@@ -270,6 +351,21 @@ gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev) {
     (void)managed;
     (void)dev;
     gf__error(GF_ERR_UNSUPPORTED, "gf_from_dlpack: this graft was built without "
+              "<dlpack/dlpack.h>; install DLPack (e.g. libdlpack-dev) and rebuild");
+    return NULL;
+}
+
+struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *t) {
+    (void)t;
+    gf__error(GF_ERR_UNSUPPORTED, "gf_to_dlpack_versioned: this graft was built without "
+              "<dlpack/dlpack.h>; install DLPack (e.g. libdlpack-dev) and rebuild");
+    return NULL;
+}
+
+gf_tensor *gf_from_dlpack_versioned(struct DLManagedTensorVersioned *managed, gf_device *dev) {
+    (void)managed;
+    (void)dev;
+    gf__error(GF_ERR_UNSUPPORTED, "gf_from_dlpack_versioned: this graft was built without "
               "<dlpack/dlpack.h>; install DLPack (e.g. libdlpack-dev) and rebuild");
     return NULL;
 }

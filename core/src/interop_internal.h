@@ -10,6 +10,12 @@
 #include "graft/interop.h"
 #include "internal.h"
 
+/* ------------------------------------------------------------ adopted memory */
+/* gf_from_host_memory without gf__ret; `op` names the caller in errors. */
+gf_tensor *gf__adopt_host(void *data, const int64_t *sizes, const int64_t *strides, int rank,
+                          gf_dtype dtype, gf_device *dev, void (*release)(void *ctx), void *ctx,
+                          const char *op);
+
 /* ------------------------------------------------------------ streams */
 /* Reading: every read is bounded by `left` (the bytes that belong to the
  * object being read: the rest of a file, or one ZIP member), so a truncated

@@ -2,10 +2,11 @@
  * the routing of launches: accelerated kernel first, reference kernel when it
  * answers ODN_FALLBACK (see onednn_internal.h).
  *
- * One device, host memory, thread-safe. A buffer handle is the address of
- * byte 0 of a 64-byte aligned block with the reference plugin's header in
- * front of it (the size), so reads, writes and launches out of bounds are
- * reported instead of corrupting memory. */
+ * One device, host memory, thread-safe. Buffers are the reference plugin's
+ * (ref_hostbuf.c, with this plugin's own magic): a handle is the address of
+ * byte 0, sizes are known, so reads, writes and launches out of bounds are
+ * reported instead of corrupting memory, and memory the caller owns can be
+ * adopted without a copy (buffer_wrap_host). */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 
 #include <omp.h>
@@ -52,7 +53,6 @@ static const family *family_of(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ plugin */
-static atomic_long live_buffers;
 static int device_token; /* its address is the device handle */
 
 static gfp_status odn_init(void **plugin_ctx) {
@@ -69,7 +69,7 @@ static gfp_status odn_init(void **plugin_ctx) {
 static void odn_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
     odn_runtime_close();
-    long n = atomic_load(&live_buffers);
+    long n = ref_hostbuf_live();
     if (n > 0 && ref_host) {
         char msg[160];
         snprintf(msg, sizeof msg,
@@ -91,9 +91,6 @@ static uint64_t physical_memory(void) {
     if (pages <= 0 || page <= 0) return 0;
     return (uint64_t)pages * (uint64_t)page;
 }
-
-/* Anything above is a size computation gone wrong, reported as such. */
-#define ODN_MAX_ALLOC ((uint64_t)1 << 62)
 
 static uint32_t stored_dtypes(void) {
     uint32_t d = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
@@ -117,7 +114,7 @@ static gfp_status odn_device_props(void *plugin_ctx, uint32_t index, gfp_device_
     full.memory_bytes = physical_memory();
     full.dtypes = stored_dtypes();
     full.max_rank = GFP_MAX_RANK;
-    full.max_alloc_bytes = ODN_MAX_ALLOC;
+    full.max_alloc_bytes = ref_hostbuf_max_alloc();
     snprintf(full.driver, sizeof full.driver, "%s", version);
     uint32_t size = props->struct_size; /* an older core passes a smaller struct */
     size_t n = size < sizeof full ? size : sizeof full;
@@ -140,78 +137,26 @@ static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **devic
 }
 
 /* ------------------------------------------------------------ memory */
-#define ODN_HEADER 64
-#define ODN_MAGIC 0x6f646e6e62756621ull /* "odnnbuf!" */
-
-typedef struct buf_header {
-    uint64_t magic;
-    uint64_t nbytes;
-} buf_header;
-
-static buf_header *header_of(gfp_buffer buffer) {
-    return (buf_header *)((char *)buffer - ODN_HEADER);
-}
+const ref_hostbuf_kind ref_hostbuf_self = {"cpu_onednn", 0x6f646e6e62756621ull /* "odnnbuf!" */};
 
 static gfp_status odn_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer,
                                    void **host_ptr) {
     (void)device;
-    if (!buffer || !host_ptr)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
-    *buffer = NULL;
-    *host_ptr = NULL;
-    if (nbytes == 0)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
-    if (nbytes > ODN_MAX_ALLOC)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
-                        "buffer_alloc: %llu bytes is more than the device allows (2^62); the "
-                        "size is probably miscomputed", (unsigned long long)nbytes);
-    uint64_t rounded = (nbytes + 63) & ~(uint64_t)63;
-    if (rounded + ODN_HEADER > (uint64_t)SIZE_MAX)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
-                        (unsigned long long)nbytes);
-    char *block = aligned_alloc(64, (size_t)(rounded + ODN_HEADER));
-    if (!block)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
-                        "buffer_alloc: out of host memory allocating %llu bytes",
-                        (unsigned long long)nbytes);
-    buf_header *h = (buf_header *)block;
-    h->magic = ODN_MAGIC;
-    h->nbytes = nbytes;
-    atomic_fetch_add(&live_buffers, 1);
-    *buffer = block + ODN_HEADER;
-    *host_ptr = block + ODN_HEADER;
-    return GFP_OK;
+    return ref_hostbuf_alloc(nbytes, buffer, host_ptr);
 }
 
 static void odn_buffer_free(void *device, gfp_buffer buffer) {
     (void)device;
-    if (!buffer) return;
-    buf_header *h = header_of(buffer);
-    if (h->magic != ODN_MAGIC) {
-        if (ref_host)
-            ref_host->log(ref_host->host_ctx, GFP_LOG_ERROR,
-                          "cpu_onednn: buffer_free of a handle that is not a live buffer "
-                          "(double free?); ignored");
-        return;
-    }
-    h->magic = 0;
-    atomic_fetch_sub(&live_buffers, 1);
-    free(h);
+    ref_hostbuf_free(buffer);
 }
 
-static gfp_status check_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n) {
-    if (!buffer) return ref_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
-    const buf_header *h = header_of(buffer);
-    if (h->magic != ODN_MAGIC)
-        return ref_fail(GFP_ERR_INVALID, "%s: the buffer is not a live cpu_onednn buffer "
-                        "(freed already, or from another plugin)", what);
-    if (offset > h->nbytes || n > h->nbytes - offset)
-        return ref_fail(GFP_ERR_INVALID,
-                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                        what, (unsigned long long)n, (unsigned long long)offset,
-                        (unsigned long long)h->nbytes);
-    return GFP_OK;
+static gfp_status odn_buffer_wrap_host(void *device, void *host_ptr, uint64_t nbytes,
+                                       gfp_buffer *buffer) {
+    (void)device;
+    return ref_hostbuf_wrap(host_ptr, nbytes, buffer);
 }
+
+#define check_range ref_hostbuf_range
 
 /* Large host copies run on every thread: one thread does not saturate the
  * memory bandwidth of a server core complex. */
@@ -361,39 +306,7 @@ static gfp_status check_tensor(uint32_t op, const char *role, uint32_t i, const 
                         "op %u: %s %u has dtype %d; the cpu_onednn device stores f32, f64, i32, "
                         "i64, bool%s", (unsigned)op, role, (unsigned)i, (int)t->dtype,
                         odn_bf16 ? " and bf16" : " (and bf16 on CPUs with avx512_bf16)");
-    for (int d = 0; d < t->rank; d++)
-        if (t->sizes[d] < 0 || t->strides[d] < 0)
-            return ref_fail(GFP_ERR_INVALID,
-                            "op %u: %s %u has size %lld and stride %lld in dim %d; both must "
-                            "be >= 0", (unsigned)op, role, (unsigned)i, (long long)t->sizes[d],
-                            (long long)t->strides[d], d);
-    if (ref_numel(t) == 0) return GFP_OK;
-    if (!t->buffer)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has a NULL buffer", (unsigned)op, role,
-                        (unsigned)i);
-    const buf_header *h = header_of(t->buffer);
-    if (h->magic != ODN_MAGIC)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u's buffer is not a live cpu_onednn buffer "
-                        "(freed already, or not from buffer_alloc)", (unsigned)op, role,
-                        (unsigned)i);
-    uint64_t last = 0;
-    for (int d = 0; d < t->rank; d++) {
-        uint64_t span = (uint64_t)(t->sizes[d] - 1);
-        uint64_t stride = (uint64_t)t->strides[d];
-        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
-            last = UINT64_MAX / 2;
-            break;
-        }
-        last += span * stride;
-    }
-    uint64_t esize = ref_dtype_size(t->dtype);
-    if (t->offset > h->nbytes || last >= (h->nbytes - t->offset) / esize)
-        return ref_fail(GFP_ERR_INVALID,
-                        "op %u: %s %u reaches element %llu from byte offset %llu, past the "
-                        "end of its %llu-byte buffer (check sizes, strides and offset)",
-                        (unsigned)op, role, (unsigned)i, (unsigned long long)last,
-                        (unsigned long long)t->offset, (unsigned long long)h->nbytes);
-    return GFP_OK;
+    return ref_hostbuf_check_view(op, role, i, t);
 }
 
 static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
@@ -487,6 +400,7 @@ static const gfp_plugin odn_table = {
     .launch = odn_launch,
     .query_op = odn_query_op,
     .query_extension = odn_query_extension,
+    .buffer_wrap_host = odn_buffer_wrap_host,
 };
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,

@@ -32,6 +32,28 @@ gfp_status ref_fail(gfp_status status, const char *fmt, ...)
 #endif
     ;
 
+/* ---- host buffers (ref_hostbuf.c; the cpu_onednn plugin uses them too) */
+/* Defined by each plugin's entry file: its name for messages and the magic
+ * number in front of its buffers (so a buffer of another plugin is caught). */
+typedef struct ref_hostbuf_kind {
+    const char *plugin;
+    uint64_t magic;
+} ref_hostbuf_kind;
+extern const ref_hostbuf_kind ref_hostbuf_self;
+/* The slots buffer_alloc, buffer_free and buffer_wrap_host (ABI 1.1). */
+gfp_status ref_hostbuf_alloc(uint64_t nbytes, gfp_buffer *buffer, void **host_ptr);
+void ref_hostbuf_free(gfp_buffer buffer);
+gfp_status ref_hostbuf_wrap(void *host_ptr, uint64_t nbytes, gfp_buffer *buffer);
+/* Size of a live buffer (own or adopted); INVALID with a message otherwise. */
+gfp_status ref_hostbuf_size(gfp_buffer buffer, uint64_t *nbytes);
+/* Checks buffer+offset..+n against the buffer; messages start with `what`. */
+gfp_status ref_hostbuf_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n);
+/* What every kernel relies on beyond struct_size, rank and dtype: sizes and
+ * strides >= 0, and the elements the view reaches inside a live buffer. */
+gfp_status ref_hostbuf_check_view(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t);
+uint64_t ref_hostbuf_max_alloc(void);
+long ref_hostbuf_live(void); /* own and adopted buffers not yet freed */
+
 /* ---- element access (ref_util.c) */
 /* Address of element 0 of t (buffer + byte offset). */
 char *ref_base(const gfp_tensor *t);

@@ -4,11 +4,12 @@
  * 64-byte aligned block; a small header in front of it records the size, so
  * reads, writes, copies and fills out of bounds are reported instead of
  * corrupting memory (the reference is the oracle: it should catch the core's
- * mistakes, not hide them). Kernels live in one file per op family; launch and
- * query_op route to the family that handles the op. */
+ * mistakes, not hide them). ref_hostbuf.c holds that code; it also adopts
+ * memory the caller owns (buffer_wrap_host, ABI 1.1). Kernels live in one
+ * file per op family; launch and query_op route to the family that handles
+ * the op. */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,6 @@ static const ref_family *family_of(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ plugin */
-static atomic_long live_buffers;
 static int device_token; /* its address is the device handle */
 
 static gfp_status ref_init(void **plugin_ctx) {
@@ -51,7 +51,7 @@ static gfp_status ref_init(void **plugin_ctx) {
 
 static void ref_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
-    long n = atomic_load(&live_buffers);
+    long n = ref_hostbuf_live();
     if (n > 0 && ref_host) {
         char msg[160];
         /* The core promises to free everything first; a leak is its bug. */
@@ -75,10 +75,6 @@ static uint64_t physical_memory(void) {
     return (uint64_t)pages * (uint64_t)page;
 }
 
-/* Largest size buffer_alloc accepts: anything above is a size computation
- * gone wrong, reported as out of memory rather than attempted. */
-#define REF_MAX_ALLOC ((uint64_t)1 << 62)
-
 static gfp_status ref_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
     if (!props) return ref_fail(GFP_ERR_INVALID, "device_props: props is NULL");
@@ -94,7 +90,7 @@ static gfp_status ref_device_props(void *plugin_ctx, uint32_t index, gfp_device_
     full.dtypes = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
                   GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL);
     full.max_rank = GFP_MAX_RANK;
-    full.max_alloc_bytes = REF_MAX_ALLOC;
+    full.max_alloc_bytes = ref_hostbuf_max_alloc();
     full.driver[0] = '\0';
     /* An older core passes a smaller struct: write only what it covers. */
     uint32_t size = props->struct_size;
@@ -117,81 +113,26 @@ static gfp_status ref_device_open(void *plugin_ctx, uint32_t index, void **devic
 
 /* ------------------------------------------------------------ memory */
 /* 64 bytes in front of byte 0 keep the alignment of the user area. */
-#define REF_HEADER 64
-#define REF_MAGIC 0x7265666275666621ull /* "refbuff!" */
-
-typedef struct ref_header {
-    uint64_t magic;
-    uint64_t nbytes;
-} ref_header;
-
-static ref_header *header_of(gfp_buffer buffer) {
-    return (ref_header *)((char *)buffer - REF_HEADER);
-}
+const ref_hostbuf_kind ref_hostbuf_self = {"reference", 0x7265666275666621ull /* "refbuff!" */};
 
 static gfp_status ref_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer,
                                    void **host_ptr) {
     (void)device;
-    if (!buffer || !host_ptr)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
-    *buffer = NULL;
-    *host_ptr = NULL;
-    if (nbytes == 0)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
-    if (nbytes > REF_MAX_ALLOC)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
-                        "buffer_alloc: %llu bytes is more than the reference device allows "
-                        "(2^62); the size is probably miscomputed",
-                        (unsigned long long)nbytes);
-    uint64_t rounded = (nbytes + 63) & ~(uint64_t)63; /* aligned_alloc wants a multiple */
-    if (rounded + REF_HEADER > (uint64_t)SIZE_MAX)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
-                        (unsigned long long)nbytes);
-    char *block = aligned_alloc(64, (size_t)(rounded + REF_HEADER));
-    if (!block)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
-                        "buffer_alloc: out of host memory allocating %llu bytes",
-                        (unsigned long long)nbytes);
-    ref_header *h = (ref_header *)block;
-    h->magic = REF_MAGIC;
-    h->nbytes = nbytes;
-    atomic_fetch_add(&live_buffers, 1);
-    *buffer = block + REF_HEADER;
-    *host_ptr = block + REF_HEADER;
-    return GFP_OK;
+    return ref_hostbuf_alloc(nbytes, buffer, host_ptr);
 }
 
 static void ref_buffer_free(void *device, gfp_buffer buffer) {
     (void)device;
-    if (!buffer) return;
-    ref_header *h = header_of(buffer);
-    if (h->magic != REF_MAGIC) {
-        /* Freeing it would corrupt the heap; leaking is the lesser harm. */
-        if (ref_host)
-            ref_host->log(ref_host->host_ctx, GFP_LOG_ERROR,
-                          "reference: buffer_free of a handle that is not a live buffer "
-                          "(double free?); ignored");
-        return;
-    }
-    h->magic = 0;
-    atomic_fetch_sub(&live_buffers, 1);
-    free(h);
+    ref_hostbuf_free(buffer);
 }
 
-/* Checks buffer+offset..+n against the allocation. */
-static gfp_status check_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n) {
-    if (!buffer) return ref_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
-    const ref_header *h = header_of(buffer);
-    if (h->magic != REF_MAGIC)
-        return ref_fail(GFP_ERR_INVALID, "%s: the buffer is not a live reference buffer "
-                        "(freed already, or from another plugin)", what);
-    if (offset > h->nbytes || n > h->nbytes - offset)
-        return ref_fail(GFP_ERR_INVALID,
-                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                        what, (unsigned long long)n, (unsigned long long)offset,
-                        (unsigned long long)h->nbytes);
-    return GFP_OK;
+static gfp_status ref_buffer_wrap_host(void *device, void *host_ptr, uint64_t nbytes,
+                                       gfp_buffer *buffer) {
+    (void)device;
+    return ref_hostbuf_wrap(host_ptr, nbytes, buffer);
 }
+
+#define check_range ref_hostbuf_range
 
 static gfp_status ref_buffer_write(void *device, gfp_buffer buffer, uint64_t offset,
                                    const void *src, uint64_t n) {
@@ -294,41 +235,7 @@ static gfp_status check_tensor(uint32_t op, const char *role, uint32_t i, const 
                         "op %u: %s %u has dtype %d; the reference device stores only f32, f64, "
                         "i32, i64 and bool",
                         (unsigned)op, role, (unsigned)i, (int)t->dtype);
-    for (int d = 0; d < t->rank; d++)
-        if (t->sizes[d] < 0 || t->strides[d] < 0)
-            return ref_fail(GFP_ERR_INVALID,
-                            "op %u: %s %u has size %lld and stride %lld in dim %d; both must "
-                            "be >= 0",
-                            (unsigned)op, role, (unsigned)i, (long long)t->sizes[d],
-                            (long long)t->strides[d], d);
-    if (ref_numel(t) == 0) return GFP_OK; /* nothing will be touched */
-    if (!t->buffer)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has a NULL buffer", (unsigned)op, role,
-                        (unsigned)i);
-    /* The bytes the view reaches must lie inside its buffer. */
-    const ref_header *h = header_of(t->buffer);
-    if (h->magic != REF_MAGIC)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u's buffer is not a live reference buffer "
-                        "(freed already, or not from buffer_alloc)", (unsigned)op, role,
-                        (unsigned)i);
-    uint64_t last = 0; /* element offset of the last element reached */
-    for (int d = 0; d < t->rank; d++) {
-        uint64_t span = (uint64_t)(t->sizes[d] - 1);
-        uint64_t stride = (uint64_t)t->strides[d];
-        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
-            last = UINT64_MAX / 2; /* beyond any buffer */
-            break;
-        }
-        last += span * stride;
-    }
-    uint64_t esize = ref_dtype_size(t->dtype);
-    if (t->offset > h->nbytes || last >= (h->nbytes - t->offset) / esize)
-        return ref_fail(GFP_ERR_INVALID,
-                        "op %u: %s %u reaches element %llu from byte offset %llu, past the "
-                        "end of its %llu-byte buffer (check sizes, strides and offset)",
-                        (unsigned)op, role, (unsigned)i, (unsigned long long)last,
-                        (unsigned long long)t->offset, (unsigned long long)h->nbytes);
-    return GFP_OK;
+    return ref_hostbuf_check_view(op, role, i, t);
 }
 
 static gfp_status ref_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
@@ -387,6 +294,7 @@ static const gfp_plugin ref_table = {
     .query_op = ref_query_op,
     .launch = ref_launch,
     .query_extension = ref_query_extension,
+    .buffer_wrap_host = ref_buffer_wrap_host,
 };
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,

@@ -82,6 +82,7 @@ static const field_info fields[] = {
     F(gfp_plugin, buffer_free), F(gfp_plugin, buffer_write), F(gfp_plugin, buffer_read),
     F(gfp_plugin, buffer_copy), F(gfp_plugin, buffer_fill), F(gfp_plugin, synchronize),
     F(gfp_plugin, launch), F(gfp_plugin, query_op), F(gfp_plugin, query_extension),
+    F(gfp_plugin, buffer_wrap_host),
 
     F(gfp_negotiate_request, struct_size), F(gfp_negotiate_request, abi_major),
     F(gfp_negotiate_request, abi_minor), F(gfp_negotiate_request, reserved0),
@@ -115,7 +116,7 @@ static const struct_info structs[] = {
     S(gfp_pool2d_params, GFP_POOL2D_PARAMS_SIZE_V1_0),
     S(gfp_random_params, GFP_RANDOM_PARAMS_SIZE_V1_0),
     S(gfp_op_query, GFP_OP_QUERY_SIZE_V1_0),
-    S(gfp_plugin, GFP_PLUGIN_SIZE_V1_0),
+    S(gfp_plugin, GFP_PLUGIN_SIZE_V1_1),
     S(gfp_negotiate_request, GFP_NEGOTIATE_REQUEST_SIZE_V1_0),
 };
 #define N_STRUCTS (sizeof structs / sizeof structs[0])
@@ -124,7 +125,8 @@ static const struct_info structs[] = {
 static const struct {
     const char *name;
     long long value;
-} extra_sizes[] = {{"GFP_PLUGIN_SIZE_MIN", (long long)GFP_PLUGIN_SIZE_MIN}};
+} extra_sizes[] = {{"GFP_PLUGIN_SIZE_MIN", (long long)GFP_PLUGIN_SIZE_MIN},
+                   {"GFP_PLUGIN_SIZE_V1_0", (long long)GFP_PLUGIN_SIZE_V1_0}};
 
 /* ------------------------------------------------------------ utilities */
 static int failures;

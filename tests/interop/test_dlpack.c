@@ -1,6 +1,7 @@
 /* test_dlpack.c — DLPack export (memory shared, deleter releases graft's
- * reference), import of foreign tensors (copied; the producer's deleter runs
- * exactly once), round trips (shared), and the errors of both directions. */
+ * reference), import of foreign tensors (adopted without a copy, the
+ * producer's deleter run once when graft lets go; copied when they cannot be
+ * adopted), round trips (shared), and the errors of both directions. */
 #include "interop_test.h"
 
 #if defined(__has_include)
@@ -156,18 +157,31 @@ static void producer_init(producer *p, void *data, int ndim, const int64_t *shap
 }
 
 static void test_import_foreign(void) {
-    /* compact row-major, strides NULL */
+    /* compact row-major, strides NULL: adopted, the memory is shared */
     double *a = malloc(6 * sizeof *a);
     for (int i = 0; i < 6; i++) a[i] = 0.5 * i;
     producer p;
     producer_init(&p, a, 2, SZ(2, 3), NULL, kDLFloat, 64);
     gf_tensor *t = gf_from_dlpack(&p.managed, NULL);
     CHECK_MSG(t != NULL, "%s", gf_last_error());
-    CHECK(p.deleted == 1); /* copied, so the producer's memory was handed back at once */
+    CHECK(p.deleted == 0); /* graft uses the producer's memory until it lets go */
     CHECK(t && gf_tensor_dtype(t) == GF_F64 && gf_tensor_rank(t) == 2 && gf_tensor_size(t, 1) == 3);
     for (int i = 0; t && i < 6; i++) CHECK(it_get(t, i) == 0.5 * i);
+    a[4] = -8; /* the producer writes: graft sees it */
+    CHECK(t && it_get(t, 4) == -8);
+    gf_tensor *two = gf_scalar(2, GF_F64, cpu);
+    CHECK(gf_mul_(t, two) == GF_OK); /* graft writes in place: the producer sees it */
+    CHECK(a[1] == 1.0 && a[4] == -16);
+    /* a view keeps the memory alive after the tensor is gone */
+    gf_tensor *row = gf_select(t, 0, 1);
     gf_tensor_release(t);
-    CHECK(p.deleted == 1);
+    CHECK(p.deleted == 0);
+    CHECK(row && it_get(row, 0) == 3.0);
+    gf_tensor *sum = gf_sum(row, NULL, 0, false); /* a kernel reads the adopted memory */
+    CHECK(sum && it_get(sum, 0) == 3.0 - 16 + 5);
+    gf_tensor_release(sum);
+    gf_tensor_release(row);
+    CHECK(p.deleted == 1); /* the last reference went: handed back, once */
 
     /* Column 1 of a 3x4 int32 matrix seen as [3] with stride 4 and a byte
      * offset; then the same matrix transposed through strides [1, 4]. */
@@ -178,15 +192,33 @@ static void test_import_foreign(void) {
     p.data = NULL; /* b is freed by the next producer */
     t = gf_from_dlpack(&p.managed, cpu);
     CHECK(t && gf_tensor_dtype(t) == GF_I32 && gf_tensor_numel(t) == 3);
+    CHECK(t && gf_tensor_strides(t)[0] == 4); /* a strided view of b itself */
     CHECK(t && it_get(t, 0) == 10 && it_get(t, 1) == 50 && it_get(t, 2) == 90);
-    CHECK(p.deleted == 1);
+    CHECK(p.deleted == 0);
     gf_tensor_release(t);
+    CHECK(p.deleted == 1);
     producer_init(&p, b, 2, SZ(4, 3), SZ(1, 4), kDLInt, 32);
     t = gf_from_dlpack(&p.managed, cpu);
-    CHECK(t && gf_tensor_is_contiguous(t));
+    CHECK(t && gf_tensor_strides(t)[0] == 1 && gf_tensor_strides(t)[1] == 4);
     for (int i = 0; t && i < 4; i++)
         for (int j = 0; j < 3; j++) CHECK(it_get(t, 3 * i + j) == 10 * (4 * j + i));
+    gf_tensor *c2 = gf_contiguous(t); /* kernels take the transposed layout as it is */
+    for (int i = 0; c2 && i < 4; i++)
+        for (int j = 0; j < 3; j++) CHECK(it_get(c2, 3 * i + j) == 10 * (4 * j + i));
+    gf_tensor_release(c2);
+    gf_tensor_release(t);
     CHECK(p.deleted == 1);
+
+    /* Misaligned data (a float at an odd address) cannot be adopted: it is
+     * copied and handed back at once. */
+    unsigned char *raw = malloc(4 * sizeof(float) + 1);
+    float fv[3] = {1.5f, -2.0f, 7.25f};
+    memcpy(raw + 1, fv, sizeof fv);
+    producer_init(&p, raw, 1, SZ(3), NULL, kDLFloat, 32);
+    p.managed.dl_tensor.byte_offset = 1;
+    t = gf_from_dlpack(&p.managed, NULL);
+    CHECK_MSG(t != NULL, "%s", gf_last_error());
+    CHECK(p.deleted == 1 && t && it_get(t, 2) == 7.25 && it_get(t, 1) == -2.0);
     gf_tensor_release(t);
 
     /* A negative stride (a reversed view, as NumPy's a[::-1]): data points
@@ -196,6 +228,7 @@ static void test_import_foreign(void) {
     producer_init(&p, c, 1, SZ(4), SZ(-1), kDLInt, 64);
     p.managed.dl_tensor.byte_offset = 3 * sizeof(int64_t);
     t = gf_from_dlpack(&p.managed, NULL);
+    CHECK(p.deleted == 1); /* graft views have no negative strides: copied */
     int64_t got[4] = {0};
     CHECK(t && gf_tensor_to_host(t, got, sizeof got) == GF_OK);
     for (int i = 0; i < 4; i++) CHECK(got[i] == (INT64_C(1) << 40) + 3 - i);
@@ -206,6 +239,7 @@ static void test_import_foreign(void) {
     bo[0] = 7;
     producer_init(&p, bo, 0, NULL, NULL, 6, 8);
     t = gf_from_dlpack(&p.managed, NULL);
+    CHECK(p.deleted == 1); /* bool is copied so every byte is 0 or 1 */
     uint8_t bv = 0;
     CHECK(t && gf_tensor_rank(t) == 0 && gf_tensor_dtype(t) == GF_BOOL &&
           gf_tensor_to_host(t, &bv, 1) == GF_OK && bv == 1);
@@ -302,6 +336,29 @@ static void test_round_trip(void) {
     CHECK(bytes_in_use() == before);
 }
 
+/* Exported by one host device, imported onto another (cpu_onednn and the
+ * reference, when both are loaded): the second adopts the first's memory,
+ * and the export record holds it until the import is gone. */
+static void test_across_devices(void) {
+    gf_device *other = gf_device_find("cpu:1");
+    gf_clear_error();
+    if (!other) {
+        fprintf(stderr, "  (one cpu device only: nothing to cross)\n");
+        return;
+    }
+    gf_tensor *t = gf_arange(0, 4, 1, GF_F32, cpu);
+    gf_tensor *u = gf_from_dlpack(gf_to_dlpack(t), other);
+    CHECK_MSG(u != NULL, "%s", gf_last_error());
+    CHECK(u && gf_tensor_device(u) == other && !gf_tensor_shares_storage(u, t));
+    gf_tensor *two = gf_scalar(2, GF_F32, other);
+    CHECK(gf_mul_(u, two) == GF_OK); /* a kernel of the other device, in place */
+    CHECK(it_get(t, 3) == 6);         /* ...on the first device's memory */
+    gf_tensor_release(t);
+    CHECK(u && it_get(u, 2) == 4); /* u alone keeps it alive */
+    gf_tensor_release(u);
+    gf_tensor_release(two);
+}
+
 int main(void) {
     cpu = gf_device_find("cpu");
     if (!cpu) {
@@ -314,6 +371,7 @@ int main(void) {
     RUN(test_import_foreign);
     RUN(test_import_errors);
     RUN(test_round_trip);
+    RUN(test_across_devices);
     return CHECK_REPORT();
 }
 

@@ -17,6 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<dlpack/dlpack.h>)
+#include <dlpack/dlpack.h>
+#endif
+#endif
 #include "check.h"
 #include "graft.h"
 #include "graft_plugin.h"
@@ -816,6 +821,50 @@ static void scenario_log_debug(void) {
     CHECK_CONTAINS(said, STUB_NAME);
 }
 
+/* ------------------------------------------------------------------ adopting host memory */
+static int released;
+static void on_release(void *ctx) {
+    (void)ctx;
+    released++;
+}
+
+/* A device that cannot adopt memory (not host-addressable, no
+ * buffer_wrap_host slot): gf_from_host_memory refuses and the caller keeps
+ * the memory; importing DLPack copies instead. */
+static void scenario_no_adopt(void) {
+    gf_device *dev = gf_device_default();
+    CHECK_MSG(dev && !strcmp(gf_device_type(dev), STUB_DEVICE_TYPE), "default device: %s",
+              dev ? gf_device_spec(dev) : gf_last_error());
+    if (!dev) return;
+    static float mem[3] = {1, 2, 3};
+    const int64_t n[1] = {3};
+    gf_tensor *t = gf_from_host_memory(mem, n, NULL, 1, GF_F32, dev, on_release, NULL);
+    CHECK(t == NULL && gf_last_status() == GF_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(gf_last_error(), "cannot adopt host memory");
+    CHECK_CONTAINS(gf_last_error(), "gf_tensor_from_host");
+    CHECK(released == 0);
+    gf_clear_error();
+#if defined(__has_include)
+#if __has_include(<dlpack/dlpack.h>)
+    DLManagedTensor m;
+    memset(&m, 0, sizeof m);
+    m.dl_tensor.data = mem;
+    m.dl_tensor.device.device_type = kDLCPU;
+    m.dl_tensor.ndim = 1;
+    m.dl_tensor.shape = (int64_t *)n;
+    m.dl_tensor.dtype.code = kDLFloat;
+    m.dl_tensor.dtype.bits = 32;
+    m.dl_tensor.dtype.lanes = 1;
+    t = gf_from_dlpack(&m, dev);
+    const float want[3] = {1, 2, 3};
+    check_values(t, want, 3);
+    gf_tensor_release(t);
+#endif
+#endif
+    check_no_bytes_in_use(dev);
+    check_no_violation();
+}
+
 /* ------------------------------------------------------------------ main */
 static const struct {
     const char *name;
@@ -844,6 +893,7 @@ static const struct {
     {"path_file", scenario_path_file},
     {"default_discovery", scenario_default_discovery},
     {"log_debug", scenario_log_debug},
+    {"no_adopt", scenario_no_adopt},
 };
 
 int main(int argc, char **argv) {

@@ -8,7 +8,7 @@
  *   FAULT_OOB     mul writes one element past the end of its output
  *   FAULT_WRONG   sigmoid is off by a relative 1e-3 on every other element
  *   FAULT_LEAK    buffer_free keeps every 7th buffer (never freed)
- *   FAULT_STRUCT  the table's struct_size is 16 bytes more than a 1.0 table
+ *   FAULT_STRUCT  the table's struct_size is 16 bytes more than its minor's table
  * Nothing else differs from the reference, so anything else the checker
  * reports for these plugins is a false alarm. */
 #include <stdatomic.h>

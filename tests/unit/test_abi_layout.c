@@ -1,4 +1,4 @@
-/* test_abi_layout.c — freezes the v1.0 plugin ABI (abi/graft_plugin.h).
+/* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0 and 1.1.
  *
  * A plugin built against v1.0 keeps working only while every offset, size,
  * field type, slot signature and enum value it was compiled with stays put.
@@ -285,6 +285,11 @@ static void test_plugin_table_layout(void) {
                 gfp_status (*)(void *, const gfp_op_query *, uint32_t *));
     CHECK_FIELD(gfp_plugin, query_extension, 152, 8,
                 gfp_status (*)(void *, const char *, void **));
+    /* 1.1 */
+    CHECK(GFP_PLUGIN_SIZE_V1_1 == 168);
+    CHECK_FIELD(gfp_plugin, buffer_wrap_host, 160, 8,
+                gfp_status (*)(void *, void *, uint64_t, gfp_buffer *));
+    CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 1);
 }
 
 static void test_negotiate_request_layout(void) {

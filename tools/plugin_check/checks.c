@@ -37,6 +37,76 @@ static void pattern(unsigned char *p, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 131u + (i >> 8));
 }
 
+/* buffer_wrap_host (ABI 1.1): memory the checker owns, 4-byte aligned only,
+ * adopted; the slots work on it in place; buffer_free leaves it alone (were
+ * it freed, the writes after it would be a use after free, which the
+ * sanitizer builds of the checker catch). Without HOST_ADDRESSABLE the slot
+ * must refuse. */
+static void check_wrap_host(pc_ctx *ctx, bool host) {
+    pc_device *d = DEV(ctx);
+    const gfp_plugin *s = &d->plugin->slots;
+    enum { N = 600 };
+    unsigned char *mem = malloc(N + 8), want[N], got[N];
+    if (!mem) return;
+    unsigned char *p = mem + 4;
+    pattern(p, N, 31);
+    memcpy(want, p, N);
+    gfp_buffer w = NULL;
+    pc_error_clear();
+    gfp_status st = s->buffer_wrap_host(d->handle, p, N, &w);
+    if (!host) {
+        mem_result(ctx, "buffer_wrap_host", st != GFP_OK && !w,
+                   "a device without HOST_ADDRESSABLE gave %s%s", pc_status_name(st),
+                   st != GFP_OK ? " (refused, as it must be)" : " (it cannot adopt host memory)");
+        if (st == GFP_OK && w) s->buffer_free(d->handle, w);
+        free(mem);
+        return;
+    }
+    char bad[200] = "";
+    if (st != GFP_OK || !w)
+        snprintf(bad, sizeof bad, "wrapping %d bytes returned %s: %s", N, pc_status_name(st),
+                 pc_error_text());
+    if (!bad[0]) {
+        st = pc_read(d, w, 0, got, N);
+        if (st != GFP_OK || memcmp(got, want, N))
+            snprintf(bad, sizeof bad, "buffer_read does not show the adopted memory (%s)",
+                     pc_status_name(st));
+    }
+    if (!bad[0]) {
+        unsigned char part[40];
+        pattern(part, sizeof part, 77);
+        st = pc_write(d, w, 100, part, sizeof part);
+        if (st == GFP_OK) st = pc_sync(d);
+        memcpy(want + 100, part, sizeof part);
+        if (st != GFP_OK || memcmp(p, want, N))
+            snprintf(bad, sizeof bad, "buffer_write at offset 100 is not seen in the adopted "
+                     "memory itself (%s)", pc_status_name(st));
+    }
+    if (!bad[0]) {
+        pc_error_clear();
+        st = pc_write(d, w, N - 8, want, 16);
+        if (st == GFP_OK)
+            snprintf(bad, sizeof bad, "a 16-byte write at offset %d of a %d-byte adopted buffer "
+                     "was accepted (it runs past the end)", N - 8, N);
+    }
+    if (w) s->buffer_free(d->handle, w);
+    if (!bad[0]) {
+        p[0] ^= 0xff; /* still the checker's: the plugin did not free it */
+        if (p[0] != (unsigned char)(want[0] ^ 0xff)) snprintf(bad, sizeof bad, "memory changed");
+    }
+    pc_error_clear();
+    w = NULL;
+    st = s->buffer_wrap_host(d->handle, NULL, N, &w);
+    if (!bad[0] && (st == GFP_OK || w))
+        snprintf(bad, sizeof bad, "wrapping a NULL pointer returned %s", pc_status_name(st));
+    if (st == GFP_OK && w) s->buffer_free(d->handle, w);
+    mem_result(ctx, "buffer_wrap_host", !bad[0], "%s",
+               bad[0] ? bad : "adopted 600 bytes at a 4-byte aligned address: read and written "
+                              "in place, bounds checked, left to their owner by buffer_free; "
+                              "NULL refused");
+    free(mem);
+}
+
 void pc_check_memory(pc_ctx *ctx) {
     pc_device *d = DEV(ctx);
     const gfp_plugin *s = &d->plugin->slots;
@@ -140,6 +210,7 @@ void pc_check_memory(pc_ctx *ctx) {
                    st == GFP_ERR_NOT_FOUND ? "" : " (expected NOT_FOUND)");
     }
     pc_free(d, a);
+    if (s->buffer_wrap_host) check_wrap_host(ctx, host);
 }
 
 /* ------------------------------------------------------------ error paths */

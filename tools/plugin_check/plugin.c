@@ -108,6 +108,11 @@ static bool slot_set(const gfp_plugin *t, size_t offset) {
 }
 
 /* One negotiate call with the given version. */
+/* The table size of an older minor of this major. */
+static size_t older_table_size(uint32_t minor) {
+    return minor == 0 ? (size_t)GFP_PLUGIN_SIZE_V1_0 : sizeof(gfp_plugin);
+}
+
 static gfp_status negotiate_with(gfp_negotiate_fn fn, pc_plugin *p, uint32_t major,
                                  uint32_t minor, const gfp_plugin **table) {
     gfp_negotiate_request req;
@@ -222,15 +227,14 @@ bool pc_plugin_load(pc_plugin *p, const char *path, const char *role, bool check
                  "says the newer minor %u (fields are only appended)",
                  (unsigned)size, GFP_ABI_MAJOR, GFP_ABI_MINOR, sizeof(gfp_plugin),
                  (unsigned)t->abi_minor);
-    } else if (t->abi_minor != GFP_ABI_MINOR && t->abi_minor <= GFP_ABI_MINOR &&
-               size > sizeof(gfp_plugin)) {
-        /* An older minor (none exists yet for major 1): its table is shorter. */
+    } else if (t->abi_minor < GFP_ABI_MINOR && size != older_table_size(t->abi_minor)) {
+        /* An older minor: its table ends at that minor's last slot. */
         size_ok = false;
         snprintf(size_msg, sizeof size_msg,
-                 "struct_size %u is larger than a %d.%d table (%zu bytes) although the table "
-                 "says the older minor %u",
-                 (unsigned)size, GFP_ABI_MAJOR, GFP_ABI_MINOR, sizeof(gfp_plugin),
-                 (unsigned)t->abi_minor);
+                 "struct_size %u but an ABI %d.%u table is %zu bytes (set struct_size = "
+                 "sizeof(gfp_plugin) of the header the plugin was built with)",
+                 (unsigned)size, GFP_ABI_MAJOR, (unsigned)t->abi_minor,
+                 older_table_size(t->abi_minor));
     } else {
         size_ok = true;
         snprintf(size_msg, sizeof size_msg, "struct_size %u for ABI %u.%u", (unsigned)size,

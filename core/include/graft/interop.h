@@ -15,14 +15,40 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------ host memory
+ * Memory another library owns, used in place: no copy. */
+
+/* A tensor over host memory the caller owns, without copying it. data is the
+ * address of element 0; strides (in elements, >= 0; NULL: row-major) lay
+ * the elements out from there. dev (NULL: gf_device_default()) must be a
+ * host-addressable device whose plugin can adopt memory (plugin ABI >= 1.1:
+ * the reference and cpu_onednn plugins can). Writes through the tensor (and
+ * its views) go to the memory itself, and writes to the memory are seen by
+ * the tensor once work pending on its device is done (gf_device_synchronize).
+ * The memory must stay valid until release(ctx) is called (release may be
+ * NULL): exactly once, from whichever thread drops the last reference to it
+ * (the tensor, its views, or a graft export of it), after the device is done
+ * with it. data must be aligned to the dtype's size. Adopted memory is not
+ * counted in gf_memory_get_stats.
+ * Returns a new reference. On failure release is not called.
+ * Fails: INVALID (NULL data for a non-empty tensor, negative strides,
+ * misaligned data), UNSUPPORTED (a device that cannot adopt memory: copy with
+ * gf_tensor_from_host instead), and the errors of gf_empty. */
+GF_API gf_tensor *gf_from_host_memory(void *data, const int64_t *sizes, const int64_t *strides,
+                                      int rank, gf_dtype dtype, gf_device *dev,
+                                      void (*release)(void *ctx), void *ctx);
+
 /* ------------------------------------------------------------ DLPack
- * The struct of <dlpack/dlpack.h> (DLPack 0.6 and later: the unversioned
- * DLManagedTensor). Callers that use it include that header; graft's own
- * header does not need it.
+ * The structs of <dlpack/dlpack.h>: the unversioned DLManagedTensor (DLPack
+ * 0.6 and later) and DLManagedTensorVersioned (DLPack 1.x). Callers include
+ * <graft/dlpack.h>, which includes <dlpack/dlpack.h> and, when that is older
+ * than 1.0 (Debian 12 ships 0.6), declares the 1.x structs with the layout
+ * DLPack 1.0 defines. graft's own headers do not need them.
  *
  * dtypes: f32, f64, f16 (kDLFloat), i32, i64 (kDLInt), bf16 (kDLBfloat),
  * bool (type code 6 with 8 bits: kDLBool of DLPack >= 0.8). Lanes are 1. */
 struct DLManagedTensor;
+struct DLManagedTensorVersioned;
 
 /* Exports t without copying: the managed tensor points into t's memory
  * (data = the start of t's storage, byte_offset = t's offset in bytes,
@@ -35,24 +61,38 @@ struct DLManagedTensor;
  * copy it to a "cpu" device first with gf_to_device), AUTOGRAD (t requires
  * grad: export gf_detach(t); DLPack carries no history), OUT_OF_MEMORY. */
 GF_API struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t);
+/* The same as a DLPack 1.x DLManagedTensorVersioned: version 1.0 (or the
+ * version of the <dlpack/dlpack.h> graft was built with, if newer), flags 0
+ * (writable, not a copy). */
+GF_API struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *t);
 
-/* Imports a DLPack tensor on host memory (kDLCPU or kDLCUDAHost) onto dev
- * (NULL: the tensor's own device when it came from gf_to_dlpack, otherwise
- * gf_device_default()).
- *  - A tensor that gf_to_dlpack exported, imported onto its own device, is
- *    shared: the result is a view of the same storage (no copy).
- *  - Any other memory is copied into a new graft tensor (element order and
- *    strides, negative ones included, are honoured; the result is
- *    contiguous), because plugin kernels run only on buffers their plugin
- *    allocated.
- * On success graft owns `managed`: its deleter (if any) has been called, once,
- * before this returns, and the caller must not use it again. On failure
- * nothing is called and the caller still owns it.
+/* Imports a DLPack tensor on host memory (kDLCPU, kDLCUDAHost, kDLROCMHost)
+ * onto dev (NULL: the tensor's own device when it came from gf_to_dlpack,
+ * otherwise gf_device_default()).
+ *  - A tensor that graft exported, imported onto its own device, is a view of
+ *    the same storage.
+ *  - Other memory is adopted without a copy (gf_from_host_memory) when dev
+ *    can adopt memory and the strides are >= 0 and the data aligned: the
+ *    result shares the producer's memory, and the producer's deleter runs
+ *    when graft drops its last reference to it, from that thread.
+ *  - Otherwise, and always for bool (so every byte is 0 or 1), the elements
+ *    are copied into a new contiguous tensor (negative strides are honoured)
+ *    and the deleter runs before this returns.
+ * On success graft owns `managed`: the caller must not use it again, and its
+ * deleter (if any) is called exactly once. On failure nothing is called and
+ * the caller still owns it.
  * Returns a new reference. Fails: INVALID (NULL, ndim > 8, negative sizes,
  * NULL data for a non-empty tensor, lanes != 1), DTYPE (a type graft does not
  * have: unsigned, complex, f8...), DEVICE (memory not addressable by the
  * host), OVERFLOW, OUT_OF_MEMORY. */
 GF_API gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev);
+/* The same for DLPack 1.x, and:
+ *  - a major version other than 1 is refused (INVALID, naming it): its
+ *    layout is unknown to this graft;
+ *  - READ_ONLY memory is copied (graft tensors are writable), and the
+ *    deleter runs before this returns. */
+GF_API gf_tensor *gf_from_dlpack_versioned(struct DLManagedTensorVersioned *managed,
+                                           gf_device *dev);
 
 /* ------------------------------------------------------------ .npy
  * NumPy's own format, versions 1.0, 2.0 and 3.0 on load.
