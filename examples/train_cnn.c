@@ -26,6 +26,7 @@
  * when the final test accuracy is below --min-accuracy; 2 for a bad command
  * line. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
+#define TRAIN_PROG "train_cnn"     /* in messages */
 
 #include <math.h>
 #include <stdint.h>
@@ -50,31 +51,12 @@
 static const char *const class_names[N_CLASSES] = {"horizontal", "vertical", "diagonal",
                                                    "square"};
 
-typedef struct options {
-    int epochs;
-    int batch;
-    double lr;
-    uint64_t seed;
-    double min_accuracy; /* < 0: not checked */
-} options;
-
 /* conv weights [Co, Ci, 3, 3] and biases [Co]; the head's weight [128, 4]. */
 typedef struct cnn {
     gf_tensor *w1, *b1, *w2, *b2, *wf, *bf;
 } cnn;
 
-static progress bar;
-
-/* Reports the pending graft error and fails. */
-#define TRY(cond)                                                                       \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            progress_abort(&bar);                                                       \
-            fprintf(stderr, "train_cnn: %s failed: %s (%s)\n", #cond, gf_last_error(), \
-                    gf_status_name(gf_last_status()));                                  \
-            goto fail;                                                                  \
-        }                                                                               \
-    } while (0)
+static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
@@ -88,34 +70,6 @@ static void usage(FILE *out, const char *argv0) {
             "  --seed S          seed of graft's generator (default 0)\n"
             "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n",
             argv0, N_TRAIN, N_TEST);
-}
-
-static int parse_args(int argc, char **argv, options *o) {
-    *o = (options){.epochs = 3, .batch = 8, .lr = 0.01, .seed = 0, .min_accuracy = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout, argv[0]);
-            exit(0);
-        }
-        double v;
-        if (i + 1 >= argc) {
-            fprintf(stderr, "train_cnn: unknown option or missing value: %s\n", a);
-            return -1;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(a, "--epochs") && !parse_num(val, 1, 100000, &v)) o->epochs = (int)v;
-        else if (!strcmp(a, "--batch") && !parse_num(val, 1, N_TRAIN, &v)) o->batch = (int)v;
-        else if (!strcmp(a, "--lr") && !parse_num(val, 1e-12, 10, &v)) o->lr = v;
-        else if (!strcmp(a, "--seed") && !parse_num(val, 0, 9007199254740992.0, &v))
-            o->seed = (uint64_t)v;
-        else if (!strcmp(a, "--min-accuracy") && !parse_num(val, 0, 1, &v)) o->min_accuracy = v;
-        else {
-            fprintf(stderr, "train_cnn: bad option %s %s\n", a, val);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* An integer in [lo, hi] from a uniform u in [0, 1). */
@@ -206,9 +160,11 @@ static void cnn_free(cnn *m) {
     for (int i = 0; i < 6; i++) gf_tensor_release(all[i]);
 }
 
-/* Logits [N, 4] of x [N, 1, 16, 16]. Intermediates belong to the caller's
- * scope; a failure anywhere gives NULL (NULL propagates through the ops). */
-static gf_tensor *cnn_forward(const cnn *m, const gf_tensor *x) {
+/* Logits [N, 4] of x [N, 1, 16, 16] (a train_forward_fn). Intermediates
+ * belong to the caller's scope; a failure anywhere gives NULL (NULL
+ * propagates through the ops). */
+static gf_tensor *cnn_forward(const void *model, const gf_tensor *x) {
+    const cnn *m = model;
     const gf_conv2d_opts same = {.padding = {1, 1}}; /* 3x3, stride 1: keeps H, W */
     const gf_pool2d_opts half = {.kernel = {2, 2}};  /* stride = kernel */
     gf_tensor *h = gf_max_pool2d(gf_relu(gf_conv2d(x, m->w1, m->b1, &same)), &half, NULL);
@@ -217,44 +173,11 @@ static gf_tensor *cnn_forward(const cnn *m, const gf_tensor *x) {
     return gf_add(gf_matmul(h, m->wf), m->bf);
 }
 
-/* Predicted classes of the n images of x starting at `first`, to pred. */
-static gf_status predict(const cnn *m, const gf_tensor *x, int first, int n, int64_t *pred) {
-    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
-    gf_scope_begin();
-    gf_tensor *cls = gf_argmax(cnn_forward(m, gf_narrow(x, 0, first, n)), 1, false);
-    gf_status s = cls ? gf_tensor_to_host(cls, pred, (size_t)n * sizeof *pred) : gf_last_status();
-    gf_scope_end();
-    gf_grad_mode_set(prev);
-    return s;
-}
-
-/* Fraction of correct predictions over the test images, and per class. */
-static gf_status test_accuracy(const cnn *m, const gf_tensor *x, const int64_t *labels,
-                               double *acc, double per_class[N_CLASSES]) {
-    static int64_t pred[N_TEST];
-    gf_status s = predict(m, x, N_TRAIN, N_TEST, pred);
-    if (s != GF_OK) return s;
-    int hit = 0, hit_k[N_CLASSES] = {0}, n_k[N_CLASSES] = {0};
-    for (int i = 0; i < N_TEST; i++) {
-        int64_t k = labels[N_TRAIN + i];
-        n_k[k]++;
-        if (pred[i] == k) {
-            hit++;
-            hit_k[k]++;
-        }
-    }
-    *acc = (double)hit / N_TEST;
-    for (int k = 0; k < N_CLASSES; k++) per_class[k] = n_k[k] ? (double)hit_k[k] / n_k[k] : 0;
-    return GF_OK;
-}
-
 int main(int argc, char **argv) {
-    options opt;
-    if (parse_args(argc, argv, &opt) != 0) {
-        usage(stderr, argv[0]);
-        return 2;
-    }
-    static int64_t labels[N_IMAGES], perm[N_TRAIN];
+    train_options opt = {.epochs = 3, .batch = 8, .lr = 0.01, .seed = 0, .min_accuracy = -1};
+    int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN, usage, &opt);
+    if (status >= 0) return status;
+    static int64_t labels[N_IMAGES], pred[N_TEST], perm[N_TRAIN];
     static float u[N_TRAIN];
     int rc = 1;
     cnn m = {0};
@@ -262,11 +185,8 @@ int main(int argc, char **argv) {
     gf_optimizer *adam = NULL;
     double acc = 0, per_class[N_CLASSES] = {0};
 
-    gf_device *dev = gf_device_default();
+    gf_device *dev = train_device();
     TRY(dev != NULL);
-    printf("device %s (%s), plugin %s\n", gf_device_spec(dev), gf_device_name(dev),
-           gf_device_plugin(dev));
-
     gf_manual_seed(opt.seed);
     TRY(make_shapes(dev, &x, &y, labels) == GF_OK);
     /* The first N_TRAIN images train; views, no copy. */
@@ -282,50 +202,26 @@ int main(int argc, char **argv) {
            N_TRAIN, N_TEST, SIDE, SIDE, N_CLASSES, C1, C2, FC_IN, N_CLASSES, opt.lr, opt.batch,
            opt.epochs);
 
+    /* Every epoch trains on the training images, then measures on the test
+     * images, the N_TEST after them. */
+    train_loop loop = {.dev = dev, .x = x_train, .y = y_train, .n = N_TRAIN, .batch = opt.batch,
+                       .forward = cnn_forward, .model = &m, .opt = adam,
+                       .perm = perm, .u = u, .bar = &bar};
     progress_init(&bar, opt.epochs);
-    int n_batches = (N_TRAIN + opt.batch - 1) / opt.batch;
     double t0 = now_seconds();
     for (int epoch = 1; epoch <= opt.epochs; epoch++) {
-        gf_tensor *order = shuffled_index(dev, perm, u, N_TRAIN);
-        TRY(order != NULL);
-        double loss_sum = 0;
-        int batches = 0;
-        for (int start = 0; start < N_TRAIN; start += opt.batch) {
-            int len = N_TRAIN - start < opt.batch ? N_TRAIN - start : opt.batch;
-            gf_scope_begin(); /* releases everything the step makes */
-            gf_tensor *idx = gf_narrow(order, 0, start, len);
-            gf_tensor *xb = gf_index_select(x_train, 0, idx);
-            gf_tensor *yb = gf_index_select(y_train, 0, idx);
-            gf_tensor *loss =
-                gf_cross_entropy(cnn_forward(&m, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
-            double lv = 0;
-            gf_status s = loss ? GF_OK : gf_last_status();
-            if (s == GF_OK) s = gf_optimizer_zero_grad(adam);
-            if (s == GF_OK) s = gf_backward(loss, NULL, NULL);
-            if (s == GF_OK) s = gf_optimizer_step(adam);
-            if (s == GF_OK) s = gf_tensor_item(loss, &lv);
-            gf_scope_end();
-            if (s != GF_OK) gf_tensor_release(order);
-            TRY(s == GF_OK);
-            loss_sum += lv;
-            batches++;
-            progress_update(&bar, epoch, batches, n_batches, loss_sum / batches);
-        }
-        gf_tensor_release(order);
-        TRY(test_accuracy(&m, x, labels, &acc, per_class) == GF_OK);
-        progress_line(&bar, "epoch %3d  loss %.4f  test accuracy %.4f  (%.1f s)", epoch,
-                      loss_sum / batches, acc, now_seconds() - t0);
+        double loss = 0;
+        TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
+        TRY(train_predict(cnn_forward, &m, x, N_TRAIN, N_TEST, pred) == GF_OK);
+        acc = train_accuracy(pred, labels + N_TRAIN, N_TEST, N_CLASSES, per_class);
+        progress_line(&bar, "epoch %3d  loss %.4f  test accuracy %.4f  (%.1f s)", epoch, loss,
+                      acc, now_seconds() - t0);
     }
     for (int k = 0; k < N_CLASSES; k++)
         printf("  %-10s %.4f\n", class_names[k], per_class[k]);
     printf("final test accuracy %.4f (%ld of %d images) after %d epochs, %.1f s\n", acc,
            lround(acc * N_TEST), N_TEST, opt.epochs, now_seconds() - t0);
-    rc = 0;
-    if (opt.min_accuracy >= 0 && !(acc >= opt.min_accuracy)) {
-        fprintf(stderr, "train_cnn: final test accuracy %.4f is below the required %.4f\n", acc,
-                opt.min_accuracy);
-        rc = 1;
-    }
+    rc = train_check_accuracy(TRAIN_PROG, "final test accuracy", acc, opt.min_accuracy);
 fail:
     gf_optimizer_destroy(adam);
     cnn_free(&m);
@@ -333,9 +229,5 @@ fail:
     gf_tensor_release(y_train);
     gf_tensor_release(x);
     gf_tensor_release(y);
-    if (gf_shutdown() != GF_OK && rc == 0) {
-        fprintf(stderr, "train_cnn: gf_shutdown failed: %s\n", gf_last_error());
-        rc = 1;
-    }
-    return rc;
+    return train_shutdown(TRAIN_PROG, rc);
 }

@@ -16,6 +16,7 @@
  * Exit status: 0 on success; 1 on a graft error (its message is printed) or
  * when the final accuracy is below --min-accuracy; 2 for a bad command line. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
+#define TRAIN_PROG "train_mlp"     /* in messages */
 
 #include <math.h>
 #include <stdint.h>
@@ -31,31 +32,12 @@
 #define N_POINTS (N_CLASSES * N_PER_CLASS)
 #define HIDDEN 64
 
-typedef struct options {
-    int epochs;
-    int batch;
-    double lr;
-    uint64_t seed;
-    double min_accuracy; /* < 0: not checked */
-} options;
-
 /* Three Linear layers: weight [in, out] (so y = x @ W + b), bias [out]. */
 typedef struct mlp {
     gf_tensor *w[3], *b[3];
 } mlp;
 
-static progress bar;
-
-/* Reports the pending graft error and fails. */
-#define TRY(cond)                                                                       \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            progress_abort(&bar);                                                       \
-            fprintf(stderr, "train_mlp: %s failed: %s (%s)\n", #cond, gf_last_error(), \
-                    gf_status_name(gf_last_status()));                                  \
-            goto fail;                                                                  \
-        }                                                                               \
-    } while (0)
+static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
@@ -70,41 +52,13 @@ static void usage(FILE *out, const char *argv0) {
             argv0, N_POINTS);
 }
 
-static int parse_args(int argc, char **argv, options *o) {
-    *o = (options){.epochs = 30, .batch = 100, .lr = 0.01, .seed = 0, .min_accuracy = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout, argv[0]);
-            exit(0);
-        }
-        double v;
-        if (i + 1 >= argc) {
-            fprintf(stderr, "train_mlp: unknown option or missing value: %s\n", a);
-            return -1;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(a, "--epochs") && !parse_num(val, 1, 100000, &v)) o->epochs = (int)v;
-        else if (!strcmp(a, "--batch") && !parse_num(val, 1, N_POINTS, &v)) o->batch = (int)v;
-        else if (!strcmp(a, "--lr") && !parse_num(val, 1e-12, 10, &v)) o->lr = v;
-        else if (!strcmp(a, "--seed") && !parse_num(val, 0, 9007199254740992.0, &v))
-            o->seed = (uint64_t)v;
-        else if (!strcmp(a, "--min-accuracy") && !parse_num(val, 0, 1, &v)) o->min_accuracy = v;
-        else {
-            fprintf(stderr, "train_mlp: bad option %s %s\n", a, val);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Spiral arm k: radius r = j / (n - 1), angle 4 (k + r) plus Gaussian noise
  * of std 0.2 drawn from graft's generator, so the data are the same on every
  * device. The noise goes through host memory because the points are built
  * there; the results land on dev. */
-static gf_status make_spirals(gf_device *dev, gf_tensor **x_out, gf_tensor **y_out) {
+static gf_status make_spirals(gf_device *dev, gf_tensor **x_out, gf_tensor **y_out,
+                              int64_t *label) {
     static float xy[N_POINTS * 2], noise[N_POINTS];
-    static int64_t label[N_POINTS];
     gf_tensor *nz = gf_randn((const int64_t[]){N_POINTS}, 1, GF_F32, dev);
     gf_status s = nz ? gf_tensor_to_host(nz, noise, sizeof noise) : gf_last_status();
     gf_tensor_release(nz);
@@ -147,32 +101,20 @@ static void mlp_free(mlp *m) {
     }
 }
 
-/* Logits [N, 3]. Intermediates belong to the caller's scope. */
-static gf_tensor *mlp_forward(const mlp *m, const gf_tensor *x) {
+/* Logits [N, 3] (a train_forward_fn). Intermediates belong to the caller's
+ * scope. */
+static gf_tensor *mlp_forward(const void *model, const gf_tensor *x) {
+    const mlp *m = model;
     gf_tensor *h = gf_relu(gf_add(gf_matmul(x, m->w[0]), m->b[0]));
     h = gf_relu(gf_add(gf_matmul(h, m->w[1]), m->b[1]));
     return gf_add(gf_matmul(h, m->w[2]), m->b[2]);
 }
 
-/* Fraction of the points the model classifies correctly (no-grad). */
-static gf_status accuracy(const mlp *m, const gf_tensor *x, const gf_tensor *y, double *acc) {
-    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
-    gf_scope_begin();
-    gf_tensor *pred = gf_argmax(mlp_forward(m, x), 1, false);
-    gf_tensor *hit = gf_to_dtype(gf_eq(pred, y), GF_F32);
-    gf_status s = hit ? gf_tensor_item(gf_mean(hit, NULL, 0, false), acc) : gf_last_status();
-    gf_scope_end();
-    gf_grad_mode_set(prev);
-    return s;
-}
-
 int main(int argc, char **argv) {
-    options opt;
-    if (parse_args(argc, argv, &opt) != 0) {
-        usage(stderr, argv[0]);
-        return 2;
-    }
-    static int64_t perm[N_POINTS];
+    train_options opt = {.epochs = 30, .batch = 100, .lr = 0.01, .seed = 0, .min_accuracy = -1};
+    int status = train_parse_args(argc, argv, TRAIN_PROG, N_POINTS, usage, &opt);
+    if (status >= 0) return status;
+    static int64_t labels[N_POINTS], pred[N_POINTS], perm[N_POINTS];
     static float u[N_POINTS];
     int rc = 1;
     mlp m = {0};
@@ -180,13 +122,10 @@ int main(int argc, char **argv) {
     gf_optimizer *adam = NULL;
     double acc = 0;
 
-    gf_device *dev = gf_device_default();
+    gf_device *dev = train_device();
     TRY(dev != NULL);
-    printf("device %s (%s), plugin %s\n", gf_device_spec(dev), gf_device_name(dev),
-           gf_device_plugin(dev));
-
     gf_manual_seed(opt.seed);
-    TRY(make_spirals(dev, &x, &y) == GF_OK);
+    TRY(make_spirals(dev, &x, &y, labels) == GF_OK);
     TRY(mlp_init(&m, dev) == GF_OK);
     gf_tensor *params[6] = {m.w[0], m.b[0], m.w[1], m.b[1], m.w[2], m.b[2]};
     adam = gf_adam_create(params, 6, &(gf_adam_opts){.lr = opt.lr});
@@ -194,58 +133,27 @@ int main(int argc, char **argv) {
     printf("data: %d points in %d spiral arms; model 2-%d-%d-%d, Adam lr %g, batch %d, %d epochs\n",
            N_POINTS, N_CLASSES, HIDDEN, HIDDEN, N_CLASSES, opt.lr, opt.batch, opt.epochs);
 
+    /* Every epoch trains on all the points, then measures on all of them. */
+    train_loop loop = {.dev = dev, .x = x, .y = y, .n = N_POINTS, .batch = opt.batch,
+                       .forward = mlp_forward, .model = &m, .opt = adam,
+                       .perm = perm, .u = u, .bar = &bar};
     progress_init(&bar, opt.epochs);
-    int n_batches = (N_POINTS + opt.batch - 1) / opt.batch;
     double t0 = now_seconds();
     for (int epoch = 1; epoch <= opt.epochs; epoch++) {
-        gf_tensor *order = shuffled_index(dev, perm, u, N_POINTS);
-        TRY(order != NULL);
-        double loss_sum = 0;
-        int batches = 0;
-        for (int start = 0; start < N_POINTS; start += opt.batch) {
-            int len = N_POINTS - start < opt.batch ? N_POINTS - start : opt.batch;
-            /* Every tensor made in the step is released by gf_scope_end;
-             * gradients live on in the parameters' .grad. */
-            gf_scope_begin();
-            gf_tensor *idx = gf_narrow(order, 0, start, len);
-            gf_tensor *xb = gf_index_select(x, 0, idx);
-            gf_tensor *yb = gf_index_select(y, 0, idx);
-            gf_tensor *loss =
-                gf_cross_entropy(mlp_forward(&m, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
-            double lv = 0;
-            gf_status s = loss ? GF_OK : gf_last_status();
-            if (s == GF_OK) s = gf_optimizer_zero_grad(adam);
-            if (s == GF_OK) s = gf_backward(loss, NULL, NULL);
-            if (s == GF_OK) s = gf_optimizer_step(adam);
-            if (s == GF_OK) s = gf_tensor_item(loss, &lv);
-            gf_scope_end();
-            if (s != GF_OK) gf_tensor_release(order);
-            TRY(s == GF_OK);
-            loss_sum += lv;
-            batches++;
-            progress_update(&bar, epoch, batches, n_batches, loss_sum / batches);
-        }
-        gf_tensor_release(order);
-        TRY(accuracy(&m, x, y, &acc) == GF_OK);
-        progress_line(&bar, "epoch %3d  loss %.4f  accuracy %.4f  (%.1f s)", epoch,
-                      loss_sum / batches, acc, now_seconds() - t0);
+        double loss = 0;
+        TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
+        TRY(train_predict(mlp_forward, &m, x, 0, N_POINTS, pred) == GF_OK);
+        acc = train_accuracy(pred, labels, N_POINTS, N_CLASSES, NULL);
+        progress_line(&bar, "epoch %3d  loss %.4f  accuracy %.4f  (%.1f s)", epoch, loss, acc,
+                      now_seconds() - t0);
     }
     printf("final accuracy %.4f (%ld of %d points) after %d epochs, %.1f s\n", acc,
            lround(acc * N_POINTS), N_POINTS, opt.epochs, now_seconds() - t0);
-    rc = 0;
-    if (opt.min_accuracy >= 0 && !(acc >= opt.min_accuracy)) {
-        fprintf(stderr, "train_mlp: final accuracy %.4f is below the required %.4f\n", acc,
-                opt.min_accuracy);
-        rc = 1;
-    }
+    rc = train_check_accuracy(TRAIN_PROG, "final accuracy", acc, opt.min_accuracy);
 fail:
     gf_optimizer_destroy(adam);
     mlp_free(&m);
     gf_tensor_release(x);
     gf_tensor_release(y);
-    if (gf_shutdown() != GF_OK && rc == 0) {
-        fprintf(stderr, "train_mlp: gf_shutdown failed: %s\n", gf_last_error());
-        rc = 1;
-    }
-    return rc;
+    return train_shutdown(TRAIN_PROG, rc);
 }

@@ -1,5 +1,8 @@
-/* train_util.h — what the training examples share (header-only): the
- * progress display, a seeded shuffle, a clock and number parsing.
+/* train_util.h — what the training examples share (header-only): their
+ * command line, the device, the training loop (shuffled mini-batches, a
+ * cross-entropy step each), predictions and accuracy, the progress display
+ * and the end of a run. Each example keeps its data, its model and its main
+ * flow; a model enters the loop through its forward function.
  * Include it after defining _POSIX_C_SOURCE >= 200809L (clock_gettime, isatty).
  *
  * Progress: on a terminal, one line per epoch is redrawn in place as batches
@@ -14,8 +17,10 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +118,183 @@ static inline int parse_num(const char *s, double lo, double hi, double *out) {
     if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
     *out = v;
     return 0;
+}
+
+/* ------------------------------------------------------------ command line */
+typedef struct train_options {
+    int epochs;
+    int batch;
+    double lr;
+    uint64_t seed;
+    double min_accuracy; /* < 0: not checked */
+} train_options;
+
+/* Parses --epochs N, --batch B (at most max_batch), --lr X, --seed S and
+ * --min-accuracy A into o, which holds the defaults on entry. Returns -1 to
+ * go on; otherwise the program's exit status: 0 after --help (or -h), with
+ * usage on stdout; 2 for a bad command line, said on stderr with the usage.
+ * prog is the program's name in messages. */
+static inline int train_parse_args(int argc, char **argv, const char *prog, int max_batch,
+                                   void (*usage)(FILE *out, const char *argv0),
+                                   train_options *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
+        double v;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: unknown option or missing value: %s\n", prog, a);
+            usage(stderr, argv[0]);
+            return 2;
+        }
+        const char *val = argv[++i];
+        if (!strcmp(a, "--epochs") && !parse_num(val, 1, 100000, &v)) o->epochs = (int)v;
+        else if (!strcmp(a, "--batch") && !parse_num(val, 1, max_batch, &v)) o->batch = (int)v;
+        else if (!strcmp(a, "--lr") && !parse_num(val, 1e-12, 10, &v)) o->lr = v;
+        else if (!strcmp(a, "--seed") && !parse_num(val, 0, 9007199254740992.0, &v))
+            o->seed = (uint64_t)v;
+        else if (!strcmp(a, "--min-accuracy") && !parse_num(val, 0, 1, &v)) o->min_accuracy = v;
+        else {
+            fprintf(stderr, "%s: bad option %s %s\n", prog, a, val);
+            usage(stderr, argv[0]);
+            return 2;
+        }
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ a run */
+
+/* The device GRAFT_DEVICE names (default cpu), announced on stdout; NULL on
+ * error. */
+static inline gf_device *train_device(void) {
+    gf_device *dev = gf_device_default();
+    if (dev)
+        printf("device %s (%s), plugin %s\n", gf_device_spec(dev), gf_device_name(dev),
+               gf_device_plugin(dev));
+    return dev;
+}
+
+/* Reports the pending graft error: `what` failed, with graft's message. */
+static inline void train_error(progress *p, const char *prog, const char *what) {
+    progress_abort(p);
+    fprintf(stderr, "%s: %s failed: %s (%s)\n", prog, what, gf_last_error(),
+            gf_status_name(gf_last_status()));
+}
+
+/* Reports the pending graft error and fails: when cond is false, says so
+ * (train_error) and jumps to the `fail` label of the function. Uses the
+ * program's TRAIN_PROG (its name) and its progress display `bar`. */
+#define TRY(cond)                                    \
+    do {                                             \
+        if (!(cond)) {                               \
+            train_error(&bar, TRAIN_PROG, #cond);    \
+            goto fail;                               \
+        }                                            \
+    } while (0)
+
+/* A model's forward pass: the logits [N, classes] of the inputs x [N, ...].
+ * Intermediates belong to the caller's scope. */
+typedef gf_tensor *(*train_forward_fn)(const void *model, const gf_tensor *x);
+
+/* What the training loop works on. */
+typedef struct train_loop {
+    gf_device *dev;
+    const gf_tensor *x, *y; /* inputs and their classes (i64), n along dim 0 */
+    int n, batch;
+    train_forward_fn forward;
+    const void *model;
+    gf_optimizer *opt;  /* over the model's parameters */
+    int64_t *perm;      /* scratch: n entries */
+    float *u;           /* scratch: n entries */
+    progress *bar;
+} train_loop;
+
+/* One epoch: the n examples in a fresh shuffled order, in mini-batches
+ * gathered with gf_index_select, a cross-entropy step on each. The bar
+ * follows the batches; *mean_loss is the mean of their losses. */
+static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean_loss) {
+    gf_tensor *order = shuffled_index(t->dev, t->perm, t->u, t->n);
+    if (!order) return gf_last_status();
+    int n_batches = (t->n + t->batch - 1) / t->batch, batches = 0;
+    double loss_sum = 0;
+    gf_status s = GF_OK;
+    for (int start = 0; start < t->n && s == GF_OK; start += t->batch) {
+        int len = t->n - start < t->batch ? t->n - start : t->batch;
+        /* Every tensor made in the step is released by gf_scope_end;
+         * gradients live on in the parameters' .grad. */
+        gf_scope_begin();
+        gf_tensor *idx = gf_narrow(order, 0, start, len);
+        gf_tensor *xb = gf_index_select(t->x, 0, idx);
+        gf_tensor *yb = gf_index_select(t->y, 0, idx);
+        gf_tensor *loss =
+            gf_cross_entropy(t->forward(t->model, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+        double lv = 0;
+        s = loss ? GF_OK : gf_last_status();
+        if (s == GF_OK) s = gf_optimizer_zero_grad(t->opt);
+        if (s == GF_OK) s = gf_backward(loss, NULL, NULL);
+        if (s == GF_OK) s = gf_optimizer_step(t->opt);
+        if (s == GF_OK) s = gf_tensor_item(loss, &lv);
+        gf_scope_end();
+        if (s != GF_OK) break;
+        loss_sum += lv;
+        batches++;
+        progress_update(t->bar, epoch, batches, n_batches, loss_sum / batches);
+    }
+    gf_tensor_release(order);
+    *mean_loss = batches ? loss_sum / batches : 0;
+    return s;
+}
+
+/* The predicted classes (argmax of the logits) of the n inputs of x from
+ * `first` on, to pred; no gradients are recorded. */
+static inline gf_status train_predict(train_forward_fn forward, const void *model,
+                                      const gf_tensor *x, int first, int n, int64_t *pred) {
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_scope_begin();
+    gf_tensor *cls = gf_argmax(forward(model, gf_narrow(x, 0, first, n)), 1, false);
+    gf_status s = cls ? gf_tensor_to_host(cls, pred, (size_t)n * sizeof *pred) : gf_last_status();
+    gf_scope_end();
+    gf_grad_mode_set(prev);
+    return s;
+}
+
+/* The fraction of the n predictions equal to labels; per class too, into
+ * per_class[n_classes], when per_class is not NULL. */
+static inline double train_accuracy(const int64_t *pred, const int64_t *labels, int n,
+                                    int n_classes, double *per_class) {
+    int hit = 0;
+    for (int i = 0; i < n; i++) hit += pred[i] == labels[i];
+    for (int k = 0; per_class && k < n_classes; k++) {
+        int hit_k = 0, n_k = 0;
+        for (int i = 0; i < n; i++) {
+            if (labels[i] != k) continue;
+            n_k++;
+            hit_k += pred[i] == k;
+        }
+        per_class[k] = n_k ? (double)hit_k / n_k : 0;
+    }
+    return n ? (double)hit / n : 0;
+}
+
+/* 1 after saying so when acc is below min (min < 0: not checked), else 0. */
+static inline int train_check_accuracy(const char *prog, const char *what, double acc,
+                                       double min) {
+    if (min < 0 || acc >= min) return 0;
+    fprintf(stderr, "%s: %s %.4f is below the required %.4f\n", prog, what, acc, min);
+    return 1;
+}
+
+/* Shuts graft down once every tensor is released: rc, or 1 when graft
+ * refuses (a tensor leaked). */
+static inline int train_shutdown(const char *prog, int rc) {
+    if (gf_shutdown() != GF_OK && rc == 0) {
+        fprintf(stderr, "%s: gf_shutdown failed: %s\n", prog, gf_last_error());
+        rc = 1;
+    }
+    return rc;
 }
 
 #endif

@@ -68,3 +68,10 @@ gf_tensor *gf_scope_keep(gf_tensor *t) {
 
 int gf__scope_suspend(void) { return tl_suspended++; }
 void gf__scope_resume(int saved) { tl_suspended = saved; }
+
+gf_tensor *gf_scope_end_return(gf_tensor *t) {
+    gf_scope_keep(t);
+    gf_scope_end();
+    /* Into the enclosing scope, as if the helper were a graft function. */
+    return gf__ret(t);
+}

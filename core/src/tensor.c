@@ -167,6 +167,9 @@ void gf_tensor_release(gf_tensor *t) {
 }
 
 void gf__bump_version(gf_tensor *t) {
+    /* Inference tensors have no version counter (AUTOGRAD.md rule 10): no
+     * graph ever saves one, so nothing could read it. */
+    if (t->storage->inference) return;
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
 

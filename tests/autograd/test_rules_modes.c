@@ -164,6 +164,14 @@ static void rule10_tensors_made_in_inference_mode_are_inference_tensors(void) {
     /* In-place inside inference mode is allowed. */
     CHECK_OK(gf_add_scalar_(t, 1.0));
     CHECK_VALS(t, DV(2, 2), 2, 0);
+    /* ...and counts nothing: inference tensors have no version counter,
+     * while a normal tensor written in inference mode still counts. */
+    CHECK(gf_tensor_version(t) == 0 && gf_tensor_version(v) == 0);
+    gf_tensor *d = gf_detach(x);
+    uint64_t before = gf_tensor_version(d);
+    CHECK_OK(gf_add_scalar_(d, 0.0));
+    CHECK(gf_tensor_version(x) == before + 1);
+    gf_tensor_release(d);
     gf_grad_mode_set(prev);
     gf_tensor *n = gf_ones(SZ(2), 1, GF_F64, NULL);
     CHECK(!gf_tensor_is_inference(n));

@@ -295,27 +295,27 @@ static void test_half(void) {
             if (unary_cases[u].fn == gf_logical_not) continue;
             xd_seed(u + 3000);
             xd_pair x = half_inputs(2, SZ(9, 31), unary_cases[u].kind == XV_POSITIVE, XL_CONTIG);
-            xd_half xh = xd_half_make(halves[h], &x);
+            xd_pair xh = xd_half_make(halves[h], &x);
             char what[96];
             snprintf(what, sizeof what, "%s %s", unary_cases[u].name, gf_dtype_name(halves[h]));
-            gf_tensor *got = unary_cases[u].fn(xh.h), *want = unary_cases[u].fn(xh.r);
+            gf_tensor *got = unary_cases[u].fn(xh.d), *want = unary_cases[u].fn(xh.r);
             CHECK_MSG(!got || gf_tensor_dtype(got) == halves[h], "%s: result dtype %s", what,
                       got ? gf_dtype_name(gf_tensor_dtype(got)) : "-");
             xd_check_pair_tol(what, got, want, tol);
-            xd_half_release(xh);
+            xd_pair_release(xh);
             xd_pair_release(x);
         }
         for (size_t c = 0; c < N_BINARY; c++) {
             xd_seed(c + 4000);
             xd_pair a = half_inputs(2, SZ(9, 31), false, XL_TRANSPOSED);
             xd_pair b = half_inputs(2, SZ(9, 31), false, XL_STEP);
-            xd_half ah = xd_half_make(halves[h], &a), bh = xd_half_make(halves[h], &b);
+            xd_pair ah = xd_half_make(halves[h], &a), bh = xd_half_make(halves[h], &b);
             char what[96];
             snprintf(what, sizeof what, "%s %s", binary_cases[c].name, gf_dtype_name(halves[h]));
-            xd_check_pair_tol(what, binary_cases[c].fn(ah.h, bh.h), binary_cases[c].fn(ah.r, bh.r),
+            xd_check_pair_tol(what, binary_cases[c].fn(ah.d, bh.d), binary_cases[c].fn(ah.r, bh.r),
                               tol);
-            xd_half_release(ah);
-            xd_half_release(bh);
+            xd_pair_release(ah);
+            xd_pair_release(bh);
             xd_pair_release(a);
             xd_pair_release(b);
         }

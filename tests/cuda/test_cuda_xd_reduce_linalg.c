@@ -182,13 +182,13 @@ static void test_matmul(void) {
         if (!xd_stores(halves[h])) continue;
         xd_pair a = xd_pair_rand(GF_F32, 3, SZ(3, 17, 24), XV_SMALL, XL_CONTIG);
         xd_pair b = xd_pair_rand(GF_F32, 3, SZ(3, 24, 10), XV_SMALL, XL_TRANSPOSED);
-        xd_half ah = xd_half_make(halves[h], &a), bh = xd_half_make(halves[h], &b);
+        xd_pair ah = xd_half_make(halves[h], &a), bh = xd_half_make(halves[h], &b);
         xd_tol t = xd_half_tol(halves[h]);
         t.atol *= 24; /* products of values up to 2, summed 24 times, rounded once */
         xd_check_pair_tol(halves[h] == GF_F16 ? "matmul f16" : "matmul bf16",
-                          gf_matmul(ah.h, bh.h), gf_matmul(ah.r, bh.r), t);
-        xd_half_release(ah);
-        xd_half_release(bh);
+                          gf_matmul(ah.d, bh.d), gf_matmul(ah.r, bh.r), t);
+        xd_pair_release(ah);
+        xd_pair_release(bh);
         xd_pair_release(a);
         xd_pair_release(b);
     }

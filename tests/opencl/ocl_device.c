@@ -26,10 +26,10 @@ static gf_plugin_info opencl_info(void) {
 
 static void scenario_props(void) {
     gf_device_info info;
-    CHECK(gf_device_get_info(xd_ocl, &info) == GF_OK);
+    CHECK(gf_device_get_info(xd_dev, &info) == GF_OK);
     CHECK(!strcmp(info.type, "opencl"));
-    CHECK(!strcmp(gf_device_spec(xd_ocl), "opencl:0"));
-    CHECK(!strcmp(gf_device_plugin(xd_ocl), "opencl"));
+    CHECK(!strcmp(gf_device_spec(xd_dev), "opencl:0"));
+    CHECK(!strcmp(gf_device_plugin(xd_dev), "opencl"));
     CHECK(info.name[0] != '\0');
     CHECK(info.memory_bytes > 0 && info.max_alloc_bytes > 0);
     CHECK(!info.host_addressable);
@@ -39,12 +39,12 @@ static void scenario_props(void) {
     /* Larger than one buffer may be: an error, not a crash. */
     int64_t n = (int64_t)(info.max_alloc_bytes / 4) + 1024;
     gf_clear_error();
-    gf_tensor *big = gf_empty(&n, 1, GF_F32, xd_ocl);
+    gf_tensor *big = gf_empty(&n, 1, GF_F32, xd_dev);
     CHECK(big == NULL);
     CHECK(gf_last_status() == GF_ERR_OUT_OF_MEMORY);
     CHECK_CONTAINS(gf_last_error(), "opencl:0");
     /* The device keeps working. */
-    gf_tensor *a = gf_full(SZ(3), 1, 2.0, GF_F32, xd_ocl);
+    gf_tensor *a = gf_full(SZ(3), 1, 2.0, GF_F32, xd_dev);
     gf_tensor *s = gf_sum(a, NULL, 0, false);
     double v = 0;
     CHECK(gf_tensor_item(s, &v) == GF_OK && v == 6.0);
@@ -70,15 +70,15 @@ static void scenario_noicd(void) {
 
 static void scenario_nofp64(void) {
     gf_device_info info;
-    CHECK(gf_device_get_info(xd_ocl, &info) == GF_OK);
+    CHECK(gf_device_get_info(xd_dev, &info) == GF_OK);
     CHECK((info.dtypes & (1u << GF_F64)) == 0);
     gf_clear_error();
-    gf_tensor *t = gf_zeros(SZ(4), 1, GF_F64, xd_ocl);
+    gf_tensor *t = gf_zeros(SZ(4), 1, GF_F64, xd_dev);
     CHECK(t == NULL && gf_last_status() == GF_ERR_DTYPE);
     for (int kind = 0; kind < 2; kind++) {
         gf_manual_seed(5);
-        gf_tensor *o = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_ocl)
-                            : gf_rand(SZ(33, 7), 2, GF_F32, xd_ocl);
+        gf_tensor *o = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_dev)
+                            : gf_rand(SZ(33, 7), 2, GF_F32, xd_dev);
         gf_manual_seed(5);
         gf_tensor *r = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_ref)
                             : gf_rand(SZ(33, 7), 2, GF_F32, xd_ref);
@@ -86,7 +86,7 @@ static void scenario_nofp64(void) {
                           (xd_tol){0, 0});
     }
     /* A strided output: staged, then copied into place. */
-    gf_tensor *base = gf_zeros(SZ(6, 8), 2, GF_F32, xd_ocl), *baser = gf_zeros(SZ(6, 8), 2, GF_F32, xd_ref);
+    gf_tensor *base = gf_zeros(SZ(6, 8), 2, GF_F32, xd_dev), *baser = gf_zeros(SZ(6, 8), 2, GF_F32, xd_ref);
     gf_tensor *v = gf_slice(base, 1, 0, 8, 2), *vr = gf_slice(baser, 1, 0, 8, 2);
     gf_tensor *tv = gf_transpose(v, 0, 1), *tvr = gf_transpose(vr, 0, 1);
     gf_manual_seed(6);
@@ -104,7 +104,7 @@ static void scenario_nofp64(void) {
 
 /* An op on the device fails; the message carries every word of `want`. */
 static void expect_failure(const char *what, const char *const *want, int n_want) {
-    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_ocl);
+    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_dev);
     gf_clear_error();
     gf_tensor *y = a ? gf_exp(a) : NULL, *s = y ? gf_sum(y, NULL, 0, false) : NULL;
     double v = 0;
@@ -131,7 +131,7 @@ static void scenario_enqueue(void) {
 }
 
 static void scenario_lost(void) {
-    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_ocl);
+    gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_dev);
     float buf[5];
     gf_clear_error();
     CHECK(gf_tensor_to_host(a, buf, sizeof buf) != GF_OK);
@@ -142,7 +142,7 @@ static void scenario_lost(void) {
 
 static void scenario_cache(void) {
     gf_manual_seed(11);
-    gf_tensor *o = gf_rand(SZ(100), 1, GF_F32, xd_ocl);
+    gf_tensor *o = gf_rand(SZ(100), 1, GF_F32, xd_dev);
     gf_manual_seed(11);
     gf_tensor *r = gf_rand(SZ(100), 1, GF_F32, xd_ref);
     xd_check_pair_tol("rand through the kernel cache", o, r, (xd_tol){0, 0});

@@ -9,7 +9,6 @@
  * device; the device tests (test_ocl_*.c, graft-plugin-check) then pin each
  * device's rendering of the same table. Plugin path: argv[1], else
  * $GRAFT_TEST_REFERENCE_PLUGIN. */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,60 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "graft_plugin.h"
 #include "op_math_c.h" /* generated from op_math.def */
+#include "unit/ref_direct.h"
 
 /* ------------------------------------------------------------ the oracle */
-static char last_error[1024];
-static void host_set_error(void *ctx, const char *msg) {
-    (void)ctx;
-    snprintf(last_error, sizeof last_error, "%s", msg);
-}
-static void host_log(void *ctx, gfp_log_level level, const char *msg) {
-    (void)ctx;
-    (void)level;
-    (void)msg;
-}
-static const gfp_host host = {.struct_size = sizeof(gfp_host), .abi_major = GFP_ABI_MAJOR,
-                              .abi_minor = GFP_ABI_MINOR, .set_error = host_set_error,
-                              .log = host_log};
-static const gfp_plugin *P;
-static void *plugin_ctx, *dev;
-
-static int load(const char *path) {
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "cannot open %s: %s\n", path, dlerror());
-        return 0;
-    }
-    gfp_negotiate_fn negotiate;
-    void *sym = dlsym(dl, GFP_ENTRY_SYMBOL);
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR, .host = &host};
-    return negotiate && negotiate(&req, &P) == GFP_OK && P->init(&plugin_ctx) == GFP_OK &&
-           P->device_open(plugin_ctx, 0, &dev) == GFP_OK;
-}
-
 #define N 64 /* elements per case */
-
-static size_t esize(int32_t dt) {
-    return dt == GFP_F64 || dt == GFP_I64 ? 8 : dt == GFP_BOOL ? 1 : 4;
-}
 
 /* A 1-D contiguous tensor of N elements holding data. */
 static gfp_tensor make(int32_t dt, const void *data) {
-    gfp_tensor t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    t.dtype = dt;
-    t.rank = 1;
-    t.sizes[0] = N;
-    t.strides[0] = 1;
+    gfp_tensor t = rd_desc(dt, 1, (const int64_t[]){N}, NULL);
     void *hp = NULL;
-    if (P->buffer_alloc(dev, N * esize(dt), &t.buffer, &hp) != GFP_OK) t.buffer = NULL;
-    if (t.buffer && data) P->buffer_write(dev, t.buffer, 0, data, N * esize(dt));
+    if (P->buffer_alloc(dev, N * rd_esize(dt), &t.buffer, &hp) != GFP_OK) t.buffer = NULL;
+    if (t.buffer && data) P->buffer_write(dev, t.buffer, 0, data, N * rd_esize(dt));
     return t;
 }
 
@@ -84,8 +41,8 @@ static int oracle(uint32_t op, int n_in, const int32_t *in_dt, void *const *in, 
         ins[i] = &t[i];
     }
     const gfp_tensor *outs[1] = {&y};
-    gfp_status st = P->launch(dev, op, ins, (uint32_t)n_in, outs, 1, params);
-    if (st == GFP_OK) P->buffer_read(dev, y.buffer, 0, out, N * esize(out_dt));
+    gfp_status st = rd_launch(op, ins, (uint32_t)n_in, outs, 1, params);
+    if (st == GFP_OK) P->buffer_read(dev, y.buffer, 0, out, N * rd_esize(out_dt));
     for (int i = 0; i < n_in; i++) P->buffer_free(dev, t[i].buffer);
     P->buffer_free(dev, y.buffer);
     if (st != GFP_OK) fprintf(stderr, "oracle refused op %u: %s\n", (unsigned)op, last_error);
@@ -141,7 +98,7 @@ static int truth(int32_t dt, const void *b, int i) {
 
 /* Same bits, or both NaN. */
 static int same(int32_t dt, const void *a, const void *b, int i) {
-    size_t s = esize(dt);
+    size_t s = rd_esize(dt);
     if (dt == GFP_F32 && isnan(((const float *)a)[i])) return isnan(((const float *)b)[i]);
     if (dt == GFP_F64 && isnan(((const double *)a)[i])) return isnan(((const double *)b)[i]);
     return memcmp((const char *)a + i * s, (const char *)b + i * s, s) == 0;
@@ -339,12 +296,7 @@ static void test_formulas(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : getenv("GRAFT_TEST_REFERENCE_PLUGIN");
-    if (!path || !load(path)) {
-        fprintf(stderr, "cannot load the reference plugin (argv[1] or "
-                        "GRAFT_TEST_REFERENCE_PLUGIN)\n");
-        return 1;
-    }
+    if (!rd_open(argc, argv)) return 1;
     RUN(test_formulas);
     return CHECK_REPORT();
 }

@@ -33,17 +33,17 @@ static void test_conv(void) {
             xd_pair b = xd_pair_rand(dt, 1, &cc->w[0], XV_SMALL, XL_CONTIG);
             char what[96];
             snprintf(what, sizeof what, "conv2d %s case %zu [%s]", xd_dtn(dt), ci, xd_layout_name[L]);
-            gf_tensor *yo = gf_conv2d(x.o, w.o, cc->bias ? b.o : NULL, &cc->o);
+            gf_tensor *yo = gf_conv2d(x.d, w.d, cc->bias ? b.d : NULL, &cc->o);
             gf_tensor *yr = gf_conv2d(x.r, w.r, cc->bias ? b.r : NULL, &cc->o);
             xd_check_tol(what, yo, yr, tol);
             /* The gradients, from a grad_y of y's shape. */
             if (yo && yr) {
                 xd_pair gy = xd_pair_rand(dt, 4, gf_tensor_sizes(yr), XV_SMALL, XL_TRANSPOSED);
                 snprintf(what, sizeof what, "conv2d_backward_input %s case %zu", xd_dtn(dt), ci);
-                xd_check_pair_tol(what, gf_conv2d_backward_input(gy.o, w.o, cc->x, &cc->o),
+                xd_check_pair_tol(what, gf_conv2d_backward_input(gy.d, w.d, cc->x, &cc->o),
                                   gf_conv2d_backward_input(gy.r, w.r, cc->x, &cc->o), tol);
                 snprintf(what, sizeof what, "conv2d_backward_weight %s case %zu", xd_dtn(dt), ci);
-                xd_check_pair_tol(what, gf_conv2d_backward_weight(gy.o, x.o, cc->w, &cc->o),
+                xd_check_pair_tol(what, gf_conv2d_backward_weight(gy.d, x.d, cc->w, &cc->o),
                                   gf_conv2d_backward_weight(gy.r, x.r, cc->w, &cc->o), tol);
                 xd_pair_release(gy);
             }
@@ -82,7 +82,7 @@ static void test_pool(void) {
             xd_pair x = xd_pair_rand(dt, 4, pc->x, pi % 2 ? XV_GENERAL : XV_SMALL, L);
             char what[96];
             gf_tensor *io = NULL, *ir = NULL;
-            gf_tensor *yo = gf_max_pool2d(x.o, &pc->o, &io), *yr = gf_max_pool2d(x.r, &pc->o, &ir);
+            gf_tensor *yo = gf_max_pool2d(x.d, &pc->o, &io), *yr = gf_max_pool2d(x.r, &pc->o, &ir);
             snprintf(what, sizeof what, "max_pool2d %s case %zu [%s]", xd_dtn(dt), pi,
                      xd_layout_name[L]);
             xd_check_tol(what, yo, yr, tol);
@@ -91,7 +91,7 @@ static void test_pool(void) {
             if (yo && yr && io && ir) {
                 xd_pair gy = xd_pair_rand(dt, 4, gf_tensor_sizes(yr), XV_SMALL, XL_STEP);
                 snprintf(what, sizeof what, "max_pool2d_backward %s case %zu", xd_dtn(dt), pi);
-                xd_check_pair_tol(what, gf_max_pool2d_backward(gy.o, io, x.o, &pc->o),
+                xd_check_pair_tol(what, gf_max_pool2d_backward(gy.d, io, x.d, &pc->o),
                                   gf_max_pool2d_backward(gy.r, ir, x.r, &pc->o), tol);
                 xd_pair_release(gy);
             }
@@ -101,7 +101,7 @@ static void test_pool(void) {
             gf_tensor_release(ir);
             gf_pool2d_opts ao = pc->o;
             ao.dilation[0] = ao.dilation[1] = 1;
-            yo = gf_avg_pool2d(x.o, &ao);
+            yo = gf_avg_pool2d(x.d, &ao);
             yr = gf_avg_pool2d(x.r, &ao);
             snprintf(what, sizeof what, "avg_pool2d %s case %zu [%s]", xd_dtn(dt), pi,
                      xd_layout_name[L]);
@@ -109,7 +109,7 @@ static void test_pool(void) {
             if (yo && yr) {
                 xd_pair gy = xd_pair_rand(dt, 4, gf_tensor_sizes(yr), XV_SMALL, XL_TRANSPOSED);
                 snprintf(what, sizeof what, "avg_pool2d_backward %s case %zu", xd_dtn(dt), pi);
-                xd_check_pair_tol(what, gf_avg_pool2d_backward(gy.o, x.o, &ao),
+                xd_check_pair_tol(what, gf_avg_pool2d_backward(gy.d, x.d, &ao),
                                   gf_avg_pool2d_backward(gy.r, x.r, &ao), tol);
                 xd_pair_release(gy);
             }
@@ -123,7 +123,7 @@ static void test_pool(void) {
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
-    have_f64 = xd_has_f64();
+    have_f64 = xd_stores(GF_F64);
     RUN(test_conv);
     RUN(test_pool);
     return CHECK_REPORT();

@@ -95,7 +95,7 @@ static void test_unary(void) {
                 char what[160];
                 snprintf(what, sizeof what, "%s %s [shape %zu, %s]", uc->name, xd_dtn(dt), s,
                          xd_layout_name[L]);
-                xd_check_pair(what, uc->fn(x.o), uc->fn(x.r));
+                xd_check_pair(what, uc->fn(x.d), uc->fn(x.r));
                 xd_pair_release(x);
             }
         }
@@ -158,7 +158,7 @@ static void test_binary(void) {
                 snprintf(what, sizeof what, "%s %s [shapes %zu, %s, %s]", bc->name, xd_dtn(dt), s,
                          xd_layout_name[La], xd_layout_name[Lb]);
                 /* Integer division by zero is not a case graft's true division reaches. */
-                xd_check_pair(what, bc->fn(a.o, b.o), bc->fn(a.r, b.r));
+                xd_check_pair(what, bc->fn(a.d, b.d), bc->fn(a.r, b.r));
                 xd_pair_release(a);
                 xd_pair_release(b);
             }
@@ -174,9 +174,9 @@ static void test_binary(void) {
             xd_pair b = xd_pair_rand(tb, 2, SZ(4, 9), XV_GENERAL, XL_TRANSPOSED);
             char what[96];
             snprintf(what, sizeof what, "logical_and %s, %s", xd_dtn(ta), xd_dtn(tb));
-            xd_check_pair(what, gf_logical_and(a.o, b.o), gf_logical_and(a.r, b.r));
+            xd_check_pair(what, gf_logical_and(a.d, b.d), gf_logical_and(a.r, b.r));
             snprintf(what, sizeof what, "logical_or %s, %s", xd_dtn(ta), xd_dtn(tb));
-            xd_check_pair(what, gf_logical_or(a.o, b.o), gf_logical_or(a.r, b.r));
+            xd_check_pair(what, gf_logical_or(a.d, b.d), gf_logical_or(a.r, b.r));
             xd_pair_release(a);
             xd_pair_release(b);
         }
@@ -193,12 +193,12 @@ static void test_where(void) {
         xd_pair b = xd_pair_rand(dt, 0, SZ(0), XV_GENERAL, XL_CONTIG);
         char what[64];
         snprintf(what, sizeof what, "where %s (broadcast)", xd_dtn(dt));
-        xd_check_pair(what, gf_where(c.o, a.o, b.o), gf_where(c.r, a.r, b.r));
+        xd_check_pair(what, gf_where(c.d, a.d, b.d), gf_where(c.r, a.r, b.r));
         xd_pair c2 = xd_pair_rand(GF_BOOL, 1, SZ(300), XV_GENERAL, XL_CONTIG);
         xd_pair a2 = xd_pair_rand(dt, 1, SZ(300), XV_GENERAL, XL_CONTIG);
         xd_pair b2 = xd_pair_rand(dt, 1, SZ(300), XV_GENERAL, XL_OFFSET);
         snprintf(what, sizeof what, "where %s (1-D)", xd_dtn(dt));
-        xd_check_pair(what, gf_where(c2.o, a2.o, b2.o), gf_where(c2.r, a2.r, b2.r));
+        xd_check_pair(what, gf_where(c2.d, a2.d, b2.d), gf_where(c2.r, a2.r, b2.r));
         xd_pair_release(c);
         xd_pair_release(a);
         xd_pair_release(b);
@@ -220,7 +220,7 @@ static void test_copy_convert(void) {
                 char what[96];
                 snprintf(what, sizeof what, "copy %s -> %s [%s]", xd_dtn(from), xd_dtn(to),
                          xd_layout_name[L]);
-                xd_check_pair(what, gf_to_dtype(x.o, to), gf_to_dtype(x.r, to));
+                xd_check_pair(what, gf_to_dtype(x.d, to), gf_to_dtype(x.r, to));
                 xd_pair_release(x);
             }
         }
@@ -231,15 +231,15 @@ static void test_copy_convert(void) {
         gf_dtype from = si ? GF_F64 : GF_F32;
         if (!dtype_ok(from)) continue;
         xd_pair x = xd_pair_make(from, 1, SZ(10), edge, XL_CONTIG);
-        xd_check_pair("float -> i32 at the limits", gf_to_dtype(x.o, GF_I32), gf_to_dtype(x.r, GF_I32));
-        xd_check_pair("float -> i64 at the limits", gf_to_dtype(x.o, GF_I64), gf_to_dtype(x.r, GF_I64));
-        xd_check_pair("float -> bool", gf_to_dtype(x.o, GF_BOOL), gf_to_dtype(x.r, GF_BOOL));
+        xd_check_pair("float -> i32 at the limits", gf_to_dtype(x.d, GF_I32), gf_to_dtype(x.r, GF_I32));
+        xd_check_pair("float -> i64 at the limits", gf_to_dtype(x.d, GF_I64), gf_to_dtype(x.r, GF_I64));
+        xd_check_pair("float -> bool", gf_to_dtype(x.d, GF_BOOL), gf_to_dtype(x.r, GF_BOOL));
         xd_pair_release(x);
     }
     /* Contiguous copies of views, and a round trip between the devices. */
     xd_pair x = xd_pair_rand(GF_F32, 3, SZ(4, 5, 6), XV_GENERAL, XL_TRANSPOSED);
-    xd_check_pair("contiguous of a transposed view", gf_contiguous(x.o), gf_contiguous(x.r));
-    gf_tensor *back = gf_to_device(x.o, xd_ref);
+    xd_check_pair("contiguous of a transposed view", gf_contiguous(x.d), gf_contiguous(x.r));
+    gf_tensor *back = gf_to_device(x.d, xd_ref);
     xd_check("opencl -> reference keeps the values", back, x.r);
     gf_tensor_release(back);
     xd_pair_release(x);
@@ -254,14 +254,14 @@ static void test_fill_arange(void) {
             if (isnan(values[k]) && dt != GF_F32 && dt != GF_F64 && dt != GF_BOOL) continue;
             char what[80];
             snprintf(what, sizeof what, "full %s %g", xd_dtn(dt), values[k]);
-            xd_check_pair(what, gf_full(SZ(3, 7), 2, values[k], dt, xd_ocl),
+            xd_check_pair(what, gf_full(SZ(3, 7), 2, values[k], dt, xd_dev),
                           gf_full(SZ(3, 7), 2, values[k], dt, xd_ref));
             /* Filling a strided view in place. */
             xd_pair x = xd_pair_rand(dt, 2, SZ(5, 6), XV_GENERAL, XL_STEP);
-            gf_status so = gf_fill_(x.o, values[k]), sr = gf_fill_(x.r, values[k]);
+            gf_status so = gf_fill_(x.d, values[k]), sr = gf_fill_(x.r, values[k]);
             CHECK(so == GF_OK && sr == GF_OK);
             snprintf(what, sizeof what, "fill_ %s %g of a strided view", xd_dtn(dt), values[k]);
-            xd_check(what, x.o, x.r);
+            xd_check(what, x.d, x.r);
             xd_pair_release(x);
         }
     }
@@ -275,7 +275,7 @@ static void test_fill_arange(void) {
             char what[80];
             snprintf(what, sizeof what, "arange %s (%g, %g, %g)", xd_dtn(dt), ar[k][0], ar[k][1],
                      ar[k][2]);
-            xd_check_pair(what, gf_arange(ar[k][0], ar[k][1], ar[k][2], dt, xd_ocl),
+            xd_check_pair(what, gf_arange(ar[k][0], ar[k][1], ar[k][2], dt, xd_dev),
                           gf_arange(ar[k][0], ar[k][1], ar[k][2], dt, xd_ref));
         }
     }
@@ -292,10 +292,10 @@ static void test_tri(void) {
                 char what[80];
                 snprintf(what, sizeof what, "tril %s diag %lld [%s]", xd_dtn(dt), (long long)diag,
                          xd_layout_name[L]);
-                xd_check_pair(what, gf_tril(x.o, diag), gf_tril(x.r, diag));
+                xd_check_pair(what, gf_tril(x.d, diag), gf_tril(x.r, diag));
                 snprintf(what, sizeof what, "triu %s diag %lld [%s]", xd_dtn(dt), (long long)diag,
                          xd_layout_name[L]);
-                xd_check_pair(what, gf_triu(x.o, diag), gf_triu(x.r, diag));
+                xd_check_pair(what, gf_triu(x.d, diag), gf_triu(x.r, diag));
                 xd_pair_release(x);
             }
     }
@@ -307,14 +307,14 @@ static void test_inplace(void) {
         gf_dtype dt = all_dtypes[di];
         if (!dtype_ok(dt)) continue;
         xd_seed(di + 900);
-        xd_pair x = xd_pair_rand(dt, 2, SZ(6, 8), XV_NOSPECIAL, XL_TRANSPOSED);
-        xd_pair y = xd_pair_rand(dt, 1, SZ(8), XV_NOSPECIAL, XL_STEP);
-        CHECK(gf_add_(x.o, y.o) == GF_OK && gf_add_(x.r, y.r) == GF_OK);
-        xd_check("add_ into a transposed view", x.o, x.r);
-        CHECK(gf_mul_scalar_(x.o, 0.5) == GF_OK && gf_mul_scalar_(x.r, 0.5) == GF_OK);
-        xd_check("mul_scalar_ in place", x.o, x.r);
-        CHECK(gf_clamp_(x.o, -2, 3) == GF_OK && gf_clamp_(x.r, -2, 3) == GF_OK);
-        xd_check("clamp_ in place", x.o, x.r);
+        xd_pair x = xd_pair_rand(dt, 2, SZ(6, 8), XV_PLAIN, XL_TRANSPOSED);
+        xd_pair y = xd_pair_rand(dt, 1, SZ(8), XV_PLAIN, XL_STEP);
+        CHECK(gf_add_(x.d, y.d) == GF_OK && gf_add_(x.r, y.r) == GF_OK);
+        xd_check("add_ into a transposed view", x.d, x.r);
+        CHECK(gf_mul_scalar_(x.d, 0.5) == GF_OK && gf_mul_scalar_(x.r, 0.5) == GF_OK);
+        xd_check("mul_scalar_ in place", x.d, x.r);
+        CHECK(gf_clamp_(x.d, -2, 3) == GF_OK && gf_clamp_(x.r, -2, 3) == GF_OK);
+        xd_check("clamp_ in place", x.d, x.r);
         xd_pair_release(x);
         xd_pair_release(y);
     }
@@ -323,7 +323,7 @@ static void test_inplace(void) {
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
-    have_f64 = xd_has_f64();
+    have_f64 = xd_stores(GF_F64);
     RUN(test_unary);
     RUN(test_binary);
     RUN(test_where);

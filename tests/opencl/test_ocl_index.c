@@ -28,15 +28,15 @@ static void test_index_select(void) {
             xd_pair ix = indices(1, SZ(7), sizes[dim], dim == 1 ? XL_STEP : XL_CONTIG);
             char what[80];
             snprintf(what, sizeof what, "index_select %s dim %d", xd_dtn(dts[di]), dim);
-            xd_check_pair(what, gf_index_select(x.o, dim, ix.o), gf_index_select(x.r, dim, ix.r));
+            xd_check_pair(what, gf_index_select(x.d, dim, ix.d), gf_index_select(x.r, dim, ix.r));
             xd_pair_release(x);
             xd_pair_release(ix);
         }
     }
     /* embedding: rows of a weight matrix picked by a 2-D index. */
-    xd_pair w = xd_pair_rand(GF_F32, 2, SZ(50, 16), XV_NOSPECIAL, XL_CONTIG);
+    xd_pair w = xd_pair_rand(GF_F32, 2, SZ(50, 16), XV_PLAIN, XL_CONTIG);
     xd_pair ix = indices(2, SZ(3, 9), 50, XL_TRANSPOSED);
-    xd_check_pair("embedding", gf_embedding(w.o, ix.o), gf_embedding(w.r, ix.r));
+    xd_check_pair("embedding", gf_embedding(w.d, ix.d), gf_embedding(w.r, ix.r));
     xd_pair_release(w);
     xd_pair_release(ix);
 }
@@ -51,7 +51,7 @@ static void test_gather(void) {
             xd_pair ix = indices(2, SZ(5, 4), dim ? 7 : 6, XL_STEP);
             char what[80];
             snprintf(what, sizeof what, "gather %s dim %d", xd_dtn(dts[di]), dim);
-            xd_check_pair(what, gf_gather(x.o, dim, ix.o), gf_gather(x.r, dim, ix.r));
+            xd_check_pair(what, gf_gather(x.d, dim, ix.d), gf_gather(x.r, dim, ix.r));
             xd_pair_release(x);
             xd_pair_release(ix);
         }
@@ -74,18 +74,18 @@ static void test_accumulate(void) {
             xd_pair ix = indices(1, SZ(40), 3, XL_CONTIG);
             char what[80];
             snprintf(what, sizeof what, "index_add %s dim %d", xd_dtn(dt), dim);
-            xd_check_pair_tol(what, gf_index_add(x.o, dim, ix.o, src.o),
+            xd_check_pair_tol(what, gf_index_add(x.d, dim, ix.d, src.d),
                               gf_index_add(x.r, dim, ix.r, src.r), tol);
             xd_pair ix2 = indices(2, dim ? SZ(5, 40) : SZ(40, 5), 3, XL_STEP);
             snprintf(what, sizeof what, "scatter_add %s dim %d", xd_dtn(dt), dim);
-            xd_check_pair_tol(what, gf_scatter_add(x.o, dim, ix2.o, src.o),
+            xd_check_pair_tol(what, gf_scatter_add(x.d, dim, ix2.d, src.d),
                               gf_scatter_add(x.r, dim, ix2.r, src.r), tol);
             /* In place into a strided view. */
             xd_pair y = xd_pair_rand(dt, 2, xs, XV_SMALL, XL_STEP);
-            CHECK(gf_index_add_(y.o, dim, ix.o, src.o) == GF_OK);
+            CHECK(gf_index_add_(y.d, dim, ix.d, src.d) == GF_OK);
             CHECK(gf_index_add_(y.r, dim, ix.r, src.r) == GF_OK);
             snprintf(what, sizeof what, "index_add_ %s dim %d into a strided view", xd_dtn(dt), dim);
-            xd_check_tol(what, y.o, y.r, tol);
+            xd_check_tol(what, y.d, y.r, tol);
             xd_pair_release(y);
             xd_pair_release(x);
             xd_pair_release(src);
@@ -96,33 +96,33 @@ static void test_accumulate(void) {
 }
 
 static void test_losses(void) {
-    xd_pair logits = xd_pair_rand(GF_F32, 2, SZ(33, 10), XV_NOSPECIAL, XL_TRANSPOSED);
+    xd_pair logits = xd_pair_rand(GF_F32, 2, SZ(33, 10), XV_PLAIN, XL_TRANSPOSED);
     xd_pair target = indices(1, SZ(33), 10, XL_CONTIG);
-    xd_check_pair("cross_entropy", gf_cross_entropy(logits.o, target.o, NULL, GF_REDUCTION_MEAN, -100, 0.0),
+    xd_check_pair("cross_entropy", gf_cross_entropy(logits.d, target.d, NULL, GF_REDUCTION_MEAN, -100, 0.0),
                   gf_cross_entropy(logits.r, target.r, NULL, GF_REDUCTION_MEAN, -100, 0.0));
-    xd_check_pair("one_hot", gf_one_hot(target.o, 10), gf_one_hot(target.r, 10));
+    xd_check_pair("one_hot", gf_one_hot(target.d, 10), gf_one_hot(target.r, 10));
     xd_pair_release(logits);
     xd_pair_release(target);
 }
 
 /* An index out of range fails, names the index, and changes nothing. */
 static void test_bad_index(void) {
-    xd_pair x = xd_pair_rand(GF_F32, 2, SZ(4, 5), XV_NOSPECIAL, XL_CONTIG);
+    xd_pair x = xd_pair_rand(GF_F32, 2, SZ(4, 5), XV_PLAIN, XL_CONTIG);
     double bad[3] = {1, 9, 0};
-    gf_tensor *ix = gf_from_data((const int64_t[]){1, 9, 0}, SZ(3), 1, GF_I64, xd_ocl);
+    gf_tensor *ix = gf_from_data((const int64_t[]){1, 9, 0}, SZ(3), 1, GF_I64, xd_dev);
     (void)bad;
     gf_clear_error();
-    CHECK(gf_index_select(x.o, 0, ix) == NULL);
+    CHECK(gf_index_select(x.d, 0, ix) == NULL);
     CHECK_CONTAINS(gf_last_error(), "9");
     CHECK(gf_last_status() == GF_ERR_INDEX || gf_last_status() == GF_ERR_PLUGIN);
-    xd_pair src = xd_pair_rand(GF_F32, 2, SZ(3, 5), XV_NOSPECIAL, XL_CONTIG);
+    xd_pair src = xd_pair_rand(GF_F32, 2, SZ(3, 5), XV_PLAIN, XL_CONTIG);
     gf_clear_error();
-    CHECK(gf_index_add_(x.o, 0, ix, src.o) != GF_OK);
-    xd_check("x untouched by a failed index_add_", x.o, x.r);
+    CHECK(gf_index_add_(x.d, 0, ix, src.d) != GF_OK);
+    xd_check("x untouched by a failed index_add_", x.d, x.r);
     /* The device still works afterwards. */
-    gf_tensor *ok_ix = gf_from_data((const int64_t[]){3, 0, 2}, SZ(3), 1, GF_I64, xd_ocl);
+    gf_tensor *ok_ix = gf_from_data((const int64_t[]){3, 0, 2}, SZ(3), 1, GF_I64, xd_dev);
     gf_tensor *ok_ixr = gf_from_data((const int64_t[]){3, 0, 2}, SZ(3), 1, GF_I64, xd_ref);
-    xd_check_pair("index_select after an error", gf_index_select(x.o, 0, ok_ix),
+    xd_check_pair("index_select after an error", gf_index_select(x.d, 0, ok_ix),
                   gf_index_select(x.r, 0, ok_ixr));
     gf_tensor_release(ok_ix);
     gf_tensor_release(ok_ixr);
@@ -134,7 +134,7 @@ static void test_bad_index(void) {
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
-    have_f64 = xd_has_f64();
+    have_f64 = xd_stores(GF_F64);
     RUN(test_index_select);
     RUN(test_gather);
     RUN(test_accumulate);

@@ -22,8 +22,8 @@ static void same_numbers(const char *name, draw_fn fn, gf_dtype dt, xd_tol tol) 
     const int64_t sizes[2] = {37, 1001};
     for (int draw = 0; draw < 2; draw++) {
         gf_manual_seed(1234);
-        gf_tensor *skip_o = draw ? fn(dt, xd_ocl, sizes, 1) : NULL;
-        gf_tensor *o = fn(dt, xd_ocl, sizes, 2);
+        gf_tensor *skip_o = draw ? fn(dt, xd_dev, sizes, 1) : NULL;
+        gf_tensor *o = fn(dt, xd_dev, sizes, 2);
         gf_manual_seed(1234);
         gf_tensor *skip_r = draw ? fn(dt, xd_ref, sizes, 1) : NULL;
         gf_tensor *r = fn(dt, xd_ref, sizes, 2);
@@ -43,7 +43,7 @@ static void test_same_numbers(void) {
     same_numbers("bernoulli", bernoulli, GF_I32, exact);
     same_numbers("bernoulli", bernoulli, GF_I64, exact);
     same_numbers("bernoulli", bernoulli, GF_BOOL, exact);
-    if (xd_has_f64()) {
+    if (xd_stores(GF_F64)) {
         same_numbers("uniform", uniform, GF_F64, exact);
         /* log and cos of the device may differ from the C library's in the
          * last bit or two. */
@@ -54,9 +54,9 @@ static void test_same_numbers(void) {
 
 /* Dropout draws into a fresh tensor and scales: the same mask on both. */
 static void test_dropout(void) {
-    xd_pair x = xd_pair_rand(GF_F32, 2, SZ(64, 50), XV_NOSPECIAL, XL_TRANSPOSED);
+    xd_pair x = xd_pair_rand(GF_F32, 2, SZ(64, 50), XV_PLAIN, XL_TRANSPOSED);
     gf_manual_seed(99);
-    gf_tensor *o = gf_dropout(x.o, 0.25, true);
+    gf_tensor *o = gf_dropout(x.d, 0.25, true);
     gf_manual_seed(99);
     gf_tensor *r = gf_dropout(x.r, 0.25, true);
     xd_check_pair("dropout", o, r);
@@ -69,7 +69,7 @@ static void test_bernoulli_edges(void) {
     const double ps[] = {0.0, 1.0, 0.5, 1.0 / 3.0, 1e-9};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
         gf_manual_seed(7 + i);
-        gf_tensor *o = gf_bernoulli(SZ(5000), 1, ps[i], GF_F32, xd_ocl);
+        gf_tensor *o = gf_bernoulli(SZ(5000), 1, ps[i], GF_F32, xd_dev);
         gf_manual_seed(7 + i);
         gf_tensor *r = gf_bernoulli(SZ(5000), 1, ps[i], GF_F32, xd_ref);
         char what[64];

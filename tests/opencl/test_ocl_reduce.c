@@ -62,17 +62,17 @@ static void test_reductions(void) {
                 xd_layout L = (xd_layout)((ci + si) % 4);
                 xd_seed(ci * 1000 + (uint64_t)di * 100 + si);
                 /* Products of many values overflow: keep them near 1. */
-                xd_values kind = !strcmp(rc->name, "prod") ? XV_SMALL : XV_NOSPECIAL;
-                if (si % 3 == 0 && kind == XV_NOSPECIAL) kind = XV_GENERAL;
+                xd_values kind = !strcmp(rc->name, "prod") ? XV_SMALL : XV_PLAIN;
+                if (si % 3 == 0 && kind == XV_PLAIN) kind = XV_GENERAL;
                 xd_pair x = xd_pair_rand(dt, sh->rank, sh->sizes, kind, L);
                 if (!strcmp(rc->name, "prod") && (dt == GF_F32 || dt == GF_F64)) {
                     /* Values in [0.9, 1.1] keep a long product finite. */
-                    gf_tensor *a = gf_mul_scalar(x.o, 0.05), *b = gf_mul_scalar(x.r, 0.05);
+                    gf_tensor *a = gf_mul_scalar(x.d, 0.05), *b = gf_mul_scalar(x.r, 0.05);
                     gf_tensor *ao = gf_add_scalar(a, 1.0), *br = gf_add_scalar(b, 1.0);
                     gf_tensor_release(a);
                     gf_tensor_release(b);
                     xd_pair_release(x);
-                    x.o = ao;
+                    x.d = ao;
                     x.r = br;
                 }
                 for (int keep = 0; keep < 2; keep++) {
@@ -81,7 +81,7 @@ static void test_reductions(void) {
                              xd_dtn(dt), si, keep, xd_layout_name[L]);
                     xd_tol tol = xd_default_tol(dt);
                     if (dt == GF_F32) tol = (xd_tol){2e-5, 2e-5};
-                    xd_check_pair_tol(what, rc->fn(x.o, sh->dims, sh->ndims, keep),
+                    xd_check_pair_tol(what, rc->fn(x.d, sh->dims, sh->ndims, keep),
                                       rc->fn(x.r, sh->dims, sh->ndims, keep), tol);
                 }
                 xd_pair_release(x);
@@ -93,7 +93,7 @@ static void test_reductions(void) {
 /* A long f32 sum is compensated: close to the exact value, not to a naive
  * float accumulation. 1e6 copies of 0.1f sum to 100000.0014901161 exactly. */
 static void test_compensated_sum(void) {
-    gf_tensor *x = gf_full(SZ(1000000), 1, 0.1, GF_F32, xd_ocl);
+    gf_tensor *x = gf_full(SZ(1000000), 1, 0.1, GF_F32, xd_dev);
     gf_tensor *s = gf_sum(x, NULL, 0, false);
     double v = 0;
     CHECK(gf_tensor_item(s, &v) == GF_OK);
@@ -113,15 +113,15 @@ static void test_long_lines(void) {
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
             const red_case *rc = &cases[ci];
             xd_seed(ci + 500 * (uint64_t)di);
-            xd_values kind = !strcmp(rc->name, "prod") ? XV_NOSPECIAL : XV_GENERAL;
+            xd_values kind = !strcmp(rc->name, "prod") ? XV_PLAIN : XV_GENERAL;
             xd_pair x = xd_pair_rand(dt, 2, SZ(3, 70001), kind, (xd_layout)(ci % 2 ? XL_OFFSET : XL_CONTIG));
             if (!strcmp(rc->name, "prod")) {
-                gf_tensor *a = gf_mul_scalar(x.o, 1e-4), *b = gf_mul_scalar(x.r, 1e-4);
+                gf_tensor *a = gf_mul_scalar(x.d, 1e-4), *b = gf_mul_scalar(x.r, 1e-4);
                 gf_tensor *ao = gf_add_scalar(a, 1.0), *br = gf_add_scalar(b, 1.0);
                 gf_tensor_release(a);
                 gf_tensor_release(b);
                 xd_pair_release(x);
-                x.o = ao;
+                x.d = ao;
                 x.r = br;
             }
             const int d1[1] = {1};
@@ -131,26 +131,26 @@ static void test_long_lines(void) {
             /* A product of 70001 factors rounded in f32 at each step drifts
              * by about sqrt(n) ulp from the reference's double product. */
             if (!strcmp(rc->name, "prod") && dt == GF_F32) tol = (xd_tol){1e-3, 1e-3};
-            xd_check_pair_tol(what, rc->fn(x.o, d1, 1, false), rc->fn(x.r, d1, 1, false), tol);
+            xd_check_pair_tol(what, rc->fn(x.d, d1, 1, false), rc->fn(x.r, d1, 1, false), tol);
             xd_pair_release(x);
         }
         /* Rows: many outputs, each a contiguous line. */
-        xd_pair m = xd_pair_rand(dt, 2, SZ(300, 1000), XV_NOSPECIAL, XL_CONTIG);
+        xd_pair m = xd_pair_rand(dt, 2, SZ(300, 1000), XV_PLAIN, XL_CONTIG);
         const int d1[1] = {1};
         xd_tol tol = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : (xd_tol){1e-11, 1e-11};
-        xd_check_pair_tol("sum of 300 rows of 1000", gf_sum(m.o, d1, 1, false),
+        xd_check_pair_tol("sum of 300 rows of 1000", gf_sum(m.d, d1, 1, false),
                           gf_sum(m.r, d1, 1, false), tol);
-        xd_check_pair_tol("amax of 300 rows of 1000", gf_amax(m.o, d1, 1, true),
+        xd_check_pair_tol("amax of 300 rows of 1000", gf_amax(m.d, d1, 1, true),
                           gf_amax(m.r, d1, 1, true), tol);
         /* Columns: the outputs contiguous, the lines strided. */
         const int d0[1] = {0};
-        xd_check_pair_tol("sum of 1000 columns of 300", gf_sum(m.o, d0, 1, false),
+        xd_check_pair_tol("sum of 1000 columns of 300", gf_sum(m.d, d0, 1, false),
                           gf_sum(m.r, d0, 1, false), tol);
-        xd_check_pair_tol("mean of 1000 columns of 300", gf_mean(m.o, d0, 1, true),
+        xd_check_pair_tol("mean of 1000 columns of 300", gf_mean(m.d, d0, 1, true),
                           gf_mean(m.r, d0, 1, true), tol);
         xd_pair c3 = xd_pair_rand(dt, 3, SZ(5, 7, 37), XV_GENERAL, XL_OFFSET);
         const int d01[2] = {0, 1};
-        xd_check_pair_tol("sum of 37 columns over two dims", gf_sum(c3.o, d01, 2, false),
+        xd_check_pair_tol("sum of 37 columns over two dims", gf_sum(c3.d, d01, 2, false),
                           gf_sum(c3.r, d01, 2, false), tol);
         xd_pair_release(c3);
         xd_pair_release(m);
@@ -173,7 +173,7 @@ static void test_max_min_dim(void) {
                     gf_tensor *vo = NULL, *io = NULL, *vr = NULL, *ir = NULL;
                     gf_status (*fn)(const gf_tensor *, int, bool, gf_tensor **, gf_tensor **) =
                         which ? gf_min_dim : gf_max_dim;
-                    CHECK(fn(x.o, dim, false, &vo, &io) == GF_OK);
+                    CHECK(fn(x.d, dim, false, &vo, &io) == GF_OK);
                     CHECK(fn(x.r, dim, false, &vr, &ir) == GF_OK);
                     char what[128];
                     snprintf(what, sizeof what, "%s %s dim %d [%s] values", which ? "min" : "max",
@@ -183,12 +183,12 @@ static void test_max_min_dim(void) {
                              xd_dtn(dt), dim, xd_layout_name[L]);
                     xd_check_pair(what, io, ir);
                 }
-                xd_check_pair("argmax", gf_argmax(x.o, dim, true), gf_argmax(x.r, dim, true));
+                xd_check_pair("argmax", gf_argmax(x.d, dim, true), gf_argmax(x.r, dim, true));
                 xd_pair_release(x);
             }
     }
     /* Reducing an empty dim has no identity: an error on both devices. */
-    gf_tensor *e = gf_zeros(SZ(3, 0), 2, GF_F32, xd_ocl);
+    gf_tensor *e = gf_zeros(SZ(3, 0), 2, GF_F32, xd_dev);
     CHECK(gf_amax(e, (const int[]){1}, 1, false) == NULL);
     CHECK(gf_last_status() != GF_OK);
     gf_tensor_release(e);
@@ -197,7 +197,7 @@ static void test_max_min_dim(void) {
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
-    have_f64 = xd_has_f64();
+    have_f64 = xd_stores(GF_F64);
     RUN(test_reductions);
     RUN(test_compensated_sum);
     RUN(test_long_lines);

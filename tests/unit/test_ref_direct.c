@@ -3,79 +3,19 @@
  * its table, descriptors are made by hand. Expected values are closed forms
  * (or hand-computed), never the plugin's own output.
  * Plugin path: argv[1], else $GRAFT_TEST_REFERENCE_PLUGIN. */
-#include <dlfcn.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "check.h"
-#include "graft_plugin.h"
-
-/* ------------------------------------------------------------ host and plugin */
-static char last_error[1024], last_log[1024];
-static int n_logs;
-static const char *errtext(void) { return last_error; }
-static const char *logtext(void) { return last_log; }
-static void host_set_error(void *ctx, const char *msg) {
-    (void)ctx;
-    snprintf(last_error, sizeof last_error, "%s", msg);
-}
-static void host_log(void *ctx, gfp_log_level level, const char *msg) {
-    (void)ctx;
-    (void)level;
-    n_logs++;
-    snprintf(last_log, sizeof last_log, "%s", msg);
-}
-static const gfp_host host = {
-    .struct_size = sizeof(gfp_host),
-    .abi_major = GFP_ABI_MAJOR,
-    .abi_minor = GFP_ABI_MINOR,
-    .set_error = host_set_error,
-    .log = host_log,
-};
-
-static gfp_negotiate_fn negotiate;
-static const gfp_plugin *P;
-static void *plugin_ctx, *dev;
-
-static int load_plugin(const char *path) {
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "cannot open %s: %s\n", path, dlerror());
-        return 0;
-    }
-    void *sym = dlsym(dl, GFP_ENTRY_SYMBOL);
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    if (!negotiate) return 0;
-    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR, .host = &host};
-    if (negotiate(&req, &P) != GFP_OK || !P) return 0;
-    if (P->init(&plugin_ctx) != GFP_OK) return 0;
-    return P->device_open(plugin_ctx, 0, &dev) == GFP_OK;
-}
+#include "ref_direct.h"
 
 /* ------------------------------------------------------------ tensors */
-static size_t esize(int32_t dt) { return dt == GFP_F64 || dt == GFP_I64 ? 8 : dt == GFP_BOOL ? 1 : 4; }
 
 /* A contiguous tensor in a fresh buffer of `elems` elements (>= its numel),
  * initialised from data (`elems` elements) when given. */
 static gfp_tensor make(int32_t dt, int rank, const int64_t *sizes, const void *data,
                        int64_t elems) {
-    gfp_tensor t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    t.dtype = dt;
-    t.rank = rank;
-    int64_t st = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        t.sizes[d] = sizes[d];
-        t.strides[d] = st;
-        st *= sizes[d];
-    }
+    gfp_tensor t = rd_desc(dt, rank, sizes, NULL);
     void *hp;
-    uint64_t bytes = (uint64_t)elems * esize(dt);
+    uint64_t bytes = (uint64_t)elems * rd_esize(dt);
     if (P->buffer_alloc(dev, bytes ? bytes : 1, &t.buffer, &hp) != GFP_OK) {
         t.buffer = NULL;
         return t;
@@ -89,16 +29,13 @@ static gfp_tensor vec(int32_t dt, int64_t n, const void *data) {
 }
 static void drop(gfp_tensor *t) { P->buffer_free(dev, t->buffer); }
 static void readall(const gfp_tensor *t, void *dst, int64_t elems) {
-    P->buffer_read(dev, t->buffer, 0, dst, (uint64_t)elems * esize(t->dtype));
+    P->buffer_read(dev, t->buffer, 0, dst, (uint64_t)elems * rd_esize(t->dtype));
 }
 
 static gfp_status launch(uint32_t op, const gfp_tensor *a, const gfp_tensor *b,
                          const gfp_tensor *c, const gfp_tensor *y, const void *params) {
-    const gfp_tensor *in[3] = {a, b, c};
-    const gfp_tensor *out[1] = {y};
     uint32_t n = c ? 3 : b ? 2 : a ? 1 : 0;
-    last_error[0] = '\0';
-    return P->launch(dev, op, in, n, out, 1, params);
+    return rd_launch(op, TS(a, b, c), n, TS(y), 1, params);
 }
 
 /* ------------------------------------------------------------ unary */
@@ -123,7 +60,7 @@ static void run_unary_case(const unary_case *c, int32_t dt) {
     double yd[NV];
     for (int i = 0; i < c->n; i++) xf[i] = (float)c->x[i];
     P->buffer_write(dev, x.buffer, 0, dt == GFP_F32 ? (void *)xf : (void *)c->x,
-                    (uint64_t)c->n * esize(dt));
+                    (uint64_t)c->n * rd_esize(dt));
     gfp_status st = launch(c->op, &x, NULL, NULL, &y, c->params);
     CHECK_MSG(st == GFP_OK, "%s: status %d (%s)", c->name, (int)st, last_error);
     readall(&y, dt == GFP_F32 ? (void *)yf : (void *)yd, c->n);
@@ -256,8 +193,8 @@ static void unary_int(void) {
 
     /* Float-only ops refuse integers, naming op and dtype. */
     CHECK(launch(GFP_OP_EXP, &ta, NULL, NULL, &tb, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "exp");
-    CHECK_CONTAINS(errtext(), "i32");
+    CHECK_CONTAINS(error_text(), "exp");
+    CHECK_CONTAINS(error_text(), "i32");
     drop(&ta);
     drop(&tb);
 }
@@ -391,7 +328,7 @@ static void binary_int(void) {
     /* mixed dtypes are refused, naming the op */
     gfp_tensor tf = vec(GFP_F32, 3, NULL);
     CHECK(launch(GFP_OP_ADD, &ta32, &tf, NULL, &ty32, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "add");
+    CHECK_CONTAINS(error_text(), "add");
 
     /* integer pow: exact, wrapping; negative exponents truncate 1 / a^-b */
     int64_t pa[8] = {2, 3, -2, 1, -1, 5, 0, 3}, pb[8] = {10, 0, 3, -2, -3, -1, 0, 41}, py[8];
@@ -408,7 +345,7 @@ static void binary_int(void) {
     /* bool arithmetic is not provided */
     gfp_tensor tbl = vec(GFP_BOOL, 2, NULL);
     CHECK(launch(GFP_OP_POW, &tbl, &tbl, NULL, &tbl, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "bool");
+    CHECK_CONTAINS(error_text(), "bool");
     gfp_tensor *more[] = {&tpa, &tpb, &tpy, &tpa32, &tpb32, &tpy32, &tbl};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) drop(more[i]);
     drop(&ta32);
@@ -451,7 +388,7 @@ static void comparisons(void) {
     /* a non-bool output is refused */
     gfp_tensor tyf = vec(GFP_F32, 3, NULL);
     CHECK(launch(GFP_OP_EQ, &ta, &tb, NULL, &tyf, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "eq");
+    CHECK_CONTAINS(error_text(), "eq");
 
     /* logical ops take mixed dtypes */
     double la[4] = {0, 0, 2.5, NAN_};
@@ -485,7 +422,7 @@ static void where(void) {
     CHECK(y[3] == (1LL << 60) + 1); /* exact, no trip through double */
     /* the condition must be bool */
     CHECK(launch(GFP_OP_WHERE, &ta, &ta, &tb, &ty, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "where");
+    CHECK_CONTAINS(error_text(), "where");
     drop(&tc);
     drop(&ta);
     drop(&tb);
@@ -576,7 +513,7 @@ static void fill(void) {
     readall(&td, &yd, 1);
     CHECK(yd == 2.5);
     CHECK(launch(GFP_OP_FILL, NULL, NULL, NULL, &td, NULL) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "fill");
+    CHECK_CONTAINS(error_text(), "fill");
     drop(&t);
     drop(&tl);
     drop(&tb);
@@ -652,7 +589,7 @@ static void tril_triu(void) {
     tx.rank = 1;
     ty.rank = 1;
     CHECK(launch(GFP_OP_TRIU, &tx, NULL, NULL, &ty, &p0) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "rank");
+    CHECK_CONTAINS(error_text(), "rank");
     drop(&tx);
     drop(&ty);
     drop(&tb);
@@ -664,7 +601,7 @@ static void launch_errors(void) {
     gfp_tensor y3 = vec(GFP_F32, 3, NULL);
     /* wrong input count */
     CHECK(launch(GFP_OP_ADD, &a, NULL, NULL, &y, NULL) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "add");
+    CHECK_CONTAINS(error_text(), "add");
     CHECK(launch(GFP_OP_EXP, &a, &b, NULL, &y, NULL) == GFP_ERR_INVALID);
     const gfp_tensor *in[2] = {&a, &b};
     last_error[0] = '\0';
@@ -675,17 +612,17 @@ static void launch_errors(void) {
     CHECK(P->launch(dev, GFP_OP_ADD, in_null, 2, out, 1, NULL) == GFP_ERR_INVALID);
     /* NULL and short params */
     CHECK(launch(GFP_OP_LEAKY_RELU, &a, NULL, NULL, &y, NULL) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "leaky_relu");
+    CHECK_CONTAINS(error_text(), "leaky_relu");
     gfp_scalar_params small = {.struct_size = 8};
     CHECK(launch(GFP_OP_ELU, &a, NULL, NULL, &y, &small) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "struct_size");
+    CHECK_CONTAINS(error_text(), "struct_size");
     CHECK(launch(GFP_OP_CLAMP, &a, NULL, NULL, &y, NULL) == GFP_ERR_INVALID);
     /* shapes that differ */
     CHECK(launch(GFP_OP_ADD, &a, &b, NULL, &y3, NULL) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "shape");
+    CHECK_CONTAINS(error_text(), "shape");
     /* unknown op */
     CHECK(launch(9999, &a, NULL, NULL, &y, NULL) == GFP_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(errtext(), "9999");
+    CHECK_CONTAINS(error_text(), "9999");
     /* descriptors the plugin must not trust */
     gfp_tensor bad = a;
     bad.sizes[0] = 5; /* one element past the 16-byte buffer */
@@ -693,7 +630,7 @@ static void launch_errors(void) {
     bad = a;
     bad.offset = 4; /* 4 elements from byte 4 */
     CHECK(launch(GFP_OP_NEG, &bad, NULL, NULL, &y, NULL) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "past the end");
+    CHECK_CONTAINS(error_text(), "past the end");
     bad = a;
     bad.rank = 9;
     CHECK(launch(GFP_OP_NEG, &bad, NULL, NULL, &y, NULL) == GFP_ERR_INVALID);
@@ -710,18 +647,7 @@ static void launch_errors(void) {
 }
 
 static uint32_t ask(uint32_t op, uint32_t n_in, const int32_t *in_dt, int32_t out_dt) {
-    gfp_op_query q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = op;
-    q.layout = GFP_LAYOUT_STRIDED;
-    q.n_inputs = n_in;
-    q.n_outputs = 1;
-    for (uint32_t i = 0; i < n_in; i++) q.input_dtypes[i] = in_dt[i];
-    q.output_dtypes[0] = out_dt;
-    uint32_t s = 12345;
-    if (P->query_op(dev, &q, &s) != GFP_OK) return 12345;
-    return s;
+    return rd_query(op, n_in, in_dt, 1, &out_dt);
 }
 
 static void query_op(void) {
@@ -759,7 +685,7 @@ static void negotiation(void) {
     last_error[0] = '\0';
     CHECK(negotiate(&req, &t) == GFP_ERR_VERSION);
     CHECK(t == NULL);
-    CHECK_CONTAINS(errtext(), "ABI");
+    CHECK_CONTAINS(error_text(), "ABI");
     CHECK(negotiate(NULL, &t) == GFP_ERR_INVALID);
     req.abi_major = GFP_ABI_MAJOR;
     req.struct_size = 8; /* does not cover host */
@@ -833,14 +759,14 @@ static void memory(void) {
     CHECK(!strcmp(back, msg));
     last_error[0] = '\0';
     CHECK(P->buffer_read(dev, buf2, 90, back, sizeof back) == GFP_ERR_INVALID);
-    CHECK_CONTAINS(errtext(), "100-byte");
+    CHECK_CONTAINS(error_text(), "100-byte");
     CHECK(P->buffer_write(dev, buf, 101, msg, 0) == GFP_ERR_INVALID);
     CHECK(P->buffer_copy(dev, buf, 0, buf2, 1, 100) == GFP_ERR_INVALID);
     /* zero and absurd sizes */
     gfp_buffer none = (gfp_buffer)1;
     CHECK(P->buffer_alloc(dev, 0, &none, &hp) == GFP_ERR_INVALID && none == NULL);
     CHECK(P->buffer_alloc(dev, (uint64_t)1 << 63, &none, &hp) == GFP_ERR_OUT_OF_MEMORY);
-    CHECK_CONTAINS(errtext(), "buffer_alloc");
+    CHECK_CONTAINS(error_text(), "buffer_alloc");
     P->buffer_free(dev, buf);
     P->buffer_free(dev, buf2);
     P->buffer_free(dev, NULL); /* never fails */
@@ -854,21 +780,13 @@ static void shutdown_reports_leaks(void) {
     int before = n_logs;
     P->shutdown(plugin_ctx);
     CHECK(n_logs == before + 1);
-    CHECK_CONTAINS(logtext(), "1 buffer");
+    CHECK_CONTAINS(log_text(), "1 buffer");
     P->buffer_free(dev, buf);
 }
 
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : getenv("GRAFT_TEST_REFERENCE_PLUGIN");
-    if (!path || !*path) {
-        fprintf(stderr, "no plugin: pass the path of libgraft-reference.so as argv[1] or in "
-                        "GRAFT_TEST_REFERENCE_PLUGIN\n");
-        CHECK(path && *path);
-        return CHECK_REPORT();
-    }
-    if (!load_plugin(path)) {
-        fprintf(stderr, "could not load %s: %s\n", path, last_error);
-        CHECK(0);
+    if (!rd_open(argc, argv)) {
+        CHECK_MSG(0, "the reference plugin did not load");
         return CHECK_REPORT();
     }
     RUN(negotiation);

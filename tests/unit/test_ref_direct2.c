@@ -5,56 +5,12 @@
  *
  * Usage: test_ref_direct2 [path/to/libgraft-reference.so]
  * Without an argument the path comes from GRAFT_TEST_REFERENCE_PLUGIN. */
-#include <dlfcn.h>
-#include <stdint.h>
-
-#include "check.h"
-#include "graft_plugin.h"
-
-/* ------------------------------------------------------------------ host */
-static char last_error[1024];
-
-static void host_set_error(void *ctx, const char *message) {
-    (void)ctx;
-    snprintf(last_error, sizeof last_error, "%s", message);
-}
-
-static void host_log(void *ctx, gfp_log_level level, const char *message) {
-    (void)ctx;
-    if (level <= GFP_LOG_WARN) fprintf(stderr, "plugin log: %s\n", message);
-}
-
-/* The message of the last failed launch (a function, so that CHECK_CONTAINS
- * tests a pointer rather than an array's address). */
-static const char *error_text(void) { return last_error; }
-
-static const gfp_host host = {
-    .struct_size = sizeof(gfp_host),
-    .abi_major = GFP_ABI_MAJOR,
-    .abi_minor = GFP_ABI_MINOR,
-    .host_ctx = NULL,
-    .set_error = host_set_error,
-    .log = host_log,
-};
-
-static const gfp_plugin *plugin;
-static void *plugin_ctx;
-static void *device;
+#include "ref_direct.h"
 
 /* ------------------------------------------------------------------ tensors */
 #define MAX_BUFFERS 512
 static gfp_buffer buffers[MAX_BUFFERS];
 static int n_buffers;
-
-static size_t dsize(int32_t dtype) {
-    return dtype == GFP_F64 || dtype == GFP_I64 ? 8 : dtype == GFP_BOOL ? 1 : 4;
-}
-
-static int64_t numel(const gfp_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    return n;
-}
 
 static void encode(int32_t dtype, double v, unsigned char *out) {
     switch (dtype) {
@@ -81,29 +37,19 @@ static void encode(int32_t dtype, double v, unsigned char *out) {
 /* A contiguous tensor in a fresh buffer, holding vals (NULL: zeros) in
  * row-major order. */
 static gfp_tensor tensor(int32_t dtype, int rank, const int64_t *sizes, const double *vals) {
-    gfp_tensor t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    t.dtype = dtype;
-    t.rank = rank;
-    int64_t stride = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        t.sizes[d] = sizes[d];
-        t.strides[d] = stride;
-        stride *= sizes[d];
-    }
-    int64_t n = numel(&t);
-    uint64_t nbytes = (uint64_t)(n > 0 ? n : 1) * dsize(dtype);
+    gfp_tensor t = rd_desc(dtype, rank, sizes, NULL);
+    int64_t n = rd_numel(&t);
+    uint64_t nbytes = (uint64_t)(n > 0 ? n : 1) * rd_esize(dtype);
     void *host_ptr = NULL;
     if (n_buffers == MAX_BUFFERS ||
-        plugin->buffer_alloc(device, nbytes, &t.buffer, &host_ptr) != GFP_OK) {
+        P->buffer_alloc(dev, nbytes, &t.buffer, &host_ptr) != GFP_OK) {
         fprintf(stderr, "buffer_alloc failed: %s\n", last_error);
         exit(2);
     }
     buffers[n_buffers++] = t.buffer;
     unsigned char *bytes = calloc((size_t)nbytes, 1);
-    for (int64_t i = 0; vals && i < n; i++) encode(dtype, vals[i], bytes + i * dsize(dtype));
-    CHECK(plugin->buffer_write(device, t.buffer, 0, bytes, nbytes) == GFP_OK);
+    for (int64_t i = 0; vals && i < n; i++) encode(dtype, vals[i], bytes + i * rd_esize(dtype));
+    CHECK(P->buffer_write(dev, t.buffer, 0, bytes, nbytes) == GFP_OK);
     free(bytes);
     return t;
 }
@@ -111,7 +57,7 @@ static gfp_tensor tensor(int32_t dtype, int rank, const int64_t *sizes, const do
 /* An i64 tensor holding exact values (beyond double's 2^53). */
 static gfp_tensor tensor_i64(int rank, const int64_t *sizes, const int64_t *vals) {
     gfp_tensor t = tensor(GFP_I64, rank, sizes, NULL);
-    CHECK(plugin->buffer_write(device, t.buffer, 0, vals, (uint64_t)numel(&t) * 8) == GFP_OK);
+    CHECK(P->buffer_write(dev, t.buffer, 0, vals, (uint64_t)rd_numel(&t) * 8) == GFP_OK);
     return t;
 }
 
@@ -129,17 +75,12 @@ static gfp_tensor view(const gfp_tensor *base, int rank, const int64_t *sizes,
 
 /* Byte offset of t's element number flat (row-major over its sizes). */
 static uint64_t byte_of(const gfp_tensor *t, int64_t flat) {
-    int64_t off = 0;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        off += (flat % t->sizes[d]) * t->strides[d];
-        flat /= t->sizes[d];
-    }
-    return t->offset + (uint64_t)off * dsize(t->dtype);
+    return (uint64_t)rd_elem(t, flat) * rd_esize(t->dtype);
 }
 
 static double at(const gfp_tensor *t, int64_t flat) {
     unsigned char b[8] = {0};
-    if (plugin->buffer_read(device, t->buffer, byte_of(t, flat), b, dsize(t->dtype)) != GFP_OK)
+    if (P->buffer_read(dev, t->buffer, byte_of(t, flat), b, rd_esize(t->dtype)) != GFP_OK)
         CHECK_MSG(0, "buffer_read failed: %s", last_error);
     switch (t->dtype) {
     case GFP_F32: {
@@ -169,7 +110,7 @@ static double at(const gfp_tensor *t, int64_t flat) {
 static int64_t at_i64(const gfp_tensor *t, int64_t flat) {
     int64_t v = 0;
     if (t->dtype == GFP_I32) return (int64_t)at(t, flat);
-    if (plugin->buffer_read(device, t->buffer, byte_of(t, flat), &v, 8) != GFP_OK)
+    if (P->buffer_read(dev, t->buffer, byte_of(t, flat), &v, 8) != GFP_OK)
         CHECK_MSG(0, "buffer_read failed: %s", last_error);
     return v;
 }
@@ -177,7 +118,7 @@ static int64_t at_i64(const gfp_tensor *t, int64_t flat) {
 /* Every element of t, row-major, against want[]. */
 static void expect_(int line, const char *what, const gfp_tensor *t, const double *want,
                     double tol) {
-    for (int64_t i = 0; i < numel(t); i++) {
+    for (int64_t i = 0; i < rd_numel(t); i++) {
         double got = at(t, i);
         CHECK_MSG(check_close_(got, want[i], tol, tol), "line %d: %s[%lld] = %.17g, expected %.17g",
                   line, what, (long long)i, got, want[i]);
@@ -187,29 +128,7 @@ static void expect_(int line, const char *what, const gfp_tensor *t, const doubl
 
 #define SIZES(...) (const int64_t[]){__VA_ARGS__}
 #define VALS(...) (const double[]){__VA_ARGS__}
-#define TENSORS(...) (const gfp_tensor *const[]){__VA_ARGS__}
 
-static gfp_status launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                         const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    last_error[0] = '\0';
-    return plugin->launch(device, op, in, n_in, out, n_out, params);
-}
-
-static uint32_t query(uint32_t op, uint32_t n_in, const int32_t *in_dtypes, uint32_t n_out,
-                      const int32_t *out_dtypes) {
-    gfp_op_query q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = op;
-    q.layout = GFP_LAYOUT_STRIDED;
-    q.n_inputs = n_in;
-    q.n_outputs = n_out;
-    for (uint32_t i = 0; i < n_in; i++) q.input_dtypes[i] = in_dtypes[i];
-    for (uint32_t i = 0; i < n_out; i++) q.output_dtypes[i] = out_dtypes[i];
-    uint32_t support = 99;
-    CHECK(plugin->query_op(device, &q, &support) == GFP_OK);
-    return support;
-}
 #define DTYPES(...) (const int32_t[]){__VA_ARGS__}
 
 static gfp_reduce_params reduce_params(uint32_t dims, double correction) {
@@ -221,7 +140,7 @@ static gfp_reduce_params reduce_params(uint32_t dims, double correction) {
 static gfp_status reduce(uint32_t op, const gfp_tensor *x, const gfp_tensor *y, uint32_t dims,
                          double correction) {
     gfp_reduce_params p = reduce_params(dims, correction);
-    return launch(op, TENSORS(x), 1, TENSORS(y), 1, &p);
+    return rd_launch(op, TS(x), 1, TS(y), 1, &p);
 }
 
 /* ------------------------------------------------------------------ reductions */
@@ -318,7 +237,7 @@ static void test_reduce_empty(void) {
     CHECK_CONTAINS(error_text(), "amin");
     gfp_tensor idx = tensor(GFP_I64, 2, SIZES(2, 1), NULL);
     gfp_reduce_params p = reduce_params(2, 0);
-    CHECK(launch(GFP_OP_MAX_DIM, TENSORS(&x), 1, TENSORS(&y, &idx), 2, &p) == GFP_ERR_INVALID);
+    CHECK(rd_launch(GFP_OP_MAX_DIM, TS(&x), 1, TS(&y, &idx), 2, &p) == GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "max_dim");
     /* Reducing the non-empty dim leaves an empty output: nothing to do. */
     gfp_tensor e = tensor(GFP_F32, 2, SIZES(1, 0), NULL);
@@ -376,7 +295,7 @@ static void test_reduce_int_bool_nan(void) {
 static gfp_status by_dim(uint32_t op, const gfp_tensor *x, const gfp_tensor *v, const gfp_tensor *i,
                          uint32_t dims) {
     gfp_reduce_params p = reduce_params(dims, 0);
-    return launch(op, TENSORS(x), 1, TENSORS(v, i), 2, &p);
+    return rd_launch(op, TS(x), 1, TS(v, i), 2, &p);
 }
 
 static void test_max_min_dim(void) {
@@ -462,16 +381,16 @@ static void test_logsumexp(void) {
 }
 
 static void test_reduce_errors(void) {
-    CHECK(query(GFP_OP_SUM, 1, DTYPES(GFP_F32), 1, DTYPES(GFP_F32)) == GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_SUM, 1, DTYPES(GFP_I32), 1, DTYPES(GFP_I32)) == GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_SUM, 1, DTYPES(GFP_BOOL), 1, DTYPES(GFP_BOOL)) == GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_MEAN, 1, DTYPES(GFP_I64), 1, DTYPES(GFP_I64)) == GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_AMAX, 1, DTYPES(GFP_BOOL), 1, DTYPES(GFP_BOOL)) == GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_MAX_DIM, 1, DTYPES(GFP_F64), 2, DTYPES(GFP_F64, GFP_I64)) ==
+    CHECK(rd_query(GFP_OP_SUM, 1, DTYPES(GFP_F32), 1, DTYPES(GFP_F32)) == GFP_SUPPORT_STRIDED);
+    CHECK(rd_query(GFP_OP_SUM, 1, DTYPES(GFP_I32), 1, DTYPES(GFP_I32)) == GFP_SUPPORT_STRIDED);
+    CHECK(rd_query(GFP_OP_SUM, 1, DTYPES(GFP_BOOL), 1, DTYPES(GFP_BOOL)) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_MEAN, 1, DTYPES(GFP_I64), 1, DTYPES(GFP_I64)) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_AMAX, 1, DTYPES(GFP_BOOL), 1, DTYPES(GFP_BOOL)) == GFP_SUPPORT_STRIDED);
+    CHECK(rd_query(GFP_OP_MAX_DIM, 1, DTYPES(GFP_F64), 2, DTYPES(GFP_F64, GFP_I64)) ==
           GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_MAX_DIM, 1, DTYPES(GFP_BOOL), 2, DTYPES(GFP_BOOL, GFP_I64)) ==
+    CHECK(rd_query(GFP_OP_MAX_DIM, 1, DTYPES(GFP_BOOL), 2, DTYPES(GFP_BOOL, GFP_I64)) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_VAR, 1, DTYPES(GFP_F32), 1, DTYPES(GFP_F64)) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_VAR, 1, DTYPES(GFP_F32), 1, DTYPES(GFP_F64)) == GFP_SUPPORT_NONE);
 
     gfp_tensor xb = tensor(GFP_BOOL, 1, SIZES(2), VALS(1, 0)),
                yb = tensor(GFP_BOOL, 1, SIZES(1), NULL);
@@ -490,15 +409,15 @@ static void test_reduce_errors(void) {
     CHECK_CONTAINS(error_text(), "dims");
     CHECK(reduce(GFP_OP_SUM, &x, &y, 2, 0) == GFP_ERR_INVALID); /* y should be [2, 1] */
     CHECK_CONTAINS(error_text(), "size 1");
-    CHECK(launch(GFP_OP_SUM, TENSORS(&x), 1, TENSORS(&y), 1, NULL) == GFP_ERR_INVALID);
+    CHECK(rd_launch(GFP_OP_SUM, TS(&x), 1, TS(&y), 1, NULL) == GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "sum");
     gfp_reduce_params p = reduce_params(1, 0);
-    CHECK(launch(GFP_OP_SUM, TENSORS(&x), 1, TENSORS(&y, &y), 2, &p) == GFP_ERR_INVALID);
+    CHECK(rd_launch(GFP_OP_SUM, TS(&x), 1, TS(&y, &y), 2, &p) == GFP_ERR_INVALID);
 }
 
 /* ------------------------------------------------------------------ matmul */
 static gfp_status matmul(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
-    return launch(GFP_OP_MATMUL, TENSORS(a, b), 2, TENSORS(y), 1, NULL);
+    return rd_launch(GFP_OP_MATMUL, TS(a, b), 2, TS(y), 1, NULL);
 }
 
 static void test_matmul_basic(void) {
@@ -508,7 +427,7 @@ static void test_matmul_basic(void) {
         gfp_tensor a = tensor(dt, 2, SIZES(2, 3), VALS(1, 2, 3, 4, 5, 6));
         gfp_tensor b = tensor(dt, 2, SIZES(3, 2), VALS(7, 8, 9, 10, 11, 12));
         gfp_tensor y = tensor(dt, 2, SIZES(2, 2), NULL);
-        CHECK(query(GFP_OP_MATMUL, 2, DTYPES(dt, dt), 1, DTYPES(dt)) == GFP_SUPPORT_STRIDED);
+        CHECK(rd_query(GFP_OP_MATMUL, 2, DTYPES(dt, dt), 1, DTYPES(dt)) == GFP_SUPPORT_STRIDED);
         CHECK(matmul(&a, &b, &y) == GFP_OK);
         EXPECT(y, 0, 58, 64, 139, 154);
     }
@@ -555,9 +474,9 @@ static void test_matmul_k0_and_errors(void) {
     CHECK(matmul(&a23, &b32, &y22) == GFP_ERR_UNSUPPORTED);
     CHECK_CONTAINS(error_text(), "matmul");
     CHECK_CONTAINS(error_text(), "f64");
-    CHECK(query(GFP_OP_MATMUL, 2, DTYPES(GFP_F32, GFP_F64), 1, DTYPES(GFP_F32)) ==
+    CHECK(rd_query(GFP_OP_MATMUL, 2, DTYPES(GFP_F32, GFP_F64), 1, DTYPES(GFP_F32)) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_MATMUL, 2, DTYPES(GFP_BOOL, GFP_BOOL), 1, DTYPES(GFP_BOOL)) ==
+    CHECK(rd_query(GFP_OP_MATMUL, 2, DTYPES(GFP_BOOL, GFP_BOOL), 1, DTYPES(GFP_BOOL)) ==
           GFP_SUPPORT_NONE);
     gfp_tensor v3 = tensor(GFP_F32, 1, SIZES(3), NULL), y1 = tensor(GFP_F32, 1, SIZES(2), NULL);
     gfp_tensor b3 = tensor(GFP_F32, 2, SIZES(3, 2), NULL);
@@ -573,7 +492,7 @@ static void test_matmul_k0_and_errors(void) {
 /* ------------------------------------------------------------------ softmax */
 static gfp_status along(uint32_t op, const gfp_tensor *x, const gfp_tensor *y, int dim) {
     gfp_dim_params p = {.struct_size = sizeof p, .dim = dim};
-    return launch(op, TENSORS(x), 1, TENSORS(y), 1, &p);
+    return rd_launch(op, TS(x), 1, TS(y), 1, &p);
 }
 
 static void test_softmax(void) {
@@ -624,8 +543,8 @@ static void test_softmax(void) {
     gfp_tensor xint = tensor(GFP_I32, 1, SIZES(3), NULL), yint = tensor(GFP_I32, 1, SIZES(3), NULL);
     CHECK(along(GFP_OP_SOFTMAX, &xint, &yint, 0) == GFP_ERR_UNSUPPORTED);
     CHECK_CONTAINS(error_text(), "input is i32");
-    CHECK(query(GFP_OP_LOG_SOFTMAX, 1, DTYPES(GFP_F64), 1, DTYPES(GFP_F64)) == GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_SOFTMAX, 1, DTYPES(GFP_I64), 1, DTYPES(GFP_I64)) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_LOG_SOFTMAX, 1, DTYPES(GFP_F64), 1, DTYPES(GFP_F64)) == GFP_SUPPORT_STRIDED);
+    CHECK(rd_query(GFP_OP_SOFTMAX, 1, DTYPES(GFP_I64), 1, DTYPES(GFP_I64)) == GFP_SUPPORT_NONE);
 }
 
 /* ------------------------------------------------------------------ layer norm */
@@ -637,7 +556,7 @@ static void test_layer_norm(void) {
     gfp_tensor y = tensor(GFP_F64, 2, SIZES(2, 4), NULL);
     gfp_tensor mean = tensor(GFP_F64, 1, SIZES(2), NULL), rstd = tensor(GFP_F64, 1, SIZES(2), NULL);
     gfp_layer_norm_params p = {.struct_size = sizeof p, .normalized_rank = 1, .eps = eps};
-    CHECK(launch(GFP_OP_LAYER_NORM, TENSORS(&x, &w, &b), 3, TENSORS(&y, &mean, &rstd), 3, &p) ==
+    CHECK(rd_launch(GFP_OP_LAYER_NORM, TS(&x, &w, &b), 3, TS(&y, &mean, &rstd), 3, &p) ==
           GFP_OK);
     EXPECT(mean, 1e-14, 2.5, 5);
     /* biased variances: 5/4 and 20/4 */
@@ -657,7 +576,7 @@ static void test_layer_norm(void) {
     gfp_tensor yf = tensor(GFP_F32, 2, SIZES(2, 4), NULL);
     gfp_tensor m0 = tensor(GFP_F32, 0, NULL, NULL), r0 = tensor(GFP_F32, 0, NULL, NULL);
     p.normalized_rank = 2;
-    CHECK(launch(GFP_OP_LAYER_NORM, TENSORS(&xt, NULL, NULL), 3, TENSORS(&yf, &m0, &r0), 3, &p) ==
+    CHECK(rd_launch(GFP_OP_LAYER_NORM, TS(&xt, NULL, NULL), 3, TS(&yf, &m0, &r0), 3, &p) ==
           GFP_OK);
     double m = 0, var = 0;
     for (int i = 0; i < 8; i++) m += xv[i] / 8;
@@ -667,19 +586,19 @@ static void test_layer_norm(void) {
     for (int i = 0; i < 8; i++) CHECK_CLOSE(at(&yf, i), (xv[i] - m) / sqrt(var + eps), 1e-6);
     /* Errors. */
     p.normalized_rank = 3;
-    CHECK(launch(GFP_OP_LAYER_NORM, TENSORS(&x, &w, &b), 3, TENSORS(&y, &mean, &rstd), 3, &p) ==
+    CHECK(rd_launch(GFP_OP_LAYER_NORM, TS(&x, &w, &b), 3, TS(&y, &mean, &rstd), 3, &p) ==
           GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "normalized_rank");
     p.normalized_rank = 1;
     gfp_tensor w3 = tensor(GFP_F64, 1, SIZES(3), NULL);
-    CHECK(launch(GFP_OP_LAYER_NORM, TENSORS(&x, &w3, &b), 3, TENSORS(&y, &mean, &rstd), 3, &p) ==
+    CHECK(rd_launch(GFP_OP_LAYER_NORM, TS(&x, &w3, &b), 3, TS(&y, &mean, &rstd), 3, &p) ==
           GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "weight");
-    CHECK(launch(GFP_OP_LAYER_NORM, TENSORS(&x, &w, &b), 3, TENSORS(&y, &mean, &rstd), 3, NULL) ==
+    CHECK(rd_launch(GFP_OP_LAYER_NORM, TS(&x, &w, &b), 3, TS(&y, &mean, &rstd), 3, NULL) ==
           GFP_ERR_INVALID);
-    CHECK(query(GFP_OP_LAYER_NORM, 3, DTYPES(GFP_F32, -1, -1), 3,
+    CHECK(rd_query(GFP_OP_LAYER_NORM, 3, DTYPES(GFP_F32, -1, -1), 3,
                 DTYPES(GFP_F32, GFP_F32, GFP_F32)) == GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_LAYER_NORM, 3, DTYPES(GFP_F32, GFP_F64, -1), 3,
+    CHECK(rd_query(GFP_OP_LAYER_NORM, 3, DTYPES(GFP_F32, GFP_F64, -1), 3,
                 DTYPES(GFP_F32, GFP_F32, GFP_F32)) == GFP_SUPPORT_NONE);
 }
 
@@ -691,7 +610,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, const gfp_tensor *cons
                              uint32_t training, double momentum) {
     gfp_batch_norm_params p = {
         .struct_size = sizeof p, .training = training, .momentum = momentum, .eps = 1e-5};
-    return launch(GFP_OP_BATCH_NORM, in, 5, out, 3, &p);
+    return rd_launch(GFP_OP_BATCH_NORM, in, 5, out, 3, &p);
 }
 
 static void test_batch_norm_training(void) {
@@ -702,7 +621,7 @@ static void test_batch_norm_training(void) {
                rv = tensor(GFP_F64, 1, SIZES(2), VALS(1, 1));
     gfp_tensor y = tensor(GFP_F64, 3, SIZES(2, 2, 2), NULL);
     gfp_tensor sm = tensor(GFP_F64, 1, SIZES(2), NULL), si = tensor(GFP_F64, 1, SIZES(2), NULL);
-    CHECK(batch_norm(TENSORS(&x, &wt, &bt, &rm, &rv), TENSORS(&y, &sm, &si), 1, 0.1) == GFP_OK);
+    CHECK(batch_norm(TS(&x, &wt, &bt, &rm, &rv), TS(&y, &sm, &si), 1, 0.1) == GFP_OK);
     /* channel 0: mean 2.5, biased var 5/4, unbiased 5/3;
      * channel 1: mean 1, biased var (1+1+1+9)/4 = 3, unbiased 4. */
     EXPECT(sm, 1e-14, 2.5, 1);
@@ -715,7 +634,7 @@ static void test_batch_norm_training(void) {
         CHECK_CLOSE(at(&y, i), (bn_x[i] - mean[c]) / sqrt(var[c] + eps) * w[c] + b[c], 1e-13);
     }
     /* No affine parameters and no running statistics: nothing else changes. */
-    CHECK(batch_norm(TENSORS(&x, NULL, NULL, NULL, NULL), TENSORS(&y, &sm, &si), 1, 0.1) == GFP_OK);
+    CHECK(batch_norm(TS(&x, NULL, NULL, NULL, NULL), TS(&y, &sm, &si), 1, 0.1) == GFP_OK);
     for (int i = 0; i < 8; i++) {
         int c = (i / 2) % 2;
         CHECK_CLOSE(at(&y, i), (bn_x[i] - mean[c]) / sqrt(var[c] + eps), 1e-13);
@@ -726,7 +645,7 @@ static void test_batch_norm_training(void) {
     gfp_tensor xs = view(&cnl, 3, SIZES(2, 2, 2), SIZES(2, 4, 1));
     gfp_tensor yf = tensor(GFP_F32, 3, SIZES(2, 2, 2), NULL);
     gfp_tensor smf = tensor(GFP_F32, 1, SIZES(2), NULL), sif = tensor(GFP_F32, 1, SIZES(2), NULL);
-    CHECK(batch_norm(TENSORS(&xs, NULL, NULL, NULL, NULL), TENSORS(&yf, &smf, &sif), 1, 0.1) ==
+    CHECK(batch_norm(TS(&xs, NULL, NULL, NULL, NULL), TS(&yf, &smf, &sif), 1, 0.1) ==
           GFP_OK);
     EXPECT(smf, 1e-6, 2.5, 1);
     for (int i = 0; i < 8; i++) {
@@ -742,7 +661,7 @@ static void test_batch_norm_eval(void) {
     gfp_tensor rm = tensor(GFP_F32, 1, SIZES(2), rmv), rv = tensor(GFP_F32, 1, SIZES(2), rvv);
     gfp_tensor y = tensor(GFP_F32, 3, SIZES(2, 2, 2), NULL);
     gfp_tensor sm = tensor(GFP_F32, 1, SIZES(2), NULL), si = tensor(GFP_F32, 1, SIZES(2), NULL);
-    CHECK(batch_norm(TENSORS(&x, &wt, &bt, &rm, &rv), TENSORS(&y, &sm, &si), 0, 0.1) == GFP_OK);
+    CHECK(batch_norm(TS(&x, &wt, &bt, &rm, &rv), TS(&y, &sm, &si), 0, 0.1) == GFP_OK);
     for (int i = 0; i < 8; i++) {
         int c = (i / 2) % 2;
         CHECK_CLOSE(at(&y, i), (bn_x[i] - rmv[c]) / sqrt(rvv[c] + eps) * w[c] + b[c], 1e-5);
@@ -751,18 +670,18 @@ static void test_batch_norm_eval(void) {
     EXPECT(si, 1e-6, 1 / sqrt(4 + eps), 1 / sqrt(0.25 + eps));
     EXPECT(rm, 0, 1, 2); /* evaluation leaves the running statistics alone */
     EXPECT(rv, 0, 4, 0.25);
-    CHECK(batch_norm(TENSORS(&x, &wt, &bt, NULL, NULL), TENSORS(&y, &sm, &si), 0, 0.1) ==
+    CHECK(batch_norm(TS(&x, &wt, &bt, NULL, NULL), TS(&y, &sm, &si), 0, 0.1) ==
           GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "running_mean");
     gfp_tensor r3 = tensor(GFP_F32, 1, SIZES(3), NULL);
-    CHECK(batch_norm(TENSORS(&x, &wt, &bt, &r3, &rv), TENSORS(&y, &sm, &si), 0, 0.1) ==
+    CHECK(batch_norm(TS(&x, &wt, &bt, &r3, &rv), TS(&y, &sm, &si), 0, 0.1) ==
           GFP_ERR_INVALID);
     CHECK_CONTAINS(error_text(), "running_mean");
     gfp_tensor r64 = tensor(GFP_F64, 1, SIZES(2), NULL);
-    CHECK(batch_norm(TENSORS(&x, &wt, &bt, &r64, &rv), TENSORS(&y, &sm, &si), 0, 0.1) ==
+    CHECK(batch_norm(TS(&x, &wt, &bt, &r64, &rv), TS(&y, &sm, &si), 0, 0.1) ==
           GFP_ERR_UNSUPPORTED);
     CHECK_CONTAINS(error_text(), "running_mean is f64");
-    CHECK(query(GFP_OP_BATCH_NORM, 5, DTYPES(GFP_F64, GFP_F64, -1, GFP_F64, GFP_F64), 3,
+    CHECK(rd_query(GFP_OP_BATCH_NORM, 5, DTYPES(GFP_F64, GFP_F64, -1, GFP_F64, GFP_F64), 3,
                 DTYPES(GFP_F64, GFP_F64, GFP_F64)) == GFP_SUPPORT_STRIDED);
 }
 
@@ -770,7 +689,7 @@ static void test_batch_norm_eval(void) {
 static gfp_status index_op(uint32_t op, const gfp_tensor *data, const gfp_tensor *index,
                            const gfp_tensor *y, int dim) {
     gfp_dim_params p = {.struct_size = sizeof p, .dim = dim};
-    return launch(op, TENSORS(data, index), 2, TENSORS(y), 1, &p);
+    return rd_launch(op, TS(data, index), 2, TS(y), 1, &p);
 }
 
 static void test_index_select(void) {
@@ -867,11 +786,11 @@ static void test_index_add(void) {
 }
 
 static void test_index_errors(void) {
-    CHECK(query(GFP_OP_GATHER, 2, DTYPES(GFP_BOOL, GFP_I64), 1, DTYPES(GFP_BOOL)) ==
+    CHECK(rd_query(GFP_OP_GATHER, 2, DTYPES(GFP_BOOL, GFP_I64), 1, DTYPES(GFP_BOOL)) ==
           GFP_SUPPORT_STRIDED);
-    CHECK(query(GFP_OP_SCATTER_ADD, 2, DTYPES(GFP_BOOL, GFP_I64), 1, DTYPES(GFP_BOOL)) ==
+    CHECK(rd_query(GFP_OP_SCATTER_ADD, 2, DTYPES(GFP_BOOL, GFP_I64), 1, DTYPES(GFP_BOOL)) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_INDEX_ADD, 2, DTYPES(GFP_F32, GFP_I32), 1, DTYPES(GFP_F32)) ==
+    CHECK(rd_query(GFP_OP_INDEX_ADD, 2, DTYPES(GFP_F32, GFP_I32), 1, DTYPES(GFP_F32)) ==
           GFP_SUPPORT_NONE);
     gfp_tensor yb = tensor(GFP_BOOL, 1, SIZES(2), NULL), sb = tensor(GFP_BOOL, 1, SIZES(2), NULL);
     gfp_tensor i = tensor(GFP_I64, 1, SIZES(2), VALS(0, 1));
@@ -891,37 +810,8 @@ static void test_index_errors(void) {
 }
 
 /* ------------------------------------------------------------------ main */
-static int open_plugin(const char *path, void **lib) {
-    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!*lib) {
-        fprintf(stderr, "cannot open the plugin %s: %s\n", path, dlerror());
-        return 0;
-    }
-    void *sym = dlsym(*lib, GFP_ENTRY_SYMBOL);
-    gfp_negotiate_fn negotiate;
-    memcpy(&negotiate, &sym, sizeof negotiate); /* object to function pointer, as POSIX allows */
-    gfp_negotiate_request req = {.struct_size = sizeof req,
-                                 .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR,
-                                 .host = &host};
-    uint32_t count = 0;
-    if (!sym || negotiate(&req, &plugin) != GFP_OK || !plugin ||
-        plugin->init(&plugin_ctx) != GFP_OK || plugin->device_count(plugin_ctx, &count) != GFP_OK ||
-        count < 1 || plugin->device_open(plugin_ctx, 0, &device) != GFP_OK) {
-        fprintf(stderr, "the plugin %s did not negotiate or open device 0: %s\n", path, last_error);
-        return 0;
-    }
-    return 1;
-}
-
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : getenv("GRAFT_TEST_REFERENCE_PLUGIN");
-    if (!path || !*path) {
-        fprintf(stderr, "usage: %s PLUGIN.so (or set GRAFT_TEST_REFERENCE_PLUGIN)\n", argv[0]);
-        return 1;
-    }
-    void *lib;
-    if (!open_plugin(path, &lib)) return 1;
+    if (!rd_open(argc, argv)) return 1;
     RUN(test_reduce_dims);
     RUN(test_reduce_strided);
     RUN(test_reduce_empty);
@@ -942,9 +832,7 @@ int main(int argc, char **argv) {
     RUN(test_scatter_add);
     RUN(test_index_add);
     RUN(test_index_errors);
-    for (int i = 0; i < n_buffers; i++) plugin->buffer_free(device, buffers[i]);
-    if (plugin->device_close) plugin->device_close(device);
-    if (plugin->shutdown) plugin->shutdown(plugin_ctx);
-    dlclose(lib);
+    for (int i = 0; i < n_buffers; i++) P->buffer_free(dev, buffers[i]);
+    rd_close();
     return CHECK_REPORT();
 }

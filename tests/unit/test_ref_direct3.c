@@ -9,46 +9,10 @@
  * (<f(x), g> == <x, f^T(g)>), which needs no second implementation. Output
  * buffers start filled with NaN, so an element a kernel forgets to write shows
  * up, and gaps between strided output elements must stay NaN. */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdint.h>
 
-#include "check.h"
-#include "graft_plugin.h"
-
-/* ------------------------------------------------------------ host side */
-static char last_error[2048];
-static int log_problems; /* warnings and errors the plugin logged */
-
-static void host_set_error(void *ctx, const char *message) {
-    (void)ctx;
-    snprintf(last_error, sizeof last_error, "%s", message ? message : "");
-}
-
-/* A pointer, so CHECK_CONTAINS's NULL test is meaningful to the compiler. */
-static const char *error_text(void) { return last_error; }
-
-static void host_log(void *ctx, gfp_log_level level, const char *message) {
-    (void)ctx;
-    if (level <= GFP_LOG_WARN) {
-        log_problems++;
-        fprintf(stderr, "plugin log: %s\n", message);
-    }
-}
-
-static gfp_host host = {
-    .struct_size = sizeof(gfp_host),
-    .abi_major = GFP_ABI_MAJOR,
-    .abi_minor = GFP_ABI_MINOR,
-    .host_ctx = NULL,
-    .set_error = host_set_error,
-    .log = host_log,
-};
-
-static const gfp_plugin *P;
-static void *plugin_ctx;
-static void *dev;
+#include "ref_direct.h"
 
 /* ------------------------------------------------------------ test tensors */
 /* A descriptor with its own buffer; the buffer covers offset + the span. */
@@ -56,10 +20,6 @@ typedef struct tt {
     gfp_tensor d;
     int64_t count; /* elements in the buffer */
 } tt;
-
-static size_t esize(int32_t dt) {
-    return dt == GFP_F32 || dt == GFP_I32 ? 4 : dt == GFP_BOOL ? 1 : 8;
-}
 
 static double raw_load(const char *buf, int32_t dt, int64_t e) {
     switch (dt) {
@@ -84,26 +44,17 @@ static void raw_store(char *buf, int32_t dt, int64_t e, double v) {
 /* sizes/strides of rank entries; strides NULL = contiguous; offset in elements. */
 static tt tt_make(int32_t dtype, int rank, const int64_t *sizes, const int64_t *strides,
                   int64_t offset) {
-    tt t;
-    memset(&t, 0, sizeof t);
-    t.d.struct_size = sizeof(gfp_tensor);
-    t.d.dtype = dtype;
-    t.d.rank = rank;
-    int64_t run = 1, span = 1, numel = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        t.d.sizes[d] = sizes[d];
-        t.d.strides[d] = strides ? strides[d] : run;
-        run *= sizes[d];
-    }
+    tt t = {.d = rd_desc(dtype, rank, sizes, strides)};
+    int64_t span = 1, numel = 1;
     for (int d = 0; d < rank; d++) {
         numel *= sizes[d];
         span += (sizes[d] - 1) * t.d.strides[d];
     }
     t.count = offset + (numel ? span : 0);
     if (t.count < 1) t.count = 1;
-    t.d.offset = (uint64_t)offset * esize(dtype);
+    t.d.offset = (uint64_t)offset * rd_esize(dtype);
     void *host_ptr = NULL;
-    uint64_t nbytes = (uint64_t)t.count * esize(dtype);
+    uint64_t nbytes = (uint64_t)t.count * rd_esize(dtype);
     if (P->buffer_alloc(dev, nbytes, &t.d.buffer, &host_ptr) != GFP_OK) {
         fprintf(stderr, "buffer_alloc of %llu bytes failed: %s\n", (unsigned long long)nbytes,
                 last_error);
@@ -133,24 +84,13 @@ static void tt_free(tt *t) {
     t->d.buffer = NULL;
 }
 
-static int64_t tt_numel(const tt *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->d.rank; d++) n *= t->d.sizes[d];
-    return n;
-}
+static int64_t tt_numel(const tt *t) { return rd_numel(&t->d); }
 
 /* Buffer element holding the row-major linear element `lin`. */
-static int64_t tt_elem(const tt *t, int64_t lin) {
-    int64_t e = (int64_t)(t->d.offset / esize(t->d.dtype));
-    for (int d = t->d.rank - 1; d >= 0; d--) {
-        e += (lin % t->d.sizes[d]) * t->d.strides[d];
-        lin /= t->d.sizes[d];
-    }
-    return e;
-}
+static int64_t tt_elem(const tt *t, int64_t lin) { return rd_elem(&t->d, lin); }
 
 static char *tt_read_raw(const tt *t) {
-    uint64_t nbytes = (uint64_t)t->count * esize(t->d.dtype);
+    uint64_t nbytes = (uint64_t)t->count * rd_esize(t->d.dtype);
     char *buf = malloc((size_t)nbytes);
     CHECK(P->buffer_read(dev, t->d.buffer, 0, buf, nbytes) == GFP_OK);
     return buf;
@@ -159,7 +99,7 @@ static char *tt_read_raw(const tt *t) {
 static void tt_set(const tt *t, const double *vals) {
     char *buf = tt_read_raw(t);
     for (int64_t i = 0; i < tt_numel(t); i++) raw_store(buf, t->d.dtype, tt_elem(t, i), vals[i]);
-    CHECK(P->buffer_write(dev, t->d.buffer, 0, buf, (uint64_t)t->count * esize(t->d.dtype)) ==
+    CHECK(P->buffer_write(dev, t->d.buffer, 0, buf, (uint64_t)t->count * rd_esize(t->d.dtype)) ==
           GFP_OK);
     free(buf);
 }
@@ -235,17 +175,6 @@ static int gap_writes(const tt *t) {
 }
 
 /* ------------------------------------------------------------ launching */
-#define TS(...) ((const gfp_tensor *const[]){__VA_ARGS__})
-
-static gfp_status run(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                      const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    last_error[0] = '\0';
-    gfp_status st = P->launch(dev, op, in, n_in, out, n_out, params);
-    if (st == GFP_OK && P->synchronize) st = P->synchronize(dev);
-    if (st != GFP_OK && !last_error[0]) fprintf(stderr, "  launch %u failed without a message\n", op);
-    return st;
-}
-
 static gfp_conv2d_params cparams(int g, int sh, int sw, int ph, int pw, int dh, int dw) {
     gfp_conv2d_params p = {sizeof(gfp_conv2d_params), g, {sh, sw}, {ph, pw}, {dh, dw}};
     return p;
@@ -260,63 +189,47 @@ static gfp_pool2d_params pparams(int kh, int kw, int sh, int sw, int ph, int pw,
 
 static gfp_status conv(const tt *x, const tt *w, const tt *b, const tt *y,
                        const gfp_conv2d_params *p) {
-    if (b) return run(GFP_OP_CONV2D, TS(&x->d, &w->d, &b->d), 3, TS(&y->d), 1, p);
-    return run(GFP_OP_CONV2D, TS(&x->d, &w->d), 2, TS(&y->d), 1, p);
+    if (b) return rd_launch(GFP_OP_CONV2D, TS(&x->d, &w->d, &b->d), 3, TS(&y->d), 1, p);
+    return rd_launch(GFP_OP_CONV2D, TS(&x->d, &w->d), 2, TS(&y->d), 1, p);
 }
 
 static const int32_t float_dtypes[2] = {GFP_F32, GFP_F64};
 
 /* ------------------------------------------------------------ capability */
-static uint32_t query(uint32_t op, uint32_t n_in, const int32_t *in_dt, uint32_t n_out,
-                      const int32_t *out_dt) {
-    gfp_op_query q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = op;
-    q.layout = GFP_LAYOUT_STRIDED;
-    q.n_inputs = n_in;
-    q.n_outputs = n_out;
-    for (uint32_t i = 0; i < n_in; i++) q.input_dtypes[i] = in_dt[i];
-    for (uint32_t i = 0; i < n_out; i++) q.output_dtypes[i] = out_dt[i];
-    uint32_t support = 12345;
-    CHECK(P->query_op(dev, &q, &support) == GFP_OK);
-    return support;
-}
-
 static void test_support(void) {
     for (int k = 0; k < 2; k++) {
         int32_t f = float_dtypes[k];
-        CHECK(query(GFP_OP_CONV2D, 3, (int32_t[]){f, f, f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_CONV2D, 3, (int32_t[]){f, f, f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_CONV2D, 3, (int32_t[]){f, f, -1}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_CONV2D, 3, (int32_t[]){f, f, -1}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_CONV2D, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_CONV2D, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_CONV2D_BACKWARD_INPUT, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_CONV2D_BACKWARD_INPUT, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_CONV2D_BACKWARD_WEIGHT, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_CONV2D_BACKWARD_WEIGHT, 2, (int32_t[]){f, f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){f}, 2, (int32_t[]){f, GFP_I64}) ==
+        CHECK(rd_query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){f}, 2, (int32_t[]){f, GFP_I64}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_MAX_POOL2D_BACKWARD, 2, (int32_t[]){f, GFP_I64}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_MAX_POOL2D_BACKWARD, 2, (int32_t[]){f, GFP_I64}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
-        CHECK(query(GFP_OP_AVG_POOL2D_BACKWARD, 1, (int32_t[]){f}, 1, (int32_t[]){f}) ==
+        CHECK(rd_query(GFP_OP_AVG_POOL2D_BACKWARD, 1, (int32_t[]){f}, 1, (int32_t[]){f}) ==
               GFP_SUPPORT_STRIDED);
     }
     int32_t i = GFP_I32, f = GFP_F32, d = GFP_F64;
-    CHECK(query(GFP_OP_CONV2D, 2, (int32_t[]){i, i}, 1, (int32_t[]){i}) == GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_CONV2D, 2, (int32_t[]){f, d}, 1, (int32_t[]){f}) == GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_CONV2D_BACKWARD_INPUT, 2, (int32_t[]){GFP_I64, GFP_I64}, 1,
+    CHECK(rd_query(GFP_OP_CONV2D, 2, (int32_t[]){i, i}, 1, (int32_t[]){i}) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_CONV2D, 2, (int32_t[]){f, d}, 1, (int32_t[]){f}) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_CONV2D_BACKWARD_INPUT, 2, (int32_t[]){GFP_I64, GFP_I64}, 1,
                 (int32_t[]){GFP_I64}) == GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){f}, 2, (int32_t[]){f, GFP_I32}) ==
+    CHECK(rd_query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){f}, 2, (int32_t[]){f, GFP_I32}) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){i}, 2, (int32_t[]){i, GFP_I64}) ==
+    CHECK(rd_query(GFP_OP_MAX_POOL2D, 1, (int32_t[]){i}, 2, (int32_t[]){i, GFP_I64}) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){GFP_BOOL}, 1, (int32_t[]){GFP_BOOL}) ==
+    CHECK(rd_query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){GFP_BOOL}, 1, (int32_t[]){GFP_BOOL}) ==
           GFP_SUPPORT_NONE);
-    CHECK(query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){d}, 1, (int32_t[]){f}) == GFP_SUPPORT_NONE);
+    CHECK(rd_query(GFP_OP_AVG_POOL2D, 1, (int32_t[]){d}, 1, (int32_t[]){f}) == GFP_SUPPORT_NONE);
 }
 
 /* ------------------------------------------------------------ conv2d by hand */
@@ -332,7 +245,7 @@ static void test_conv_basic(void) {
         CHECK(mismatches(&y, (double[]){12, 16, 24, 28}, 1e-6) == 0);
         /* The same with a NULL third input (absent bias). */
         tt y2 = mk4(dt, 1, 1, 2, 2);
-        CHECK(run(GFP_OP_CONV2D, TS(&x.d, &w.d, NULL), 3, TS(&y2.d), 1, &p) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_CONV2D, TS(&x.d, &w.d, NULL), 3, TS(&y2.d), 1, &p) == GFP_OK);
         CHECK(mismatches(&y2, (double[]){12, 16, 24, 28}, 1e-6) == 0);
         tt_free(&y2);
         tt_free(&x);
@@ -486,12 +399,12 @@ static void test_conv_backward_by_hand(void) {
         tt gy = mk4(dt, 1, 1, 2, 2), w = mk4(dt, 1, 1, 2, 2), gx = mk4(dt, 1, 1, 3, 3);
         tt_set(&gy, (double[]){1, 0, 0, 10});
         tt_set(&w, (double[]){1, 2, 3, 4});
-        CHECK(run(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
         CHECK(mismatches(&gx, (double[]){1, 2, 0, 3, 14, 20, 0, 30, 40}, 1e-6) == 0);
         /* grad_w[a][b] = x[a][b] + 10 x[1+a][1+b] with x = 1..9: 51, 62, 84, 95. */
         tt x = mk4(dt, 1, 1, 3, 3), gw = mk4(dt, 1, 1, 2, 2);
         tt_iota(&x, 1);
-        CHECK(run(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&gy.d, &x.d), 2, TS(&gw.d), 1, &p) ==
+        CHECK(rd_launch(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&gy.d, &x.d), 2, TS(&gw.d), 1, &p) ==
               GFP_OK);
         CHECK(mismatches(&gw, (double[]){51, 62, 84, 95}, 1e-6) == 0);
         /* Stride 2 leaves row/column 2 of a 3x3 input untouched by a 1x1 kernel:
@@ -499,7 +412,7 @@ static void test_conv_backward_by_hand(void) {
         gfp_conv2d_params p2 = cparams(1, 2, 2, 0, 0, 1, 1);
         tt w1 = mk4(dt, 1, 1, 1, 1), gx2 = mk4(dt, 1, 1, 3, 3);
         tt_set(&w1, (double[]){2});
-        CHECK(run(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w1.d), 2, TS(&gx2.d), 1, &p2) ==
+        CHECK(rd_launch(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w1.d), 2, TS(&gx2.d), 1, &p2) ==
               GFP_OK);
         CHECK(mismatches(&gx2, (double[]){2, 0, 0, 0, 0, 0, 0, 0, 20}, 1e-6) == 0);
         tt_free(&gy);
@@ -552,8 +465,8 @@ static void conv_adjoint(const conv_cfg *c, int32_t dt, bool permuted, double to
     tt_fill_rand(&gy);
     gfp_conv2d_params p = cparams(c->g, c->sh, c->sw, c->ph, c->pw, c->dh, c->dw);
     CHECK(conv(&x, &w, NULL, &y, &p) == GFP_OK);
-    CHECK(run(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
-    CHECK(run(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&gy.d, &x.d), 2, TS(&gw.d), 1, &p) == GFP_OK);
+    CHECK(rd_launch(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&gy.d, &w.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
+    CHECK(rd_launch(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&gy.d, &x.d), 2, TS(&gw.d), 1, &p) == GFP_OK);
     double d1 = tt_dot(&y, &gy), d2 = tt_dot(&x, &gx), d3 = tt_dot(&w, &gw);
     CHECK_MSG(isfinite(d1) && isfinite(d2) && isfinite(d3) && d1 != 0.0,
               "dots %g %g %g (NaN: an output element was not written)", d1, d2, d3);
@@ -589,7 +502,7 @@ static int index_mismatches(const tt *t, const int64_t *want) {
 }
 
 static gfp_status max_pool(const tt *x, const tt *y, const tt *ind, const gfp_pool2d_params *p) {
-    return run(GFP_OP_MAX_POOL2D, TS(&x->d), 1, TS(&y->d, &ind->d), 2, p);
+    return rd_launch(GFP_OP_MAX_POOL2D, TS(&x->d), 1, TS(&y->d, &ind->d), 2, p);
 }
 
 static const double pool_plane[16] = {1, 5, 2, 0, 3, 4, 8, 7, 9, 6, 1, 1, 2, 0, 3, 11};
@@ -699,7 +612,7 @@ static void test_max_pool_backward(void) {
         tt gy = mk4(dt, 1, 2, 2, 2), ind = mk4(GFP_I64, 1, 2, 2, 2), gx = mk4(dt, 1, 2, 4, 4);
         tt_set(&gy, (double[]){1, 2, 3, 4, 10, 20, 30, 40});
         tt_set(&ind, (double[]){1, 6, 8, 15, 0, 3, 13, 10});
-        CHECK(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy.d, &ind.d), 2, TS(&gx.d), 1, NULL) ==
+        CHECK(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy.d, &ind.d), 2, TS(&gx.d), 1, NULL) ==
               GFP_OK);
         double want[32] = {0};
         want[1] = 1, want[6] = 2, want[8] = 3, want[15] = 4;
@@ -713,14 +626,14 @@ static void test_max_pool_backward(void) {
         tt_set(&gy2, (double[]){1, 2, 3, 4});
         tt_set(&ind2, (double[]){5, 5, 0, -1});
         gfp_pool2d_params p = pparams(2, 2, 1, 1, 0, 0, 1, 1, 0, 0); /* passed, not needed */
-        CHECK(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy2.d, &ind2.d), 2, TS(&gx2.d), 1, &p) ==
+        CHECK(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy2.d, &ind2.d), 2, TS(&gx2.d), 1, &p) ==
               GFP_OK);
         CHECK(mismatches(&gx2, (double[]){3, 0, 0, 0, 0, 3, 0, 0, 0}, 0) == 0);
         CHECK(gap_writes(&gx2) == 0);
 
         /* An index outside the plane is an error naming the op. */
         tt_set(&ind2, (double[]){5, 9, 0, 1});
-        CHECK(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy2.d, &ind2.d), 2, TS(&gx2.d), 1, NULL) ==
+        CHECK(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy2.d, &ind2.d), 2, TS(&gx2.d), 1, NULL) ==
               GFP_ERR_INVALID);
         CHECK_CONTAINS(error_text(), "max_pool2d_backward");
         CHECK_CONTAINS(error_text(), "9");
@@ -757,7 +670,7 @@ static void test_max_pool_adjoint(void) {
         tt_fill_rand(&gy);
         gfp_pool2d_params p = pparams(c[4], c[5], c[6], c[7], c[8], c[9], dh, dw, ceil_mode, 0);
         CHECK(max_pool(&x, &y, &ind, &p) == GFP_OK);
-        CHECK(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy.d, &ind.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&gy.d, &ind.d), 2, TS(&gx.d), 1, &p) == GFP_OK);
         double d1 = tt_dot(&y, &gy), d2 = tt_dot(&x, &gx);
         CHECK(isfinite(d1) && d1 != 0.0);
         CHECK_CLOSE(d2, d1, 1e-12);
@@ -768,7 +681,7 @@ static void test_max_pool_adjoint(void) {
 
 /* ------------------------------------------------------------ avg pool */
 static gfp_status avg_pool(const tt *x, const tt *y, const gfp_pool2d_params *p) {
-    return run(GFP_OP_AVG_POOL2D, TS(&x->d), 1, TS(&y->d), 1, p);
+    return rd_launch(GFP_OP_AVG_POOL2D, TS(&x->d), 1, TS(&y->d), 1, p);
 }
 
 static void test_avg_pool_by_hand(void) {
@@ -835,14 +748,14 @@ static void test_avg_pool_backward_by_hand(void) {
         tt gy = mk4(dt, 1, 1, 2, 2), gx = mk4(dt, 1, 1, 3, 3);
         tt_set(&gy, (double[]){1, 1, 1, 1});
         gfp_pool2d_params p = pparams(2, 2, 1, 1, 0, 0, 1, 1, 0, 1);
-        CHECK(run(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy.d), 1, TS(&gx.d), 1, &p) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy.d), 1, TS(&gx.d), 1, &p) == GFP_OK);
         CHECK(mismatches(&gx, (double[]){.25, .5, .25, .5, 1, .5, .25, .5, .25}, 1e-6) == 0);
         /* The ceil-mode row above, padding excluded, grad_y = [2, 3, 6, 5]:
          * x0 += 2/2, x1 += 2/2 + 3/3, x2 += 1, x3 += 1 + 2, x4 += 2, x5 += 2 + 5. */
         tt gy4 = mk4(dt, 1, 1, 1, 4), gx6 = mk4(dt, 1, 1, 1, 6);
         tt_set(&gy4, (double[]){2, 3, 6, 5});
         gfp_pool2d_params pce = pparams(1, 3, 1, 2, 0, 1, 1, 1, 1, 0);
-        CHECK(run(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy4.d), 1, TS(&gx6.d), 1, &pce) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy4.d), 1, TS(&gx6.d), 1, &pce) == GFP_OK);
         CHECK(mismatches(&gx6, (double[]){1, 2, 1, 3, 2, 7}, 1e-6) == 0);
         tt *all[] = {&gy, &gx, &gy4, &gx6};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_free(all[i]);
@@ -875,7 +788,7 @@ static void test_avg_pool_adjoint(void) {
         tt_fill_rand(&gy);
         gfp_pool2d_params p = pparams(c[4], c[5], c[6], c[7], c[8], c[9], 1, 1, c[10], c[11]);
         CHECK(avg_pool(&x, &y, &p) == GFP_OK);
-        CHECK(run(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy.d), 1, TS(&gx.d), 1, &p) == GFP_OK);
+        CHECK(rd_launch(GFP_OP_AVG_POOL2D_BACKWARD, TS(&gy.d), 1, TS(&gx.d), 1, &p) == GFP_OK);
         double d1 = tt_dot(&y, &gy), d2 = tt_dot(&x, &gx);
         CHECK_MSG(isfinite(d1) && isfinite(d2) && d1 != 0.0, "config %zu: dots %g %g", i, d1, d2);
         CHECK_CLOSE(d2, d1, 1e-12);
@@ -935,14 +848,14 @@ static void test_conv_errors(void) {
     tt x3d = tt_make(f, 3, (const int64_t[]){2, 3, 3}, NULL, 0);
     EXPECT_FAIL(conv(&x3d, &w, NULL, &y, &p), GFP_ERR_INVALID, "rank 4");
     /* Wrong input count. */
-    EXPECT_FAIL(run(GFP_OP_CONV2D, TS(&x.d), 1, TS(&y.d), 1, &p), GFP_ERR_INVALID, "conv2d");
+    EXPECT_FAIL(rd_launch(GFP_OP_CONV2D, TS(&x.d), 1, TS(&y.d), 1, &p), GFP_ERR_INVALID, "conv2d");
     /* Backward: grad_y must have the size the formula gives for grad_x. */
     tt gx = mk4(f, 1, 2, 4, 4);
-    EXPECT_FAIL(run(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&y.d, &w.d), 2, TS(&gx.d), 1, &p),
+    EXPECT_FAIL(rd_launch(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&y.d, &w.d), 2, TS(&gx.d), 1, &p),
                 GFP_ERR_INVALID, "grad_y");
     CHECK_CONTAINS(error_text(), "conv2d_backward_input");
     tt gw = mk4(f, 2, 2, 3, 3);
-    EXPECT_FAIL(run(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&y.d, &x.d), 2, TS(&gw.d), 1, &p),
+    EXPECT_FAIL(rd_launch(GFP_OP_CONV2D_BACKWARD_WEIGHT, TS(&y.d, &x.d), 2, TS(&gw.d), 1, &p),
                 GFP_ERR_INVALID, "conv2d_backward_weight");
 
     /* Unsupported dtypes: integer tensors and mixed precision. */
@@ -951,7 +864,7 @@ static void test_conv_errors(void) {
     CHECK_CONTAINS(error_text(), "i32");
     tt wd = mk4(GFP_F64, 2, 2, 2, 2);
     EXPECT_FAIL(conv(&x, &wd, NULL, &y, &p), GFP_ERR_UNSUPPORTED, "f64");
-    EXPECT_FAIL(run(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&yi.d, &wi.d), 2, TS(&xi.d), 1, &p),
+    EXPECT_FAIL(rd_launch(GFP_OP_CONV2D_BACKWARD_INPUT, TS(&yi.d, &wi.d), 2, TS(&xi.d), 1, &p),
                 GFP_ERR_UNSUPPORTED, "i32");
     CHECK_CONTAINS(error_text(), "conv2d_backward_input");
 
@@ -1000,11 +913,11 @@ static void test_pool_errors(void) {
     EXPECT_FAIL(max_pool(&x11, &y11, &i11, &p3), GFP_ERR_INVALID, "too small");
     /* Backward shape checks. */
     tt gx_bad = mk4(f, 1, 2, 4, 4);
-    EXPECT_FAIL(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&y.d, &ind.d), 2, TS(&gx_bad.d), 1, NULL),
+    EXPECT_FAIL(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&y.d, &ind.d), 2, TS(&gx_bad.d), 1, NULL),
                 GFP_ERR_INVALID, "max_pool2d_backward");
-    EXPECT_FAIL(run(GFP_OP_MAX_POOL2D_BACKWARD, TS(&y.d, &i3.d), 2, TS(&x.d), 1, NULL),
+    EXPECT_FAIL(rd_launch(GFP_OP_MAX_POOL2D_BACKWARD, TS(&y.d, &i3.d), 2, TS(&x.d), 1, NULL),
                 GFP_ERR_INVALID, "indices");
-    EXPECT_FAIL(run(GFP_OP_AVG_POOL2D_BACKWARD, TS(&y3.d), 1, TS(&x.d), 1, &p), GFP_ERR_INVALID,
+    EXPECT_FAIL(rd_launch(GFP_OP_AVG_POOL2D_BACKWARD, TS(&y3.d), 1, TS(&x.d), 1, &p), GFP_ERR_INVALID,
                 "avg_pool2d_backward");
 
     /* Unsupported dtypes. */
@@ -1018,7 +931,7 @@ static void test_pool_errors(void) {
     tt yf = mk4(GFP_F32, 1, 1, 2, 2);
     EXPECT_FAIL(avg_pool(&x, &yf, &p), GFP_ERR_UNSUPPORTED, "f32");
     /* Wrong counts. */
-    EXPECT_FAIL(run(GFP_OP_MAX_POOL2D, TS(&x.d), 1, TS(&y.d), 1, &p), GFP_ERR_INVALID,
+    EXPECT_FAIL(rd_launch(GFP_OP_MAX_POOL2D, TS(&x.d), 1, TS(&y.d), 1, &p), GFP_ERR_INVALID,
                 "max_pool2d");
 
     tt *all[] = {&x, &y, &ind, &y3, &i3, &x33, &x11, &y11, &i11, &gx_bad, &xi, &yi, &i32ind, &yf};
@@ -1027,37 +940,7 @@ static void test_pool_errors(void) {
 
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : getenv("GRAFT_TEST_REFERENCE_PLUGIN");
-    if (!path || !*path) {
-        fprintf(stderr, "usage: %s <path to libgraft-reference.so> "
-                        "(or set GRAFT_TEST_REFERENCE_PLUGIN)\n", argv[0]);
-        return 1;
-    }
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "cannot open %s: %s\n", path, dlerror());
-        return 1;
-    }
-    void *sym = dlsym(lib, GFP_ENTRY_SYMBOL);
-    gfp_negotiate_fn negotiate;
-    if (!sym) {
-        fprintf(stderr, "%s does not export %s\n", path, GFP_ENTRY_SYMBOL);
-        return 1;
-    }
-    memcpy(&negotiate, &sym, sizeof negotiate); /* object to function pointer */
-    gfp_negotiate_request req = {sizeof req, GFP_ABI_MAJOR, GFP_ABI_MINOR, 0, &host};
-    gfp_status st = negotiate(&req, &P);
-    if (st != GFP_OK || !P) {
-        fprintf(stderr, "negotiation failed (%d): %s\n", (int)st, last_error);
-        return 1;
-    }
-    uint32_t count = 0;
-    if (P->init(&plugin_ctx) != GFP_OK || P->device_count(plugin_ctx, &count) != GFP_OK ||
-        count < 1 || P->device_open(plugin_ctx, 0, &dev) != GFP_OK) {
-        fprintf(stderr, "the plugin did not open device 0: %s\n", last_error);
-        return 1;
-    }
-
+    if (!rd_open(argc, argv)) return 1;
     RUN(test_support);
     RUN(test_conv_basic);
     RUN(test_conv_padding);
@@ -1077,10 +960,8 @@ int main(int argc, char **argv) {
     RUN(test_conv_errors);
     RUN(test_pool_errors);
 
-    if (P->device_close) P->device_close(dev);
-    if (P->shutdown) P->shutdown(plugin_ctx);
+    rd_close();
     CHECK_MSG(log_problems == 0, "the plugin logged %d warning(s)/error(s), e.g. leaked buffers",
               log_problems);
-    dlclose(lib);
     return CHECK_REPORT();
 }

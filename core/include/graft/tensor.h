@@ -66,7 +66,8 @@ GF_API gf_device *gf_tensor_device(const gf_tensor *t);
 GF_API bool gf_tensor_is_contiguous(const gf_tensor *t);
 /* True when both share one storage (a view of the other, or of one base). */
 GF_API bool gf_tensor_shares_storage(const gf_tensor *a, const gf_tensor *b);
-/* The storage's version counter: bumped by every in-place write. */
+/* The storage's version counter: bumped by every in-place write. Inference
+ * tensors (created in inference mode) have none: always 0. */
 GF_API uint64_t gf_tensor_version(const gf_tensor *t);
 /* Writes e.g. "f32[2, 3] on cpu:0" into buf (always terminated). */
 GF_API const char *gf_tensor_describe(const gf_tensor *t, char *buf, size_t len);
@@ -126,6 +127,11 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);
+/* Ends the innermost scope but keeps t, which then belongs to the enclosing
+ * scope (or to the caller when there is none), exactly like the result of a
+ * graft function. For helpers that open their own scope:
+ *   gf_tensor *layer(x) { gf_scope_begin(); ...; return gf_scope_end_return(y); } */
+GF_API gf_tensor *gf_scope_end_return(gf_tensor *t);
 
 #ifdef __cplusplus
 }
