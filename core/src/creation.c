@@ -207,7 +207,7 @@ gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev) {
     if (!c) return NULL;
     gf_tensor *r = gf__empty(t->sizes, t->rank, t->dtype, dev);
     size_t n = (size_t)gf__numel(t) * gf_dtype_size(t->dtype);
-    gf_status s = r ? GF_OK : gf_last_status();
+    gf_status s = r ? GF_OK : gf__status();
     if (s == GF_OK && n) {
         void *host = c->storage->host_ptr;
         void *tmp = NULL;

@@ -114,8 +114,8 @@ gf_device *gf_device_default(void) {
     if (!d) {
         /* Name the variable so the user knows where the string came from. */
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", gf_last_error());
-        gf__error(gf_last_status(), "GRAFT_DEVICE: %s", msg);
+        snprintf(msg, sizeof msg, "%s", gf__message());
+        gf__error(gf__status(), "GRAFT_DEVICE: %s", msg);
         return NULL;
     }
     __atomic_store_n(&g_default, d, __ATOMIC_RELEASE);

@@ -360,7 +360,7 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, 
             gf_tensor *c = gf__empty(in[i]->sizes, in[i]->rank, in[i]->dtype, d);
             if (!c || (s = gf__copy_into(c, in[i])) != GF_OK) {
                 if (c) gf_tensor_release(c);
-                s = gf_last_status();
+                s = gf__status();
                 break;
             }
             owned[n_owned++] = c;
@@ -381,7 +381,7 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, 
         /* Existing contents matter for accumulating ops (SCATTER_ADD...). */
         if (!c || (s = gf__copy_into(c, out[i])) != GF_OK) {
             if (c) gf_tensor_release(c);
-            s = gf_last_status();
+            s = gf__status();
             break;
         }
         owned[n_owned++] = c;

@@ -9,6 +9,9 @@
 
 static _Thread_local gf_status tl_status = GF_OK;
 static _Thread_local char tl_message[GF_MSG_MAX];
+/* The user has read the error (gf_last_error / gf_last_status): it is no
+ * longer the cause of a NULL that reaches a later call. */
+static _Thread_local bool tl_read;
 
 static const char *const status_names[] = {
     [0] = "GF_OK",
@@ -38,6 +41,7 @@ gf_status gf__error(gf_status status, const char *fmt, ...) {
     vsnprintf(tl_message, sizeof tl_message, fmt, ap);
     va_end(ap);
     tl_status = status;
+    tl_read = false;
     gf__log(GFP_LOG_DEBUG, "error %s: %s", gf_status_name(status), tl_message);
     return status;
 }
@@ -46,16 +50,34 @@ bool gf__error_pending(void) { return tl_status != GF_OK; }
 
 gf_status gf__null_arg(const char *op, const char *what) {
     /* NULL propagation: a NULL argument is usually the result of an earlier
-     * failed call, whose error is the one worth reporting. */
-    if (tl_status != GF_OK) return tl_status;
+     * failed call, whose error is the one worth reporting. Once the user
+     * has read it, a NULL may also be a new mistake: the message says both. */
+    if (tl_status != GF_OK && !tl_read) return tl_status;
+    if (tl_status != GF_OK) {
+        /* Read already: say what happened now, and keep the earlier cause
+         * (and its status) in view, since it is the likely reason. */
+        char earlier[GF_MSG_MAX / 2];
+        snprintf(earlier, sizeof earlier, "%s", tl_message);
+        return gf__error(tl_status, "%s: %s is NULL; the thread's last error (already read) "
+                         "may be why: %s", op, what, earlier);
+    }
     return gf__error(GF_ERR_INVALID, "%s: %s is NULL (pass a valid tensor; if it came from an "
                      "earlier graft call, that call failed)", op, what);
 }
 
-const char *gf_last_error(void) { return tl_status == GF_OK ? "" : tl_message; }
-gf_status gf_last_status(void) { return tl_status; }
+const char *gf__message(void) { return tl_status == GF_OK ? "" : tl_message; }
+gf_status gf__status(void) { return tl_status; }
+const char *gf_last_error(void) {
+    tl_read = true;
+    return gf__message();
+}
+gf_status gf_last_status(void) {
+    tl_read = true;
+    return tl_status;
+}
 void gf_clear_error(void) {
     tl_status = GF_OK;
+    tl_read = false;
     tl_message[0] = '\0';
 }
 

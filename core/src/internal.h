@@ -30,6 +30,10 @@ gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
 /* Records INVALID "<op>: <what> is NULL" unless an error is already pending
  * from an earlier failed call (NULL propagation keeps the first error). */
 gf_status gf__null_arg(const char *op, const char *what);
+/* The thread's error as gf_last_status / gf_last_error give it, without
+ * marking it read (the library's own uses must not end NULL propagation). */
+gf_status gf__status(void);
+const char *gf__message(void);
 /* The thread's error state: a failed call since the last public entry keeps
  * priority. */
 bool gf__error_pending(void);

@@ -260,7 +260,7 @@ gf_tensor *gf__read_tensor(gf__rd *rd, const gf__fdtype *fd, gf_dtype target,
 
 gf_status gf__tensor_nbytes(const gf_tensor *t, const char *op, uint64_t *out) {
     int64_t numel = gf__checked_numel(t->sizes, t->rank, op);
-    if (numel < 0) return gf_last_status();
+    if (numel < 0) return gf__status();
     *out = (uint64_t)numel * gf_dtype_size(t->dtype);
     return GF_OK;
 }
@@ -270,7 +270,7 @@ gf_status gf__write_tensor(gf__wr *wr, const gf_tensor *t) {
     if (numel == 0) return GF_OK;
     /* Row-major order: a view is written through a contiguous copy. */
     gf_tensor *c = gf__contig(t);
-    if (!c) return gf_last_status();
+    if (!c) return gf__status();
     size_t es = gf_dtype_size(c->dtype);
     size_t chunk = (size_t)numel < CHUNK_ELEMS ? (size_t)numel : CHUNK_ELEMS;
     unsigned char *buf = malloc(chunk * es);

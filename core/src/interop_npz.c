@@ -205,7 +205,7 @@ static gf_status load_member(FILE *f, uint64_t fsize, const zip_entry *z, const 
     if (s != GF_OK) return s;
     gf__rd rd = {.f = f, .op = op, .what = what, .left = z->csize};
     gf_tensor *t = gf__npy_read(&rd, dev);
-    if (!t) return gf_last_status();
+    if (!t) return gf__status();
     s = gf__rd_skip(&rd, rd.left, "the rest of the member");
     if (s == GF_OK && rd.crc != z->crc)
         s = gf__error(GF_ERR_INVALID, "%s: %s is corrupt: its CRC-32 is %08x, the archive "

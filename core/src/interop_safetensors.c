@@ -270,7 +270,7 @@ static gf_status load_entry(FILE *f, const st_entry *e, uint64_t data_start, uin
     gf_status s = gf__fdtype_target(&fd, op, what, e->dtype, &target);
     if (s != GF_OK) return s;
     int64_t numel = gf__checked_numel(e->sizes, e->rank, op);
-    if (numel < 0) return gf_last_status();
+    if (numel < 0) return gf__status();
     if (e->begin > e->end || e->end > data_len)
         return gf__error(GF_ERR_INVALID, "%s: %s has data_offsets [%llu, %llu] outside the %llu "
                          "data bytes of the file (truncated or corrupt)", op, what,
@@ -287,7 +287,7 @@ static gf_status load_entry(FILE *f, const st_entry *e, uint64_t data_start, uin
         return gf__io_error(op, "seek in", path, errno);
     gf__rd rd = {.f = f, .op = op, .what = what, .left = e->end - e->begin};
     gf_tensor *t = gf__read_tensor(&rd, &fd, target, e->sizes, e->rank, dev);
-    if (!t) return gf_last_status();
+    if (!t) return gf__status();
     return gf__dict_add(d, e->name, e->name_len, t);
 }
 

@@ -400,7 +400,7 @@ gf_status gf_shutdown(void) {
     pthread_mutex_lock(&g_lock);
     bool ok = !g_initialised || shutdown_locked(false);
     pthread_mutex_unlock(&g_lock);
-    return ok ? GF_OK : gf_last_status();
+    return ok ? GF_OK : gf__status();
 }
 
 /* At exit, plugins are shut down when nothing is left alive (rule 13). */

@@ -89,7 +89,7 @@ static gf_status index_extremes(const gf_tensor *idx, int64_t *mn, int64_t *mx) 
     gf_tensor *a = gf_amin(idx, NULL, 0, false);
     gf_tensor *b = a ? gf_amax(idx, NULL, 0, false) : NULL;
     double va = 0, vb = 0;
-    gf_status st = b ? gf_tensor_item(a, &va) : gf_last_status();
+    gf_status st = b ? gf_tensor_item(a, &va) : gf__status();
     if (st == GF_OK) st = gf_tensor_item(b, &vb);
     gf_tensor_release(a);
     gf_tensor_release(b);
@@ -106,7 +106,7 @@ static gf_status diagnose_index(gf_status st, const gf_tensor *idx, int64_t size
                                 const char *op) {
     if (st != GF_ERR_PLUGIN || gf__numel(idx) == 0) return st;
     char saved[1024];
-    snprintf(saved, sizeof saved, "%s", gf_last_error());
+    snprintf(saved, sizeof saved, "%s", gf__message());
     int64_t mn = 0, mx = 0;
     int s = gf__scope_suspend();
     gf_status rs = index_extremes(idx, &mn, &mx);
@@ -407,9 +407,9 @@ gf_tensor *gf_embedding(const gf_tensor *weight, const gf_tensor *indices) {
     gf_tensor *f = gf_reshape(indices, &flat, 1);
     gf_tensor *rows = f ? gf_index_select(weight, 0, f) : NULL;
     gf_tensor *y = rows ? gf_reshape(rows, sz, indices->rank + 1) : NULL;
-    if (!rows && gf_last_status() == GF_ERR_INDEX) {
+    if (!rows && gf__status() == GF_ERR_INDEX) {
         /* Name this op: "embedding: index -1 is out of range ..." */
-        const char *msg = gf_last_error(), *prefix = "index_select: ";
+        const char *msg = gf__message(), *prefix = "index_select: ";
         char saved[1024];
         snprintf(saved, sizeof saved, "%s",
                  strncmp(msg, prefix, strlen(prefix)) ? msg : msg + strlen(prefix));
@@ -613,7 +613,7 @@ gf_tensor *gf_triu(const gf_tensor *x, int64_t diagonal) {
 /* Reads amax or amin of all of t as an integer. */
 static gf_status extreme_value(const gf_tensor *t, bool max, int64_t *out) {
     gf_tensor *m = max ? gf_amax(t, NULL, 0, false) : gf_amin(t, NULL, 0, false);
-    if (!m) return gf_last_status();
+    if (!m) return gf__status();
     double v = 0;
     gf_status st = gf_tensor_item(m, &v);
     gf_tensor_release(m);

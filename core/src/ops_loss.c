@@ -137,7 +137,7 @@ static gf_status nll_compute(const gf_tensor *lp, const gf_tensor *target,
     STEP(safe, gf_where(out->valid, t64, zero_i));
     STEP(idx, gf_unsqueeze(safe, cd));
     if (!(pk = gf_gather(lp, cd, idx))) {
-        if (gf_last_status() == GF_ERR_INDEX)
+        if (gf__status() == GF_ERR_INDEX)
             target_range_error(safe, lp->sizes[cd], ignore_index, op);
         goto fail;
     }
@@ -158,7 +158,7 @@ static gf_status nll_compute(const gf_tensor *lp, const gf_tensor *target,
 #undef STEP
     goto done;
 fail:
-    st = gf_last_status();
+    st = gf__status();
     if (st == GF_OK) st = GF_ERR_INVALID;
     nll_parts_release(out);
 done:

@@ -141,7 +141,7 @@ static gf_status conv_fill_degenerate(gf_tensor *y, const gf_tensor *bias) {
     if (st != GF_OK || !bias) return st;
     int64_t sz[4] = {1, bias->sizes[0], 1, 1}, str[4] = {0, bias->strides[0], 0, 0};
     gf_tensor *b4 = gf__view(bias, sz, str, 4, bias->offset);
-    if (!b4) return gf_last_status();
+    if (!b4) return gf__status();
     st = gf__copy_into(y, b4);
     gf_tensor_release(b4);
     return st;
@@ -497,7 +497,7 @@ static gf_tensor *pool_backward_run(gfp_op kop, const char *op, const gf_tensor 
     if (!gx || gf__numel(gx) == 0) return gx;
     gf_tensor *gy4 = view_4d(grad_y), *ix4 = indices ? view_4d(indices) : NULL;
     gf_tensor *gx4 = view_4d(gx);
-    gf_status st = (!gy4 || !gx4 || (indices && !ix4)) ? gf_last_status() : GF_OK;
+    gf_status st = (!gy4 || !gx4 || (indices && !ix4)) ? gf__status() : GF_OK;
     if (st == GF_OK) {
         if (gf__numel(grad_y) == 0) {
             st = gf__fill(gx, 0.0);
@@ -613,7 +613,7 @@ gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tenso
     gf_tensor *y = gf__empty(x->sizes, x->rank, x->dtype, dev);
     gf_tensor *m = y ? gf__empty(x->sizes, outer, x->dtype, dev) : NULL;
     gf_tensor *r = m ? gf__empty(x->sizes, outer, x->dtype, dev) : NULL;
-    gf_status st = r ? GF_OK : gf_last_status();
+    gf_status st = r ? GF_OK : gf__status();
     if (st == GF_OK && gf__numel(y) == 0 && gf__numel(m) > 0) {
         /* Groups of zero elements: no statistics (NaN, as PyTorch). */
         st = gf__fill(m, NAN);
@@ -723,7 +723,7 @@ gf_tensor *gf_batch_norm(const gf_tensor *x, gf_tensor *running_mean, gf_tensor 
         rm = gf__contig(running_mean);
         rv = rm ? gf__contig(running_var) : NULL;
     }
-    gf_status st = (si && (!running_mean || rv)) ? GF_OK : gf_last_status();
+    gf_status st = (si && (!running_mean || rv)) ? GF_OK : gf__status();
     if (st == GF_OK && c > 0) {
         gfp_batch_norm_params p;
         memset(&p, 0, sizeof p);

@@ -249,7 +249,7 @@ static gf_status extreme_run(gfp_op op, const char *name, const gf_tensor *x1, i
     gf_tensor *ix = v ? gf__empty(osz, x1->rank, GF_I64, dev) : NULL;
     if (!ix) {
         gf_tensor_release(v);
-        return gf_last_status();
+        return gf__status();
     }
     if (gf__numel(v) > 0) {
         gfp_reduce_params p;
@@ -279,7 +279,7 @@ static gf_status extreme_dim(gfp_op op, const char *name, const gf_tensor *x, in
     uint32_t mask = 1u << d;
     if (check_nonempty(x, mask, name) != GF_OK) return GF_ERR_INDEX;
     gf_tensor *x1 = at_least_1d(x);
-    if (!x1) return gf_last_status();
+    if (!x1) return gf__status();
     gf_tensor *v = NULL, *ix = NULL;
     gf_status st = extreme_run(op, name, x1, d, &v, &ix);
     gf_tensor_release(x1);
@@ -289,7 +289,7 @@ static gf_status extreme_dim(gfp_op op, const char *name, const gf_tensor *x, in
     if (!v || !ix) {
         gf_tensor_release(v);
         gf_tensor_release(ix);
-        return gf_last_status();
+        return gf__status();
     }
     if (values)
         *values = v;

@@ -221,7 +221,7 @@ gf_status gf_tensor_to_host(const gf_tensor *t, void *dst, size_t nbytes) {
                          "%zu bytes (numel * dtype size)", nbytes, want);
     if (want == 0) return GF_OK;
     gf_tensor *c = gf__contig(t);
-    if (!c) return gf_last_status();
+    if (!c) return gf__status();
     gf_status s = gf__dev_read(c->storage->device, c->storage->buffer,
                                (uint64_t)c->offset * gf_dtype_size(c->dtype), dst, want);
     gf_tensor_release(c);
@@ -241,7 +241,7 @@ gf_status gf_tensor_from_host(gf_tensor *t, const void *src, size_t nbytes) {
                           (uint64_t)t->offset * gf_dtype_size(t->dtype), src, want);
     } else if (want) {
         gf_tensor *tmp = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
-        if (!tmp) return gf_last_status();
+        if (!tmp) return gf__status();
         s = gf__dev_write(tmp->storage->device, tmp->storage->buffer, 0, src, want);
         if (s == GF_OK) s = gf__copy_into(t, tmp);
         gf_tensor_release(tmp);

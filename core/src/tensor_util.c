@@ -81,7 +81,7 @@ gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
     gf_tensor *tmp = NULL;
     if (src->rank != dst->rank || memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)dst->rank)) {
         tmp = gf__expand_to(src, dst->sizes, dst->rank);
-        if (!tmp) return gf_last_status();
+        if (!tmp) return gf__status();
         s = tmp;
     }
     const gf_tensor *in[1] = {s};

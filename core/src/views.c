@@ -355,7 +355,7 @@ gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **
     *n = 0;
     if (t->rank == 0) return gf__error(GF_ERR_INDEX, "gf_split: cannot split a 0-dim tensor");
     int d = gf__norm_dim(dim, t->rank, "gf_split");
-    if (d < 0) return gf_last_status();
+    if (d < 0) return gf__status();
     int64_t len = t->sizes[d];
     if (split_size < 1 && !(split_size == 0 && len == 0))
         return gf__error(GF_ERR_INVALID, "gf_split: split_size must be >= 1 (got %lld)",
@@ -375,7 +375,7 @@ gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **
         if (!out[i]) {
             for (int64_t k = 0; k < i; k++) gf_tensor_release(out[k]);
             gf__scope_resume(saved);
-            return gf_last_status();
+            return gf__status();
         }
     }
     gf__scope_resume(saved);
@@ -389,7 +389,7 @@ gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **out, int
     if (chunks < 1) return gf__error(GF_ERR_INVALID, "gf_chunk: chunks must be >= 1 (got %d)", chunks);
     if (t->rank == 0) return gf__error(GF_ERR_INDEX, "gf_chunk: cannot chunk a 0-dim tensor");
     int d = gf__norm_dim(dim, t->rank, "gf_chunk");
-    if (d < 0) return gf_last_status();
+    if (d < 0) return gf__status();
     int64_t len = t->sizes[d];
     int64_t size = (len + chunks - 1) / chunks;
     if (size == 0) size = len == 0 ? 0 : 1;

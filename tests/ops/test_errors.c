@@ -172,6 +172,19 @@ static void test_first_error_kept(void) {
     CHECK(strcmp(gf_last_error(), "") == 0);
     gf_tensor *r3 = gf_exp(NULL);
     CHECK(r3 == NULL && gf_last_status() == GF_ERR_INVALID);
+    /* once read, an error no longer hides a later NULL: the message names
+     * the new NULL argument and quotes the earlier error */
+    gf_clear_error();
+    CHECK(gf_select(a, 0, 9) == NULL);
+    CHECK(gf_last_status() == GF_ERR_INDEX); /* read */
+    gf_tensor *r4 = gf_add(a, NULL);
+    CHECK(r4 == NULL && gf_last_status() == GF_ERR_INDEX);
+    CHECK_CONTAINS(gf_last_error(), "add: b is NULL");
+    CHECK_CONTAINS(gf_last_error(), "select");
+    /* unread, the cause still wins through a chain */
+    gf_clear_error();
+    CHECK(gf_exp(gf_exp(gf_select(a, 0, 9))) == NULL);
+    CHECK(gf_last_status() == GF_ERR_INDEX);
     REL(a, bad);
 }
 

@@ -55,7 +55,13 @@ GF_API bool gf_dtype_is_float(gf_dtype dtype);
 /* The calling thread's last error message ("" when none). Never NULL; valid
  * until the thread's next failing graft call. */
 GF_API const char *gf_last_error(void);
-/* The calling thread's last status (GF_OK when none since gf_clear_error). */
+/* The calling thread's last status (GF_OK when none since gf_clear_error).
+ *
+ * NULL propagation: a call given a NULL tensor fails and keeps the error
+ * already recorded, so gf_add(gf_mul(a, b), c) reports why gf_mul failed.
+ * Once the error was read (gf_last_error or gf_last_status), the message of
+ * a NULL argument names the argument and quotes that earlier error (the
+ * status stays the earlier one): a stale error never hides a new mistake. */
 GF_API gf_status gf_last_status(void);
 GF_API void gf_clear_error(void);
 /* Short name of a status ("GF_ERR_SHAPE"). Never NULL. */

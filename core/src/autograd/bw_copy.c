@@ -22,7 +22,7 @@ static gf_status copy_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **
         gf_tensor_release(g);
         g = t;
     }
-    if (!g) return gf_last_status();
+    if (!g) return gf__status();
     out[0] = g;
     return GF_OK;
 }

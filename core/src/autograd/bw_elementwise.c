@@ -154,7 +154,7 @@ static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
     gf_scope_end();
     gf_tensor_release(x);
     gf_tensor_release(y);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }
@@ -318,7 +318,7 @@ static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     if ((need_a && !ra) || (need_b && !rb)) {
         gf_tensor_release(ra);
         gf_tensor_release(rb);
-        return gf_last_status();
+        return gf__status();
     }
     out[0] = ra;
     out[1] = rb;
@@ -408,7 +408,7 @@ static gf_status where_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
     if ((need_a && !ra) || (need_b && !rb)) {
         gf_tensor_release(ra);
         gf_tensor_release(rb);
-        return gf_last_status();
+        return gf__status();
     }
     out[1] = ra;
     out[2] = rb;
@@ -442,7 +442,7 @@ static gf_status masked_fill_backward(gf_node *n, gf_tensor *const *grads, gf_te
     gf_tensor *r = gf_scope_keep(gf_where(mask, zero_of(g), g));
     gf_scope_end();
     gf_tensor_release(mask);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }

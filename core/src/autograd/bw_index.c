@@ -45,7 +45,7 @@ static gf_status index_select_backward(gf_node *n, gf_tensor *const *grads, gf_t
     if (s != GF_OK) return s;
     gf_scope_begin();
     gf_tensor *z = zeros_as(grads[0], c->sizes, c->rank);
-    if (!keep(gf_index_add(z, c->dim, index, grads[0]), &out[0])) s = gf_last_status();
+    if (!keep(gf_index_add(z, c->dim, index, grads[0]), &out[0])) s = gf__status();
     gf_scope_end();
     gf_tensor_release(index);
     return s;
@@ -58,7 +58,7 @@ static gf_status gather_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     if (s != GF_OK) return s;
     gf_scope_begin();
     gf_tensor *z = zeros_as(grads[0], c->sizes, c->rank);
-    if (!keep(gf_scatter_add(z, c->dim, index, grads[0]), &out[0])) s = gf_last_status();
+    if (!keep(gf_scatter_add(z, c->dim, index, grads[0]), &out[0])) s = gf__status();
     gf_scope_end();
     gf_tensor_release(index);
     return s;
@@ -111,7 +111,7 @@ static gf_status scatter_add_backward(gf_node *n, gf_tensor *const *grads, gf_te
     if (need_src) {
         gf_scope_begin();
         gf_tensor *r = pad_to(gf_gather(g, c->dim, index), c->sizes, c->rank);
-        if (!keep(r, &out[2])) s = gf_last_status();
+        if (!keep(r, &out[2])) s = gf__status();
         gf_scope_end();
     }
     gf_tensor_release(index);
@@ -130,7 +130,7 @@ static gf_status index_add_backward(gf_node *n, gf_tensor *const *grads, gf_tens
         gf_tensor *r = gf_index_select(g, c->dim, index);
         /* A 0-dim x takes a [1] src (and the other way round). */
         if (r && gf_tensor_rank(r) != c->rank) r = gf_reshape(r, c->sizes, c->rank);
-        if (!keep(r, &out[2])) s = gf_last_status();
+        if (!keep(r, &out[2])) s = gf__status();
         gf_scope_end();
     }
     gf_tensor_release(index);
@@ -190,7 +190,7 @@ static gf_status cat_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
         gf_tensor *r = p->skipped ? zeros_as(grads[0], &empty, 1)
                                   : gf_narrow(grads[0], c->dim, p->start, p->len);
         if (r && gf_tensor_dtype(r) != p->dtype) r = gf_to_dtype(r, p->dtype);
-        if (!keep(r, &out[i])) s = gf_last_status();
+        if (!keep(r, &out[i])) s = gf__status();
     }
     gf_scope_end();
     return s;
@@ -233,7 +233,7 @@ GF_CTX_FITS(tri_ctx);
 static gf_status tri_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const tri_ctx *c = GF_NODE_CTX(n, tri_ctx);
     gf_tensor *r = c->upper ? gf_triu(grads[0], c->diagonal) : gf_tril(grads[0], c->diagonal);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = gf_scope_keep(r);
     return GF_OK;
 }

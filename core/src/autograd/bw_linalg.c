@@ -9,17 +9,32 @@
 /* ------------------------------------------------------------ matmul */
 typedef struct matmul_ctx {
     int a_rank, b_rank;
+    bool a_t, b_t; /* the operand is a transposed matrix (see col_major) */
     int64_t a_sizes[GF_MAX_RANK], b_sizes[GF_MAX_RANK];
 } matmul_ctx;
 GF_CTX_FITS(matmul_ctx);
+
+/* Last two dims stored column-major: a transposed view of a row-major
+ * matrix, as a linear layer's weight is used (x @ W^T). */
+static bool col_major(const gf_tensor *t) {
+    int r = t->rank;
+    return r >= 2 && t->sizes[r - 2] > 1 && t->sizes[r - 1] > 1 && t->strides[r - 2] == 1 &&
+           t->strides[r - 1] != 1;
+}
 
 /* With a2 [..., M, K], b2 [..., K, N] (1-D operands promoted as the forward
  * did) and g2 [batch..., M, N]: ga = g2 @ b2^T, gb = a2^T @ g2. Each is then
  * summed over the batch dims its operand was broadcast along
  * (gf__ag_sum_to) and the promoted dim is dropped again, so a 1-D operand
- * gets a 1-D gradient. */
+ * gets a 1-D gradient.
+ * For a column-major operand the product is computed transposed and
+ * presented through a transposed view (gb = (g2^T @ a2)^T): the gradient
+ * then has the operand's layout, and the one reaching the row-major matrix
+ * behind it (through the transpose's backward) is contiguous, so updates of
+ * that matrix read both in the same order instead of through a transpose. */
 static gf_tensor *matmul_grad_a(const matmul_ctx *c, gf_tensor *g2, gf_tensor *b2) {
-    gf_tensor *ga = gf_matmul(g2, gf_transpose(b2, -1, -2));
+    gf_tensor *ga = c->a_t ? gf_transpose(gf_matmul(b2, gf_transpose(g2, -1, -2)), -1, -2)
+                           : gf_matmul(g2, gf_transpose(b2, -1, -2));
     if (ga && c->a_rank == 1) ga = gf_squeeze(ga, -2);
     return ga ? gf__ag_sum_to(ga, c->a_sizes, c->a_rank) : NULL;
 }
@@ -35,9 +50,12 @@ static gf_tensor *matmul_grad_b(const matmul_ctx *c, gf_tensor *g2, gf_tensor *a
         for (int d = 0; d < r - 1; d++) rows *= as[d];
         int64_t af[2] = {rows, as[r - 1]};
         int64_t gfl[2] = {rows, gf_tensor_size(g2, -1)};
-        gb = gf_matmul(gf_transpose(gf_reshape(a2, af, 2), 0, 1), gf_reshape(g2, gfl, 2));
+        gf_tensor *a_fl = gf_reshape(a2, af, 2), *g_fl = gf_reshape(g2, gfl, 2);
+        gb = c->b_t ? gf_transpose(gf_matmul(gf_transpose(g_fl, 0, 1), a_fl), 0, 1)
+                    : gf_matmul(gf_transpose(a_fl, 0, 1), g_fl);
     } else {
-        gb = gf_matmul(gf_transpose(a2, -1, -2), g2);
+        gb = c->b_t ? gf_transpose(gf_matmul(gf_transpose(g2, -1, -2), a2), -1, -2)
+                    : gf_matmul(gf_transpose(a2, -1, -2), g2);
     }
     if (gb && c->b_rank == 1) gb = gf_squeeze(gb, -1);
     return gb ? gf__ag_sum_to(gb, c->b_sizes, c->b_rank) : NULL;
@@ -73,7 +91,7 @@ static gf_status matmul_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     if ((need_a && !ra) || (need_b && !rb)) {
         gf_tensor_release(ra);
         gf_tensor_release(rb);
-        return gf_last_status();
+        return gf__status();
     }
     out[0] = ra;
     out[1] = rb;
@@ -88,6 +106,8 @@ gf_status gf__ag_record_matmul(const gf_tensor *a, const gf_tensor *b, gf_tensor
     matmul_ctx *c = GF_NODE_CTX(n, matmul_ctx);
     c->a_rank = a->rank;
     c->b_rank = b->rank;
+    c->a_t = col_major(a);
+    c->b_t = col_major(b);
     memcpy(c->a_sizes, a->sizes, sizeof c->a_sizes);
     memcpy(c->b_sizes, b->sizes, sizeof c->b_sizes);
     bool need_a = n->next[0].node != NULL, need_b = n->next[1].node != NULL;
@@ -121,7 +141,7 @@ static gf_status softmax_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
     r = gf_scope_keep(r);
     gf_scope_end();
     gf_tensor_release(y);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }

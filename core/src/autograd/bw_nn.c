@@ -78,11 +78,11 @@ static gf_status conv2d_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     static const int nhw[3] = {0, 2, 3};
     gf_scope_begin();
     if (need_x && !keep(gf_conv2d_backward_input(g, sv[1], c->xs, &c->opts), &out[0]))
-        s = gf_last_status();
+        s = gf__status();
     if (s == GF_OK && need_w &&
         !keep(gf_conv2d_backward_weight(g, sv[0], c->ws, &c->opts), &out[1]))
-        s = gf_last_status();
-    if (s == GF_OK && need_b && !keep(gf_sum(g, nhw, 3, false), &out[2])) s = gf_last_status();
+        s = gf__status();
+    if (s == GF_OK && need_b && !keep(gf_sum(g, nhw, 3, false), &out[2])) s = gf__status();
     gf_scope_end();
     release_all(sv, 2);
     return s;
@@ -114,10 +114,10 @@ static gf_status conv_bw_input_backward(gf_node *n, gf_tensor *const *grads, gf_
     if (s != GF_OK) return s;
     gf_tensor *gg = grads[0];
     gf_scope_begin();
-    if (need_gy && !keep(gf_conv2d(gg, sv[0], NULL, &c->opts), &out[0])) s = gf_last_status();
+    if (need_gy && !keep(gf_conv2d(gg, sv[0], NULL, &c->opts), &out[0])) s = gf__status();
     if (s == GF_OK && need_w &&
         !keep(gf_conv2d_backward_weight(sv[1], gg, c->ws, &c->opts), &out[1]))
-        s = gf_last_status();
+        s = gf__status();
     gf_scope_end();
     release_all(sv, 2);
     return s;
@@ -151,10 +151,10 @@ static gf_status conv_bw_weight_backward(gf_node *n, gf_tensor *const *grads, gf
     if (s != GF_OK) return s;
     gf_tensor *gg = grads[0];
     gf_scope_begin();
-    if (need_gy && !keep(gf_conv2d(sv[0], gg, NULL, &c->opts), &out[0])) s = gf_last_status();
+    if (need_gy && !keep(gf_conv2d(sv[0], gg, NULL, &c->opts), &out[0])) s = gf__status();
     if (s == GF_OK && need_x &&
         !keep(gf_conv2d_backward_input(sv[1], gg, c->xs, &c->opts), &out[1]))
-        s = gf_last_status();
+        s = gf__status();
     gf_scope_end();
     release_all(sv, 2);
     return s;
@@ -209,7 +209,7 @@ static gf_status max_pool2d_backward_fn(gf_node *n, gf_tensor *const *grads, gf_
     gf_tensor *like = shape_only(c->xs, c->rank, gf_tensor_dtype(g), gf_tensor_device(g));
     gf_scope_begin();
     if (!like || !keep(gf_max_pool2d_backward(g, idx, like, &c->opts), &out[0]))
-        s = gf_last_status();
+        s = gf__status();
     gf_scope_end();
     gf_tensor_release(like);
     gf_tensor_release(idx);
@@ -247,9 +247,9 @@ static gf_status max_pool2d_bw_backward(gf_node *n, gf_tensor *const *grads, gf_
         gf_tensor *ggf = gf_reshape(gg, fx, lead + 1);
         gf_tensor *idf = gf_reshape(idx, fi, lead + 1);
         gf_tensor *r = gf_gather(ggf, lead, idf);
-        if (!keep(r ? gf_reshape(r, c->ys, c->rank) : NULL, &out[0])) s = gf_last_status();
+        if (!keep(r ? gf_reshape(r, c->ys, c->rank) : NULL, &out[0])) s = gf__status();
     }
-    if (s == GF_OK && n->next[2].node && !pool_x_zeros(c, gg, &out[2])) s = gf_last_status();
+    if (s == GF_OK && n->next[2].node && !pool_x_zeros(c, gg, &out[2])) s = gf__status();
     gf_scope_end();
     gf_tensor_release(idx);
     return s;
@@ -274,7 +274,7 @@ static gf_status avg_pool2d_backward_fn(gf_node *n, gf_tensor *const *grads, gf_
     gf_tensor *like = shape_only(c->xs, c->rank, gf_tensor_dtype(g), gf_tensor_device(g));
     gf_status s = GF_OK;
     gf_scope_begin();
-    if (!like || !keep(gf_avg_pool2d_backward(g, like, &c->opts), &out[0])) s = gf_last_status();
+    if (!like || !keep(gf_avg_pool2d_backward(g, like, &c->opts), &out[0])) s = gf__status();
     gf_scope_end();
     gf_tensor_release(like);
     return s;
@@ -297,8 +297,8 @@ static gf_status avg_pool2d_bw_backward(gf_node *n, gf_tensor *const *grads, gf_
     gf_tensor *gg = grads[0];
     gf_status s = GF_OK;
     gf_scope_begin();
-    if (n->next[0].node && !keep(gf_avg_pool2d(gg, &c->opts), &out[0])) s = gf_last_status();
-    if (s == GF_OK && n->next[1].node && !pool_x_zeros(c, gg, &out[1])) s = gf_last_status();
+    if (n->next[0].node && !keep(gf_avg_pool2d(gg, &c->opts), &out[0])) s = gf__status();
+    if (s == GF_OK && n->next[1].node && !pool_x_zeros(c, gg, &out[1])) s = gf__status();
     gf_scope_end();
     return s;
 }
@@ -378,16 +378,16 @@ static gf_status layer_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
     if (need_x) {
         gf_tensor *gwx = sv[1] ? gf_mul(g, sv[1]) : g;
         if (!keep(norm_input_grad(gwx, xhat, rs, norm_dims, c->normalized_rank), &out[0]))
-            s = gf_last_status();
+            s = gf__status();
     }
     if (s == GF_OK && need_w) {
         gf_tensor *gx = gf_mul(g, xhat);
         if (!keep(outer && gx ? gf_sum(gx, lead_dims, outer, false) : gx, &out[1]))
-            s = gf_last_status();
+            s = gf__status();
     }
     if (s == GF_OK && need_b) {
         if (outer == 0) out[2] = gf_tensor_retain(g);
-        else if (!keep(gf_sum(g, lead_dims, outer, false), &out[2])) s = gf_last_status();
+        else if (!keep(gf_sum(g, lead_dims, outer, false), &out[2])) s = gf__status();
     }
     gf_scope_end();
     release_all(sv, 4);
@@ -448,16 +448,16 @@ static gf_status batch_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
         xhat = gf_mul(xc, rs);
         if (need_x) {
             gf_tensor *gwx = wv ? gf_mul(g, wv) : g;
-            if (!keep(norm_input_grad(gwx, xhat, rs, red, nred), &out[0])) s = gf_last_status();
+            if (!keep(norm_input_grad(gwx, xhat, rs, red, nred), &out[0])) s = gf__status();
         }
     } else if (!c->training && (need_x || need_w)) {
         rs = gf_rsqrt(gf_add_scalar(gf_reshape(sv[3], cs, rank), c->eps));
-        if (need_x && !keep(gf_mul(g, wv ? gf_mul(wv, rs) : rs), &out[0])) s = gf_last_status();
+        if (need_x && !keep(gf_mul(g, wv ? gf_mul(wv, rs) : rs), &out[0])) s = gf__status();
         if (need_w) xhat = gf_mul(gf_sub(sv[0], gf_reshape(sv[2], cs, rank)), rs);
     }
     if (s == GF_OK && need_w && !keep(gf_sum(gf_mul(g, xhat), red, nred, false), &out[1]))
-        s = gf_last_status();
-    if (s == GF_OK && need_b && !keep(gf_sum(g, red, nred, false), &out[2])) s = gf_last_status();
+        s = gf__status();
+    if (s == GF_OK && need_b && !keep(gf_sum(g, red, nred, false), &out[2])) s = gf__status();
     gf_scope_end();
     release_all(sv, 4);
     return s;

@@ -65,7 +65,7 @@ static gf_status has_zero(const gf_tensor *x, bool *out) {
     gf_tensor *n = z ? gf_sum(z, NULL, 0, false) : NULL;
     gf_grad_mode_set(prev);
     double v = 0;
-    gf_status s = n ? gf_tensor_item(n, &v) : gf_last_status();
+    gf_status s = n ? gf_tensor_item(n, &v) : gf__status();
     *out = v != 0;
     return s;
 }
@@ -146,7 +146,7 @@ static gf_status reduce_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     gf_scope_end();
     gf_tensor_release(x);
     gf_tensor_release(y);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }
@@ -225,7 +225,7 @@ static gf_status extreme_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
     r = gf_scope_keep(r);
     gf_scope_end();
     gf_tensor_release(ix);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }

@@ -35,7 +35,7 @@ static gf_tensor *replay(const view_ctx *c, const gf_tensor *t) {
 /* ---- view scatter: zeros of the input's shape with g written into the view */
 static gf_status scatter_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     gf_tensor *r = replay(GF_NODE_CTX(n, view_ctx), grads[0]);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = gf_scope_keep(r);
     return GF_OK;
 }
@@ -51,7 +51,7 @@ static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g) {
     gf_tensor *v = replay(c, z);
     gf__scope_resume(saved);
     gf_grad_mode_set(prev);
-    gf_status s = v ? gf__copy_into(v, g) : gf_last_status();
+    gf_status s = v ? gf__copy_into(v, g) : gf__status();
     gf_tensor_release(v);
     if (s != GF_OK) {
         gf_tensor_release(z);
@@ -80,7 +80,7 @@ static gf_status view_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **
     case GF_VIEW_KIND_EXPAND: r = gf__ag_sum_to(g, c->sizes, c->rank); break;
     default: r = view_scatter(c, g); break;
     }
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = gf_scope_keep(r);
     return GF_OK;
 }
@@ -100,7 +100,7 @@ static const char *view_name(gf_view_kind k) {
 
 gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind kind,
                              const int64_t *params, int n_params, bool is_view) {
-    if (is_view && gf__ag_on_view(in, out, GF_VIEW_DEFAULT) != GF_OK) return gf_last_status();
+    if (is_view && gf__ag_on_view(in, out, GF_VIEW_DEFAULT) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {in};
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(view_name(kind), view_backward, ins, 1, outs, 1);
@@ -138,14 +138,14 @@ static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c);
 
 static gf_status region_view_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     gf_tensor *r = region_scatter(grads[0], GF_NODE_CTX(n, region_ctx));
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }
 
 static gf_status region_scatter_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     gf_tensor *r = region_view(grads[0], GF_NODE_CTX(n, region_ctx));
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }
@@ -181,7 +181,7 @@ static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c) {
         return NULL;
     }
     gf_tensor *v = gf__view(z, c->g.sizes, c->g.strides, c->g.rank, c->g.offset);
-    gf_status s = v ? gf__copy_into(v, g) : gf_last_status();
+    gf_status s = v ? gf__copy_into(v, g) : gf__status();
     gf_tensor_release(v);
     if (s != GF_OK) {
         gf_tensor_release(z);
@@ -210,7 +210,7 @@ static gf_status regen_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
     gf_tensor *flat = region_scatter(grads[0], &c->view);
     gf_tensor *r = flat ? region_view(flat, &c->base) : NULL;
     gf_tensor_release(flat);
-    if (!r) return gf_last_status();
+    if (!r) return gf__status();
     out[0] = r;
     return GF_OK;
 }
@@ -249,7 +249,7 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
     gf_tensor *gv = gs ? region_view(gs, &c->view) : NULL;
     if (gs) gf__ret(gs);
     if (gv) gf__ret(gv);
-    if (!gv) s = gf_last_status();
+    if (!gv) s = gf__status();
     if (s == GF_OK) {
         gf_tensor *ins[1] = {gv};
         s = op->apply(op, ins, res);
@@ -264,7 +264,7 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
                              : NULL;
         gf_tensor *full = (cut && put) ? gf_add(cut, put) : cut;
         result = full ? region_view(full, &c->base) : NULL;
-        if (!result) s = gf_last_status();
+        if (!result) s = gf__status();
     }
     gf_scope_end();
     if (s == GF_OK) {
@@ -286,7 +286,7 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input) {
     int n_other = op->n_next - (self_input >= 0 ? 1 : 0);
     gf_node *n = gf__ag_node_new("CopySlices", copyslices_backward, 1 + n_other, 1);
-    if (!n) return gf_last_status();
+    if (!n) return gf__status();
     n->next[0] = gf__ag_gradient_edge(base);
     for (int i = 0, k = 1; i < op->n_next; i++) {
         if (i == self_input) continue;

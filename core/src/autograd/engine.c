@@ -166,7 +166,7 @@ static gf_status buffer_add(task *t, uint32_t nr, gf_tensor *g) {
     }
     gf_tensor *sum = gf_add(t->buf[nr], g);
     gf_tensor_release(g);
-    if (!sum) return gf_last_status();
+    if (!sum) return gf__status();
     gf_tensor_release(t->buf[nr]);
     t->buf[nr] = sum;
     return GF_OK;
@@ -192,7 +192,7 @@ static gf_status check_nan(const gf_node *n, int i, const gf_tensor *g) {
     gf_tensor *bad = gf_ne(g, g);
     gf_tensor *any = bad ? gf_amax(bad, NULL, 0, false) : NULL;
     double v = 0;
-    gf_status s = any ? gf_tensor_item(any, &v) : gf_last_status();
+    gf_status s = any ? gf_tensor_item(any, &v) : gf__status();
     gf_tensor_release(bad);
     gf_tensor_release(any);
     if (s != GF_OK) return s;
@@ -220,7 +220,7 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
     for (int i = 0; i < n->n_outputs; i++) {
         if (grads[i]) continue;
         grads[i] = gf__ag_zeros_meta(&n->outputs[i]);
-        if (!grads[i]) return gf_last_status();
+        if (!grads[i]) return gf__status();
     }
     pthread_mutex_lock(&n->lock);
     if (n->saved_released) {
@@ -375,8 +375,8 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
         }
         if (s != GF_OK && gf__ag_anomaly() && n->anomaly_trace) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "%s", gf_last_error());
-            gf__error(gf_last_status(), "%s\n(anomaly mode) the failing node %s", msg, n->anomaly_trace);
+            snprintf(msg, sizeof msg, "%s", gf__message());
+            gf__error(gf__status(), "%s\n(anomaly mode) the failing node %s", msg, n->anomaly_trace);
         }
     }
     free(grad_inputs);
@@ -414,7 +414,7 @@ static gf_status check_grad_output(const gf_tensor *out, const gf_tensor *g, con
     if (g->dtype != out->dtype)
         return gf__error(GF_ERR_DTYPE, "%s: grad_output is %s but the output is %s", op,
                          gf_dtype_name(g->dtype), gf_dtype_name(out->dtype));
-    return gf__same_device(out, g, op) ? GF_OK : gf_last_status();
+    return gf__same_device(out, g, op) ? GF_OK : gf__status();
 }
 
 gf_status gf_backward(gf_tensor *root, const gf_tensor *grad_output, const gf_backward_opts *opts) {
@@ -429,7 +429,7 @@ gf_status gf_backward(gf_tensor *root, const gf_tensor *grad_output, const gf_ba
         gf_status s = check_grad_output(root, grad_output, "gf_backward");
         if (s != GF_OK) return s;
         g = gf_tensor_retain((gf_tensor *)grad_output);
-    } else if (!(g = default_grad(root, "gf_backward"))) return gf_last_status();
+    } else if (!(g = default_grad(root, "gf_backward"))) return gf__status();
     gf_edge e = gf__ag_gradient_edge(root);
     bool keep = o.retain_graph < 0 ? o.create_graph : o.retain_graph != 0;
     gf_status s = gf__ag_engine_run(&e, &g, 1, keep, o.create_graph, NULL, 0, NULL);
@@ -467,7 +467,7 @@ gf_status gf_grad(gf_tensor *const *outputs, int n_outputs, gf_tensor *const *gr
             if ((s = check_grad_output(out, g, "gf_grad")) != GF_OK) break;
             grads[i] = gf_tensor_retain((gf_tensor *)g);
         } else if (!(grads[i] = default_grad(out, "gf_grad"))) {
-            s = gf_last_status();
+            s = gf__status();
             break;
         }
         roots[i] = gf__ag_gradient_edge(out);
@@ -496,7 +496,7 @@ gf_status gf_grad(gf_tensor *const *outputs, int n_outputs, gf_tensor *const *gr
             break;
         }
         if (o.materialize_grads && !(results[i] = gf__full_like_raw(inputs[i], 0.0)))
-            s = gf_last_status();
+            s = gf__status();
     }
     for (int i = 0; i < n_inputs && s == GF_OK; i++) gf__ret(results[i]);
     if (s != GF_OK)

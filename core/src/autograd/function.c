@@ -120,7 +120,7 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
             gf_tensor_release(out[i]);
             out[i] = NULL;
         }
-        if (gf_last_status() == GF_OK) gf__error(s, "%s: backward failed", c->name);
+        if (gf__status() == GF_OK) gf__error(s, "%s: backward failed", c->name);
         return s;
     }
     for (int i = 0; i < n->n_next; i++) {
@@ -148,7 +148,7 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
         for (int i = 0; any && i < n->n_next; i++) {
             if (!out[i]) continue;
             gf_node *e = gf__ag_node_new(c->name, delayed_error, n->n_next + n->n_outputs, 1);
-            if (!e) return gf_last_status();
+            if (!e) return gf__status();
             for (int k = 0; k < n->n_next; k++) {
                 e->next[k] = n->next[k];
                 gf__ag_node_retain(e->next[k].node);
@@ -202,7 +202,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
         n = gf__ag_node_new(c->name, function_backward, n_inputs, n_outputs);
         if (!n) {
             ctx_free(c);
-            return gf_last_status();
+            return gf__status();
         }
         for (int i = 0; i < n_inputs; i++)
             if (inputs[i] && gf_dtype_is_float(inputs[i]->dtype))
@@ -219,7 +219,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
         if (!outputs[i])
             s = gf__error(GF_ERR_AUTOGRAD, "%s: forward returned GF_OK but left output %d NULL",
                           c->name, i);
-    if (s != GF_OK && gf_last_status() == GF_OK) gf__error(s, "%s: forward failed", c->name);
+    if (s != GF_OK && gf__status() == GF_OK) gf__error(s, "%s: forward failed", c->name);
     for (int i = 0; i < c->n_dirty && s == GF_OK; i++) {
         if (!contains(inputs, n_inputs, c->dirty[i]))
             s = gf__error(GF_ERR_AUTOGRAD, "%s: gf_ctx_mark_dirty was given a tensor that is not "
@@ -263,7 +263,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
              * history stays as it was. */
             gf_tensor *a = gf__ag_alias(o);
             if (!a) {
-                s = gf_last_status();
+                s = gf__status();
                 break;
             }
             gf_tensor_release(o);

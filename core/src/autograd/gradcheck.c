@@ -26,7 +26,7 @@ static gf_status to_host(const gf_tensor *t, host_vec *out) {
     int saved = gf__scope_suspend();
     gf_tensor *d = gf_to_dtype(t, GF_F64);
     gf__scope_resume(saved);
-    gf_status s = d ? gf_tensor_to_host(d, out->v, (size_t)out->n * sizeof(double)) : gf_last_status();
+    gf_status s = d ? gf_tensor_to_host(d, out->v, (size_t)out->n * sizeof(double)) : gf__status();
     gf_tensor_release(d);
     return s;
 }
@@ -38,12 +38,12 @@ static gf_status from_host(gf_tensor *t, const double *v) {
     gf_tensor *d = gf__empty(&one, 1, GF_F64, t->storage->device);
     gf_status s = d ? gf__dev_write(d->storage->device, d->storage->buffer, 0, v,
                                     (uint64_t)n * sizeof(double))
-                    : gf_last_status();
+                    : gf__status();
     if (s == GF_OK) {
         int64_t cs[GF_MAX_RANK];
         gf__contiguous_strides(t->sizes, t->rank, cs);
         gf_tensor *shaped = gf__view(d, t->sizes, cs, t->rank, 0);
-        s = shaped ? gf__copy_into(t, shaped) : gf_last_status();
+        s = shaped ? gf__copy_into(t, shaped) : gf__status();
         gf_tensor_release(shaped);
     }
     gf_tensor_release(d);
@@ -55,7 +55,7 @@ static gf_tensor *call_fn(gf_check_fn fn, gf_tensor *const *inputs, int n, void 
     int saved = gf__scope_suspend();
     gf_tensor *out = fn(inputs, n, user);
     gf__scope_resume(saved);
-    if (!out && gf_last_status() == GF_OK)
+    if (!out && gf__status() == GF_OK)
         gf__error(GF_ERR_INVALID, "gradcheck: the function returned NULL without an error");
     return out;
 }
@@ -83,7 +83,7 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
     bool determinism = !(opts && opts->skip_determinism);
 
     gf_tensor *out = call_fn(fn, inputs, n, user);
-    if (!out) return gf_last_status();
+    if (!out) return gf__status();
     if (!gf_dtype_is_float(out->dtype)) {
         gf_tensor_release(out);
         return gf__error(GF_ERR_DTYPE, "gf_gradcheck: the function's output is %s; it must be "
@@ -117,7 +117,7 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
         memset(onehot, 0, (size_t)n_out * sizeof(double));
         onehot[o] = 1.0;
         gf_tensor *g = gf__empty(out->sizes, out->rank, out->dtype, out->storage->device);
-        s = g ? from_host(g, onehot) : gf_last_status();
+        s = g ? from_host(g, onehot) : gf__status();
         if (s == GF_OK) s = gf_grad(&out, 1, &g, rg, m, res, &go);
         if (s == GF_OK && determinism) s = gf_grad(&out, 1, &g, rg, m, res2, &go);
         gf_tensor_release(g);
@@ -153,12 +153,12 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
             x.v[j] = orig + eps;
             s = from_host(rg[k], x.v);
             gf_tensor *fp = s == GF_OK ? call_fn(fn, inputs, n, user) : NULL;
-            if (s == GF_OK && !fp) s = gf_last_status();
+            if (s == GF_OK && !fp) s = gf__status();
             if (s == GF_OK) s = to_host(fp, &plus);
             x.v[j] = orig - eps;
             if (s == GF_OK) s = from_host(rg[k], x.v);
             gf_tensor *fm = s == GF_OK ? call_fn(fn, inputs, n, user) : NULL;
-            if (s == GF_OK && !fm) s = gf_last_status();
+            if (s == GF_OK && !fm) s = gf__status();
             if (s == GF_OK) s = to_host(fm, &minus);
             x.v[j] = orig;
             gf_status r = from_host(rg[k], x.v);
@@ -258,7 +258,7 @@ static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c) {
             gf_tensor *p = gf_mul(res[k], c->w[i]);
             term = p ? gf_sum(p, NULL, 0, false) : NULL;
             gf_tensor_release(p);
-            if (!term) s = gf_last_status();
+            if (!term) s = gf__status();
         }
         k++;
         if (!term) continue;
@@ -268,7 +268,7 @@ static gf_tensor *gg_fn_graph(gf_tensor *const *inputs, int n, gg_ctx *c) {
             gf_tensor_release(total);
             gf_tensor_release(term);
             total = t2;
-            if (!total) s = gf_last_status();
+            if (!total) s = gf__status();
         }
     }
     for (int k = 0; res && k < m; k++) gf_tensor_release(res[k]);
@@ -308,18 +308,18 @@ static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, in
     gf_status s = check_args(fn, inputs, n, "gf_gradgradcheck");
     if (s != GF_OK) return s;
     gf_tensor *out = call_fn(fn, inputs, n, user);
-    if (!out) return gf_last_status();
+    if (!out) return gf__status();
     uint64_t state = 0x9E3779B97F4A7C15ull;
     gg_ctx c = {.fn = fn, .user = user};
     c.v = random_like(out, &state);
     gf_tensor_release(out);
     c.w = calloc((size_t)n, sizeof *c.w);
     if (!c.v || !c.w) s = c.v ? gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory")
-                               : gf_last_status();
+                               : gf__status();
     for (int i = 0; i < n && s == GF_OK; i++)
         if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype) &&
             !(c.w[i] = random_like(inputs[i], &state)))
-            s = gf_last_status();
+            s = gf__status();
     if (s == GF_OK) s = gradcheck_impl(gg_fn, inputs, n, &c, opts);
     for (int i = 0; c.w && i < n; i++) gf_tensor_release(c.w[i]);
     free(c.w);

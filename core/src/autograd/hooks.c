@@ -164,7 +164,7 @@ gf_status gf_tensor_retain_grad(gf_tensor *t) {
     if (!m->grad_fn || m->retains_grad) return GF_OK; /* leaves keep .grad anyway */
     m->retains_grad = true;
     gf__ag_move_retain_hook(t);
-    return m->retain_hook ? GF_OK : gf_last_status();
+    return m->retain_hook ? GF_OK : gf__status();
 }
 
 bool gf_tensor_retains_grad(const gf_tensor *t) { return t && t->autograd && t->autograd->retains_grad; }
@@ -249,7 +249,7 @@ gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
         gf_autograd_meta *m = h->target->autograd;
         gf_tensor *g = grads[h->output_nr];
         gf_tensor *next = m->grad ? gf_add(m->grad, g) : gf_clone(g);
-        if (!next) return gf_last_status();
+        if (!next) return gf__status();
         gf_tensor_release(m->grad);
         m->grad = next;
     }

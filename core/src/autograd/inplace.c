@@ -89,14 +89,14 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
         gf_tensor *r_ = (expr);                                          \
         gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
-        if (!r_) return gf_last_status();                                \
+        if (!r_) return gf__status();                                \
         gf_tensor *c_ = r_;                                              \
         if (r_->dtype != self->dtype) {                                  \
             sc_ = gf__scope_suspend();                                   \
             c_ = gf_to_dtype(r_, self->dtype);                           \
             gf__scope_resume(sc_);                                       \
             gf_tensor_release(r_);                                       \
-            if (!c_) return gf_last_status();                            \
+            if (!c_) return gf__status();                            \
         }                                                                \
         s_ = gf__ag_commit_inplace(self, c_, (self_input), name);        \
         gf_tensor_release(c_);                                           \
@@ -146,7 +146,7 @@ static gf_tensor *replace_all(gf_tensor *self, const gf_tensor *src) {
 
 static gf_status copy_named(gf_tensor *self, const gf_tensor *src, const char *name) {
     if (!src) return gf__null_arg(name, "src");
-    if (self && !gf__same_device(self, src, name)) return gf_last_status();
+    if (self && !gf__same_device(self, src, name)) return gf__status();
     INPLACE(name, replace_all(self, src), 2);
 }
 
@@ -155,7 +155,7 @@ gf_status gf_copy_(gf_tensor *self, const gf_tensor *src) { return copy_named(se
 static gf_status fill_named(gf_tensor *self, double value, const char *name) {
     if (!self) return gf__null_arg(name, "self");
     gf_tensor *v = gf__scalar(value, self->dtype, self->storage->device);
-    if (!v) return gf_last_status();
+    if (!v) return gf__status();
     gf_status s = copy_named(self, v, name);
     gf_tensor_release(v);
     return s;

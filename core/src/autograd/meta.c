@@ -127,7 +127,7 @@ gf_status gf__ag_on_view(const gf_tensor *base, gf_tensor *view, gf_view_creatio
     if (view->storage->inference) return GF_OK;
     const gf_tensor *root = (base->autograd && base->autograd->base) ? base->autograd->base : base;
     gf_autograd_meta *m = gf__ag_meta(view);
-    if (!m) return gf_last_status();
+    if (!m) return gf__status();
     m->base = gf_tensor_retain((gf_tensor *)root);
     m->attr_version = gf_tensor_version(view);
     if (how == GF_VIEW_MULTI_OUTPUT) m->view_creation = GF_VIEW_MULTI_OUTPUT;
@@ -140,7 +140,7 @@ gf_status gf__ag_on_view(const gf_tensor *base, gf_tensor *view, gf_view_creatio
 
 gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
     gf_autograd_meta *m = gf__ag_meta(leaf);
-    if (!m) return gf_last_status();
+    if (!m) return gf__status();
     if (g->rank != leaf->rank || memcmp(g->sizes, leaf->sizes, sizeof(int64_t) * (size_t)g->rank)) {
         char a[200], b[200];
         return gf__error(GF_ERR_AUTOGRAD, "AccumulateGrad: gradient of sizes %s does not match "
@@ -169,7 +169,7 @@ gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
     if (next) {
         m->grad = next;
         gf_tensor_release(old);
-    } else s = gf_last_status();
+    } else s = gf__status();
     pthread_mutex_unlock(&g_grad_lock);
     if (s == GF_OK) s = gf__ag_run_post_accumulate(leaf);
     return s;
@@ -195,7 +195,7 @@ gf_status gf_tensor_set_requires_grad(gf_tensor *t, bool requires_grad) {
                          "get a tensor without history", m->grad_fn->name);
     if (!m && !requires_grad) return GF_OK;
     m = gf__ag_meta(t);
-    if (!m) return gf_last_status();
+    if (!m) return gf__status();
     m->requires_grad = requires_grad;
     return GF_OK;
 }
@@ -231,11 +231,11 @@ gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad) {
         if (grad->dtype != t->dtype)
             return gf__error(GF_ERR_DTYPE, "gf_tensor_set_grad: gradient dtype %s does not match "
                              "the tensor's %s", gf_dtype_name(grad->dtype), gf_dtype_name(t->dtype));
-        if (!gf__same_device(t, grad, "gf_tensor_set_grad")) return gf_last_status();
+        if (!gf__same_device(t, grad, "gf_tensor_set_grad")) return gf__status();
     }
     if (!grad && !t->autograd) return GF_OK;
     gf_autograd_meta *m = gf__ag_meta(t);
-    if (!m) return gf_last_status();
+    if (!m) return gf__status();
     pthread_mutex_lock(&g_grad_lock);
     gf_tensor *old = m->grad;
     m->grad = gf_tensor_retain((gf_tensor *)grad);

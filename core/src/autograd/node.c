@@ -186,7 +186,7 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     } else {
         s->data = gf__ag_alias(t);
     }
-    return s->data ? GF_OK : gf_last_status();
+    return s->data ? GF_OK : gf__status();
 }
 
 gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
@@ -209,7 +209,7 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
             gf_tensor *a = gf__ag_alias(t);
             gf_tensor_release(t);
             t = a;
-            if (!t) return gf_last_status();
+            if (!t) return gf__status();
         }
     } else {
         uint64_t now = gf_tensor_version(s->data);
@@ -225,7 +225,7 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
                       (unsigned long long)now, (unsigned long long)s->version);
         }
         t = gf__ag_alias(s->data);
-        if (!t) return gf_last_status();
+        if (!t) return gf__status();
     }
     /* With create_graph, the saved tensor carries its history so the
      * gradient formula is itself differentiable. */

@@ -150,8 +150,55 @@ gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts
 
 /* A failed op's status; never GF_OK (a NULL result always means failure). */
 static gf_status failed(void) {
-    gf_status s = gf_last_status();
+    gf_status s = gf__status();
     return s != GF_OK ? s : gf__error(GF_ERR_INVALID, "gf_optimizer_step: an update op failed");
+}
+
+/* True when other broadcasts to self's shape without growing it. */
+static bool fits_into(const gf_tensor *self, const gf_tensor *other) {
+    if (other->rank > self->rank) return false;
+    for (int i = 1; i <= other->rank; i++) {
+        int64_t o = other->sizes[other->rank - i], t = self->sizes[self->rank - i];
+        if (o != t && o != 1) return false;
+    }
+    return true;
+}
+
+/* self = self op other, launched with self as the output (the ABI's
+ * in-place form: an output aliasing an input exactly), instead of the public
+ * in-place ops' compute-then-copy, which costs a temporary and a pass over
+ * memory per update. Under the step's no-grad mode there is no history to
+ * rewrite, so only the checks and the version bump remain. Anything unusual
+ * (dtype promotion, a strided or shared destination, broadcasting that would
+ * grow self) goes through the public op and its messages. */
+static gf_status update_(gfp_op op, gf_tensor *self, const gf_tensor *other) {
+    const char *name = op == GFP_OP_SUB ? "gf_sub_" : op == GFP_OP_ADD ? "gf_add_" : "gf_mul_";
+    if (!other) return failed();
+    if (self->dtype != other->dtype || self->storage->device != other->storage->device ||
+        self->storage == other->storage || !gf__is_contiguous(self) || !fits_into(self, other)) {
+        return op == GFP_OP_SUB ? gf_sub_(self, other)
+             : op == GFP_OP_ADD ? gf_add_(self, other) : gf_mul_(self, other);
+    }
+    gf_status s = gf__ag_check_inplace(self, name);
+    if (s != GF_OK) return s;
+    gf_tensor *o = gf__expand_to(other, self->sizes, self->rank);
+    if (!o) return failed();
+    const gf_tensor *ins[2] = {self, o};
+    gf_tensor *outs[1] = {self};
+    s = gf__launch(op, name, ins, 2, outs, 1, NULL);
+    gf_tensor_release(o);
+    if (s == GF_OK) gf__bump_version(self);
+    return s;
+}
+
+/* self *= v, as update_ (a 0-dim operand of self's dtype). */
+static gf_status scale_(gf_tensor *self, double v) {
+    if (!gf_dtype_is_float(self->dtype)) return gf_mul_scalar_(self, v);
+    gf_tensor *c = gf__scalar(v, self->dtype, self->storage->device);
+    if (!c) return failed();
+    gf_status s = update_(GFP_OP_MUL, self, c);
+    gf_tensor_release(c);
+    return s;
 }
 
 /* PyTorch's SGD: d = g + wd * p; buf = d on the first step, else
@@ -170,11 +217,11 @@ static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g)
             if (!b) return failed();
             st->buf1 = gf_scope_keep(b);
         } else {
-            gf_status s = gf_mul_scalar_(st->buf1, o->momentum);
+            gf_status s = scale_(st->buf1, o->momentum);
             if (s != GF_OK) return s;
             gf_tensor *t = o->dampening != 0 ? gf_mul_scalar(d, 1.0 - o->dampening) : d;
             if (!t) return failed();
-            s = gf_add_(st->buf1, t);
+            s = update_(GFP_OP_ADD, st->buf1, t);
             if (s != GF_OK) return s;
         }
         if (o->nesterov) {
@@ -184,8 +231,7 @@ static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g)
             d = st->buf1;
         }
     }
-    gf_tensor *u = gf_mul_scalar(d, o->lr);
-    return u ? gf_sub_(p, u) : failed();
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(d, o->lr));
 }
 
 /* PyTorch's Adam/AdamW: (AdamW: p *= 1 - lr * wd; Adam: g += wd * p);
@@ -196,7 +242,7 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
     gf_status s;
     if (o->weight_decay != 0) {
         if (o->decoupled_weight_decay) {
-            s = gf_mul_scalar_(p, 1.0 - o->lr * o->weight_decay);
+            s = scale_(p, 1.0 - o->lr * o->weight_decay);
             if (s != GF_OK) return s;
         } else {
             g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
@@ -212,15 +258,15 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
         st->buf2 = gf_scope_keep(v);
     }
     st->step++;
-    if ((s = gf_mul_scalar_(st->buf1, o->beta1)) != GF_OK) return s;
-    if ((s = gf_add_(st->buf1, gf_mul_scalar(g, 1.0 - o->beta1))) != GF_OK) return s;
-    if ((s = gf_mul_scalar_(st->buf2, o->beta2)) != GF_OK) return s;
-    if ((s = gf_add_(st->buf2, gf_mul_scalar(gf_mul(g, g), 1.0 - o->beta2))) != GF_OK) return s;
+    if ((s = scale_(st->buf1, o->beta1)) != GF_OK) return s;
+    if ((s = update_(GFP_OP_ADD, st->buf1, gf_mul_scalar(g, 1.0 - o->beta1))) != GF_OK) return s;
+    if ((s = scale_(st->buf2, o->beta2)) != GF_OK) return s;
+    if ((s = update_(GFP_OP_ADD, st->buf2, gf_mul_scalar(gf_mul(g, g), 1.0 - o->beta2))) != GF_OK)
+        return s;
     double bc1 = 1.0 - pow(o->beta1, (double)st->step);
     double bc2 = 1.0 - pow(o->beta2, (double)st->step);
     gf_tensor *denom = gf_add_scalar(gf_div_scalar(gf_sqrt(st->buf2), sqrt(bc2)), o->eps);
-    gf_tensor *u = gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1);
-    return u ? gf_sub_(p, u) : failed();
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1));
 }
 
 gf_status gf_optimizer_step(gf_optimizer *opt) {
@@ -238,7 +284,7 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
         gf_scope_end();
         if (s != GF_OK) {
             char msg[900];
-            snprintf(msg, sizeof msg, "%s", gf_last_error());
+            snprintf(msg, sizeof msg, "%s", gf__message());
             char shape[200];
             gf__error(s, "gf_optimizer_step: updating parameter %d (%s%s) failed: %s", i,
                       gf_dtype_name(st->param->dtype),
