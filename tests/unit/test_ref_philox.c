@@ -4,56 +4,14 @@
  * The test carries its own Philox4x32-10, pinned by the published
  * known-answer vectors, and computes from it what every element must be.
  * Plugin path: argv[1], else $GRAFT_TEST_REFERENCE_PLUGIN. */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "graft_plugin.h"
+#include "ref_direct.h"
 
-/* ------------------------------------------------------------ plugin access */
-static char last_error[1024];
-static const char *errtext(void) { return last_error; }
-static void host_set_error(void *ctx, const char *msg) {
-    (void)ctx;
-    snprintf(last_error, sizeof last_error, "%s", msg);
-}
-static void host_log(void *ctx, gfp_log_level level, const char *msg) {
-    (void)ctx;
-    fprintf(stderr, "[plugin log %d] %s\n", (int)level, msg);
-}
-static const gfp_host host = {
-    .struct_size = sizeof(gfp_host),
-    .abi_major = GFP_ABI_MAJOR,
-    .abi_minor = GFP_ABI_MINOR,
-    .set_error = host_set_error,
-    .log = host_log,
-};
-
-static const gfp_plugin *P;
-static void *plugin_ctx, *dev;
-
-static int load_plugin(const char *path) {
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "cannot open the reference plugin %s: %s\n", path, dlerror());
-        return 0;
-    }
-    gfp_negotiate_fn negotiate;
-    void *sym = dlsym(dl, GFP_ENTRY_SYMBOL);
-    memcpy(&negotiate, &sym, sizeof negotiate); /* object to function pointer */
-    if (!negotiate) {
-        fprintf(stderr, "%s does not export %s\n", path, GFP_ENTRY_SYMBOL);
-        return 0;
-    }
-    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR, .host = &host};
-    if (negotiate(&req, &P) != GFP_OK || !P) return 0;
-    if (P->init(&plugin_ctx) != GFP_OK) return 0;
-    return P->device_open(plugin_ctx, 0, &dev) == GFP_OK;
-}
+static const char *errtext(void) { return error_text(); }
 
 /* A contiguous tensor of n elements in a fresh buffer, strides given. */
 static gfp_tensor new_tensor(int32_t dtype, int rank, const int64_t *sizes,
@@ -309,16 +267,8 @@ static void errors(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : getenv("GRAFT_TEST_REFERENCE_PLUGIN");
     RUN(known_answers);
-    if (!path || !*path) {
-        fprintf(stderr, "no plugin: pass the path of libgraft-reference.so as argv[1] or in "
-                        "GRAFT_TEST_REFERENCE_PLUGIN\n");
-        CHECK(path && *path);
-        return CHECK_REPORT();
-    }
-    if (!load_plugin(path)) {
-        fprintf(stderr, "could not load %s: %s\n", path, last_error);
+    if (!rd_open(argc, argv)) {
         CHECK(0);
         return CHECK_REPORT();
     }
@@ -327,6 +277,6 @@ int main(int argc, char **argv) {
     RUN(strided_output);
     RUN(distributions);
     RUN(errors);
-    if (P->shutdown) P->shutdown(plugin_ctx);
+    rd_close();
     return CHECK_REPORT();
 }
