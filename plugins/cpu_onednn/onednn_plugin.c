@@ -139,23 +139,6 @@ static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **devic
 /* ------------------------------------------------------------ memory */
 const ref_hostbuf_kind ref_hostbuf_self = {"cpu_onednn", 0x6f646e6e62756621ull /* "odnnbuf!" */};
 
-static gfp_status odn_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer,
-                                   void **host_ptr) {
-    (void)device;
-    return ref_hostbuf_alloc(nbytes, buffer, host_ptr);
-}
-
-static void odn_buffer_free(void *device, gfp_buffer buffer) {
-    (void)device;
-    ref_hostbuf_free(buffer);
-}
-
-static gfp_status odn_buffer_wrap_host(void *device, void *host_ptr, uint64_t nbytes,
-                                       gfp_buffer *buffer) {
-    (void)device;
-    return ref_hostbuf_wrap(host_ptr, nbytes, buffer);
-}
-
 #define check_range ref_hostbuf_range
 
 /* Large host copies run on every thread: one thread does not saturate the
@@ -390,8 +373,8 @@ static const gfp_plugin odn_table = {
     .device_props = odn_device_props,
     .device_open = odn_device_open,
     .device_close = NULL, /* the engine lives until shutdown */
-    .buffer_alloc = odn_buffer_alloc,
-    .buffer_free = odn_buffer_free,
+    .buffer_alloc = ref_hostbuf_alloc,
+    .buffer_free = ref_hostbuf_free,
     .buffer_write = odn_buffer_write,
     .buffer_read = odn_buffer_read,
     .buffer_copy = odn_buffer_copy,
@@ -400,7 +383,7 @@ static const gfp_plugin odn_table = {
     .launch = odn_launch,
     .query_op = odn_query_op,
     .query_extension = odn_query_extension,
-    .buffer_wrap_host = odn_buffer_wrap_host,
+    .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,

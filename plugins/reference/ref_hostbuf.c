@@ -66,7 +66,8 @@ static bool wrapped_size(gfp_buffer buffer, uint64_t *nbytes) {
     return found;
 }
 
-gfp_status ref_hostbuf_alloc(uint64_t nbytes, gfp_buffer *buffer, void **host_ptr) {
+gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr) {
+    (void)device;
     if (!buffer || !host_ptr)
         return ref_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
     *buffer = NULL;
@@ -96,7 +97,8 @@ gfp_status ref_hostbuf_alloc(uint64_t nbytes, gfp_buffer *buffer, void **host_pt
     return GFP_OK;
 }
 
-gfp_status ref_hostbuf_wrap(void *host_ptr, uint64_t nbytes, gfp_buffer *buffer) {
+gfp_status ref_hostbuf_wrap(void *device, void *host_ptr, uint64_t nbytes, gfp_buffer *buffer) {
+    (void)device;
     if (!buffer) return ref_fail(GFP_ERR_INVALID, "buffer_wrap_host: buffer is NULL");
     *buffer = NULL;
     if (!host_ptr) return ref_fail(GFP_ERR_INVALID, "buffer_wrap_host: host_ptr is NULL");
@@ -138,7 +140,8 @@ static bool unwrap(gfp_buffer buffer) {
     return found != NULL;
 }
 
-void ref_hostbuf_free(gfp_buffer buffer) {
+void ref_hostbuf_free(void *device, gfp_buffer buffer) {
+    (void)device;
     if (!buffer || unwrap(buffer)) return; /* adopted memory stays its owner's */
     hb_header *h = header_of(buffer);
     if (h->magic != ref_hostbuf_self.magic) {

@@ -40,10 +40,11 @@ typedef struct ref_hostbuf_kind {
     uint64_t magic;
 } ref_hostbuf_kind;
 extern const ref_hostbuf_kind ref_hostbuf_self;
-/* The slots buffer_alloc, buffer_free and buffer_wrap_host (ABI 1.1). */
-gfp_status ref_hostbuf_alloc(uint64_t nbytes, gfp_buffer *buffer, void **host_ptr);
-void ref_hostbuf_free(gfp_buffer buffer);
-gfp_status ref_hostbuf_wrap(void *host_ptr, uint64_t nbytes, gfp_buffer *buffer);
+/* The slots buffer_alloc, buffer_free and buffer_wrap_host (ABI 1.1) of a
+ * plugin with one host device (the device handle is not used). */
+gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr);
+void ref_hostbuf_free(void *device, gfp_buffer buffer);
+gfp_status ref_hostbuf_wrap(void *device, void *host_ptr, uint64_t nbytes, gfp_buffer *buffer);
 /* Size of a live buffer (own or adopted); INVALID with a message otherwise. */
 gfp_status ref_hostbuf_size(gfp_buffer buffer, uint64_t *nbytes);
 /* Checks buffer+offset..+n against the buffer; messages start with `what`. */

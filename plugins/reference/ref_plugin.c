@@ -115,23 +115,6 @@ static gfp_status ref_device_open(void *plugin_ctx, uint32_t index, void **devic
 /* 64 bytes in front of byte 0 keep the alignment of the user area. */
 const ref_hostbuf_kind ref_hostbuf_self = {"reference", 0x7265666275666621ull /* "refbuff!" */};
 
-static gfp_status ref_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer,
-                                   void **host_ptr) {
-    (void)device;
-    return ref_hostbuf_alloc(nbytes, buffer, host_ptr);
-}
-
-static void ref_buffer_free(void *device, gfp_buffer buffer) {
-    (void)device;
-    ref_hostbuf_free(buffer);
-}
-
-static gfp_status ref_buffer_wrap_host(void *device, void *host_ptr, uint64_t nbytes,
-                                       gfp_buffer *buffer) {
-    (void)device;
-    return ref_hostbuf_wrap(host_ptr, nbytes, buffer);
-}
-
 #define check_range ref_hostbuf_range
 
 static gfp_status ref_buffer_write(void *device, gfp_buffer buffer, uint64_t offset,
@@ -284,8 +267,8 @@ static const gfp_plugin ref_table = {
     .device_props = ref_device_props,
     .device_open = ref_device_open,
     .device_close = NULL, /* nothing to close */
-    .buffer_alloc = ref_buffer_alloc,
-    .buffer_free = ref_buffer_free,
+    .buffer_alloc = ref_hostbuf_alloc,
+    .buffer_free = ref_hostbuf_free,
     .buffer_write = ref_buffer_write,
     .buffer_read = ref_buffer_read,
     .buffer_copy = ref_buffer_copy,
@@ -294,7 +277,7 @@ static const gfp_plugin ref_table = {
     .query_op = ref_query_op,
     .launch = ref_launch,
     .query_extension = ref_query_extension,
-    .buffer_wrap_host = ref_buffer_wrap_host,
+    .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
