@@ -71,6 +71,7 @@ static void test_strides_and_shapes(void) {
     gf_tensor_release(c);
     gf_tensor_release(t);
     CHECK(o.released == 1);
+    free(m);
 
     /* a 0-dim tensor; no release function at all */
     double x = 2.5;
@@ -107,8 +108,9 @@ static void test_autograd(void) {
     gf_tensor *sq = gf_mul(x, x);
     gf_tensor *y = gf_sum(sq, NULL, 0, false);
     CHECK(y && gf_backward(y, NULL, NULL) == GF_OK);
-    const gf_tensor *g = x ? gf_tensor_grad(x) : NULL;
+    gf_tensor *g = x ? gf_tensor_grad(x) : NULL;
     CHECK(g && it_get(g, 0) == 2 && it_get(g, 1) == -4 && it_get(g, 2) == 6);
+    gf_tensor_release(g);
     gf_tensor_release(y);
     gf_tensor_release(sq);
     /* an in-place write to adopted memory bumps its version like any other */

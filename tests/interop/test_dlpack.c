@@ -180,6 +180,7 @@ static void test_import_foreign(void) {
     gf_tensor *sum = gf_sum(row, NULL, 0, false); /* a kernel reads the adopted memory */
     CHECK(sum && it_get(sum, 0) == 3.0 - 16 + 5);
     gf_tensor_release(sum);
+    gf_tensor_release(two);
     gf_tensor_release(row);
     CHECK(p.deleted == 1); /* the last reference went: handed back, once */
 
