@@ -9,10 +9,11 @@
  *
  * Groups become oneDNN's 5-D weights [g, Co/g, Ci/g, kh, kw] over the same
  * memory. The reorder primitives live in the same cache entry as the
- * convolution: the entry's key holds every stride they depend on. */
+ * convolution: the entry's key holds every stride they depend on.
+ * f64 goes to im2col and the C GEMM (omp_conv_f64.c). */
 #include <string.h>
 
-#include "onednn_internal.h"
+#include "omp_f64.h"
 
 /* The three big tensors of every conv op, in oneDNN's roles. */
 enum { ROLE_SRC, ROLE_WEI, ROLE_DST, N_ROLES };
@@ -234,6 +235,8 @@ gfp_status odn_conv_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     conv_plan p;
     for (uint32_t i = 0; i < n_in; i++)
         if (!in[i] && !(op == GFP_OP_CONV2D && i == 2)) return ODN_FALLBACK;
+    if (n_out == 1 && out[0] && out[0]->dtype == GFP_F64) /* oneDNN 2.x has no f64 */
+        return odn_conv_f64(op, in, n_in, out, n_out, params);
     if (!make_plan(&p, op, in, n_in, out, n_out, params)) return ODN_FALLBACK;
     odn_key key;
     odn_key_init(&key, op);

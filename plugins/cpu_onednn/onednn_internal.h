@@ -16,7 +16,8 @@
  *  - C loops parallelised with OpenMP (omp_*.c), for what oneDNN does not do,
  *    does not do faster, or does less accurately (measured; see README.md):
  *    copies, fills, elementwise arithmetic in every dtype (exp included),
- *    comparisons, reductions, softmax, max pooling with graft's indices.
+ *    comparisons, reductions, softmax, max pooling with graft's indices,
+ *    indexing, and f64 matmul, convolution and norms (omp_f64.h).
  * Buffers are host memory with the reference's layout (a 64-byte header in
  * front of byte 0), so the reference kernels read them unchanged. */
 #ifndef GRAFT_ONEDNN_INTERNAL_H
@@ -205,6 +206,7 @@ ODN_FAMILY(matmul)      /* onednn_matmul.c */
 ODN_FAMILY(norm)        /* onednn_norm.c */
 ODN_FAMILY(conv)        /* onednn_conv.c */
 ODN_FAMILY(pool)        /* onednn_pool.c */
+ODN_FAMILY(index)       /* omp_index.c */
 #undef ODN_FAMILY
 
 /* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */

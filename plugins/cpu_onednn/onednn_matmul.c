@@ -10,10 +10,11 @@
  *  - an output whose last dim is not unit-stride (computed into scratch),
  *  - a batch dim broadcast in both operands (a is expanded).
  * If oneDNN still picks its reference implementation, every operand is
- * packed (mode 1); that decision is cached with the geometry. */
+ * packed (mode 1); that decision is cached with the geometry.
+ * f64 goes to the C GEMM of omp_gemm.c. */
 #include <string.h>
 
-#include "onednn_internal.h"
+#include "omp_f64.h"
 
 typedef struct operand {
     int rank;
@@ -193,10 +194,15 @@ gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     (void)params;
     if (op != GFP_OP_MATMUL || n_in != 2 || n_out != 1 || !in[0] || !in[1]) return ODN_FALLBACK;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    if (y->dtype != GFP_F32 && y->dtype != GFP_BF16) return ODN_FALLBACK;
+    if (y->dtype != GFP_F32 && y->dtype != GFP_BF16 && y->dtype != GFP_F64) return ODN_FALLBACK;
     if (a->dtype != y->dtype || b->dtype != y->dtype || !shapes_ok(a, b, y)) return ODN_FALLBACK;
     if (odn_numel(y) == 0) return GFP_OK;
     if (a->sizes[a->rank - 1] == 0) return ODN_FALLBACK; /* an empty sum: the reference's zeros */
+    if (y->dtype == GFP_F64) {
+        for (int d = 0; d < y->rank; d++) /* an output that overlaps itself */
+            if (y->strides[d] == 0 && y->sizes[d] > 1) return ODN_FALLBACK;
+        return odn_matmul_f64(a, b, y); /* oneDNN 2.x has no f64 matmul */
+    }
     odn_ctx *c;
     gfp_status cst = odn_ctx_acquire(&c);
     if (cst != GFP_OK) return cst;

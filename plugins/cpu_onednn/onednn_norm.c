@@ -1,5 +1,5 @@
 /* onednn_norm.c — LAYER_NORM and BATCH_NORM in f32 on oneDNN's primitives
- * (f64 stays with the reference); SOFTMAX and LOG_SOFTMAX are routed to
+ * (f64 in C loops: omp_norm_f64.c); SOFTMAX and LOG_SOFTMAX are routed to
  * omp_softmax.c.
  *
  * The ABI's statistics are mean and rstd = 1/sqrt(var + eps); oneDNN's are
@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "onednn_internal.h"
+#include "omp_f64.h"
 
 static bool f32_or_absent(const gfp_tensor *t) { return !t || t->dtype == GFP_F32; }
 
@@ -372,6 +372,9 @@ gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     for (uint32_t i = 0; i < n_out; i++)
         if (!out[i]) return ODN_FALLBACK;
+    if ((op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM) && n_in > 0 && in[0] &&
+        in[0]->dtype == GFP_F64)
+        return odn_norm_f64(op, in, n_in, out, n_out, params);
     switch (op) {
     case GFP_OP_SOFTMAX:
     case GFP_OP_LOG_SOFTMAX: return odn_softmax_launch(op, in, n_in, out, n_out, params);

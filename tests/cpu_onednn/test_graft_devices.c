@@ -3,7 +3,7 @@
  * cpu_onednn, cpu:1 the reference): whole training steps of an MLP and of a
  * small CNN (forward, backward, optimiser) on identical data must give the
  * same losses, gradients and parameters; gradients checked numerically in
- * f64 on cpu:0; bf16 matmul and conv against f32; launches from two threads
+ * f64 on cpu:0 (a linear layer's weight gradient also in W's layout); bf16 matmul and conv against f32; launches from two threads
  * at once on the thread-safe device. */
 #include <pthread.h>
 #include <stdint.h>
@@ -269,6 +269,65 @@ static void test_gradcheck_f64(void) {
     for (int i = 0; i < 8; i++) gf_tensor_release(all[i]);
 }
 
+/* ------------------------------------------------------------------ linear layers */
+/* x @ W^T (a linear layer), then A^T @ h with A batched: the matmul backward
+ * computes the gradient of a transposed operand in its own layout. */
+static gf_tensor *linear_fn(gf_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    gf_scope_begin();
+    gf_tensor *h = gf_matmul(in[0], gf_transpose(in[1], 0, 1));   /* [3, 4] @ [4, 5] */
+    gf_tensor *z = gf_matmul(gf_transpose(in[2], -1, -2), h);     /* [2, 6, 3] @ [3, 5] */
+    gf_tensor *y = gf_sum(gf_mul(z, z), NULL, 0, false);
+    gf_scope_keep(y);
+    gf_scope_end();
+    return y;
+}
+
+static void test_linear_grad(void) {
+    /* sum(x @ W^T) over [3, 5]: dW[j, k] = sum_i x[i, k], dx[i, k] = sum_j W[j, k]. */
+    double xv[12], wv[20];
+    for (int i = 0; i < 12; i++) xv[i] = i + 1;
+    for (int i = 0; i < 20; i++) wv[i] = 0.5 * i - 3;
+    gf_tensor *x = gf_from_data(xv, (int64_t[]){3, 4}, 2, GF_F64, fast);
+    gf_tensor *w = gf_from_data(wv, (int64_t[]){5, 4}, 2, GF_F64, fast);
+    gf_tensor_set_requires_grad(x, true);
+    gf_tensor_set_requires_grad(w, true);
+    gf_scope_begin();
+    gf_tensor *y = gf_sum(gf_matmul(x, gf_transpose(w, 0, 1)), NULL, 0, false);
+    CHECK_MSG(y && gf_backward(y, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    gf_scope_end();
+    gf_tensor *gw = gf_tensor_grad(w), *gx = gf_tensor_grad(x);
+    CHECK(gw && gf_tensor_is_contiguous(gw)); /* W's layout, not a transposed view */
+    CHECK(gx && gf_tensor_is_contiguous(gx));
+    double got_w[20] = {0}, got_x[12] = {0};
+    if (gw && gx) {
+        gf_tensor *cw = gf_contiguous(gw), *cx = gf_contiguous(gx);
+        CHECK(gf_tensor_to_host(cw, got_w, sizeof got_w) == GF_OK);
+        CHECK(gf_tensor_to_host(cx, got_x, sizeof got_x) == GF_OK);
+        gf_tensor_release(cw), gf_tensor_release(cx);
+    }
+    for (int j = 0; j < 5; j++)
+        for (int k = 0; k < 4; k++)
+            CHECK_CLOSE(got_w[j * 4 + k], (k + 1) + (k + 5) + (k + 9), 1e-12);
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 4; k++) {
+            double want = 0;
+            for (int j = 0; j < 5; j++) want += 0.5 * (j * 4 + k) - 3;
+            CHECK_CLOSE(got_x[i * 4 + k], want, 1e-12);
+        }
+    gf_tensor_release(gw), gf_tensor_release(gx);
+    gf_tensor_release(x), gf_tensor_release(w);
+    /* first and second derivatives, numerically, in f64 on cpu:0 */
+    gf_tensor *a = data(fast, 2, (int64_t[]){3, 4}, 1.0, 61), *b = data(fast, 2, (int64_t[]){5, 4}, 1.0, 62),
+              *c = data(fast, 3, (int64_t[]){2, 3, 6}, 1.0, 63);
+    gf_tensor *in[3] = {gf_to_dtype(a, GF_F64), gf_to_dtype(b, GF_F64), gf_to_dtype(c, GF_F64)};
+    for (int i = 0; i < 3; i++) gf_tensor_set_requires_grad(in[i], true);
+    CHECK_MSG(gf_gradcheck(linear_fn, in, 3, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    CHECK_MSG(gf_gradgradcheck(linear_fn, in, 3, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    for (int i = 0; i < 3; i++) gf_tensor_release(in[i]);
+    gf_tensor_release(a), gf_tensor_release(b), gf_tensor_release(c);
+}
+
 /* ------------------------------------------------------------------ bf16 */
 static void test_bf16(void) {
     gf_device_info info;
@@ -345,6 +404,7 @@ int main(void) {
     RUN(test_mlp_training);
     RUN(test_cnn_training);
     RUN(test_gradcheck_f64);
+    RUN(test_linear_grad);
     RUN(test_bf16);
     RUN(test_threads);
     return CHECK_REPORT();

@@ -1,8 +1,9 @@
 /* test_onednn_linalg.c — cpu_onednn against the reference plugin for MATMUL
  * (sizes from 1 to 300, batches, batch broadcast through stride-0 dims in a,
- * b or both, transposed, sliced and offset operands and outputs, f32 and f64,
- * integers), CONV2D and both of its gradients (stride, padding, dilation,
- * groups, depthwise, 1x1, odd sizes, layouts, with and without bias) and the
+ * b or both, transposed, sliced and offset operands and outputs, f32 and f64
+ * (the plugin's own GEMM, on shapes past its blocks), integers), CONV2D and
+ * both of its gradients (stride, padding, dilation, groups, depthwise, 1x1,
+ * odd sizes, layouts, with and without bias; f64 in chunks of images) and the
  * four pooling ops (ceil mode, padding, dilation, count_include_pad). */
 #include "onednn_pair.h"
 
@@ -57,6 +58,22 @@ static void test_matmul(void) {
                 run_matmul(dts[t], 1, SZ(4), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1, 1);
                 run_matmul(dts[t], 1, SZ(5), d[0], d[1], d[2], L_PERMUTED, lbs[l], lys[l], 0, 1);
             }
+    /* f64 runs on the plugin's blocked GEMM (blocks of 96 rows, 256 of the
+     * sum, 512 columns): shapes across every block edge, batched and
+     * broadcast, in every layout. */
+    static const int64_t f64_dims[][3] = {{97, 300, 530}, {7, 513, 17}, {200, 3, 1}};
+    for (size_t s = 0; s < sizeof f64_dims / sizeof f64_dims[0]; s++)
+        for (int l = 0; l < 5; l++) {
+            const int64_t *d = f64_dims[s];
+            run_matmul(GFP_F64, 0, NULL, d[0], d[1], d[2], las[l], lbs[l], lys[l], 0, 0);
+            if (l < 2)
+                run_matmul(GFP_F64, 2, SZ(2, 2), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1,
+                           2);
+        }
+    for (int e = 0; e < 3; e++) /* empty M, N, batch */
+        run_matmul(GFP_F64, 1, SZ(e == 2 ? 0 : 2), e == 0 ? 0 : 3, 4, e == 1 ? 0 : 5, L_CONTIG,
+                   L_TRANSPOSED, L_CONTIG, 0, 0);
+    run_matmul(GFP_F64, 0, NULL, 3, 0, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
     /* 0-size: empty M, N or batch; K = 0 is an empty sum (zeros). */
     run_matmul(GFP_F32, 0, NULL, 0, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
     run_matmul(GFP_F32, 1, SZ(0), 3, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
@@ -124,6 +141,12 @@ static void test_conv(void) {
             for (size_t c = 0; c < sizeof convs / sizeof convs[0]; c++)
                 for (int l = 0; l < 5; l++)
                     run_conv(op, k ? GFP_F64 : GFP_F32, &convs[c], l, l % 2 == 0);
+    /* f64 unfolds a chunk of images at a time, within 8M doubles of columns:
+     * one image of this one takes 6.5M, so each op runs in two chunks (the
+     * weight gradient accumulating the second into the first). */
+    conv_cfg chunked = {2, 64, 64, 64, 2, 5, 5, 1, 1, 2, 2, 1, 1, 1};
+    for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
+        run_conv(op, GFP_F64, &chunked, op == GFP_OP_CONV2D ? 0 : 1, true);
     /* A batch of 0 has nothing to compute, both ways. */
     conv_cfg empty = {0, 2, 4, 4, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1};
     for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
@@ -141,6 +164,8 @@ static const pool_cfg pools[] = {
     {2, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0},   {1, 1, 5, 5, 3, 3, 1, 1, 1, 1, 2, 2, 0, 1},
     {4, 16, 28, 28, 2, 2, 2, 2, 0, 0, 1, 1, 0, 1}, {1, 3, 6, 6, 4, 2, 3, 1, 2, 1, 1, 1, 1, 1},
     {2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0},   {1, 2, 10, 3, 3, 1, 3, 1, 1, 0, 1, 1, 1, 0},
+    /* 2x2 / stride 2 rows of 35 outputs: two full steps of 16 and a tail of 3 */
+    {2, 3, 6, 71, 2, 2, 2, 2, 0, 0, 1, 1, 0, 0},
 };
 
 static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode) {

@@ -25,6 +25,12 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static long minor_faults(void) {
     struct rusage r;
     return getrusage(RUSAGE_SELF, &r) == 0 ? r.ru_minflt : 0;
@@ -97,9 +103,10 @@ int bench_train_step(gf_device *dev, bool cnn, int reps, train_result *out) {
     gf_tensor *x = NULL, *target = NULL;
     gf_optimizer *opt = NULL;
     double *t = malloc(sizeof(double) * (size_t)reps);
+    double *tc = malloc(sizeof(double) * (size_t)reps);
     int ok = 0;
     gf_manual_seed(1234);
-    if (!t || !build(&m, cnn, dev)) goto done;
+    if (!t || !tc || !build(&m, cnn, dev)) goto done;
     int64_t batch = cnn ? 64 : 256;
     x = cnn ? gf_randn((int64_t[]){batch, 1, 28, 28}, 4, GF_F32, dev)
             : gf_randn((int64_t[]){batch, 784}, 2, GF_F32, dev);
@@ -112,7 +119,7 @@ int bench_train_step(gf_device *dev, bool cnn, int reps, train_result *out) {
     long faults = 0;
     for (int r = -2; r < reps; r++) { /* two warm-up steps: primitives made, memory cached */
         if (r == 0) faults = minor_faults();
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         gf_scope_begin();
         gf_tensor *loss = gf_cross_entropy(forward(&m, cnn, x), target, NULL, GF_REDUCTION_MEAN,
                                            -100, 0.0);
@@ -126,18 +133,24 @@ int bench_train_step(gf_device *dev, bool cnn, int reps, train_result *out) {
         if (s != GF_OK) goto done;
         if (r == -2) first_loss = v;
         last_loss = v;
-        if (r >= 0) t[r] = now() - t0;
+        if (r >= 0) {
+            t[r] = now() - t0;
+            tc[r] = cpu_now() - c0;
+        }
     }
     out->faults_per_step = (double)(minor_faults() - faults) / reps;
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     out->median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     out->min = t[0];
+    qsort(tc, (size_t)reps, sizeof *tc, cmp_double);
+    out->cpu = reps % 2 ? tc[reps / 2] : 0.5 * (tc[reps / 2 - 1] + tc[reps / 2]);
     out->first_loss = first_loss;
     out->last_loss = last_loss;
     ok = 1;
 done:
     if (!ok) fprintf(stderr, "graft-onednn-bench: training step failed: %s\n", gf_last_error());
     free(t);
+    free(tc);
     gf_optimizer_destroy(opt);
     for (int i = 0; i < m.n; i++) gf_tensor_release(m.p[i]);
     gf_tensor_release(x), gf_tensor_release(target);

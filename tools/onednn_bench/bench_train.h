@@ -9,6 +9,8 @@
 
 typedef struct train_result {
     double median, min;          /* seconds per step */
+    double cpu;                   /* median CPU seconds per step, every thread summed: on a
+                                   * busy machine, the figure that other load moves least */
     double first_loss, last_loss; /* the loss falls when the step is right */
     double faults_per_step;       /* minor page faults: memory the step touched fresh */
 } train_result;

@@ -17,9 +17,21 @@ bench_train.c:
 
 A step is forward, backward and torch.optim.SGD(lr=0.01) with
 zero_grad(set_to_none=True); the median (and the fastest) of --reps steps after
-two warm-up steps. On a busy machine set OMP_WAIT_POLICY=passive for both (it
-is inherited by graft's run): with OpenMP's default spinning, threads waiting
-at a barrier take the CPU from the thread they wait for.
+two warm-up steps, and the median CPU time of a step (every thread of the
+process summed: what other load on the machine disturbs least, since time
+spent descheduled is not counted; with more than one thread it also counts
+the work of the extra threads, so compare it between the two libraries, not
+with the wall time). Both run with OMP_WAIT_POLICY=passive unless it is set
+(it is read when the OpenMP runtime loads: here, before torch is imported,
+and inherited by graft's run): with OpenMP's default spinning on a busy
+machine, threads waiting at a barrier take the CPU from the thread they wait
+for. The policy is printed in the header line.
+PyTorch's speed on the MLP depends on the BLAS that provides libblas.so.3
+(printed in the header line): with Debian's reference BLAS it is ~30x slower,
+not a fair comparison. Without changing the system's alternative, OpenBLAS
+can be given to this run alone: `apt-get download libopenblas0-openmp`,
+`dpkg -x` it into a directory D and set
+LD_LIBRARY_PATH=D/usr/lib/x86_64-linux-gnu/openblas-openmp.
 PyTorch's figure includes its Python interpreter's share, which a C program
 does not pay. Without torch this says so and exits 0: it is not a test
 dependency (Debian: apt-get install python3-torch; or pip install torch
@@ -51,23 +63,40 @@ def torch_step_times(torch, cnn, reps):
     target = torch.tensor([(i * 7) % 10 for i in range(x.shape[0])])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
-    times, losses = [], []
+    times, cpus, losses = [], [], []
     for r in range(reps + 2):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), target)
         loss.backward()
         opt.step()
         value = loss.item()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         losses.append(value)
         if r >= 2:
             times.append(dt)
-    return statistics.median(times), min(times), losses[0], losses[-1]
+            cpus.append(dc)
+    return (statistics.median(times), min(times), losses[0], losses[-1],
+            statistics.median(cpus))
+
+
+def torch_blas(torch):
+    """The BLAS library PyTorch's matmuls run on. Debian's torch links
+    libblas.so.3, whose provider is a system alternative: the reference
+    netlib BLAS (libblas3) makes its linear layers ~30x slower than OpenBLAS
+    (libopenblas0-openmp), so a comparison must say which one it had."""
+    torch.ones(2, 2) @ torch.ones(2, 2)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.split()[-1].lower()}
+    except OSError:
+        return "?"
+    return ", ".join(sorted(os.path.realpath(p) for p in libs if p.startswith("/"))) or "none"
 
 
 LINE = re.compile(r"train (mlp|cnn) threads (\d+): median ([0-9.]+) ms, min ([0-9.]+) ms, "
-                  r"loss ([-0-9.naif]+) -> ([-0-9.naif]+)")
+                  r"loss ([-0-9.naif]+) -> ([-0-9.naif]+)(?:, [0-9]+ page faults/step)?"
+                  r"(?:, cpu ([0-9.]+) ms)?")  # older builds print no CPU time
 
 
 def graft_times(bench, threads, reps):
@@ -78,7 +107,8 @@ def graft_times(bench, threads, reps):
     found = {}
     for m in LINE.finditer(out):
         found[m.group(1)] = (float(m.group(3)) / 1e3, float(m.group(4)) / 1e3,
-                             float(m.group(5)), float(m.group(6)))
+                             float(m.group(5)), float(m.group(6)),
+                             float(m.group(7)) / 1e3 if m.group(7) else float("nan"))
     if set(found) != {"mlp", "cnn"}:
         sys.exit("compare_torch.py: unexpected output from %s:\n%s" % (bench, out))
     return found
@@ -90,26 +120,27 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=15)
     args = ap.parse_args()
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     try:
         import torch
     except ImportError:
         print("compare_torch.py: PyTorch is not installed; nothing to compare")
         return 0
-    print("PyTorch %s (oneDNN %s), graft %s" % (
-        torch.__version__, ".".join(map(str, torch.backends.mkldnn.version()))
-        if hasattr(torch.backends.mkldnn, "version") else "?", args.bench))
-    print("%-4s %7s %10s %10s %11s %14s   %s" % (
+    print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
+        torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
+    print("%-4s %7s %10s %10s %11s %14s %18s   %s" % (
         "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
-        "loss graft | torch (first -> last)"))
+        "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
         graft = graft_times(args.bench, threads, args.reps)
         for name in ("mlp", "cnn"):
-            tm, tmin, tl0, tl1 = torch_step_times(torch, name == "cnn", args.reps)
-            gm, gmin, gl0, gl1 = graft[name]
-            print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f   %.4f -> %.4f | %.4f -> %.4f" % (
-                name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3, gl0, gl1,
-                tl0, tl1))
+            tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
+            gm, gmin, gl0, gl1, gc = graft[name]
+            print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
+                  "%.4f -> %.4f | %.4f -> %.4f" % (
+                      name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3,
+                      gc * 1e3, tc * 1e3, tc / gc, gl0, gl1, tl0, tl1))
     return 0
 
 

@@ -4,6 +4,8 @@
  *     called directly (created once, plain row-major, executed repeatedly);
  *     GFLOP/s and the fraction of this machine's peak, measured here with an
  *     FMA loop on every thread;
+ *   matmul f64 NxN (up to 1024): gf_matmul against a naive i-k-j loop with
+ *     OpenMP over rows (oneDNN 2.x has no f64 matmul to compare with);
  *   elementwise add, mul, exp on 16M floats: gf_add / gf_mul / gf_exp against a
  *     plain C loop (one thread, and an OpenMP loop with the same threads); GB/s
  *     counting every byte read and written once;
@@ -15,7 +17,7 @@
  * runs is printed too, the figure least disturbed by other load.
  *
  *   graft-onednn-bench [--threads 1,2] [--reps 15] [--sizes 256,512,1024,2048]
- *                      [--elems 16777216] [--only matmul|elementwise|train|mlp|cnn]
+ *                      [--elems 16777216] [--only matmul|matmul64|elementwise|train|mlp|cnn]
  * The cpu_onednn device must be loaded (it is cpu:0 when both CPU plugins
  * are; GRAFT_PLUGINS=cpu_onednn selects it alone). */
 #define _POSIX_C_SOURCE 200809L
@@ -211,6 +213,69 @@ static void bench_matmul(gf_device *dev, const int64_t *sizes, int n_sizes, int 
     }
 }
 
+/* f64 (oneDNN 2.x has none: the plugin's blocked C GEMM) against the loop one
+ * would write, i-k-j order (unit stride, vectorised) with OpenMP over rows on
+ * the same threads. The naive loop's 2048 is left out (seconds per run). */
+static void naive_f64(int64_t n, const double *a, const double *b, double *y, int threads) {
+#pragma omp parallel for num_threads(threads)
+    for (int64_t i = 0; i < n; i++) {
+        double *yr = y + i * n;
+        for (int64_t j = 0; j < n; j++) yr[j] = 0;
+        for (int64_t k = 0; k < n; k++) {
+            double aik = a[i * n + k];
+            const double *br = b + k * n;
+            for (int64_t j = 0; j < n; j++) yr[j] += aik * br[j];
+        }
+    }
+}
+
+static void bench_matmul_f64(gf_device *dev, const int64_t *sizes, int n_sizes, int reps,
+                             int threads, double peak) {
+    printf("\nmatmul f64, %d thread(s); f64 peak (half the f32 FMA loop's) %.1f GFLOP/s\n",
+           threads, peak / 2);
+    printf("%6s %14s %14s %8s %10s\n", "n", "graft GFLOP/s", "naive GFLOP/s", "ratio",
+           "graft/peak");
+    for (int i = 0; i < n_sizes; i++) {
+        int64_t n = sizes[i];
+        if (n > 1024) continue;
+        size_t count = (size_t)(n * n);
+        float *f = malloc(count * 4);
+        double *a = malloc(count * 8), *b = malloc(count * 8), *y = malloc(count * 8),
+               *yg = malloc(count * 8);
+        TRY(f && a && b && y && yg);
+        fill_host(f, count, 1);
+        for (size_t k = 0; k < count; k++) a[k] = f[k];
+        fill_host(f, count, 2);
+        for (size_t k = 0; k < count; k++) b[k] = f[k];
+        int r = n >= 1024 ? (reps + 4) / 5 : reps;
+        int64_t sz[2] = {n, n};
+        gf_tensor *ta = gf_from_data(a, sz, 2, GF_F64, dev), *tb = gf_from_data(b, sz, 2, GF_F64, dev);
+        TRY(ta && tb);
+        double *tn = malloc(sizeof(double) * (size_t)r), *tg = malloc(sizeof(double) * (size_t)r);
+        for (int k = -1; k < r; k++) {
+            double t0 = now();
+            naive_f64(n, a, b, y, threads);
+            double t1 = now();
+            gf_tensor *out = gf_matmul(ta, tb);
+            TRY(out && gf_device_synchronize(dev) == GF_OK);
+            double t2 = now();
+            if (k >= 0) tn[k] = t1 - t0, tg[k] = t2 - t1;
+            if (k == r - 1) TRY(gf_tensor_to_host(out, yg, count * 8) == GF_OK);
+            gf_tensor_release(out);
+        }
+        double mg = median(tg, r), mn = median(tn, r);
+        double diff = 0;
+        for (size_t k = 0; k < count; k++) diff = fmax(diff, fabs(y[k] - yg[k]));
+        double flop = 2.0 * (double)n * (double)n * (double)n;
+        double gg = flop / mg * 1e-9, gn = flop / mn * 1e-9;
+        printf("%6lld %14.1f %14.1f %8.2f %9.1f%%%s\n", (long long)n, gg, gn, mn / mg,
+               peak > 0 ? 200 * gg / peak : 0, diff > 1e-9 ? "  RESULTS DIFFER" : "");
+        free(tn), free(tg);
+        gf_tensor_release(ta), gf_tensor_release(tb);
+        free(f), free(a), free(b), free(y), free(yg);
+    }
+}
+
 /* ------------------------------------------------------------ elementwise */
 typedef enum { EW_ADD, EW_MUL, EW_EXP } ew_op;
 static const char *const ew_names[] = {"add", "mul", "exp"};
@@ -297,7 +362,7 @@ static int parse_list(const char *s, int64_t *out, int max) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: graft-onednn-bench [--threads 1,2] [--reps 15] [--sizes 256,512,1024,2048]\n"
-               "                          [--elems 16777216] [--only matmul|elementwise|train|mlp|cnn]\n");
+               "                          [--elems 16777216] [--only matmul|matmul64|elementwise|train|mlp|cnn]\n");
 }
 
 int main(int argc, char **argv) {
@@ -344,9 +409,11 @@ int main(int argc, char **argv) {
         /* Sets the calling thread's OpenMP threads, which both oneDNN and the
          * plugin's loops follow. */
         omp_set_num_threads((int)threads[k]);
+        double peak = !only || !strncmp(only, "matmul", 6) ? measure_peak((int)threads[k]) : 0;
         if (!only || !strcmp(only, "matmul"))
-            bench_matmul(dev, sizes, n_sizes, reps, (int)threads[k],
-                         measure_peak((int)threads[k]));
+            bench_matmul(dev, sizes, n_sizes, reps, (int)threads[k], peak);
+        if (!only || !strcmp(only, "matmul64"))
+            bench_matmul_f64(dev, sizes, n_sizes, reps, (int)threads[k], peak);
         if (!only || !strcmp(only, "elementwise")) bench_elementwise(dev, elems, reps, (int)threads[k]);
         if (!only || !strcmp(only, "train") || !strcmp(only, "mlp") || !strcmp(only, "cnn")) {
             printf("\ntraining step, %d thread(s) (median of %d steps)\n", (int)threads[k], reps);
@@ -355,8 +422,9 @@ int main(int argc, char **argv) {
                 train_result r;
                 if (!bench_train_step(dev, cnn, reps, &r)) return 1;
                 printf("train %s threads %d: median %.3f ms, min %.3f ms, loss %.4f -> %.4f, "
-                       "%.0f page faults/step\n", cnn ? "cnn" : "mlp", (int)threads[k],
-                       1e3 * r.median, 1e3 * r.min, r.first_loss, r.last_loss, r.faults_per_step);
+                       "%.0f page faults/step, cpu %.3f ms\n", cnn ? "cnn" : "mlp",
+                       (int)threads[k], 1e3 * r.median, 1e3 * r.min, r.first_loss, r.last_loss,
+                       r.faults_per_step, 1e3 * r.cpu);
             }
         }
     }
