@@ -132,6 +132,10 @@ gf_status gf__dev_sync(gf_device *dev);
 gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *inputs, int n_in,
                      gf_tensor *const *outputs, int n_out, const void *params);
 
+/* In-place fast path (ops_elementwise.c): the next elementwise op of the
+ * thread writes its result into t when it fits (t NULL: no target). */
+void gf__set_write_target(gf_tensor *t);
+
 /* ------------------------------------------------------------ memory (alloc.c) */
 typedef struct gf_storage {
     atomic_long refcount;

@@ -20,6 +20,37 @@ enum {
     K_TRUEDIV    /* like K_NUMERIC but integer results become f32 */
 };
 
+/* ------------------------------------------------------------ outputs */
+/* The in-place fast path (inplace.c): when nothing is recorded, an in-place
+ * op asks the next elementwise op of the thread to write its result into
+ * self directly, instead of computing a new tensor and copying it over. */
+static _Thread_local gf_tensor *tl_write_target;
+
+void gf__set_write_target(gf_tensor *t) { tl_write_target = t; }
+
+static bool same_view(const gf_tensor *a, const gf_tensor *b) {
+    size_t n = sizeof(int64_t) * (size_t)a->rank;
+    return a->storage == b->storage && a->offset == b->offset && a->rank == b->rank &&
+           !memcmp(a->sizes, b->sizes, n) && !memcmp(a->strides, b->strides, n);
+}
+
+/* The op's output: the write target when it fits (same sizes, dtype and
+ * device, and no input overlapping it other than exactly, which kernels
+ * handle: element i is read before it is written), else a new tensor. */
+static gf_tensor *new_output(const int64_t *shape, int rank, gf_dtype dt, gf_device *dev,
+                             gf_tensor *const *ins, int n) {
+    gf_tensor *d = tl_write_target;
+    tl_write_target = NULL; /* for one op only */
+    if (d && d->dtype == dt && d->rank == rank && d->storage->device == dev &&
+        !memcmp(d->sizes, shape, sizeof(int64_t) * (size_t)rank)) {
+        bool ok = true;
+        for (int i = 0; ok && i < n; i++)
+            if (ins[i] && ins[i]->storage == d->storage && !same_view(ins[i], d)) ok = false;
+        if (ok) return gf_tensor_retain(d);
+    }
+    return gf__empty(shape, rank, dt, dev);
+}
+
 /* a, b: the op's scalar parameters, for its backward formula. */
 static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, int kind,
                                const void *params, double pa, double pb) {
@@ -37,7 +68,7 @@ static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, 
     gf_dtype out_dt = kind == K_LOGICAL ? GF_BOOL : in_dt;
     gf_tensor *xin = gf__cast(x, in_dt);
     if (!xin) return NULL;
-    gf_tensor *y = gf__empty(x->sizes, x->rank, out_dt, x->storage->device);
+    gf_tensor *y = new_output(x->sizes, x->rank, out_dt, x->storage->device, &xin, 1);
     const gf_tensor *in[1] = {xin};
     gf_tensor *out[1] = {y};
     if (y && (gf__launch(op, name, in, 1, out, 1, params) != GF_OK ||
@@ -142,7 +173,7 @@ static gf_tensor *run_nary(const gf_tensor *const *xs, int n, gf_dtype in_dt, gf
         gf_tensor_release(c);
         ok = ins[i] != NULL;
     }
-    if (ok) y = gf__empty(shape, rank, out_dt, xs[0]->storage->device);
+    if (ok) y = new_output(shape, rank, out_dt, xs[0]->storage->device, ins, n);
     if (y) {
         gf_tensor *outs[1] = {y};
         if (gf__launch(op, name, (const gf_tensor *const *)ins, n, outs, 1, NULL) != GF_OK) {

@@ -62,7 +62,7 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
                          op, gf__shape_str(result->sizes, result->rank, a, sizeof a),
                          gf__shape_str(self->sizes, self->rank, b, sizeof b));
     }
-    gf_status s = gf__copy_into(self, result);
+    gf_status s = result == self ? GF_OK : gf__copy_into(self, result);
     if (s != GF_OK) return s;
     gf__bump_version(self);
     gf_node *n = result->autograd ? result->autograd->grad_fn : NULL;
@@ -77,16 +77,33 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
     return GF_OK;
 }
 
-/* Runs an in-place op: check, compute out of place, commit. `compute`
- * returns the new value of self with self's old value as input number
- * self_input of its node. */
-#define INPLACE(name, expr, self_input)                                  \
+/* True when an in-place op on self with these other inputs records
+ * nothing: then its kernel may write straight into self. */
+static bool unrecorded(const gf_tensor *self, const gf_tensor *a, const gf_tensor *b) {
+    if (!gf__ag_grad_enabled()) return true;
+    const gf_tensor *ts[3] = {self, a, b};
+    int n = 1;
+    if (a) ts[n++] = a;
+    if (b) ts[n++] = b;
+    return !gf__ag_any_requires_grad(ts, n);
+}
+
+/* Runs an in-place op: check, compute, commit. `expr` returns the new value
+ * of self with self's old value as input number self_input of its node.
+ * When nothing is recorded (no-grad, or nothing requires grad), the
+ * elementwise kernel writes into self itself (the result is then self);
+ * otherwise the value is computed out of place and copied in, so the node
+ * sees self's old value. a and b are the op's other tensor inputs. */
+#define INPLACE_AB(name, expr, self_input, direct, a, b)                 \
     do {                                                                 \
         gf_status s_ = gf__ag_check_inplace(self, name);                 \
         if (s_ != GF_OK) return s_;                                      \
         int sc_ = gf__scope_suspend();                                   \
         gf__ag_set_inplace_target(self);                                 \
+        if ((direct) && unrecorded(self, (a), (b)))                      \
+            gf__set_write_target(self);                                  \
         gf_tensor *r_ = (expr);                                          \
+        gf__set_write_target(NULL);                                      \
         gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf__status();                                \
@@ -102,20 +119,24 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
         gf_tensor_release(c_);                                           \
         return s_;                                                       \
     } while (0)
+/* Elementwise ops (their output is the first tensor they make, so the write
+ * target cannot be taken by an intermediate); other ops never write direct. */
+#define INPLACE_EW(name, expr, a) INPLACE_AB(name, expr, 0, true, a, NULL)
+#define INPLACE(name, expr, self_input) INPLACE_AB(name, expr, self_input, false, NULL, NULL)
 
-gf_status gf_add_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_add_", gf_add(self, other), 0); }
-gf_status gf_sub_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_sub_", gf_sub(self, other), 0); }
-gf_status gf_mul_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_mul_", gf_mul(self, other), 0); }
-gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE("gf_div_", gf_div(self, other), 0); }
-gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE("gf_add_scalar_", gf_add_scalar(self, v), 0); }
-gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE("gf_mul_scalar_", gf_mul_scalar(self, v), 0); }
-gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE("gf_clamp_", gf_clamp(self, lo, hi), 0); }
-gf_status gf_relu_(gf_tensor *self) { INPLACE("gf_relu_", gf_relu(self), 0); }
-gf_status gf_sigmoid_(gf_tensor *self) { INPLACE("gf_sigmoid_", gf_sigmoid(self), 0); }
-gf_status gf_tanh_(gf_tensor *self) { INPLACE("gf_tanh_", gf_tanh(self), 0); }
-gf_status gf_exp_(gf_tensor *self) { INPLACE("gf_exp_", gf_exp(self), 0); }
+gf_status gf_add_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_add_", gf_add(self, other), other); }
+gf_status gf_sub_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_sub_", gf_sub(self, other), other); }
+gf_status gf_mul_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_mul_", gf_mul(self, other), other); }
+gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_div_", gf_div(self, other), other); }
+gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_add_scalar_", gf_add_scalar(self, v), NULL); }
+gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_mul_scalar_", gf_mul_scalar(self, v), NULL); }
+gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE_EW("gf_clamp_", gf_clamp(self, lo, hi), NULL); }
+gf_status gf_relu_(gf_tensor *self) { INPLACE_EW("gf_relu_", gf_relu(self), NULL); }
+gf_status gf_sigmoid_(gf_tensor *self) { INPLACE_EW("gf_sigmoid_", gf_sigmoid(self), NULL); }
+gf_status gf_tanh_(gf_tensor *self) { INPLACE_EW("gf_tanh_", gf_tanh(self), NULL); }
+gf_status gf_exp_(gf_tensor *self) { INPLACE_EW("gf_exp_", gf_exp(self), NULL); }
 gf_status gf_masked_fill_(gf_tensor *self, const gf_tensor *mask, double value) {
-    INPLACE("gf_masked_fill_", gf_masked_fill(self, mask, value), 0);
+    INPLACE_EW("gf_masked_fill_", gf_masked_fill(self, mask, value), mask);
 }
 gf_status gf_index_add_(gf_tensor *self, int dim, const gf_tensor *index, const gf_tensor *src) {
     INPLACE("gf_index_add_", gf_index_add(self, dim, index, src), 0);

@@ -1,0 +1,130 @@
+/* test_inplace.c — in-place elementwise ops that record nothing write into
+ * self directly: no new memory, the same values as out of place, for every
+ * aliasing case (self with itself, broadcast operands, a transposed self,
+ * an operand that overlaps self only in part, which must not be written
+ * through while it is read). Recorded ones (grad mode, something requires
+ * grad) still see self's old value. */
+#include "ops_test.h"
+
+static gf_device *dev;
+
+static uint64_t peak_since_reset(void) {
+    gf_memory_stats st;
+    gf_memory_get_stats(dev, &st);
+    return st.peak_bytes_in_use;
+}
+
+static uint64_t in_use(void) {
+    gf_memory_stats st;
+    gf_memory_get_stats(dev, &st);
+    return st.bytes_in_use;
+}
+
+static void test_no_new_memory(void) {
+    gf_tensor *x = ot_make(GF_F32, 2, SZ(2, 3), DV(1, 2, 3, 4, 5, 6));
+    gf_tensor *row = ot_make(GF_F32, 1, SZ(3), DV(10, 20, 30));
+    CHECK_OK(gf_memory_reset_peak(dev));
+    uint64_t before = in_use();
+    CHECK_OK(gf_add_(x, row)); /* broadcast operand */
+    CHECK_OK(gf_mul_(x, x));   /* self with itself */
+    CHECK_OK(gf_relu_(x));
+    CHECK_OK(gf_clamp_(x, NAN, 1000));
+    CHECK(peak_since_reset() == before); /* not one byte more at any point */
+    EXPECT_T(x, GF_F32, 2, SZ(2, 3), DV(121, 484, 1000, 196, 625, 1000), 0);
+    CHECK(gf_tensor_version(x) == 4);
+    REL(x, row);
+}
+
+static void test_strided_self(void) {
+    /* self is a transposed view: written through its strides */
+    gf_tensor *base = ot_make(GF_F64, 2, SZ(2, 3), DV(1, 2, 3, 4, 5, 6));
+    gf_tensor *t = gf_transpose(base, 0, 1); /* [3, 2]: 1 4 / 2 5 / 3 6 */
+    gf_tensor *col = ot_make(GF_F64, 2, SZ(3, 1), DV(100, 200, 300));
+    CHECK_OK(gf_sub_(t, col));
+    EXPECT_T(base, GF_F64, 2, SZ(2, 3), DV(-99, -198, -297, -96, -195, -294), 0);
+    /* a step-2 slice */
+    gf_tensor *v = ot_make(GF_F32, 1, SZ(6), DV(1, 2, 3, 4, 5, 6));
+    gf_tensor *odd = gf_slice(v, 0, 1, 6, 2);
+    CHECK_OK(gf_exp_(odd));
+    CHECK_OK(gf_mul_scalar_(odd, 0));
+    EXPECT_T(v, GF_F32, 1, SZ(6), DV(1, 0, 3, 0, 5, 0), 0);
+    REL(base, t, col, v, odd);
+}
+
+static void test_partial_overlap(void) {
+    /* x[1:] += x[:-1]: the operand overlaps self shifted by one. Written
+     * through while read, it would give running sums (1, 3, 6, 10); the
+     * answer is the sum of the old values: 1, 3, 5, 7. */
+    gf_tensor *x = ot_make(GF_F32, 1, SZ(5), DV(1, 2, 3, 4, 0));
+    gf_tensor *head = gf_slice(x, 0, 0, 4, 1);
+    gf_tensor *tail = gf_slice(x, 0, 1, 5, 1);
+    CHECK_OK(gf_add_(tail, head));
+    EXPECT_T(x, GF_F32, 1, SZ(5), DV(1, 3, 5, 7, 4), 0);
+    /* the transpose of a square matrix added to itself in place */
+    gf_tensor *m = ot_make(GF_F64, 2, SZ(2, 2), DV(1, 2, 3, 4));
+    gf_tensor *mt = gf_transpose(m, 0, 1);
+    CHECK_OK(gf_add_(m, mt));
+    EXPECT_T(m, GF_F64, 2, SZ(2, 2), DV(2, 5, 5, 8), 0);
+    /* a broadcast view of self's own first row */
+    gf_tensor *s = ot_make(GF_F32, 2, SZ(2, 2), DV(1, 2, 3, 4));
+    gf_tensor *r0 = gf_select(s, 0, 0);
+    CHECK_OK(gf_mul_(s, r0));
+    EXPECT_T(s, GF_F32, 2, SZ(2, 2), DV(1, 4, 3, 8), 0);
+    REL(x, head, tail, m, mt, s, r0);
+}
+
+static void test_dtypes(void) {
+    /* an integer self with a float operand: computed in f32, stored back */
+    gf_tensor *i = ot_make(GF_I32, 1, SZ(3), DV(1, 2, 3));
+    gf_tensor *h = ot_make(GF_F32, 1, SZ(3), DV(0.5, 0.5, 0.5));
+    CHECK_OK(gf_mul_(i, h));
+    EXPECT_T(i, GF_I32, 1, SZ(3), DV(0, 1, 1), 0);
+    /* a mask */
+    gf_tensor *y = ot_make(GF_F32, 1, SZ(3), DV(1, 2, 3));
+    gf_tensor *mask = gf_gt_scalar(y, 1.5);
+    CHECK_OK(gf_masked_fill_(y, mask, -1));
+    EXPECT_T(y, GF_F32, 1, SZ(3), DV(1, -1, -1), 0);
+    REL(i, h, y, mask);
+}
+
+static void test_recorded_sees_old_value(void) {
+    /* grad mode with an operand that requires grad: y = x * w in place on x
+     * (x does not require grad); dy/dw is x's OLD value */
+    gf_tensor *x = ot_make(GF_F64, 1, SZ(2), DV(3, 5));
+    gf_tensor *w = ot_make(GF_F64, 1, SZ(2), DV(2, 7));
+    CHECK_OK(gf_tensor_set_requires_grad(w, true));
+    CHECK_OK(gf_mul_(x, w));
+    EXPECT_T(x, GF_F64, 1, SZ(2), DV(6, 35), 0);
+    gf_tensor *s = gf_sum(x, NULL, 0, false);
+    CHECK_OK(gf_backward(s, NULL, NULL));
+    gf_tensor *g = gf_tensor_grad(w);
+    EXPECT_T(g, GF_F64, 1, SZ(2), DV(3, 5), 0);
+    REL(x, w, s, g);
+    /* no-grad: an optimiser-style update of a parameter that requires grad */
+    gf_tensor *p = ot_make(GF_F32, 1, SZ(2), DV(1, 1));
+    gf_tensor *gr = ot_make(GF_F32, 1, SZ(2), DV(0.5, -0.5));
+    CHECK_OK(gf_tensor_set_requires_grad(p, true));
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    CHECK_OK(gf_sub_(p, gr));
+    gf_grad_mode_set(prev);
+    EXPECT_T(p, GF_F32, 1, SZ(2), DV(0.5, 1.5), 0);
+    CHECK(gf_tensor_is_leaf(p) && gf_tensor_requires_grad(p));
+    REL(p, gr);
+}
+
+int main(void) {
+    dev = gf_device_default(); /* GRAFT_DEVICE: any device runs these */
+    if (!dev) {
+        /* A GPU device named by the test's environment may be absent here. */
+        const char *want = getenv("GRAFT_DEVICE");
+        bool gpu = want && strncmp(want, "cpu", 3) != 0;
+        fprintf(stderr, "%s: no device: %s\n", gpu ? "SKIPPED" : "FAILED", gf_last_error());
+        return gpu ? 77 : 1;
+    }
+    RUN(test_no_new_memory);
+    RUN(test_strided_self);
+    RUN(test_partial_overlap);
+    RUN(test_dtypes);
+    RUN(test_recorded_sees_old_value);
+    return ot_finish();
+}
