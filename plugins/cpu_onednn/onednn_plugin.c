@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "onednn_internal.h"
+#include "plugin_negotiate.h"
 
 /* The reference families report through ref_host (ref_util.c): it is this
  * plugin's host table. */
@@ -391,23 +392,5 @@ GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *reques
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
                                              const gfp_plugin **table) {
-    if (table) *table = NULL;
-    if (!request || !table || request->struct_size < GFP_NEGOTIATE_REQUEST_SIZE_V1_0)
-        return GFP_ERR_INVALID;
-    const gfp_host *host = request->host;
-    if (!host || host->struct_size < GFP_HOST_SIZE_V1_0 || !host->set_error || !host->log)
-        return GFP_ERR_INVALID;
-    if (request->abi_major != GFP_ABI_MAJOR) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "the cpu_onednn plugin implements plugin ABI %d.%d; the core offers %u.%u "
-                 "(a different major): use a cpu_onednn plugin built for that core",
-                 GFP_ABI_MAJOR, GFP_ABI_MINOR, (unsigned)request->abi_major,
-                 (unsigned)request->abi_minor);
-        host->set_error(host->host_ctx, msg);
-        return GFP_ERR_VERSION;
-    }
-    ref_host = host;
-    *table = &odn_table;
-    return GFP_OK;
+    return gfp_plugin_negotiate_common(request, table, &odn_table, &ref_host);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "plugin_negotiate.h"
 
 #ifndef GRAFT_CUDA_VERSION_TEXT
 #define GRAFT_CUDA_VERSION_TEXT "0.1.0"
@@ -400,23 +401,5 @@ GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *reques
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
                                              const gfp_plugin **table) {
-    if (table) *table = NULL;
-    if (!request || !table || request->struct_size < GFP_NEGOTIATE_REQUEST_SIZE_V1_0)
-        return GFP_ERR_INVALID;
-    const gfp_host *host = request->host;
-    if (!host || host->struct_size < GFP_HOST_SIZE_V1_0 || !host->set_error || !host->log)
-        return GFP_ERR_INVALID;
-    if (request->abi_major != GFP_ABI_MAJOR) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "the cuda plugin implements plugin ABI %d.%d; the core offers %u.%u (a "
-                 "different major): use a cuda plugin built for that core",
-                 GFP_ABI_MAJOR, GFP_ABI_MINOR, (unsigned)request->abi_major,
-                 (unsigned)request->abi_minor);
-        host->set_error(host->host_ctx, msg);
-        return GFP_ERR_VERSION;
-    }
-    cu_host = host;
-    *table = &cu_table;
-    return GFP_OK;
+    return gfp_plugin_negotiate_common(request, table, &cu_table, &cu_host);
 }
