@@ -162,5 +162,59 @@ check(lib.gf_mul_scalar_(g, 3.0) == 0, "in place on a strided view")
 check(m[1].tolist() == [15, 6, 21, 8, 27], "only the viewed elements changed: %s" % m[1].tolist())
 lib.gf_tensor_release(g)
 
+# ---- DLPack 1.x (DLManagedTensorVersioned), with a NumPy that speaks it
+# (2.1 and later: __dlpack__(max_version=...)); Debian 12's 1.24 does not.
+lib.gf_to_dlpack_versioned.restype = vp
+lib.gf_to_dlpack_versioned.argtypes = [vp]
+lib.gf_from_dlpack_versioned.restype = vp
+lib.gf_from_dlpack_versioned.argtypes = [vp, vp]
+try:
+    probe = np.zeros(1).__dlpack__(max_version=(1, 0))
+    versioned = api.PyCapsule_GetPointer(probe, b"dltensor_versioned") is not None
+except (TypeError, ValueError):
+    versioned = False
+    ctypes.pythonapi.PyErr_Clear()
+
+
+class ExportedV:
+    """A producer that hands out DLPack 1.x capsules when asked for them."""
+
+    def __init__(self, managed):
+        self.managed = managed
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        check(max_version is not None and max_version[0] >= 1, "consumer asks for 1.x")
+        return api.PyCapsule_New(self.managed, b"dltensor_versioned", None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+if not versioned:
+    print("DLPack 1.x part skipped: numpy %s has no versioned DLPack (2.1 or newer has)"
+          % np.__version__)
+else:
+    base = in_use()
+    t = lib.gf_arange(0.0, 4.0, 1.0, GF_F64, cpu)
+    a = np.from_dlpack(ExportedV(lib.gf_to_dlpack_versioned(t)))
+    check(a.tolist() == [0, 1, 2, 3] and a.dtype == np.float64, "versioned export: %s" % a)
+    check(lib.gf_mul_scalar_(t, 3.0) == 0 and a[3] == 9, "NumPy sees graft's write (1.x)")
+    lib.gf_tensor_release(t)
+    del a
+    gc.collect()
+    check(in_use() == base, "NumPy let go of a 1.x export")
+    arr = np.arange(6, dtype=np.float32)
+    refs = sys.getrefcount(arr)
+    cap = arr.__dlpack__(max_version=(1, 0))
+    g = lib.gf_from_dlpack_versioned(api.PyCapsule_GetPointer(cap, b"dltensor_versioned"), cpu)
+    check(bool(g), "gf_from_dlpack_versioned: %s" % lib.gf_last_error())
+    api.PyCapsule_SetName(cap, b"used_dltensor_versioned")
+    del cap
+    check(lib.gf_mul_scalar_(g, 2.0) == 0 and arr[5] == 10, "adopted 1.x import: %s" % arr)
+    lib.gf_tensor_release(g)
+    gc.collect()
+    check(sys.getrefcount(arr) == refs, "graft released the 1.x producer")
+    print("DLPack 1.x part ran with numpy %s" % np.__version__)
+
 print("%s: %d failures" % ("FAILED" if failures else "ok", failures))
 sys.exit(1 if failures else 0)
