@@ -69,6 +69,11 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
                           void **host_ptr) {
     gf_allocator *a = &dev->alloc;
     uint64_t size = round_size(nbytes);
+    /* Rounding up for the cache must not push a request the device can
+     * take over its limit: such a block is made at the limit instead. */
+    if (dev->props.max_alloc_bytes && size > dev->props.max_alloc_bytes &&
+        nbytes <= dev->props.max_alloc_bytes)
+        size = dev->props.max_alloc_bytes;
     if (dev->props.max_alloc_bytes && size > dev->props.max_alloc_bytes)
         return gf__error(GF_ERR_OUT_OF_MEMORY,
                          "allocating %llu bytes on %s: the device's largest allocation is %llu "

@@ -20,7 +20,7 @@ typedef struct graft_vulkan_stats_ext {
     int (*validation_enabled)(void);         /* 1 when the Khronos layer is on */
     uint64_t (*dispatches)(void *device);    /* dispatches recorded since open */
     uint64_t (*submits)(void *device);       /* queue submissions since open */
-    void (*set_matmul_mode)(int mode);       /* 0 by size, 1 naive, 2 tiled */
+    void (*set_matmul_mode)(int mode); /* 0 by size and device, 1 naive, 2 tiled, 3 register-blocked */
     uint64_t (*memory_blocks)(void *device); /* VkDeviceMemory allocations held */
 } graft_vulkan_stats_ext;
 

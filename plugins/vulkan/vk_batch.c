@@ -73,6 +73,7 @@ static gfp_status retire(vkp_device *d, vkp_batch *b) {
     if (!b->submitted) return GFP_OK;
     VkResult r = vk.WaitForFences(d->dev, 1, &b->fence, VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) return vkp_fail_vk(r, "vkWaitForFences");
+    vkp_register_at_exit(VKP_AT_EXIT_WAIT);
     vk.ResetFences(d->dev, 1, &b->fence);
     b->submitted = false;
     release_temps(d, b);
@@ -129,6 +130,7 @@ gfp_status vkp_batch_submit(vkp_device *d) {
                        .pCommandBuffers = &b->cb};
     r = vk.QueueSubmit(d->queue, 1, &si, b->fence);
     if (r != VK_SUCCESS) return vkp_fail_vk(r, "vkQueueSubmit");
+    vkp_register_at_exit(VKP_AT_EXIT_SUBMIT);
     b->submitted = true;
     d->submits++;
     d->current = (d->current + 1) % VKP_BATCHES;

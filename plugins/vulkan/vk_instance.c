@@ -90,8 +90,10 @@ static void describe(vkp_physical *ph) {
     for (uint32_t i = 0; i < nq && ph->queue_family == UINT32_MAX; i++)
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) ph->queue_family = i;
 
+    VkPhysicalDevice16BitStorageFeatures f16s = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDevice8BitStorageFeatures f8 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES, .pNext = &f16s};
     VkPhysicalDeviceShaderFloat16Int8Features fi8 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &f8};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
@@ -101,6 +103,10 @@ static void describe(vkp_physical *ph) {
                  device_has_extension(ph->pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME));
     if (vk.GetPhysicalDeviceFeatures2 && ext8) vk.GetPhysicalDeviceFeatures2(ph->pd, &f2);
     ph->has_f64 = f2.features.shaderFloat64;
+    /* 16-bit storage is core in Vulkan 1.1 (the feature may still be off). */
+    ph->has_f16 = ext8 && fi8.shaderFloat16 && f16s.storageBuffer16BitAccess;
+    const char *no_f16 = secure_getenv("GRAFT_VULKAN_NO_F16");
+    if (no_f16 && no_f16[0] && strcmp(no_f16, "0") != 0) ph->has_f16 = false;
     char *m = ph->missing;
     size_t len = sizeof ph->missing, used = 0;
     m[0] = '\0';

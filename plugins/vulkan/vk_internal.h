@@ -131,6 +131,7 @@ typedef struct vkp_physical {
     VkPhysicalDeviceMemoryProperties mem;
     uint32_t queue_family;
     bool has_f64;        /* shaderFloat64 */
+    bool has_f16;        /* shaderFloat16 and storageBuffer16BitAccess */
     bool usable;         /* has what every shader needs (int64, 8-bit storage) */
     char missing[160];   /* what it lacks, when !usable */
     struct vkp_device *open;
@@ -149,6 +150,16 @@ typedef struct vkp_plugin {
 extern vkp_plugin vkp_ctx;
 /* Validation and driver messages at warning level or worse since init. */
 extern atomic_long vkp_validation_count;
+/* Set once the process is exiting (vk_plugin.c), after the exit handler
+ * destroyed the devices and the instance: entry points then touch neither
+ * Vulkan nor the freed devices. */
+extern atomic_bool vkp_exiting;
+/* The error of an entry point called once vkp_exiting is set. */
+gfp_status vkp_exiting_error(const char *what);
+/* Registers the exit handler (vk_plugin.c) once per occasion: after the
+ * device is created, the first submit, the first fence wait. */
+enum { VKP_AT_EXIT_DEVICE = 1, VKP_AT_EXIT_SUBMIT = 2, VKP_AT_EXIT_WAIT = 4 };
+void vkp_register_at_exit(unsigned which);
 
 /* Creates the instance and lists devices (vk_instance.c). Never fails the
  * plugin: with no driver it leaves zero devices and a reason. */
@@ -234,6 +245,7 @@ typedef struct vkp_device {
     uint64_t align;        /* sub-allocation and params alignment */
     uint32_t max_groups[3];
     bool has_f64;
+    bool has_f16; /* f16 storage; arithmetic on it is done in f32 */
     /* Loop iterations one invocation may run: lavapipe (llvmpipe) silently
      * stops every loop of an invocation after 65535 iterations in total, so
      * kernels there size their workgroups to stay below, or refuse. */
@@ -330,6 +342,8 @@ const char *vkp_dtype_name(int32_t dtype);
 int64_t vkp_numel(const gfp_tensor *t);
 bool vkp_same_shape(const gfp_tensor *a, const gfp_tensor *b);
 bool vkp_is_float(int32_t dtype);
+/* IEEE binary16 bits of v, rounded to nearest even (NaN stays NaN). */
+uint16_t vkp_f64_to_f16(double v);
 /* Element offset of t's element 0 in its block's buffer. */
 uint32_t vkp_elem_offset(const gfp_tensor *t);
 /* Checks a tensor against its buffer (live, of this device, elements in
@@ -379,11 +393,14 @@ VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
 #define VKP_DT_ALL                                                                \
     (VKP_BIT(GFP_F32) | VKP_BIT(GFP_F64) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | \
      VKP_BIT(GFP_BOOL))
-/* The dtypes a device stores: f64 only with shaderFloat64. */
+/* The dtypes a device stores: f64 only with shaderFloat64, f16 only with
+ * shaderFloat16 and storageBuffer16BitAccess. Families declare f16 for the
+ * ops that have f16 paths only (VKP_F16_OPS in vk_ops_elementwise.c...). */
 uint32_t vkp_device_dtypes(const vkp_device *d);
 bool vkp_dtype_ok(const vkp_device *d, int32_t dtype);
 
-/* Matmul shader choice, for the bench: 0 = by size, 1 = naive, 2 = tiled. */
+/* Matmul shader choice, for the bench: 0 = by size and device, 1 = naive,
+ * 2 = tiled (shared memory), 3 = register-blocked. */
 extern int vkp_matmul_mode;
 
 #endif

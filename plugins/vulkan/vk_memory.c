@@ -183,18 +183,20 @@ static void block_give(vkp_block *b, uint64_t off, uint64_t size) {
 }
 
 gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr) {
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_alloc");
     vkp_device *d = device;
     if (!d || !buffer || !host_ptr)
         return vkp_fail(GFP_ERR_INVALID, "buffer_alloc: device, buffer or host_ptr is NULL");
     *buffer = NULL;
     *host_ptr = NULL;
     if (nbytes == 0) return vkp_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (must be > 0)");
-    if (nbytes > d->max_range - d->align)
+    uint64_t max_bytes = d->max_range & ~(d->align - 1); /* as device_props reports */
+    if (nbytes > max_bytes)
         return vkp_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: %llu bytes exceed this Vulkan device's maxStorageBufferRange "
                         "of %llu bytes, the most one shader binding can address; use smaller "
                         "tensors (split them) or another device",
-                        (unsigned long long)nbytes, (unsigned long long)(d->max_range - d->align));
+                        (unsigned long long)nbytes, (unsigned long long)max_bytes);
     vkp_buf *h = calloc(1, sizeof *h);
     if (!h) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
     uint64_t size = (nbytes + d->align - 1) & ~(d->align - 1);
@@ -245,6 +247,13 @@ void vkp_buffer_free(void *device, gfp_buffer buffer) {
     vkp_device *d = device;
     vkp_buf *h = buffer;
     if (!d || !h) return;
+    if (atomic_load(&vkp_exiting)) { /* the device and its blocks are freed already */
+        if (h->magic == VKP_BUF_MAGIC) {
+            h->magic = 0;
+            free(h);
+        }
+        return;
+    }
     if (h->magic != VKP_BUF_MAGIC) {
         vkp_log(GFP_LOG_ERROR, "vulkan: buffer_free of a handle that is not a live buffer "
                 "(double free?); ignored");
@@ -298,6 +307,7 @@ static void record_copy(vkp_batch *bt, VkBuffer src, uint64_t soff, VkBuffer dst
 
 gfp_status vkp_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, const void *src,
                             uint64_t n) {
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_write");
     vkp_device *d = device;
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_write", buffer, offset, n, &b);
@@ -319,6 +329,7 @@ gfp_status vkp_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, co
 
 gfp_status vkp_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, void *dst,
                            uint64_t n) {
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_read");
     vkp_device *d = device;
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_read", buffer, offset, n, &b);
@@ -344,6 +355,7 @@ gfp_status vkp_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, voi
 
 gfp_status vkp_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset, gfp_buffer dst,
                            uint64_t dst_offset, uint64_t n) {
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_copy");
     vkp_device *d = device;
     vkp_buf *s, *t;
     gfp_status st = check_range(d, "buffer_copy (source)", src, src_offset, n, &s);
@@ -358,6 +370,7 @@ gfp_status vkp_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset, gf
 
 gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                            const void *pattern, uint32_t pattern_size) {
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_fill");
     vkp_device *d = device;
     if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
         return vkp_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
@@ -385,11 +398,13 @@ gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uin
     }
     /* Anything else: the pattern built on the host, written in pieces. */
     enum { CHUNK = 1 << 20 };
-    unsigned char *host = malloc(CHUNK);
+    /* Only as much pattern as the fill needs: small fills are the common case. */
+    size_t chunk = n < CHUNK ? (size_t)n : CHUNK;
+    unsigned char *host = malloc(chunk);
     if (!host) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_fill: out of host memory");
-    for (uint32_t i = 0; i < CHUNK; i++) host[i] = p8[i % 8];
-    for (uint64_t done = 0; done < n && st == GFP_OK; done += CHUNK) {
-        uint64_t len = n - done < CHUNK ? n - done : CHUNK; /* CHUNK is a multiple of 8 */
+    for (size_t i = 0; i < chunk; i++) host[i] = p8[i % 8];
+    for (uint64_t done = 0; done < n && st == GFP_OK; done += chunk) {
+        uint64_t len = n - done < chunk ? n - done : chunk; /* CHUNK is a multiple of 8 */
         st = vkp_buffer_write(d, buffer, offset + done, host, len);
     }
     free(host);

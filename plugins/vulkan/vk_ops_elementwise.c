@@ -91,17 +91,20 @@ static bool in_set(int32_t d, uint32_t set) {
 }
 
 static bool accepts(const vkp_device *d, uint32_t op, const int32_t *in, const int32_t *out) {
+    /* f16 (when the device stores it) everywhere but ARANGE: the unary and
+     * binary ops compute it in f32, as they compute f32. */
     uint32_t all = vkp_device_dtypes(d);
+    uint32_t arith = (arith_dtypes(op) | VKP_BIT(GFP_F16)) & all;
     switch (kind_of(op)) {
     case EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
     case EW_FILL: return in_set(out[0], all);
     case EW_ARANGE:
-        return in_set(out[0], all & ~VKP_BIT(GFP_BOOL)) && (d->has_f64 || in_set(out[0], DT_INT));
+        return in_set(out[0], all & ~(VKP_BIT(GFP_BOOL) | VKP_BIT(GFP_F16))) &&
+               (d->has_f64 || in_set(out[0], DT_INT));
     case EW_TRI: return in_set(out[0], all) && in[0] == out[0];
-    case EW_UNARY: return in_set(out[0], arith_dtypes(op) & all) && in[0] == out[0];
+    case EW_UNARY: return in_set(out[0], arith) && in[0] == out[0];
     case EW_LOGICAL_NOT: return in_set(in[0], all) && out[0] == GFP_BOOL;
-    case EW_BINARY:
-        return in_set(out[0], arith_dtypes(op) & all) && in[0] == out[0] && in[1] == out[0];
+    case EW_BINARY: return in_set(out[0], arith) && in[0] == out[0] && in[1] == out[0];
     case EW_COMPARE: return in_set(in[0], all) && in[1] == in[0] && out[0] == GFP_BOOL;
     case EW_LOGICAL: return in_set(in[0], all) && in_set(in[1], all) && out[0] == GFP_BOOL;
     case EW_WHERE:
@@ -206,6 +209,7 @@ static void fill_bytes(int32_t dt, const gfp_fill_params *fp, vkp_words *p) {
     case GFP_F64: vkp_put_f64(p, fp->value); break;
     case GFP_I32: vkp_put(p, (uint32_t)(uint64_t)fp->ivalue); vkp_put(p, 0); break;
     case GFP_I64: vkp_put_u64(p, (uint64_t)fp->ivalue); break;
+    case GFP_F16: vkp_put(p, vkp_f64_to_f16(fp->value)); vkp_put(p, 0); break;
     default: vkp_put(p, fp->value != 0 ? 1u : 0u); vkp_put(p, 0); break; /* NaN is true */
     }
 }

@@ -1,9 +1,13 @@
 /* vk_ops_matmul.c — MATMUL: y[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
  *
- * Two shaders: a naive one (an invocation per output, every dtype) and a
- * tiled f32 one (shared-memory tiles, 4 x 4 outputs per invocation), chosen
- * by size; vkp_matmul_mode forces one for the bench. Batch dims are walked
- * through their strides (broadcast ones come as stride 0). */
+ * Three shaders: a naive one (an invocation per output, every dtype), a
+ * tiled f32 / f16 one (shared-memory tiles, 4 x 4 outputs per invocation)
+ * for GPUs, and a register-blocked one (8 x 4 outputs per invocation, no
+ * shared memory) for CPU devices such as lavapipe; chosen by size and
+ * device, or forced by vkp_matmul_mode for the bench (1 naive, 2 tiled, 3
+ * register-blocked). f16 accumulates in f32 (a K split into several
+ * dispatches rounds each partial sum to f16). Batch dims are walked through
+ * their strides (broadcast ones come as stride 0). */
 #include "vk_internal.h"
 
 int vkp_matmul_mode;
@@ -11,11 +15,13 @@ int vkp_matmul_mode;
 #define MM_WX 16u
 #define MM_WY 16u
 #define MM_TK 32u
+#define MM_RW 64u /* matmul_reg: invocations per workgroup, 4 columns each */
+#define MM_RM 8u  /* matmul_reg: rows per workgroup */
 
 bool vkp_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
 
 static bool dtypes_ok(const vkp_device *d, int32_t a, int32_t b, int32_t y) {
-    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64;
+    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64 || a == GFP_F16;
     return known && vkp_dtype_ok(d, a) && b == a && y == a;
 }
 
@@ -38,7 +44,7 @@ gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     if (!dtypes_ok(d, a->dtype, b->dtype, y->dtype))
         return vkp_fail(GFP_ERR_UNSUPPORTED,
                         "matmul: the vulkan plugin does not multiply %s by %s into %s (f32, f64, "
-                        "i32 or i64, all three alike)",
+                        "f16, i32 or i64, all three alike)",
                         vkp_dtype_name(a->dtype), vkp_dtype_name(b->dtype), vkp_dtype_name(y->dtype));
     int r = a->rank;
     if (r < 2 || b->rank != r || y->rank != r)
@@ -89,20 +95,39 @@ gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
 
     vkp_put(&p, 0); /* MM_ACC: add to y (later K chunks) */
     vkp_dispatch dp = {.params = p.w, .n_params = p.n, .n_tensors = 3, .tensors = {y, a, b}};
-    bool tiled = a->dtype == GFP_F32 &&
-                 (vkp_matmul_mode == 2 || (vkp_matmul_mode == 0 && M * N >= 64 * 64 && K >= 16));
+    bool blocked = (a->dtype == GFP_F32 || a->dtype == GFP_F16) &&
+                   (vkp_matmul_mode >= 2 || (vkp_matmul_mode == 0 && M * N >= 64 * 64 && K >= 16));
+    /* By size: on a CPU device (lavapipe) the register-blocked shader, whose
+     * a loads are uniform across SIMD lanes; on a GPU the shared-memory one. */
+    bool cpu_like = d->loop_budget != UINT32_MAX;
+    bool reg = blocked && (vkp_matmul_mode == 3 || (vkp_matmul_mode == 0 && cpu_like));
+    bool tiled = blocked && !reg;
     uint64_t gx = ((uint64_t)N + 4 * MM_WX - 1) / (4 * MM_WX);
     uint64_t gy = ((uint64_t)M + 4 * MM_WY - 1) / (4 * MM_WY);
+    uint64_t rgx = ((uint64_t)N + 4 * MM_RW - 1) / (4 * MM_RW), rgy = ((uint64_t)M + MM_RM - 1) / MM_RM;
     if (tiled && (gx > d->max_groups[0] || gy > d->max_groups[1])) tiled = false;
+    if (reg && (rgx > d->max_groups[0] || rgy > d->max_groups[1])) reg = false;
     /* K in chunks, each a dispatch adding into y, so that no invocation
      * loops longer than the device allows (lavapipe caps it). */
     uint64_t outer = 1, per_k = 2; /* loop iterations per unit of K */
-    if (tiled) {
-        dp.shader = VKP_SH_MATMUL_TILED;
+    if (reg) {
+        dp.shader = VKP_SH_MATMUL_REG;
         dp.n_spec = 3;
+        dp.spec[0] = MM_RW;
+        dp.spec[1] = (uint32_t)a->dtype;
+        dp.spec[2] = MM_RM;
+        dp.groups[0] = (uint32_t)rgx;
+        dp.groups[1] = (uint32_t)rgy;
+        dp.groups[2] = (uint32_t)(nb < d->max_groups[2] ? nb : d->max_groups[2]);
+        outer = ((uint64_t)nb + dp.groups[2] - 1) / dp.groups[2];
+        per_k = 1;
+    } else if (tiled) {
+        dp.shader = VKP_SH_MATMUL_TILED;
+        dp.n_spec = 4;
         dp.spec[0] = MM_WX;
         dp.spec[1] = MM_WY;
         dp.spec[2] = MM_TK;
+        dp.spec[3] = (uint32_t)a->dtype;
         dp.groups[0] = (uint32_t)gx;
         dp.groups[1] = (uint32_t)gy;
         dp.groups[2] = (uint32_t)(nb < d->max_groups[2] ? nb : d->max_groups[2]);

@@ -19,7 +19,9 @@ static uint32_t want_out(uint32_t op) {
 static bool dtypes_ok(const vkp_device *d, uint32_t op, const int32_t *in, uint32_t n_in,
                       const int32_t *out, uint32_t n_out) {
     int32_t dt = in[0];
-    if (dt != GFP_F32 && dt != GFP_F64) return false;
+    /* f16 (computed in f32) for softmax and log_softmax. */
+    bool f16 = dt == GFP_F16 && (op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX);
+    if (dt != GFP_F32 && dt != GFP_F64 && !f16) return false;
     if (!vkp_dtype_ok(d, dt)) return false;
     for (uint32_t i = 1; i < n_in; i++)
         if (in[i] != -1 && in[i] != dt) return false;

@@ -11,7 +11,9 @@ bool vkp_random_handles(uint32_t op) { return op == GFP_OP_RANDOM; }
 
 uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
     if (q->n_inputs != 0 || q->n_outputs != 1 || !d->has_f64) return GFP_SUPPORT_NONE;
-    return vkp_dtype_ok(d, q->output_dtypes[0]) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return vkp_dtype_ok(d, q->output_dtypes[0]) && q->output_dtypes[0] != GFP_F16
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
 }
 
 gfp_status vkp_random_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
@@ -27,6 +29,9 @@ gfp_status vkp_random_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     if (rp->kind > GFP_RANDOM_BERNOULLI)
         return vkp_fail(GFP_ERR_INVALID, "random: kind %u is not uniform (0), normal (1) or "
                         "bernoulli (2)", (unsigned)rp->kind);
+    if (y->dtype == GFP_F16)
+        return vkp_fail(GFP_ERR_UNSUPPORTED, "random: the vulkan plugin draws f32 and f64 numbers, "
+                        "not f16: draw f32 and convert");
     if (rp->kind != GFP_RANDOM_BERNOULLI && !vkp_is_float(y->dtype))
         return vkp_fail(GFP_ERR_UNSUPPORTED, "random: %s numbers need an f32 or f64 output, got %s "
                         "(only bernoulli fills integer and bool outputs)",

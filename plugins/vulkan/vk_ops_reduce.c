@@ -19,7 +19,7 @@ static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP
 
 static bool dtype_ok(const vkp_device *d, uint32_t op, int32_t dt) {
     if (!vkp_dtype_ok(d, dt)) return false;
-    bool is_float = dt == GFP_F32 || dt == GFP_F64;
+    bool is_float = dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16; /* f16 computes in f32 */
     bool is_int = dt == GFP_I32 || dt == GFP_I64;
     switch (op) {
     case GFP_OP_MEAN:

@@ -1,8 +1,9 @@
 /* vk_pipeline.c — shaders, layouts, pipelines, and recording one dispatch.
  *
  * The SPIR-V of every shader is compiled at build time (glslc) and embedded
- * (vk_shaders.c, generated), in two builds of the same source: with f64
- * paths for devices that have shaderFloat64, and without. Pipelines are
+ * (vk_shaders.c, generated), in builds of the same source: with f64
+ * paths for devices that have shaderFloat64, and without; the shaders that
+ * have f16 paths also with them, for devices with 16-bit storage. Pipelines are
  * created on first use per (shader, specialisation constants) and cached,
  * with a VkPipelineCache behind them. Descriptor-set layouts are shared by
  * all shaders with the same number of bindings (binding 0 = params). */
@@ -59,7 +60,9 @@ static gfp_status module_of(vkp_device *d, uint32_t shader, VkShaderModule *out)
         *out = d->modules[shader];
         return GFP_OK;
     }
+    /* The f16 build where the shader has one and the device stores f16. */
     int variant = d->has_f64 ? 1 : 0;
+    if (d->has_f16 && vkp_spirv[variant + 2][shader].size) variant += 2;
     const vkp_spirv_blob *blob = &vkp_spirv[variant][shader];
     if (!blob->size)
         return vkp_fail(GFP_ERR_UNSUPPORTED,
@@ -150,6 +153,13 @@ gfp_status vkp_dispatch_run(vkp_device *d, const vkp_dispatch *dp) {
     if (dp->n_tensors + 1 != nb || nb > VKP_MAX_BINDINGS)
         return vkp_fail(GFP_ERR_INTERNAL, "vulkan: shader %s takes %u bindings, given %u",
                         vkp_shader_names[dp->shader], (unsigned)nb, (unsigned)dp->n_tensors + 1);
+    /* An f16 tensor given to a shader without f16 paths would be skipped
+     * silently by the shader: refuse (a family declaring f16 by mistake). */
+    for (uint32_t i = 0; i < dp->n_tensors; i++)
+        if (dp->tensors[i] && dp->tensors[i]->dtype == GFP_F16 &&
+            !vkp_spirv[(d->has_f64 ? 1 : 0) + 2][dp->shader].size)
+            return vkp_fail(GFP_ERR_INTERNAL, "vulkan: shader %s has no f16 build",
+                            vkp_shader_names[dp->shader]);
     VkPipeline pipeline = VK_NULL_HANDLE;
     gfp_status st = pipeline_of(d, dp, &pipeline);
     if (st != GFP_OK) return st;

@@ -66,6 +66,7 @@ static const vkp_family *family_of(uint32_t op) {
 uint32_t vkp_device_dtypes(const vkp_device *d) {
     uint32_t s = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL);
     if (d->has_f64) s |= VKP_BIT(GFP_F64);
+    if (d->has_f16) s |= VKP_BIT(GFP_F16);
     return s;
 }
 
@@ -75,9 +76,40 @@ bool vkp_dtype_ok(const vkp_device *d, int32_t dtype) {
 
 /* ------------------------------------------------------------ plugin */
 static bool initialised;
+atomic_bool vkp_exiting;
+
+static void vkp_device_close(void *device);
+static void shutdown_all(void);
+
+/* exit() runs atexit handlers (last registered first), then the destructors
+ * of shared objects, where the core shuts plugins down. By then Mesa's own
+ * atexit handler has stopped lavapipe's queue threads and the validation
+ * layer's C++ statics are destroyed: a fence wait or a submit there crashed.
+ * The layer registers some of those statics lazily, on the first submit or
+ * wait, so this handler is registered again after the device is created,
+ * after the first submit and after the first wait: its last registration
+ * runs before all of theirs. It drains and destroys everything while the
+ * driver and the layer are alive; afterwards no entry point touches Vulkan
+ * or the freed devices (device work fails with a message, frees and closes
+ * return at once). */
+static void vkp_at_exit(void) {
+    if (atomic_load(&vkp_exiting)) return;
+    if (initialised) shutdown_all();
+    atomic_store(&vkp_exiting, true);
+}
+
+/* Occasions registered since init: a re-created instance loads the layer
+ * anew, so every init registers again (a few entries per init). */
+static _Atomic unsigned at_exit_done;
+
+void vkp_register_at_exit(unsigned which) {
+    if (atomic_fetch_or(&at_exit_done, which) & which) return;
+    atexit(vkp_at_exit);
+}
 
 static gfp_status vkp_init(void **plugin_ctx) {
     if (plugin_ctx) *plugin_ctx = &vkp_ctx;
+    atomic_store(&at_exit_done, 0u);
     vkp_instance_init();
     initialised = true;
     if (vkp_ctx.n_phys == 0)
@@ -85,10 +117,13 @@ static gfp_status vkp_init(void **plugin_ctx) {
     return GFP_OK;
 }
 
-static void vkp_device_close(void *device);
-
 static void vkp_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
+    if (atomic_load(&vkp_exiting)) return; /* done by vkp_at_exit */
+    shutdown_all();
+}
+
+static void shutdown_all(void) {
     for (uint32_t i = 0; i < vkp_ctx.n_phys; i++)
         if (vkp_ctx.phys[i].open) vkp_device_close(vkp_ctx.phys[i].open);
     long n = atomic_load(&vkp_validation_count);
@@ -126,14 +161,16 @@ static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_
             mem += ph->mem.memoryHeaps[h].size;
     full.memory_bytes = mem;
     full.dtypes = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL) |
-                  (ph->has_f64 ? VKP_BIT(GFP_F64) : 0);
+                  (ph->has_f64 ? VKP_BIT(GFP_F64) : 0) | (ph->has_f16 ? VKP_BIT(GFP_F16) : 0);
     full.max_rank = GFP_MAX_RANK;
     /* A descriptor covers at most maxStorageBufferRange bytes: larger tensors
      * are refused at allocation. */
     uint64_t align = ph->props.limits.minStorageBufferOffsetAlignment > 256
                          ? ph->props.limits.minStorageBufferOffsetAlignment
                          : 256;
-    full.max_alloc_bytes = ph->props.limits.maxStorageBufferRange - align;
+    /* Rounded down to whole alignment units: a buffer that large is still
+     * covered by one descriptor once its size is rounded up to them. */
+    full.max_alloc_bytes = (uint64_t)ph->props.limits.maxStorageBufferRange & ~(align - 1);
     uint32_t v = ph->props.apiVersion;
     snprintf(full.driver, sizeof full.driver,
              "Vulkan %u.%u.%u, driver 0x%x, %u heap(s), storage range %u MiB, wg %u%s",
@@ -165,17 +202,23 @@ static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **o
     d->phys = ph;
     d->index = index;
     d->has_f64 = ph->has_f64;
+    d->has_f16 = ph->has_f16;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                    .queueFamilyIndex = ph->queue_family,
                                    .queueCount = 1,
                                    .pQueuePriorities = &prio};
+    VkPhysicalDevice16BitStorageFeatures f16s = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = ph->has_f16 ? VK_TRUE : VK_FALSE};
     VkPhysicalDevice8BitStorageFeatures f8 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+        .pNext = &f16s,
         .storageBuffer8BitAccess = VK_TRUE};
     VkPhysicalDeviceShaderFloat16Int8Features fi8 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
         .pNext = &f8,
+        .shaderFloat16 = ph->has_f16 ? VK_TRUE : VK_FALSE,
         .shaderInt8 = VK_TRUE};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                     .pNext = &fi8};
@@ -199,6 +242,7 @@ static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **o
         return vkp_fail_vk(r, "vkCreateDevice");
     }
     vk.GetDeviceQueue(d->dev, ph->queue_family, 0, &d->queue);
+    vkp_register_at_exit(VKP_AT_EXIT_DEVICE);
 
     /* Tensors: device-local memory; host-visible too where the device has it
      * (integrated GPUs, lavapipe), which saves staging copies. */
@@ -256,7 +300,7 @@ static gfp_status vkp_device_open(void *plugin_ctx, uint32_t index, void **devic
 
 static void vkp_device_close(void *device) {
     vkp_device *d = device;
-    if (!d) return;
+    if (!d || atomic_load(&vkp_exiting)) return; /* freed by vkp_at_exit */
     if (d->dev) {
         vkp_batch_finish(d);
         vk.DeviceWaitIdle(d->dev);
@@ -272,8 +316,15 @@ static void vkp_device_close(void *device) {
     free(d);
 }
 
+/* Entry points that would call Vulkan fail once the process is exiting. */
+gfp_status vkp_exiting_error(const char *what) {
+    return vkp_fail(GFP_ERR_DEVICE, "vulkan: %s after exit() began: the driver may be torn down "
+                    "already; finish device work before exit", what);
+}
+
 static gfp_status vkp_synchronize(void *device) {
     if (!device) return vkp_fail(GFP_ERR_INVALID, "synchronize: device is NULL");
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error("synchronize");
     return vkp_batch_finish(device);
 }
 
@@ -290,6 +341,7 @@ static gfp_status vkp_query_op(void *device, const gfp_op_query *q, uint32_t *su
                         "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
                         (unsigned)q->n_inputs, (unsigned)q->n_outputs);
     vkp_device *d = device;
+    if (atomic_load(&vkp_exiting)) return GFP_OK; /* none: the device is gone */
     for (uint32_t i = 0; i < q->n_inputs; i++)
         if (q->input_dtypes[i] != -1 && !vkp_dtype_ok(d, q->input_dtypes[i])) return GFP_OK;
     for (uint32_t i = 0; i < q->n_outputs; i++)
@@ -304,6 +356,7 @@ static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const 
                              uint32_t n_outputs, const void *params) {
     vkp_device *d = device;
     if (!d) return vkp_fail(GFP_ERR_INVALID, "launch: device is NULL");
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error(vkp_op_name(op));
     const vkp_family *f = family_of(op);
     if (!f)
         return vkp_fail(GFP_ERR_UNSUPPORTED,
@@ -341,7 +394,7 @@ static uint64_t ext_blocks(void *device) {
         for (const vkp_block *b = ((vkp_device *)device)->blocks; b; b = b->next) n++;
     return n;
 }
-static void ext_matmul_mode(int mode) { vkp_matmul_mode = mode >= 0 && mode <= 2 ? mode : 0; }
+static void ext_matmul_mode(int mode) { vkp_matmul_mode = mode >= 0 && mode <= 3 ? mode : 0; }
 
 static const graft_vulkan_stats_ext stats_ext = {
     .struct_size = sizeof(graft_vulkan_stats_ext),

@@ -1,5 +1,6 @@
 /* vk_util.c — tensor descriptors: sizes, checks against buffers, dim
  * coalescing, op names, and the params-word writer. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,27 @@ const char *vkp_dtype_name(int32_t dtype) {
 }
 
 bool vkp_is_float(int32_t dtype) { return dtype == GFP_F32 || dtype == GFP_F64; }
+
+/* Rounds to nearest even in one step: to f32 rounding to odd (enough bits
+ * for the second rounding), then to f16 on the bits (as the shaders' f2h). */
+uint16_t vkp_f64_to_f16(double v) {
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if (!isnan(v) && !isinf(f) && (double)f != v) {
+        if (fabs((double)f) > fabs(v)) x -= 1; /* toward zero */
+        x |= 1;
+    }
+    uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+    if (a >= 0x38800000u) return (uint16_t)(s | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13));
+    if (a < 0x33000000u) return (uint16_t)s;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
+    uint32_t h = m >> sh, rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (h & 1u))) h++;
+    return (uint16_t)(s | h);
+}
 
 int64_t vkp_numel(const gfp_tensor *t) {
     int64_t n = 1;

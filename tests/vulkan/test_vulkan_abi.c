@@ -11,6 +11,7 @@
  * The plugin's file comes from GRAFT_TEST_VULKAN_PLUGIN. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,14 +185,15 @@ static void test_errors(void) {
     last_error_buf[0] = '\0';
     CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_INVALID);
     CHECK_CONTAINS(last_error, "past the end");
-    gfp_tensor h = tensor1d(b, 0, GFP_F16, 4);
+    gfp_tensor h = tensor1d(b, 0, GFP_BF16, 4);
     in[0] = &h;
     out[0] = &h;
     CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_UNSUPPORTED);
-    /* The capability answers: f16 is not stored; exp has no integer form;
-     * f64 exp is provided (glsl_dmath.glsl) on a device with shaderFloat64. */
+    /* The capability answers: bf16 is not stored; exp has no integer form;
+     * f64 exp is provided (glsl_dmath.glsl) on a device with shaderFloat64;
+     * f16 exp (computed in f32) on a device with f16 storage. */
     gfp_op_query q = {.struct_size = sizeof q, .op = GFP_OP_EXP, .n_inputs = 1, .n_outputs = 1,
-                      .input_dtypes = {GFP_F16}, .output_dtypes = {GFP_F16}};
+                      .input_dtypes = {GFP_BF16}, .output_dtypes = {GFP_BF16}};
     uint32_t support = 99;
     CHECK(T->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
     q.input_dtypes[0] = q.output_dtypes[0] = GFP_I32;
@@ -204,6 +206,30 @@ static void test_errors(void) {
     CHECK(T->query_op(dev, &q, &support) == GFP_OK &&
           support == ((props.dtypes & GFP_DTYPE_BIT(GFP_F64)) ? GFP_SUPPORT_STRIDED
                                                               : GFP_SUPPORT_NONE));
+    bool f16 = (props.dtypes & GFP_DTYPE_BIT(GFP_F16)) != 0;
+    q.input_dtypes[0] = q.output_dtypes[0] = GFP_F16;
+    CHECK(T->query_op(dev, &q, &support) == GFP_OK &&
+          support == (f16 ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE));
+    /* f16 is declared only where there are f16 paths: not for RANDOM,
+     * ARANGE, layer_norm or conv2d. */
+    gfp_op_query r = {.struct_size = sizeof r, .op = GFP_OP_RANDOM, .n_inputs = 0, .n_outputs = 1,
+                      .output_dtypes = {GFP_F16}};
+    CHECK(T->query_op(dev, &r, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    r.op = GFP_OP_ARANGE;
+    CHECK(T->query_op(dev, &r, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    gfp_op_query ln = {.struct_size = sizeof ln, .op = GFP_OP_LAYER_NORM, .n_inputs = 3,
+                       .n_outputs = 3, .input_dtypes = {GFP_F16, -1, -1},
+                       .output_dtypes = {GFP_F16, GFP_F16, GFP_F16}};
+    CHECK(T->query_op(dev, &ln, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    gfp_op_query cv = {.struct_size = sizeof cv, .op = GFP_OP_CONV2D, .n_inputs = 3,
+                       .n_outputs = 1, .input_dtypes = {GFP_F16, GFP_F16, -1},
+                       .output_dtypes = {GFP_F16}};
+    CHECK(T->query_op(dev, &cv, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
+    /* The matmul, softmax and sum of f16 are declared. */
+    gfp_op_query mm = {.struct_size = sizeof mm, .op = GFP_OP_MATMUL, .n_inputs = 2, .n_outputs = 1,
+                       .input_dtypes = {GFP_F16, GFP_F16}, .output_dtypes = {GFP_F16}};
+    CHECK(T->query_op(dev, &mm, &support) == GFP_OK &&
+          support == (f16 ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE));
     void *none = (void *)1;
     CHECK(T->query_extension(ctx, "vulkan.nothing", &none) == GFP_ERR_NOT_FOUND && none == NULL);
     T->buffer_free(dev, b);

@@ -227,12 +227,44 @@ static void test_batch_norm(void) {
             }
 }
 
+/* A K longer than one lavapipe invocation may loop over is split into
+ * dispatches that add into y: ones(64, K) @ ones(K, 64) is K everywhere
+ * (exact in f32, and in f16 for K = 40000, a multiple of its spacing 32), a
+ * lost or repeated chunk would show. Each of the shaders, forced. */
+static void test_matmul_long_k(void) {
+    static const struct {
+        gf_dtype dt;
+        int64_t k;
+    } cases[] = {{GF_F32, 70000}, {GF_F16, 40000}};
+    gf_device_info info;
+    CHECK(gf_device_get_info(vt_vk, &info) == GF_OK);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (!(info.dtypes & (1u << cases[c].dt))) continue;
+        int64_t sa[2] = {64, cases[c].k}, sb[2] = {cases[c].k, 64};
+        gf_tensor *a = gf_ones(sa, 2, cases[c].dt, vt_vk), *b = gf_ones(sb, 2, cases[c].dt, vt_vk);
+        gf_tensor *y = a && b ? gf_matmul(a, b) : NULL;
+        gf_tensor *y32 = y ? gf_to_dtype(y, GF_F32) : NULL;
+        float got[64 * 64];
+        CHECK_MSG(y32 && gf_tensor_to_host(y32, got, sizeof got) == GF_OK, "%s", gf_last_error());
+        int bad = 0;
+        for (int i = 0; i < 64 * 64; i++) bad += got[i] != (float)cases[c].k;
+        CHECK_MSG(bad == 0, "%s ones(64, %lld) @ ones(%lld, 64): %d elements differ from K (first %g)",
+                  gf_dtype_name(cases[c].dt), (long long)cases[c].k, (long long)cases[c].k, bad,
+                  got[0]);
+        gf_tensor_release(y32);
+        gf_tensor_release(y);
+        gf_tensor_release(a);
+        gf_tensor_release(b);
+    }
+}
+
 int main(void) {
     int rc = vt_setup();
     if (rc) return rc;
     RUN(test_reductions);
     RUN(test_max_min_dim);
     RUN(test_matmul);
+    RUN(test_matmul_long_k);
     RUN(test_softmax);
     RUN(test_layer_norm);
     RUN(test_batch_norm);

@@ -7,12 +7,22 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_control_flow_attributes : enable
+#ifndef GF_F16
+#define GF_F16 0
+#endif
+#if GF_F16
+// f16 is storage only: every f16 value is converted to f32 on load and
+// rounded back on store, arithmetic is f32 (as PyTorch's half on GPUs).
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 
 #define DT_F32 0u
 #define DT_F64 1u
 #define DT_I32 2u
 #define DT_I64 3u
 #define DT_BOOL 4u
+#define DT_F16 5u
 
 layout(std430, set = 0, binding = 0) readonly buffer Params_ { uint w[]; } P;
 
@@ -27,12 +37,56 @@ double pwd(uint i) { return packDouble2x32(uvec2(P.w[i], P.w[i + 1])); }
 #define IF_F64(x)
 #endif
 
+#if GF_F16
+#define IF_F16(x) x
+// Conversions done on the bits, so that they are exact whatever the
+// device's f16 denormal and rounding modes: f16 -> f32 is exact, f32 -> f16
+// rounds to nearest even (NaN stays NaN, overflow gives inf), as the CPU.
+float h2f(float16_t h) {
+    uint b = packFloat2x16(f16vec2(h, float16_t(0.0))) & 0xffffu;
+    uint s = (b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu;
+    if (e == 0u) return uintBitsToFloat(s | floatBitsToUint(float(m) * 5.9604644775390625e-8));
+    if (e == 31u) return uintBitsToFloat(s | 0x7f800000u | (m << 13));
+    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}
+uint f2h_bits(float f) {
+    uint x = floatBitsToUint(f);
+    uint s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return s | 0x7e00u | ((a >> 13) & 0x3ffu);   // NaN
+    if (a >= 0x477ff000u) return s | 0x7c00u;                          // inf, or rounds to it
+    if (a >= 0x38800000u) return s | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13);
+    if (a < 0x33000000u) return s;                                     // below half the least denormal
+    uint e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;  // a denormal: m >> sh
+    uint h = m >> sh, rem = m & ((1u << sh) - 1u), half_ = 1u << (sh - 1u);
+    if (rem > half_ || (rem == half_ && (h & 1u) != 0u)) h++;
+    return s | h;
+}
+float16_t f2h(float f) { return unpackFloat2x16(f2h_bits(f)).x; }
+#else
+#define IF_F16(x)
+#endif
+
 #define TENSOR(B, N)                                                                  \
     layout(std430, set = 0, binding = B) buffer N##F32_ { float N##_f32[]; };        \
     layout(std430, set = 0, binding = B) buffer N##I32_ { int N##_i32[]; };          \
     layout(std430, set = 0, binding = B) buffer N##I64_ { int64_t N##_i64[]; };      \
     layout(std430, set = 0, binding = B) buffer N##U8_ { uint8_t N##_u8[]; };        \
-    IF_F64(layout(std430, set = 0, binding = B) buffer N##F64_ { double N##_f64[]; };)
+    IF_F64(layout(std430, set = 0, binding = B) buffer N##F64_ { double N##_f64[]; };) \
+    IF_F16(layout(std430, set = 0, binding = B) buffer N##F16_ { float16_t N##_f16[]; };)
+
+// f32 and f16 tensors through f32 (DT a constant: the other branch folds).
+#if GF_F16
+#define TENSOR_F32_IO(N)                                                              \
+    float N##_ldf(uint dt, uint i) { return dt == DT_F16 ? h2f(N##_f16[i]) : N##_f32[i]; } \
+    void N##_stf(uint dt, uint i, float v) {                                          \
+        if (dt == DT_F16) N##_f16[i] = f2h(v);                                        \
+        else N##_f32[i] = v;                                                          \
+    }
+#else
+#define TENSOR_F32_IO(N)                                                              \
+    float N##_ldf(uint dt, uint i) { return N##_f32[i]; }                             \
+    void N##_stf(uint dt, uint i, float v) { N##_f32[i] = v; }
+#endif
 
 // i32 -> i64 from the two words: lavapipe (LLVM 15) miscompiles compares of
 // an OpSConvert'ed value in some shaders, and this form needs no conversion.
@@ -75,6 +129,7 @@ int f64_to_i32(double v) {
         if (dt == DT_BOOL) return N##_u8[i] != uint8_t(0) ? 1l : 0l;                  \
         if (dt == DT_F32) return f32_to_i64(N##_f32[i]);                              \
         IF_F64(if (dt == DT_F64) return f64_to_i64(N##_f64[i]);)                      \
+        IF_F16(if (dt == DT_F16) return f32_to_i64(h2f(N##_f16[i]));)                 \
         return 0l;                                                                    \
     }                                                                                 \
     void N##_sti(uint dt, uint i, int64_t v) {                                        \
@@ -83,10 +138,12 @@ int f64_to_i32(double v) {
         else if (dt == DT_BOOL) N##_u8[i] = uint8_t(v != 0l ? 1 : 0);                 \
         else if (dt == DT_F32) N##_f32[i] = float(v);                                 \
         IF_F64(else if (dt == DT_F64) N##_f64[i] = double(v);)                        \
+        IF_F16(else if (dt == DT_F16) N##_f16[i] = f2h(float(v));)                    \
     }                                                                                 \
     bool N##_truth(uint dt, uint i) {                                                 \
         if (dt == DT_F32) return N##_f32[i] != 0.0;                                   \
         IF_F64(if (dt == DT_F64) return N##_f64[i] != 0.0lf;)                         \
+        IF_F16(if (dt == DT_F16) return h2f(N##_f16[i]) != 0.0;)                      \
         if (dt == DT_I32) return N##_i32[i] != 0;                                     \
         if (dt == DT_I64) return N##_i64[i] != 0l;                                    \
         return N##_u8[i] != uint8_t(0);                                               \
@@ -95,12 +152,14 @@ int f64_to_i32(double v) {
     void N##_copy_from_self(uint dt, uint dst, uint src) {                            \
         if (dt == DT_BOOL) N##_u8[dst] = N##_u8[src];                                 \
         else if (dt == DT_I64 || dt == DT_F64) N##_i64[dst] = N##_i64[src];           \
+        IF_F16(else if (dt == DT_F16) N##_f16[dst] = N##_f16[src];)                   \
         else N##_i32[dst] = N##_i32[src];                                             \
     }
 
 #define COPY_ELEM(Y, X, dt, dst, src)                                                 \
     if (dt == DT_BOOL) Y##_u8[dst] = X##_u8[src];                                     \
     else if (dt == DT_I64 || dt == DT_F64) Y##_i64[dst] = X##_i64[src];               \
+    IF_F16(else if (dt == DT_F16) Y##_f16[dst] = X##_f16[src];)                       \
     else Y##_i32[dst] = X##_i32[src];
 
 // Grid-stride loop over [0, n): the dispatch may have fewer groups than n needs.

@@ -1,5 +1,6 @@
 #version 450
 // graft: bindings 4
+// graft: f16
 // Bool results: comparisons (a, b of one dtype), logical_and/or (any dtypes),
 // logical_not (a only), with the formulas of op_math.def. DA, DB: the
 // inputs' dtypes.
@@ -29,6 +30,7 @@ void main() {
             r = gf_logical_bool(OP, a_truth(DA, oa), b_truth(DB, ob));
         else if (DA == DT_F32) r = gf_compare_f32(OP, a_f32[oa], b_f32[ob]);
         IF_F64(else if (DA == DT_F64) r = gf_compare_f64(OP, a_f64[oa], b_f64[ob]);)
+        IF_F16(else if (DA == DT_F16) r = gf_compare_f32(OP, h2f(a_f16[oa]), h2f(b_f16[ob]));)
         else r = gf_compare_int(OP, a_ldi(DA, oa), b_ldi(DB, ob)); // i32, i64, bool widen
         y_u8[oy] = uint8_t(r ? 1 : 0);
     }

@@ -1,5 +1,6 @@
 #version 450
 // graft: bindings 3
+// graft: f16
 // tril / triu: y = x where (col - row) is on the kept side of the diagonal,
 // else 0. The shape is not coalesced: the last two dims are row and col.
 #include "common.glsl"
@@ -26,6 +27,10 @@ void main() {
             y_u8[oy] = uint8_t(0);
         } else if (DT == DT_I64 || DT == DT_F64) {
             y_i64[oy] = 0l;
+#if GF_F16
+        } else if (DT == DT_F16) {
+            y_f16[oy] = float16_t(0.0);
+#endif
         } else {
             y_i32[oy] = 0;
         }

@@ -1,5 +1,6 @@
 #version 450
 // graft: bindings 3
+// graft: f16
 // y = f(x) for every unary op of one dtype; OP and DT are specialisation
 // constants (vk_ops_elementwise.c).
 #include "common.glsl"
@@ -19,6 +20,7 @@ void main() {
         ew_offsets(i, oy, ox, o2, o3);
         if (DT == DT_F32) y_f32[oy] = ew_unary_f32(x_f32[ox]);
         IF_F64(else if (DT == DT_F64) y_f64[oy] = ew_unary_f64(x_f64[ox]);)
+        IF_F16(else if (DT == DT_F16) y_f16[oy] = f2h(ew_unary_f32(h2f(x_f16[ox])));)
         else if (DT == DT_I32) y_i32[oy] = int(ew_unary_int(i64_of(x_i32[ox])));
         else if (DT == DT_I64) y_i64[oy] = ew_unary_int(x_i64[ox]);
     }

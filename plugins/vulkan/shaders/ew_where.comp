@@ -1,5 +1,6 @@
 #version 450
 // graft: bindings 5
+// graft: f16
 // y = cond ? a : b, a bit-exact copy of the chosen element.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;

@@ -1,7 +1,9 @@
 #version 450
 // graft: bindings 4
+// graft: f16
 // y[b, m, n] = sum_k a[b, m, k] * b[b, k, n]: one invocation per output, any
-// strides. Floats accumulate in their dtype; integers in int64, wrapping.
+// strides. Floats accumulate in their dtype (f16 in f32); integers in
+// int64, wrapping.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DT = 0u;
@@ -27,6 +29,12 @@ void main() {
             float acc = 0.0;
             for (uint k = 0u; k < K; k++) acc += a_f32[pa + k * ak] * b_f32[pb + k * bk];
             y_f32[py] = P.w[MM_ACC] != 0u ? y_f32[py] + acc : acc;
+#if GF_F16
+        } else if (DT == DT_F16) {
+            float acc = 0.0;
+            for (uint k = 0u; k < K; k++) acc += h2f(a_f16[pa + k * ak]) * h2f(b_f16[pb + k * bk]);
+            y_f16[py] = f2h(P.w[MM_ACC] != 0u ? h2f(y_f16[py]) + acc : acc);
+#endif
 #if GF_F64
         } else if (DT == DT_F64) {
             double acc = 0.0lf;

@@ -1,15 +1,21 @@
 #version 450
 // graft: bindings 4
-// f32 matmul in shared-memory tiles: a workgroup of WX x WY invocations
+// graft: f16
+// f32 matmul (f16 too: loaded as f32, accumulated in f32, rounded once) in
+// shared-memory tiles: a workgroup of WX x WY invocations
 // computes a (4 WY) x (4 WX) block of y, each invocation a 4 x 4 patch held in
 // registers, stepping through K in slices of TK loaded cooperatively (any
 // strides; edges padded with zeros).
 #include "common.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint TK = 16u;
+layout(constant_id = 3) const uint DT = 0u; // DT_F32 or DT_F16
 TENSOR(1, y)
 TENSOR(2, a)
 TENSOR(3, b)
+TENSOR_F32_IO(y)
+TENSOR_F32_IO(a)
+TENSOR_F32_IO(b)
 #include "matmul_params.glsl"
 
 const uint BM = 4u * gl_WorkGroupSize.y;
@@ -34,12 +40,12 @@ void main() {
             for (uint e = lid; e < TK * BM; e += nthreads) {
                 uint kk = e / BM, mm = e % BM;
                 uint m = m0 + mm, k = k0 + kk;
-                As[kk * WY + mm / 4u][mm % 4u] = m < M && k < K ? a_f32[ao + m * am + k * ak] : 0.0;
+                As[kk * WY + mm / 4u][mm % 4u] = m < M && k < K ? a_ldf(DT, ao + m * am + k * ak) : 0.0;
             }
             for (uint e = lid; e < TK * BN; e += nthreads) {
                 uint kk = e / BN, nn = e % BN;
                 uint n = n0 + nn, k = k0 + kk;
-                Bs[kk * WX + nn / 4u][nn % 4u] = n < N && k < K ? b_f32[bo + k * bk + n * bn] : 0.0;
+                Bs[kk * WX + nn / 4u][nn % 4u] = n < N && k < K ? b_ldf(DT, bo + k * bk + n * bn) : 0.0;
             }
             barrier();
             for (uint kk = 0u; kk < TK; kk++) {
@@ -56,7 +62,7 @@ void main() {
             [[unroll]] for (uint j = 0u; j < 4u; j++) {
                 uint n = n0 + 4u * tx + j;
                 uint py = yo + m * P.w[MM_YM] + n * P.w[MM_YN];
-                if (m < M && n < N) y_f32[py] = P.w[MM_ACC] != 0u ? y_f32[py] + acc[i][j] : acc[i][j];
+                if (m < M && n < N) y_stf(DT, py, P.w[MM_ACC] != 0u ? y_ldf(DT, py) + acc[i][j] : acc[i][j]);
             }
         }
     }

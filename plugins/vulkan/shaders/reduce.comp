@@ -1,5 +1,6 @@
 #version 450
 // graft: bindings 4
+// graft: f16
 // Reductions over a set of dims: SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP and
 // MAX_DIM / MIN_DIM (values and i64 indices). MODE 0: one workgroup per
 // output (long lines), MODE 1: one invocation per output (short lines).
@@ -14,12 +15,15 @@ TENSOR(2, x)
 TENSOR(3, i)
 TENSOR_INT_IO(x)
 TENSOR_INT_IO(y)
+TENSOR_F32_IO(x)
+TENSOR_F32_IO(y)
 #include "reduce_params.glsl"
 
+// f32, and f16 through f32 (loads widen, the result is rounded once).
 #define FT float
 #define FN(n) n##_f32
-#define LD(k) x_f32[k]
-#define ST(k, v) y_f32[k] = (v)
+#define LD(k) x_ldf(DT, k)
+#define ST(k, v) y_stf(DT, k, v)
 #define CORR pwf(R_CORR32)
 #define EXPF exp
 #define LOGF log
@@ -95,14 +99,14 @@ void main() {
         uint xb, yo, io;
         out_offsets(o, xb, yo, io);
         uint lid = gl_LocalInvocationID.x;
-        if (DT == DT_F32) reduce_line_f32(xb, yo, io, lid, lid, gl_WorkGroupSize.x, true);
+        if (DT == DT_F32 || DT == DT_F16) reduce_line_f32(xb, yo, io, lid, lid, gl_WorkGroupSize.x, true);
         IF_F64(else if (DT == DT_F64) reduce_line_f64(xb, yo, io, lid, lid, gl_WorkGroupSize.x, true);)
         else reduce_int(xb, yo, io, lid, lid, gl_WorkGroupSize.x, true);
     } else {
         FOR_EACH_ITEM(o, nout) {
             uint xb, yo, io;
             out_offsets(o, xb, yo, io);
-            if (DT == DT_F32) reduce_line_f32(xb, yo, io, 0u, 0u, 1u, false);
+            if (DT == DT_F32 || DT == DT_F16) reduce_line_f32(xb, yo, io, 0u, 0u, 1u, false);
             IF_F64(else if (DT == DT_F64) reduce_line_f64(xb, yo, io, 0u, 0u, 1u, false);)
             else reduce_int(xb, yo, io, 0u, 0u, 1u, false);
         }

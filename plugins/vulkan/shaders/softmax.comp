@@ -1,6 +1,7 @@
 #version 450
 // graft: bindings 3
-// softmax / log_softmax (f32, f64) along one dim: a workgroup per line. The max
+// graft: f16
+// softmax / log_softmax (f32, f64; f16 in f32) along one dim: a workgroup per line. The max
 // is subtracted first, so exp never overflows. Params (vk_ops_norm.c):
 //   0 lines  1 len  2 line rank  3 x offset  4 y offset  5 x dim stride
 //   6 y dim stride  7.. line sizes[8], x strides[8], y strides[8]
@@ -11,12 +12,14 @@ layout(constant_id = 1) const uint OP = 121u;
 layout(constant_id = 2) const uint DT = 0u;
 TENSOR(1, y)
 TENSOR(2, x)
+TENSOR_F32_IO(x)
+TENSOR_F32_IO(y)
 
 #define FT float
 #define FN(n) n##_f32
 #define LOADV(j) 0.0
-#define L(i) x_f32[i]
-#define S(i, v) y_f32[i] = (v)
+#define L(i) x_ldf(DT, i)
+#define S(i, v) y_stf(DT, i, v)
 #define EXPF exp
 #define LOGF log
 #include "group_sum.glsl"
@@ -51,6 +54,6 @@ void main() {
         xb += c * P.w[15u + d];
         yb += c * P.w[23u + d];
     }
-    if (DT == DT_F32) softmax_line_f32(xb, yb);
+    if (DT == DT_F32 || DT == DT_F16) softmax_line_f32(xb, yb);
     IF_F64(else softmax_line_f64(xb, yb);)
 }
