@@ -12,6 +12,7 @@
 
 #include "graft_vulkan_ext.h"
 #include "vk_internal.h"
+#include "plugin_negotiate.h"
 
 const gfp_host *vkp_host;
 
@@ -447,23 +448,8 @@ GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *reques
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
                                              const gfp_plugin **table) {
-    if (table) *table = NULL;
-    if (!request || !table || request->struct_size < GFP_NEGOTIATE_REQUEST_SIZE_V1_0)
-        return GFP_ERR_INVALID;
-    const gfp_host *host = request->host;
-    if (!host || host->struct_size < GFP_HOST_SIZE_V1_0 || !host->set_error || !host->log)
-        return GFP_ERR_INVALID;
-    if (request->abi_major != GFP_ABI_MAJOR) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "the vulkan plugin implements plugin ABI %d.%d; the core offers %u.%u (a "
-                 "different major): use a vulkan plugin built for that core",
-                 GFP_ABI_MAJOR, GFP_ABI_MINOR, (unsigned)request->abi_major,
-                 (unsigned)request->abi_minor);
-        host->set_error(host->host_ctx, msg);
-        return GFP_ERR_VERSION;
-    }
-    if (!initialised) vkp_host = host;
-    *table = &vkp_table;
-    return GFP_OK;
+    const gfp_host *host = NULL;
+    gfp_status st = gfp_plugin_negotiate_common(request, table, &vkp_table, &host);
+    if (st == GFP_OK && !initialised) vkp_host = host;
+    return st;
 }
