@@ -28,12 +28,6 @@ typedef struct ix_plan {
     int64_t run_len, n_chunks, positions;
 } ix_plan;
 
-static bool writable(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
-    return true;
-}
-
 static char *base(const gfp_tensor *t) { return (char *)t->buffer + t->offset; }
 
 /* Every index in [0, limit): a parallel pass before anything is written. */
@@ -192,7 +186,7 @@ gfp_status odn_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n
         return ODN_FALLBACK;
     /* 0-dim tensors, empty ones, overlapping outputs: the reference's */
     if (x->rank == 0 || y->rank != x->rank || ix->rank == 0 || p.dim < 0 || p.dim >= x->rank ||
-        odn_numel(x) == 0 || odn_numel(y) == 0 || odn_numel(ix) == 0 || !writable(y))
+        odn_numel(x) == 0 || odn_numel(y) == 0 || odn_numel(ix) == 0 || !odn_writable(y))
         return ODN_FALLBACK;
     p.rank = x->rank;
     const gfp_tensor *indexed = selecting ? x : y; /* what index points into */

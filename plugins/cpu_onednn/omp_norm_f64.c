@@ -16,14 +16,6 @@ static double *base_of(const gfp_tensor *t) {
     return (double *)(void *)((char *)t->buffer + t->offset);
 }
 
-static bool f64_or_absent(const gfp_tensor *t) { return !t || t->dtype == GFP_F64; }
-
-static bool writable(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
-    return true;
-}
-
 /* Offset of flat index i of the first `rank` dims of sizes, with strides. */
 static int64_t offset_of(int64_t i, const int64_t *sizes, const int64_t *strides, int rank) {
     int64_t off = 0;
@@ -85,33 +77,13 @@ static void moments(const double *base, const walk *w, double *mean, double *m2)
 /* ------------------------------------------------------------ layer norm */
 static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    const gfp_layer_norm_params *lp = params;
-    if (n_in != 3 || n_out != 3 || !in[0] || !lp ||
-        lp->struct_size < GFP_LAYER_NORM_PARAMS_SIZE_V1_0)
+    int64_t outer = 0, inner = 0;
+    if (!odn_layer_norm_args(in, n_in, out, n_out, params, GFP_F64, &outer, &inner))
         return ODN_FALLBACK;
+    const gfp_layer_norm_params *lp = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
-    int nr = lp->normalized_rank, outer_rank = x->rank - nr;
-    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return ODN_FALLBACK;
-    if (y->dtype != GFP_F64 || !f64_or_absent(w) || !f64_or_absent(b) ||
-        mean->dtype != GFP_F64 || rstd->dtype != GFP_F64 || !writable(y))
-        return ODN_FALLBACK;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < outer_rank; d++) outer *= x->sizes[d];
-    for (int d = outer_rank; d < x->rank; d++) inner *= x->sizes[d];
-    const gfp_tensor *stats[2] = {mean, rstd};
-    for (int k = 0; k < 2; k++) {
-        if (stats[k]->rank != outer_rank || !writable(stats[k])) return ODN_FALLBACK;
-        for (int d = 0; d < outer_rank; d++)
-            if (stats[k]->sizes[d] != x->sizes[d]) return ODN_FALLBACK;
-    }
-    const gfp_tensor *wb[2] = {w, b};
-    for (int k = 0; k < 2; k++) {
-        if (!wb[k]) continue;
-        if (wb[k]->rank != nr) return ODN_FALLBACK;
-        for (int d = 0; d < nr; d++)
-            if (wb[k]->sizes[d] != x->sizes[outer_rank + d]) return ODN_FALLBACK;
-    }
+    int outer_rank = x->rank - lp->normalized_rank;
     if (outer == 0) return GFP_OK;
     if (inner == 0) return ODN_FALLBACK;
     odn_ctx *c;
@@ -183,7 +155,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
             return ODN_FALLBACK;
         if (i >= 2 && per[i]->strides[0] == 0 && chans > 1) return ODN_FALLBACK; /* written */
     }
-    if (y->dtype != GFP_F64 || !writable(y)) return ODN_FALLBACK;
+    if (y->dtype != GFP_F64 || !odn_writable(y)) return ODN_FALLBACK;
     if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
     chan_walk xc, yc;
     walk_of(x, &xc);

@@ -47,12 +47,6 @@
 SOFTMAX_LINE(line_f32, float, odn_expf, log)
 SOFTMAX_LINE(line_f64, double, exp, log)
 
-static bool no_broadcast(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
-    return true;
-}
-
 gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                               const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const gfp_dim_params *dp = params;
@@ -61,7 +55,7 @@ gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t
     const gfp_tensor *x = in[0], *y = out[0];
     int dim = dp->dim;
     if (x->rank < 1 || dim < 0 || dim >= x->rank || !ref_same_shape(x, y)) return ODN_FALLBACK;
-    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype || !no_broadcast(y))
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype || !odn_writable(y))
         return ODN_FALLBACK;
     int64_t total = odn_numel(x);
     if (total == 0) return GFP_OK;

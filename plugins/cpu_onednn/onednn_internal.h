@@ -196,6 +196,23 @@ bool odn_packed(odn_ctx *c, const gfp_tensor *t, bool copy, gfp_tensor *out);
 void odn_fill_pattern(char *dst, uint64_t n, const void *pattern, uint32_t size);
 
 /* ---- families. Each returns ODN_FALLBACK for what the reference must do. */
+
+/* An output the kernels may write: no broadcast (stride-0) dim of size > 1,
+ * whose elements would collide. */
+static inline bool odn_writable(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
+    return true;
+}
+
+/* LAYER_NORM's launch as the fast kernels take it: counts, params, x/y/mean/
+ * rstd of `dtype` (w and b of it or absent) with the shapes the ABI defines,
+ * writable outputs. Fills outer (rows) and inner (normalised elements per
+ * row); false for anything else, which the reference then takes. */
+bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                         uint32_t n_out, const void *params, int32_t dtype, int64_t *outer,
+                         int64_t *inner);
+
 #define ODN_FAMILY(f)                                                                     \
     gfp_status odn_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,  \
                                 const gfp_tensor *const *out, uint32_t n_out,             \

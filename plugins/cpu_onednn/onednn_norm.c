@@ -13,14 +13,6 @@
 
 #include "omp_f64.h"
 
-static bool f32_or_absent(const gfp_tensor *t) { return !t || t->dtype == GFP_F32; }
-
-static bool no_broadcast(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
-    return true;
-}
-
 /* ------------------------------------------------------------ layer norm */
 typedef struct ln_plan {
     int64_t outer, inner;
@@ -93,35 +85,50 @@ static void write_stats(const gfp_tensor *mean, const gfp_tensor *rstd, const do
     }
 }
 
-static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
-                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                         uint32_t n_out, const void *params, int32_t dtype, int64_t *outer,
+                         int64_t *inner) {
     const gfp_layer_norm_params *lp = params;
     if (n_in != 3 || n_out != 3 || !in[0] || !lp ||
         lp->struct_size < GFP_LAYER_NORM_PARAMS_SIZE_V1_0)
-        return ODN_FALLBACK;
+        return false;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = lp->normalized_rank, outer_rank = x->rank - nr;
-    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return ODN_FALLBACK;
-    if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !f32_or_absent(w) || !f32_or_absent(b) ||
-        mean->dtype != GFP_F32 || rstd->dtype != GFP_F32 || !no_broadcast(y))
-        return ODN_FALLBACK;
-    ln_plan p = {.outer = 1, .inner = 1, .eps = (float)lp->eps};
-    for (int d = 0; d < outer_rank; d++) p.outer *= x->sizes[d];
-    for (int d = outer_rank; d < x->rank; d++) p.inner *= x->sizes[d];
+    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return false;
+    if (x->dtype != dtype || y->dtype != dtype || (w && w->dtype != dtype) ||
+        (b && b->dtype != dtype) || mean->dtype != dtype || rstd->dtype != dtype ||
+        !odn_writable(y))
+        return false;
+    *outer = 1;
+    *inner = 1;
+    for (int d = 0; d < outer_rank; d++) *outer *= x->sizes[d];
+    for (int d = outer_rank; d < x->rank; d++) *inner *= x->sizes[d];
     const gfp_tensor *stats[2] = {mean, rstd};
     for (int k = 0; k < 2; k++) {
-        if (stats[k]->rank != outer_rank || !no_broadcast(stats[k])) return ODN_FALLBACK;
+        if (stats[k]->rank != outer_rank || !odn_writable(stats[k])) return false;
         for (int d = 0; d < outer_rank; d++)
-            if (stats[k]->sizes[d] != x->sizes[d]) return ODN_FALLBACK;
+            if (stats[k]->sizes[d] != x->sizes[d]) return false;
     }
     const gfp_tensor *wb[2] = {w, b};
     for (int k = 0; k < 2; k++) {
         if (!wb[k]) continue;
-        if (wb[k]->rank != nr) return ODN_FALLBACK;
+        if (wb[k]->rank != nr) return false;
         for (int d = 0; d < nr; d++)
-            if (wb[k]->sizes[d] != x->sizes[outer_rank + d]) return ODN_FALLBACK;
+            if (wb[k]->sizes[d] != x->sizes[outer_rank + d]) return false;
     }
+    return true;
+}
+
+static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
+                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    ln_plan p = {.outer = 0};
+    if (!odn_layer_norm_args(in, n_in, out, n_out, params, GFP_F32, &p.outer, &p.inner))
+        return ODN_FALLBACK;
+    const gfp_layer_norm_params *lp = params;
+    const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
+                     *rstd = out[2];
+    p.eps = (float)lp->eps;
     if (p.outer == 0) return GFP_OK;
     if (p.inner == 0) return ODN_FALLBACK;
     p.flags = (w ? ODC_NORM_SCALE : 0) | (b ? ODC_NORM_SHIFT : 0);
@@ -295,7 +302,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
             return ODN_FALLBACK;
         if (i >= 2 && per[i]->strides[0] == 0 && ch > 1) return ODN_FALLBACK; /* written */
     }
-    if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !no_broadcast(y)) return ODN_FALLBACK;
+    if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !odn_writable(y)) return ODN_FALLBACK;
     if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
     double count = (double)(odn_numel(x) / ch);
     odn_ctx *c;
@@ -317,7 +324,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     /* oneDNN writes y in x's layout: when they differ, both go dense. */
     const gfp_tensor *user_y = y;
     gfp_tensor xt = *x, yt = *y;
-    if (memcmp(x->strides, y->strides, sizeof x->strides) || !no_broadcast(x)) {
+    if (memcmp(x->strides, y->strides, sizeof x->strides) || !odn_writable(x)) {
         if (!odn_packed(c, x, true, &xt) || !odn_packed(c, y, false, &yt))
             return GFP_ERR_OUT_OF_MEMORY;
         x = &xt;

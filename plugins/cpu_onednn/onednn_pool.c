@@ -360,13 +360,6 @@ static bool indices_valid(const pool_geom *g, const gfp_tensor *ind) {
     return bad == 0;
 }
 
-/* The output must not be a broadcast view (writes would collide). */
-static bool writable(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->strides[d] == 0 && t->sizes[d] > 1) return false;
-    return true;
-}
-
 static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     if (n_in != 1 || n_out != 2 || !in[0]) return ODN_FALLBACK;
@@ -376,7 +369,7 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
         !ref_same_shape(ind, y))
         return ODN_FALLBACK;
     if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
-        ind->dtype != GFP_I64 || !writable(y) || !writable(ind))
+        ind->dtype != GFP_I64 || !odn_writable(y) || !odn_writable(ind))
         return ODN_FALLBACK;
     if (odn_numel(y) == 0) return GFP_OK;
     if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
@@ -397,7 +390,7 @@ static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
     if (!rank4(gy) || !rank4(ind) || !rank4(gx) || !ref_same_shape(gy, ind)) return ODN_FALLBACK;
     if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1]) return ODN_FALLBACK;
     if ((gy->dtype != GFP_F32 && gy->dtype != GFP_F64) || gx->dtype != gy->dtype ||
-        ind->dtype != GFP_I64 || !writable(gx))
+        ind->dtype != GFP_I64 || !odn_writable(gx))
         return ODN_FALLBACK;
     pool_geom g = {.n = gx->sizes[0], .c = gx->sizes[1], .h = gx->sizes[2], .w = gx->sizes[3],
                    .ho = gy->sizes[2], .wo = gy->sizes[3]};
@@ -443,7 +436,7 @@ static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t 
     p.dst = backward ? in[0] : out[0];
     pool_geom g;
     if (!read_params(params, false, &g) || !geometry(p.src, p.dst, &g)) return ODN_FALLBACK;
-    if (p.src->dtype != GFP_F32 || p.dst->dtype != GFP_F32 || !writable(out[0]))
+    if (p.src->dtype != GFP_F32 || p.dst->dtype != GFP_F32 || !odn_writable(out[0]))
         return ODN_FALLBACK;
     if (odn_numel(p.src) == 0 || odn_numel(p.dst) == 0) return ODN_FALLBACK;
     int64_t k[2] = {g.kh, g.kw}, s[2] = {g.sh, g.sw}, pad[2] = {g.ph, g.pw};
