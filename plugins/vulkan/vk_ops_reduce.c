@@ -40,6 +40,79 @@ uint32_t vkp_reduce_support(vkp_device *d, const gfp_op_query *q) {
     return GFP_SUPPORT_STRIDED;
 }
 
+/* Lines too long for one workgroup's loop budget (lavapipe ends an
+ * invocation's loops after 65535 iterations): a line of len = C * L
+ * elements with stride s is reduced as C chunks of L into a scratch buffer,
+ * then over the C partials. Exact for the ops whose reduction of equal
+ * chunks composes: sum of sums, product of products, max of maxima, mean of
+ * equal-sized means, logsumexp of logsumexps. Kept dims (ks, strides kx in
+ * x, ky in y) stay as they are. Returns GFP_ERR_UNSUPPORTED when len has no
+ * divisor that fits (the caller then explains). */
+static gfp_status reduce_in_two(vkp_device *d, uint32_t op, const gfp_tensor *x,
+                                const gfp_tensor *y, int kr, const int64_t *ks,
+                                const int64_t *kx, const int64_t *ky, int64_t len, int64_t s,
+                                uint64_t passes) {
+    bool composes = op == GFP_OP_SUM || op == GFP_OP_PROD || op == GFP_OP_AMAX ||
+                    op == GFP_OP_AMIN || op == GFP_OP_MEAN || op == GFP_OP_LOGSUMEXP;
+    if (!composes || kr + 2 > GFP_MAX_RANK) return GFP_ERR_UNSUPPORTED;
+    int64_t chunks = 0;
+    for (int64_t c = 2; c <= 65536 && c <= len; c++)
+        if (len % c == 0 && vkp_pick_wg(d, (uint64_t)(len / c) * passes * 2u, 256, 256)) {
+            chunks = c;
+            break;
+        }
+    if (!chunks) return GFP_ERR_UNSUPPORTED;
+    int64_t chunk = len / chunks, n_kept = 1;
+    for (int k = 0; k < kr; k++) n_kept *= ks[k];
+    gfp_buffer scratch = NULL;
+    void *host_ptr = NULL;
+    gfp_status st = vkp_buffer_alloc(d, (uint64_t)(n_kept * chunks) * vkp_dtype_size(x->dtype),
+                                     &scratch, &host_ptr);
+    if (st != GFP_OK) return st;
+    /* x as [kept..., C, L]; partials as [kept..., C, 1], dense */
+    gfp_tensor xv = {.struct_size = sizeof xv, .dtype = x->dtype, .buffer = x->buffer,
+                     .offset = x->offset, .rank = kr + 2};
+    gfp_tensor pv = {.struct_size = sizeof pv, .dtype = x->dtype, .buffer = scratch,
+                     .rank = kr + 2};
+    int64_t dense = chunks;
+    for (int k = kr - 1; k >= 0; k--) {
+        pv.strides[k] = dense;
+        dense *= ks[k];
+    }
+    for (int k = 0; k < kr; k++) {
+        xv.sizes[k] = pv.sizes[k] = ks[k];
+        xv.strides[k] = kx[k];
+    }
+    xv.sizes[kr] = pv.sizes[kr] = chunks;
+    xv.strides[kr] = chunk * s;
+    pv.strides[kr] = 1;
+    xv.sizes[kr + 1] = chunk;
+    xv.strides[kr + 1] = s;
+    pv.sizes[kr + 1] = 1;
+    pv.strides[kr + 1] = 0;
+    gfp_reduce_params rp = {.struct_size = sizeof rp, .dims = 1u << (kr + 1)};
+    const gfp_tensor *i1[1] = {&xv}, *o1[1] = {&pv};
+    st = vkp_reduce_launch(d, op, i1, 1, o1, 1, &rp);
+    if (st == GFP_OK) {
+        /* partials as [kept..., C] into y as [kept..., 1] */
+        gfp_tensor p2 = pv, yv = {.struct_size = sizeof yv, .dtype = y->dtype,
+                                  .buffer = y->buffer, .offset = y->offset, .rank = kr + 1};
+        p2.rank = kr + 1;
+        for (int k = 0; k < kr; k++) {
+            yv.sizes[k] = ks[k];
+            yv.strides[k] = ky[k];
+        }
+        yv.sizes[kr] = 1;
+        yv.strides[kr] = 0;
+        rp.dims = 1u << kr;
+        const gfp_tensor *i2[1] = {&p2}, *o2[1] = {&yv};
+        st = vkp_reduce_launch(d, op, i2, 1, o2, 1, &rp);
+    }
+    /* Freed at once: later work is queued behind the dispatches reading it. */
+    vkp_buffer_free(d, scratch);
+    return st;
+}
+
 gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
@@ -123,9 +196,17 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     /* Loop iterations of a line: one per element and pass, more when the
      * reduced dims do not merge into one (the offset walks them). */
     uint64_t passes = op == GFP_OP_VAR || op == GFP_OP_LOGSUMEXP ? 2 : 1;
-    uint64_t work = (uint64_t)len * passes * (rr == 1 ? 1u : (uint64_t)rr + 1);
+    /* Measured on lavapipe: a line reduced over one merged dim came out
+     * wrong (silently) from 32,767 iterations per invocation on, half the
+     * budget: count two per element there too. */
+    uint64_t work = (uint64_t)len * passes * (rr == 1 ? 2u : (uint64_t)rr + 1);
     /* 256 at most: the shader's shared arrays for every dtype must fit 32 KiB. */
     uint32_t wg = vkp_pick_wg(d, work, len >= 1024 ? 256 : 64, 256);
+    if (group_mode && wg == 0 && rr == 1 && !idx) {
+        gfp_status st2 = reduce_in_two(d, op, x, y, kr, ks, kst[0], kst[1], len, rst[0][0],
+                                       passes);
+        if (st2 != GFP_ERR_UNSUPPORTED) return st2;
+    }
     if (group_mode && wg == 0)
         return vkp_fail(GFP_ERR_UNSUPPORTED,
                         "%s: lines of %lld elements are longer than this vulkan device reduces "

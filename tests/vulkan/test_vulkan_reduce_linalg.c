@@ -258,6 +258,57 @@ static void test_matmul_long_k(void) {
     }
 }
 
+static double scalar_of(gf_tensor *t) {
+    double v = NAN;
+    if (!t || gf_tensor_item(t, &v) != GF_OK) fprintf(stderr, "  %s\n", gf_last_error());
+    gf_tensor_release(t);
+    return v;
+}
+
+/* Lines longer than one workgroup may loop over (16.7M elements for a sum
+ * on lavapipe, half that for two-pass ops) are reduced in two stages. */
+static void test_long_lines(void) {
+    const int64_t n = INT64_C(1) << 24; /* 16,777,216: one over the single-pass limit */
+    gf_tensor *x = gf_ones(&n, 1, GF_F32, vt_vk);
+    CHECK_MSG(x != NULL, "%s", gf_last_error());
+    CHECK(scalar_of(gf_sum(x, NULL, 0, false)) == (double)n); /* exact: integers < 2^25 */
+    CHECK(scalar_of(gf_mean(x, NULL, 0, false)) == 1.0);
+    /* one extreme element far into the line */
+    int64_t at = 12345678;
+    gf_tensor *e = gf_narrow(x, 0, at, 1);
+    CHECK(e && gf_fill_(e, 5.0) == GF_OK);
+    CHECK(scalar_of(gf_amax(x, NULL, 0, false)) == 5.0);
+    CHECK(e && gf_fill_(e, -3.0) == GF_OK);
+    CHECK(scalar_of(gf_amin(x, NULL, 0, false)) == -3.0);
+    gf_tensor_release(e);
+    /* var does not compose from chunks: refused with the way out, never a
+     * silently wrong answer */
+    gf_tensor *v = gf_var(x, NULL, 0, 1.0, false);
+    if (v) {
+        double vv = scalar_of(v);
+        CHECK_MSG(vv > 1e-3, "var of a line with 5 and -3 in ones: %g", vv);
+    } else {
+        CHECK_CONTAINS(gf_last_error(), "reduce in steps");
+        gf_clear_error();
+    }
+    gf_tensor_release(x);
+    /* two-pass logsumexp over rows of 10,485,760 with a kept dim: zeros give
+     * log(n); the second row shifted by 2 gives log(n) + 2 */
+    int64_t sz[2] = {2, 10485760};
+    gf_tensor *z = gf_zeros(sz, 2, GF_F32, vt_vk);
+    gf_tensor *row = z ? gf_select(z, 0, 1) : NULL;
+    CHECK(row && gf_fill_(row, 2.0) == GF_OK);
+    int dim = 1;
+    gf_tensor *l = z ? gf_logsumexp(z, &dim, 1, false) : NULL;
+    float got[2] = {0, 0};
+    CHECK_MSG(l && gf_tensor_to_host(l, got, sizeof got) == GF_OK, "%s", gf_last_error());
+    CHECK_CLOSE(got[0], log(10485760.0), 1e-6);
+    CHECK_CLOSE(got[1], log(10485760.0) + 2, 1e-6);
+    gf_tensor_release(l);
+    gf_tensor_release(row);
+    gf_tensor_release(z);
+}
+
 int main(void) {
     int rc = vt_setup();
     if (rc) return rc;
@@ -265,6 +316,7 @@ int main(void) {
     RUN(test_max_min_dim);
     RUN(test_matmul);
     RUN(test_matmul_long_k);
+    RUN(test_long_lines);
     RUN(test_softmax);
     RUN(test_layer_norm);
     RUN(test_batch_norm);
