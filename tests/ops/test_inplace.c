@@ -74,11 +74,28 @@ static void test_partial_overlap(void) {
 }
 
 static void test_dtypes(void) {
-    /* an integer self with a float operand: computed in f32, stored back */
+    /* a float result is not written into an integer tensor (PyTorch's
+     * rule): refused before anything is written */
     gf_tensor *i = ot_make(GF_I32, 1, SZ(3), DV(1, 2, 3));
     gf_tensor *h = ot_make(GF_F32, 1, SZ(3), DV(0.5, 0.5, 0.5));
-    CHECK_OK(gf_mul_(i, h));
-    EXPECT_T(i, GF_I32, 1, SZ(3), DV(0, 1, 1), 0);
+    CHECK(gf_mul_(i, h) == GF_ERR_DTYPE);
+    CHECK_CONTAINS(gf_last_error(), "f32");
+    CHECK_CONTAINS(gf_last_error(), "gf_to_dtype");
+    gf_clear_error();
+    CHECK(gf_exp_(i) == GF_ERR_DTYPE);
+    gf_clear_error();
+    EXPECT_T(i, GF_I32, 1, SZ(3), DV(1, 2, 3), 0);
+    CHECK(gf_tensor_version(i) == 0);
+    /* the other way is fine: an integer operand into a float tensor, and a
+     * narrower float width */
+    gf_tensor *f = ot_make(GF_F32, 1, SZ(3), DV(0.5, 0.5, 0.5));
+    gf_tensor *d = ot_make(GF_F64, 1, SZ(3), DV(1, 1, 1));
+    CHECK_OK(gf_add_(f, i));
+    CHECK_OK(gf_add_(f, d));
+    EXPECT_T(f, GF_F32, 1, SZ(3), DV(2.5, 3.5, 4.5), 0);
+    CHECK_OK(gf_add_scalar_(i, 2)); /* an integral scalar keeps the integer kind */
+    EXPECT_T(i, GF_I32, 1, SZ(3), DV(3, 4, 5), 0);
+    REL(f, d);
     /* a mask */
     gf_tensor *y = ot_make(GF_F32, 1, SZ(3), DV(1, 2, 3));
     gf_tensor *mask = gf_gt_scalar(y, 1.5);

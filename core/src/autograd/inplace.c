@@ -88,6 +88,19 @@ static bool unrecorded(const gf_tensor *self, const gf_tensor *a, const gf_tenso
     return !gf__ag_any_requires_grad(ts, n);
 }
 
+/* PyTorch's rule for writing an op's result into self: not to a lower
+ * kind (bool < integer < float). A float result does not go into an integer
+ * tensor, nor a number into a bool one; within a kind any width goes. */
+static int dtype_kind(gf_dtype d) { return d == GF_BOOL ? 0 : gf_dtype_is_float(d) ? 2 : 1; }
+static bool castable(gf_dtype from, gf_dtype to) { return dtype_kind(from) <= dtype_kind(to); }
+
+static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
+    return gf__error(GF_ERR_DTYPE, "%s: the result is %s, which cannot be written in place into "
+                     "a %s tensor (as in PyTorch: no float result into an integer tensor, no "
+                     "number into a bool one); use the out-of-place op, or convert the tensor "
+                     "first with gf_to_dtype", op, gf_dtype_name(result), gf_dtype_name(self));
+}
+
 /* Runs an in-place op: check, compute, commit. `expr` returns the new value
  * of self with self's old value as input number self_input of its node.
  * When nothing is recorded (no-grad, or nothing requires grad), the
@@ -107,6 +120,11 @@ static bool unrecorded(const gf_tensor *self, const gf_tensor *a, const gf_tenso
         gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf__status();                                \
+        if ((direct) && !castable(r_->dtype, self->dtype)) {             \
+            gf_dtype rd_ = r_->dtype;                                    \
+            gf_tensor_release(r_);                                       \
+            return cast_refused(name, rd_, self->dtype);                 \
+        }                                                                \
         gf_tensor *c_ = r_;                                              \
         if (r_->dtype != self->dtype) {                                  \
             sc_ = gf__scope_suspend();                                   \
