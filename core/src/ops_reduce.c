@@ -209,10 +209,41 @@ static gf_status check_correction(double correction, const char *op) {
                      "1 = Bessel's correction), got %g", op, correction);
 }
 
+/* var composed of ops a device can split: the mean (kept dims), then the
+ * sum of squared deviations over n - correction (clamped at 0, as VAR). */
+static gf_tensor *var_composite(const gf_tensor *x, const int *dims, int ndims,
+                                double correction, bool keepdim, uint32_t mask) {
+    int64_t n = 1;
+    int rank = x->rank ? x->rank : 1;
+    for (int k = 0; k < rank; k++)
+        if ((mask >> k) & 1u) n *= x->rank ? x->sizes[k] : 1;
+    double divisor = (double)n - correction > 0 ? (double)n - correction : 0.0;
+    int s = gf__scope_suspend();
+    gf_tensor *m = gf_mean(x, dims, ndims, true);
+    gf_tensor *d = m ? gf_sub(x, m) : NULL;
+    gf_tensor *sq = d ? gf_mul(d, d) : NULL;
+    gf_tensor *sum = sq ? gf_sum(sq, dims, ndims, keepdim) : NULL;
+    gf_tensor *r = sum ? gf_div_scalar(sum, divisor) : NULL;
+    gf_tensor_release(sum);
+    gf_tensor_release(sq);
+    gf_tensor_release(d);
+    gf_tensor_release(m);
+    gf__scope_resume(s);
+    return r;
+}
+
 gf_tensor *gf_var(const gf_tensor *x, const int *dims, int ndims, double correction,
                   bool keepdim) {
     if (x && check_correction(correction, "var") != GF_OK) return NULL;
-    return reduce_op(GFP_OP_VAR, "var", x, dims, ndims, keepdim, correction);
+    gf_tensor *r = reduce_op(GFP_OP_VAR, "var", x, dims, ndims, keepdim, correction);
+    if (r || !x || gf__status() != GF_ERR_UNSUPPORTED) return r;
+    /* A device may refuse VAR for lines longer than its kernel can loop over
+     * (Vulkan on lavapipe) while it splits the plain reductions: compose it.
+     * A device that lacks the ops altogether fails again, with their error. */
+    uint32_t mask;
+    if (dims_mask(x, dims, ndims, "var", &mask) != GF_OK) return NULL;
+    gf_clear_error();
+    return ret_new(var_composite(x, dims, ndims, correction, keepdim, mask));
 }
 
 /* sqrt(var): a composite, so it inherits var's and sqrt's gradients. */
