@@ -7,14 +7,11 @@
  * byte 0, sizes are known, so reads, writes and launches out of bounds are
  * reported instead of corrupting memory, and memory the caller owns can be
  * adopted without a copy (buffer_wrap_host). */
-#define _POSIX_C_SOURCE 200809L /* sysconf */
-
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "onednn_internal.h"
 #include "plugin_negotiate.h"
@@ -54,7 +51,6 @@ static const family *family_of(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ plugin */
-static int device_token; /* its address is the device handle */
 
 static gfp_status odn_init(void **plugin_ctx) {
     if (plugin_ctx) *plugin_ctx = NULL;
@@ -70,27 +66,7 @@ static gfp_status odn_init(void **plugin_ctx) {
 static void odn_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
     odn_runtime_close();
-    long n = ref_hostbuf_live();
-    if (n > 0 && ref_host) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "cpu_onednn: %ld buffer(s) still allocated at shutdown (leaked by the caller)", n);
-        ref_host->log(ref_host->host_ctx, GFP_LOG_WARN, msg);
-    }
-}
-
-static gfp_status odn_device_count(void *plugin_ctx, uint32_t *count) {
-    (void)plugin_ctx;
-    if (!count) return ref_fail(GFP_ERR_INVALID, "device_count: count is NULL");
-    *count = 1;
-    return GFP_OK;
-}
-
-static uint64_t physical_memory(void) {
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return 0;
-    return (uint64_t)pages * (uint64_t)page;
+    ref_hostdev_report_leaks();
 }
 
 static uint32_t stored_dtypes(void) {
@@ -101,39 +77,19 @@ static uint32_t stored_dtypes(void) {
 
 static gfp_status odn_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
-    if (!props) return ref_fail(GFP_ERR_INVALID, "device_props: props is NULL");
-    if (index != 0)
-        return ref_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (the "
-                        "cpu_onednn plugin has one device, index 0)", (unsigned)index);
-    gfp_device_props full;
-    memset(&full, 0, sizeof full);
-    full.flags = GFP_DEVICE_FLAG_HOST_ADDRESSABLE | GFP_DEVICE_FLAG_THREAD_SAFE;
-    char version[96];
+    char name[64], version[96];
+    snprintf(name, sizeof name, "CPU (oneDNN, %d threads)", omp_get_max_threads());
     odc_version_text(version, sizeof version);
-    snprintf(full.name, sizeof full.name, "CPU (oneDNN, %d threads)", omp_get_max_threads());
-    snprintf(full.type, sizeof full.type, "%s", "cpu");
-    full.memory_bytes = physical_memory();
-    full.dtypes = stored_dtypes();
-    full.max_rank = GFP_MAX_RANK;
-    full.max_alloc_bytes = ref_hostbuf_max_alloc();
-    snprintf(full.driver, sizeof full.driver, "%s", version);
-    uint32_t size = props->struct_size; /* an older core passes a smaller struct */
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return ref_hostdev_props(index, props, name, stored_dtypes(), version);
 }
 
 static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
     if (!device) return ref_fail(GFP_ERR_INVALID, "device_open: device is NULL");
-    if (index != 0)
-        return ref_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (the "
-                        "cpu_onednn plugin has one device, index 0)", (unsigned)index);
-    gfp_status st = odn_runtime_open();
+    gfp_status st = ref_hostdev_check("device_open", index);
+    if (st == GFP_OK) st = odn_runtime_open();
     if (st != GFP_OK) return st;
-    *device = &device_token;
+    *device = ref_hostdev_handle();
     return GFP_OK;
 }
 
@@ -370,7 +326,7 @@ static const gfp_plugin odn_table = {
     .version = "1.0.0",
     .init = odn_init,
     .shutdown = odn_shutdown,
-    .device_count = odn_device_count,
+    .device_count = ref_hostdev_count,
     .device_props = odn_device_props,
     .device_open = odn_device_open,
     .device_close = NULL, /* the engine lives until shutdown */

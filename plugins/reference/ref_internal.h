@@ -53,7 +53,22 @@ gfp_status ref_hostbuf_range(const char *what, gfp_buffer buffer, uint64_t offse
  * strides >= 0, and the elements the view reaches inside a live buffer. */
 gfp_status ref_hostbuf_check_view(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t);
 uint64_t ref_hostbuf_max_alloc(void);
-long ref_hostbuf_live(void); /* own and adopted buffers not yet freed */
+long ref_hostbuf_live(void); /* own and adopted buffers not yet freed (ref_hostdev.c reports them) */
+
+/* ---- the one host device (ref_hostdev.c; the cpu_onednn plugin uses it too) */
+/* The slot device_count: one device. */
+gfp_status ref_hostdev_count(void *plugin_ctx, uint32_t *count);
+/* NOT_FOUND with a message for an index other than 0; `what` names the slot. */
+gfp_status ref_hostdev_check(const char *what, uint32_t index);
+/* The device handle device_open gives out. */
+void *ref_hostdev_handle(void);
+/* device_props of a host device (host-addressable, thread-safe, type "cpu",
+ * the machine's memory, the host buffers' largest allocation), written as
+ * far as props->struct_size covers. */
+gfp_status ref_hostdev_props(uint32_t index, gfp_device_props *props, const char *name,
+                             uint32_t dtypes, const char *driver);
+/* At shutdown: logs a warning when buffers are still live. */
+void ref_hostdev_report_leaks(void);
 
 /* ---- element access (ref_util.c) */
 /* Address of element 0 of t (buffer + byte offset). */

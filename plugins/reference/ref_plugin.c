@@ -8,12 +8,9 @@
  * memory the caller owns (buffer_wrap_host, ABI 1.1). Kernels live in one
  * file per op family; launch and query_op route to the family that handles
  * the op. */
-#define _POSIX_C_SOURCE 200809L /* sysconf */
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ref_internal.h"
 #include "plugin_negotiate.h"
@@ -43,7 +40,6 @@ static const ref_family *family_of(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ plugin */
-static int device_token; /* its address is the device handle */
 
 static gfp_status ref_init(void **plugin_ctx) {
     if (plugin_ctx) *plugin_ctx = NULL;
@@ -52,63 +48,24 @@ static gfp_status ref_init(void **plugin_ctx) {
 
 static void ref_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
-    long n = ref_hostbuf_live();
-    if (n > 0 && ref_host) {
-        char msg[160];
-        /* The core promises to free everything first; a leak is its bug. */
-        snprintf(msg, sizeof msg,
-                 "reference: %ld buffer(s) still allocated at shutdown (leaked by the caller)", n);
-        ref_host->log(ref_host->host_ctx, GFP_LOG_WARN, msg);
-    }
-}
-
-static gfp_status ref_device_count(void *plugin_ctx, uint32_t *count) {
-    (void)plugin_ctx;
-    if (!count) return ref_fail(GFP_ERR_INVALID, "device_count: count is NULL");
-    *count = 1;
-    return GFP_OK;
-}
-
-static uint64_t physical_memory(void) {
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return 0; /* unknown */
-    return (uint64_t)pages * (uint64_t)page;
+    ref_hostdev_report_leaks();
 }
 
 static gfp_status ref_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
-    if (!props) return ref_fail(GFP_ERR_INVALID, "device_props: props is NULL");
-    if (index != 0)
-        return ref_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (the "
-                        "reference plugin has one device, index 0)", (unsigned)index);
-    gfp_device_props full;
-    memset(&full, 0, sizeof full);
-    full.flags = GFP_DEVICE_FLAG_HOST_ADDRESSABLE | GFP_DEVICE_FLAG_THREAD_SAFE;
-    snprintf(full.name, sizeof full.name, "%s", "Reference CPU (plain C)");
-    snprintf(full.type, sizeof full.type, "%s", "cpu");
-    full.memory_bytes = physical_memory();
-    full.dtypes = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
-                  GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL);
-    full.max_rank = GFP_MAX_RANK;
-    full.max_alloc_bytes = ref_hostbuf_max_alloc();
-    full.driver[0] = '\0';
-    /* An older core passes a smaller struct: write only what it covers. */
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return ref_hostdev_props(index, props, "Reference CPU (plain C)",
+                             GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) |
+                                 GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
+                                 GFP_DTYPE_BIT(GFP_BOOL),
+                             "");
 }
 
 static gfp_status ref_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
     if (!device) return ref_fail(GFP_ERR_INVALID, "device_open: device is NULL");
-    if (index != 0)
-        return ref_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (the "
-                        "reference plugin has one device, index 0)", (unsigned)index);
-    *device = &device_token;
+    gfp_status st = ref_hostdev_check("device_open", index);
+    if (st != GFP_OK) return st;
+    *device = ref_hostdev_handle();
     return GFP_OK;
 }
 
@@ -264,7 +221,7 @@ static const gfp_plugin ref_table = {
     .version = "1.0.0",
     .init = ref_init,
     .shutdown = ref_shutdown,
-    .device_count = ref_device_count,
+    .device_count = ref_hostdev_count,
     .device_props = ref_device_props,
     .device_open = ref_device_open,
     .device_close = NULL, /* nothing to close */
