@@ -22,11 +22,10 @@
 /* kDLBool, which DLPack 0.8 added; older headers lack the name. */
 #define GF_DL_BOOL 6
 
-/* One record serves both struct versions; `versioned` says which is live. */
+/* One record type serves both struct versions; an export uses one of them. */
 typedef struct export_ctx {
     DLManagedTensor managed;
     DLManagedTensorVersioned managed_v;
-    bool versioned;
     gf_storage *storage;
     int64_t shape[GF_MAX_RANK];
     int64_t strides[GF_MAX_RANK];
@@ -98,8 +97,8 @@ static const char *dl_code_name(unsigned code) {
     }
 }
 
-/* The export record for t, with dl filled in (the caller picks the struct). */
-static export_ctx *export_common(const gf_tensor *t, const char *op, DLTensor *d_out[2]) {
+/* The export record for t, with the DLTensor of the chosen struct filled in. */
+static export_ctx *export_common(const gf_tensor *t, const char *op, bool versioned) {
     if (!t) {
         gf__null_arg(op, "t");
         return NULL;
@@ -134,25 +133,20 @@ static export_ctx *export_common(const gf_tensor *t, const char *op, DLTensor *d
         x->shape[i] = t->sizes[i];
         x->strides[i] = t->strides[i];
     }
-    d_out[0] = &x->managed.dl_tensor;
-    d_out[1] = &x->managed_v.dl_tensor;
-    for (int k = 0; k < 2; k++) {
-        DLTensor *d = d_out[k];
-        d->data = t->storage->host_ptr;
-        d->device.device_type = kDLCPU;
-        d->device.device_id = 0;
-        d->ndim = t->rank;
-        d->dtype = dt;
-        d->shape = x->shape;
-        d->strides = x->strides;
-        d->byte_offset = (uint64_t)t->offset * gf_dtype_size(t->dtype);
-    }
+    DLTensor *d = versioned ? &x->managed_v.dl_tensor : &x->managed.dl_tensor;
+    d->data = t->storage->host_ptr;
+    d->device.device_type = kDLCPU;
+    d->device.device_id = 0;
+    d->ndim = t->rank;
+    d->dtype = dt;
+    d->shape = x->shape;
+    d->strides = x->strides;
+    d->byte_offset = (uint64_t)t->offset * gf_dtype_size(t->dtype);
     return x;
 }
 
 struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
-    DLTensor *d[2];
-    export_ctx *x = export_common(t, "gf_to_dlpack", d);
+    export_ctx *x = export_common(t, "gf_to_dlpack", false);
     if (!x) return NULL;
     x->managed.manager_ctx = x;
     x->managed.deleter = export_deleter;
@@ -160,10 +154,8 @@ struct DLManagedTensor *gf_to_dlpack(const gf_tensor *t) {
 }
 
 struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *t) {
-    DLTensor *d[2];
-    export_ctx *x = export_common(t, "gf_to_dlpack_versioned", d);
+    export_ctx *x = export_common(t, "gf_to_dlpack_versioned", true);
     if (!x) return NULL;
-    x->versioned = true;
     x->managed_v.version.major = GRAFT_DLPACK_MAJOR;
     x->managed_v.version.minor = GRAFT_DLPACK_MINOR;
     x->managed_v.flags = 0; /* writable, shared */
