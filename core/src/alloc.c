@@ -131,14 +131,12 @@ void gf__allocator_release_all(gf_device *dev) {
 }
 
 /* ------------------------------------------------------------ storages */
-gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes) {
+/* A storage record whose memory the caller then attaches; NULL with the
+ * error set when the host is out of memory. */
+static gf_storage *storage_record(gf_device *dev, uint64_t nbytes) {
     gf_storage *s = calloc(1, sizeof *s);
     if (!s) {
         gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for a storage record");
-        return NULL;
-    }
-    if (gf__alloc_block(dev, nbytes, &s->block, &s->buffer, &s->host_ptr) != GF_OK) {
-        free(s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -149,25 +147,27 @@ gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes) {
     return s;
 }
 
-gf_storage *gf__storage_adopt(gf_device *dev, void *host_ptr, uint64_t nbytes,
-                              void (*release)(void *ctx), void *ctx) {
-    gf_storage *s = calloc(1, sizeof *s);
-    if (!s) {
-        gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for a storage record");
-        return NULL;
-    }
-    if (gf__dev_wrap_host(dev, host_ptr, nbytes, &s->buffer) != GF_OK) {
+gf_storage *gf__storage_new(gf_device *dev, uint64_t nbytes) {
+    gf_storage *s = storage_record(dev, nbytes);
+    if (s && gf__alloc_block(dev, nbytes, &s->block, &s->buffer, &s->host_ptr) != GF_OK) {
         free(s);
         return NULL;
     }
-    atomic_init(&s->refcount, 1);
-    atomic_init(&s->version, 0);
-    s->device = dev;
-    s->host_ptr = host_ptr;
-    s->nbytes = nbytes;
-    s->inference = gf_grad_mode_get() == GF_GRAD_MODE_INFERENCE;
-    s->release = release;
-    s->release_ctx = ctx;
+    return s;
+}
+
+gf_storage *gf__storage_adopt(gf_device *dev, void *host_ptr, uint64_t nbytes,
+                              void (*release)(void *ctx), void *ctx) {
+    gf_storage *s = storage_record(dev, nbytes);
+    if (s && gf__dev_wrap_host(dev, host_ptr, nbytes, &s->buffer) != GF_OK) {
+        free(s);
+        return NULL;
+    }
+    if (s) {
+        s->host_ptr = host_ptr;
+        s->release = release;
+        s->release_ctx = ctx;
+    }
     return s;
 }
 
