@@ -512,6 +512,136 @@ static void rule14_nested_and_transposed_views(void) {
     gf_tensor_release(x2);
 }
 
+/* The view's history after the write is made when an op first takes the
+ * view as input, so that op's node is older than the node its edge leads
+ * to: gf_grad must still find the path to its inputs (PyTorch: the same
+ * gradients as backward). */
+enum { VK_NARROW, VK_SELECT, VK_STEP, VK_TRANSPOSE, VK_DIAGONAL, VK_COUNT };
+enum { VO_MUL_SCALAR, VO_ADD, VO_MUL, VO_EXP, VO_TANH, VO_COPY, VO_CLAMP, VO_COUNT };
+static const char *const vk_names[] = {"narrow", "select", "slice step 2", "transpose", "diagonal"};
+static const char *const vo_names[] = {"mul_scalar_", "add_", "mul_", "exp_", "tanh_", "copy_",
+                                       "clamp_"};
+
+static gf_tensor *view_of(gf_tensor *b, int kind) {
+    switch (kind) {
+    case VK_NARROW: return gf_narrow(b, 1, 1, 2);
+    case VK_SELECT: return gf_select(b, 0, 1);
+    case VK_STEP: return gf_slice(b, 1, 0, 4, 2);
+    case VK_TRANSPOSE: return gf_transpose(b, 0, 1);
+    default: return gf_diagonal(b, 1, 0, 1);
+    }
+}
+
+static bool op_uses_w(int op) { return op == VO_ADD || op == VO_MUL || op == VO_COPY; }
+
+static gf_status write_view(gf_tensor *v, int op, const gf_tensor *w) {
+    switch (op) {
+    case VO_MUL_SCALAR: return gf_mul_scalar_(v, 0.5);
+    case VO_ADD: return gf_add_(v, w);
+    case VO_MUL: return gf_mul_(v, w);
+    case VO_EXP: return gf_exp_(v);
+    case VO_TANH: return gf_tanh_(v);
+    case VO_COPY: return gf_copy_(v, w);
+    default: return gf_clamp_(v, -0.3, 0.4);
+    }
+}
+
+/* b = x * 1 ([3, 4]); op_(view(b)); y = sum(v * cv) + sum(b * cb). The
+ * gradients of x and w by gf_backward (use_grad 0) or gf_grad (1), into gx
+ * (12) and gw (up to 12). */
+static gf_status view_write_grads(int kind, int op, int use_grad, double *gx, double *gw) {
+    double xv[12], wv[12];
+    for (int i = 0; i < 12; i++) {
+        xv[i] = 0.1 * (i - 5) + 0.03 * (i % 3);
+        wv[i] = 0.7 - 0.11 * i;
+    }
+    gf_tensor *x = ag_leaf_t(xv, SZ(3, 4), 2);
+    gf_tensor *b = gf_mul_scalar(x, 1.0);
+    gf_tensor *v = b ? view_of(b, kind) : NULL;
+    gf_tensor *w = v ? ag_leaf_t(wv, gf_tensor_sizes(v), gf_tensor_rank(v)) : NULL;
+    gf_status s = w ? write_view(v, op, w) : gf_last_status();
+    gf_tensor *cv = NULL, *cb = NULL, *y = NULL;
+    if (s == GF_OK) {
+        double c[12];
+        for (int i = 0; i < 12; i++) c[i] = 1.0 + 0.25 * i;
+        cv = ag_t(c, gf_tensor_sizes(v), gf_tensor_rank(v));
+        cb = ag_t(DV(3, -1, 2, 0.5, -2, 1, 4, -3, 0.25, 2, -1, 1), SZ(3, 4), 2);
+        gf_tensor *pv = cv ? gf_mul(v, cv) : NULL, *pb = cb ? gf_mul(b, cb) : NULL;
+        gf_tensor *sv = pv ? gf_sum(pv, NULL, 0, false) : NULL;
+        gf_tensor *sb = pb ? gf_sum(pb, NULL, 0, false) : NULL;
+        y = sv && sb ? gf_add(sv, sb) : NULL;
+        gf_tensor_release(pv);
+        gf_tensor_release(pb);
+        gf_tensor_release(sv);
+        gf_tensor_release(sb);
+        if (!y) s = gf_last_status();
+    }
+    for (int i = 0; i < 12; i++) gx[i] = gw[i] = NAN;
+    if (s == GF_OK && !use_grad) {
+        s = gf_backward(y, NULL, NULL);
+        gf_tensor *g = gf_tensor_grad(x);
+        if (s == GF_OK && ag_read(g, gx, 12) != 12) s = GF_ERR_AUTOGRAD;
+        gf_tensor_release(g);
+        g = gf_tensor_grad(w);
+        if (s == GF_OK && op_uses_w(op) && ag_read(g, gw, 12) < 0) s = GF_ERR_AUTOGRAD;
+        gf_tensor_release(g);
+    } else if (s == GF_OK) {
+        gf_tensor *in[2] = {x, w}, *r[2] = {NULL, NULL};
+        s = gf_grad(&y, 1, NULL, in, op_uses_w(op) ? 2 : 1, r, NULL);
+        if (s == GF_OK && ag_read(r[0], gx, 12) != 12) s = GF_ERR_AUTOGRAD;
+        if (s == GF_OK && op_uses_w(op) && ag_read(r[1], gw, 12) < 0) s = GF_ERR_AUTOGRAD;
+        gf_tensor_release(r[0]);
+        gf_tensor_release(r[1]);
+    }
+    gf_tensor_release(y);
+    gf_tensor_release(cv);
+    gf_tensor_release(cb);
+    gf_tensor_release(w);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+    return s;
+}
+
+static void rule14_grad_through_view_written_in_place_matches_backward(void) {
+    /* The smallest case: x = [1, 2, 3, 4]; b = x * 1; b[1:3] *= 0.5;
+     * y = sum(b[1:3] * 1): dy/dx = [0, 0.5, 0.5, 0]. */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = gf_mul_scalar(x, 1.0);
+    gf_tensor *v = gf_narrow(b, 0, 1, 2);
+    CHECK_OK(gf_mul_scalar_(v, 0.5));
+    gf_tensor *p = gf_mul_scalar(v, 1.0);
+    gf_tensor *y = gf_sum(p, NULL, 0, false);
+    gf_tensor *g = NULL;
+    CHECK_OK(gf_grad(&y, 1, NULL, &x, 1, &g, NULL));
+    CHECK_VALS(g, DV(0, 0.5, 0.5, 0), 4, 0);
+    gf_tensor_release(g);
+    gf_tensor_release(y);
+    gf_tensor_release(p);
+    gf_tensor_release(v);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+
+    /* Every view kind with several in-place ops, against backward. */
+    for (int kind = 0; kind < VK_COUNT; kind++)
+        for (int op = 0; op < VO_COUNT; op++) {
+            double bx[12], bw[12], gx[12], gw[12];
+            gf_status s0 = view_write_grads(kind, op, 0, bx, bw);
+            CHECK_MSG(s0 == GF_OK, "%s, %s, backward: %s", vk_names[kind], vo_names[op],
+                      gf_last_error());
+            gf_status s1 = view_write_grads(kind, op, 1, gx, gw);
+            CHECK_MSG(s1 == GF_OK, "%s, %s, gf_grad: %s", vk_names[kind], vo_names[op],
+                      gf_last_error());
+            if (s0 != GF_OK || s1 != GF_OK) continue;
+            for (int i = 0; i < 12; i++) {
+                CHECK_MSG(check_close_(gx[i], bx[i], 1e-12, 1e-12), "%s, %s: dx[%d] = %g by "
+                          "gf_grad, %g by backward", vk_names[kind], vo_names[op], i, gx[i], bx[i]);
+                CHECK_MSG(check_close_(gw[i], bw[i], 1e-12, 1e-12), "%s, %s: dw[%d] = %g by "
+                          "gf_grad, %g by backward", vk_names[kind], vo_names[op], i, gw[i], bw[i]);
+            }
+        }
+}
+
 /* ------------------------------------------------------------ rule 15 */
 static void rule15_view_made_in_no_grad_then_written_in_grad_mode(void) {
     gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
@@ -593,6 +723,8 @@ static void rule15_inplace_on_split_or_chunk_piece_is_error(void) {
 }
 
 int main(void) {
+    int dev = ag_device_check();
+    if (dev) return dev;
     RUN(rule11_version_counter_shared_by_views_and_bumped);
     RUN(rule11_every_inplace_op_bumps);
     RUN(rule12_modified_saved_leaf_is_error);
@@ -607,6 +739,7 @@ int main(void) {
     RUN(rule14_inplace_on_nonleaf_and_on_views_of_non_grad_base);
     RUN(rule14_overlapping_inplace_views);
     RUN(rule14_nested_and_transposed_views);
+    RUN(rule14_grad_through_view_written_in_place_matches_backward);
     RUN(rule15_view_made_in_no_grad_then_written_in_grad_mode);
     RUN(rule15_view_made_in_inference_mode_then_written_in_grad_mode);
     RUN(rule15_inplace_on_split_or_chunk_piece_is_error);

@@ -172,6 +172,22 @@ static inline uint64_t ag_bytes_in_use(void) {
     return st.bytes_in_use;
 }
 
+/* The device the program runs on (GRAFT_DEVICE; the programs that also run
+ * on the other devices, see tests/CMakeLists.txt): 0 when it is there; 77,
+ * CTest's skip code, after saying why when a non-CPU device named by the
+ * environment is missing from this machine; 1 otherwise. */
+static inline int ag_device_check(void) {
+    gf_device *dev = gf_device_default();
+    if (dev) {
+        fprintf(stderr, "device %s (%s)\n", gf_device_spec(dev), gf_device_name(dev));
+        return 0;
+    }
+    const char *want = getenv("GRAFT_DEVICE");
+    bool gpu = want && strncmp(want, "cpu", 3) != 0;
+    fprintf(stderr, "%s: no device: %s\n", gpu ? "SKIPPED" : "FAILED", gf_last_error());
+    return gpu ? 77 : 1;
+}
+
 /* Ends a test program: every tensor must have been released by now (a
  * graph that outlived its outputs would keep tensors alive). */
 static inline int ag_finish(void) {

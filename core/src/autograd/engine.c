@@ -248,9 +248,52 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
     return gf__ag_run_post_hooks(n, grad_inputs, grads);
 }
 
-static int cmp_seq(const void *a, const void *b) {
-    uint64_t x = (*(const task *const *)a)->node->seq, y = (*(const task *const *)b)->node->seq;
-    return x < y ? -1 : x > y;
+/* gf_grad: marks the nodes that must run, those with a path to a captured
+ * edge. A post-order walk of the graph (a node after all its children):
+ * creation order is not a topological order, since a node's edges may lead
+ * to a node made after it (a view whose base was written in place gets its
+ * new history when an op takes it as input, after that op's node). */
+static gf_status mark_exec(run *r, const gf_edge *roots, int n_roots) {
+    typedef struct frame {
+        size_t t;
+        int k; /* next edge to visit */
+    } frame;
+    unsigned char *seen = calloc(r->n ? r->n : 1, 1);
+    frame *st = malloc((r->n ? r->n : 1) * sizeof *st); /* each task is pushed once */
+    if (!seen || !st) {
+        free(seen);
+        free(st);
+        return gf__error(GF_ERR_OUT_OF_MEMORY, "backward: out of host memory");
+    }
+    size_t top = 0;
+    for (int i = 0; i < n_roots; i++) {
+        long t = roots[i].node ? find(r, roots[i].node) : -1;
+        if (t < 0 || seen[t]) continue;
+        seen[t] = 1;
+        st[top++] = (frame){(size_t)t, 0};
+        while (top) {
+            frame *f = &st[top - 1];
+            gf_node *n = r->tasks[f->t].node;
+            if (f->k < n->n_next) {
+                gf_node *m = n->next[f->k++].node;
+                long c = m ? find(r, m) : -1;
+                if (c >= 0 && !seen[c]) {
+                    seen[c] = 1;
+                    st[top++] = (frame){(size_t)c, 0};
+                }
+                continue;
+            }
+            task *tk = &r->tasks[f->t];
+            for (int k = 0; k < n->n_next && !tk->exec; k++) {
+                long c = n->next[k].node ? find(r, n->next[k].node) : -1;
+                if (c >= 0 && (r->tasks[c].capture || r->tasks[c].exec)) tk->exec = true;
+            }
+            top--;
+        }
+    }
+    free(seen);
+    free(st);
+    return GF_OK;
 }
 
 static gf_status discover(run *r, const gf_edge *roots, int n_roots) {
@@ -295,31 +338,20 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
     gf_status s = discover(&r, roots, n_roots);
     gf_grad_mode prev_mode = gf_grad_mode_set(create_graph ? GF_GRAD_MODE_GRAD : GF_GRAD_MODE_NO_GRAD);
     int scope = gf__scope_suspend();
-    task **order = NULL;
     gf_tensor **grad_inputs = NULL;
 
     /* Which nodes run: all of them for backward; for grad, those on a path
-     * to an input (children before parents: by ascending sequence). */
-    if (s == GF_OK && !(order = malloc((r.n ? r.n : 1) * sizeof *order)))
-        s = gf__error(GF_ERR_OUT_OF_MEMORY, "backward: out of host memory");
+     * to an input. */
     if (s == GF_OK) {
-        for (size_t i = 0; i < r.n; i++) order[i] = &r.tasks[i];
-        qsort(order, r.n, sizeof *order, cmp_seq);
         for (int k = 0; k < n_capture; k++) {
             long i = capture[k].node ? find(&r, capture[k].node) : -1;
             if (i >= 0) r.tasks[i].capture = true;
         }
-        for (size_t j = 0; j < r.n; j++) {
-            task *t = order[j];
-            if (!capture) {
-                t->exec = true;
-                continue;
-            }
-            for (int i = 0; i < t->node->n_next && !t->exec; i++) {
-                long c = t->node->next[i].node ? find(&r, t->node->next[i].node) : -1;
-                if (c >= 0 && (r.tasks[c].capture || r.tasks[c].exec)) t->exec = true;
-            }
-        }
+        if (capture) s = mark_exec(&r, roots, n_roots);
+        else
+            for (size_t i = 0; i < r.n; i++) r.tasks[i].exec = true;
+    }
+    if (s == GF_OK) {
         for (size_t i = 0; i < r.n; i++) {
             if (!r.tasks[i].exec) continue;
             gf_node *n = r.tasks[i].node;
@@ -380,7 +412,6 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
         }
     }
     free(grad_inputs);
-    free(order);
     run_free(&r);
     gf__scope_resume(scope);
     gf_grad_mode_set(prev_mode);
