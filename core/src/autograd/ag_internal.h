@@ -197,6 +197,13 @@ gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind k
 /* base's new history after op (a node whose output was written into view, a
  * view of base) ran in place. */
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input);
+/* The history of an output that node n saved, when it is unpacked with
+ * create_graph (a new reference; NULL on failure): n itself, except while
+ * a CopySlices node runs n (an in-place op on a view), where n's output is
+ * the view: then the view's region of the base's history, that CopySlices,
+ * as PyTorch saves the view with its rebased history. So a double backward
+ * reaches n only through its CopySlices, never a second time on its own. */
+gf_node *gf__ag_saved_output_history(gf_node *n, uint32_t *output_nr);
 
 /* ---- in-place (inplace.c) */
 /* While an in-place op computes its value out of place, the tensor it will

@@ -215,17 +215,28 @@ static gf_status regen_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
     return GF_OK;
 }
 
-gf_node *gf__ag_view_regen_node(gf_tensor *view, gf_tensor *base) {
+/* A view's history: its region of the base, whose gradient flows along
+ * base_edge (a reference the node takes over). */
+static gf_node *regen_node(const region_ctx *view, const region_ctx *base, gf_edge base_edge,
+                           const gf_output_meta *meta) {
     gf_node *n = gf__ag_node_new("AsStridedBackward", regen_backward, 1, 1);
-    if (!n) return NULL;
-    n->next[0] = gf__ag_gradient_edge(base);
-    n->outputs[0] = (gf_output_meta){.rank = view->rank, .dtype = view->dtype,
-                                     .device = view->storage->device};
-    memcpy(n->outputs[0].sizes, view->sizes, sizeof view->sizes);
+    if (!n) {
+        gf__ag_node_release(base_edge.node);
+        return NULL;
+    }
+    n->next[0] = base_edge;
+    n->outputs[0] = *meta;
     regen_ctx *c = GF_NODE_CTX(n, regen_ctx);
-    c->view = (region_ctx){geom_of(view), storage_numel(view)};
-    c->base = (region_ctx){geom_of(base), storage_numel(base)};
+    c->view = *view;
+    c->base = *base;
     return n;
+}
+
+gf_node *gf__ag_view_regen_node(gf_tensor *view, gf_tensor *base) {
+    gf_output_meta m = {.rank = view->rank, .dtype = view->dtype, .device = view->storage->device};
+    memcpy(m.sizes, view->sizes, sizeof view->sizes);
+    region_ctx v = {geom_of(view), storage_numel(view)}, b = {geom_of(base), storage_numel(base)};
+    return regen_node(&v, &b, gf__ag_gradient_edge(base), &m);
 }
 
 /* ---- CopySlices: the base's history after an in-place op on its view.
@@ -237,6 +248,30 @@ typedef struct copyslices_ctx {
     int self_input; /* which input of the wrapped node was the view's old value, -1: none */
 } copyslices_ctx;
 GF_CTX_FITS(copyslices_ctx);
+
+/* While a CopySlices node runs the node of its in-place op: both (a stack
+ * across nested runs, kept on the C stack of copyslices_backward). */
+typedef struct cs_running {
+    const gf_node *op;
+    gf_node *cs;
+    const struct cs_running *outer;
+} cs_running;
+static _Thread_local const cs_running *tl_cs_running;
+
+gf_node *gf__ag_saved_output_history(gf_node *n, uint32_t *output_nr) {
+    const cs_running *r = tl_cs_running;
+    while (r && r->op != n) r = r->outer;
+    if (!r) {
+        gf__ag_node_retain(n);
+        return n;
+    }
+    /* The op wrote into a view: its output is the view, whose history is
+     * the view's region of the base's new history, the CopySlices. */
+    const copyslices_ctx *c = GF_NODE_CTX(r->cs, copyslices_ctx);
+    gf__ag_node_retain(r->cs);
+    *output_nr = 0;
+    return regen_node(&c->view, &c->base, (gf_edge){r->cs, 0}, &n->outputs[0]);
+}
 
 static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const copyslices_ctx *c = GF_NODE_CTX(n, copyslices_ctx);
@@ -252,7 +287,10 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
     if (!gv) s = gf__status();
     if (s == GF_OK) {
         gf_tensor *ins[1] = {gv};
+        cs_running running = {op, n, tl_cs_running};
+        tl_cs_running = &running;
         s = op->apply(op, ins, res);
+        tl_cs_running = running.outer;
     }
     gf_tensor *result = NULL;
     if (s == GF_OK) {

@@ -230,8 +230,18 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
     /* With create_graph, the saved tensor carries its history so the
      * gradient formula is itself differentiable. */
     if (s->requires_grad && gf__ag_grad_enabled()) {
-        gf_node *src = s->is_output ? n : s->grad_fn;
-        if (src) gf__ag_set_history(t, src, s->output_nr);
+        uint32_t nr = s->output_nr;
+        gf_node *src = NULL;
+        if (s->is_output) {
+            if (!(src = gf__ag_saved_output_history(n, &nr))) {
+                gf_tensor_release(t);
+                return gf__status();
+            }
+        } else if (s->grad_fn) {
+            gf__ag_node_retain(src = s->grad_fn);
+        }
+        if (src) gf__ag_set_history(t, src, nr);
+        gf__ag_node_release(src);
     }
     *out = t;
     return GF_OK;
