@@ -695,6 +695,109 @@ static void rule14_double_backward_through_inplace_on_view(void) {
     }
 }
 
+/* A custom function that writes a view in place and marks it dirty
+ * rebases the base's history as the built-in in-place ops do. */
+static gf_status addin_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n_in, gf_tensor **out,
+                           int n_out, void *user) {
+    gf_status s = gf_add_(in[0], in[1]); /* self += other */
+    if (s == GF_OK) s = gf_ctx_mark_dirty(ctx, in[0]);
+    for (int j = 0; j < n_out && s == GF_OK; j++) {
+        out[j] = j ? gf_clone(in[1]) : gf_tensor_retain(in[0]);
+        if (!out[j]) s = gf_last_status();
+    }
+    return s;
+}
+static gf_status addin_bwd(gf_function_ctx *ctx, gf_tensor *const *go, int n_out, gf_tensor **gi,
+                           int n_in, void *user) {
+    /* Plain ownership (rule 20): what it makes and returns is the caller's,
+     * also when CopySlices runs it. */
+    gi[0] = gf_tensor_retain(go[0]);
+    gi[1] = gf_mul_scalar(go[0], 1.0);
+    return gi[1] ? GF_OK : gf_last_status();
+}
+
+static void rule14_custom_function_dirtying_a_view_rebases_the_base(void) {
+    gf_function_def def = {"AddInPlace", addin_fwd, addin_bwd, false, NULL};
+    /* xc = clone(x); AddInPlace(xc[1:3], b); y = sum(xc * c). */
+    for (int use_grad = 0; use_grad < 2; use_grad++) {
+        gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+        gf_tensor *b = ag_leaf(DV(10, 20), 2);
+        gf_tensor *xc = gf_clone(x);
+        gf_tensor *v = gf_narrow(xc, 0, 1, 2);
+        gf_tensor *in[2] = {v, b}, *out = NULL;
+        CHECK_OK(gf_function_apply(&def, in, 2, &out, 1));
+        CHECK(out == v);
+        CHECK_VALS(xc, DV(1, 12, 23, 4), 4, 0);
+        const char *name = gf_tensor_grad_fn_name(xc);
+        CHECK_MSG(name && strcmp(name, "CopySlices") == 0, "xc's grad_fn is %s",
+                  name ? name : "(none)");
+        gf_tensor *c = ag_vec(DV(1, 2, 3, 4), 4);
+        gf_tensor *p = gf_mul(xc, c);
+        gf_tensor *y = gf_sum(p, NULL, 0, false);
+        if (!use_grad) {
+            CHECK_OK(gf_backward(y, NULL, NULL));
+            CHECK_GRAD(x, DV(1, 2, 3, 4), 4, 0);
+            CHECK_GRAD(b, DV(2, 3), 2, 0);
+        } else { /* through the view's regenerated history as well */
+            gf_tensor *vv = gf_mul_scalar(v, 10.0);
+            gf_tensor *sv = gf_sum(vv, NULL, 0, false);
+            gf_tensor *ys = gf_add(y, sv);
+            gf_tensor *ins[2] = {x, b}, *r[2] = {NULL, NULL};
+            CHECK_OK(gf_grad(&ys, 1, NULL, ins, 2, r, NULL));
+            CHECK_VALS(r[0], DV(1, 12, 13, 4), 4, 0);
+            CHECK_VALS(r[1], DV(12, 13), 2, 0);
+            gf_tensor_release(r[0]);
+            gf_tensor_release(r[1]);
+            gf_tensor_release(ys);
+            gf_tensor_release(sv);
+            gf_tensor_release(vv);
+        }
+        gf_tensor_release(y);
+        gf_tensor_release(p);
+        gf_tensor_release(c);
+        gf_tensor_release(out);
+        gf_tensor_release(v);
+        gf_tensor_release(xc);
+        gf_tensor_release(b);
+        gf_tensor_release(x);
+    }
+    /* PyTorch's case: y = sum(x) after the write; b.grad = [1, 1]. A base
+     * that needed no gradient gains history from b, as with gf_add_. */
+    for (int grad_base = 0; grad_base < 2; grad_base++) {
+        gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+        gf_tensor *b = ag_leaf(DV(10, 20), 2);
+        gf_tensor *base = grad_base ? gf_clone(x) : ag_vec(DV(1, 2, 3, 4), 4);
+        gf_tensor *v = gf_slice(base, 0, 0, 4, 2); /* elements 0 and 2 */
+        gf_tensor *in[2] = {v, b}, *out = NULL;
+        CHECK_OK(gf_function_apply(&def, in, 2, &out, 1));
+        CHECK(gf_tensor_requires_grad(base));
+        gf_tensor *y = gf_sum(base, NULL, 0, false);
+        CHECK_OK(gf_backward(y, NULL, NULL));
+        CHECK_GRAD(b, DV(1, 1), 2, 0);
+        if (grad_base) CHECK_GRAD(x, DV(1, 1, 1, 1), 4, 0);
+        gf_tensor_release(y);
+        gf_tensor_release(out);
+        gf_tensor_release(v);
+        gf_tensor_release(base);
+        gf_tensor_release(b);
+        gf_tensor_release(x);
+    }
+    /* CopySlices passes the function one gradient: a view written in place
+     * must be its only output (PyTorch's rule too). */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
+    gf_tensor *b = ag_leaf(DV(10, 20), 2);
+    gf_tensor *xc = gf_clone(x);
+    gf_tensor *v = gf_narrow(xc, 0, 1, 2);
+    gf_tensor *in[2] = {v, b}, *out[2] = {NULL, NULL};
+    CHECK_ERR(gf_function_apply(&def, in, 2, out, 2), GF_ERR_AUTOGRAD, "AddInPlace", "view",
+              "only output", "gf_clone");
+    CHECK(out[0] == NULL && out[1] == NULL);
+    gf_tensor_release(v);
+    gf_tensor_release(xc);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+}
+
 /* ------------------------------------------------------------ rule 15 */
 static void rule15_view_made_in_no_grad_then_written_in_grad_mode(void) {
     gf_tensor *x = ag_leaf(DV(1, 2, 3, 4), 4);
@@ -794,6 +897,7 @@ int main(void) {
     RUN(rule14_nested_and_transposed_views);
     RUN(rule14_grad_through_view_written_in_place_matches_backward);
     RUN(rule14_double_backward_through_inplace_on_view);
+    RUN(rule14_custom_function_dirtying_a_view_rebases_the_base);
     RUN(rule15_view_made_in_no_grad_then_written_in_grad_mode);
     RUN(rule15_view_made_in_inference_mode_then_written_in_grad_mode);
     RUN(rule15_inplace_on_split_or_chunk_piece_is_error);

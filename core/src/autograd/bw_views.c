@@ -289,7 +289,11 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
         gf_tensor *ins[1] = {gv};
         cs_running running = {op, n, tl_cs_running};
         tl_cs_running = &running;
+        /* As the engine runs a node: no scope records what it returns (a
+         * custom function's backward hands over plain references). */
+        int sc = gf__scope_suspend();
         s = op->apply(op, ins, res);
+        gf__scope_resume(sc);
         tl_cs_running = running.outer;
     }
     gf_tensor *result = NULL;
@@ -336,8 +340,7 @@ gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int 
                                      .device = base->storage->device};
     memcpy(n->outputs[0].sizes, base->sizes, sizeof base->sizes);
     gf__ag_node_retain(op);
-    n->wrapped = op;
-    n->ever_saved = op->ever_saved;
+    n->wrapped = op; /* saves nothing itself: whether it may run again is op's state */
     copyslices_ctx *c = GF_NODE_CTX(n, copyslices_ctx);
     c->view = (region_ctx){geom_of(view), storage_numel(view)};
     c->base = (region_ctx){geom_of(base), storage_numel(base)};

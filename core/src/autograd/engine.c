@@ -223,7 +223,7 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
         if (!grads[i]) return gf__status();
     }
     pthread_mutex_lock(&n->lock);
-    if (n->saved_released) {
+    if (n->saved_released || (n->wrapped && n->wrapped->saved_released)) {
         pthread_mutex_unlock(&n->lock);
         return gf__error(GF_ERR_AUTOGRAD, "%s: trying to backward through the graph a second "
                          "time (or to read saved tensors after they were freed). Saved values "

@@ -258,6 +258,25 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
         m->device = o->storage->device;
         if (!gf_dtype_is_float(o->dtype) || contains(c->non_diff, c->n_non_diff, o)) continue;
         gf_autograd_meta *om = o->autograd;
+        if (om && om->base && contains(c->dirty, c->n_dirty, o)) {
+            /* A view written in place: as for the built-in in-place ops, the
+             * base's history becomes CopySlices running this node on the
+             * view's region (rule 14); the view's own history is regenerated
+             * from it. CopySlices passes one gradient, so (as in PyTorch)
+             * the view must be the only output. */
+            if (n_outputs != 1) {
+                s = gf__error(GF_ERR_AUTOGRAD, "%s: a custom function that modifies a view in "
+                              "place (input marked dirty with gf_ctx_mark_dirty) must return that "
+                              "view as its only output; this one has %d outputs. Return the "
+                              "others from a second function, or modify a gf_clone of the view",
+                              c->name, n_outputs);
+                break;
+            }
+            int self_input = 0;
+            while (inputs[self_input] != o) self_input++;
+            if ((s = gf__ag_copy_slices(om->base, o, n, self_input)) != GF_OK) break;
+            continue;
+        }
         if (contains(inputs, n_inputs, o) && !contains(c->dirty, c->n_dirty, o)) {
             /* An input returned unchanged: hand out a view so its own
              * history stays as it was. */
