@@ -362,6 +362,54 @@ static void rule18_failing_node_hook_stops_backward(void) {
     gf_tensor_release(x);
 }
 
+static gf_status reasoned_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    return gf_set_error(GF_ERR_INVALID, "gradient of %s rejected", name);
+}
+static gf_status failing_post(const char *name, gf_tensor **gi, int n_in, gf_tensor *const *go,
+                              int n_out, void *user) {
+    return GF_ERR_PLUGIN;
+}
+
+/* An earlier failure, read and handled: never reported for a hook's. */
+static void fail_and_read(void) {
+    gf_tensor *v = ag_vec(DV(1, 2), 2);
+    CHECK(gf_narrow(v, 3, 0, 1) == NULL && strstr(gf_last_error(), "gf_narrow") != NULL);
+    gf_tensor_release(v);
+}
+
+static void rule18_failing_node_hook_reports_its_own_error(void) {
+    gf_tensor *x = ag_leaf(DV(1), 1);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    const char *node = gf_tensor_grad_fn_name(y);
+    gf_hook_handle h = gf_node_register_pre_hook(y, failing_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_INVALID, node,
+              "pre-hook", "without a message", "gf_set_error");
+    CHECK(strstr(gf_last_error(), "gf_narrow") == NULL);
+    gf_hook_remove(h);
+    /* a message of its own: that one, naming the node */
+    h = gf_node_register_pre_hook(y, reasoned_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_INVALID, node,
+              "a node pre-hook: gradient of", "rejected");
+    gf_hook_remove(h);
+    /* a post-hook, the status it returned */
+    h = gf_node_register_post_hook(y, failing_post, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_PLUGIN, node,
+              "post-hook", "without a message");
+    gf_hook_remove(h);
+    /* on a leaf's accumulator, through gf_backward */
+    h = gf_node_register_pre_hook(x, reasoned_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, NULL), GF_ERR_INVALID, "AccumulateGrad: a node pre-hook",
+              "rejected");
+    gf_hook_remove(h);
+    CHECK(gf_tensor_grad(x) == NULL);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
 /* ------------------------------------------------------------ rule 19 */
 /* Pack to host memory (a plain copy), unpack back to the device. */
 typedef struct packed {
@@ -522,6 +570,7 @@ int main(void) {
     RUN(rule18_node_hooks_run_only_if_the_node_runs);
     RUN(rule18_pre_hook_may_replace_the_gradient);
     RUN(rule18_failing_node_hook_stops_backward);
+    RUN(rule18_failing_node_hook_reports_its_own_error);
     RUN(rule19_pack_once_per_saved_tensor_unpack_every_use);
     RUN(rule19_hooked_saved_tensors_skip_version_check);
     RUN(rule19_innermost_hooks_win);

@@ -229,8 +229,9 @@ static gf_hook *leaf_node_hooks(const gf_node *n) {
 static gf_status run_pre_list(gf_node *n, gf_hook *list, gf_tensor **grads) {
     for (gf_hook *h = list; h; h = h->next) {
         if (h->removed || h->kind != GF_HOOK_PRE) continue;
+        uint64_t seq = gf__error_seq();
         gf_status s = h->pre_fn(n->name, grads, n->n_outputs, h->user);
-        if (s != GF_OK) return s;
+        if (s != GF_OK) return gf__callback_failed(s, seq, "%s: a node pre-hook", n->name);
     }
     return GF_OK;
 }
@@ -260,8 +261,9 @@ static gf_status run_post_list(gf_node *n, gf_hook *list, gf_tensor **grad_input
                                gf_tensor *const *grads) {
     for (gf_hook *h = list; h; h = h->next) {
         if (h->removed || h->kind != GF_HOOK_POST) continue;
+        uint64_t seq = gf__error_seq();
         gf_status s = h->post_fn(n->name, grad_inputs, n->n_next, grads, n->n_outputs, h->user);
-        if (s != GF_OK) return s;
+        if (s != GF_OK) return gf__callback_failed(s, seq, "%s: a node post-hook", n->name);
     }
     return GF_OK;
 }
