@@ -1,8 +1,11 @@
 /* test_rules_devices.c — autograd rules whose values the device computes
  * (docs/autograd.md): .grad accumulated in place (rule 2), gradients at
- * non-differentiable points (rule 24). Built with the other rule tests and
- * also run on every device of the cross-device suites (tests/CMakeLists.txt):
- * tensors are made on the default device (GRAFT_DEVICE). */
+ * non-differentiable points (rule 24: std at zero variance). Built with the
+ * other rule tests and also run on every device of the cross-device suites
+ * (tests/CMakeLists.txt): tensors are made on the default device
+ * (GRAFT_DEVICE). */
+#include <math.h>
+
 #include "test_rules_util.h"
 
 /* ------------------------------------------------------------ rule 2 */
@@ -145,10 +148,107 @@ static void rule02_create_graph_then_plain_backward(void) {
     gf_tensor_release(x);
 }
 
+/* ------------------------------------------------------------ rule 24 */
+/* d/dx of sum(f(x) * w) for f = std or var over dims (NULL: all) with the
+ * given correction, checked against want (NaN matches NaN). */
+static void check_spread_grad(bool is_std, const double *xv, const int64_t *sizes, int rank,
+                              const int *dims, int nd, double correction, bool keepdim,
+                              const double *want, int n) {
+    gf_tensor *x = ag_leaf_t(xv, sizes, rank);
+    gf_tensor *y = is_std ? gf_std(x, dims, nd, correction, keepdim)
+                          : gf_var(x, dims, nd, correction, keepdim);
+    CHECK_MSG(y != NULL, "%s", gf_last_error());
+    if (y) {
+        CHECK_OK(ag_backward_ones(y, -1, false));
+        CHECK_GRAD(x, want, n, 1e-12);
+    }
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+static void rule24_std_at_zero_variance_is_zero(void) {
+    /* As PyTorch (1.13 and 2.x): a slice of equal values has std 0 and
+     * gradient 0 (its std_backward masks 1 / (2 std) there), not NaN. */
+    const double x[6] = {1, 1, 1, 1, 2, 3};
+    const double s1 = 0.5, s0 = 1.0 / (3.0 * sqrt(2.0 / 3.0));
+    for (int keep = 0; keep < 2; keep++) {
+        /* correction 1: row 1 has std 1, gradient (x - mean) / (2 std) * 2 / (N - 1) */
+        check_spread_grad(true, x, SZ(2, 3), 2, (const int[]){1}, 1, 1.0, keep,
+                          DV(0, 0, 0, -s1, 0, s1), 6);
+        /* correction 0: std sqrt(2/3), gradient (x - mean) / (N std) */
+        check_spread_grad(true, x, SZ(2, 3), 2, (const int[]){-1}, 1, 0.0, keep,
+                          DV(0, 0, 0, -s0, 0, s0), 6);
+    }
+    /* over every dim, and over the dim where the columns are constant */
+    const double c[6] = {4, 4, 4, 4, 4, 4};
+    check_spread_grad(true, c, SZ(2, 3), 2, NULL, 0, 1.0, false, DV(0, 0, 0, 0, 0, 0), 6);
+    check_spread_grad(true, c, SZ(2, 3), 2, NULL, 0, 0.0, true, DV(0, 0, 0, 0, 0, 0), 6);
+    const double cols[6] = {1, 2, 3, 1, 2, 3};
+    check_spread_grad(true, cols, SZ(2, 3), 2, (const int[]){0}, 1, 1.0, false,
+                      DV(0, 0, 0, 0, 0, 0), 6);
+    /* a 0-dim input: std 0 with correction 0 */
+    check_spread_grad(true, DV(5), NULL, 0, NULL, 0, 0.0, false, DV(0), 1);
+    /* var there is 0 with gradient 0 already (2 (x - mean) / (N - c)) */
+    check_spread_grad(false, x, SZ(2, 3), 2, (const int[]){1}, 1, 1.0, false,
+                      DV(0, 0, 0, -1, 0, 1), 6);
+    check_spread_grad(false, c, SZ(2, 3), 2, NULL, 0, 0.0, false, DV(0, 0, 0, 0, 0, 0), 6);
+    /* N - correction <= 0 is undefined, NaN as in PyTorch, for both */
+    check_spread_grad(true, DV(1, 2), SZ(2, 1), 2, (const int[]){1}, 1, 1.0, false, DV(NAN, NAN), 2);
+    check_spread_grad(false, DV(1, 2), SZ(2, 1), 2, (const int[]){1}, 1, 1.0, false, DV(NAN, NAN), 2);
+    /* f32 too */
+    gf_tensor *x64 = ag_t(x, SZ(2, 3), 2);
+    gf_tensor *x32 = gf_to_dtype(x64, GF_F32);
+    CHECK_OK(gf_tensor_set_requires_grad(x32, true));
+    gf_tensor *y = gf_std(x32, (const int[]){1}, 1, 1.0, false);
+    CHECK(y && strcmp(gf_tensor_grad_fn_name(y), "StdBackward") == 0);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x32, DV(0, 0, 0, -0.5, 0, 0.5), 6, 1e-6);
+    gf_tensor_release(y);
+    gf_tensor_release(x32);
+    gf_tensor_release(x64);
+}
+
+static gf_tensor *std_rows(gf_tensor *const *in, int n, void *user) {
+    return gf_std(in[0], (const int[]){1}, 1, *(const double *)user, false);
+}
+
+static void rule24_std_second_order_at_zero_variance(void) {
+    /* The gradient of the gradient of a constant row is 0 too (finite):
+     * d/dx sum(d std / dx * v) for the constant row. Elsewhere std still
+     * passes gf_gradcheck and gf_gradgradcheck. */
+    gf_tensor *x = ag_leaf_t(DV(1, 1, 1, 1, 2, 4), SZ(2, 3), 2);
+    gf_tensor *y = gf_std(x, (const int[]){1}, 1, 1.0, false);
+    gf_tensor *g = ag_grad1(y, x, NULL, true);
+    gf_tensor *v = ag_t(DV(1, 2, 3, 4, 5, 6), SZ(2, 3), 2);
+    gf_tensor *gv = g ? gf_mul(g, v) : NULL;
+    gf_tensor *s = gv ? gf_sum(gv, NULL, 0, false) : NULL;
+    gf_tensor *h = s ? ag_grad1(s, x, NULL, false) : NULL;
+    double hv[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    CHECK(ag_read(h, hv, 6) == 6);
+    for (int i = 0; i < 3; i++) CHECK_CLOSE(hv[i], 0, 0);
+    for (int i = 3; i < 6; i++) CHECK(isfinite(hv[i]));
+    gf_tensor_release(h);
+    gf_tensor_release(s);
+    gf_tensor_release(gv);
+    gf_tensor_release(v);
+    gf_tensor_release(g);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+    gf_tensor *z = ag_leaf_t(DV(0.5, -1, 2, 3, 0.25, 1), SZ(2, 3), 2);
+    for (int k = 0; k < 2; k++) {
+        double corr = k;
+        CHECK_OK(gf_gradcheck(std_rows, &z, 1, &corr, NULL));
+        CHECK_OK(gf_gradgradcheck(std_rows, &z, 1, &corr, NULL));
+    }
+    gf_tensor_release(z);
+}
+
 int main(void) {
     RUN(rule02_accumulates_into_the_same_tensor);
     RUN(rule02_first_grad_never_aliases_the_engines);
     RUN(rule02_grad_set_by_the_user);
     RUN(rule02_create_graph_then_plain_backward);
+    RUN(rule24_std_at_zero_variance_is_zero);
+    RUN(rule24_std_second_order_at_zero_variance);
     return ag_finish();
 }
