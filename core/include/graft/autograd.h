@@ -191,9 +191,15 @@ GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_sub_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_mul_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_div_(gf_tensor *self, const gf_tensor *other);
+/* Scalars follow ops.h's rule: a double scalar with an integer or bool self
+ * gives an f32 result, which is refused (DTYPE); the _int forms keep an
+ * integer self's dtype. */
 GF_API gf_status gf_add_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_add_scalar_int_(gf_tensor *self, int64_t s);
 GF_API gf_status gf_mul_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_mul_scalar_int_(gf_tensor *self, int64_t s);
 GF_API gf_status gf_clamp_(gf_tensor *self, double min, double max);
+GF_API gf_status gf_clamp_int_(gf_tensor *self, int64_t min, int64_t max);
 GF_API gf_status gf_relu_(gf_tensor *self);
 GF_API gf_status gf_sigmoid_(gf_tensor *self);
 GF_API gf_status gf_tanh_(gf_tensor *self);
