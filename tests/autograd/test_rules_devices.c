@@ -1,9 +1,9 @@
 /* test_rules_devices.c — autograd rules whose values the device computes
  * (docs/autograd.md): .grad accumulated in place (rule 2), gradients at
- * non-differentiable points (rule 24: std at zero variance). Built with the
- * other rule tests and also run on every device of the cross-device suites
- * (tests/CMakeLists.txt): tensors are made on the default device
- * (GRAFT_DEVICE). */
+ * non-differentiable points (rule 24: std at zero variance, ties of
+ * maximum/minimum with a scalar). Built with the other rule tests and also
+ * run on every device of the cross-device suites (tests/CMakeLists.txt):
+ * tensors are made on the default device (GRAFT_DEVICE). */
 #include <math.h>
 
 #include "test_rules_util.h"
@@ -243,6 +243,31 @@ static void rule24_std_second_order_at_zero_variance(void) {
     gf_tensor_release(z);
 }
 
+static void rule24_maximum_minimum_scalar_ties_give_half(void) {
+    /* As torch.maximum(x, tensor(s)): where x equals the scalar, x gets half
+     * the gradient (the scalar would get the other half). gf_clamp instead
+     * passes all of it on its bounds (test_rules_points.c). */
+    for (int k = 0; k < 4; k++) {
+        bool mx = k & 1, f32 = k & 2;
+        gf_tensor *x64 = ag_vec(DV(1, 2, 3), 3);
+        gf_tensor *x = gf_to_dtype(x64, f32 ? GF_F32 : GF_F64);
+        CHECK_OK(gf_tensor_set_requires_grad(x, true));
+        gf_tensor *y = mx ? gf_maximum_scalar(x, 2.0) : gf_minimum_scalar(x, 2.0);
+        gf_tensor *yi = mx ? gf_maximum_scalar_int(x, 2) : gf_minimum_scalar_int(x, 2);
+        CHECK_OK(y ? ag_backward_ones(y, -1, false) : gf_last_status());
+        if (mx) CHECK_GRAD(x, DV(0, 0.5, 1), 3, 0);
+        else CHECK_GRAD(x, DV(1, 0.5, 0), 3, 0);
+        CHECK_OK(gf_tensor_set_grad(x, NULL));
+        CHECK_OK(yi ? ag_backward_ones(yi, -1, false) : gf_last_status());
+        if (mx) CHECK_GRAD(x, DV(0, 0.5, 1), 3, 0);
+        else CHECK_GRAD(x, DV(1, 0.5, 0), 3, 0);
+        gf_tensor_release(yi);
+        gf_tensor_release(y);
+        gf_tensor_release(x);
+        gf_tensor_release(x64);
+    }
+}
+
 int main(void) {
     RUN(rule02_accumulates_into_the_same_tensor);
     RUN(rule02_first_grad_never_aliases_the_engines);
@@ -250,5 +275,6 @@ int main(void) {
     RUN(rule02_create_graph_then_plain_backward);
     RUN(rule24_std_at_zero_variance_is_zero);
     RUN(rule24_std_second_order_at_zero_variance);
+    RUN(rule24_maximum_minimum_scalar_ties_give_half);
     return ag_finish();
 }

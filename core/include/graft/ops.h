@@ -108,7 +108,9 @@ GF_API gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, doub
 /* scalar forms (the scalar rule at the top of this file): a double scalar
  * is floating (an integer or bool x gives f32), an int64_t one is integer
  * (the _int forms: an integer x keeps its dtype, bool gives i64). rsub is
- * s - x; comparisons give bool. */
+ * s - x; comparisons give bool. The gradient of maximum/minimum_scalar
+ * where x equals s is half the incoming one, as torch.maximum's at ties
+ * (docs/autograd.md rule 24); gf_clamp passes it all on its bounds. */
 GF_API gf_tensor *gf_add_scalar(const gf_tensor *x, double s);
 GF_API gf_tensor *gf_add_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_sub_scalar(const gf_tensor *x, double s);
