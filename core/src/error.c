@@ -12,6 +12,9 @@ static _Thread_local char tl_message[GF_MSG_MAX];
 /* The user has read the error (gf_last_error / gf_last_status): it is no
  * longer the cause of a NULL that reaches a later call. */
 static _Thread_local bool tl_read;
+/* Counts the errors recorded on this thread: tells whether a callback
+ * recorded one while it ran (gf__callback_failed). */
+static _Thread_local uint64_t tl_seq;
 
 static const char *const status_names[] = {
     [0] = "GF_OK",
@@ -42,8 +45,41 @@ gf_status gf__error(gf_status status, const char *fmt, ...) {
     va_end(ap);
     tl_status = status;
     tl_read = false;
+    tl_seq++;
     gf__log(GFP_LOG_DEBUG, "error %s: %s", gf_status_name(status), tl_message);
     return status;
+}
+
+gf_status gf_set_error(gf_status status, const char *fmt, ...) {
+    char msg[GF_MSG_MAX];
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    } else {
+        msg[0] = '\0';
+    }
+    if (status >= 0)
+        return gf__error(GF_ERR_INVALID, "gf_set_error: status %d is not a failure (use a "
+                         "negative GF_ERR_* status); message: %s", (int)status, msg);
+    return gf__error(status, "%s", msg[0] ? msg : "(no message given)");
+}
+
+uint64_t gf__error_seq(void) { return tl_seq; }
+
+gf_status gf__callback_failed(gf_status s, uint64_t seq, const char *fmt, ...) {
+    char where[GF_MSG_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    if (tl_seq == seq || tl_status == GF_OK)
+        return gf__error(s, "%s returned %s without a message (attach one with gf_set_error "
+                         "before returning a failure)", where, gf_status_name(s));
+    char inner[GF_MSG_MAX];
+    snprintf(inner, sizeof inner, "%s", tl_message);
+    return gf__error(s, "%s: %s", where, inner);
 }
 
 bool gf__error_pending(void) { return tl_status != GF_OK; }

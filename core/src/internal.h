@@ -37,6 +37,14 @@ const char *gf__message(void);
 /* The thread's error state: a failed call since the last public entry keeps
  * priority. */
 bool gf__error_pending(void);
+/* Code that graft calls back (custom functions, hooks, gradcheck functions):
+ * take gf__error_seq() before the call; when it returns a failure s, pass
+ * both to gf__callback_failed with where it ran ("MyFn: backward"). The
+ * error recorded during the call is kept, prefixed with `where`, under
+ * status s; with none recorded, the message says so (an older error of the
+ * thread never stands in). Returns s. */
+uint64_t gf__error_seq(void);
+gf_status gf__callback_failed(gf_status s, uint64_t seq, const char *where_fmt, ...) GF_PRINTF(3, 4);
 void gf__log(gfp_log_level level, const char *fmt, ...) GF_PRINTF(2, 3);
 int gf__log_level(void);
 /* secure_getenv where available. */

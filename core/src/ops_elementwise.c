@@ -1,5 +1,6 @@
 /* ops_elementwise.c — unary, binary, comparison and selection ops. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "autograd/ag_internal.h"
@@ -136,15 +137,58 @@ gf_tensor *gf_pow_scalar(const gf_tensor *x, double exponent) {
     return unary_scalars(x, GFP_OP_POW_SCALAR, "gf_pow_scalar", exponent, 0);
 }
 
+static gf_dtype int_scalar_dtype(gf_dtype x);
+static gf_tensor *with_int_scalar(const gf_tensor *x, int64_t s, bool scalar_first,
+                                  gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
+                                  const char *name);
+
+static gf_tensor *clamp_run(const gf_tensor *x, double min, double max, const char *name) {
+    gfp_clamp_params p = {.struct_size = sizeof p, .has_min = !isnan(min), .has_max = !isnan(max),
+                          .min = isnan(min) ? 0 : min, .max = isnan(max) ? 0 : max};
+    return run_unary_ab(x, GFP_OP_CLAMP, name, K_NUMERIC, &p, min, max);
+}
+
+/* The bounds are double scalars (ops.h): an integer or bool x is clamped
+ * in f32, as PyTorch's clamp(int_tensor, 0.0, 4.0). */
 gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
     if (isnan(min) && isnan(max)) {
         gf__error(GF_ERR_INVALID, "gf_clamp: at least one of min and max must be given (both are "
                   "NAN)");
         return NULL;
     }
-    gfp_clamp_params p = {.struct_size = sizeof p, .has_min = !isnan(min), .has_max = !isnan(max),
-                          .min = isnan(min) ? 0 : min, .max = isnan(max) ? 0 : max};
-    return run_unary_ab(x, GFP_OP_CLAMP, "gf_clamp", K_NUMERIC, &p, min, max);
+    if (!x || gf_dtype_is_float(x->dtype)) return clamp_run(x, min, max, "gf_clamp");
+    int saved = gf__scope_suspend();
+    gf_tensor *xf = gf__cast(x, GF_F32);
+    gf_tensor *r = xf ? clamp_run(xf, min, max, "gf_clamp") : NULL;
+    gf__scope_resume(saved);
+    gf_tensor_release(xf);
+    return gf__ret(r);
+}
+
+/* int64 bounds: an integer x keeps its dtype (bool: i64), clamped exactly
+ * (maximum then minimum with exact scalars; a bound beyond the dtype's range
+ * has no effect); a float x is clamped in its dtype as by gf_clamp. */
+gf_tensor *gf_clamp_int(const gf_tensor *x, int64_t min, int64_t max) {
+    if (!x) {
+        gf__null_arg("gf_clamp_int", "x");
+        return NULL;
+    }
+    if (gf_dtype_is_float(x->dtype))
+        return clamp_run(x, min == INT64_MIN ? NAN : (double)min, max == INT64_MAX ? NAN : (double)max,
+                         "gf_clamp_int");
+    gf_dtype dt = int_scalar_dtype(x->dtype);
+    if (dt == GF_I32) { /* saturate: a bound outside the range of i32 clamps nothing */
+        min = min < INT32_MIN ? INT32_MIN : min > INT32_MAX ? INT32_MAX : min;
+        max = max < INT32_MIN ? INT32_MIN : max > INT32_MAX ? INT32_MAX : max;
+    }
+    int saved = gf__scope_suspend();
+    gf_tensor *xi = gf__cast(x, dt);
+    gf_tensor *lo = xi ? with_int_scalar(xi, min, false, gf_maximum, "gf_clamp_int") : NULL;
+    gf_tensor *r = lo ? with_int_scalar(lo, max, false, gf_minimum, "gf_clamp_int") : NULL;
+    gf__scope_resume(saved);
+    gf_tensor_release(lo);
+    gf_tensor_release(xi);
+    return gf__ret(r);
 }
 
 /* ------------------------------------------------------------ binary */
@@ -238,8 +282,15 @@ BINARY(gf_logical_and, GFP_OP_LOGICAL_AND, K_LOGICAL)
 BINARY(gf_logical_or, GFP_OP_LOGICAL_OR, K_LOGICAL)
 #undef BINARY
 
-/* The scalar takes x's dtype, except a fractional scalar with an integer
- * tensor, which is f32 (so x < 2.5 compares with 2.5, not 2). */
+/* ------------------------------------------------------------ scalar forms */
+/* PyTorch's rule for a tensor and a C++ Scalar (ops.h): a double scalar is a
+ * floating scalar, so with an integer or bool tensor the op runs in f32 (the
+ * default float dtype), whatever the value; with a float tensor it runs in
+ * the tensor's dtype. An int64 scalar keeps an integer tensor's dtype, gives
+ * i64 with a bool tensor, and takes a float tensor's dtype. Comparisons run
+ * in that dtype and give bool. */
+static gf_dtype double_scalar_dtype(gf_dtype x) { return gf_dtype_is_float(x) ? x : GF_F32; }
+
 static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
                               gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
                               const char *name) {
@@ -247,20 +298,62 @@ static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
         gf__null_arg(name, "x");
         return NULL;
     }
-    gf_dtype dt = x->dtype;
-    if (!gf_dtype_is_float(dt) && s != floor(s)) dt = GF_F32;
-    if (dt == GF_BOOL && s != 0 && s != 1) dt = GF_I64;
     int saved = gf__scope_suspend();
-    gf_tensor *c = gf__scalar(s, dt, x->storage->device);
+    gf_tensor *c = gf__scalar(s, double_scalar_dtype(x->dtype), x->storage->device);
     gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(c);
     return gf__ret(r);
 }
 
-#define SCALAR(fn, base, first)                                  \
-    gf_tensor *fn(const gf_tensor *x, double s) {                \
-        return with_scalar(x, s, first, base, #fn);              \
+/* The dtype an int64 scalar takes with a tensor of dtype x. */
+static gf_dtype int_scalar_dtype(gf_dtype x) { return x == GF_BOOL ? GF_I64 : x; }
+
+/* A 0-dim tensor of dtype dt holding v exactly (integers are not passed
+ * through a double). Fails OVERFLOW when v does not fit an i32. */
+static gf_tensor *int_scalar(int64_t v, gf_dtype dt, gf_device *dev, const char *name) {
+    if (dt == GF_I32 && (v < INT32_MIN || v > INT32_MAX)) {
+        gf__error(GF_ERR_OVERFLOW, "%s: the scalar %lld does not fit the i32 tensor's dtype; "
+                  "convert the tensor with gf_to_dtype(x, GF_I64) first", name, (long long)v);
+        return NULL;
+    }
+    if (gf_dtype_is_float(dt)) return gf__scalar((double)v, dt, dev);
+    gf_tensor *t = gf__empty(NULL, 0, dt, dev);
+    if (!t) return NULL;
+    unsigned char pat[8];
+    int32_t v32 = (int32_t)(dt == GF_I32 ? v : 0);
+    if (dt == GF_I64) memcpy(pat, &v, 8);
+    else memcpy(pat, &v32, 4);
+    size_t es = gf_dtype_size(dt);
+    if (gf__dev_fill(dev, t->storage->buffer, (uint64_t)t->offset * es, es, pat, (uint32_t)es) !=
+        GF_OK) {
+        gf_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+static gf_tensor *with_int_scalar(const gf_tensor *x, int64_t s, bool scalar_first,
+                                  gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
+                                  const char *name) {
+    if (!x) {
+        gf__null_arg(name, "x");
+        return NULL;
+    }
+    int saved = gf__scope_suspend();
+    gf_tensor *c = int_scalar(s, int_scalar_dtype(x->dtype), x->storage->device, name);
+    gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
+    gf__scope_resume(saved);
+    gf_tensor_release(c);
+    return gf__ret(r);
+}
+
+#define SCALAR(fn, base, first)                                          \
+    gf_tensor *fn(const gf_tensor *x, double s) {                        \
+        return with_scalar(x, s, first, base, #fn);                      \
+    }                                                                    \
+    gf_tensor *fn##_int(const gf_tensor *x, int64_t s) {                 \
+        return with_int_scalar(x, s, first, base, #fn "_int");           \
     }
 SCALAR(gf_add_scalar, gf_add, false)
 SCALAR(gf_sub_scalar, gf_sub, false)
@@ -276,6 +369,29 @@ SCALAR(gf_le_scalar, gf_le, false)
 SCALAR(gf_gt_scalar, gf_gt, false)
 SCALAR(gf_ge_scalar, gf_ge, false)
 #undef SCALAR
+
+/* x ** s for an int64 exponent: a float tensor uses gf_pow_scalar (the same
+ * values and gradient as a double exponent); an integer or bool one stays
+ * integer (bool: i64), computed exactly, as PyTorch's pow(Tensor, int). */
+gf_tensor *gf_pow_scalar_int(const gf_tensor *x, int64_t s) {
+    if (!x) {
+        gf__null_arg("gf_pow_scalar_int", "x");
+        return NULL;
+    }
+    if (gf_dtype_is_float(x->dtype)) return gf_pow_scalar(x, (double)s);
+    if (s < 0) {
+        gf__error(GF_ERR_INVALID, "gf_pow_scalar_int: integers to negative integer powers are "
+                  "not allowed (%s tensor, exponent %lld); convert the tensor to a float dtype "
+                  "first, or use gf_pow_scalar", gf_dtype_name(x->dtype), (long long)s);
+        return NULL;
+    }
+    int saved = gf__scope_suspend();
+    gf_tensor *xi = x->dtype == GF_BOOL ? gf__cast(x, GF_I64) : gf_tensor_retain((gf_tensor *)x);
+    gf_tensor *r = xi ? with_int_scalar(xi, s, false, gf_pow, "gf_pow_scalar_int") : NULL;
+    gf__scope_resume(saved);
+    gf_tensor_release(xi);
+    return gf__ret(r);
+}
 
 /* ------------------------------------------------------------ selection */
 gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b) {

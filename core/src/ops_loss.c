@@ -131,7 +131,7 @@ static gf_status nll_compute(const gf_tensor *lp, const gf_tensor *target,
         if (!((var) = (expr))) goto fail;  \
     } while (0)
     STEP(t64, gf_to_dtype(target, GF_I64));
-    STEP(out->valid, gf_ne_scalar(t64, (double)ignore_index));
+    STEP(out->valid, gf_ne_scalar_int(t64, ignore_index));
     STEP(zero_i, gf_scalar(0.0, GF_I64, dev));
     STEP(out->zero, gf_scalar(0.0, lp->dtype, dev));
     STEP(safe, gf_where(out->valid, t64, zero_i));

@@ -343,7 +343,7 @@ static gf_status pool_params(const gf_pool2d_opts *o, bool is_max, const char *o
         p->dilation[a] = (is_max && o->dilation[a]) ? o->dilation[a] : 1;
     }
     p->ceil_mode = o->ceil_mode ? 1u : 0u;
-    p->count_include_pad = (!is_max && o->count_include_pad) ? 1u : 0u;
+    p->count_include_pad = (!is_max && !o->exclude_pad) ? 1u : 0u; /* inverted in the public opts */
     return GF_OK;
 }
 

@@ -13,6 +13,8 @@
 /* Autograd recording (core/src/autograd/bw_reduce.c). */
 gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint32_t mask,
                                bool keepdim, double correction);
+gf_status gf__ag_record_std(const gf_tensor *x, gf_tensor *y, uint32_t mask, bool keepdim,
+                           double correction);
 gf_status gf__ag_record_extreme_dim(gfp_op op, const gf_tensor *x, gf_tensor *values,
                                     const gf_tensor *indices, int dim, bool keepdim);
 
@@ -246,7 +248,9 @@ gf_tensor *gf_var(const gf_tensor *x, const int *dims, int ndims, double correct
     return ret_new(var_composite(x, dims, ndims, correction, keepdim, mask));
 }
 
-/* sqrt(var): a composite, so it inherits var's and sqrt's gradients. */
+/* sqrt(var), computed without recording; its node (StdBackward) gives a
+ * zero-variance slice the gradient 0, as PyTorch's std_backward does, where
+ * the chain through sqrt would give 0 * inf = NaN. */
 gf_tensor *gf_std(const gf_tensor *x, const int *dims, int ndims, double correction,
                   bool keepdim) {
     if (!x) {
@@ -258,10 +262,17 @@ gf_tensor *gf_std(const gf_tensor *x, const int *dims, int ndims, double correct
         check_correction(correction, "std") != GF_OK)
         return NULL;
     int s = gf__scope_suspend();
+    gf_grad_mode prev = gf_grad_mode_get();
+    if (prev == GF_GRAD_MODE_GRAD) gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     gf_tensor *v = gf_var(x, dims, ndims, correction, keepdim);
     gf_tensor *r = v ? gf_sqrt(v) : NULL;
+    gf_grad_mode_set(prev);
     gf_tensor_release(v);
     gf__scope_resume(s);
+    if (r && gf__ag_record_std(x, r, mask, keepdim, correction) != GF_OK) {
+        gf_tensor_release(r);
+        r = NULL;
+    }
     return ret_new(r);
 }
 

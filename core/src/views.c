@@ -214,12 +214,19 @@ gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length)
         return NULL;
     }
     int64_t n = t->sizes[d];
-    if (start < 0) start += n;
-    if (start < 0 || length < 0 || start > n || length > n - start) {
+    if (start < -n || start > n) {
+        gf__error(GF_ERR_INDEX, "gf_narrow: start %lld is out of range for dim %d of size %lld "
+                  "(expected a start in [%lld, %lld]; a negative one counts from the end)",
+                  (long long)start, d, (long long)n, (long long)-n, (long long)n);
+        return NULL;
+    }
+    int64_t s0 = start < 0 ? start + n : start;
+    if (length < 0 || length > n - s0) {
         gf__error(GF_ERR_INDEX, "gf_narrow: start %lld and length %lld exceed dim %d of size %lld",
                   (long long)start, (long long)length, d, (long long)n);
         return NULL;
     }
+    start = s0;
     return gf_slice(t, d, start, start + length, 1);
 }
 

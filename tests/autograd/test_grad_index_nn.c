@@ -466,7 +466,7 @@ static void test_avg_pool2d(void) {
     tcase c = {.op = op_avg_pool, .square = true,
                .pool = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true}};
     CHECK_CASE("avg_pool2d k3 s2 p1 ceil", &c, 1, rnd(xs, 4, CONTIG));
-    c.pool.count_include_pad = true;
+    c.pool.exclude_pad = false;
     c.lay[0] = TRANSPOSED;
     CHECK_CASE("avg_pool2d count_include_pad, transposed", &c, 1, rnd(xs, 4, TRANSPOSED));
     int64_t xs3[3] = {2, 4, 5};

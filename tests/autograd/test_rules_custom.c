@@ -275,6 +275,97 @@ static void rule20_failing_callbacks_are_errors_naming_the_function(void) {
     gf_tensor_release(x);
 }
 
+/* An earlier failure, read and handled by the caller: it must never stand
+ * in for a later callback's failure. */
+static void fail_and_read_an_unrelated_call(void) {
+    gf_tensor *v = ag_vec(DV(1, 2), 2);
+    gf_tensor *bad = gf_select(v, 5, 0);
+    CHECK(bad == NULL && strstr(gf_last_error(), "gf_select") != NULL);
+    gf_tensor_release(v);
+}
+
+static gf_status reasoned_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n_in,
+                              gf_tensor **out, int n_out, void *user) {
+    return gf_set_error(GF_ERR_SHAPE, "forward wants %d dims", 2);
+}
+static gf_status reasoned_bwd(gf_function_ctx *ctx, gf_tensor *const *go, int n_out,
+                              gf_tensor **gi, int n_in, void *user) {
+    return gf_set_error(GF_ERR_UNSUPPORTED, "no gradient for input %d yet", 0);
+}
+/* A graft call inside the backward fails; the backward hands its status on. */
+static gf_status inner_failure_bwd(gf_function_ctx *ctx, gf_tensor *const *go, int n_out,
+                                   gf_tensor **gi, int n_in, void *user) {
+    gf_tensor *g = gf_sum(go[0], (const int[]){7}, 1, false); /* no dim 7 */
+    if (!g) return gf_last_status();
+    gi[0] = g;
+    return GF_OK;
+}
+
+static void rule20_callback_errors_are_their_own_never_an_older_one(void) {
+    gf_tensor *x = ag_leaf(DV(1), 1);
+    /* without a message: said so, with the function's name; not the older text */
+    gf_function_def f1 = {"SilentBackward", shape_fwd, failing_bwd, false, NULL};
+    gf_tensor *y = apply1(&f1, &x, 1);
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_backward(y, NULL, NULL), GF_ERR_INVALID, "SilentBackward: backward",
+              "without a message", "gf_set_error");
+    CHECK(strstr(gf_last_error(), "gf_select") == NULL);
+    gf_tensor_release(y);
+    gf_tensor *out = NULL;
+    gf_function_def f2 = {"SilentForward", failing_fwd, failing_bwd, false, NULL};
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_function_apply(&f2, &x, 1, &out, 1), GF_ERR_INVALID, "SilentForward: forward",
+              "without a message");
+    CHECK(strstr(gf_last_error(), "gf_select") == NULL);
+    /* with gf_set_error: that status and that message */
+    gf_function_def f3 = {"ReasonedFunction", reasoned_fwd, reasoned_bwd, false, NULL};
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_function_apply(&f3, &x, 1, &out, 1), GF_ERR_SHAPE,
+              "ReasonedFunction: forward: forward wants 2 dims");
+    CHECK(out == NULL);
+    gf_function_def f4 = {"ReasonedBackward", shape_fwd, reasoned_bwd, false, NULL};
+    y = apply1(&f4, &x, 1);
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_backward(y, NULL, NULL), GF_ERR_UNSUPPORTED,
+              "ReasonedBackward: backward: no gradient for input 0 yet");
+    CHECK(gf_tensor_grad(x) == NULL);
+    /* through gf_grad the same */
+    gf_tensor *r = NULL;
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_grad(&y, 1, NULL, &x, 1, &r, NULL), GF_ERR_UNSUPPORTED,
+              "ReasonedBackward: backward: no gradient for input 0 yet");
+    CHECK(r == NULL);
+    gf_tensor_release(y);
+    /* a graft call that failed inside the backward: its message */
+    gf_function_def f5 = {"InnerFailure", shape_fwd, inner_failure_bwd, false, NULL};
+    y = apply1(&f5, &x, 1);
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_backward(y, NULL, NULL), GF_ERR_INDEX, "InnerFailure: backward", "dim 7");
+    gf_tensor_release(y);
+    /* gf_set_error itself */
+    CHECK_ERR(gf_set_error(GF_ERR_PLUGIN, "%s", "mine"), GF_ERR_PLUGIN, "mine");
+    CHECK_ERR(gf_set_error(GF_OK, "not a failure"), GF_ERR_INVALID, "gf_set_error", "not a failure");
+    gf_tensor_release(x);
+}
+
+static gf_tensor *silent_null_fn(gf_tensor *const *in, int n, void *user) { return NULL; }
+static gf_tensor *reasoned_null_fn(gf_tensor *const *in, int n, void *user) {
+    gf_set_error(GF_ERR_DTYPE, "wants f64 inputs");
+    return NULL;
+}
+
+static void rule23_gradcheck_function_errors_are_its_own(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_gradcheck(silent_null_fn, &x, 1, NULL, NULL), GF_ERR_INVALID,
+              "returned NULL without recording an error");
+    CHECK(strstr(gf_last_error(), "gf_select") == NULL);
+    fail_and_read_an_unrelated_call();
+    CHECK_ERR(gf_gradcheck(reasoned_null_fn, &x, 1, NULL, NULL), GF_ERR_DTYPE,
+              "gradcheck: the function: wants f64 inputs");
+    gf_tensor_release(x);
+}
+
 /* ------------------------------------------------------------ non-differentiable outputs */
 typedef struct two_out_user {
     double g1_seen[4];
@@ -545,6 +636,8 @@ int main(void) {
     RUN(rule20_returning_none_for_an_input_is_fine);
     RUN(rule20_backward_wrong_shape_names_the_function);
     RUN(rule20_failing_callbacks_are_errors_naming_the_function);
+    RUN(rule20_callback_errors_are_their_own_never_an_older_one);
+    RUN(rule23_gradcheck_function_errors_are_its_own);
     RUN(rule20_mark_non_differentiable);
     RUN(rule20_mark_dirty);
     RUN(rule20_once_differentiable_double_backward_is_error);

@@ -362,6 +362,147 @@ static void rule18_failing_node_hook_stops_backward(void) {
     gf_tensor_release(x);
 }
 
+static gf_status reasoned_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    return gf_set_error(GF_ERR_INVALID, "gradient of %s rejected", name);
+}
+static gf_status failing_post(const char *name, gf_tensor **gi, int n_in, gf_tensor *const *go,
+                              int n_out, void *user) {
+    return GF_ERR_PLUGIN;
+}
+
+/* An earlier failure, read and handled: never reported for a hook's. */
+static void fail_and_read(void) {
+    gf_tensor *v = ag_vec(DV(1, 2), 2);
+    CHECK(gf_narrow(v, 3, 0, 1) == NULL && strstr(gf_last_error(), "gf_narrow") != NULL);
+    gf_tensor_release(v);
+}
+
+static void rule18_failing_node_hook_reports_its_own_error(void) {
+    gf_tensor *x = ag_leaf(DV(1), 1);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    const char *node = gf_tensor_grad_fn_name(y);
+    gf_hook_handle h = gf_node_register_pre_hook(y, failing_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_INVALID, node,
+              "pre-hook", "without a message", "gf_set_error");
+    CHECK(strstr(gf_last_error(), "gf_narrow") == NULL);
+    gf_hook_remove(h);
+    /* a message of its own: that one, naming the node */
+    h = gf_node_register_pre_hook(y, reasoned_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_INVALID, node,
+              "a node pre-hook: gradient of", "rejected");
+    gf_hook_remove(h);
+    /* a post-hook, the status it returned */
+    h = gf_node_register_post_hook(y, failing_post, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, &(gf_backward_opts){.retain_graph = 1}), GF_ERR_PLUGIN, node,
+              "post-hook", "without a message");
+    gf_hook_remove(h);
+    /* on a leaf's accumulator, through gf_backward */
+    h = gf_node_register_pre_hook(x, reasoned_pre, NULL);
+    fail_and_read();
+    CHECK_ERR(gf_backward(y, NULL, NULL), GF_ERR_INVALID, "AccumulateGrad: a node pre-hook",
+              "rejected");
+    gf_hook_remove(h);
+    CHECK(gf_tensor_grad(x) == NULL);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
+/* A node hook that logs its tag and, the first time it runs, removes one
+ * hook and registers another on `on`. */
+typedef struct edit_hook {
+    const char *tag;
+    gf_hook_handle remove;
+    gf_tensor *on;
+    gf_node_pre_hook_fn add_fn;
+    void *add_user;
+    gf_hook_handle added;
+} edit_hook;
+
+static gf_status editing_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    edit_hook *e = user;
+    log_add(e->tag);
+    if (e->remove) gf_hook_remove(e->remove);
+    e->remove = 0;
+    if (e->add_fn && !e->added) e->added = gf_node_register_pre_hook(e->on, e->add_fn, e->add_user);
+    return GF_OK;
+}
+static gf_status logging_pre(const char *name, gf_tensor **grads, int n, void *user) {
+    log_add(user);
+    return GF_OK;
+}
+static gf_status logging_post(const char *name, gf_tensor **gi, int n_in, gf_tensor *const *go,
+                              int n_out, void *user) {
+    log_add(user);
+    return GF_OK;
+}
+typedef struct edit_tensor_hook {
+    const char *tag;
+    gf_hook_handle remove;
+} edit_tensor_hook;
+static gf_tensor *editing_tensor_hook(const gf_tensor *g, void *user) {
+    edit_tensor_hook *e = user;
+    log_add(e->tag);
+    if (e->remove) gf_hook_remove(e->remove);
+    e->remove = 0;
+    return NULL;
+}
+
+static void rule18_hooks_are_taken_when_their_list_starts(void) {
+    /* As PyTorch: the pre-hooks that run on a node are those registered when
+     * its pre-hooks start. One removed by an earlier pre-hook still runs
+     * that once; one registered meanwhile runs from the next backward. */
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = gf_mul_scalar(x, 3.0);
+    edit_hook a = {"A", 0, y, logging_pre, "C", 0};
+    CHECK(gf_node_register_pre_hook(y, editing_pre, &a) != 0);
+    gf_hook_handle b = gf_node_register_pre_hook(y, logging_pre, "B");
+    gf_hook_handle post = gf_node_register_post_hook(y, logging_post, "P");
+    a.remove = b;
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK_LOG("A", "B", "P");
+    CHECK(a.added != 0);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK_LOG("A", "C", "P"); /* B is gone, C runs from now on */
+    /* Another list is taken when it starts: a post-hook removed by a
+     * pre-hook of the same node does not run. */
+    edit_hook d = {"D", post, NULL, NULL, NULL, 0};
+    CHECK(gf_node_register_pre_hook(y, editing_pre, &d) != 0);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK_LOG("A", "C", "D");
+    /* Tensor hooks the same: a later one removed by an earlier one runs once. */
+    hook_spec t2 = {"T2", 0, {0}, 0};
+    edit_tensor_hook t1 = {"T1", 0};
+    CHECK(gf_tensor_register_hook(y, editing_tensor_hook, &t1) != 0);
+    t1.remove = gf_tensor_register_hook(y, tensor_hook, &t2);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, 1, false));
+    CHECK_LOG("T1", "T2", "A", "C", "D");
+    log_reset();
+    CHECK_OK(ag_backward_ones(y, 0, false));
+    CHECK_LOG("T1", "A", "C", "D");
+    /* and on a leaf's accumulation */
+    edit_tensor_hook l1 = {"L1", 0};
+    hook_spec l2 = {"L2", 0, {0}, 0};
+    CHECK(gf_tensor_register_hook(x, editing_tensor_hook, &l1) != 0);
+    l1.remove = gf_tensor_register_hook(x, tensor_hook, &l2);
+    gf_tensor *y2 = gf_mul_scalar(x, 2.0);
+    log_reset();
+    CHECK_OK(ag_backward_ones(y2, 1, false));
+    CHECK_LOG("L1", "L2");
+    log_reset();
+    CHECK_OK(ag_backward_ones(y2, 0, false));
+    CHECK_LOG("L1");
+    gf_tensor_release(y2);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
 /* ------------------------------------------------------------ rule 19 */
 /* Pack to host memory (a plain copy), unpack back to the device. */
 typedef struct packed {
@@ -522,6 +663,8 @@ int main(void) {
     RUN(rule18_node_hooks_run_only_if_the_node_runs);
     RUN(rule18_pre_hook_may_replace_the_gradient);
     RUN(rule18_failing_node_hook_stops_backward);
+    RUN(rule18_failing_node_hook_reports_its_own_error);
+    RUN(rule18_hooks_are_taken_when_their_list_starts);
     RUN(rule19_pack_once_per_saved_tensor_unpack_every_use);
     RUN(rule19_hooked_saved_tensors_skip_version_check);
     RUN(rule19_innermost_hooks_win);

@@ -242,7 +242,7 @@ static gf_tensor *conv_pool_fn(gf_tensor *const *in, int n, void *user) {
 
 static gf_tensor *norm_fn(gf_tensor *const *in, int n, void *user) {
     (void)n, (void)user;
-    gf_pool2d_opts ap = {.kernel = {2, 2}, .count_include_pad = true, .padding = {1, 1}};
+    gf_pool2d_opts ap = {.kernel = {2, 2}, .exclude_pad = false, .padding = {1, 1}};
     gf_scope_begin();
     gf_tensor *h = gf_batch_norm(in[0], NULL, NULL, in[1], NULL, true, 0.1, 1e-5, NULL, NULL);
     h = gf_layer_norm(gf_avg_pool2d(h, &ap), 2, NULL, NULL, 1e-5, NULL, NULL);

@@ -70,10 +70,10 @@ typedef struct pool_case {
 } pool_case;
 
 static const pool_case pool_cases[] = {
-    {2, 3, 8, 9, {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false}},
-    {1, 2, 9, 7, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false}},
-    {2, 2, 10, 11, {{3, 2}, {1, 2}, {1, 1}, {2, 1}, false, true}},
-    {1, 4, 7, 7, {{3, 3}, {3, 3}, {1, 0}, {1, 1}, true, true}},
+    {2, 3, 8, 9, {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false, true}},
+    {1, 2, 9, 7, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
+    {2, 2, 10, 11, {{3, 2}, {1, 2}, {1, 1}, {2, 1}, false, false}},
+    {1, 4, 7, 7, {{3, 3}, {3, 3}, {1, 0}, {1, 1}, true, false}},
 };
 
 static void test_pool(void) {
@@ -240,7 +240,7 @@ static void test_gradient(void) {
         xd_pair w = xd_pair_rand(dt, 4, SZ(4, 3, 3, 3), XV_SMALL, XL_CONTIG);
         xd_pair t = xd_pair_rand(dt, 4, SZ(2, 4, 2, 2), XV_SMALL, XL_CONTIG);
         gf_conv2d_opts co = {{1, 1}, {1, 1}, {1, 1}, 1};
-        gf_pool2d_opts po = {{3, 3}, {3, 3}, {0, 0}, {1, 1}, false, false};
+        gf_pool2d_opts po = {{3, 3}, {3, 3}, {0, 0}, {1, 1}, false, true};
         gf_tensor *grads[2][2] = {{NULL, NULL}, {NULL, NULL}};
         for (int side = 0; side < 2; side++) {
             gf_tensor *xx = side ? x.r : x.d, *ww = side ? w.r : w.d, *tt = side ? t.r : t.d;

@@ -39,6 +39,8 @@ lib.gf_from_dlpack.restype = vp
 lib.gf_from_dlpack.argtypes = [vp, vp]
 lib.gf_mul_scalar_.restype = ctypes.c_int
 lib.gf_mul_scalar_.argtypes = [vp, ctypes.c_double]
+lib.gf_mul_scalar_int_.restype = ctypes.c_int
+lib.gf_mul_scalar_int_.argtypes = [vp, ctypes.c_int64]
 lib.gf_tensor_to_host.restype = ctypes.c_int
 lib.gf_tensor_to_host.argtypes = [vp, vp, ctypes.c_size_t]
 lib.gf_last_error.restype = ctypes.c_char_p
@@ -158,7 +160,7 @@ api.PyCapsule_SetName(cap, b"used_dltensor")
 del cap
 want = [0, 2, 4, 5, 7, 9, 10, 12, 14, 15, 17, 19]
 check(graft_values(g, np.int32).tolist() == want, "strided values")
-check(lib.gf_mul_scalar_(g, 3.0) == 0, "in place on a strided view")
+check(lib.gf_mul_scalar_int_(g, 3) == 0, "in place on a strided view")
 check(m[1].tolist() == [15, 6, 21, 8, 27], "only the viewed elements changed: %s" % m[1].tolist())
 lib.gf_tensor_release(g)
 

@@ -52,7 +52,7 @@ static gf_tensor *f_conv(gf_tensor *const *in, int n, void *user) {
 }
 static gf_tensor *f_pool(gf_tensor *const *in, int n, void *user) {
     (void)n, (void)user;
-    gf_pool2d_opts o = {{2, 2}, {2, 1}, {1, 0}, {1, 1}, false, true};
+    gf_pool2d_opts o = {{2, 2}, {2, 1}, {1, 0}, {1, 1}, false, false};
     SCOPED(gf_add(gf_max_pool2d(in[0], &o, NULL), gf_avg_pool2d(in[0], &o)));
 }
 static gf_tensor *f_reduce(gf_tensor *const *in, int n, void *user) {

@@ -1,5 +1,5 @@
 /* test_binary.c — binary elementwise ops with broadcasting and type
- * promotion, comparisons, where, masked_fill and the scalar forms. Expected
+ * promotion, comparisons, where and masked_fill. Expected
  * values are computed on the host by an independent broadcasting loop. */
 #include "ops_test.h"
 
@@ -367,72 +367,7 @@ static void test_masked_fill(void) {
     REL(x, m, y, mc, xt, y2, xi, ms, y3, s, sm, y4, y5, z, y6, fm, bad);
 }
 
-typedef gf_tensor *(*scalar_fn)(const gf_tensor *, double);
-static double r_rsub(double a, double b) { return b - a; }
-
-static void test_scalar_forms(void) {
-    const struct {
-        const char *name;
-        scalar_fn fn;
-        ref2_fn ref;
-        bool to_bool;
-    } sc[] = {
-        {"add_scalar", gf_add_scalar, r_add, false},
-        {"sub_scalar", gf_sub_scalar, r_sub, false},
-        {"rsub_scalar", gf_rsub_scalar, r_rsub, false},
-        {"mul_scalar", gf_mul_scalar, r_mul, false},
-        {"div_scalar", gf_div_scalar, r_div, false},
-        {"maximum_scalar", gf_maximum_scalar, r_max, false},
-        {"minimum_scalar", gf_minimum_scalar, r_min, false},
-        {"eq_scalar", gf_eq_scalar, r_eq, true},
-        {"ne_scalar", gf_ne_scalar, r_ne, true},
-        {"lt_scalar", gf_lt_scalar, r_lt, true},
-        {"le_scalar", gf_le_scalar, r_le, true},
-        {"gt_scalar", gf_gt_scalar, r_gt, true},
-        {"ge_scalar", gf_ge_scalar, r_ge, true},
-    };
-    const gf_dtype dts[4] = {GF_F32, GF_F64, GF_I32, GF_I64};
-    const double s = 2; /* representable in every dtype */
-    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
-        for (int k = 0; k < 4; k++) {
-            gf_dtype dt = dts[k];
-            const double *in = is_int(dt) ? IA6 : A6;
-            gf_dtype odt = sc[i].to_bool ? GF_BOOL
-                           : (sc[i].fn == gf_div_scalar && is_int(dt)) ? GF_F32
-                                                                       : dt;
-            double want[6];
-            for (int j = 0; j < 6; j++) want[j] = sc[i].ref(in[j], s);
-            int failed_before = check_failed_;
-            for (int layout = 0; layout < OT_NLAYOUTS; layout++) {
-                gf_tensor *x = ot_make_layout(layout, dt, 2, SZ(2, 3), in);
-                gf_tensor *y = sc[i].fn(x, s);
-                EXPECT_T(y, odt, 2, SZ(2, 3), want, ot_tol(odt));
-                REL(x, y);
-            }
-            gf_tensor *x0 = ot_make(dt, 0, NULL, &in[3]);
-            gf_tensor *y0 = sc[i].fn(x0, s);
-            EXPECT_T(y0, odt, 0, NULL, &want[3], ot_tol(odt));
-            gf_tensor *xz = gf_zeros(SZ(3, 0), 2, dt, NULL);
-            gf_tensor *yz = sc[i].fn(xz, s);
-            EXPECT_T(yz, odt, 2, SZ(3, 0), NULL, 0);
-            gf_tensor *row = ot_make(dt, 2, SZ(1, 3), in);
-            gf_tensor *ex = gf_expand(row, SZ(2, 3), 2);
-            gf_tensor *ye = sc[i].fn(ex, s);
-            double we[6] = {want[0], want[1], want[2], want[0], want[1], want[2]};
-            EXPECT_T(ye, odt, 2, SZ(2, 3), we, ot_tol(odt));
-            REL(x0, y0, xz, yz, row, ex, ye);
-            if (check_failed_ != failed_before)
-                fprintf(stderr, "  (in %s, %s)\n", sc[i].name, gf_dtype_name(dt));
-        }
-    }
-    /* the scalar takes x's dtype: an f32 tensor stays f32 with a fractional scalar */
-    gf_tensor *x = ot_make(GF_F32, 1, SZ(2), DV(1, 2));
-    gf_tensor *y = gf_rsub_scalar(x, 10.5);
-    EXPECT_T(y, GF_F32, 1, SZ(2), DV(9.5, 8.5), 0);
-    gf_tensor *y2 = gf_mul_scalar(x, 0.1);
-    EXPECT_T(y2, GF_F32, 1, SZ(2), DV(0.1, 0.2), TOL32);
-    REL(x, y, y2);
-}
+/* The scalar forms (add_scalar...): test_scalars.c. */
 
 static void test_shape_mismatch(void) {
     gf_tensor *a = gf_zeros(SZ(2, 3), 2, GF_F32, NULL);
@@ -455,7 +390,6 @@ int main(void) {
     RUN(test_nan_handling);
     RUN(test_where);
     RUN(test_masked_fill);
-    RUN(test_scalar_forms);
     RUN(test_shape_mismatch);
     return ot_finish();
 }

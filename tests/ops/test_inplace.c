@@ -93,7 +93,7 @@ static void test_dtypes(void) {
     CHECK_OK(gf_add_(f, i));
     CHECK_OK(gf_add_(f, d));
     EXPECT_T(f, GF_F32, 1, SZ(3), DV(2.5, 3.5, 4.5), 0);
-    CHECK_OK(gf_add_scalar_(i, 2)); /* an integral scalar keeps the integer kind */
+    CHECK_OK(gf_add_scalar_int_(i, 2)); /* an int64 scalar keeps the integer kind */
     EXPECT_T(i, GF_I32, 1, SZ(3), DV(3, 4, 5), 0);
     REL(f, d);
     /* a mask */

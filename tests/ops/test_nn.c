@@ -290,9 +290,9 @@ static void test_avg_pool2d(void) {
         for (int layout = 0; layout < OT_NLAYOUTS; layout++) {
             gf_tensor *x = ot_make_layout(layout, dt, 4, SZ(1, 1, 3, 3), DV(1, 2, 3, 4, 5, 6, 7, 8, 9));
             gf_pool2d_opts inc = {.kernel = {2, 2}, .stride = {1, 1}, .padding = {1, 1},
-                                  .count_include_pad = true};
+                                  .exclude_pad = false};
             gf_pool2d_opts exc = inc;
-            exc.count_include_pad = false;
+            exc.exclude_pad = true;
             gf_tensor *yi = gf_avg_pool2d(x, &inc), *ye = gf_avg_pool2d(x, &exc);
             EXPECT_T(yi, dt, 4, SZ(1, 1, 4, 4),
                      DV(0.25, 0.75, 1.25, 0.75, 1.25, 3, 4, 2.25, 2.75, 6, 7, 3.75, 1.75, 3.75,
@@ -300,7 +300,15 @@ static void test_avg_pool2d(void) {
                      tol);
             EXPECT_T(ye, dt, 4, SZ(1, 1, 4, 4),
                      DV(1, 1.5, 2.5, 3, 2.5, 3, 4, 4.5, 5.5, 6, 7, 7.5, 7, 7.5, 8.5, 9), tol);
-            REL(x, yi, ye);
+            /* the zero value of the options is PyTorch's default,
+             * count_include_pad = True: the padding is counted */
+            gf_pool2d_opts zero = {.kernel = {2, 2}, .stride = {1, 1}, .padding = {1, 1}};
+            gf_tensor *yz = gf_avg_pool2d(x, &zero);
+            EXPECT_T(yz, dt, 4, SZ(1, 1, 4, 4),
+                     DV(0.25, 0.75, 1.25, 0.75, 1.25, 3, 4, 2.25, 2.75, 6, 7, 3.75, 1.75, 3.75,
+                        4.25, 2.25),
+                     tol);
+            REL(x, yi, ye, yz);
         }
         /* ceil_mode without padding: partial windows divide by what they cover */
         double v25[25], v16[16];
@@ -308,7 +316,7 @@ static void test_avg_pool2d(void) {
         for (int i = 0; i < 16; i++) v16[i] = i;
         gf_tensor *x5 = ot_make(dt, 4, SZ(1, 1, 5, 5), v25);
         for (int inc = 0; inc < 2; inc++) {
-            gf_pool2d_opts ce = {.kernel = {2, 2}, .ceil_mode = true, .count_include_pad = inc};
+            gf_pool2d_opts ce = {.kernel = {2, 2}, .ceil_mode = true, .exclude_pad = !inc};
             gf_tensor *y = gf_avg_pool2d(x5, &ce);
             EXPECT_T(y, dt, 4, SZ(1, 1, 3, 3), DV(3, 5, 6.5, 13, 15, 16.5, 20.5, 22.5, 24), tol);
             gf_tensor_release(y);
@@ -317,9 +325,9 @@ static void test_avg_pool2d(void) {
          * covers one real row and one padded row (as PyTorch counts them) */
         gf_tensor *x4 = ot_make(dt, 4, SZ(1, 1, 4, 4), v16);
         gf_pool2d_opts ci = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1},
-                             .ceil_mode = true, .count_include_pad = true};
+                             .ceil_mode = true, .exclude_pad = false};
         gf_pool2d_opts cx = ci;
-        cx.count_include_pad = false;
+        cx.exclude_pad = true;
         gf_tensor *yci = gf_avg_pool2d(x4, &ci), *ycx = gf_avg_pool2d(x4, &cx);
         EXPECT_T(yci, dt, 4, SZ(1, 1, 3, 3),
                  DV(10.0 / 9, 24.0 / 9, 10.0 / 6, 51.0 / 9, 10, 5.5, 25.0 / 6, 7, 3.75), tol);
@@ -332,10 +340,10 @@ static void test_avg_pool2d(void) {
          * it is dropped (3x3, kernel 2, stride 2, padding 1 gives 2x2) */
         gf_tensor *x3 = ot_make(dt, 4, SZ(1, 1, 3, 3), DV(1, 2, 3, 4, 5, 6, 7, 8, 9));
         gf_pool2d_opts c3 = {.kernel = {2, 2}, .stride = {2, 2}, .padding = {1, 1},
-                             .ceil_mode = true, .count_include_pad = true};
+                             .ceil_mode = true, .exclude_pad = false};
         gf_tensor *y3i = gf_avg_pool2d(x3, &c3);
         EXPECT_T(y3i, dt, 4, SZ(1, 1, 2, 2), DV(0.25, 1.25, 2.75, 7), tol);
-        c3.count_include_pad = false;
+        c3.exclude_pad = true;
         gf_tensor *y3x = gf_avg_pool2d(x3, &c3);
         EXPECT_T(y3x, dt, 4, SZ(1, 1, 2, 2), DV(1, 2.5, 5.5, 7), tol);
         gf_tensor *i3 = NULL;

@@ -221,6 +221,34 @@ static void test_slice_narrow_select(void) {
     REL(x, a, b, c, d, e, f, g, n, n2, n3, s0, s1, s2, r, rs, tr, trs, trss, z, zs);
 }
 
+static void test_negative_indices(void) {
+    /* gf_select's index and gf_narrow's start count from the end when
+     * negative, as in PyTorch; the ranges are [-size, size) and [-size, size]. */
+    gf_tensor *x = iota(GF_F32, 2, SZ(4, 6));
+    gf_tensor *s = gf_select(x, 0, -4); /* the first row */
+    EXPECT_T(s, GF_F32, 1, SZ(6), DV(0, 1, 2, 3, 4, 5), 0);
+    gf_tensor *s2 = gf_select(x, -1, -2); /* column 4 */
+    CHECK_GEOM(s2, 1, SZ(4), SZ(6), 4);
+    EXPECT_FAIL(gf_select(x, 0, -5), GF_ERR_INDEX);
+    CHECK_CONTAINS(gf_last_error(), "-5");
+    gf_tensor *n = gf_narrow(x, 1, -2, 2); /* the last two columns */
+    EXPECT_T(n, GF_F32, 2, SZ(4, 2), DV(4, 5, 10, 11, 16, 17, 22, 23), 0);
+    gf_tensor *all = gf_narrow(x, 0, -4, 4);
+    CHECK_GEOM(all, 2, SZ(4, 6), SZ(6, 1), 0);
+    gf_tensor *last = gf_narrow(x, 0, -1, 1);
+    CHECK_GEOM(last, 2, SZ(1, 6), SZ(6, 1), 18);
+    gf_tensor *end = gf_narrow(x, 0, 4, 0); /* start == size, empty */
+    CHECK(end && ot_same_shape(end, 2, SZ(0, 6)));
+    EXPECT_FAIL(gf_narrow(x, 0, -5, 1), GF_ERR_INDEX);
+    CHECK_CONTAINS(gf_last_error(), "start -5");
+    CHECK_CONTAINS(gf_last_error(), "[-4, 4]");
+    EXPECT_FAIL(gf_narrow(x, 0, -1, 2), GF_ERR_INDEX); /* runs past the end */
+    EXPECT_FAIL(gf_narrow(x, 0, 5, 0), GF_ERR_INDEX);
+    EXPECT_FAIL(gf_narrow(x, 0, 0, -1), GF_ERR_INDEX);
+    REL(x, s, s2, n, all, last, end);
+    gf_clear_error();
+}
+
 static void test_expand_squeeze(void) {
     gf_tensor *c = ot_make(GF_F32, 2, SZ(3, 1), DV(1, 2, 3));
     gf_tensor *e = gf_expand(c, SZ(2, 3, 4), 3);
@@ -399,6 +427,7 @@ int main(void) {
     RUN(test_flatten);
     RUN(test_transpose_permute);
     RUN(test_slice_narrow_select);
+    RUN(test_negative_indices);
     RUN(test_expand_squeeze);
     RUN(test_diagonal);
     RUN(test_split_chunk);

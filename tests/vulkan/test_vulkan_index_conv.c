@@ -146,10 +146,10 @@ static void test_conv(void) {
 
 static void test_pool(void) {
     struct { int64_t x[4]; gf_pool2d_opts o; } c[] = {
-        {{2, 3, 8, 8}, {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false}},
-        {{1, 2, 9, 7}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false}},
-        {{1, 2, 9, 7}, {{3, 2}, {2, 1}, {1, 1}, {1, 1}, false, true}},
-        {{2, 1, 10, 10}, {{3, 3}, {3, 3}, {1, 0}, {2, 2}, true, true}},
+        {{2, 3, 8, 8}, {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false, true}},
+        {{1, 2, 9, 7}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
+        {{1, 2, 9, 7}, {{3, 2}, {2, 1}, {1, 1}, {1, 1}, false, false}},
+        {{2, 1, 10, 10}, {{3, 3}, {3, 3}, {1, 0}, {2, 2}, true, false}},
     };
     gf_dtype dts[] = {GF_F32, GF_F64};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)

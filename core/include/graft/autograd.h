@@ -86,7 +86,10 @@ typedef gf_tensor *(*gf_tensor_hook_fn)(const gf_tensor *grad, void *user);
 /* Called after t.grad was updated (leaves only). */
 typedef void (*gf_post_accumulate_hook_fn)(gf_tensor *t, void *user);
 /* Node hooks: pre-hooks see (and may replace, by releasing and storing a new
- * reference) the gradients flowing into the node; post-hooks see both. */
+ * reference) the gradients flowing into the node; post-hooks see both. A
+ * hook that returns a failure stops the backward call, which returns that
+ * status with the hook's message (say why with gf_set_error, types.h),
+ * prefixed with the node's name: "MulBackward: a node pre-hook: ...". */
 typedef gf_status (*gf_node_pre_hook_fn)(const char *node_name, gf_tensor **grad_outputs, int n,
                                          void *user);
 typedef gf_status (*gf_node_post_hook_fn)(const char *node_name, gf_tensor **grad_inputs,
@@ -125,7 +128,11 @@ typedef struct gf_function_def {
     gf_status (*forward)(gf_function_ctx *ctx, gf_tensor *const *inputs, int n_inputs,
                          gf_tensor **outputs, int n_outputs, void *user);
     /* Writes one gradient (new reference, or NULL for none) per input. Runs in
-     * grad mode iff create_graph, so it may use graft's differentiable ops. */
+     * grad mode iff create_graph, so it may use graft's differentiable ops.
+     * forward and backward fail by returning a failure status, after saying
+     * why with gf_set_error (types.h): the call that ran them (gf_function_apply,
+     * gf_backward, gf_grad) returns that status with that message, prefixed
+     * "<name>: forward: " / "<name>: backward: ". */
     gf_status (*backward)(gf_function_ctx *ctx, gf_tensor *const *grad_outputs, int n_outputs,
                           gf_tensor **grad_inputs, int n_inputs, void *user);
     bool once_differentiable; /* its backward cannot itself be differentiated */
@@ -163,7 +170,8 @@ typedef struct gf_gradcheck_opts {
     bool skip_determinism;
 } gf_gradcheck_opts;
 /* The function under test: returns a new reference to one output (of any
- * shape) computed from inputs with graft ops. */
+ * shape) computed from inputs with graft ops; NULL on failure, after saying
+ * why with gf_set_error (or a graft call inside it that failed). */
 typedef gf_tensor *(*gf_check_fn)(gf_tensor *const *inputs, int n_inputs, void *user);
 /* Compares the analytical Jacobian (backward of each output element) with
  * central differences of fn at inputs (those that require grad). Fails:
@@ -183,9 +191,15 @@ GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_sub_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_mul_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_div_(gf_tensor *self, const gf_tensor *other);
+/* Scalars follow ops.h's rule: a double scalar with an integer or bool self
+ * gives an f32 result, which is refused (DTYPE); the _int forms keep an
+ * integer self's dtype. */
 GF_API gf_status gf_add_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_add_scalar_int_(gf_tensor *self, int64_t s);
 GF_API gf_status gf_mul_scalar_(gf_tensor *self, double s);
+GF_API gf_status gf_mul_scalar_int_(gf_tensor *self, int64_t s);
 GF_API gf_status gf_clamp_(gf_tensor *self, double min, double max);
+GF_API gf_status gf_clamp_int_(gf_tensor *self, int64_t min, int64_t max);
 GF_API gf_status gf_relu_(gf_tensor *self);
 GF_API gf_status gf_sigmoid_(gf_tensor *self);
 GF_API gf_status gf_tanh_(gf_tensor *self);

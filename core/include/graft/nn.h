@@ -16,13 +16,21 @@ typedef struct gf_conv2d_opts {
     int groups;      /* 0 is read as 1 */
 } gf_conv2d_opts;
 
+/* A zero-initialised struct (with the kernel set) is PyTorch's default for
+ * every field: stride = kernel, no padding, dilation 1, floor mode, and for
+ * avg pool count_include_pad = True (see exclude_pad). */
 typedef struct gf_pool2d_opts {
     int kernel[2];
     int stride[2];   /* 0 = kernel size, as PyTorch's default */
     int padding[2];
     int dilation[2]; /* max pool only; 0 is read as 1 */
     bool ceil_mode;
-    bool count_include_pad; /* avg pool only */
+    /* avg pool only. false (the zero value, PyTorch's default
+     * count_include_pad = True): the divisor counts the zero padding of the
+     * window (clipped to the padded input in ceil mode); true (PyTorch's
+     * count_include_pad = False): the divisor is the number of input
+     * elements in the window. */
+    bool exclude_pad;
 } gf_pool2d_opts;
 
 typedef enum gf_reduction {

@@ -5,7 +5,30 @@
  * PLUGIN, OUT_OF_MEMORY.
  *
  * Type promotion of binary ops: bool < i32 < i64 < f32 < f64 (the result
- * takes the higher of the two). Scalar forms use the tensor's dtype. */
+ * takes the higher of the two).
+ *
+ * Scalars (PyTorch's rule for a tensor and a C++ Scalar). Every scalar
+ * argument is either a `double` or an `int64_t` (the *_int forms), and its
+ * C type, never its value, decides:
+ *  - a double scalar is a floating scalar: with a float tensor the op runs
+ *    in the tensor's dtype (f32 stays f32); with an integer or bool tensor
+ *    it runs in f32, the default float dtype, whatever the value (i32 + 2.0
+ *    is f32, bool * 3.0 is f32, clamp(i32, 0.0, 4.0) is f32);
+ *  - an int64_t scalar is an integer scalar: it keeps an integer tensor's
+ *    dtype (i32 + 2 is i32; a value that does not fit i32 fails OVERFLOW),
+ *    gives i64 with a bool tensor (bool + 1 is i64), and takes a float
+ *    tensor's dtype (f32 * 2 is f32);
+ *  - comparisons (eq..ge) compare in that dtype and give bool: i64 x with
+ *    the double 16777217.0 compares in f32 as PyTorch does; the _int forms
+ *    compare integers exactly;
+ *  - true division (div) of an integer result gives f32 either way.
+ * In-place forms write into self only a result of self's kind or lower
+ * (autograd.h): gf_add_scalar_(i32, 2.0) fails DTYPE (the result is f32),
+ * gf_add_scalar_int_(i32, 2) works, gf_add_scalar_int_(bool, 1) fails (i64
+ * into bool). Parameters that are not operands (leaky_relu's slope, elu's
+ * alpha, softplus's beta) do not promote: those ops compute integer inputs in
+ * f32 anyway. gf_masked_fill's value, gf_fill_ and gf_full take the tensor's
+ * (or the given) dtype, as PyTorch's masked_fill/fill_/full. */
 #ifndef GRAFT_OPS_H
 #define GRAFT_OPS_H
 
@@ -45,9 +68,19 @@ GF_API gf_tensor *gf_erf(const gf_tensor *x);
 GF_API gf_tensor *gf_floor(const gf_tensor *x);
 GF_API gf_tensor *gf_ceil(const gf_tensor *x);
 GF_API gf_tensor *gf_round(const gf_tensor *x); /* half to even */
-/* Either bound may be NAN for "none"; fails INVALID when both are NAN. */
+/* Either bound may be NAN for "none"; fails INVALID when both are NAN.
+ * Double bounds: an integer or bool x gives f32 (see the scalar rule). */
 GF_API gf_tensor *gf_clamp(const gf_tensor *x, double min, double max);
+/* int64 bounds: an integer x keeps its dtype (bool gives i64), clamped
+ * exactly; INT64_MIN / INT64_MAX mean "no bound" (a bound outside x's range
+ * clamps nothing); a float x is clamped in its dtype. */
+GF_API gf_tensor *gf_clamp_int(const gf_tensor *x, int64_t min, int64_t max);
+/* A double exponent: integer and bool x are computed in f32. */
 GF_API gf_tensor *gf_pow_scalar(const gf_tensor *x, double exponent);
+/* An int64 exponent: an integer x stays integer (bool gives i64), exact;
+ * a negative exponent of an integer x fails INVALID (as PyTorch); a float x
+ * is gf_pow_scalar(x, exponent). */
+GF_API gf_tensor *gf_pow_scalar_int(const gf_tensor *x, int64_t exponent);
 GF_API gf_tensor *gf_logical_not(const gf_tensor *x); /* out bool */
 
 /* ---- binary elementwise with broadcasting */
@@ -72,22 +105,38 @@ GF_API gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_t
 /* x where mask is false, value where it is true (mask bool, broadcast to x). */
 GF_API gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value);
 
-/* scalar forms: the scalar takes x's dtype, except that a fractional scalar
- * with an integer or bool tensor is an f32 scalar (so x + 0.5 is f32, and
- * x < 2.5 compares with 2.5) */
+/* scalar forms (the scalar rule at the top of this file): a double scalar
+ * is floating (an integer or bool x gives f32), an int64_t one is integer
+ * (the _int forms: an integer x keeps its dtype, bool gives i64). rsub is
+ * s - x; comparisons give bool. The gradient of maximum/minimum_scalar
+ * where x equals s is half the incoming one, as torch.maximum's at ties
+ * (docs/autograd.md rule 24); gf_clamp passes it all on its bounds. */
 GF_API gf_tensor *gf_add_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_add_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_sub_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_sub_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_rsub_scalar(const gf_tensor *x, double s); /* s - x */
+GF_API gf_tensor *gf_rsub_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_mul_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_mul_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_div_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_div_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_maximum_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_maximum_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_minimum_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_minimum_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_eq_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_eq_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_ne_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_ne_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_lt_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_lt_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_le_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_le_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_gt_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_gt_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_ge_scalar(const gf_tensor *x, double s);
+GF_API gf_tensor *gf_ge_scalar_int(const gf_tensor *x, int64_t s);
 
 /* ---- reductions. dims: ndims dims to reduce (negative allowed, no
  * repeats); dims NULL with ndims 0 reduces every dim. sum and prod of i32

@@ -103,7 +103,13 @@ GF_API gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims);
  * slices, negative counted from the end; step >= 1). */
 GF_API gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end,
                            int64_t step);
+/* length elements of dim from start. start may be negative, counted from the
+ * end as in PyTorch (-1 is the last element): start in [-size, size], then
+ * 0 <= length <= size - start. Fails INDEX otherwise. */
 GF_API gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length);
+/* Element `index` of dim, that dim removed. index may be negative, counted
+ * from the end as in PyTorch (-1 is the last): index in [-size, size).
+ * Fails INDEX otherwise, and on a 0-dim t. */
 GF_API gf_tensor *gf_select(const gf_tensor *t, int dim, int64_t index);
 /* -1 keeps a size; new leading dims may be added. */
 GF_API gf_tensor *gf_expand(const gf_tensor *t, const int64_t *sizes, int rank);

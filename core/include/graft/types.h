@@ -64,6 +64,26 @@ GF_API const char *gf_last_error(void);
  * status stays the earlier one): a stale error never hides a new mistake. */
 GF_API gf_status gf_last_status(void);
 GF_API void gf_clear_error(void);
+#if defined(__GNUC__)
+#define GF_API_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define GF_API_PRINTF(a, b)
+#endif
+/* Records an error for the calling thread, as a failing graft call does: a
+ * failure status and a printf-style message. Returns the status, so code
+ * that graft calls back can `return gf_set_error(GF_ERR_INVALID, "...")`.
+ *
+ * That is its use: a custom function's forward or backward, a node pre- or
+ * post-hook, a gradcheck function that fails says why with it. The graft call
+ * that ran the callback (gf_backward, gf_grad, gf_function_apply,
+ * gf_gradcheck...) then fails with the callback's status, and its message is
+ * the callback's, prefixed with where it ran ("MyFn: backward: ..."). The
+ * message of a graft call that failed inside the callback counts the same. A
+ * callback that fails without any error recorded while it ran is reported as
+ * such ("... returned GF_ERR_INVALID without a message"), never with an
+ * older error of the thread. A status that is not a failure (>= 0) records
+ * GF_ERR_INVALID, saying so. */
+GF_API gf_status gf_set_error(gf_status status, const char *fmt, ...) GF_API_PRINTF(2, 3);
 /* Short name of a status ("GF_ERR_SHAPE"). Never NULL. */
 GF_API const char *gf_status_name(gf_status status);
 

@@ -1,6 +1,5 @@
 /* bw_reduce.c — backward formulas of the reductions (sum, mean, prod,
- * amax/amin, var, logsumexp, max_dim/min_dim). std is sqrt(var) and gets its
- * gradient through VarBackward and SqrtBackward; argmax/argmin and the
+ * amax/amin, var, std, logsumexp, max_dim/min_dim); argmax/argmin and the
  * indices of max_dim/min_dim are integers and get none.
  *
  * Formulas use graft's public (differentiable) ops only, so create_graph
@@ -18,7 +17,8 @@ typedef struct reduce_ctx {
     int64_t sizes[GF_MAX_RANK];
     uint32_t mask; /* reduced dims (unused for a 0-dim input) */
     bool keepdim;
-    double correction; /* var */
+    double correction; /* var, std */
+    bool std;          /* op VAR: the output is sqrt(var) (StdBackward) */
 } reduce_ctx;
 GF_CTX_FITS(reduce_ctx);
 
@@ -123,7 +123,14 @@ static gf_tensor *reduce_formula(const reduce_ctx *c, const char *name, gf_tenso
     case GFP_OP_PROD: return prod_grad(c, g, x, y);
     case GFP_OP_AMAX:
     case GFP_OP_AMIN: return amax_grad(c, g, x, y);
-    case GFP_OP_VAR: return var_grad(c, g, x);
+    case GFP_OP_VAR:
+        if (c->std) {
+            /* d std / d var = 1 / (2 std), and 0 where std is 0 (PyTorch's
+             * std_backward masks it), not inf: a constant slice gets 0. */
+            gf_tensor *zero = gf_eq(y, scalar_like(y, 0.0));
+            g = gf_where(zero, scalar_like(g, 0.0), gf_div(g, gf_mul_scalar(y, 2.0)));
+        }
+        return var_grad(c, g, x);
     case GFP_OP_LOGSUMEXP: return gf_mul(keep_shape(c, g), gf_exp(gf_sub(x, keep_shape(c, y))));
     default:
         gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", name);
@@ -190,6 +197,24 @@ gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint
     if (save_x) s = gf__ag_save(n, 0, x, false);
     if (save_y && s == GF_OK) s = gf__ag_save(n, 1, y, true);
     return s;
+}
+
+gf_status gf__ag_record_std(const gf_tensor *x, gf_tensor *y, uint32_t mask, bool keepdim,
+                           double correction) {
+    const gf_tensor *ins[1] = {x};
+    gf_tensor *outs[1] = {y};
+    gf_node *n = gf__ag_record("StdBackward", reduce_backward, ins, 1, outs, 1);
+    if (!n) return GF_OK;
+    reduce_ctx *c = GF_NODE_CTX(n, reduce_ctx);
+    c->op = GFP_OP_VAR;
+    c->std = true;
+    c->rank = x->rank;
+    memcpy(c->sizes, x->sizes, sizeof c->sizes);
+    c->mask = mask;
+    c->keepdim = keepdim;
+    c->correction = correction;
+    gf_status s = gf__ag_save(n, 0, x, false);
+    return s == GF_OK ? gf__ag_save(n, 1, y, true) : s;
 }
 
 /* ------------------------------------------------------------ max_dim / min_dim */

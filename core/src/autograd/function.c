@@ -113,6 +113,7 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
     /* No scope here: the engine runs with scopes suspended, so the user's
      * backward owns what it creates (plain ownership) unless it opens a
      * scope of its own. */
+    uint64_t seq = gf__error_seq();
     gf_status s = c->def.backward(c, grads, n->n_outputs, out, n->n_next, c->def.user);
     gf_grad_mode_set(prev);
     if (s != GF_OK) {
@@ -120,8 +121,7 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
             gf_tensor_release(out[i]);
             out[i] = NULL;
         }
-        if (gf__status() == GF_OK) gf__error(s, "%s: backward failed", c->name);
-        return s;
+        return gf__callback_failed(s, seq, "%s: backward", c->name);
     }
     for (int i = 0; i < n->n_next; i++) {
         if (!out[i] || c->differentiable[i]) continue;
@@ -211,15 +211,16 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     int scope = gf__scope_suspend();
     c->in_forward = true;
+    uint64_t seq = gf__error_seq();
     gf_status s = def->forward(c, inputs, n_inputs, outputs, n_outputs, def->user);
     c->in_forward = false;
     gf__scope_resume(scope);
     gf_grad_mode_set(prev);
+    if (s != GF_OK) s = gf__callback_failed(s, seq, "%s: forward", c->name);
     for (int i = 0; i < n_outputs && s == GF_OK; i++)
         if (!outputs[i])
             s = gf__error(GF_ERR_AUTOGRAD, "%s: forward returned GF_OK but left output %d NULL",
                           c->name, i);
-    if (s != GF_OK && gf__status() == GF_OK) gf__error(s, "%s: forward failed", c->name);
     for (int i = 0; i < c->n_dirty && s == GF_OK; i++) {
         if (!contains(inputs, n_inputs, c->dirty[i]))
             s = gf__error(GF_ERR_AUTOGRAD, "%s: gf_ctx_mark_dirty was given a tensor that is not "

@@ -53,10 +53,15 @@ static gf_status from_host(gf_tensor *t, const double *v) {
 
 static gf_tensor *call_fn(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user) {
     int saved = gf__scope_suspend();
+    uint64_t seq = gf__error_seq();
     gf_tensor *out = fn(inputs, n, user);
     gf__scope_resume(saved);
-    if (!out && gf__status() == GF_OK)
-        gf__error(GF_ERR_INVALID, "gradcheck: the function returned NULL without an error");
+    /* Its own error, or that of a graft call inside it; never an older one. */
+    if (!out && gf__error_seq() != seq && gf__status() != GF_OK)
+        gf__callback_failed(gf__status(), seq, "gradcheck: the function");
+    else if (!out)
+        gf__error(GF_ERR_INVALID, "gradcheck: the function returned NULL without recording an "
+                  "error (say why with gf_set_error)");
     return out;
 }
 

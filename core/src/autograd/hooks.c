@@ -186,6 +186,45 @@ void gf__ag_move_retain_hook(gf_tensor *t) {
 }
 
 /* ------------------------------------------------------------ running */
+/* The hooks of one list that run now are those registered and not removed
+ * when the list starts (PyTorch calls a snapshot of its hook dict): a hook
+ * removed by an earlier hook of the same list still runs this once, and a
+ * hook registered meanwhile waits for the next time. */
+typedef struct snap {
+    gf_hook *small[8];
+    gf_hook **v;
+    int n;
+} snap;
+
+#define ANY_KIND (-1) /* every hook of the list */
+
+static gf_status snap_take(snap *sn, gf_hook *list, int kind) {
+    sn->v = sn->small;
+    sn->n = 0;
+    int cap = (int)(sizeof sn->small / sizeof sn->small[0]);
+    for (gf_hook *h = list; h; h = h->next) {
+        if (h->removed || (kind != ANY_KIND && (int)h->kind != kind)) continue;
+        if (sn->n == cap) {
+            gf_hook **v = malloc((size_t)cap * 2 * sizeof *v);
+            if (!v) {
+                if (sn->v != sn->small) free(sn->v);
+                sn->v = NULL;
+                return gf__error(GF_ERR_OUT_OF_MEMORY, "backward: out of host memory for hooks");
+            }
+            memcpy(v, sn->v, (size_t)sn->n * sizeof *v);
+            if (sn->v != sn->small) free(sn->v);
+            sn->v = v;
+            cap *= 2;
+        }
+        sn->v[sn->n++] = h;
+    }
+    return GF_OK;
+}
+
+static void snap_free(snap *sn) {
+    if (sn->v && sn->v != sn->small) free(sn->v);
+}
+
 static gf_status apply_tensor_hook(gf_hook *h, gf_tensor **grad, const char *where) {
     gf_tensor *r = h->tensor_fn(*grad, h->user);
     if (!r) return GF_OK; /* keep the gradient */
@@ -204,22 +243,24 @@ static gf_status apply_tensor_hook(gf_hook *h, gf_tensor **grad, const char *whe
 }
 
 gf_status gf__ag_run_tensor_hooks(gf_node *n, gf_tensor **grads) {
-    for (gf_hook *h = n->hooks; h; h = h->next) {
-        if (h->removed || h->kind != GF_HOOK_TENSOR || !grads[h->output_nr]) continue;
-        gf_status s = apply_tensor_hook(h, &grads[h->output_nr], n->name);
-        if (s != GF_OK) return s;
+    snap sn;
+    gf_status s = snap_take(&sn, n->hooks, GF_HOOK_TENSOR);
+    for (int i = 0; i < sn.n && s == GF_OK; i++) {
+        gf_hook *h = sn.v[i];
+        if (grads[h->output_nr]) s = apply_tensor_hook(h, &grads[h->output_nr], n->name);
     }
-    return GF_OK;
+    snap_free(&sn);
+    return s;
 }
 
 gf_status gf__ag_run_leaf_hooks(gf_tensor *leaf, gf_tensor **grad) {
     if (!leaf->autograd) return GF_OK;
-    for (gf_hook *h = leaf->autograd->leaf_hooks; h; h = h->next) {
-        if (h->removed || !*grad) continue;
-        gf_status s = apply_tensor_hook(h, grad, "a leaf tensor");
-        if (s != GF_OK) return s;
-    }
-    return GF_OK;
+    snap sn;
+    gf_status s = snap_take(&sn, leaf->autograd->leaf_hooks, ANY_KIND);
+    for (int i = 0; i < sn.n && s == GF_OK; i++)
+        if (*grad) s = apply_tensor_hook(sn.v[i], grad, "a leaf tensor");
+    snap_free(&sn);
+    return s;
 }
 
 static gf_hook *leaf_node_hooks(const gf_node *n) {
@@ -227,12 +268,16 @@ static gf_hook *leaf_node_hooks(const gf_node *n) {
 }
 
 static gf_status run_pre_list(gf_node *n, gf_hook *list, gf_tensor **grads) {
-    for (gf_hook *h = list; h; h = h->next) {
-        if (h->removed || h->kind != GF_HOOK_PRE) continue;
-        gf_status s = h->pre_fn(n->name, grads, n->n_outputs, h->user);
-        if (s != GF_OK) return s;
+    snap sn;
+    gf_status s = snap_take(&sn, list, GF_HOOK_PRE);
+    for (int i = 0; i < sn.n && s == GF_OK; i++) {
+        gf_hook *h = sn.v[i];
+        uint64_t seq = gf__error_seq();
+        s = h->pre_fn(n->name, grads, n->n_outputs, h->user);
+        if (s != GF_OK) s = gf__callback_failed(s, seq, "%s: a node pre-hook", n->name);
     }
-    return GF_OK;
+    snap_free(&sn);
+    return s;
 }
 
 gf_status gf__ag_run_pre_hooks(gf_node *n, gf_tensor **grads) {
@@ -258,12 +303,16 @@ gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
 
 static gf_status run_post_list(gf_node *n, gf_hook *list, gf_tensor **grad_inputs,
                                gf_tensor *const *grads) {
-    for (gf_hook *h = list; h; h = h->next) {
-        if (h->removed || h->kind != GF_HOOK_POST) continue;
-        gf_status s = h->post_fn(n->name, grad_inputs, n->n_next, grads, n->n_outputs, h->user);
-        if (s != GF_OK) return s;
+    snap sn;
+    gf_status s = snap_take(&sn, list, GF_HOOK_POST);
+    for (int i = 0; i < sn.n && s == GF_OK; i++) {
+        gf_hook *h = sn.v[i];
+        uint64_t seq = gf__error_seq();
+        s = h->post_fn(n->name, grad_inputs, n->n_next, grads, n->n_outputs, h->user);
+        if (s != GF_OK) s = gf__callback_failed(s, seq, "%s: a node post-hook", n->name);
     }
-    return GF_OK;
+    snap_free(&sn);
+    return s;
 }
 
 gf_status gf__ag_run_post_hooks(gf_node *n, gf_tensor **grad_inputs, gf_tensor *const *grads) {
@@ -272,9 +321,11 @@ gf_status gf__ag_run_post_hooks(gf_node *n, gf_tensor **grad_inputs, gf_tensor *
 }
 
 gf_status gf__ag_run_post_accumulate(gf_tensor *leaf) {
-    for (gf_hook *h = leaf->autograd->post_acc_hooks; h; h = h->next)
-        if (!h->removed) h->post_acc_fn(leaf, h->user);
-    return GF_OK;
+    snap sn;
+    gf_status s = snap_take(&sn, leaf->autograd->post_acc_hooks, ANY_KIND);
+    for (int i = 0; i < sn.n && s == GF_OK; i++) sn.v[i]->post_acc_fn(leaf, sn.v[i]->user);
+    snap_free(&sn);
+    return s;
 }
 
 /* ------------------------------------------------------------ saved-tensor hooks */

@@ -149,6 +149,15 @@ gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_div_
 gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_add_scalar_", gf_add_scalar(self, v), NULL); }
 gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_mul_scalar_", gf_mul_scalar(self, v), NULL); }
 gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE_EW("gf_clamp_", gf_clamp(self, lo, hi), NULL); }
+gf_status gf_add_scalar_int_(gf_tensor *self, int64_t v) {
+    INPLACE_EW("gf_add_scalar_int_", gf_add_scalar_int(self, v), NULL);
+}
+gf_status gf_mul_scalar_int_(gf_tensor *self, int64_t v) {
+    INPLACE_EW("gf_mul_scalar_int_", gf_mul_scalar_int(self, v), NULL);
+}
+gf_status gf_clamp_int_(gf_tensor *self, int64_t lo, int64_t hi) {
+    INPLACE_EW("gf_clamp_int_", gf_clamp_int(self, lo, hi), NULL);
+}
 gf_status gf_relu_(gf_tensor *self) { INPLACE_EW("gf_relu_", gf_relu(self), NULL); }
 gf_status gf_sigmoid_(gf_tensor *self) { INPLACE_EW("gf_sigmoid_", gf_sigmoid(self), NULL); }
 gf_status gf_tanh_(gf_tensor *self) { INPLACE_EW("gf_tanh_", gf_tanh(self), NULL); }

@@ -138,6 +138,24 @@ gf_status gf__ag_on_view(const gf_tensor *base, gf_tensor *view, gf_view_creatio
     return GF_OK;
 }
 
+/* True when g can become .grad as it is: no one else holds it or its
+ * storage, and it is a plain contiguous tensor over its whole storage. */
+static bool stealable(const gf_tensor *g) {
+    if (atomic_load(&g->refcount) > 1 || atomic_load(&g->storage->refcount) > 1) return false;
+    if (!gf__is_contiguous(g) || g->offset != 0 || g->storage->inference || !g->storage->block)
+        return false; /* a view, or memory adopted from its owner */
+    return (uint64_t)gf__numel(g) * gf_dtype_size(g->dtype) == g->storage->nbytes;
+}
+
+/* True when an existing .grad can take the new gradient in place: it is
+ * not an expanded view (elements sharing memory) nor an inference tensor. */
+static bool addable_in_place(const gf_tensor *old) {
+    if (old->storage->inference && !gf__ag_inference_mode()) return false;
+    for (int i = 0; i < old->rank; i++)
+        if (old->strides[i] == 0 && old->sizes[i] > 1) return false;
+    return true;
+}
+
 gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
     gf_autograd_meta *m = gf__ag_meta(leaf);
     if (!m) return gf__status();
@@ -152,18 +170,28 @@ gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
     gf_tensor *old = m->grad;
     gf_tensor *next;
     if (!old) {
-        /* The engine hands over its reference; a gradient that someone else
-         * may still hold is copied so .grad never aliases it. */
-        if (!create_graph && atomic_load(&g->refcount) > 1) next = gf_clone(g);
+        /* The engine hands over its reference. A gradient that anything
+         * else may still read or write (another reference, a storage shared
+         * with another tensor, an expanded or partial view of a buffer) is
+         * copied, so .grad never aliases it and can later be added into. */
+        if (!create_graph && !stealable(g)) next = gf_clone(g);
         else next = gf_tensor_retain(g);
         if (!create_graph && next && next->autograd) {
             gf_tensor *d = gf_detach(next);
             gf_tensor_release(next);
             next = d;
         }
+    } else if (!create_graph && addable_in_place(old)) {
+        /* As PyTorch: without create_graph, into the existing tensor, so a
+         * reference to .grad taken earlier reads the sum. Nothing records:
+         * the engine runs in no-grad mode here. */
+        s = gf_add_(old, g);
+        pthread_mutex_unlock(&g_grad_lock);
+        return s == GF_OK ? gf__ag_run_post_accumulate(leaf) : s;
     } else {
-        /* Out of place, so an old .grad someone holds stays intact (and a
-         * create_graph gradient keeps its history). */
+        /* Out of place: with create_graph (the sum keeps its history and an
+         * old .grad someone holds keeps its values), or when the existing
+         * .grad cannot be written (an expanded view, an inference tensor). */
         next = gf_add(old, g);
     }
     if (next) {
