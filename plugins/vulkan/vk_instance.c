@@ -13,6 +13,28 @@
 
 #include "vk_internal.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
+#include <link.h>
+
+/* Sanitizer builds only. lavapipe (Mesa 22.3.6-1+deb12u2) keeps a small block
+ * in a global for the life of the process, and the Vulkan loader unloads the
+ * driver when the instance is destroyed at exit; LeakSanitizer then reports
+ * that block as a leak from an unknown module in every process that loads
+ * this plugin. Pinning the loaded drivers (RTLD_NODELETE) keeps them mapped,
+ * so their globals stay visible and any real leak is still reported. */
+static int pin_driver(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name;
+    if (name && strstr(name, "libvulkan_")) {
+        void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+        (void)h; /* the extra reference is the point: never closed */
+    }
+    return 0;
+}
+#endif
+
 vkp_plugin vkp_ctx;
 atomic_long vkp_validation_count;
 
@@ -180,6 +202,9 @@ void vkp_instance_init(void) {
         return;
     }
     p->validation = validation;
+#if defined(__SANITIZE_ADDRESS__)
+    dl_iterate_phdr(pin_driver, NULL);
+#endif
     vkp_loader_instance(p->instance);
     if (debug_utils && vk.CreateDebugUtilsMessengerEXT)
         vk.CreateDebugUtilsMessengerEXT(p->instance, &mci, NULL, &p->messenger);
