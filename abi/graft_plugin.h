@@ -399,8 +399,13 @@ typedef struct gfp_op_query {
 } gfp_op_query;
 #define GFP_OP_QUERY_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_op_query, output_dtypes)
 
-/* Answers of query_op. */
-#define GFP_SUPPORT_NONE 0u       /* not provided: the core reports UNSUPPORTED */
+/* Answers of query_op. For GFP_LAYOUT_CONTIGUOUS the answer says whether the
+ * op is provided at all; for GFP_LAYOUT_STRIDED, whether strided tensors are
+ * taken as they are. A kernel for row-major tensors only answers
+ * GFP_SUPPORT_CONTIGUOUS to both (the core then makes contiguous copies on
+ * the device); GFP_SUPPORT_NONE sends the op to the core's fallback device
+ * (or, in strict mode, fails with UNSUPPORTED). */
+#define GFP_SUPPORT_NONE 0u       /* not provided: the core runs it elsewhere */
 #define GFP_SUPPORT_CONTIGUOUS 1u /* provided when every tensor is contiguous:
                                      the core makes copies first */
 #define GFP_SUPPORT_STRIDED 3u    /* provided for any strides (implies contiguous) */
@@ -472,7 +477,9 @@ typedef struct gfp_plugin {
 
     /* REQUIRED. Run one op, in order with earlier launches on the device
      * (possibly asynchronously). inputs[i] may be NULL for an absent optional
-     * input. params is the op's parameter struct or NULL. */
+     * input. params is the op's parameter struct or NULL. A launch that
+     * returns GFP_ERR_UNSUPPORTED must not have written any output: the core
+     * may run the op on its fallback device from the same inputs. */
     gfp_status (*launch)(void *device, uint32_t op, const gfp_tensor *const *inputs,
                          uint32_t n_inputs, const gfp_tensor *const *outputs,
                          uint32_t n_outputs, const void *params);

@@ -108,18 +108,25 @@ gf_device *gf__fallback_for(gf_device *d) {
 
 gf_status gf__dtype_not_stored(gf_device *dev, gf_dtype dtype) {
     /* A device without storage for a dtype cannot hold the tensor at all, so
-     * no fallback can help: the tensors of an op are all on one device. */
+     * no fallback can help: the tensors of an op are all on one device. The
+     * message names a device that stores it: the fallback device first. */
     char api[160];
     gf__prof_api_name(api, sizeof api);
-    const char *where = "cpu";
-    gf_device *fb = gf__fallback_for(dev);
-    if (fb) where = fb->spec;
-    return gf__error(GF_ERR_DTYPE, "%s%s%s needs a tensor of dtype %s on device %s (plugin '%s'), "
-                     "which does not store %s; keep such tensors and the ops on them on a device "
-                     "that stores it (e.g. %s), or use a dtype the device stores",
-                     api[0] ? api : "", api[0] ? ": " : "", api[0] ? "this call" : "a tensor",
-                     gf_dtype_name(dtype), dev->spec, dev->plugin->name, gf_dtype_name(dtype),
-                     where);
+    gf_device *other = gf__fallback_for(dev);
+    if (!other || !(other->props.dtypes & GFP_DTYPE_BIT(dtype))) {
+        other = NULL;
+        for (int i = 0; i < gf_device_count() && !other; i++) {
+            gf_device *d = gf_device_at(i);
+            if (d != dev && (d->props.dtypes & GFP_DTYPE_BIT(dtype))) other = d;
+        }
+    }
+    char eg[80] = "";
+    if (other) snprintf(eg, sizeof eg, " (e.g. %s)", other->spec);
+    return gf__error(GF_ERR_DTYPE, "%s%sdevice %s (plugin '%s') does not store dtype %s, which %s "
+                     "needs there; keep such tensors, and the ops on them, on a device that stores "
+                     "%s%s, or use a dtype the device stores", api, api[0] ? ": " : "", dev->spec,
+                     dev->plugin->name, gf_dtype_name(dtype), api[0] ? "this call" : "a tensor",
+                     gf_dtype_name(dtype), eg);
 }
 
 /* ------------------------------------------------------------ bookkeeping */
