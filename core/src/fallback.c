@@ -138,12 +138,14 @@ typedef struct fb_kind {
     char signature[96];
     char reason[24];
     gf_device *fallback;
+    char fallback_spec[48]; /* kept: the report at gf_shutdown outlives devices */
     uint64_t calls;
 } fb_kind;
 
 struct gf_fallback_rec {
     struct gf_fallback_rec *next_rec; /* g_records */
     gf_device *device;
+    char spec[48];
     atomic_uint_fast64_t ops, bytes_to, bytes_from, nanos;
     int n_kinds;
     bool full_logged;
@@ -152,20 +154,60 @@ struct gf_fallback_rec {
 
 static struct gf_fallback_rec *g_records; /* every record, freed by reset */
 
+static void report_at_exit(void);
+
 /* The device's record, created on first use (under g_lock). */
 static struct gf_fallback_rec *record_locked(gf_device *d) {
     if (d->fallback) return d->fallback;
     struct gf_fallback_rec *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    static bool at_exit_set;
+    if (!at_exit_set) {
+        at_exit_set = true;
+        atexit(report_at_exit);
+    }
     r->device = d;
+    snprintf(r->spec, sizeof r->spec, "%s", d->spec);
     r->next_rec = g_records;
     g_records = r;
     d->fallback = r;
     return r;
 }
 
+/* GRAFT_LOG=info: what fell back, per device, at gf_shutdown or exit. */
+static void report_locked(void) {
+    if (gf__log_level() < GFP_LOG_INFO) return;
+    for (struct gf_fallback_rec *r = g_records; r; r = r->next_rec) {
+        uint64_t ops = atomic_load(&r->ops);
+        if (!ops) continue;
+        gf__log(GFP_LOG_INFO, "fallback from %s: %llu ops of %d kinds, %llu bytes there and "
+                "%llu back, %.3f s", r->spec, (unsigned long long)ops, r->n_kinds,
+                (unsigned long long)atomic_load(&r->bytes_to),
+                (unsigned long long)atomic_load(&r->bytes_from),
+                (double)atomic_load(&r->nanos) * 1e-9);
+        for (int i = 0; i < r->n_kinds; i++)
+            gf__log(GFP_LOG_INFO, "  %s %s on %s: %llu calls (%s)", r->kinds[i].op,
+                    r->kinds[i].signature, r->kinds[i].fallback_spec,
+                    (unsigned long long)r->kinds[i].calls, r->kinds[i].reason);
+    }
+}
+
+static void report_at_exit(void) {
+    pthread_mutex_lock(&g_lock);
+    report_locked();
+    /* Reported once: gf_shutdown (if it comes later) finds nothing. */
+    while (g_records) {
+        struct gf_fallback_rec *r = g_records;
+        g_records = r->next_rec;
+        if (r->device && r->device->fallback == r) r->device->fallback = NULL;
+        free(r);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
 void gf__fallback_reset(void) {
     pthread_mutex_lock(&g_lock);
+    report_locked();
     while (g_records) {
         struct gf_fallback_rec *r = g_records;
         g_records = r->next_rec;
@@ -225,6 +267,7 @@ static void note_kind(gf_device *d, gf_device *fb, gfp_op op, const char *opname
             k = &r->kinds[r->n_kinds++];
             k->key = key;
             k->fallback = fb;
+            snprintf(k->fallback_spec, sizeof k->fallback_spec, "%s", fb->spec);
             snprintf(k->op, sizeof k->op, "%s", opname);
             dtype_sig(k->signature, sizeof k->signature, in, n_in, out, n_out);
             snprintf(k->reason, sizeof k->reason, "%s",
@@ -303,7 +346,7 @@ gf_status gf_fallback_get_op(const gf_device *dev, int i, gf_fallback_op_info *i
     memset(info, 0, sizeof *info);
     snprintf(info->op, sizeof info->op, "%s", k->op);
     snprintf(info->signature, sizeof info->signature, "%s", k->signature);
-    snprintf(info->fallback, sizeof info->fallback, "%s", k->fallback->spec);
+    snprintf(info->fallback, sizeof info->fallback, "%s", k->fallback_spec);
     snprintf(info->reason, sizeof info->reason, "%s", k->reason);
     info->calls = k->calls;
     pthread_mutex_unlock(&g_lock);

@@ -204,33 +204,44 @@ size_t gf_profiler_event_count(void) {
 
 /* ------------------------------------------------------------ the public call */
 /* Cache of return addresses: the exported gf_ function each lies in, or "".
- * Per thread, so that no lock is taken; names point into libgraft's own
- * dynamic string table, valid while it is loaded. */
-#define PC_CACHE 1024
+ * Names point into libgraft's own dynamic string table, valid while it is
+ * loaded. One table for all threads, under its lock (profiling only). */
+#define PC_CACHE 4096
 typedef struct pc_entry {
     const void *pc;
     const char *name;
 } pc_entry;
-static _Thread_local pc_entry tl_pc[PC_CACHE];
+static pc_entry g_pc[PC_CACHE];
+static pthread_mutex_t g_pc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *exported_name(const void *pc) {
-    size_t h = (size_t)(((uintptr_t)pc * 0x9E3779B97F4A7C15ull) >> 54) % PC_CACHE;
-    if (tl_pc[h].pc == pc) return tl_pc[h].name;
+    size_t h = (size_t)(((uintptr_t)pc * 0x9E3779B97F4A7C15ull) >> 52) % PC_CACHE;
+    pthread_mutex_lock(&g_pc_lock);
+    if (g_pc[h].pc == pc) {
+        const char *n = g_pc[h].name;
+        pthread_mutex_unlock(&g_pc_lock);
+        return n;
+    }
+    pthread_mutex_unlock(&g_pc_lock);
     static void *self_base;
-    if (!self_base) {
+    if (!__atomic_load_n(&self_base, __ATOMIC_ACQUIRE)) {
         Dl_info me;
-        if (dladdr((const void *)&gf__prof_flags, &me)) self_base = me.dli_fbase;
+        if (dladdr((const void *)&gf__prof_flags, &me))
+            __atomic_store_n(&self_base, me.dli_fbase, __ATOMIC_RELEASE);
     }
     const char *name = "";
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (dladdr1(pc, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_fbase == self_base &&
-        info.dli_sname && sym && !strncmp(info.dli_sname, "gf_", 3)) {
+    if (dladdr1(pc, &info, (void **)&sym, RTLD_DL_SYMENT) &&
+        info.dli_fbase == __atomic_load_n(&self_base, __ATOMIC_ACQUIRE) && info.dli_sname && sym &&
+        !strncmp(info.dli_sname, "gf_", 3)) {
         uintptr_t a = (uintptr_t)pc - 1, lo = (uintptr_t)info.dli_saddr;
         if (a >= lo && a < lo + sym->st_size) name = info.dli_sname;
     }
-    tl_pc[h].pc = pc;
-    tl_pc[h].name = name;
+    pthread_mutex_lock(&g_pc_lock);
+    g_pc[h].pc = pc;
+    g_pc[h].name = name;
+    pthread_mutex_unlock(&g_pc_lock);
     return name;
 }
 
