@@ -29,6 +29,7 @@ typedef struct ev {
     uint64_t ts, dur, self;
     char name[40];
     char device[48]; /* the device; for a fallen-back op "acme:0>cpu:0" */
+    char sig[80];    /* op events: "(f32, f32) -> (f32) contiguous" */
     char *args;      /* a JSON object's members, or NULL */
     const char *cat; /* a literal */
 } ev;
@@ -267,6 +268,19 @@ void gf__prof_op_begin(gf_prof_frame *f, int flags) {
     f->t0 = gf__prof_now();
 }
 
+static void dtype_sig(char *buf, size_t len, const gf_tensor *const *in, int n_in,
+                      gf_tensor *const *out, int n_out, bool strided) {
+    sbuf b = {0};
+    sb_add(&b, "(");
+    for (int i = 0; i < n_in; i++)
+        sb_add(&b, "%s%s", i ? ", " : "", in[i] ? gf_dtype_name(in[i]->dtype) : "-");
+    sb_add(&b, ") -> (");
+    for (int i = 0; i < n_out; i++) sb_add(&b, "%s%s", i ? ", " : "", gf_dtype_name(out[i]->dtype));
+    sb_add(&b, ") %s", strided ? "strided" : "contiguous");
+    snprintf(buf, len, "%s", b.p ? b.p : "");
+    free(b.p);
+}
+
 static void tensor_list(sbuf *b, const gf_tensor *const *ts, int n) {
     for (int i = 0; i < n; i++) {
         if (i) sb_add(b, ", ");
@@ -306,6 +320,7 @@ void gf__prof_op_end(gf_prof_frame *f, gf_device *d, const char *opname,
         ev e = {.kind = EV_OP, .cat = "op", .tid = tid(), .ts = f->t0, .dur = dur,
                 .self = dur > f->child_ns ? dur - f->child_ns : 0};
         snprintf(e.name, sizeof e.name, "%s", opname);
+        dtype_sig(e.sig, sizeof e.sig, in, n_in, out, n_out, strided);
         if (ran_on) snprintf(e.device, sizeof e.device, "%s>%s", d->spec, ran_on->spec);
         else snprintf(e.device, sizeof e.device, "%s", d->spec);
         sbuf a = {0};
@@ -511,6 +526,42 @@ size_t gf_profiler_summary(char *buf, size_t len) {
                rows[r].device, (unsigned long long)rows[r].calls, (double)rows[r].total * 1e-6,
                (double)rows[r].self * 1e-6, (double)rows[r].total * 1e-3 / (double)rows[r].calls,
                all_self ? 100.0 * (double)rows[r].self / (double)all_self : 0.0);
+    /* What each device was asked to run: the (op, dtypes, layout) kinds a
+     * plugin must provide to run this without fallback. */
+    pthread_mutex_lock(&g_lock);
+    typedef struct kind {
+        const char *name, *device, *sig;
+        uint64_t calls;
+    } kind;
+    kind *kinds = NULL;
+    size_t n_kinds = 0, kcap = 0;
+    for (size_t i = 0; i < g_n; i++) {
+        const ev *e = &g_ev[i];
+        if (e->kind != EV_OP) continue;
+        size_t k = 0;
+        while (k < n_kinds && (strcmp(kinds[k].name, e->name) || strcmp(kinds[k].device, e->device) ||
+                               strcmp(kinds[k].sig, e->sig)))
+            k++;
+        if (k == n_kinds) {
+            if (n_kinds == kcap) {
+                size_t nc = kcap ? kcap * 2 : 64;
+                kind *nk = realloc(kinds, nc * sizeof *nk);
+                if (!nk) break;
+                kinds = nk;
+                kcap = nc;
+            }
+            kinds[k] = (kind){e->name, e->device, e->sig, 0};
+            n_kinds++;
+        }
+        kinds[k].calls++;
+    }
+    sb_add(&s, "dispatched (op, dtypes, layout) per device: what a plugin provides to run this "
+               "without fallback\n");
+    for (size_t k = 0; k < n_kinds; k++)
+        sb_add(&s, "  %-16s %-22s %-40s %8llu calls\n", kinds[k].device, kinds[k].name,
+               kinds[k].sig, (unsigned long long)kinds[k].calls);
+    pthread_mutex_unlock(&g_lock);
+    free(kinds);
     sb_add(&s, "transfers: %llu host->device (%llu bytes), %llu device->host (%llu bytes); "
                "fallbacks: %llu\n", (unsigned long long)xfer_n[0],
            (unsigned long long)xfer_bytes[0], (unsigned long long)xfer_n[1],
