@@ -42,8 +42,8 @@ static gf_device *resolve_locked(bool *bad) {
     if (g_state) return g_device;
     const char *env = gf__getenv("GRAFT_FALLBACK");
     if (env && (!strcmp(env, "off") || !strcmp(env, "none") || !strcmp(env, "0"))) {
-        g_device = NULL;
-        g_state = 1;
+        __atomic_store_n(&g_device, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_state, 1, __ATOMIC_RELEASE);
         return NULL;
     }
     gf_device *d = gf_device_find(env && *env ? env : "cpu");
@@ -61,16 +61,16 @@ static gf_device *resolve_locked(bool *bad) {
         /* No cpu device at all: nothing to fall back to. */
         gf_clear_error();
     }
-    g_device = d;
-    g_state = 1;
+    __atomic_store_n(&g_device, d, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_state, 1, __ATOMIC_RELEASE);
     return d;
 }
 
 gf_status gf_fallback_set_device(gf_device *dev) {
     gf__ensure_init();
     pthread_mutex_lock(&g_lock);
-    g_device = dev;
-    g_state = 2;
+    __atomic_store_n(&g_device, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_state, 2, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_lock);
     return GF_OK;
 }
@@ -86,8 +86,10 @@ gf_device *gf_fallback_device(void) {
 
 gf_device *gf__fallback_for(gf_device *d) {
     if (tl_inside) return NULL;
-    gf_device *fb = __atomic_load_n(&g_device, __ATOMIC_ACQUIRE);
-    if (!__atomic_load_n(&g_state, __ATOMIC_ACQUIRE)) {
+    /* g_state is stored (release) after g_device: read it first. */
+    int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    gf_device *fb = __atomic_load_n(&g_device, __ATOMIC_RELAXED);
+    if (!state) {
         bool bad;
         /* A status set here would replace the caller's error: keep it. */
         char saved[1024];
@@ -213,8 +215,8 @@ void gf__fallback_reset(void) {
         g_records = r->next_rec;
         free(r);
     }
-    g_state = 0;
-    g_device = NULL;
+    __atomic_store_n(&g_state, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_device, NULL, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
 }
 

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +450,43 @@ static int scenario_dtype_not_stored(void) {
     return CHECK_REPORT();
 }
 
+/* ------------------------------------------------------------ threads */
+/* Threads falling back at once (acme is not thread-safe: the core serialises
+ * calls into it), each checking its own results; the counters add up. */
+#define N_THREADS 4
+#define N_STEPS 20
+
+static void *worker(void *arg) {
+    int *bad = arg;
+    for (int i = 0; i < N_STEPS; i++) {
+        gf_scope_begin();
+        gf_tensor *x = gf_full((int64_t[]){3, 5}, 2, (double)i, GF_F32, acme);
+        gf_tensor *y = gf_sum(gf_softmax(x, 1), NULL, 0, false); /* softmax falls back */
+        double v = 0;
+        if (!y || gf_tensor_item(y, &v) != GF_OK || fabs(v - 3.0) > 1e-5) (*bad)++;
+        gf_scope_end();
+    }
+    return NULL;
+}
+
+static int scenario_threads(void) {
+    if (!setup()) return CHECK_REPORT();
+    pthread_t th[N_THREADS];
+    int bad[N_THREADS] = {0};
+    for (int i = 0; i < N_THREADS; i++) CHECK(pthread_create(&th[i], NULL, worker, &bad[i]) == 0);
+    for (int i = 0; i < N_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_MSG(bad[i] == 0, "thread %d: %d wrong results", i, bad[i]);
+    }
+    gf_fallback_stats st;
+    CHECK(gf_fallback_get_stats(acme, &st) == GF_OK);
+    /* softmax, and the sum over two dims that acme refuses at launch */
+    CHECK_MSG(st.ops == 2 * N_THREADS * N_STEPS, "%llu ops fell back", (unsigned long long)st.ops);
+    check_no_leak();
+    CHECK_MSG(gf_shutdown() == GF_OK, "%s", gf_last_error());
+    return CHECK_REPORT();
+}
+
 /* compare A B RTOL: two loss logs of train_util.h (TRAIN_LOSS_LOG), the same
  * batches in the same order, every loss within RTOL relative. */
 static int compare_losses(const char *pa, const char *pb, double rtol) {
@@ -490,6 +528,7 @@ int main(int argc, char **argv) {
     if (!strcmp(sc, "fallback_alloc_fails"))
         return scenario_fallback_fails(GF_ERR_OUT_OF_MEMORY, "simulated out of device memory");
     if (!strcmp(sc, "bad_env")) return scenario_bad_env();
+    if (!strcmp(sc, "threads")) return scenario_threads();
     if (!strcmp(sc, "dtype_not_stored")) return scenario_dtype_not_stored();
     fprintf(stderr, "usage: %s default|strict|fallback_launch_fails|fallback_alloc_fails|"
                     "bad_env|dtype_not_stored\n", argv[0]);
