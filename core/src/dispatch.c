@@ -216,7 +216,8 @@ static uint64_t cap_key(const gfp_op_query *q) {
     return k;
 }
 
-static gf_status query_support(gf_device *d, const gfp_op_query *q, uint32_t *support) {
+static inline __attribute__((always_inline)) gf_status query_support(gf_device *d, const gfp_op_query *q,
+                                                                   uint32_t *support) {
     uint64_t key = cap_key(q);
     size_t n = sizeof d->caps / sizeof d->caps[0];
     size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % n;
@@ -426,7 +427,7 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
         if (!gf__is_contiguous(out[i])) strided = true;
         if (gf__numel(out[i]) > 0) any_out = true;
     }
-    *strided_out = strided;
+    if (strided_out) *strided_out = strided;
     if (!any_out) return GF_OK; /* nothing to write */
     q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
     gf_status s = gf__dev_open(d);
@@ -469,6 +470,5 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, 
         int prof = gf__prof_on();
         if (prof) return launch_observed(prof, op, opname, in, n_in, out, n_out, params);
     }
-    bool strided;
-    return launch_impl(op, opname, in, n_in, out, n_out, params, &strided);
+    return launch_impl(op, opname, in, n_in, out, n_out, params, NULL);
 }
