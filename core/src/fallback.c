@@ -441,9 +441,13 @@ gf_status gf__fallback_run(gf_device *d, gf_device *fb, gfp_op op, const char *o
     /* A launch's refusal, kept for the message when fb fails too. */
     opname = gf__op_display(op, opname);
     char why[600] = "";
-    if (refused_at_launch) snprintf(why, sizeof why, "%s", gf__message());
+    /* The launch's refusal is this op's, and goes on success; an error
+     * pending from an earlier call stays (NULL propagation reports it). */
+    if (refused_at_launch) {
+        snprintf(why, sizeof why, "%s", gf__message());
+        gf_clear_error();
+    }
     uint64_t t0 = now_ns();
-    gf_clear_error();
 
     gf_tensor *fin[8] = {0}, *fout[4] = {0};
     gf_status s = GF_OK;

@@ -265,6 +265,18 @@ static void double_backward(void) {
     check_no_leak();
 }
 
+/* A fallback keeps an error pending from an earlier call, as any op does. */
+static void keeps_pending_error(void) {
+    CHECK(gf_device_find("nosuch:7") == NULL);
+    gf_scope_begin();
+    gf_tensor *a = gf_ones((int64_t[]){4}, 1, GF_F32, acme);
+    CHECK(gf_sin(a) != NULL); /* falls back */
+    gf_scope_end();
+    CHECK_MSG(gf_last_status() == GF_ERR_NOT_FOUND, "%s", gf_status_name(gf_last_status()));
+    CHECK_CONTAINS(gf_last_error(), "nosuch:7");
+    gf_clear_error();
+}
+
 static void counters(void) {
     gf_fallback_stats st;
     CHECK(gf_fallback_get_stats(acme, &st) == GF_OK);
@@ -324,6 +336,7 @@ static int scenario_default(void) {
     RUN(random_same_numbers);
     RUN(backward);
     RUN(double_backward);
+    RUN(keeps_pending_error);
     RUN(counters);
     RUN(warns_once);
     CHECK_MSG(gf_shutdown() == GF_OK, "%s", gf_last_error());
