@@ -451,7 +451,7 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
 }
 
 /* gf__launch with the profiler's hooks around it (out of line). */
-static __attribute__((noinline)) gf_status
+static __attribute__((noinline, cold)) gf_status
 launch_observed(int prof, gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
                 gf_tensor *const *out, int n_out, const void *params) {
     bool strided = false;
