@@ -82,7 +82,9 @@ typedef enum gfp_dtype {
 #define GFP_DTYPE_BIT(d) (1u << (unsigned)(d))
 
 /* Device memory: an opaque handle (a pointer, a cl_mem, a VkBuffer wrapper,
- * a CUDA pointer) plus byte offsets. The core never dereferences it. */
+ * a CUDA pointer) plus byte offsets. The core never dereferences it, never
+ * compares it with NULL and never invents one: any value buffer_alloc
+ * returns, 0 included, is a valid handle, passed back exactly as given. */
 typedef void *gfp_buffer;
 
 /* ------------------------------------------------------------------ host */
@@ -94,7 +96,9 @@ typedef enum gfp_log_level {
 } gfp_log_level;
 
 /* Services the core offers to a plugin. Valid from negotiate() until the
- * plugin's shutdown() returns. All slots are always non-NULL. */
+ * plugin's shutdown() returns. All slots are always non-NULL. negotiate()
+ * runs once per load of the plugin's library; should it run again (the core
+ * loaded again after gf_shutdown), keep the host table of the latest call. */
 typedef struct gfp_host {
     uint32_t struct_size;
     uint32_t abi_major; /* the core's ABI version */
@@ -117,7 +121,8 @@ typedef struct gfp_tensor {
     uint32_t struct_size;
     int32_t dtype; /* gfp_dtype */
     gfp_buffer buffer;
-    uint64_t offset; /* bytes from the start of buffer */
+    uint64_t offset; /* bytes from the start of buffer; a multiple of the
+                        dtype's size (not of 64: views start anywhere) */
     int32_t rank;
     int32_t reserved0;
     int64_t sizes[GFP_MAX_RANK];
@@ -216,7 +221,11 @@ typedef enum gfp_op {
 
     /* --- reductions (in: x; out: y with reduced dims of size 1) ---
      * gfp_reduce_params. Reducing zero elements: sum 0, prod 1, mean NaN,
-     * amax/amin: the core refuses it before launch. */
+     * amax/amin: the core refuses it before launch. Accuracy: any summation
+     * order is allowed; graft-plugin-check accepts a normalised mean squared
+     * error against the reference of 1e-8 in f32 (about 1e-4 relative) and
+     * 1e-20 in f64, so f32 sums of many terms need a wider accumulator or
+     * pairwise/tree order. */
     GFP_OP_SUM = 100,
     GFP_OP_MEAN = 101,
     GFP_OP_PROD = 102,
@@ -399,8 +408,13 @@ typedef struct gfp_op_query {
 } gfp_op_query;
 #define GFP_OP_QUERY_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_op_query, output_dtypes)
 
-/* Answers of query_op. */
-#define GFP_SUPPORT_NONE 0u       /* not provided: the core reports UNSUPPORTED */
+/* Answers of query_op. For GFP_LAYOUT_CONTIGUOUS the answer says whether the
+ * op is provided at all; for GFP_LAYOUT_STRIDED, whether strided tensors are
+ * taken as they are. A kernel for row-major tensors only answers
+ * GFP_SUPPORT_CONTIGUOUS to both (the core then makes contiguous copies on
+ * the device); GFP_SUPPORT_NONE sends the op to the core's fallback device
+ * (or, in strict mode, fails with UNSUPPORTED). */
+#define GFP_SUPPORT_NONE 0u       /* not provided: the core runs it elsewhere */
 #define GFP_SUPPORT_CONTIGUOUS 1u /* provided when every tensor is contiguous:
                                      the core makes copies first */
 #define GFP_SUPPORT_STRIDED 3u    /* provided for any strides (implies contiguous) */
@@ -428,7 +442,9 @@ typedef struct gfp_plugin {
      * why through host->set_error before returning GFP_OK (shown by graft-info). */
     gfp_status (*device_count)(void *plugin_ctx, uint32_t *count);
 
-    /* REQUIRED. Fill props (the core sets props->struct_size first). */
+    /* REQUIRED. Fill props (the core sets props->struct_size first). The core
+     * passes indices below device_count's answer only; a plugin that gets
+     * another answers GFP_ERR_NOT_FOUND (as device_open does). */
     gfp_status (*device_props)(void *plugin_ctx, uint32_t index, gfp_device_props *props);
 
     /* REQUIRED. Create the device context on first use. */
@@ -472,7 +488,9 @@ typedef struct gfp_plugin {
 
     /* REQUIRED. Run one op, in order with earlier launches on the device
      * (possibly asynchronously). inputs[i] may be NULL for an absent optional
-     * input. params is the op's parameter struct or NULL. */
+     * input. params is the op's parameter struct or NULL. A launch that
+     * returns GFP_ERR_UNSUPPORTED must not have written any output: the core
+     * may run the op on its fallback device from the same inputs. */
     gfp_status (*launch)(void *device, uint32_t op, const gfp_tensor *const *inputs,
                          uint32_t n_inputs, const gfp_tensor *const *outputs,
                          uint32_t n_outputs, const void *params);

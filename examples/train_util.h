@@ -10,7 +10,12 @@
  *   epoch   3/30 [##########....................]   10/30  loss 0.4812
  * and replaced by the epoch's summary line when it ends. When stdout is not
  * a terminal (a log file, CTest), nothing is drawn: only the summary lines
- * are printed, so logs stay one line per epoch. */
+ * are printed, so logs stay one line per epoch.
+ *
+ * TRAIN_LOSS_LOG=<file> appends every batch's loss to that file with nine
+ * significant digits (one "epoch batch loss" line each), which the tests use
+ * to compare runs on two devices. At the end, a run on a device from which
+ * ops fell back to another device says so (graft/device.h, fallback). */
 #ifndef GRAFT_EXAMPLES_TRAIN_UTIL_H
 #define GRAFT_EXAMPLES_TRAIN_UTIL_H
 
@@ -199,6 +204,16 @@ static inline void train_error(progress *p, const char *prog, const char *what) 
  * Intermediates belong to the caller's scope. */
 typedef gf_tensor *(*train_forward_fn)(const void *model, const gf_tensor *x);
 
+/* Appends one loss to the file TRAIN_LOSS_LOG names, if any. */
+static inline void train_log_loss(int epoch, int batch, double loss) {
+    const char *path = getenv("TRAIN_LOSS_LOG");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%d %d %.9g\n", epoch, batch, loss);
+    fclose(f);
+}
+
 /* What the training loop works on. */
 typedef struct train_loop {
     gf_device *dev;
@@ -241,6 +256,7 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
         if (s != GF_OK) break;
         loss_sum += lv;
         batches++;
+        train_log_loss(epoch, batches, lv);
         progress_update(t->bar, epoch, batches, n_batches, loss_sum / batches);
     }
     gf_tensor_release(order);
@@ -290,6 +306,20 @@ static inline int train_check_accuracy(const char *prog, const char *what, doubl
 /* Shuts graft down once every tensor is released: rc, or 1 when graft
  * refuses (a tensor leaked). */
 static inline int train_shutdown(const char *prog, int rc) {
+    gf_device *dev = gf_device_default();
+    gf_fallback_stats fs;
+    if (dev && gf_fallback_get_stats(dev, &fs) == GF_OK && fs.ops) {
+        printf("fallback: %llu ops of %d kinds ran on another device (%.3f s; %llu bytes "
+               "there, %llu back):\n", (unsigned long long)fs.ops, fs.distinct_ops, fs.seconds,
+               (unsigned long long)fs.bytes_to_fallback, (unsigned long long)fs.bytes_from_fallback);
+        for (int i = 0; i < gf_fallback_op_count(dev); i++) {
+            gf_fallback_op_info oi;
+            if (gf_fallback_get_op(dev, i, &oi) == GF_OK)
+                printf("  %-22s %-28s on %-8s %8llu calls (%s)\n", oi.op, oi.signature,
+                       oi.fallback, (unsigned long long)oi.calls, oi.reason);
+        }
+    }
+    gf_clear_error();
     if (gf_shutdown() != GF_OK && rc == 0) {
         fprintf(stderr, "%s: gf_shutdown failed: %s\n", prog, gf_last_error());
         rc = 1;

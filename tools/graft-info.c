@@ -120,6 +120,18 @@ static void print_text(int n_plugins, int n_devices) {
         printf("\nDefault device (GRAFT_DEVICE): %s\n", gf_device_spec(def));
     else if (n_devices > 0)
         printf("\nDefault device (GRAFT_DEVICE): none: %s\n", gf_last_error());
+    gf_clear_error();
+    /* Where ops a device lacks run: what fell back, and how much, is counted
+     * per process (gf_fallback_get_stats; GRAFT_LOG=info prints it at exit). */
+    gf_device *fb = gf_fallback_device();
+    if (fb)
+        printf("Fallback device (GRAFT_FALLBACK): %s (ops other devices lack run there)\n",
+               gf_device_spec(fb));
+    else if (gf_last_status() != GF_OK)
+        printf("Fallback device (GRAFT_FALLBACK): none: %s\n", gf_last_error());
+    else if (n_devices > 0)
+        printf("Fallback device (GRAFT_FALLBACK): none (strict mode: ops a device lacks fail)\n");
+    gf_clear_error();
 }
 
 /* ------------------------------------------------------------------ JSON output */
@@ -284,6 +296,15 @@ static void print_json(int n_plugins, int n_devices) {
         json_string(gf_device_spec(def));
     else
         printf("null");
+    gf_clear_error();
+    gf_device *fb = n_devices ? gf_fallback_device() : NULL;
+    printf(",\n");
+    json_key("  ", "fallback_device"); /* null: strict mode, or none usable */
+    if (fb)
+        json_string(gf_device_spec(fb));
+    else
+        printf("null");
+    gf_clear_error();
     printf("\n}\n");
 }
 

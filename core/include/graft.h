@@ -10,5 +10,6 @@
 #include "graft/nn.h"
 #include "graft/autograd.h"
 #include "graft/interop.h"
+#include "graft/profiler.h"
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profiler_internal.h"
 
 struct gf_block {
     gfp_buffer buffer;
@@ -82,6 +83,7 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
                          (unsigned long long)dev->props.max_alloc_bytes);
     pthread_mutex_lock(&a->lock);
     gf_block *b = take_cached(a, size);
+    int what = b ? GF_PROF_ALLOC_CACHE : GF_PROF_ALLOC_PLUGIN;
     if (!b) {
         b = calloc(1, sizeof *b);
         if (!b) {
@@ -105,7 +107,9 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
     a->bytes_in_use += b->size;
     if (a->bytes_in_use > a->peak) a->peak = a->bytes_in_use;
     a->live_blocks++;
+    uint64_t in_use = a->bytes_in_use, cached = a->bytes_cached;
     pthread_mutex_unlock(&a->lock);
+    if (gf__prof_on()) gf__prof_alloc(dev, b->size, what, in_use, cached);
     *out = b;
     *buf = b->buffer;
     *host_ptr = b->host_ptr;
@@ -121,7 +125,9 @@ void gf__free_block(gf_device *dev, gf_block *b) {
     b->next = *head;
     *head = b;
     a->bytes_cached += b->size;
+    uint64_t size = b->size, in_use = a->bytes_in_use, cached = a->bytes_cached;
     pthread_mutex_unlock(&a->lock);
+    if (gf__prof_on()) gf__prof_alloc(dev, size, GF_PROF_FREE, in_use, cached);
 }
 
 void gf__allocator_release_all(gf_device *dev) {

@@ -8,7 +8,10 @@
 
 static gf_device *g_default; /* resolved GRAFT_DEVICE, reset by gf_shutdown */
 
-void gf__device_reset_default(void) { g_default = NULL; }
+void gf__device_reset_default(void) {
+    g_default = NULL;
+    gf__fallback_reset();
+}
 
 int gf_device_count(void) {
     gf__ensure_init();

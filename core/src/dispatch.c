@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profiler_internal.h"
 
 static void lock_dev(gf_device *d) {
     if (!d->thread_safe) pthread_mutex_lock(&d->call_lock);
@@ -123,20 +124,24 @@ gf_status gf__dev_wrap_host(gf_device *d, void *host_ptr, uint64_t nbytes, gfp_b
 gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *src, uint64_t n) {
     if (n == 0) return GF_OK;
     OPEN_OR_RETURN(d);
+    uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
     lock_dev(d);
     gfp_status st = d->plugin->table->buffer_write(d->handle, buf, off, src, n);
     unlock_dev(d);
+    if (t0) gf__prof_transfer_event(d, true, n, t0);
     return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_write");
 }
 
 gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
     if (n == 0) return GF_OK;
     OPEN_OR_RETURN(d);
+    uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
     lock_dev(d);
     gfp_status st = d->plugin->table->buffer_read(d->handle, buf, off, dst, n);
     unlock_dev(d);
+    if (t0) gf__prof_transfer_event(d, false, n, t0);
     return st == GFP_OK ? GF_OK : plugin_fail(d, st, "buffer_read");
 }
 
@@ -211,7 +216,8 @@ static uint64_t cap_key(const gfp_op_query *q) {
     return k;
 }
 
-static gf_status query_support(gf_device *d, const gfp_op_query *q, uint32_t *support) {
+static inline __attribute__((always_inline)) gf_status query_support(gf_device *d, const gfp_op_query *q,
+                                                                   uint32_t *support) {
     uint64_t key = cap_key(q);
     size_t n = sizeof d->caps / sizeof d->caps[0];
     size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % n;
@@ -304,51 +310,12 @@ static gf_status raw_launch(gf_device *d, gfp_op op, const char *opname,
     return plugin_fail(d, st, what);
 }
 
-gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
-                     gf_tensor *const *out, int n_out, const void *params) {
-    if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4)
-        return gf__error(GF_ERR_INVALID, "%s: internal: bad tensor counts", opname);
-    gf_device *d = out[0]->storage->device;
-    bool strided = false, any_out = false;
-    gfp_op_query q = {.struct_size = sizeof q, .op = (uint32_t)op, .n_inputs = (uint32_t)n_in,
-                      .n_outputs = (uint32_t)n_out};
-    for (int i = 0; i < n_in; i++) {
-        q.input_dtypes[i] = in[i] ? (int32_t)in[i]->dtype : -1;
-        if (!in[i]) continue;
-        if (in[i]->storage->device != d)
-            return gf__error(GF_ERR_DEVICE, "%s: inputs are on %s and %s; move them to one "
-                             "device with gf_to_device", opname, in[i]->storage->device->spec,
-                             d->spec);
-        if (!gf__is_contiguous(in[i])) strided = true;
-    }
-    for (int i = 0; i < n_out; i++) {
-        q.output_dtypes[i] = (int32_t)out[i]->dtype;
-        if (out[i]->storage->device != d)
-            return gf__error(GF_ERR_DEVICE, "%s: outputs on different devices", opname);
-        if (!gf__is_contiguous(out[i])) strided = true;
-        if (gf__numel(out[i]) > 0) any_out = true;
-    }
-    if (!any_out) return GF_OK; /* nothing to write */
-    q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
-    gf_status s = gf__dev_open(d);
-    if (s != GF_OK) return s;
-    uint32_t support = GFP_SUPPORT_NONE;
-    s = query_support(d, &q, &support);
-    if (s != GF_OK) return s;
-    if (support == GFP_SUPPORT_NONE) {
-        char ins[160], outs[80];
-        dtype_list(ins, sizeof ins, in, n_in);
-        dtype_list(outs, sizeof outs, (const gf_tensor *const *)out, n_out);
-        return gf__error(GF_ERR_UNSUPPORTED,
-                         "device %s (plugin '%s') does not provide op '%s' for dtypes (%s) -> "
-                         "(%s)%s; convert with gf_to_dtype or move the tensors to another device",
-                         d->spec, d->plugin->name, opname, ins, outs,
-                         strided ? " with strided tensors" : "");
-    }
-    if (!strided || (support & 2u)) return raw_launch(d, op, opname, in, n_in, out, n_out, params);
-
+static gf_status launch_contiguous(gf_device *d, gfp_op op, const char *opname,
+                                   const gf_tensor *const *in, int n_in, gf_tensor *const *out,
+                                   int n_out, const void *params) {
     /* The kernel needs contiguous tensors: copy in, launch, copy back. The
      * copies themselves need a strided COPY; without one, copy on the host. */
+    gf_status s = GF_OK;
     if (op == GFP_OP_COPY) return gf__host_copy(out[0], in[0]);
     const gf_tensor *cin[8] = {0};
     gf_tensor *cout[4] = {0};
@@ -392,4 +359,116 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, 
         if (cout[i] != out[i]) s = gf__copy_into(out[i], cout[i]);
     for (int i = 0; i < n_owned; i++) gf_tensor_release(owned[i]);
     return s;
+}
+
+/* Strict mode's note for the UNSUPPORTED message: how to run such ops. */
+static const char *strict_note(void) {
+    const char *env = gf__getenv("GRAFT_FALLBACK");
+    if (env && (!strcmp(env, "off") || !strcmp(env, "none") || !strcmp(env, "0")))
+        return "; or unset GRAFT_FALLBACK=off (strict mode) to run such ops on the fallback "
+               "device";
+    return "";
+}
+
+const char *gf__op_display(gfp_op op, const char *opname) {
+    if (op == GFP_OP_RANDOM) return "random";
+    return strncmp(opname, "gf_", 3) ? opname : opname + 3;
+}
+
+gf_status gf__unsupported_error(gf_device *d, gfp_op op, const char *opname,
+                                const gf_tensor *const *in, int n_in, gf_tensor *const *out,
+                                int n_out, bool strided, const char *why) {
+    char ins[160], outs[80], api[160];
+    opname = gf__op_display(op, opname);
+    dtype_list(ins, sizeof ins, in, n_in);
+    dtype_list(outs, sizeof outs, (const gf_tensor *const *)out, n_out);
+    gf__prof_api_name(api, sizeof api);
+    bool has_inputs = false;
+    for (int i = 0; i < n_in; i++) has_inputs |= in[i] != NULL;
+    /* The remedy fits the case: converting dtypes helps an op with inputs
+     * other than a conversion itself; moving helps an op with inputs. */
+    const char *convert = has_inputs && op != GFP_OP_COPY
+                              ? ", or convert the inputs with gf_to_dtype to a dtype it provides"
+                              : "";
+    const char *move = has_inputs ? "move the tensors with gf_to_device to a device that provides "
+                                    "it"
+                                  : "create the tensor on a device that provides it";
+    return gf__error(GF_ERR_UNSUPPORTED,
+                     "%s%sdevice %s (plugin '%s') does not provide op '%s' for dtypes (%s) -> "
+                     "(%s)%s%s%s; %s%s%s", api, api[0] ? ": " : "", d->spec, d->plugin->name,
+                     opname, ins, outs, strided ? " with strided tensors" : "", why[0] ? ": " : "",
+                     why, move, convert, strict_note());
+}
+
+/* Inlined into both paths of gf__launch, so that the path without the
+ * profiler is what it was before the profiler existed. */
+static inline __attribute__((always_inline)) gf_status
+launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
+            gf_tensor *const *out, int n_out, const void *params, bool *strided_out) {
+    if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4)
+        return gf__error(GF_ERR_INVALID, "%s: internal: bad tensor counts", opname);
+    gf_device *d = out[0]->storage->device;
+    bool strided = false, any_out = false;
+    gfp_op_query q = {.struct_size = sizeof q, .op = (uint32_t)op, .n_inputs = (uint32_t)n_in,
+                      .n_outputs = (uint32_t)n_out};
+    for (int i = 0; i < n_in; i++) {
+        q.input_dtypes[i] = in[i] ? (int32_t)in[i]->dtype : -1;
+        if (!in[i]) continue;
+        if (in[i]->storage->device != d)
+            return gf__error(GF_ERR_DEVICE, "%s: inputs are on %s and %s; move them to one "
+                             "device with gf_to_device", opname, in[i]->storage->device->spec,
+                             d->spec);
+        if (!gf__is_contiguous(in[i])) strided = true;
+    }
+    for (int i = 0; i < n_out; i++) {
+        q.output_dtypes[i] = (int32_t)out[i]->dtype;
+        if (out[i]->storage->device != d)
+            return gf__error(GF_ERR_DEVICE, "%s: outputs on different devices", opname);
+        if (!gf__is_contiguous(out[i])) strided = true;
+        if (gf__numel(out[i]) > 0) any_out = true;
+    }
+    if (strided_out) *strided_out = strided;
+    if (!any_out) return GF_OK; /* nothing to write */
+    q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
+    gf_status s = gf__dev_open(d);
+    if (s != GF_OK) return s;
+    uint32_t support = GFP_SUPPORT_NONE;
+    s = query_support(d, &q, &support);
+    if (s != GF_OK) return s;
+    if (support == GFP_SUPPORT_NONE) {
+        gf_device *fb = gf__fallback_for(d);
+        if (fb) return gf__fallback_run(d, fb, op, opname, in, n_in, out, n_out, params, false);
+        return gf__unsupported_error(d, op, opname, in, n_in, out, n_out, strided, "");
+    }
+    if (!strided || (support & 2u)) s = raw_launch(d, op, opname, in, n_in, out, n_out, params);
+    else s = launch_contiguous(d, op, opname, in, n_in, out, n_out, params);
+    if (s == GF_ERR_UNSUPPORTED) {
+        /* The launch itself refused (a size, a parameter the kernel lacks). */
+        gf_device *fb = gf__fallback_for(d);
+        if (fb) return gf__fallback_run(d, fb, op, opname, in, n_in, out, n_out, params, true);
+    }
+    return s;
+}
+
+/* gf__launch with the profiler's hooks around it (out of line). */
+static __attribute__((noinline, cold)) gf_status
+launch_observed(int prof, gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
+                gf_tensor *const *out, int n_out, const void *params) {
+    bool strided = false;
+    gf_prof_frame f;
+    gf__prof_op_begin(&f, prof);
+    gf_status s = launch_impl(op, opname, in, n_in, out, n_out, params, &strided);
+    gf_device *d = n_out > 0 && out[0] ? out[0]->storage->device : NULL;
+    if ((prof & GF_PROF_SYNC) && s == GF_OK && d) s = gf__dev_sync(d);
+    if (d) gf__prof_op_end(&f, d, gf__op_display(op, opname), in, n_in, out, n_out, strided, s);
+    return s;
+}
+
+gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
+                     gf_tensor *const *out, int n_out, const void *params) {
+    if (__builtin_expect(__atomic_load_n(&gf__prof_flags, __ATOMIC_RELAXED) != 0, 0)) {
+        int prof = gf__prof_on();
+        if (prof) return launch_observed(prof, op, opname, in, n_in, out, n_out, params);
+    }
+    return launch_impl(op, opname, in, n_in, out, n_out, params, NULL);
 }

@@ -83,6 +83,7 @@ struct gf_device {
     gf_allocator alloc;
     pthread_mutex_t cap_lock;
     gf_cap_entry caps[512];
+    struct gf_fallback_rec *fallback; /* what fell back from it (fallback.c) */
 };
 
 struct gf_plugin_rec {
@@ -139,6 +140,32 @@ gf_status gf__dev_sync(gf_device *dev);
  * in errors ("add"). */
 gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *inputs, int n_in,
                      gf_tensor *const *outputs, int n_out, const void *params);
+
+/* ------------------------------------------------------------ fallback (fallback.c) */
+/* The device that runs an op d lacks, or NULL: strict mode, d is itself the
+ * fallback device, or the thread is already inside a fallback. Never sets
+ * an error (an unusable GRAFT_FALLBACK is reported by fallback_run). */
+gf_device *gf__fallback_for(gf_device *d);
+/* Runs the op on fb for tensors of d, as gf__launch documents; why is the
+ * UNSUPPORTED error d gave (its message is kept for the error when fb lacks
+ * the op too); refused_at_launch says which of the two ways d refused. */
+gf_status gf__fallback_run(gf_device *d, gf_device *fb, gfp_op op, const char *opname,
+                           const gf_tensor *const *in, int n_in, gf_tensor *const *out,
+                           int n_out, const void *params, bool refused_at_launch);
+/* The op's name in messages, profiles and counters: the caller's name
+ * without a "gf_" prefix ("sin"), "random" for RANDOM. */
+const char *gf__op_display(gfp_op op, const char *opname);
+/* Records the UNSUPPORTED error of a device that lacks an (op, dtypes,
+ * layout): names the public call, the op, the dtypes and a remedy that fits;
+ * why (may be "") is appended after the dtypes. */
+gf_status gf__unsupported_error(gf_device *d, gfp_op op, const char *opname,
+                                const gf_tensor *const *in, int n_in, gf_tensor *const *out,
+                                int n_out, bool strided, const char *why);
+/* Records the DTYPE error of a tensor of dtype on a device that does not
+ * store it, naming the public call that asked for it and what to do. */
+gf_status gf__dtype_not_stored(gf_device *dev, gf_dtype dtype);
+/* Forgets the fallback setting and what fell back (gf_shutdown). */
+void gf__fallback_reset(void);
 
 /* In-place fast path (ops_elementwise.c): the next elementwise op of the
  * thread writes its result into t when it fits (t NULL: no target). */

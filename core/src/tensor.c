@@ -119,8 +119,7 @@ gf_tensor *gf__empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *
         return NULL;
     }
     if (!(dev->props.dtypes & GFP_DTYPE_BIT(dtype))) {
-        gf__error(GF_ERR_DTYPE, "device %s (plugin '%s') does not store dtype %s; choose another "
-                  "dtype or device", dev->spec, dev->plugin->name, gf_dtype_name(dtype));
+        gf__dtype_not_stored(dev, dtype);
         return NULL;
     }
     gf_tensor *t = alloc_tensor();

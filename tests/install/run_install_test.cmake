@@ -54,7 +54,9 @@ if(MODE STREQUAL "prefix")
       "${BINDIR}/graft-info"
       "${LIBDIR}/cmake/graft/graftConfig.cmake" "${LIBDIR}/cmake/graft/graftConfigVersion.cmake"
       "${LIBDIR}/cmake/graft/graftTargets.cmake"
-      "${LIBDIR}/pkgconfig/graft.pc")
+      "${LIBDIR}/pkgconfig/graft.pc" "${LIBDIR}/pkgconfig/graft-abi.pc"
+      "share/graft/plugin_template/CMakeLists.txt" "share/graft/plugin_template/README.md"
+      "${INCLUDEDIR}/graft/profiler.h")
     if(NOT EXISTS "${PREFIX}/${f}")
       message(FATAL_ERROR "cmake --install did not install ${f} under ${PREFIX}")
     endif()

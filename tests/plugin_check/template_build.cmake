@@ -4,7 +4,8 @@
 # and the training example on its device.
 #   -DSOURCE=<examples/plugin_template> -DBINARY=<scratch dir>
 #   -DABI=<dir of graft_plugin.h> | -DPREFIX=<an installed graft>: the header
-#   is found in the prefix, and the oracle must be found there too
+#   is found in the prefix (with -DPKGCONFIG=<libdir>/pkgconfig: through the
+#   prefix's graft-abi pkg-config module), and the oracle must be found there too
 #   -DCHECK=<graft-plugin-check> [-DCHECK_ARGS=--quick] [-DC_COMPILER=cc] [-DNM=nm]
 #   [-DTRAIN=<train_mlp>]
 file(REMOVE_RECURSE "${BINARY}")
@@ -23,7 +24,19 @@ function(step what)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 
-if(PREFIX)
+if(PREFIX AND PKGCONFIG)
+  # The ABI-only pkg-config module of the prefix, and nothing else.
+  set(where "")
+  set(ENV{PKG_CONFIG_LIBDIR} "${PREFIX}/${PKGCONFIG}")
+  unset(ENV{PKG_CONFIG_PATH})
+  execute_process(COMMAND ${PKG_CONFIG_EXE} --cflags --libs graft-abi OUTPUT_VARIABLE pc_flags
+    RESULT_VARIABLE rc)
+  string(STRIP "${pc_flags}" pc_flags)
+  if(NOT rc EQUAL 0 OR NOT pc_flags MATCHES "^-I[^ ]*/include/graft$")
+    message(FATAL_ERROR "pkg-config graft-abi gives '${pc_flags}' (status ${rc}); expected "
+      "-I<prefix>/include/graft alone (no libraries)")
+  endif()
+elseif(PREFIX)
   set(where "-DCMAKE_PREFIX_PATH=${PREFIX}")
 else()
   set(where "-DGRAFT_ABI_INCLUDE_DIR=${ABI}")
@@ -31,7 +44,8 @@ endif()
 step("configure" ${CMAKE_COMMAND} -S "${SOURCE}" -B "${BINARY}" ${cc} ${where}
   "-DGRAFT_PLUGIN_CHECK=${CHECK}" "-DCMAKE_C_FLAGS=${flags}")
 file(READ "${BINARY}/CMakeCache.txt" cache)
-if(PREFIX AND NOT cache MATCHES "GRAFT_ABI_INCLUDE_DIR:PATH=${PREFIX}/")
+file(REAL_PATH "${PREFIX}" real_prefix)
+if(PREFIX AND NOT cache MATCHES "GRAFT_ABI_INCLUDE_DIR:PATH=(${PREFIX}|${real_prefix})/")
   message(FATAL_ERROR "graft_plugin.h was not found in the prefix ${PREFIX}")
 endif()
 step("build" ${CMAKE_COMMAND} --build "${BINARY}")

@@ -60,6 +60,9 @@ typedef struct bench_result {
     bool has_transfer;
     bench_stats h2d, d2h; /* seconds: inputs host -> device, output device -> host */
     double h2d_bytes, d2h_bytes;
+    /* Ops of the workload (all its runs, warm-up included) that ran on the
+     * fallback device, and the bytes copied each way for them. */
+    uint64_t fallback_ops, fallback_bytes;
 } bench_result;
 
 typedef struct bench_device {

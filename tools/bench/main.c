@@ -69,6 +69,8 @@ static void usage(FILE *out, const char *argv0) {
         "  --min-time S     repeat until S seconds were timed (default 0.5; quick 0)\n"
         "  --csv, --json    print CSV or JSON instead of the table\n"
         "  --svg FILE       also write a bar chart of the ratios to FILE\n"
+        "  --profile DIR    write a profile (Chrome trace JSON) of each workload on each device\n"
+        "                   to DIR/<workload>-<device>.json, and print each one's summary\n"
         "  --no-progress    no progress line on stderr (off anyway when it is not a terminal)\n"
         "  --list           list the workloads and exit\n"
         "  autograd         the autograd-overhead workload alone on GRAFT_DEVICE, in the\n"
@@ -137,6 +139,7 @@ typedef struct cli {
     long threads; /* 0 = leave the environment alone */
     enum { OUT_TABLE, OUT_CSV, OUT_JSON } format;
     const char *svg;
+    const char *profile; /* directory for --profile */
     bool list;
     bool no_progress;
 } cli;
@@ -176,6 +179,7 @@ static int parse_cli(int argc, char **argv, cli *c) {
         } else if (!strcmp(a, "--baseline") && has_val) c->baseline = argv[++i];
         else if (!strcmp(a, "--only") && has_val) c->only = argv[++i];
         else if (!strcmp(a, "--svg") && has_val) c->svg = argv[++i];
+        else if (!strcmp(a, "--profile") && has_val) c->profile = argv[++i];
         else if (!strcmp(a, "--threads") && has_val) {
             if (parse_long(a, argv[++i], 1, 4096, &c->threads)) return -1;
         } else if (!strcmp(a, "--warmup") && has_val) {
@@ -336,6 +340,29 @@ static int pick_devices(bench_run *run, const cli *c) {
     return 0;
 }
 
+/* --profile: stops the profiler and writes DIR/<family>-<device>.json (":" in
+ * the device's spec becomes "_"), then prints its summary on stderr. */
+static int write_profile(const cli *c, const char *family, const char *spec) {
+    gf_profiler_stop();
+    char path[1024], dev[64];
+    snprintf(dev, sizeof dev, "%s", spec);
+    for (char *p = dev; *p; p++)
+        if (*p == ':') *p = '_';
+    snprintf(path, sizeof path, "%s/%s-%s.json", c->profile, family, dev);
+    if (gf_profiler_write(path) != GF_OK) {
+        fprintf(stderr, "graft-bench: --profile: %s\n", gf_last_error());
+        return -1;
+    }
+    size_t need = gf_profiler_summary(NULL, 0);
+    char *text = malloc(need + 1);
+    if (text) {
+        gf_profiler_summary(text, need + 1);
+        fprintf(stderr, "graft-bench: profile of %s on %s: %s\n%s", family, spec, path, text);
+        free(text);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "autograd")) {
@@ -374,6 +401,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "graft-bench: out of memory\n");
         goto out;
     }
+    int rc_profile = 0;
     int n_sel = 0;
     for (int w = 0; w < N_WORKLOADS; w++) n_sel += selected(c.only, WORKLOADS[w].family);
     run.n_tasks = n_sel * run.n_devices;
@@ -394,7 +422,18 @@ int main(int argc, char **argv) {
             run.task_device = run.devices[d].spec;
             run.task_name = label;
             bench_progress(&run, NULL);
+            int first_row = run.n_results;
+            gf_device *dev = run.devices[d].dev;
+            gf_fallback_reset_stats(dev);
+            if (c.profile) gf_profiler_start(NULL);
             wl->run(&run, d, size);
+            if (c.profile && write_profile(&c, wl->family, run.devices[d].spec) != 0) rc_profile = 1;
+            gf_fallback_stats fs;
+            if (gf_fallback_get_stats(dev, &fs) == GF_OK)
+                for (int i = first_row; i < run.n_results; i++) {
+                    run.results[i].fallback_ops = fs.ops;
+                    run.results[i].fallback_bytes = fs.bytes_to_fallback + fs.bytes_from_fallback;
+                }
             /* Hand the cached blocks back, so the devices run one after the
              * other do not hold each other's memory. */
             gf_memory_empty_cache(run.devices[d].dev);
@@ -407,7 +446,7 @@ int main(int argc, char **argv) {
     else if (c.format == OUT_JSON) bench_print_json(&run, stdout);
     else bench_print_table(&run, stdout);
     fflush(stdout);
-    rc = 0;
+    rc = rc_profile;
     if (c.svg && bench_write_svg(&run, c.svg) != 0) rc = 1;
     int failed = 0;
     for (int i = 0; i < run.n_results; i++) failed += run.results[i].state == BENCH_FAILED;

@@ -121,6 +121,9 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
         snprintf(buf, sizeof buf, "-");
     }
     cell(out, buf, 10, true);
+    if (r->fallback_ops) snprintf(buf, sizeof buf, "%llu ops", (unsigned long long)r->fallback_ops);
+    else snprintf(buf, sizeof buf, "-");
+    cell(out, buf, 12, true);
     fprintf(out, "\n");
 }
 
@@ -154,12 +157,15 @@ void bench_print_table(const bench_run *run, FILE *out) {
     cell(out, "in (h2d)", 11, true);
     cell(out, "out (d2h)", 11, true);
     cell(out, ratio_head, 10, true);
+    cell(out, "fallback", 12, true);
     fprintf(out, "\n");
     for_each_grouped(run, table_row, out);
     fprintf(out, "\nmedian, min..max: kernel time per run (per op / node for the chains, per "
             "step for training),\n  device synchronized, inputs already on the device. in/out: "
             "median time to write the\n  inputs from host memory / read the output back. "
-            "vs %s: its median time over this\n  device's (2x = twice as fast).\n",
+            "vs %s: its median time over this\n  device's (2x = twice as fast). fallback: ops "
+            "of the workload (all runs) that ran on the\n  fallback device because this "
+            "device lacks them (graft/device.h).\n",
             run->devices[run->baseline].spec);
 }
 
@@ -190,7 +196,7 @@ static void csv_row(const bench_run *run, const bench_result *r, bool first, voi
     csv_text(out, r->note);
     fprintf(out, ",%s", r->per);
     if (r->state != BENCH_OK) {
-        fprintf(out, ",,,,,,,,,,,,,\n");
+        fprintf(out, ",,,,,,,,,,,,,,,\n");
         return;
     }
     const bench_stats *t = &r->time;
@@ -204,14 +210,16 @@ static void csv_row(const bench_run *run, const bench_result *r, bool first, voi
                 r->d2h_bytes);
     else fprintf(out, ",,,,");
     double ratio = bench_ratio(run, r);
-    if (ratio > 0) fprintf(out, ",%.6g\n", ratio);
-    else fprintf(out, ",\n");
+    if (ratio > 0) fprintf(out, ",%.6g", ratio);
+    else fprintf(out, ",");
+    fprintf(out, ",%llu,%llu\n", (unsigned long long)r->fallback_ops,
+            (unsigned long long)r->fallback_bytes);
 }
 
 void bench_print_csv(const bench_run *run, FILE *out) {
     fprintf(out, "workload,detail,device,device_name,plugin,status,note,per,median_s,min_s,max_s,"
             "q1_s,q3_s,runs,rate,rate_unit,h2d_median_s,h2d_bytes,d2h_median_s,d2h_bytes,"
-            "ratio_to_baseline\n");
+            "ratio_to_baseline,fallback_ops,fallback_bytes\n");
     for_each_grouped(run, csv_row, out);
 }
 
@@ -260,6 +268,8 @@ static void json_row(const bench_run *run, const bench_result *r, bool first, vo
         }
         double ratio = bench_ratio(run, r);
         if (ratio > 0) fprintf(out, ", \"ratio_to_baseline\": %.6g", ratio);
+        fprintf(out, ", \"fallback_ops\": %llu, \"fallback_bytes\": %llu",
+                (unsigned long long)r->fallback_ops, (unsigned long long)r->fallback_bytes);
     }
     fprintf(out, "}");
 }

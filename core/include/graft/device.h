@@ -59,6 +59,57 @@ GF_API gf_status gf_memory_reset_peak(gf_device *dev);
 /* Returns every cached block to the plugin. */
 GF_API gf_status gf_memory_empty_cache(gf_device *dev);
 
+/* ---- fallback: ops a device lacks run on another device
+ *
+ * When a device's plugin does not provide an (op, dtypes, layout), because
+ * query_op answers GFP_SUPPORT_NONE or launch returns GFP_ERR_UNSUPPORTED,
+ * the core runs that one op on the fallback device: the inputs are copied
+ * there (through host memory, or directly when one side is host-addressable),
+ * the op runs, and the outputs are copied back, so the result is where it
+ * would have been. Ops that write into existing memory (in-place ops,
+ * scatter_add, index_add, batch_norm's running statistics) keep their
+ * meaning; RANDOM gives the same numbers (the ABI defines them); ops inside
+ * backward and double backward fall back alike.
+ *
+ * The fallback device is GRAFT_FALLBACK's device string (default "cpu": the
+ * first cpu device); GRAFT_FALLBACK=off is strict mode, where such an op fails
+ * with GF_ERR_UNSUPPORTED as it names. An op never falls back from the
+ * fallback device itself, nor when the fallback device lacks it too (then the
+ * error names both devices). The first fallback of each (device, op, dtypes)
+ * logs a warning at GRAFT_LOG=warn. */
+
+/* Sets the fallback device for the whole process; NULL is strict mode. It
+ * overrides GRAFT_FALLBACK until gf_shutdown. Never fails for a valid dev. */
+GF_API gf_status gf_fallback_set_device(gf_device *dev);
+/* The fallback device, NULL in strict mode. NULL with an error
+ * (NOT_FOUND, INVALID) when GRAFT_FALLBACK names no device. */
+GF_API gf_device *gf_fallback_device(void);
+
+/* What fell back from one device since start or the last reset. */
+typedef struct gf_fallback_stats {
+    uint64_t ops;                 /* launches that ran on the fallback device */
+    uint64_t bytes_to_fallback;   /* copied from this device's tensors */
+    uint64_t bytes_from_fallback; /* copied back into this device's tensors */
+    double seconds;               /* wall time of those launches, copies included */
+    int distinct_ops;             /* (op, dtypes) kinds, as gf_fallback_op_count */
+} gf_fallback_stats;
+/* Fails: INVALID for NULL arguments. */
+GF_API gf_status gf_fallback_get_stats(const gf_device *dev, gf_fallback_stats *stats);
+GF_API gf_status gf_fallback_reset_stats(gf_device *dev);
+
+/* One (op, dtypes) that fell back from a device. */
+typedef struct gf_fallback_op_info {
+    char op[32];           /* the op's name, e.g. "softmax" */
+    char signature[96];    /* "(f32) -> (f32)" */
+    char fallback[48];     /* the device it ran on, e.g. "cpu:0" */
+    char reason[24];       /* "not provided" (query_op) or "launch refused" */
+    uint64_t calls;
+} gf_fallback_op_info;
+/* Number of (op, dtypes) kinds that fell back from dev (in first-seen order). */
+GF_API int gf_fallback_op_count(const gf_device *dev);
+/* Fails: INVALID for NULL arguments, INDEX when i is out of range. */
+GF_API gf_status gf_fallback_get_op(const gf_device *dev, int i, gf_fallback_op_info *info);
+
 /* What graft-info shows: every plugin file found and what became of it. */
 typedef struct gf_plugin_info {
     char path[1024];

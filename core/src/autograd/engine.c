@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "profiler_internal.h"
 
 typedef struct task {
     gf_node *node;
@@ -231,7 +232,9 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
                          "gf_grad the first time if you need to run backward through the graph "
                          "again", n->name);
     }
+    uint64_t prof_t0 = gf__prof_on() ? gf__prof_span_begin("backward", n->name) : 0;
     s = n->apply ? n->apply(n, grads, grad_inputs) : GF_OK;
+    if (prof_t0) gf__prof_span_end("backward", n->name, prof_t0);
     if (!keep_graph) gf__ag_release_saved(n);
     pthread_mutex_unlock(&n->lock);
     if (s != GF_OK) return s;

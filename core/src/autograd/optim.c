@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "profiler_internal.h"
 
 typedef enum opt_kind { OPT_SGD, OPT_ADAM } opt_kind;
 
@@ -273,6 +274,8 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     gf_status s = GF_OK;
+    const char *prof_name = opt->kind == OPT_SGD ? "SGD.step" : "Adam.step";
+    uint64_t prof_t0 = gf__prof_on() ? gf__prof_span_begin("optimizer", prof_name) : 0;
     for (int i = 0; i < opt->n && s == GF_OK; i++) {
         param_state *st = &opt->ps[i];
         gf_scope_begin();
@@ -291,6 +294,7 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
                       gf__shape_str(st->param->sizes, st->param->rank, shape, sizeof shape), msg);
         }
     }
+    if (prof_t0) gf__prof_span_end("optimizer", prof_name, prof_t0);
     gf_grad_mode_set(prev);
     return s;
 }
