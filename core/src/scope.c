@@ -54,15 +54,25 @@ gf_tensor *gf__ret(gf_tensor *t) {
 }
 
 gf_tensor *gf_scope_keep(gf_tensor *t) {
-    scope *s = tl_scope;
-    if (!t || !s) return t;
-    for (size_t i = s->n; i-- > 0;) {
-        if (s->items[i] == t) {
-            s->items[i] = s->items[--s->n];
-            return t;
+    /* Suspended (code graft runs for its caller, with no scope of its own
+     * open): the open scopes belong to that caller, and nothing made here was
+     * recorded in them. */
+    if (!t || tl_suspended) return t;
+    /* The innermost record first, then the enclosing scopes': keep hands
+     * over one reference for good, whichever open scope holds it. A tensor
+     * recorded several times (new references to the same tensor) loses one
+     * record per keep. The search stops at a scope opened while recording
+     * was suspended: the scopes outside it are the caller's. */
+    for (scope *s = tl_scope; s; s = s->parent) {
+        for (size_t i = s->n; i-- > 0;) {
+            if (s->items[i] == t) {
+                s->items[i] = s->items[--s->n];
+                return t;
+            }
         }
+        if (s->suspended) break;
     }
-    /* Not recorded in this scope: the caller already owns its reference. */
+    /* Not recorded in any open scope: the caller already owns its reference. */
     return t;
 }
 

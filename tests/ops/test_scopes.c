@@ -69,6 +69,43 @@ static void test_keep(void) {
     CHECK(gf_scope_keep(NULL) == NULL);
 }
 
+/* gf_scope_keep takes a tensor out of whichever open scope recorded it, not
+ * only the innermost one: the enclosing scope's end must not release it. */
+static void test_keep_from_an_enclosing_scope(void) {
+    uint64_t before = in_use();
+    gf_scope_begin(); /* A */
+    gf_tensor *t = gf_ones(SZ(256), 1, GF_F32, cpu);
+    gf_scope_begin(); /* B */
+    CHECK(gf_scope_keep(t) == t);
+    gf_scope_end(); /* B */
+    gf_scope_end(); /* A: t is the caller's now */
+    CHECK(t && value0(t) == 1);
+    CHECK(in_use() - before == 256 * sizeof(float));
+    gf_tensor_release(t);
+    CHECK(in_use() == before);
+}
+
+/* One keep hands over one reference. gf_contiguous of a contiguous tensor
+ * returns a new reference to the same tensor, so the tensor is recorded in
+ * both scopes: keep takes the innermost record, the outer one still
+ * releases its own reference. */
+static void test_keep_takes_one_reference(void) {
+    uint64_t before = in_use();
+    gf_scope_begin(); /* A */
+    gf_tensor *t = gf_ones(SZ(256), 1, GF_F32, cpu);
+    gf_scope_begin(); /* B */
+    gf_tensor *u = gf_contiguous(t);
+    CHECK(u == t);
+    CHECK(gf_scope_keep(u) == t);
+    gf_scope_end(); /* B */
+    CHECK(value0(t) == 1);
+    gf_scope_end(); /* A releases its reference; ours stays */
+    CHECK(value0(t) == 1);
+    CHECK(in_use() - before == 256 * sizeof(float));
+    gf_tensor_release(t);
+    CHECK(in_use() == before);
+}
+
 int main(void) {
     cpu = gf_device_find("cpu");
     if (!cpu) {
@@ -78,5 +115,7 @@ int main(void) {
     RUN(test_end_return_in_a_scope);
     RUN(test_end_return_without_enclosing_scope);
     RUN(test_keep);
+    RUN(test_keep_from_an_enclosing_scope);
+    RUN(test_keep_takes_one_reference);
     return CHECK_REPORT();
 }

@@ -122,8 +122,9 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
 /* ---- scopes: an arena for the intermediates of a step.
  * While a scope is open on this thread, every tensor a graft function returns
  * as "a new reference" is also recorded in the scope, and gf_scope_end releases
- * those references. gf_scope_keep(t) takes t out of the innermost scope (the
- * caller then owns that reference). Scopes nest. */
+ * those references. gf_scope_keep(t) takes t out of the open scope that
+ * recorded it, the innermost or an enclosing one (the caller then owns that
+ * reference for good: no scope releases it). Scopes nest. */
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);
