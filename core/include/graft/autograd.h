@@ -107,7 +107,8 @@ GF_API void gf_hook_remove(gf_hook_handle handle);
 /* Saved-tensor hooks (thread-local stack, innermost wins): pack runs once
  * when an op saves a tensor for backward, unpack on every use. pack returns
  * an opaque pointer; unpack returns a new reference; release frees the packed
- * value when the graph is freed. Tensors saved this way skip the version check. */
+ * value when the graph is freed. Tensors saved this way skip the version check.
+ * The hooks run with scope recording suspended: what they make is theirs. */
 typedef struct gf_saved_tensor_hooks {
     void *(*pack)(const gf_tensor *t, void *user);
     gf_tensor *(*unpack)(void *packed, void *user);

@@ -30,7 +30,11 @@ static void ctx_free(gf_function_ctx *c) {
     free(c->non_diff);
     free(c->needs_input_grad);
     free(c->differentiable);
-    if (c->release) c->release(c->data);
+    if (c->release) { /* a callback: recording suspended, as for the others */
+        int sc = gf__scope_suspend();
+        c->release(c->data);
+        gf__scope_resume(sc);
+    }
     free(c->name);
     free(c);
 }

@@ -55,8 +55,16 @@ void gf__ag_node_retain(gf_node *n) {
     if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
 }
 
+/* Saved-tensor hooks are callbacks: they run with scope recording
+ * suspended, so what they make with graft functions is theirs (user guide,
+ * section 5) and no scope open around the op, or opened by graft itself (a
+ * backward formula under create_graph, gradgradcheck), releases it. */
 static void free_saved_slot(gf_saved *s) {
-    if (s->packed && s->hooks_copy.release) s->hooks_copy.release(s->packed, s->hooks_copy.user);
+    if (s->packed && s->hooks_copy.release) {
+        int sc = gf__scope_suspend();
+        s->hooks_copy.release(s->packed, s->hooks_copy.user);
+        gf__scope_resume(sc);
+    }
     s->packed = NULL;
     gf_tensor_release(s->data);
     s->data = NULL;
@@ -168,7 +176,9 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (h) {
         s->hooks_copy = *h;
         s->hooks = &s->hooks_copy;
+        int sc = gf__scope_suspend();
         s->packed = h->pack(t, h->user);
+        gf__scope_resume(sc);
         if (!s->packed)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor pack hook returned NULL",
                              n->name);
@@ -201,7 +211,9 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
     gf_saved *s = &n->saved[i];
     gf_tensor *t;
     if (s->hooks) {
+        int sc = gf__scope_suspend();
         t = s->hooks_copy.unpack(s->packed, s->hooks_copy.user);
+        gf__scope_resume(sc);
         if (!t)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor unpack hook returned NULL",
                              n->name);
