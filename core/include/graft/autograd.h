@@ -24,7 +24,9 @@ GF_API bool gf_tensor_is_leaf(const gf_tensor *t);
 /* The accumulated gradient: a new reference, or NULL (with no error) when none. */
 GF_API gf_tensor *gf_tensor_grad(const gf_tensor *t);
 /* Replaces the gradient (grad NULL clears it, as `t.grad = None`).
- * Fails: SHAPE / DTYPE / DEVICE when grad does not match t. */
+ * Fails: SHAPE / DTYPE / DEVICE when grad does not match t; INVALID when grad
+ * shares t's memory (t itself or a view of it) or holds t through its own
+ * .grad or base (a reference cycle that would never be freed). */
 GF_API gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad);
 /* Keep the gradient of a non-leaf in .grad too (no-op on a leaf).
  * Fails: AUTOGRAD when t does not require grad. */
