@@ -179,7 +179,8 @@ GF_API gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int 
                                   void *user, const gf_gradcheck_opts *opts);
 
 /* ---- in-place ops: modify self, bump its version, record history.
- * Fails additionally: AUTOGRAD for a leaf that requires grad (in grad mode),
+ * Fails additionally: AUTOGRAD for a leaf that requires grad or a view of one
+ * (in grad mode; a view requiring grad whose base has no history counts),
  * inference tensors outside inference mode, views created in no-grad mode or
  * by split/chunk; SHAPE when the result would not fit self. */
 GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
