@@ -615,6 +615,72 @@ static void rule19_hooks_run_outside_graft_scopes_in_gradgradcheck(void) {
     gf_tensor_release(x);
 }
 
+/* Hooks that keep the very tensor they are given (a reference), the
+ * simplest hooks there are. Around an op that saves its own output the
+ * packed value must not hold the output's history (the node itself), or
+ * node and output hold each other: dropping the graph without backward
+ * would never free it nor run release. */
+static void *pack_keep(const gf_tensor *t, void *user) {
+    ((pack_counts *)user)->packs++;
+    return gf_tensor_retain((gf_tensor *)t);
+}
+static gf_tensor *unpack_keep(void *pk, void *user) {
+    ((pack_counts *)user)->unpacks++;
+    return gf_tensor_retain(pk);
+}
+static void release_keep(void *pk, void *user) {
+    ((pack_counts *)user)->releases++;
+    gf_tensor_release(pk);
+}
+
+typedef gf_tensor *(*unary_op)(const gf_tensor *);
+
+static void rule19_hooks_keeping_a_saved_output_make_no_cycle(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, &cnt};
+    gf_tensor *x = ag_leaf(DV(-1, 0.5), 2);
+    uint64_t base = ag_bytes_in_use();
+    const unary_op ops[] = {gf_relu, gf_exp, gf_sigmoid, gf_tanh};
+    for (int i = 0; i < AG_N(ops); i++) {
+        int packs = cnt.packs;
+        CHECK_OK(gf_saved_tensor_hooks_push(&h));
+        gf_tensor *y = ops[i](x); /* saves y itself */
+        CHECK_OK(gf_saved_tensor_hooks_pop());
+        CHECK_MSG(y && cnt.packs > packs, "op %d", i);
+        gf_tensor_release(y); /* no backward: the graph goes */
+        CHECK_MSG(cnt.releases == cnt.packs, "op %d: %d packs, %d releases", i, cnt.packs,
+                  cnt.releases);
+        CHECK_MSG(ag_bytes_in_use() == base, "op %d", i);
+    }
+    /* backward reads the kept value: exp' = exp */
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *y = gf_exp(x);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+    gf_tensor_release(y);
+    CHECK(cnt.releases == cnt.packs);
+    /* create_graph gives the unpacked value the node's history: on a tensor of
+     * graft's own, not on the one the hooks keep */
+    for (int second = 0; second <= 1; second++) {
+        CHECK_OK(gf_saved_tensor_hooks_push(&h));
+        y = gf_exp(x);
+        CHECK_OK(gf_saved_tensor_hooks_pop());
+        gf_tensor *g = ag_grad1(y, x, NULL, true); /* keeps the graph */
+        CHECK_VALS(g, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+        gf_tensor *gg = g && second ? ag_grad1(g, x, NULL, false) : NULL;
+        if (second) CHECK_VALS(gg, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+        gf_tensor_release(gg);
+        gf_tensor_release(g);
+        gf_tensor_release(y);
+        CHECK_MSG(cnt.releases == cnt.packs, "second order %d: %d packs, %d releases", second,
+                  cnt.packs, cnt.releases);
+    }
+    CHECK_OK(gf_tensor_set_grad(x, NULL));
+    CHECK(ag_bytes_in_use() == base);
+    gf_tensor_release(x);
+}
+
 static void rule19_push_pop_errors(void) {
     CHECK_ERR(gf_saved_tensor_hooks_pop(), GF_ERR_INVALID, "gf_saved_tensor_hooks_pop");
     gf_saved_tensor_hooks bad = {NULL, unpack_host, NULL, NULL};
@@ -641,6 +707,7 @@ int main(void) {
     RUN(rule19_hooks_run_outside_a_scope_around_the_op);
     RUN(rule19_hooks_run_outside_graft_scopes_in_create_graph_backward);
     RUN(rule19_hooks_run_outside_graft_scopes_in_gradgradcheck);
+    RUN(rule19_hooks_keeping_a_saved_output_make_no_cycle);
     RUN(rule19_push_pop_errors);
     return ag_finish();
 }

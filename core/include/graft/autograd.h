@@ -110,7 +110,9 @@ GF_API void gf_hook_remove(gf_hook_handle handle);
  * when an op saves a tensor for backward, unpack on every use. pack returns
  * an opaque pointer; unpack returns a new reference; release frees the packed
  * value when the graph is freed. Tensors saved this way skip the version check.
- * The hooks run with scope recording suspended: what they make is theirs. */
+ * The hooks run with scope recording suspended: what they make is theirs. They
+ * may keep the tensor pack is given: for an op's own output it is an alias
+ * without history, so that makes no reference cycle. */
 typedef struct gf_saved_tensor_hooks {
     void *(*pack)(const gf_tensor *t, void *user);
     gf_tensor *(*unpack)(void *packed, void *user);

@@ -176,9 +176,17 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (h) {
         s->hooks_copy = *h;
         s->hooks = &s->hooks_copy;
+        /* An output of the node itself is packed as an alias without its
+         * history (as PyTorch packs its tensor_data): its history is this
+         * node, so hooks that keep what they are given would otherwise make
+         * node and output hold each other, and a graph dropped without
+         * backward would never be freed nor its packed values released. */
+        gf_tensor *alias = is_output ? gf__ag_alias(t) : NULL;
+        if (is_output && !alias) return gf__status();
         int sc = gf__scope_suspend();
-        s->packed = h->pack(t, h->user);
+        s->packed = h->pack(alias ? alias : t, h->user);
         gf__scope_resume(sc);
+        gf_tensor_release(alias); /* the hooks retained it if they keep it */
         if (!s->packed)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor pack hook returned NULL",
                              n->name);
@@ -217,7 +225,11 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
         if (!t)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor unpack hook returned NULL",
                              n->name);
-        if (t->autograd) { /* attach history to a tensor of our own */
+        /* History is attached below to a tensor of our own: not to one
+         * with history already, nor to one the hooks still hold (that would
+         * tie what they keep to this node: a cycle when it is the node's
+         * own output). */
+        if (t->autograd || atomic_load_explicit(&t->refcount, memory_order_acquire) > 1) {
             gf_tensor *a = gf__ag_alias(t);
             gf_tensor_release(t);
             t = a;
