@@ -59,7 +59,9 @@ GF_API gf_status gf_memory_reset_peak(gf_device *dev);
 /* Returns every cached block to the plugin. */
 GF_API gf_status gf_memory_empty_cache(gf_device *dev);
 
-/* What graft-info shows: every plugin file found and what became of it. */
+/* What graft-info shows: every plugin file found and what became of it, as
+ * decided when the plugins were loaded: a skipped plugin, or one whose device
+ * enumeration failed, is tried again only after gf_shutdown and gf_init. */
 typedef struct gf_plugin_info {
     char path[1024];
     char name[64];       /* "" when it could not be read */
