@@ -34,7 +34,12 @@ void gf_scope_end(void) {
     if (!s) return;
     tl_scope = s->parent;
     tl_suspended = s->suspended;
-    for (size_t i = s->n; i-- > 0;) gf_tensor_release(s->items[i]);
+    for (size_t i = s->n; i-- > 0;) {
+        /* The scope's reference stops being one first, so the release below
+         * is not mistaken for an over-release (see gf_tensor_release). */
+        atomic_fetch_sub_explicit(&s->items[i]->scope_refs, 1, memory_order_release);
+        gf_tensor_release(s->items[i]);
+    }
     free(s->items);
     free(s);
 }
@@ -50,6 +55,7 @@ gf_tensor *gf__ret(gf_tensor *t) {
         s->cap = cap;
     }
     s->items[s->n++] = t;
+    atomic_fetch_add_explicit(&t->scope_refs, 1, memory_order_relaxed);
     return t;
 }
 
@@ -67,6 +73,7 @@ gf_tensor *gf_scope_keep(gf_tensor *t) {
         for (size_t i = s->n; i-- > 0;) {
             if (s->items[i] == t) {
                 s->items[i] = s->items[--s->n];
+                atomic_fetch_sub_explicit(&t->scope_refs, 1, memory_order_release);
                 return t;
             }
         }

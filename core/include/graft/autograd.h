@@ -75,7 +75,8 @@ typedef struct gf_grad_opts {
 /* Gradients of outputs w.r.t. inputs, written as new references to
  * results[0..n_inputs) (NULL for an unused input when allowed). .grad is left
  * untouched. grad_outputs may be NULL (all one-element outputs) or hold NULL
- * entries for one-element outputs. */
+ * entries for one-element outputs. The results are recorded in an open scope
+ * like a returned tensor (do not release them in the scope). */
 GF_API gf_status gf_grad(gf_tensor *const *outputs, int n_outputs,
                          gf_tensor *const *grad_outputs, gf_tensor *const *inputs, int n_inputs,
                          gf_tensor **results, const gf_grad_opts *opts);
@@ -136,7 +137,9 @@ typedef struct gf_function_def {
     bool once_differentiable; /* its backward cannot itself be differentiated */
     void *user;
 } gf_function_def;
-/* Writes n_outputs new references. inputs may contain NULL (non-tensor slots). */
+/* Writes n_outputs new references, recorded in an open scope like a returned
+ * tensor (do not release them in the scope). inputs may contain NULL (non-tensor
+ * slots). */
 GF_API gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs,
                                    int n_inputs, gf_tensor **outputs, int n_outputs);
 /* In forward: save tensors (inputs or outputs) for backward. */
