@@ -206,6 +206,10 @@ struct gf_autograd_meta; /* autograd, defined by the autograd sources */
 
 struct gf_tensor {
     atomic_long refcount;
+    /* How many of those references open scopes hold (scope.c): a release
+     * that would leave fewer references than the scopes hold is an
+     * over-release, refused with an error (tensor.c). */
+    atomic_long scope_refs;
     gf_storage *storage;
     gf_dtype dtype;
     int rank;

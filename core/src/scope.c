@@ -34,7 +34,12 @@ void gf_scope_end(void) {
     if (!s) return;
     tl_scope = s->parent;
     tl_suspended = s->suspended;
-    for (size_t i = s->n; i-- > 0;) gf_tensor_release(s->items[i]);
+    for (size_t i = s->n; i-- > 0;) {
+        /* The scope's reference stops being one first, so the release below
+         * is not mistaken for an over-release (see gf_tensor_release). */
+        atomic_fetch_sub_explicit(&s->items[i]->scope_refs, 1, memory_order_release);
+        gf_tensor_release(s->items[i]);
+    }
     free(s->items);
     free(s);
 }
@@ -50,19 +55,31 @@ gf_tensor *gf__ret(gf_tensor *t) {
         s->cap = cap;
     }
     s->items[s->n++] = t;
+    atomic_fetch_add_explicit(&t->scope_refs, 1, memory_order_relaxed);
     return t;
 }
 
 gf_tensor *gf_scope_keep(gf_tensor *t) {
-    scope *s = tl_scope;
-    if (!t || !s) return t;
-    for (size_t i = s->n; i-- > 0;) {
-        if (s->items[i] == t) {
-            s->items[i] = s->items[--s->n];
-            return t;
+    /* Suspended (code graft runs for its caller, with no scope of its own
+     * open): the open scopes belong to that caller, and nothing made here was
+     * recorded in them. */
+    if (!t || tl_suspended) return t;
+    /* The innermost record first, then the enclosing scopes': keep hands
+     * over one reference for good, whichever open scope holds it. A tensor
+     * recorded several times (new references to the same tensor) loses one
+     * record per keep. The search stops at a scope opened while recording
+     * was suspended: the scopes outside it are the caller's. */
+    for (scope *s = tl_scope; s; s = s->parent) {
+        for (size_t i = s->n; i-- > 0;) {
+            if (s->items[i] == t) {
+                s->items[i] = s->items[--s->n];
+                atomic_fetch_sub_explicit(&t->scope_refs, 1, memory_order_release);
+                return t;
+            }
         }
+        if (s->suspended) break;
     }
-    /* Not recorded in this scope: the caller already owns its reference. */
+    /* Not recorded in any open scope: the caller already owns its reference. */
     return t;
 }
 

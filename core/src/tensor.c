@@ -106,7 +106,10 @@ bool gf__same_device(const gf_tensor *a, const gf_tensor *b, const char *op) {
 static gf_tensor *alloc_tensor(void) {
     gf_tensor *t = calloc(1, sizeof *t);
     if (!t) gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for a tensor record");
-    else atomic_init(&t->refcount, 1);
+    else {
+        atomic_init(&t->refcount, 1);
+        atomic_init(&t->scope_refs, 0);
+    }
     return t;
 }
 
@@ -157,9 +160,47 @@ gf_tensor *gf_tensor_retain(gf_tensor *t) {
     return t;
 }
 
+/* Over-releases (a reference released that an open scope holds: the scope
+ * would release it again at its end) are refused with an error instead of
+ * corrupting the heap. Always on, not only in debug builds: it costs one
+ * atomic load next to the decrement, and the heap corruption it prevents
+ * shows up, far from its cause, in the release builds users run.
+ *
+ * What it catches, reliably: a release that would leave fewer references
+ * than the open scopes hold, i.e. the user releasing by hand a tensor that
+ * a scope recorded and nobody else holds (a result, or an out-parameter such
+ * as gf_max_dim's values). Nothing here reads freed memory: a freed tensor's
+ * record may already be reused by malloc, so a poisoned header checked on a
+ * second release would be undefined behaviour, and unreliable besides.
+ * What it cannot tell: a release of a reference that graft itself holds too
+ * (a leaf kept by its graph, a .grad) looks like any other. */
+static void over_release(gf_tensor *t, long held) {
+    char shape[200];
+    gf__error(GF_ERR_INVALID, "gf_tensor_release: %s%s tensor: this reference belongs to the open "
+              "scope that recorded it (%ld held by scopes), which releases it at gf_scope_end; "
+              "the release was ignored. Inside a scope, do not release what graft returned "
+              "(out-parameters too), or take it out with gf_scope_keep first",
+              gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, shape, sizeof shape),
+              held);
+    gf__log(GFP_LOG_ERROR, "%s", gf__message());
+}
+
 void gf_tensor_release(gf_tensor *t) {
     if (!t) return;
-    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    /* Acquire: a scope's end gives up its reference (scope_refs) before it
+     * releases it, so seeing that release means seeing scope_refs lowered. */
+    long rc = atomic_load_explicit(&t->refcount, memory_order_acquire);
+    for (;;) {
+        long held = atomic_load_explicit(&t->scope_refs, memory_order_acquire);
+        if (rc - 1 < held) {
+            over_release(t, held);
+            return;
+        }
+        if (atomic_compare_exchange_weak_explicit(&t->refcount, &rc, rc - 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+    }
+    if (rc != 1) return;
     if (t->autograd) gf__ag_meta_free(t);
     gf__storage_release(t->storage);
     free(t);

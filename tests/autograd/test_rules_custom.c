@@ -500,6 +500,62 @@ static void rule20_once_differentiable_double_backward_is_error(void) {
     gf_tensor_release(x);
 }
 
+/* The node that fails on double backward outlives the function's own node
+ * (the forward outputs): its name must too. The name is also graft's copy,
+ * not the caller's string. */
+static void rule20_once_differentiable_error_after_the_outputs_are_released(void) {
+    cube_user u = {0};
+    gf_function_def def = cube_def(&u);
+    char name[32];
+    snprintf(name, sizeof name, "OnceCube%d", 7);
+    def.name = name;
+    def.once_differentiable = true;
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *y = apply1(&def, &x, 1);
+    gf_tensor *g = y ? ag_grad1(y, x, NULL, true) : NULL;
+    CHECK_VALS(g, DV(3, 12), 2, 1e-12);
+    gf_tensor_release(y); /* frees the function's node and its context */
+    snprintf(name, sizeof name, "Overwritten");
+    CHECK(g && gf_tensor_requires_grad(g));
+    if (g) {
+        const char *fn = gf_tensor_grad_fn_name(g);
+        CHECK_CONTAINS(fn, "OnceCube7");
+        gf_tensor *ones = gf_ones_like(g);
+        gf_tensor *h = NULL;
+        CHECK_ERR(gf_grad(&g, 1, &ones, &x, 1, &h, NULL), GF_ERR_AUTOGRAD, "OnceCube7",
+                  "once_differentiable");
+        CHECK(h == NULL);
+        gf_tensor_release(ones);
+    }
+    gf_tensor_release(g);
+    gf_tensor_release(x);
+}
+
+typedef struct check_user {
+    cube_user cube;
+    gf_function_def def;
+} check_user;
+
+static gf_tensor *check_fn(gf_tensor *const *in, int n, void *user) {
+    check_user *c = user;
+    gf_tensor *out = NULL;
+    return gf_function_apply(&c->def, in, 1, &out, 1) == GF_OK ? out : NULL;
+}
+
+/* gradgradcheck releases fn's output before it differentiates the
+ * gradient: the error names the function all the same. */
+static void rule20_gradgradcheck_of_a_once_differentiable_function_names_it(void) {
+    check_user c = {{0}, {0}};
+    c.def = cube_def(&c.cube);
+    c.def.name = "OnceCubeChecked";
+    c.def.once_differentiable = true;
+    gf_tensor *x = ag_leaf(DV(1.5, -0.5, 0.25), 3);
+    CHECK_OK(gf_gradcheck(check_fn, &x, 1, &c, NULL));
+    CHECK_ERR(gf_gradgradcheck(check_fn, &x, 1, &c, NULL), GF_ERR_AUTOGRAD, "OnceCubeChecked",
+              "once_differentiable");
+    gf_tensor_release(x);
+}
+
 /* ------------------------------------------------------------ saved tensors, ctx data */
 static int g_data_released;
 static void release_data(void *p) {
@@ -596,17 +652,6 @@ static void rule20_backward_written_with_plain_ownership(void) {
 }
 
 /* ------------------------------------------------------------ rule 23 */
-typedef struct check_user {
-    cube_user cube;
-    gf_function_def def;
-} check_user;
-
-static gf_tensor *check_fn(gf_tensor *const *in, int n, void *user) {
-    check_user *c = user;
-    gf_tensor *out = NULL;
-    return gf_function_apply(&c->def, in, 1, &out, 1) == GF_OK ? out : NULL;
-}
-
 static void rule23_gradcheck_fails_for_a_wrong_backward(void) {
     check_user c = {{0}, {0}};
     c.def = cube_def(&c.cube);
@@ -641,6 +686,8 @@ int main(void) {
     RUN(rule20_mark_non_differentiable);
     RUN(rule20_mark_dirty);
     RUN(rule20_once_differentiable_double_backward_is_error);
+    RUN(rule20_once_differentiable_error_after_the_outputs_are_released);
+    RUN(rule20_gradgradcheck_of_a_once_differentiable_function_names_it);
     RUN(rule20_saved_tensors_are_version_checked_and_data_released);
     RUN(rule20_backward_written_with_plain_ownership);
     RUN(rule23_gradcheck_fails_for_a_wrong_backward);

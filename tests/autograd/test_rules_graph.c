@@ -110,6 +110,43 @@ static void rule02_grad_on_leaves_only_and_accumulates(void) {
     gf_tensor_release(x);
 }
 
+/* A gradient that is the tensor, shares its memory, or holds it through its
+ * own .grad would form a reference cycle: refused, and nothing changes. */
+static void rule02_set_grad_refuses_a_reference_cycle(void) {
+    uint64_t base = ag_bytes_in_use();
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *v = gf_slice(x, 0, 0, 2, 1); /* a view of x, same sizes */
+    gf_tensor *d = gf_detach(x);
+    CHECK_ERR(gf_tensor_set_grad(x, x), GF_ERR_INVALID, "gf_tensor_set_grad", "its own gradient",
+              "gf_clone");
+    CHECK_ERR(gf_tensor_set_grad(x, v), GF_ERR_INVALID, "gf_tensor_set_grad", "view");
+    CHECK_ERR(gf_tensor_set_grad(x, d), GF_ERR_INVALID, "gf_tensor_set_grad", "shares memory");
+    CHECK_ERR(gf_tensor_set_grad(v, x), GF_ERR_INVALID, "gf_tensor_set_grad", "shares memory");
+    CHECK(gf_tensor_grad(x) == NULL);
+    /* a.grad = b, then b.grad = a (or b.grad = a's grad's ...) */
+    gf_tensor *a = ag_vec(DV(1, 2), 2), *b = ag_vec(DV(3, 4), 2), *c = ag_vec(DV(5, 6), 2);
+    CHECK_OK(gf_tensor_set_grad(a, b));
+    CHECK_ERR(gf_tensor_set_grad(b, a), GF_ERR_INVALID, "gf_tensor_set_grad", ".grad");
+    CHECK_OK(gf_tensor_set_grad(b, c));
+    CHECK_ERR(gf_tensor_set_grad(c, a), GF_ERR_INVALID, "gf_tensor_set_grad", ".grad");
+    gf_tensor *va = gf_slice(a, 0, 0, 2, 1);
+    CHECK_ERR(gf_tensor_set_grad(c, va), GF_ERR_INVALID, "gf_tensor_set_grad", "base");
+    CHECK(gf_tensor_grad(c) == NULL);
+    /* a copy is fine, and so is a gradient chain without a cycle */
+    gf_tensor *k = gf_clone(d); /* of the detached alias: no history leading back to x */
+    CHECK_OK(gf_tensor_set_grad(x, k));
+    CHECK_OK(gf_tensor_set_grad(c, x));
+    gf_tensor_release(k);
+    gf_tensor_release(va);
+    gf_tensor_release(c);
+    gf_tensor_release(b);
+    gf_tensor_release(a);
+    gf_tensor_release(d);
+    gf_tensor_release(v);
+    gf_tensor_release(x);
+    CHECK(ag_bytes_in_use() == base); /* every tensor freed: no cycle was made */
+}
+
 static void rule02_create_graph_accumulates_out_of_place(void) {
     gf_tensor *x = ag_leaf(DV(1, 2), 2);
     gf_tensor *y1 = gf_mul(x, x);
@@ -705,6 +742,7 @@ int main(void) {
     RUN(rule01_requires_grad_on_integer_or_bool_is_error);
     RUN(rule01_requires_grad_off_on_nonleaf_is_error);
     RUN(rule02_grad_on_leaves_only_and_accumulates);
+    RUN(rule02_set_grad_refuses_a_reference_cycle);
     RUN(rule02_create_graph_accumulates_out_of_place);
     RUN(rule02_retain_grad_on_nonleaf);
     RUN(rule02_retain_grad_leaf_noop_and_error_without_grad);

@@ -644,6 +644,184 @@ static void rule19_saved_tensor_hooks_are_thread_local(void) {
     CHECK_OK(gf_saved_tensor_hooks_pop());
 }
 
+/* Hooks that pack into a graft tensor of their own (a no-grad copy) and give
+ * it back in release: the copy is the hooks', so no scope may release it.
+ * Callbacks run with scope recording suspended (user guide, section 5), in
+ * a scope the caller has open around the op as much as in the scopes graft
+ * opens itself (a backward formula under create_graph, gradgradcheck). */
+static void *pack_copy(const gf_tensor *t, void *user) {
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_tensor *k = gf_clone(t);
+    gf_grad_mode_set(prev);
+    if (k) ((pack_counts *)user)->packs++;
+    return k;
+}
+static gf_tensor *unpack_copy(void *pk, void *user) {
+    ((pack_counts *)user)->unpacks++;
+    return gf_detach(pk);
+}
+static void release_copy(void *pk, void *user) {
+    ((pack_counts *)user)->releases++;
+    gf_tensor_release(pk);
+}
+static gf_saved_tensor_hooks copy_hooks(pack_counts *c) {
+    gf_saved_tensor_hooks h = {pack_copy, unpack_copy, release_copy, c};
+    return h;
+}
+
+static void rule19_hooks_run_outside_a_scope_around_the_op(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = copy_hooks(&cnt);
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *w = ag_leaf(DV(3, 4), 2);
+    uint64_t base = ag_bytes_in_use();
+    /* backward inside the scope: the saved copies are released by backward */
+    gf_scope_begin();
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *y = gf_mul(x, w); /* the scope records y; the copies are the hooks' */
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK_OK(gf_backward(gf_sum(y, NULL, 0, false), NULL, NULL));
+    gf_scope_end();
+    CHECK(cnt.packs == 2 && cnt.unpacks == 2 && cnt.releases == 2);
+    CHECK_GRAD(x, DV(3, 4), 2, 0);
+    CHECK_GRAD(w, DV(1, 2), 2, 0);
+    CHECK_OK(gf_tensor_set_grad(x, NULL));
+    CHECK_OK(gf_tensor_set_grad(w, NULL));
+    CHECK(ag_bytes_in_use() == base);
+    /* no backward: the scope's end drops the graph, which releases the copies */
+    gf_scope_begin();
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    CHECK(gf_mul(x, w) != NULL);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    gf_scope_end();
+    CHECK(cnt.packs == 4 && cnt.releases == 4);
+    CHECK(ag_bytes_in_use() == base);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+static void rule19_hooks_run_outside_graft_scopes_in_create_graph_backward(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = copy_hooks(&cnt);
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    gf_tensor *w = ag_leaf(DV(3, 4), 2);
+    uint64_t base = ag_bytes_in_use();
+    gf_tensor *y = gf_mul(x, w);
+    /* MulBackward under create_graph computes grad * w with graft ops in a
+     * scope of its own: that product saves grad and w through the hooks. */
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *g = ag_grad1(y, x, NULL, true);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK_VALS(g, DV(3, 4), 2, 0);
+    CHECK(cnt.packs >= 1);
+    /* second order through the packed values: d(sum g)/dw = 1 */
+    gf_tensor *gw = g ? ag_grad1(g, w, NULL, false) : NULL;
+    CHECK_VALS(gw, DV(1, 1), 2, 0);
+    CHECK(cnt.unpacks >= 1);
+    gf_tensor_release(gw);
+    gf_tensor_release(g);
+    gf_tensor_release(y);
+    CHECK(cnt.releases == cnt.packs);
+    CHECK(ag_bytes_in_use() == base);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+/* x * w * x: gradgradcheck records nothing in the caller's scope, so the
+ * function releases its intermediate itself. */
+static gf_tensor *mul_fn(gf_tensor *const *in, int n, void *user) {
+    (void)n;
+    (void)user;
+    gf_tensor *xw = gf_mul(in[0], in[1]);
+    gf_tensor *r = gf_mul(xw, in[0]);
+    gf_tensor_release(xw);
+    return r;
+}
+
+static void rule19_hooks_run_outside_graft_scopes_in_gradgradcheck(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = copy_hooks(&cnt);
+    gf_tensor *x = ag_leaf(DV(1, -2, 0.5), 3);
+    gf_tensor *w = ag_leaf(DV(3, 4, -1), 3);
+    uint64_t base = ag_bytes_in_use();
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_scope_begin(); /* gradgradcheck's own tensors never land here either */
+    CHECK_OK(gf_gradgradcheck(mul_fn, (gf_tensor *const[]){x, w}, 2, NULL, NULL));
+    gf_scope_end();
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK_MSG(cnt.packs > 0 && cnt.unpacks > 0 && cnt.releases == cnt.packs,
+              "%d packs, %d unpacks, %d releases", cnt.packs, cnt.unpacks, cnt.releases);
+    CHECK(ag_bytes_in_use() == base);
+    gf_tensor_release(w);
+    gf_tensor_release(x);
+}
+
+/* Hooks that keep the very tensor they are given (a reference), the
+ * simplest hooks there are. Around an op that saves its own output the
+ * packed value must not hold the output's history (the node itself), or
+ * node and output hold each other: dropping the graph without backward
+ * would never free it nor run release. */
+static void *pack_keep(const gf_tensor *t, void *user) {
+    ((pack_counts *)user)->packs++;
+    return gf_tensor_retain((gf_tensor *)t);
+}
+static gf_tensor *unpack_keep(void *pk, void *user) {
+    ((pack_counts *)user)->unpacks++;
+    return gf_tensor_retain(pk);
+}
+static void release_keep(void *pk, void *user) {
+    ((pack_counts *)user)->releases++;
+    gf_tensor_release(pk);
+}
+
+typedef gf_tensor *(*unary_op)(const gf_tensor *);
+
+static void rule19_hooks_keeping_a_saved_output_make_no_cycle(void) {
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, &cnt};
+    gf_tensor *x = ag_leaf(DV(-1, 0.5), 2);
+    uint64_t base = ag_bytes_in_use();
+    const unary_op ops[] = {gf_relu, gf_exp, gf_sigmoid, gf_tanh};
+    for (int i = 0; i < AG_N(ops); i++) {
+        int packs = cnt.packs;
+        CHECK_OK(gf_saved_tensor_hooks_push(&h));
+        gf_tensor *y = ops[i](x); /* saves y itself */
+        CHECK_OK(gf_saved_tensor_hooks_pop());
+        CHECK_MSG(y && cnt.packs > packs, "op %d", i);
+        gf_tensor_release(y); /* no backward: the graph goes */
+        CHECK_MSG(cnt.releases == cnt.packs, "op %d: %d packs, %d releases", i, cnt.packs,
+                  cnt.releases);
+        CHECK_MSG(ag_bytes_in_use() == base, "op %d", i);
+    }
+    /* backward reads the kept value: exp' = exp */
+    CHECK_OK(gf_saved_tensor_hooks_push(&h));
+    gf_tensor *y = gf_exp(x);
+    CHECK_OK(gf_saved_tensor_hooks_pop());
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+    gf_tensor_release(y);
+    CHECK(cnt.releases == cnt.packs);
+    /* create_graph gives the unpacked value the node's history: on a tensor of
+     * graft's own, not on the one the hooks keep */
+    for (int second = 0; second <= 1; second++) {
+        CHECK_OK(gf_saved_tensor_hooks_push(&h));
+        y = gf_exp(x);
+        CHECK_OK(gf_saved_tensor_hooks_pop());
+        gf_tensor *g = ag_grad1(y, x, NULL, true); /* keeps the graph */
+        CHECK_VALS(g, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+        gf_tensor *gg = g && second ? ag_grad1(g, x, NULL, false) : NULL;
+        if (second) CHECK_VALS(gg, DV(exp(-1.0), exp(0.5)), 2, 1e-15);
+        gf_tensor_release(gg);
+        gf_tensor_release(g);
+        gf_tensor_release(y);
+        CHECK_MSG(cnt.releases == cnt.packs, "second order %d: %d packs, %d releases", second,
+                  cnt.packs, cnt.releases);
+    }
+    CHECK_OK(gf_tensor_set_grad(x, NULL));
+    CHECK(ag_bytes_in_use() == base);
+    gf_tensor_release(x);
+}
+
 static void rule19_push_pop_errors(void) {
     CHECK_ERR(gf_saved_tensor_hooks_pop(), GF_ERR_INVALID, "gf_saved_tensor_hooks_pop");
     gf_saved_tensor_hooks bad = {NULL, unpack_host, NULL, NULL};
@@ -669,6 +847,10 @@ int main(void) {
     RUN(rule19_hooked_saved_tensors_skip_version_check);
     RUN(rule19_innermost_hooks_win);
     RUN(rule19_saved_tensor_hooks_are_thread_local);
+    RUN(rule19_hooks_run_outside_a_scope_around_the_op);
+    RUN(rule19_hooks_run_outside_graft_scopes_in_create_graph_backward);
+    RUN(rule19_hooks_run_outside_graft_scopes_in_gradgradcheck);
+    RUN(rule19_hooks_keeping_a_saved_output_make_no_cycle);
     RUN(rule19_push_pop_errors);
     return ag_finish();
 }

@@ -204,6 +204,48 @@ static void rule13_inplace_on_leaf_requiring_grad_fails_before_writing(void) {
     free_op_args();
 }
 
+/* A view that was itself made a leaf requiring grad (its base needs none),
+ * and a view of that view: the same error as for a view of such a leaf, as
+ * in PyTorch, with nothing written, no history, and nothing left behind. */
+static void rule13_inplace_on_a_view_made_a_leaf_fails(void) {
+    make_op_args();
+    gf_tensor *o = ag_vec(DV(2, 2, 2), 3);
+    uint64_t in_use = ag_bytes_in_use();
+    gf_tensor *x = ag_vec(DV(1, 2, 3, 4), 4); /* requires no grad */
+    gf_tensor *v = gf_slice(x, 0, 1, 4, 1);
+    CHECK_OK(gf_tensor_set_requires_grad(v, true));
+    gf_tensor *vv = gf_slice(v, 0, 0, 3, 1); /* has history through v */
+    CHECK(gf_tensor_requires_grad(vv) && !gf_tensor_is_leaf(vv));
+    uint64_t v0 = gf_tensor_version(x);
+    for (int i = 0; i < AG_N(g_ops); i++) {
+        CHECK_ERR(g_ops[i].fn(v, o), GF_ERR_AUTOGRAD, g_ops[i].name, "a view of a leaf", "gf_clone");
+        CHECK_ERR(g_ops[i].fn(vv, o), GF_ERR_AUTOGRAD, g_ops[i].name, "a view of a leaf");
+    }
+    CHECK_VALS(x, DV(1, 2, 3, 4), 4, 0);
+    CHECK(gf_tensor_version(x) == v0);
+    CHECK(gf_tensor_is_leaf(v) && gf_tensor_requires_grad(v));
+    CHECK(gf_tensor_grad_fn_name(v) == NULL);
+    CHECK(gf_tensor_is_leaf(v)); /* also after asking for its grad_fn */
+    CHECK(gf_tensor_is_leaf(x) && !gf_tensor_requires_grad(x));
+    /* v still works as a leaf */
+    gf_tensor *y = gf_mul(v, o);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(v, DV(2, 2, 2), 3, 0);
+    gf_tensor_release(y);
+    /* under no-grad it is allowed, and v stays a leaf */
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    CHECK_OK(gf_add_scalar_(v, 1.0));
+    gf_grad_mode_set(prev);
+    CHECK_VALS(x, DV(1, 3, 4, 5), 4, 0);
+    CHECK(gf_tensor_is_leaf(v) && gf_tensor_grad_fn_name(v) == NULL);
+    gf_tensor_release(vv);
+    gf_tensor_release(v);
+    gf_tensor_release(x);
+    CHECK(ag_bytes_in_use() == in_use); /* no cycle kept anything alive */
+    gf_tensor_release(o);
+    free_op_args();
+}
+
 static void rule13_inplace_on_leaf_under_no_grad_is_allowed(void) {
     gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
     gf_tensor *g = ag_vec(DV(5, 10, 15), 3);
@@ -887,6 +929,7 @@ int main(void) {
     RUN(rule12_modified_saved_output_names_its_node);
     RUN(rule12_modified_saved_nonleaf_input_names_saver_and_producer);
     RUN(rule13_inplace_on_leaf_requiring_grad_fails_before_writing);
+    RUN(rule13_inplace_on_a_view_made_a_leaf_fails);
     RUN(rule13_inplace_on_leaf_under_no_grad_is_allowed);
     RUN(rule14_inplace_on_view_of_nonleaf_matches_out_of_place);
     RUN(rule14_copyslices_with_ops_that_do_not_save_self);

@@ -293,14 +293,29 @@ static void scenario_init_fail(void) {
     CHECK_CONTAINS(info.reason, STUB_MSG_INIT_FAIL);
     CHECK(gf_device_find(STUB_DEVICE_TYPE) == NULL);
     check_reference_unharmed();
+    /* The outcome stays: neither gf_init nor a later lookup tries again. */
+    CHECK(gf_init() == GF_OK);
+    CHECK(gf_device_find(STUB_DEVICE_TYPE) == NULL);
+    call_log l = log_read();
+    CHECK(log_count(&l, "init") == 1);
+    log_free(&l);
     /* A plugin whose init failed is never shut down. */
     CHECK(gf_shutdown() == GF_OK);
-    call_log l = log_read();
+    l = log_read();
     CHECK(log_find(&l, "negotiate", 0) == 0);
     CHECK(log_find(&l, "init", 0) == 1);
     CHECK(log_count(&l, "shutdown") == 0);
     CHECK(log_count(&l, "device_count") == 0);
     CHECK(l.n == 2);
+    log_free(&l);
+    /* gf_shutdown then gf_init loads the plugins afresh: init runs again. */
+    CHECK(gf_init() == GF_OK);
+    CHECK(find_stub(&info) >= 0 && !info.loaded);
+    CHECK(gf_shutdown() == GF_OK);
+    l = log_read();
+    CHECK(log_count(&l, "negotiate") == 2);
+    CHECK(log_count(&l, "init") == 2);
+    CHECK(l.n == 4);
     log_free(&l);
     check_no_violation();
 }

@@ -2,6 +2,7 @@
  * hands a result to the caller; gf_scope_end_return hands it to the
  * enclosing scope, so helpers that open their own scope compose. */
 #include <graft.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -69,6 +70,128 @@ static void test_keep(void) {
     CHECK(gf_scope_keep(NULL) == NULL);
 }
 
+/* gf_scope_keep takes a tensor out of whichever open scope recorded it, not
+ * only the innermost one: the enclosing scope's end must not release it. */
+static void test_keep_from_an_enclosing_scope(void) {
+    uint64_t before = in_use();
+    gf_scope_begin(); /* A */
+    gf_tensor *t = gf_ones(SZ(256), 1, GF_F32, cpu);
+    gf_scope_begin(); /* B */
+    CHECK(gf_scope_keep(t) == t);
+    gf_scope_end(); /* B */
+    gf_scope_end(); /* A: t is the caller's now */
+    CHECK(t && value0(t) == 1);
+    CHECK(in_use() - before == 256 * sizeof(float));
+    gf_tensor_release(t);
+    CHECK(in_use() == before);
+}
+
+/* One keep hands over one reference. gf_contiguous of a contiguous tensor
+ * returns a new reference to the same tensor, so the tensor is recorded in
+ * both scopes: keep takes the innermost record, the outer one still
+ * releases its own reference. */
+static void test_keep_takes_one_reference(void) {
+    uint64_t before = in_use();
+    gf_scope_begin(); /* A */
+    gf_tensor *t = gf_ones(SZ(256), 1, GF_F32, cpu);
+    gf_scope_begin(); /* B */
+    gf_tensor *u = gf_contiguous(t);
+    CHECK(u == t);
+    CHECK(gf_scope_keep(u) == t);
+    gf_scope_end(); /* B */
+    CHECK(value0(t) == 1);
+    gf_scope_end(); /* A releases its reference; ours stays */
+    CHECK(value0(t) == 1);
+    CHECK(in_use() - before == 256 * sizeof(float));
+    gf_tensor_release(t);
+    CHECK(in_use() == before);
+}
+
+/* Releasing by hand a reference that the open scope recorded (returned, or
+ * written to an out-parameter) would be released twice: the release is
+ * refused with an error, and the scope's end releases it once. */
+static int g_over_released, g_wrong_message;
+static void release_by_hand(gf_tensor *t) {
+    gf_clear_error();
+    gf_tensor_release(t);
+    if (gf_last_status() == GF_ERR_INVALID) g_over_released++;
+    const char *m = gf_last_error();
+    if (!strstr(m, "gf_tensor_release") || !strstr(m, "scope") || !strstr(m, "gf_scope_keep"))
+        g_wrong_message++;
+}
+
+static gf_status once_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n_in, gf_tensor **out,
+                          int n_out, void *user) {
+    (void)ctx, (void)n_in, (void)n_out, (void)user;
+    out[0] = gf_mul_scalar(in[0], 2.0);
+    return out[0] ? GF_OK : gf_last_status();
+}
+static gf_status once_bwd(gf_function_ctx *ctx, gf_tensor *const *go, int n_out, gf_tensor **gi,
+                          int n_in, void *user) {
+    (void)ctx, (void)n_out, (void)n_in, (void)user;
+    gi[0] = gf_mul_scalar(go[0], 2.0);
+    return gi[0] ? GF_OK : gf_last_status();
+}
+
+static void test_release_of_a_scope_reference_is_an_error(void) {
+    uint64_t before = in_use();
+    g_over_released = g_wrong_message = 0;
+    int expected = 0;
+    gf_scope_begin();
+    gf_tensor *x = gf_arange(0, 6, 1, GF_F32, cpu);
+    gf_tensor *x23 = gf_reshape(x, SZ(2, 3), 2);
+    /* a returned tensor */
+    release_by_hand(gf_add(x, x)), expected++;
+    /* gf_max_dim / gf_min_dim values and indices */
+    gf_tensor *v = NULL, *ix = NULL;
+    CHECK(gf_max_dim(x23, 1, false, &v, &ix) == GF_OK);
+    release_by_hand(v), release_by_hand(ix), expected += 2;
+    CHECK(gf_min_dim(x23, 1, false, &v, &ix) == GF_OK);
+    release_by_hand(v), release_by_hand(ix), expected += 2;
+    /* gf_split / gf_chunk pieces */
+    gf_tensor *pieces[3] = {0};
+    int n = 0;
+    CHECK(gf_split(x, 2, 0, pieces, 3, &n) == GF_OK && n == 3);
+    for (int i = 0; i < n; i++) release_by_hand(pieces[i]), expected++;
+    CHECK(gf_chunk(x, 2, 0, pieces, 3, &n) == GF_OK && n == 2);
+    for (int i = 0; i < n; i++) release_by_hand(pieces[i]), expected++;
+    /* layer_norm's mean / rstd, batch_norm's save_mean / save_invstd */
+    gf_tensor *mean = NULL, *rstd = NULL;
+    CHECK(gf_layer_norm(x23, 1, NULL, NULL, 1e-5, &mean, &rstd) != NULL);
+    release_by_hand(mean), release_by_hand(rstd), expected += 2;
+    CHECK(gf_batch_norm(x23, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, &mean, &rstd) != NULL);
+    release_by_hand(mean), release_by_hand(rstd), expected += 2;
+    /* max_pool2d's indices */
+    gf_tensor *img = gf_reshape(x, SZ(1, 1, 2, 3), 4);
+    gf_pool2d_opts po = {.kernel = {2, 2}};
+    CHECK(gf_max_pool2d(img, &po, &ix) != NULL);
+    release_by_hand(ix), expected++;
+    /* gf_grad's results and gf_function_apply's outputs */
+    gf_tensor *w = gf_ones(SZ(6), 1, GF_F32, cpu);
+    gf_tensor_set_requires_grad(w, true);
+    gf_tensor *y = gf_sum(gf_mul(w, x), NULL, 0, false);
+    gf_tensor *g = NULL;
+    CHECK(gf_grad(&y, 1, NULL, &w, 1, &g, NULL) == GF_OK);
+    release_by_hand(g), expected++;
+    gf_function_def def = {"Twice", once_fwd, once_bwd, false, NULL};
+    gf_tensor *out = NULL;
+    CHECK(gf_function_apply(&def, &w, 1, &out, 1) == GF_OK);
+    release_by_hand(out), expected++;
+    /* a reference of one's own is released as usual; so is a kept one */
+    gf_tensor *mine = gf_tensor_retain(x);
+    gf_clear_error();
+    gf_tensor_release(mine);
+    CHECK(gf_last_status() == GF_OK);
+    gf_tensor *kept = gf_scope_keep(gf_neg(x));
+    gf_tensor_release(kept);
+    CHECK(gf_last_status() == GF_OK);
+    gf_scope_end(); /* releases each of them once */
+    CHECK_MSG(g_over_released == expected, "%d of %d over-releases refused", g_over_released,
+              expected);
+    CHECK(g_wrong_message == 0);
+    CHECK(in_use() == before);
+}
+
 int main(void) {
     cpu = gf_device_find("cpu");
     if (!cpu) {
@@ -78,5 +201,8 @@ int main(void) {
     RUN(test_end_return_in_a_scope);
     RUN(test_end_return_without_enclosing_scope);
     RUN(test_keep);
+    RUN(test_keep_from_an_enclosing_scope);
+    RUN(test_keep_takes_one_reference);
+    RUN(test_release_of_a_scope_reference_is_an_error);
     return CHECK_REPORT();
 }

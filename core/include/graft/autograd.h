@@ -24,7 +24,9 @@ GF_API bool gf_tensor_is_leaf(const gf_tensor *t);
 /* The accumulated gradient: a new reference, or NULL (with no error) when none. */
 GF_API gf_tensor *gf_tensor_grad(const gf_tensor *t);
 /* Replaces the gradient (grad NULL clears it, as `t.grad = None`).
- * Fails: SHAPE / DTYPE / DEVICE when grad does not match t. */
+ * Fails: SHAPE / DTYPE / DEVICE when grad does not match t; INVALID when grad
+ * shares t's memory (t itself or a view of it) or holds t through its own
+ * .grad or base (a reference cycle that would never be freed). */
 GF_API gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad);
 /* Keep the gradient of a non-leaf in .grad too (no-op on a leaf).
  * Fails: AUTOGRAD when t does not require grad. */
@@ -73,7 +75,8 @@ typedef struct gf_grad_opts {
 /* Gradients of outputs w.r.t. inputs, written as new references to
  * results[0..n_inputs) (NULL for an unused input when allowed). .grad is left
  * untouched. grad_outputs may be NULL (all one-element outputs) or hold NULL
- * entries for one-element outputs. */
+ * entries for one-element outputs. The results are recorded in an open scope
+ * like a returned tensor (do not release them in the scope). */
 GF_API gf_status gf_grad(gf_tensor *const *outputs, int n_outputs,
                          gf_tensor *const *grad_outputs, gf_tensor *const *inputs, int n_inputs,
                          gf_tensor **results, const gf_grad_opts *opts);
@@ -110,7 +113,10 @@ GF_API void gf_hook_remove(gf_hook_handle handle);
 /* Saved-tensor hooks (thread-local stack, innermost wins): pack runs once
  * when an op saves a tensor for backward, unpack on every use. pack returns
  * an opaque pointer; unpack returns a new reference; release frees the packed
- * value when the graph is freed. Tensors saved this way skip the version check. */
+ * value when the graph is freed. Tensors saved this way skip the version check.
+ * The hooks run with scope recording suspended: what they make is theirs. They
+ * may keep the tensor pack is given: for an op's own output it is an alias
+ * without history, so that makes no reference cycle. */
 typedef struct gf_saved_tensor_hooks {
     void *(*pack)(const gf_tensor *t, void *user);
     gf_tensor *(*unpack)(void *packed, void *user);
@@ -138,7 +144,9 @@ typedef struct gf_function_def {
     bool once_differentiable; /* its backward cannot itself be differentiated */
     void *user;
 } gf_function_def;
-/* Writes n_outputs new references. inputs may contain NULL (non-tensor slots). */
+/* Writes n_outputs new references, recorded in an open scope like a returned
+ * tensor (do not release them in the scope). inputs may contain NULL (non-tensor
+ * slots). */
 GF_API gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs,
                                    int n_inputs, gf_tensor **outputs, int n_outputs);
 /* In forward: save tensors (inputs or outputs) for backward. */
@@ -184,7 +192,8 @@ GF_API gf_status gf_gradgradcheck(gf_check_fn fn, gf_tensor *const *inputs, int 
                                   void *user, const gf_gradcheck_opts *opts);
 
 /* ---- in-place ops: modify self, bump its version, record history.
- * Fails additionally: AUTOGRAD for a leaf that requires grad (in grad mode),
+ * Fails additionally: AUTOGRAD for a leaf that requires grad or a view of one
+ * (in grad mode; a view requiring grad whose base has no history counts),
  * inference tensors outside inference mode, views created in no-grad mode or
  * by split/chunk; SHAPE when the result would not fit self. */
 GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);

@@ -110,7 +110,9 @@ GF_API int gf_fallback_op_count(const gf_device *dev);
 /* Fails: INVALID for NULL arguments, INDEX when i is out of range. */
 GF_API gf_status gf_fallback_get_op(const gf_device *dev, int i, gf_fallback_op_info *info);
 
-/* What graft-info shows: every plugin file found and what became of it. */
+/* What graft-info shows: every plugin file found and what became of it, as
+ * decided when the plugins were loaded: a skipped plugin, or one whose device
+ * enumeration failed, is tried again only after gf_shutdown and gf_init. */
 typedef struct gf_plugin_info {
     char path[1024];
     char name[64];       /* "" when it could not be read */

@@ -52,7 +52,8 @@ GF_API gf_tensor *gf_conv2d_backward_weight(const gf_tensor *grad_y, const gf_te
                                             const gf_conv2d_opts *opts);
 
 /* x [N, C, H, W] (or [C, H, W]). indices (may be NULL) receives a new
- * reference to the i64 argmax positions (flat h * W + w per plane). */
+ * reference to the i64 argmax positions (flat h * W + w per plane), recorded
+ * in an open scope like a returned tensor (do not release it in the scope). */
 GF_API gf_tensor *gf_max_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
                                 gf_tensor **indices);
 GF_API gf_tensor *gf_max_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *indices,
@@ -63,13 +64,16 @@ GF_API gf_tensor *gf_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tenso
 
 /* Normalises over the last normalized_rank dims. weight/bias may be NULL.
  * mean/rstd (may be NULL) receive new references to the statistics, shaped
- * as x's leading (not normalised) dims: [N] for x [N, D] and rank 1. */
+ * as x's leading (not normalised) dims: [N] for x [N, D] and rank 1. They are
+ * recorded in an open scope like a returned tensor (do not release them in
+ * the scope). */
 GF_API gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank,
                                 const gf_tensor *weight, const gf_tensor *bias, double eps,
                                 gf_tensor **mean, gf_tensor **rstd);
 /* x [N, C, ...]. running_mean/var may be NULL (then training must be true);
  * in training they are updated in place with momentum (unbiased variance).
- * save_mean/save_invstd may be NULL. */
+ * save_mean/save_invstd may be NULL; they receive new references, recorded in
+ * an open scope like a returned tensor (do not release them in the scope). */
 GF_API gf_tensor *gf_batch_norm(const gf_tensor *x, gf_tensor *running_mean,
                                 gf_tensor *running_var, const gf_tensor *weight,
                                 const gf_tensor *bias, bool training, double momentum,

@@ -153,7 +153,9 @@ GF_API gf_tensor *gf_var(const gf_tensor *x, const int *dims, int ndims, double 
 GF_API gf_tensor *gf_std(const gf_tensor *x, const int *dims, int ndims, double correction,
                          bool keepdim);
 GF_API gf_tensor *gf_logsumexp(const gf_tensor *x, const int *dims, int ndims, bool keepdim);
-/* Values and i64 indices along one dim. Writes two new references. */
+/* Values and i64 indices along one dim. Writes two new references, both
+ * recorded in an open scope like a returned tensor (do not release them in
+ * the scope). */
 GF_API gf_status gf_max_dim(const gf_tensor *x, int dim, bool keepdim, gf_tensor **values,
                             gf_tensor **indices);
 GF_API gf_status gf_min_dim(const gf_tensor *x, int dim, bool keepdim, gf_tensor **values,

@@ -2,6 +2,8 @@
  *
  * Ownership: a function documented "Returns a new reference" hands the caller
  * one reference, to give back with gf_tensor_release (or to a scope, below).
+ * New references written to out-parameters are the same: the caller's, and
+ * recorded in an open scope like returned ones.
  * Tensor arguments are borrowed. A function that receives a NULL tensor returns
  * NULL and keeps the first error, so a chain of ops can be checked once at its
  * end. Sizes are int64_t; a size array may be NULL when rank is 0. */
@@ -17,7 +19,11 @@ extern "C" {
 typedef struct gf_tensor gf_tensor;
 
 GF_API gf_tensor *gf_tensor_retain(gf_tensor *t); /* returns t */
-GF_API void gf_tensor_release(gf_tensor *t);      /* NULL is harmless */
+/* NULL is harmless. Releasing a reference that an open scope holds (the
+ * scope would release it again) is refused: INVALID recorded for the thread
+ * and logged, the tensor left to the scope. Detected when nothing else holds
+ * the tensor; see gf_scope_begin. */
+GF_API void gf_tensor_release(gf_tensor *t);
 
 /* ---- creation. dev NULL = gf_device_default(). All return a new reference.
  * Fails: INVALID (negative size, rank > 8), OVERFLOW, DTYPE (dtype the device
@@ -119,6 +125,8 @@ GF_API gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim);
 GF_API gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2);
 /* Splits into pieces of split_size (the last may be smaller) / into `chunks`
  * pieces. Writes up to max_out new references into out, the count into *n.
+ * The pieces are recorded in an open scope like a returned tensor (do not
+ * release them in the scope).
  * Fails: INVALID when max_out is too small (nothing is returned then). */
 GF_API gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **out,
                           int max_out, int *n);
@@ -128,8 +136,14 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
 /* ---- scopes: an arena for the intermediates of a step.
  * While a scope is open on this thread, every tensor a graft function returns
  * as "a new reference" is also recorded in the scope, and gf_scope_end releases
- * those references. gf_scope_keep(t) takes t out of the innermost scope (the
- * caller then owns that reference). Scopes nest. */
+ * those references. gf_scope_keep(t) takes t out of the open scope that
+ * recorded it, the innermost or an enclosing one (the caller then owns that
+ * reference for good: no scope releases it). Scopes nest. Tensors written to
+ * out-parameters (gf_grad, gf_max_dim, gf_split, gf_layer_norm's statistics,
+ * ...) are recorded too. Inside a scope, do not release what graft returned:
+ * when nothing else holds the tensor, such a release is refused with an
+ * error (gf_tensor_release); when graft holds it too (a leaf in a graph, a
+ * .grad), it cannot be detected and gf_scope_end releases it once too often. */
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);

@@ -88,6 +88,9 @@ GF_API gf_status gf_set_error(gf_status status, const char *fmt, ...) GF_API_PRI
 GF_API const char *gf_status_name(gf_status status);
 
 /* Loads the plugins (done on first use anyway). Idempotent, thread-safe.
+ * The outcome stays until gf_shutdown: a plugin that failed to load, to
+ * initialise or to enumerate its devices is not tried again by a later
+ * gf_init; only gf_shutdown followed by gf_init loads the plugins afresh.
  * Fails: only when no plugin at all could be loaded (status NOT_FOUND). */
 GF_API gf_status gf_init(void);
 /* Frees cached memory and shuts every plugin down. Tensors must all have been

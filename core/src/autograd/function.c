@@ -30,7 +30,11 @@ static void ctx_free(gf_function_ctx *c) {
     free(c->non_diff);
     free(c->needs_input_grad);
     free(c->differentiable);
-    if (c->release) c->release(c->data);
+    if (c->release) { /* a callback: recording suspended, as for the others */
+        int sc = gf__scope_suspend();
+        c->release(c->data);
+        gf__scope_resume(sc);
+    }
     free(c->name);
     free(c);
 }
@@ -100,6 +104,11 @@ void gf_ctx_set_data(gf_function_ctx *ctx, void *data, void (*release)(void *)) 
 void *gf_ctx_data(const gf_function_ctx *ctx) { return ctx ? ctx->data : NULL; }
 
 /* ------------------------------------------------------------ backward */
+/* The error node is part of the gradient's graph and outlives the
+ * function's node (and ctx, which owns the name): it keeps a copy of the
+ * name in ext. */
+static void free_name(gf_node *n) { free(n->ext); }
+
 static gf_status delayed_error(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     return gf__error(GF_ERR_AUTOGRAD, "%s is marked once_differentiable: its backward cannot be "
                      "differentiated (a double backward went through it)", n->name);
@@ -147,8 +156,16 @@ static gf_status function_backward(gf_node *n, gf_tensor *const *grads, gf_tenso
         for (int i = 0; i < n->n_next; i++) any |= n->next[i].node != NULL;
         for (int i = 0; any && i < n->n_next; i++) {
             if (!out[i]) continue;
-            gf_node *e = gf__ag_node_new(c->name, delayed_error, n->n_next + n->n_outputs, 1);
-            if (!e) return gf__status();
+            char *name = strdup(c->name);
+            gf_node *e = name ? gf__ag_node_new(name, delayed_error, n->n_next + n->n_outputs, 1)
+                              : NULL;
+            if (!e) { /* the engine releases out */
+                free(name);
+                return name ? gf__status()
+                            : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", c->name);
+            }
+            e->ext = name;
+            e->release_ctx = free_name;
             for (int k = 0; k < n->n_next; k++) {
                 e->next[k] = n->next[k];
                 gf__ag_node_retain(e->next[k].node);

@@ -34,7 +34,15 @@ gf_status gf__ag_check_inplace(gf_tensor *self, const char *op) {
     if (m->base) {
         const gf_autograd_meta *bm = m->base->autograd;
         bool base_rg = bm && (bm->requires_grad || bm->grad_fn);
-        if (bm && bm->requires_grad && !bm->grad_fn)
+        /* As PyTorch: a view of a leaf (a base without history) that
+         * requires grad, itself or through its base. The view may have been
+         * made a leaf itself (set_requires_grad on a view of a base that
+         * needs no grad), or be a view of such a view: rebasing its base's
+         * history would route the base's gradient through the view's own
+         * accumulator, which holds the view (a cycle, and the leaf would
+         * silently gain a grad_fn). */
+        bool base_leaf = !bm || !bm->grad_fn;
+        if (base_leaf && ((bm && bm->requires_grad) || gf__ag_requires_grad(self)))
             return gf__error(GF_ERR_AUTOGRAD, "%s: a view of a leaf tensor that requires grad is "
                              "being used in an in-place operation; do it under no-grad mode, or "
                              "work on a gf_clone", op);

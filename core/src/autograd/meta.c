@@ -248,6 +248,25 @@ gf_tensor *gf_tensor_grad(const gf_tensor *t) {
     return gf__ret(g);
 }
 
+/* Whether t is reachable from g through the references a tensor's meta
+ * holds on other tensors: .grad and a view's base (g_grad_lock held). A
+ * chain of gradients of gradients is short; the walk gives up (and lets the
+ * assignment through) past a fixed depth rather than allocate. */
+static bool refers_to(const gf_tensor *g, const gf_tensor *t) {
+    const gf_tensor *stack[64];
+    int top = 0;
+    stack[top++] = g;
+    while (top > 0) {
+        const gf_tensor *u = stack[--top];
+        if (u == t) return true;
+        const gf_autograd_meta *um = u->autograd;
+        if (!um) continue;
+        if (um->grad && top < 64) stack[top++] = um->grad;
+        if (um->base && top < 64) stack[top++] = um->base;
+    }
+    return false;
+}
+
 gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad) {
     if (!t) return gf__null_arg("gf_tensor_set_grad", "t");
     if (grad) {
@@ -261,10 +280,22 @@ gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad) {
                              "the tensor's %s", gf_dtype_name(grad->dtype), gf_dtype_name(t->dtype));
         if (!gf__same_device(t, grad, "gf_tensor_set_grad")) return gf__status();
     }
+    if (grad && grad->storage == t->storage)
+        return gf__error(GF_ERR_INVALID, "gf_tensor_set_grad: the gradient shares memory with the "
+                         "tensor (it is the tensor itself or a view of it); a tensor cannot be "
+                         "its own gradient (a reference cycle that is never freed); pass a copy "
+                         "made with gf_clone");
     if (!grad && !t->autograd) return GF_OK;
     gf_autograd_meta *m = gf__ag_meta(t);
     if (!m) return gf__status();
     pthread_mutex_lock(&g_grad_lock);
+    if (grad && refers_to(grad, t)) {
+        pthread_mutex_unlock(&g_grad_lock);
+        return gf__error(GF_ERR_INVALID, "gf_tensor_set_grad: the gradient's own .grad (or that of "
+                         "its base, or of their gradients) is this tensor, so the two would hold "
+                         "each other and never be freed; pass a copy made with gf_clone, or clear "
+                         "the other .grad first");
+    }
     gf_tensor *old = m->grad;
     m->grad = gf_tensor_retain((gf_tensor *)grad);
     pthread_mutex_unlock(&g_grad_lock);

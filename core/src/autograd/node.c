@@ -55,8 +55,16 @@ void gf__ag_node_retain(gf_node *n) {
     if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
 }
 
+/* Saved-tensor hooks are callbacks: they run with scope recording
+ * suspended, so what they make with graft functions is theirs (user guide,
+ * section 5) and no scope open around the op, or opened by graft itself (a
+ * backward formula under create_graph, gradgradcheck), releases it. */
 static void free_saved_slot(gf_saved *s) {
-    if (s->packed && s->hooks_copy.release) s->hooks_copy.release(s->packed, s->hooks_copy.user);
+    if (s->packed && s->hooks_copy.release) {
+        int sc = gf__scope_suspend();
+        s->hooks_copy.release(s->packed, s->hooks_copy.user);
+        gf__scope_resume(sc);
+    }
     s->packed = NULL;
     gf_tensor_release(s->data);
     s->data = NULL;
@@ -168,7 +176,17 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (h) {
         s->hooks_copy = *h;
         s->hooks = &s->hooks_copy;
-        s->packed = h->pack(t, h->user);
+        /* An output of the node itself is packed as an alias without its
+         * history (as PyTorch packs its tensor_data): its history is this
+         * node, so hooks that keep what they are given would otherwise make
+         * node and output hold each other, and a graph dropped without
+         * backward would never be freed nor its packed values released. */
+        gf_tensor *alias = is_output ? gf__ag_alias(t) : NULL;
+        if (is_output && !alias) return gf__status();
+        int sc = gf__scope_suspend();
+        s->packed = h->pack(alias ? alias : t, h->user);
+        gf__scope_resume(sc);
+        gf_tensor_release(alias); /* the hooks retained it if they keep it */
         if (!s->packed)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor pack hook returned NULL",
                              n->name);
@@ -201,11 +219,17 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
     gf_saved *s = &n->saved[i];
     gf_tensor *t;
     if (s->hooks) {
+        int sc = gf__scope_suspend();
         t = s->hooks_copy.unpack(s->packed, s->hooks_copy.user);
+        gf__scope_resume(sc);
         if (!t)
             return gf__error(GF_ERR_AUTOGRAD, "%s: the saved-tensor unpack hook returned NULL",
                              n->name);
-        if (t->autograd) { /* attach history to a tensor of our own */
+        /* History is attached below to a tensor of our own: not to one
+         * with history already, nor to one the hooks still hold (that would
+         * tie what they keep to this node: a cycle when it is the node's
+         * own output). */
+        if (t->autograd || atomic_load_explicit(&t->refcount, memory_order_acquire) > 1) {
             gf_tensor *a = gf__ag_alias(t);
             gf_tensor_release(t);
             t = a;
