@@ -250,6 +250,7 @@ static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
     gf_dtype dt = x->dtype;
     if (!gf_dtype_is_float(dt) && s != floor(s)) dt = GF_F32;
     if (dt == GF_BOOL && s != 0 && s != 1) dt = GF_I64;
+    if (gf__check_value(s, dt, name) != GF_OK) return NULL;
     int saved = gf__scope_suspend();
     gf_tensor *c = gf__scalar(s, dt, x->storage->device);
     gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
@@ -320,7 +321,9 @@ gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double valu
                   gf__shape_str(x->sizes, x->rank, b, sizeof b));
         return NULL;
     }
-    if (!gf__same_device(x, mask, "gf_masked_fill")) return NULL;
+    if (!gf__same_device(x, mask, "gf_masked_fill") ||
+        gf__check_value(value, x->dtype, "gf_masked_fill") != GF_OK)
+        return NULL;
     gf_tensor *v = gf__scalar(value, x->dtype, x->storage->device);
     if (!v) return NULL;
     const gf_tensor *xs[3] = {mask, v, x};

@@ -1,0 +1,50 @@
+/* test_overflow.c — arguments at the edges of int64 and of the dtypes: each
+ * call either works or fails with an error naming what overflowed; none
+ * computes out of range (this program runs under UBSan in the sanitizer
+ * suite, where any overflow aborts it). */
+#include <stdint.h>
+
+#include "ops_test.h"
+
+#define BIG INT64_MAX
+#define SMALL INT64_MIN
+
+/* A value outside an integer dtype's range is refused, as PyTorch's "value
+ * cannot be converted to type int32 without overflow". */
+static void test_fill_value_out_of_range(void) {
+    EXPECT_ERR(gf_full(SZ(2), 1, 1e10, GF_I32, NULL), GF_ERR_INVALID, "gf_full", "i32",
+               "overflow");
+    EXPECT_ERR(gf_full(SZ(2), 1, -2147483649.0, GF_I32, NULL), GF_ERR_INVALID, "i32");
+    EXPECT_ERR(gf_full(SZ(2), 1, 9.3e18, GF_I64, NULL), GF_ERR_INVALID, "i64");
+    EXPECT_ERR(gf_full(SZ(2), 1, 9223372036854775808.0, GF_I64, NULL), GF_ERR_INVALID, "i64");
+    EXPECT_ERR(gf_full(SZ(2), 1, NAN, GF_I64, NULL), GF_ERR_INVALID, "nan");
+    EXPECT_ERR(gf_full(SZ(2), 1, -INFINITY, GF_I32, NULL), GF_ERR_INVALID, "inf");
+    EXPECT_ERR(gf_scalar(3e9, GF_I32, NULL), GF_ERR_INVALID, "i32");
+    /* the edges themselves fit (truncated toward zero, as PyTorch) */
+    gf_tensor *a = gf_full(SZ(1), 1, 2147483647.0, GF_I32, NULL);
+    gf_tensor *b = gf_full(SZ(1), 1, -2147483648.9, GF_I32, NULL);
+    gf_tensor *c = gf_full(SZ(1), 1, -9223372036854775808.0, GF_I64, NULL);
+    gf_tensor *d = gf_full(SZ(1), 1, 1e300, GF_BOOL, NULL); /* bool: any non-zero is true */
+    gf_tensor *e = gf_full(SZ(1), 1, 1e300, GF_F32, NULL);  /* floats: inf, as PyTorch */
+    double v = 0;
+    CHECK(a && gf_tensor_item(a, &v) == GF_OK && v == 2147483647.0);
+    CHECK(b && gf_tensor_item(b, &v) == GF_OK && v == -2147483648.0);
+    CHECK(c && gf_tensor_item(c, &v) == GF_OK && v == -9223372036854775808.0);
+    CHECK(d && gf_tensor_item(d, &v) == GF_OK && v == 1.0);
+    CHECK(e && gf_tensor_item(e, &v) == GF_OK && isinf(v));
+    /* the same rule for every way a value reaches an integer tensor */
+    gf_tensor *m = gf_full(SZ(1), 1, 1, GF_BOOL, NULL);
+    EXPECT_ERR(gf_add_scalar(a, 1e12), GF_ERR_INVALID, "gf_add_scalar", "i32");
+    EXPECT_ERR(gf_mul_scalar(c, 1e19), GF_ERR_INVALID, "gf_mul_scalar", "i64");
+    EXPECT_ERR(gf_masked_fill(a, m, 5e9), GF_ERR_INVALID, "gf_masked_fill");
+    gf_clear_error();
+    CHECK(gf_fill_(a, 1e10) == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "gf_fill_");
+    CHECK(gf_masked_fill_(a, m, NAN) != GF_OK);
+    REL(a, b, c, d, e, m);
+}
+
+int main(void) {
+    RUN(test_fill_value_out_of_range);
+    return ot_finish();
+}
