@@ -100,7 +100,7 @@ static bool view_strides(const gf_tensor *t, const int64_t *sizes, int rank, int
 static gf_tensor *view_impl(const gf_tensor *t, const int64_t *sizes, int rank, bool allow_copy,
                             const char *op) {
     int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
-    if (!infer_sizes(t, sizes, rank, s, op)) return NULL;
+    if (!infer_sizes(t, sizes, rank, s, op) || gf__checked_numel(s, rank, op) < 0) return NULL;
     if (view_strides(t, s, rank, st)) return gf__view(t, s, st, rank, t->offset);
     if (!allow_copy) {
         char a[200];

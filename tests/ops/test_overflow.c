@@ -44,7 +44,34 @@ static void test_fill_value_out_of_range(void) {
     REL(a, b, c, d, e, m);
 }
 
+/* A zero-size dim next to huge ones: no elements, but contiguous strides
+ * that would pass int64. Every creation function refuses it. */
+static void test_zero_dim_next_to_huge(void) {
+    const int64_t h = INT64_C(1) << 40;
+    const int64_t *s = SZ(0, h, h);
+    EXPECT_ERR(gf_empty(s, 3, GF_F32, NULL), GF_ERR_OVERFLOW, "gf_empty", "strides");
+    EXPECT_FAIL(gf_zeros(s, 3, GF_F32, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_ones(s, 3, GF_I64, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_full(s, 3, 2.0, GF_F64, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_rand(s, 3, GF_F32, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_randn(s, 3, GF_F32, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_bernoulli(s, 3, 0.5, GF_F32, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_from_data(NULL, s, 3, GF_F32, NULL), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_from_host_memory(NULL, s, NULL, 3, GF_F32, NULL, NULL, NULL),
+                GF_ERR_OVERFLOW);
+    /* the same through views of an empty tensor */
+    gf_tensor *z = gf_zeros(SZ(0), 1, GF_F32, NULL);
+    EXPECT_ERR(gf_reshape(z, SZ(h, 0, h), 3), GF_ERR_OVERFLOW, "gf_reshape");
+    EXPECT_FAIL(gf_view(z, SZ(0, h, h), 3), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_expand(z, SZ(h, h, 0), 3), GF_ERR_OVERFLOW);
+    /* below the limit it works, and its strides are exact */
+    gf_tensor *ok = gf_zeros(SZ(0, INT64_C(1) << 20, INT64_C(1) << 20), 3, GF_F32, NULL);
+    CHECK(ok && gf_tensor_numel(ok) == 0 && gf_tensor_strides(ok)[0] == INT64_C(1) << 40);
+    REL(z, ok);
+}
+
 int main(void) {
     RUN(test_fill_value_out_of_range);
+    RUN(test_zero_dim_next_to_huge);
     return ot_finish();
 }
