@@ -360,7 +360,7 @@ gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **
     if (split_size < 1 && !(split_size == 0 && len == 0))
         return gf__error(GF_ERR_INVALID, "gf_split: split_size must be >= 1 (got %lld)",
                          (long long)split_size);
-    int64_t pieces = len == 0 ? 1 : (len + split_size - 1) / split_size;
+    int64_t pieces = len == 0 ? 1 : 1 + (len - 1) / split_size; /* no overflow near INT64_MAX */
     if (pieces > max_out)
         return gf__error(GF_ERR_INVALID, "gf_split: %lld pieces do not fit in max_out %d",
                          (long long)pieces, max_out);

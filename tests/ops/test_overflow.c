@@ -70,8 +70,26 @@ static void test_zero_dim_next_to_huge(void) {
     REL(z, ok);
 }
 
+static void test_split_huge_size(void) {
+    gf_tensor *x = gf_zeros(SZ(5, 2), 2, GF_F32, NULL);
+    gf_tensor *out[4] = {0};
+    int n = -7;
+    CHECK_OK(gf_split(x, BIG, 0, out, 4, &n));
+    CHECK(n == 1 && out[0] && gf_tensor_size(out[0], 0) == 5);
+    gf_tensor_release(out[0]);
+    CHECK_OK(gf_split(x, BIG - 1, 1, out, 4, &n));
+    CHECK(n == 1 && out[0] && gf_tensor_size(out[0], 1) == 2);
+    gf_tensor_release(out[0]);
+    CHECK_OK(gf_split(x, 2, 0, out, 4, &n));
+    CHECK(n == 3 && gf_tensor_size(out[2], 0) == 1);
+    REL(out[0], out[1], out[2]);
+    CHECK(gf_chunk(x, INT32_MAX, 0, out, 4, &n) == GF_ERR_INVALID); /* 5 pieces of 1, 4 slots */
+    REL(x);
+}
+
 int main(void) {
     RUN(test_fill_value_out_of_range);
     RUN(test_zero_dim_next_to_huge);
+    RUN(test_split_huge_size);
     return ot_finish();
 }
