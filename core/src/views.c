@@ -198,11 +198,17 @@ gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end, int
     int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
     memcpy(s, t->sizes, sizeof s);
     memcpy(st, t->strides, sizeof st);
-    s[d] = (end - start + step - 1) / step;
-    st[d] = t->strides[d] * step;
+    /* 0 <= start <= end <= n here, so only step can be extreme. */
+    s[d] = end == start ? 0 : 1 + (end - start - 1) / step;
+    /* stride * step and start * stride overflow only when the result has at
+     * most one element (resp. none), whose stride (resp. offset) addresses
+     * nothing: the dim's own stride and t's offset stand in for them then. */
+    int64_t off;
+    if (!gf__mul_ok(t->strides[d], step, &st[d])) st[d] = t->strides[d];
+    if (!gf__mul_ok(start, t->strides[d], &off) || !gf__add_ok(off, t->offset, &off))
+        off = t->offset;
     int64_t p[4] = {d, start, end, step};
-    return finish(t, gf__view(t, s, st, t->rank, t->offset + start * t->strides[d]),
-                  GF_VIEW_KIND_SLICE, p, 4);
+    return finish(t, gf__view(t, s, st, t->rank, off), GF_VIEW_KIND_SLICE, p, 4);
 }
 
 gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length) {

@@ -87,9 +87,38 @@ static void test_split_huge_size(void) {
     REL(x);
 }
 
+static void test_slice_extreme_bounds(void) {
+    gf_tensor *x = gf_arange(0, 12, 1, GF_F32, NULL);
+    gf_tensor *m = gf_reshape(x, SZ(3, 4), 2);
+    gf_tensor *a = gf_slice(m, 1, 1, BIG, BIG);       /* one element: [1] */
+    gf_tensor *b = gf_slice(m, 1, SMALL, BIG, 3);     /* [0, 3] */
+    gf_tensor *c = gf_slice(m, 0, BIG, SMALL, 1);     /* empty */
+    gf_tensor *d = gf_slice(m, 1, SMALL, SMALL, BIG); /* empty */
+    gf_tensor *e = gf_slice(m, -1, -1, BIG, BIG);     /* the last column */
+    CHECK(a && gf_tensor_size(a, 1) == 1 && gf_tensor_size(a, 0) == 3);
+    CHECK(b && gf_tensor_size(b, 1) == 2);
+    CHECK(c && gf_tensor_size(c, 0) == 0);
+    CHECK(d && gf_tensor_size(d, 1) == 0);
+    CHECK(e && gf_tensor_size(e, 1) == 1);
+    double v = -1;
+    CHECK(a && gf_tensor_get(a, SZ(2, 0), &v) == GF_OK && v == 9);
+    CHECK(b && gf_tensor_get(b, SZ(1, 1), &v) == GF_OK && v == 7);
+    CHECK(e && gf_tensor_get(e, SZ(1, 0), &v) == GF_OK && v == 7);
+    /* contiguous copies of them read the same elements */
+    gf_tensor *ac = a ? gf_contiguous(a) : NULL;
+    CHECK(ac && gf_tensor_get(ac, SZ(1, 0), &v) == GF_OK && v == 5);
+    EXPECT_FAIL(gf_narrow(m, 1, BIG, 1), GF_ERR_INDEX);
+    EXPECT_FAIL(gf_narrow(m, 1, 1, BIG), GF_ERR_INDEX);
+    EXPECT_FAIL(gf_narrow(m, 1, SMALL, 1), GF_ERR_INDEX);
+    EXPECT_FAIL(gf_select(m, 0, SMALL), GF_ERR_INDEX);
+    EXPECT_FAIL(gf_select(m, 0, BIG), GF_ERR_INDEX);
+    REL(x, m, a, b, c, d, e, ac);
+}
+
 int main(void) {
     RUN(test_fill_value_out_of_range);
     RUN(test_zero_dim_next_to_huge);
     RUN(test_split_huge_size);
+    RUN(test_slice_extreme_bounds);
     return ot_finish();
 }
