@@ -68,7 +68,8 @@ static gf_status check_dtype_as(const gf_tensor *t, const gf_tensor *x, const ch
 static gf_tensor *view_4d(const gf_tensor *t) {
     if (t->rank == 4) return gf__view(t, t->sizes, t->strides, 4, t->offset);
     int64_t sz[4] = {1, t->sizes[0], t->sizes[1], t->sizes[2]};
-    int64_t st[4] = {t->sizes[0] * t->strides[0], t->strides[0], t->strides[1], t->strides[2]};
+    int64_t st[4] = {0, t->strides[0], t->strides[1], t->strides[2]};
+    if (!gf__mul_ok(t->sizes[0], t->strides[0], &st[0])) st[0] = t->strides[0]; /* size 1 */
     return gf__view(t, sz, st, 4, t->offset);
 }
 

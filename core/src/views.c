@@ -75,14 +75,18 @@ static bool view_strides(const gf_tensor *t, const int64_t *sizes, int rank, int
         gf__contiguous_strides(sizes, rank, strides);
         return true;
     }
+    /* Strides of size-1 dims are arbitrary (an adopted tensor's may be
+     * huge): a product that overflows means the chunk cannot be viewed. */
     int view_d = rank - 1;
     int64_t chunk_base_stride = t->strides[t->rank - 1];
-    int64_t tensor_numel = 1, view_numel = 1;
+    int64_t tensor_numel = 1, view_numel = 1, want;
     for (int d = t->rank - 1; d >= 0; d--) {
         tensor_numel *= t->sizes[d];
-        if (d == 0 || (t->sizes[d - 1] != 1 && t->strides[d - 1] != tensor_numel * chunk_base_stride)) {
+        if (d == 0 || (t->sizes[d - 1] != 1 &&
+                       (!gf__mul_ok(tensor_numel, chunk_base_stride, &want) ||
+                        t->strides[d - 1] != want))) {
             while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
-                strides[view_d] = view_numel * chunk_base_stride;
+                if (!gf__mul_ok(view_numel, chunk_base_stride, &strides[view_d])) return false;
                 view_numel *= sizes[view_d];
                 view_d--;
             }
@@ -313,7 +317,11 @@ gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim) {
     for (int i = 0, j = 0; i <= t->rank; i++) {
         if (i == d) {
             s[i] = 1;
-            st[i] = (d < t->rank) ? t->sizes[d] * t->strides[d] : 1;
+            /* size * stride of the next dim, as PyTorch; the new dim has
+             * size 1, so when that overflows (a huge stride of adopted
+             * memory) any stride serves: the next dim's. */
+            if (d == t->rank) st[i] = 1;
+            else if (!gf__mul_ok(t->sizes[d], t->strides[d], &st[i])) st[i] = t->strides[d];
         } else {
             s[i] = t->sizes[j];
             st[i] = t->strides[j++];
@@ -349,7 +357,10 @@ gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2) {
     for (int i = 0; i < t->rank; i++)
         if (i != a && i != b) s[r] = t->sizes[i], st[r++] = t->strides[i];
     s[r] = len;
-    st[r++] = t->strides[a] + t->strides[b];
+    /* The sum overflows only for huge strides of size-1 dims (adopted
+     * memory): then len <= 1 and the stride addresses nothing. */
+    if (!gf__add_ok(t->strides[a], t->strides[b], &st[r])) st[r] = t->strides[a];
+    r++;
     int64_t p[3] = {offset, a, b};
     return finish(t, gf__view(t, s, st, r, len > 0 ? off : t->offset), GF_VIEW_KIND_DIAGONAL, p, 3);
 }

@@ -115,10 +115,68 @@ static void test_slice_extreme_bounds(void) {
     REL(x, m, a, b, c, d, e, ac);
 }
 
+static void test_diagonal_extreme_offsets(void) {
+    gf_tensor *x = gf_arange(0, 12, 1, GF_F32, NULL);
+    gf_tensor *m = gf_reshape(x, SZ(3, 4), 2);
+    const int64_t offs[] = {BIG, BIG - 1, SMALL, SMALL + 1, 3, -2, 4, -3};
+    const int64_t want[] = {0, 0, 0, 0, 1, 1, 0, 0};
+    const int64_t want_swapped[] = {0, 0, 0, 0, 0, 2, 0, 1};
+    for (int i = 0; i < 8; i++) {
+        gf_clear_error();
+        gf_tensor *d = gf_diagonal(m, offs[i], 0, 1);
+        CHECK_MSG(d && gf_tensor_size(d, 0) == want[i], "offset %lld: %s", (long long)offs[i],
+                  gf_last_error());
+        gf_tensor *t = gf_diagonal(m, offs[i], 1, 0);
+        CHECK_MSG(t && gf_tensor_numel(t) == want_swapped[i], "offset %lld swapped",
+                  (long long)offs[i]);
+        REL(d, t);
+    }
+    gf_tensor *d = gf_diagonal(m, -2, 0, 1);
+    double v = -1;
+    CHECK(d && gf_tensor_get(d, SZ(0), &v) == GF_OK && v == 8);
+    gf_tensor *t = gf_tril(m, BIG), *u = gf_triu(m, SMALL), *w = gf_tril(m, SMALL);
+    gf_tensor *z = gf_triu(m, BIG);
+    CHECK(t && gf_tensor_get(t, SZ(0, 3), &v) == GF_OK && v == 3);
+    CHECK(u && gf_tensor_get(u, SZ(2, 0), &v) == GF_OK && v == 8);
+    CHECK(w && gf_tensor_get(w, SZ(2, 0), &v) == GF_OK && v == 0);
+    CHECK(z && gf_tensor_get(z, SZ(0, 3), &v) == GF_OK && v == 0);
+    REL(x, m, d, t, u, w, z);
+}
+
+/* Adopted memory may give a size-1 dim any stride: views of it stay exact. */
+static void test_adopted_huge_stride(void) {
+    static float data[6] = {0, 1, 2, 3, 4, 5};
+    gf_tensor *t = gf_from_host_memory(data, SZ(6, 1), SZ(1, BIG), 2, GF_F32, NULL, NULL, NULL);
+    CHECK_MSG(t != NULL, "%s", gf_last_error());
+    gf_tensor *v = t ? gf_view(t, SZ(2, 3), 2) : NULL;
+    CHECK_MSG(v != NULL, "%s", gf_last_error());
+    gf_tensor *r = t ? gf_reshape(t, SZ(3, 2, 1), 3) : NULL;
+    double x = -1;
+    CHECK(v && gf_tensor_get(v, SZ(1, 2), &x) == GF_OK && x == 5);
+    CHECK(r && gf_tensor_get(r, SZ(2, 1, 0), &x) == GF_OK && x == 5);
+    gf_tensor *u = t ? gf_unsqueeze(t, 2) : NULL;
+    gf_tensor *s = u ? gf_slice(u, 0, 5, BIG, BIG) : NULL;
+    CHECK(s && gf_tensor_get(s, SZ(0, 0, 0), &x) == GF_OK && x == 5);
+    gf_tensor *f = s ? gf_flatten(s) : NULL;
+    CHECK(f && gf_tensor_numel(f) == 1);
+    gf_tensor *e = u ? gf_slice(u, 0, 6, 6, 1) : NULL;
+    CHECK(e && gf_tensor_numel(e) == 0);
+    /* the diagonal of size-1 dims whose strides add past int64 */
+    gf_tensor *one = gf_from_host_memory(data, SZ(1, 1), SZ(BIG, BIG), 2, GF_F32, NULL, NULL,
+                                         NULL);
+    gf_tensor *dg = one ? gf_diagonal(one, 0, 0, 1) : NULL;
+    CHECK(dg && gf_tensor_get(dg, SZ(0), &x) == GF_OK && x == 0);
+    gf_tensor *sum = dg ? gf_sum(dg, NULL, 0, false) : NULL;
+    CHECK(sum && gf_tensor_item(sum, &x) == GF_OK && x == 0);
+    REL(t, v, r, u, s, f, e, one, dg, sum);
+}
+
 int main(void) {
     RUN(test_fill_value_out_of_range);
     RUN(test_zero_dim_next_to_huge);
     RUN(test_split_huge_size);
     RUN(test_slice_extreme_bounds);
+    RUN(test_diagonal_extreme_offsets);
+    RUN(test_adopted_huge_stride);
     return ot_finish();
 }
