@@ -143,6 +143,29 @@ static void test_diagonal_extreme_offsets(void) {
     REL(x, m, d, t, u, w, z);
 }
 
+/* Indices at INT64_MAX / INT64_MIN: INDEX errors with the exact value. */
+static void test_index_extremes(void) {
+    gf_tensor *w = gf_zeros(SZ(4, 3), 2, GF_F32, NULL);
+    gf_tensor *big = gf_from_data((const int64_t[]){0, BIG}, SZ(2), 1, GF_I64, NULL);
+    gf_tensor *small = gf_from_data((const int64_t[]){SMALL, 1}, SZ(2), 1, GF_I64, NULL);
+    EXPECT_ERR(gf_index_select(w, 0, big), GF_ERR_INDEX, "index_select", "9223372036854775807");
+    EXPECT_ERR(gf_index_select(w, 0, small), GF_ERR_INDEX, "-9223372036854775808");
+    EXPECT_ERR(gf_embedding(w, big), GF_ERR_INDEX, "embedding", "9223372036854775807");
+    EXPECT_ERR(gf_embedding(w, small), GF_ERR_INDEX, "embedding");
+    EXPECT_ERR(gf_one_hot(big, -1), GF_ERR_INDEX, "one_hot", "9223372036854775807");
+    EXPECT_ERR(gf_one_hot(big, 5), GF_ERR_INDEX, "one_hot", "9223372036854775807");
+    EXPECT_ERR(gf_one_hot(small, -1), GF_ERR_INDEX, "one_hot", "-9223372036854775808");
+    gf_tensor *zero = gf_zeros(SZ(1), 1, GF_I64, NULL);
+    EXPECT_FAIL(gf_one_hot(zero, BIG), GF_ERR_OVERFLOW);
+    /* an index that rounds in a double is still told exactly */
+    gf_tensor *near = gf_from_data((const int64_t[]){BIG - 1}, SZ(1), 1, GF_I64, NULL);
+    EXPECT_ERR(gf_index_select(w, 0, near), GF_ERR_INDEX, "9223372036854775806");
+    EXPECT_FAIL(gf_one_hot(near, -1), GF_ERR_OVERFLOW); /* 2^63 - 1 classes */
+    gf_tensor *i32 = gf_from_data((const int32_t[]){INT32_MAX}, SZ(1), 1, GF_I32, NULL);
+    EXPECT_ERR(gf_index_select(w, 1, i32), GF_ERR_INDEX, "2147483647");
+    REL(w, big, small, near, i32, zero);
+}
+
 /* Adopted memory may give a size-1 dim any stride: views of it stay exact. */
 static void test_adopted_huge_stride(void) {
     static float data[6] = {0, 1, 2, 3, 4, 5};
@@ -177,6 +200,7 @@ int main(void) {
     RUN(test_split_huge_size);
     RUN(test_slice_extreme_bounds);
     RUN(test_diagonal_extreme_offsets);
+    RUN(test_index_extremes);
     RUN(test_adopted_huge_stride);
     return ot_finish();
 }
