@@ -166,6 +166,27 @@ static void test_index_extremes(void) {
     REL(w, big, small, near, i32, zero);
 }
 
+static void test_conv_backward_huge_sizes(void) {
+    gf_tensor *gy = gf_zeros(SZ(1, 1, 1, 1), 4, GF_F32, NULL);
+    gf_tensor *w = gf_zeros(SZ(1, 1, 1, 1), 4, GF_F32, NULL);
+    gf_tensor *x = gf_zeros(SZ(1, 1, 1, 1), 4, GF_F32, NULL);
+    gf_conv2d_opts dil = {.stride = {1, 1}, .dilation = {INT32_MAX, INT32_MAX}, .groups = 1};
+    gf_conv2d_opts pad = {.stride = {1, 1}, .padding = {INT32_MAX, INT32_MAX}, .groups = 1};
+    gf_conv2d_opts grp = {.groups = INT32_MAX};
+    EXPECT_FAIL(gf_conv2d_backward_input(gy, w, SZ(1, 1, BIG, BIG), NULL), GF_ERR_SHAPE);
+    EXPECT_FAIL(gf_conv2d_backward_input(gy, w, SZ(1, 1, BIG, BIG), &pad), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_conv2d_backward_input(gy, w, SZ(BIG, BIG, BIG, BIG), &grp), GF_ERR_SHAPE);
+    EXPECT_FAIL(gf_conv2d_backward_weight(gy, x, SZ(1, 1, BIG, BIG), NULL), GF_ERR_SHAPE);
+    EXPECT_FAIL(gf_conv2d_backward_weight(gy, x, SZ(1, 1, BIG, 1), &dil), GF_ERR_OVERFLOW);
+    EXPECT_FAIL(gf_conv2d_backward_weight(gy, x, SZ(1, BIG, 1, 1), NULL), GF_ERR_SHAPE);
+    EXPECT_ERR(gf_conv2d_backward_weight(gy, x, SZ(INT32_MAX, BIG, 1, 1), &grp), GF_ERR_SHAPE,
+               "channels");
+    /* a zero-size weight with a huge kernel dim, through the forward op */
+    gf_tensor *w0 = gf_zeros(SZ(0, 1, INT64_C(1) << 40, 1), 4, GF_F32, NULL);
+    EXPECT_FAIL(gf_conv2d(x, w0, NULL, &dil), GF_ERR_SHAPE);
+    REL(gy, w, x, w0);
+}
+
 /* Adopted memory may give a size-1 dim any stride: views of it stay exact. */
 static void test_adopted_huge_stride(void) {
     static float data[6] = {0, 1, 2, 3, 4, 5};
@@ -201,6 +222,7 @@ int main(void) {
     RUN(test_slice_extreme_bounds);
     RUN(test_diagonal_extreme_offsets);
     RUN(test_index_extremes);
+    RUN(test_conv_backward_huge_sizes);
     RUN(test_adopted_huge_stride);
     return ot_finish();
 }
