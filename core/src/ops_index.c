@@ -497,7 +497,11 @@ gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
                       (long long)ref->sizes[k], (long long)t->sizes[k], i);
             return NULL;
         }
-        sz[d] += t->sizes[d];
+        if (!gf__add_ok(sz[d], t->sizes[d], &sz[d])) {
+            gf__error(GF_ERR_OVERFLOW, "cat: the sizes of dim %d add up to more than graft can "
+                      "address (at tensor number %d in the list)", d, i);
+            return NULL;
+        }
     }
     gf_tensor *y = empty_like_shape(ref, sz, rank, dtype);
     if (!y) return NULL;

@@ -187,6 +187,19 @@ static void test_conv_backward_huge_sizes(void) {
     REL(gy, w, x, w0);
 }
 
+/* Sizes that add up past int64 in cat. */
+static void test_cat_size_sum(void) {
+    const int64_t h = INT64_C(1) << 58;
+    gf_tensor *p = gf_zeros(SZ(0, h), 2, GF_F32, NULL);
+    gf_tensor *parts[40];
+    for (int i = 0; i < 40; i++) parts[i] = p;
+    EXPECT_ERR(gf_cat(parts, 40, 1), GF_ERR_OVERFLOW, "cat", "dim 1");
+    EXPECT_FAIL(gf_cat(parts, 8, 1), GF_ERR_OVERFLOW); /* 2^61: past the 2^59 limit */
+    gf_tensor *y = gf_cat(parts, 1, 1);
+    CHECK(y && gf_tensor_size(y, 1) == h);
+    REL(p, y);
+}
+
 /* Adopted memory may give a size-1 dim any stride: views of it stay exact. */
 static void test_adopted_huge_stride(void) {
     static float data[6] = {0, 1, 2, 3, 4, 5};
@@ -223,6 +236,7 @@ int main(void) {
     RUN(test_diagonal_extreme_offsets);
     RUN(test_index_extremes);
     RUN(test_conv_backward_huge_sizes);
+    RUN(test_cat_size_sum);
     RUN(test_adopted_huge_stride);
     return ot_finish();
 }
