@@ -187,6 +187,25 @@ static void test_conv_backward_huge_sizes(void) {
     REL(gy, w, x, w0);
 }
 
+/* A ceil-mode window far larger than the input: one output, found without
+ * visiting the window's 2^62 taps. */
+static void test_pool_huge_kernel(void) {
+    gf_tensor *a = gf_arange(0, 16, 1, GF_F32, NULL);
+    gf_tensor *x = gf_reshape(a, SZ(1, 1, 4, 4), 4);
+    gf_pool2d_opts o = {.kernel = {INT32_MAX, INT32_MAX}, .ceil_mode = true};
+    gf_tensor *idx = NULL;
+    gf_tensor *y = gf_max_pool2d(x, &o, &idx), *av = gf_avg_pool2d(x, &o);
+    double v = -1;
+    CHECK_MSG(y && gf_tensor_numel(y) == 1 && gf_tensor_item(y, &v) == GF_OK && v == 15, "%s",
+              gf_last_error());
+    CHECK(idx && gf_tensor_item(idx, &v) == GF_OK && v == 15);
+    CHECK(av && gf_tensor_item(av, &v) == GF_OK && v == 7.5);
+    o.dilation[0] = o.dilation[1] = 2;
+    o.kernel[0] = o.kernel[1] = 1 << 30;
+    EXPECT_FAIL(gf_max_pool2d(x, &o, NULL), GF_ERR_SHAPE); /* the dilated window cannot fit */
+    REL(a, x, y, idx, av);
+}
+
 /* Sizes that add up past int64 in cat. */
 static void test_cat_size_sum(void) {
     const int64_t h = INT64_C(1) << 58;
@@ -236,6 +255,7 @@ int main(void) {
     RUN(test_diagonal_extreme_offsets);
     RUN(test_index_extremes);
     RUN(test_conv_backward_huge_sizes);
+    RUN(test_pool_huge_kernel);
     RUN(test_cat_size_sum);
     RUN(test_adopted_huge_stride);
     return ot_finish();
