@@ -377,8 +377,14 @@ static void act_nn(reader *r) {
     if (!x) return;
     switch (pick(r, 7)) {
     case 0: {
-        int pad = small_or_max(r), dil = pick(r, 4) ? pick(r, 3) : INT32_MAX;
-        gf_conv2d_opts o = {.stride = {pick(r, 3), pick(r, 3)}, .padding = {pad, pad},
+        /* small geometry, or one extreme that graft must refuse: padding
+         * 2^31 - 1 (an output past 2^59 elements) or dilation 2^31 - 1 (a
+         * kernel past the input, unless it is 1x1); never a mix that would
+         * make a real tensor of gigabytes */
+        int mode = pick(r, 8), pad = pick(r, 3), dil = pick(r, 3), str = pick(r, 3);
+        if (mode == 0) pad = INT32_MAX, dil = 1, str = 1;
+        if (mode == 1) dil = INT32_MAX;
+        gf_conv2d_opts o = {.stride = {str, str}, .padding = {pad, pad},
                             .dilation = {dil, dil}, .groups = pick(r, 3)};
         put(gf_conv2d(x, w, pick(r, 2) ? get(r) : NULL, pick(r, 4) ? &o : NULL));
         break;
