@@ -43,12 +43,19 @@ typedef struct reader {
     size_t n;
 } reader;
 
+/* FUZZ_TRACE=1 in the environment prints every choice (to read a finding). */
+static bool trace;
+
 static uint8_t u8(reader *r) {
     if (!r->n) return 0;
     r->n--;
     return *r->p++;
 }
-static int pick(reader *r, int n) { return n > 0 ? u8(r) % n : 0; }
+static int pick(reader *r, int n) {
+    int v = n > 0 ? u8(r) % n : 0;
+    if (trace) fprintf(stderr, " %d/%d", v, n);
+    return v;
+}
 
 static const int64_t k_ints[] = {0, 1, 2, 3, 4, 5, -1, -2, -3, 1, 2,
                                  INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1,
@@ -95,6 +102,14 @@ static bool sizes_ok(const int64_t *s, int rank) {
     return sp <= CAP || sp >= (UINT64_C(1) << 59);
 }
 
+/* Releases the pool's reference, first clearing .grad as docs/autograd.md
+ * asks after create_graph: such a .grad refers to a graph that refers to
+ * the tensor (the reference cycle PyTorch warns about). */
+static void drop(gf_tensor *t) {
+    if (t) gf_tensor_set_grad(t, NULL); /* also after requires_grad was turned off */
+    gf_tensor_release(t);
+}
+
 static void put_as(gf_tensor *t, bool is_fresh) {
     if (!t) return;
     if (scope_depth) gf_scope_keep(t); /* from the (only) scope: the pool owns it */
@@ -106,7 +121,7 @@ static void put_as(gf_tensor *t, bool is_fresh) {
     while (i < POOL && pool[i]) i++;
     if (i == POOL) {
         i = (int)(gf_tensor_numel(t) % POOL);
-        gf_tensor_release(pool[i]);
+        drop(pool[i]);
     }
     pool[i] = t;
     fresh[i] = is_fresh;
@@ -523,7 +538,7 @@ static void act_scope(reader *r) {
 
 static void cleanup(void) {
     for (int i = 0; i < POOL; i++) {
-        gf_tensor_release(pool[i]);
+        drop(pool[i]);
         pool[i] = NULL;
     }
     if (scope_depth) gf_scope_end();
@@ -549,12 +564,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fprintf(stderr, "fuzz_api: device %s (plugin %s)\n", gf_device_spec(dev),
             gf_device_plugin(dev));
     baseline = in_use();
+    trace = getenv("FUZZ_TRACE") != NULL;
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     for (int steps = 0; r.n && steps < 64; steps++) {
+        if (trace) fprintf(stderr, "\nstep %d:", steps);
         switch (pick(&r, 10)) {
         case 0: act_create(&r); break;
         case 1: act_view(&r); break;
