@@ -79,8 +79,11 @@ tsan)
 fuzz)
     setup
     dir="${BUILD_DIR:-$here/build-fuzz}"
-    CC=clang build "$dir" -DGRAFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug \
-        -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF -DGRAFT_WITH_OPENCL=OFF -DGRAFT_WITH_VULKAN=OFF
+    # Only what the fuzzer runs: the target and the two CPU plugins.
+    CC=clang cmake -S "$here" -B "$dir" -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=address,undefined \
+        -DCMAKE_BUILD_TYPE=Debug -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF -DGRAFT_WITH_OPENCL=OFF \
+        -DGRAFT_WITH_VULKAN=OFF
+    cmake --build "$dir" -j "$jobs" --target fuzz_api graft_plugin_reference graft_plugin_cpu_onednn
     corpus="${FUZZ_CORPUS:-$dir/fuzz-corpus}"
     mkdir -p "$corpus"
     cp -n "$here"/tests/fuzz/corpus/* "$corpus"/
