@@ -107,11 +107,26 @@ static bool sizes_ok(const int64_t *s, int rank) {
     return sp <= CAP || sp >= (UINT64_C(1) << 59);
 }
 
-/* Releases the pool's reference, first clearing .grad as docs/autograd.md
- * asks after create_graph: such a .grad refers to a graph that refers to
- * the tensor (the reference cycle PyTorch warns about). */
+/* Tensors that may get a .grad (made leaves requiring grad, retain_grad, or
+ * given one): a .grad made with create_graph refers to a graph that refers
+ * to its tensor (the reference cycle PyTorch warns about), so, as
+ * docs/autograd.md asks, the target clears them after each input, even when
+ * the pool no longer holds them. */
+#define TRACKED 32
+static gf_tensor *tracked[TRACKED];
+static int n_tracked;
+
+/* False when t cannot be tracked (then the caller does not give it a .grad). */
+static bool track(gf_tensor *t) {
+    for (int i = 0; i < n_tracked; i++)
+        if (tracked[i] == t) return true;
+    if (n_tracked == TRACKED) return false;
+    tracked[n_tracked++] = gf_tensor_retain(t);
+    return true;
+}
+
 static void drop(gf_tensor *t) {
-    if (t) gf_tensor_set_grad(t, NULL); /* also after requires_grad was turned off */
+    if (t) gf_tensor_set_grad(t, NULL);
     gf_tensor_release(t);
 }
 
@@ -482,7 +497,7 @@ static void act_autograd(reader *r) {
     case 0:
         /* leaves only on tensors a creation function made, and never turned
          * off again (see the header) */
-        if (fresh[k]) gf_tensor_set_requires_grad(t, true);
+        if (fresh[k] && track(t)) gf_tensor_set_requires_grad(t, true);
         break;
     case 1: {
         gf_backward_opts o = {.retain_graph = pick(r, 3) - 1, .create_graph = pick(r, 2)};
@@ -518,12 +533,15 @@ static void act_autograd(reader *r) {
         default: gf_hook_remove((gf_hook_handle)pick(r, 40)); break;
         }
         break;
-    case 5: gf_tensor_retain_grad(t); break;
+    case 5:
+        if (track(t)) gf_tensor_retain_grad(t);
+        break;
     case 6: gf_grad_mode_set((gf_grad_mode)pick(r, 3)); break;
     case 7: {
         /* a grad of another (non-aliasing) pooled tensor */
         gf_tensor *g = get(r);
-        if (g && !gf_tensor_shares_storage(g, t)) gf_tensor_set_grad(t, pick(r, 4) ? g : NULL);
+        if (g && !gf_tensor_shares_storage(g, t) && track(t))
+            gf_tensor_set_grad(t, pick(r, 4) ? g : NULL);
         break;
     }
     case 8: put(gf_detach(t)); break;
@@ -547,6 +565,8 @@ static void cleanup(void) {
         drop(pool[i]);
         pool[i] = NULL;
     }
+    for (int i = 0; i < n_tracked; i++) drop(tracked[i]);
+    n_tracked = 0;
     if (scope_depth) gf_scope_end();
     scope_depth = 0;
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
