@@ -6,10 +6,14 @@
 #   scripts/graft.sh test    install what is missing, build, run the whole test suite (CTest)
 #   scripts/graft.sh asan    the same suite built with AddressSanitizer + UBSan
 #   scripts/graft.sh tsan    the threaded tests built with ThreadSanitizer
+#   scripts/graft.sh fuzz    the libFuzzer target (tests/fuzz) built with clang, ASan and
+#                            UBSan, run FUZZ_SECONDS (default 120) on each CPU plugin
 #   scripts/graft.sh setup   only install what is missing
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
-# GRAFT_SKIP_SETUP=1 to skip the package step.
+# GRAFT_SKIP_SETUP=1 to skip the package step. FUZZ_SECONDS, FUZZ_PLUGINS (default
+# "reference cpu_onednn") and FUZZ_CORPUS (a folder the fuzzer may grow; default a
+# copy of tests/fuzz/corpus in the build folder) for the fuzz command.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +22,7 @@ jobs="${JOBS:-$(nproc)}"
 packages=(cmake build-essential pkg-config python3 python3-numpy
           libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-validationlayers
-          libdlpack-dev valgrind libclang-rt-14-dev)
+          libdlpack-dev valgrind clang libclang-rt-14-dev)
 
 setup() {
     [ "${GRAFT_SKIP_SETUP:-0}" = 1 ] && return 0
@@ -72,8 +76,34 @@ tsan)
         -DGRAFT_WITH_ONEDNN=OFF -DGRAFT_WITH_OPENCL=OFF -DGRAFT_WITH_VULKAN=OFF
     TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L threads
     ;;
+fuzz)
+    setup
+    dir="${BUILD_DIR:-$here/build-fuzz}"
+    # Only what the fuzzer runs: the target and the two CPU plugins.
+    CC=clang cmake -S "$here" -B "$dir" -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=address,undefined \
+        -DCMAKE_BUILD_TYPE=Debug -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF -DGRAFT_WITH_OPENCL=OFF \
+        -DGRAFT_WITH_VULKAN=OFF
+    cmake --build "$dir" -j "$jobs" --target fuzz_api graft_plugin_reference graft_plugin_cpu_onednn
+    corpus="${FUZZ_CORPUS:-$dir/fuzz-corpus}"
+    mkdir -p "$corpus"
+    cp -n "$here"/tests/fuzz/corpus/* "$corpus"/
+    for plugin in ${FUZZ_PLUGINS:-reference cpu_onednn}; do
+        echo "graft: fuzzing on $plugin for ${FUZZ_SECONDS:-120} s"
+        # allocator_may_return_null: a huge allocation graft must refuse is an
+        # error path, not a finding; -malloc_limit_mb still flags any single
+        # allocation above 512 MiB, which the target never needs. One OpenMP
+        # thread: the tensors are tiny, and LeakSanitizer's stop-the-world
+        # pass fails now and then with a pool of idle OpenMP threads.
+        (cd "$dir" && GRAFT_PLUGINS="$plugin" GRAFT_DEVICE=cpu OMP_NUM_THREADS=1 \
+            ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            tests/fuzz/fuzz_api -max_total_time="${FUZZ_SECONDS:-120}" -timeout=10 \
+            -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=512 -print_final_stats=1 \
+            "$corpus")
+    done
+    ;;
 *)
-    echo "usage: $0 train|test|asan|tsan|setup" >&2
+    echo "usage: $0 train|test|asan|tsan|fuzz|setup" >&2
     exit 2
     ;;
 esac

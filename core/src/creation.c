@@ -26,7 +26,7 @@ gf_tensor *gf_empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *d
 
 gf_tensor *gf_full(const int64_t *sizes, int rank, double value, gf_dtype dtype, gf_device *dev) {
     dev = pick_device(dev);
-    if (!dev) return NULL;
+    if (!dev || gf__check_value(value, dtype, "gf_full") != GF_OK) return NULL;
     gf_tensor *t = gf__empty(sizes, rank, dtype, dev);
     if (t && gf__fill(t, value) != GF_OK) {
         gf_tensor_release(t);

@@ -25,6 +25,28 @@
 #define GF_PRINTF(a, b)
 #endif
 
+/* ------------------------------------------------------------ checked arithmetic */
+/* The one home of overflow-checked size and index arithmetic: each returns
+ * true when the exact result fits in *r (and stores it), false on overflow
+ * (then *r is unspecified). Every size, stride, offset or index computation
+ * on values a caller can choose goes through these. */
+static inline bool gf__add_ok(int64_t a, int64_t b, int64_t *r) {
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool gf__sub_ok(int64_t a, int64_t b, int64_t *r) {
+    return !__builtin_sub_overflow(a, b, r);
+}
+static inline bool gf__mul_ok(int64_t a, int64_t b, int64_t *r) {
+    return !__builtin_mul_overflow(a, b, r);
+}
+/* A double as int64 when it is an exact integer-valued number in range
+ * (the cast itself is undefined outside [-2^63, 2^63)). */
+static inline bool gf__double_to_i64(double v, int64_t *r) {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return false;
+    *r = (int64_t)v;
+    return true;
+}
+
 /* ------------------------------------------------------------ errors, log */
 gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
 /* Records INVALID "<op>: <what> is NULL" unless an error is already pending
@@ -251,6 +273,11 @@ gf_tensor *gf__cast(const gf_tensor *t, gf_dtype dtype);
 /* Writes src (broadcastable to dst's shape, any dtype) into dst, in place
  * through the COPY op. Does not bump the version. */
 gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src);
+/* INVALID naming op unless value converts to dtype without overflow: an
+ * integer dtype takes finite values within its range (truncated toward
+ * zero, as PyTorch), bool and floats take any value. */
+gf_status gf__check_value(double value, gf_dtype dtype, const char *op);
+/* Fills t with value (checked with gf__check_value first). */
 gf_status gf__fill(gf_tensor *t, double value);
 /* t itself (new reference) when contiguous, else a contiguous copy. */
 gf_tensor *gf__contig(const gf_tensor *t);

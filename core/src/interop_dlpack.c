@@ -169,9 +169,10 @@ struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *t) {
 static int64_t shared_offset(const DLTensor *d, const gf_storage *st, size_t es,
                              const int64_t *strides) {
     const char *base = (const char *)st->host_ptr;
-    const char *first = (const char *)d->data + d->byte_offset;
-    if (first < base) return -1;
-    uint64_t off = (uint64_t)(first - base);
+    if (!d->data || !base) return -1;
+    uintptr_t first = (uintptr_t)d->data + d->byte_offset; /* as integers: no pointer overflow */
+    if (first < (uintptr_t)base) return -1;
+    uint64_t off = (uint64_t)(first - (uintptr_t)base);
     if (off % es) return -1;
     int64_t last = (int64_t)(off / es), span;
     for (int i = 0; i < d->ndim; i++) {
@@ -187,6 +188,7 @@ static int64_t shared_offset(const DLTensor *d, const gf_storage *st, size_t es,
 /* Gathers the elements (any strides) into row-major host memory. */
 static void gather(const DLTensor *d, const int64_t *strides, size_t es, int64_t numel,
                    unsigned char *dst) {
+    if (numel == 0) return; /* data may be NULL */
     const char *first = (const char *)d->data + d->byte_offset;
     int64_t idx[GF_MAX_RANK] = {0};
     for (int64_t n = 0; n < numel; n++) {
@@ -261,6 +263,18 @@ static gf_tensor *import_common(const DLTensor *d, gf_device *dev, const export_
     int64_t strides[GF_MAX_RANK];
     if (d->strides) memcpy(strides, d->strides, sizeof(int64_t) * (size_t)d->ndim);
     else gf__contiguous_strides(d->shape, d->ndim, strides); /* NULL: compact row-major */
+    /* The byte distance from the first element to the farthest must fit in
+     * int64 (the copy walks it), whatever the producer's strides. */
+    int64_t reach = 0, span;
+    for (int i = 0; numel > 0 && i < d->ndim; i++) {
+        if (strides[i] == INT64_MIN ||
+            !gf__mul_ok(d->shape[i] - 1, strides[i] < 0 ? -strides[i] : strides[i], &span) ||
+            !gf__add_ok(reach, span, &reach) ||
+            !gf__mul_ok(reach, (int64_t)es, &span)) {
+            gf__error(GF_ERR_OVERFLOW, "%s: shape and strides reach past 2^63 bytes", op);
+            return NULL;
+        }
+    }
 
     if (gf__ensure_init() != GF_OK) return NULL;
     gf_tensor *t = NULL;
@@ -280,7 +294,8 @@ static gf_tensor *import_common(const DLTensor *d, gf_device *dev, const export_
     }
     gf_device *target = dev ? dev : gf_device_default();
     if (!target) return NULL;
-    char *first = (char *)d->data + d->byte_offset;
+    /* An empty tensor's data may be NULL: no pointer is formed from it. */
+    char *first = numel > 0 ? (char *)d->data + d->byte_offset : NULL;
     bool adoptable = numel > 0 && !read_only && dtype != GF_BOOL &&
                      (uintptr_t)first % es == 0 && gf__dev_can_adopt(target);
     for (int i = 0; adoptable && i < d->ndim; i++) adoptable = strides[i] >= 0;

@@ -298,8 +298,10 @@ static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
         gf__null_arg(name, "x");
         return NULL;
     }
+    gf_dtype dt = double_scalar_dtype(x->dtype);
+    if (gf__check_value(s, dt, name) != GF_OK) return NULL;
     int saved = gf__scope_suspend();
-    gf_tensor *c = gf__scalar(s, double_scalar_dtype(x->dtype), x->storage->device);
+    gf_tensor *c = gf__scalar(s, dt, x->storage->device);
     gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(c);
@@ -436,7 +438,9 @@ gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double valu
                   gf__shape_str(x->sizes, x->rank, b, sizeof b));
         return NULL;
     }
-    if (!gf__same_device(x, mask, "gf_masked_fill")) return NULL;
+    if (!gf__same_device(x, mask, "gf_masked_fill") ||
+        gf__check_value(value, x->dtype, "gf_masked_fill") != GF_OK)
+        return NULL;
     gf_tensor *v = gf__scalar(value, x->dtype, x->storage->device);
     if (!v) return NULL;
     const gf_tensor *xs[3] = {mask, v, x};

@@ -84,18 +84,32 @@ static gf_status launch_dim(gfp_op op, const char *name, const gf_tensor *a, con
     return gf__launch(op, name, in, 2, out, 1, &p);
 }
 
-/* Min and max of an integer tensor (two small reductions read back). */
-static gf_status index_extremes(const gf_tensor *idx, int64_t *mn, int64_t *mx) {
-    gf_tensor *a = gf_amin(idx, NULL, 0, false);
-    gf_tensor *b = a ? gf_amax(idx, NULL, 0, false) : NULL;
-    double va = 0, vb = 0;
-    gf_status st = b ? gf_tensor_item(a, &va) : gf__status();
-    if (st == GF_OK) st = gf_tensor_item(b, &vb);
-    gf_tensor_release(a);
-    gf_tensor_release(b);
-    *mn = (int64_t)va;
-    *mx = (int64_t)vb;
+/* The min or max of a non-empty i32/i64 tensor, exactly (a small reduction
+ * read back as raw bytes: a double would round indices near 2^63, and
+ * converting those back is undefined). */
+static gf_status extreme_value(const gf_tensor *t, bool max, int64_t *out) {
+    gf_tensor *m = max ? gf_amax(t, NULL, 0, false) : gf_amin(t, NULL, 0, false);
+    if (!m) return gf__status();
+    unsigned char buf[8] = {0};
+    gf_dtype dt = m->dtype;
+    size_t es = gf_dtype_size(dt);
+    gf_status st = gf__dev_read(m->storage->device, m->storage->buffer,
+                                (uint64_t)m->offset * es, buf, es);
+    gf_tensor_release(m);
+    if (dt == GF_I32) {
+        int32_t v;
+        memcpy(&v, buf, 4);
+        *out = v;
+    } else {
+        memcpy(out, buf, 8);
+    }
     return st;
+}
+
+/* Min and max of an integer tensor. */
+static gf_status index_extremes(const gf_tensor *idx, int64_t *mn, int64_t *mx) {
+    gf_status st = extreme_value(idx, false, mn);
+    return st == GF_OK ? extreme_value(idx, true, mx) : st;
 }
 
 /* Kernels check index ranges, but their failure reaches the core as a PLUGIN
@@ -483,7 +497,11 @@ gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
                       (long long)ref->sizes[k], (long long)t->sizes[k], i);
             return NULL;
         }
-        sz[d] += t->sizes[d];
+        if (!gf__add_ok(sz[d], t->sizes[d], &sz[d])) {
+            gf__error(GF_ERR_OVERFLOW, "cat: the sizes of dim %d add up to more than graft can "
+                      "address (at tensor number %d in the list)", d, i);
+            return NULL;
+        }
     }
     gf_tensor *y = empty_like_shape(ref, sz, rank, dtype);
     if (!y) return NULL;
@@ -611,16 +629,6 @@ gf_tensor *gf_triu(const gf_tensor *x, int64_t diagonal) {
 /* ------------------------------------------------------------ one_hot */
 
 /* Reads amax or amin of all of t as an integer. */
-static gf_status extreme_value(const gf_tensor *t, bool max, int64_t *out) {
-    gf_tensor *m = max ? gf_amax(t, NULL, 0, false) : gf_amin(t, NULL, 0, false);
-    if (!m) return gf__status();
-    double v = 0;
-    gf_status st = gf_tensor_item(m, &v);
-    gf_tensor_release(m);
-    *out = (int64_t)v;
-    return st;
-}
-
 gf_tensor *gf_one_hot(const gf_tensor *indices, int64_t num_classes) {
     const char *op = "one_hot";
     if (!indices) {
@@ -665,7 +673,11 @@ gf_tensor *gf_one_hot(const gf_tensor *indices, int64_t num_classes) {
             goto done;
         }
         if (num_classes == -1) {
-            num_classes = mx + 1;
+            if (!gf__add_ok(mx, 1, &num_classes)) {
+                gf__error(GF_ERR_INDEX, "one_hot: class value %lld would need %lld + 1 "
+                          "classes, more than graft can address", (long long)mx, (long long)mx);
+                goto done;
+            }
         } else if (mx >= num_classes) {
             gf__error(GF_ERR_INDEX,
                       "one_hot: class values must be smaller than num_classes (%lld), got "

@@ -68,7 +68,8 @@ static gf_status check_dtype_as(const gf_tensor *t, const gf_tensor *x, const ch
 static gf_tensor *view_4d(const gf_tensor *t) {
     if (t->rank == 4) return gf__view(t, t->sizes, t->strides, 4, t->offset);
     int64_t sz[4] = {1, t->sizes[0], t->sizes[1], t->sizes[2]};
-    int64_t st[4] = {t->sizes[0] * t->strides[0], t->strides[0], t->strides[1], t->strides[2]};
+    int64_t st[4] = {0, t->strides[0], t->strides[1], t->strides[2]};
+    if (!gf__mul_ok(t->sizes[0], t->strides[0], &st[0])) st[0] = t->strides[0]; /* size 1 */
     return gf__view(t, sz, st, 4, t->offset);
 }
 
@@ -107,23 +108,33 @@ static gf_status conv_geometry(const int64_t *xs, const int64_t *ws, const gfp_c
     char bx[128], bw[128];
     gf__shape_str(xs, 4, bx, sizeof bx);
     gf__shape_str(ws, 4, bw, sizeof bw);
-    int64_t g = p->groups;
+    int64_t g = p->groups, cin, kh, kw, ph, pw;
     if (ws[0] < g || ws[0] % g != 0)
         return gf__error(GF_ERR_SHAPE,
                          "%s: given groups=%lld, expected weight to be at least %lld and "
                          "divisible by %lld at dim 0, but got weight of size %s", op,
                          (long long)g, (long long)g, (long long)g, bw);
-    if (xs[1] != ws[1] * g)
+    /* The sizes may be any the caller passed to a gradient kernel: every
+     * product and sum is checked. */
+    if (!gf__mul_ok(ws[1], g, &cin) || xs[1] != cin)
         return gf__error(GF_ERR_SHAPE,
                          "%s: given groups=%lld, weight of size %s, expected input %s to have "
-                         "%lld channels, but got %lld channels instead", op, (long long)g, bw,
-                         bx, (long long)(ws[1] * g), (long long)xs[1]);
+                         "%lld x %lld channels, but got %lld channels instead", op,
+                         (long long)g, bw, bx, (long long)ws[1], (long long)g,
+                         (long long)xs[1]);
     if (ws[2] < 1 || ws[3] < 1)
         return gf__error(GF_ERR_SHAPE, "%s: the kernel size (dims 2, 3 of weight %s) must be "
                          "at least 1x1", op, bw);
-    int64_t kh = (int64_t)p->dilation[0] * (ws[2] - 1) + 1;
-    int64_t kw = (int64_t)p->dilation[1] * (ws[3] - 1) + 1;
-    int64_t ph = xs[2] + 2 * (int64_t)p->padding[0], pw = xs[3] + 2 * (int64_t)p->padding[1];
+    /* kernel extent: dilation * (k - 1) + 1 */
+    if (!gf__mul_ok(p->dilation[0], ws[2] - 1, &kh) || !gf__add_ok(kh, 1, &kh) ||
+        !gf__mul_ok(p->dilation[1], ws[3] - 1, &kw) || !gf__add_ok(kw, 1, &kw) ||
+        !gf__add_ok(xs[2], 2 * (int64_t)p->padding[0], &ph) ||
+        !gf__add_ok(xs[3], 2 * (int64_t)p->padding[1], &pw))
+        return gf__error(GF_ERR_OVERFLOW,
+                         "%s: input %s, weight %s, dilation (%d, %d) and padding (%d, %d) give a "
+                         "geometry beyond int64; pass the sizes of real tensors", op, bx, bw,
+                         (int)p->dilation[0], (int)p->dilation[1], (int)p->padding[0],
+                         (int)p->padding[1]);
     if (ph < kh || pw < kw)
         return gf__error(GF_ERR_SHAPE,
                          "%s: calculated padded input size per channel: (%lld x %lld). Kernel "

@@ -23,13 +23,22 @@ int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op) {
             return -1;
         }
     }
+    /* The product of the sizes with 0 read as 1 bounds both the element
+     * count and the contiguous strides (which a zero-size dim does not
+     * shrink): keeping it below 2^59 keeps every stride, offset and byte
+     * count of the tensor and its views within int64. */
+    int64_t span = 1;
     for (int i = 0; i < rank; i++) {
-        if (sizes[i] != 0 && n > INT64_MAX / 16 / sizes[i]) {
+        int64_t s = sizes[i] > 1 ? sizes[i] : 1;
+        if (span > INT64_MAX / 16 / s) {
             char buf[200];
-            gf__error(GF_ERR_OVERFLOW, "%s: a tensor of sizes %s has more elements than graft "
-                      "can address", op, gf__shape_str(sizes, rank, buf, sizeof buf));
+            gf__error(GF_ERR_OVERFLOW, "%s: a tensor of sizes %s has more elements (or, with "
+                      "a zero-size dim, larger strides) than graft can address; the product of "
+                      "the non-zero sizes must stay below 2^59", op,
+                      gf__shape_str(sizes, rank, buf, sizeof buf));
             return -1;
         }
+        span *= s;
         n *= sizes[i];
     }
     return n;

@@ -91,7 +91,20 @@ gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
     return st;
 }
 
+gf_status gf__check_value(double value, gf_dtype dtype, const char *op) {
+    bool fits = true;
+    int64_t v;
+    if (dtype == GF_I32) fits = value > -2147483649.0 && value < 2147483648.0;
+    else if (dtype == GF_I64) fits = gf__double_to_i64(value, &v);
+    if (fits) return GF_OK;
+    return gf__error(GF_ERR_INVALID, "%s: value %.17g cannot be converted to dtype %s without "
+                     "overflow; use a value in the dtype's range or a float dtype", op, value,
+                     gf_dtype_name(dtype));
+}
+
 gf_status gf__fill(gf_tensor *t, double value) {
+    gf_status chk = gf__check_value(value, t->dtype, "fill");
+    if (chk != GF_OK) return chk;
     if (gf__is_contiguous(t) && t->dtype != GF_F16 && t->dtype != GF_BF16) {
         /* A dense fill is a byte pattern: the plugin's buffer_fill (or its
          * documented default). */
@@ -109,7 +122,8 @@ gf_status gf__fill(gf_tensor *t, double value) {
                                 (uint64_t)gf__numel(t) * es, pat, (uint32_t)es);
     }
     gfp_fill_params p = {.struct_size = sizeof p, .value = value};
-    p.ivalue = (isfinite(value) && fabs(value) < 9.2e18) ? (int64_t)value : 0;
+    int64_t iv = 0;
+    p.ivalue = gf__double_to_i64(value, &iv) ? iv : 0;
     gf_tensor *out[1] = {t};
     return gf__launch(GFP_OP_FILL, "fill", NULL, 0, out, 1, &p);
 }

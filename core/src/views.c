@@ -75,14 +75,18 @@ static bool view_strides(const gf_tensor *t, const int64_t *sizes, int rank, int
         gf__contiguous_strides(sizes, rank, strides);
         return true;
     }
+    /* Strides of size-1 dims are arbitrary (an adopted tensor's may be
+     * huge): a product that overflows means the chunk cannot be viewed. */
     int view_d = rank - 1;
     int64_t chunk_base_stride = t->strides[t->rank - 1];
-    int64_t tensor_numel = 1, view_numel = 1;
+    int64_t tensor_numel = 1, view_numel = 1, want;
     for (int d = t->rank - 1; d >= 0; d--) {
         tensor_numel *= t->sizes[d];
-        if (d == 0 || (t->sizes[d - 1] != 1 && t->strides[d - 1] != tensor_numel * chunk_base_stride)) {
+        if (d == 0 || (t->sizes[d - 1] != 1 &&
+                       (!gf__mul_ok(tensor_numel, chunk_base_stride, &want) ||
+                        t->strides[d - 1] != want))) {
             while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
-                strides[view_d] = view_numel * chunk_base_stride;
+                if (!gf__mul_ok(view_numel, chunk_base_stride, &strides[view_d])) return false;
                 view_numel *= sizes[view_d];
                 view_d--;
             }
@@ -100,7 +104,7 @@ static bool view_strides(const gf_tensor *t, const int64_t *sizes, int rank, int
 static gf_tensor *view_impl(const gf_tensor *t, const int64_t *sizes, int rank, bool allow_copy,
                             const char *op) {
     int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
-    if (!infer_sizes(t, sizes, rank, s, op)) return NULL;
+    if (!infer_sizes(t, sizes, rank, s, op) || gf__checked_numel(s, rank, op) < 0) return NULL;
     if (view_strides(t, s, rank, st)) return gf__view(t, s, st, rank, t->offset);
     if (!allow_copy) {
         char a[200];
@@ -198,11 +202,17 @@ gf_tensor *gf_slice(const gf_tensor *t, int dim, int64_t start, int64_t end, int
     int64_t s[GF_MAX_RANK], st[GF_MAX_RANK];
     memcpy(s, t->sizes, sizeof s);
     memcpy(st, t->strides, sizeof st);
-    s[d] = (end - start + step - 1) / step;
-    st[d] = t->strides[d] * step;
+    /* 0 <= start <= end <= n here, so only step can be extreme. */
+    s[d] = end == start ? 0 : 1 + (end - start - 1) / step;
+    /* stride * step and start * stride overflow only when the result has at
+     * most one element (resp. none), whose stride (resp. offset) addresses
+     * nothing: the dim's own stride and t's offset stand in for them then. */
+    int64_t off;
+    if (!gf__mul_ok(t->strides[d], step, &st[d])) st[d] = t->strides[d];
+    if (!gf__mul_ok(start, t->strides[d], &off) || !gf__add_ok(off, t->offset, &off))
+        off = t->offset;
     int64_t p[4] = {d, start, end, step};
-    return finish(t, gf__view(t, s, st, t->rank, t->offset + start * t->strides[d]),
-                  GF_VIEW_KIND_SLICE, p, 4);
+    return finish(t, gf__view(t, s, st, t->rank, off), GF_VIEW_KIND_SLICE, p, 4);
 }
 
 gf_tensor *gf_narrow(const gf_tensor *t, int dim, int64_t start, int64_t length) {
@@ -314,7 +324,11 @@ gf_tensor *gf_unsqueeze(const gf_tensor *t, int dim) {
     for (int i = 0, j = 0; i <= t->rank; i++) {
         if (i == d) {
             s[i] = 1;
-            st[i] = (d < t->rank) ? t->sizes[d] * t->strides[d] : 1;
+            /* size * stride of the next dim, as PyTorch; the new dim has
+             * size 1, so when that overflows (a huge stride of adopted
+             * memory) any stride serves: the next dim's. */
+            if (d == t->rank) st[i] = 1;
+            else if (!gf__mul_ok(t->sizes[d], t->strides[d], &st[i])) st[i] = t->strides[d];
         } else {
             s[i] = t->sizes[j];
             st[i] = t->strides[j++];
@@ -350,7 +364,10 @@ gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2) {
     for (int i = 0; i < t->rank; i++)
         if (i != a && i != b) s[r] = t->sizes[i], st[r++] = t->strides[i];
     s[r] = len;
-    st[r++] = t->strides[a] + t->strides[b];
+    /* The sum overflows only for huge strides of size-1 dims (adopted
+     * memory): then len <= 1 and the stride addresses nothing. */
+    if (!gf__add_ok(t->strides[a], t->strides[b], &st[r])) st[r] = t->strides[a];
+    r++;
     int64_t p[3] = {offset, a, b};
     return finish(t, gf__view(t, s, st, r, len > 0 ? off : t->offset), GF_VIEW_KIND_DIAGONAL, p, 3);
 }
@@ -367,7 +384,7 @@ gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **
     if (split_size < 1 && !(split_size == 0 && len == 0))
         return gf__error(GF_ERR_INVALID, "gf_split: split_size must be >= 1 (got %lld)",
                          (long long)split_size);
-    int64_t pieces = len == 0 ? 1 : (len + split_size - 1) / split_size;
+    int64_t pieces = len == 0 ? 1 : 1 + (len - 1) / split_size; /* no overflow near INT64_MAX */
     if (pieces > max_out)
         return gf__error(GF_ERR_INVALID, "gf_split: %lld pieces do not fit in max_out %d",
                          (long long)pieces, max_out);

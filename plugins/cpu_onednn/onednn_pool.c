@@ -378,6 +378,12 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
         else max_pool_2x2_f64(&g, x, y, ind);
         return GFP_OK;
     }
+    /* Taps past (h - 1 + ph) / dh land below the input for every output (the
+     * windows only move down): dropping them changes nothing, and a kernel
+     * far larger than the input (a ceil-mode window) costs no scratch. */
+    int64_t reach_h = (g.h - 1 + g.ph) / g.dh + 1, reach_w = (g.w - 1 + g.pw) / g.dw + 1;
+    if (g.kh > reach_h) g.kh = reach_h;
+    if (g.kw > reach_w) g.kw = reach_w;
     bool ok = x->dtype == GFP_F32 ? max_pool_f32(&g, x, y, ind) : max_pool_f64(&g, x, y, ind);
     return ok ? GFP_OK
               : ref_fail(GFP_ERR_OUT_OF_MEMORY, "max_pool2d: out of host memory for row scratch");

@@ -220,12 +220,16 @@ static void iter_init(ew_iter *it, const gfp_tensor *const *t, int n) {
     for (int k = 0; k < n; k++) it->strides[k] = t[k]->strides;
 }
 
-/* Advances one element; false once every element has been visited. */
+/* Advances one element; false once every element has been visited. Steps
+ * only within the shape: a size-1 dim's stride may be any value (huge in a
+ * view of adopted memory), so it is never added. */
 static bool iter_next(ew_iter *it) {
     for (int d = it->rank - 1; d >= 0; d--) {
-        for (int k = 0; k < it->n; k++) it->off[k] += it->strides[k][d];
-        if (++it->idx[d] < it->sizes[d]) return true;
-        for (int k = 0; k < it->n; k++) it->off[k] -= it->strides[k][d] * it->sizes[d];
+        if (++it->idx[d] < it->sizes[d]) {
+            for (int k = 0; k < it->n; k++) it->off[k] += it->strides[k][d];
+            return true;
+        }
+        for (int k = 0; k < it->n; k++) it->off[k] -= it->strides[k][d] * (it->sizes[d] - 1);
         it->idx[d] = 0;
     }
     return false;

@@ -184,6 +184,16 @@ static int64_t at4(const gfp_tensor *t, int64_t a, int64_t b, int64_t c, int64_t
     return ref_offset(t, idx);
 }
 
+/* The taps [*lo, *hi) of a window starting at base (stride d between taps,
+ * k taps) that land inside [0, size): the loops visit only those, so a
+ * kernel far larger than the input (a ceil-mode window) costs nothing. */
+static void taps_inside(int64_t base, int64_t k, int64_t d, int64_t size, int64_t *lo,
+                        int64_t *hi) {
+    *lo = base < 0 ? (-base + d - 1) / d : 0;
+    *hi = size > base ? (size - base + d - 1) / d : 0;
+    if (*hi > k) *hi = k;
+}
+
 static void max_pool_forward(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
                              const gfp_tensor *ind) {
     for (int64_t n = 0; n < g->n; n++)
@@ -192,12 +202,14 @@ static void max_pool_forward(const pool_geom *g, const gfp_tensor *x, const gfp_
                 for (int64_t ow = 0; ow < g->wo; ow++) {
                     double best = -INFINITY;
                     int64_t best_idx = -1;
-                    for (int64_t i = 0; i < g->kh; i++) {
+                    /* padding never wins: only taps inside the input */
+                    int64_t i0, i1, j0, j1;
+                    taps_inside(oh * g->sh - g->ph, g->kh, g->dh, g->h, &i0, &i1);
+                    taps_inside(ow * g->sw - g->pw, g->kw, g->dw, g->w, &j0, &j1);
+                    for (int64_t i = i0; i < i1; i++) {
                         int64_t ih = oh * g->sh - g->ph + i * g->dh;
-                        if (ih < 0 || ih >= g->h) continue; /* padding never wins */
-                        for (int64_t j = 0; j < g->kw; j++) {
+                        for (int64_t j = j0; j < j1; j++) {
                             int64_t iw = ow * g->sw - g->pw + j * g->dw;
-                            if (iw < 0 || iw >= g->w) continue;
                             double v = ref_load(x, at4(x, n, c, ih, iw));
                             /* Strict > keeps the first maximum; a NaN always takes over. */
                             if (best_idx < 0 || v > best || isnan(v)) {

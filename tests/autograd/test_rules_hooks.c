@@ -282,6 +282,26 @@ static void rule18_order_on_a_node(void) {
     gf_tensor_release(x);
 }
 
+static void rule18_retain_grad_on_a_view_whose_base_changed_in_place(void) {
+    /* v retains its grad; its base is then modified in place, so backward
+     * regenerates v's history: the retain hook moves to the new node while
+     * the old one (its only owner) is freed. */
+    gf_tensor *x = ag_leaf(DV(1, 1, 1), 3);
+    gf_tensor *y = gf_mul_scalar(x, 2.0);
+    gf_tensor *v = gf_slice(y, 0, 0, 2, 1);
+    CHECK_OK(gf_tensor_retain_grad(v));
+    CHECK_OK(gf_mul_scalar_(y, 3.0));
+    gf_tensor *s = gf_sum(v, NULL, 0, false);
+    CHECK_OK(gf_backward(s, NULL, NULL));
+    CHECK(gf_tensor_retains_grad(v));
+    CHECK_GRAD(v, DV(1, 1), 2, 0);
+    CHECK_GRAD(x, DV(6, 6, 0), 3, 0);
+    gf_tensor_release(s);
+    gf_tensor_release(v);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
 static void rule18_order_on_leaf_accumulation(void) {
     /* The leaf's accumulation: tensor hooks, node pre-hooks, .grad update,
      * post-accumulate-grad hooks, node post-hooks. */
@@ -837,6 +857,7 @@ int main(void) {
     RUN(rule17_post_accumulate_hook_sees_updated_grad);
     RUN(rule17_post_accumulate_hook_on_leaves_only);
     RUN(rule18_order_on_a_node);
+    RUN(rule18_retain_grad_on_a_view_whose_base_changed_in_place);
     RUN(rule18_order_on_leaf_accumulation);
     RUN(rule18_node_hooks_run_only_if_the_node_runs);
     RUN(rule18_pre_hook_may_replace_the_gradient);

@@ -249,6 +249,12 @@ static void test_import_foreign(void) {
     t = gf_from_dlpack(&p.managed, NULL);
     CHECK(t && gf_tensor_numel(t) == 0 && gf_tensor_size(t, 1) == 5 && p.deleted == 1);
     gf_tensor_release(t);
+    /* empty, NULL data with a byte offset and strides: no pointer is formed */
+    producer_init(&p, NULL, 2, SZ(3, 0), SZ(INT64_MAX, 1), kDLFloat, 32);
+    p.managed.dl_tensor.byte_offset = 64;
+    t = gf_from_dlpack(&p.managed, NULL);
+    CHECK_MSG(t && gf_tensor_numel(t) == 0 && p.deleted == 1, "%s", gf_last_error());
+    gf_tensor_release(t);
 
     /* A producer without a deleter (static memory) */
     static float fixed[2] = {3, 4};
@@ -294,6 +300,16 @@ static void test_import_errors(void) {
     import_error(&p, GF_ERR_INVALID, "negative");
     producer_init(&p, NULL, 1, SZ(3), NULL, kDLFloat, 32);
     import_error(&p, GF_ERR_INVALID, "data is NULL");
+    /* strides whose reach passes int64 (elements or bytes), either sign */
+    producer_init(&p, buf, 2, SZ(3, 2), SZ(INT64_MAX / 2, 1), kDLFloat, 32);
+    p.data = NULL;
+    import_error(&p, GF_ERR_OVERFLOW, "2^63");
+    producer_init(&p, buf, 1, SZ(2), SZ(INT64_MIN), kDLFloat, 32);
+    p.data = NULL;
+    import_error(&p, GF_ERR_OVERFLOW, "2^63");
+    producer_init(&p, buf, 1, SZ(3), SZ(-(INT64_MAX / 8)), kDLFloat, 64);
+    p.data = NULL;
+    import_error(&p, GF_ERR_OVERFLOW, "2^63");
     CHECK(gf_from_dlpack(NULL, NULL) == NULL);
     CHECK_FAILS(GF_ERR_INVALID, "managed is NULL");
 }

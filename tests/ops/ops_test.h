@@ -244,6 +244,21 @@ static inline void ot_expect_(const char *file, int line, const char *expr, cons
         gf_tensor_release(ot_r_);                                                          \
     } while (0)
 
+/* Expects expr (a tensor expression) to fail with status st and a message
+ * that contains each of the given words. */
+#define EXPECT_ERR(expr, st, ...)                                                          \
+    do {                                                                                   \
+        gf_clear_error();                                                                  \
+        gf_tensor *e_r_ = (expr);                                                          \
+        CHECK_MSG(e_r_ == NULL && gf_last_status() == (st), "got %s (%s: %s), expected %s", \
+                  e_r_ ? "a tensor" : "NULL", gf_status_name(gf_last_status()),            \
+                  gf_last_error(), gf_status_name(st));                                    \
+        const char *e_words_[] = {__VA_ARGS__};                                            \
+        for (size_t e_i_ = 0; e_i_ < sizeof e_words_ / sizeof e_words_[0]; e_i_++)         \
+            CHECK_CONTAINS(gf_last_error(), e_words_[e_i_]);                               \
+        gf_tensor_release(e_r_);                                                           \
+    } while (0)
+
 /* Checks a status-returning call. */
 #define CHECK_OK(expr)                                                                     \
     do {                                                                                   \

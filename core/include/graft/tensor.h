@@ -26,8 +26,10 @@ GF_API gf_tensor *gf_tensor_retain(gf_tensor *t); /* returns t */
 GF_API void gf_tensor_release(gf_tensor *t);
 
 /* ---- creation. dev NULL = gf_device_default(). All return a new reference.
- * Fails: INVALID (negative size, rank > 8), OVERFLOW, DTYPE (dtype the device
- * does not store), DEVICE, OUT_OF_MEMORY. */
+ * Fails: INVALID (negative size, rank > 8; for gf_full, a value an integer
+ * dtype cannot hold: NaN, inf or outside its range, as PyTorch), OVERFLOW
+ * (the product of the sizes, 0 read as 1, reaches 2^59), DTYPE (dtype the
+ * device does not store), DEVICE, OUT_OF_MEMORY. */
 GF_API gf_tensor *gf_empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_zeros(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_ones(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);

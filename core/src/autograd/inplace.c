@@ -210,6 +210,7 @@ gf_status gf_copy_(gf_tensor *self, const gf_tensor *src) { return copy_named(se
 
 static gf_status fill_named(gf_tensor *self, double value, const char *name) {
     if (!self) return gf__null_arg(name, "self");
+    if (gf__check_value(value, self->dtype, name) != GF_OK) return gf__status();
     gf_tensor *v = gf__scalar(value, self->dtype, self->storage->device);
     if (!v) return gf__status();
     gf_status s = copy_named(self, v, name);

@@ -52,12 +52,15 @@ void gf__ag_set_history(gf_tensor *t, gf_node *n, uint32_t output_nr) {
     gf_autograd_meta *m = gf__ag_meta(t);
     if (!m) return;
     gf__ag_node_retain(n);
-    gf__ag_node_release(m->grad_fn);
+    gf_node *old = m->grad_fn;
     m->grad_fn = n;
     m->output_nr = output_nr;
     m->requires_grad = true;
     m->attr_version = gf_tensor_version(t);
+    /* The retain_grad hook moves while the old node (which owns the old
+     * hook) is still alive: releasing it first could free that hook. */
     if (m->retains_grad) gf__ag_move_retain_hook(t);
+    gf__ag_node_release(old);
 }
 
 /* Backward of a view regenerated after its base was modified in place:
