@@ -25,7 +25,7 @@ typedef struct gf__rd {
     const char *op;   /* "gf_load_npy" */
     const char *what; /* "'a.npz' member 'w.npy'": names the source in errors */
     uint64_t left;
-    uint32_t crc;     /* CRC-32 of the bytes read so far */
+    uint32_t crc;     /* CRC-32 of the bytes read so far (plain files only) */
     void *gz;         /* a zlib gzFile to decompress from instead of f (left then
                        * bounds nothing: UINT64_MAX); NULL for plain files */
 } gf__rd;
