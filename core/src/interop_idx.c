@@ -102,9 +102,9 @@ static gf_tensor *idx_read(gf__rd *rd, gf_device *dev, bool plain) {
     if (!t || plain) return t;
     /* A gzip stream: the data must end where the header says (reading on
      * also checks the gzip trailer's CRC and length). */
-    unsigned char extra[64];
     size_t n_extra = 0;
 #ifdef GRAFT_HAVE_ZLIB
+    unsigned char extra[64];
     int k = gzread((gzFile)rd->gz, extra, sizeof extra);
     int err = Z_OK;
     const char *why = gzerror((gzFile)rd->gz, &err);
