@@ -85,7 +85,8 @@ static const char *const stat_names[N_STATS] = {"bn1.running_mean", "bn1.running
 typedef struct model {
     gf_tensor *p[N_PARAMS];
     gf_tensor *stats[N_STATS];
-    bool training; /* batch statistics and dropout, or running statistics */
+    gf_device *dev; /* where it computes */
+    bool training;  /* batch statistics and dropout, or running statistics */
 } model;
 
 /* The program's own options (beyond train_util's). */
@@ -215,6 +216,7 @@ static gf_tensor *param(const int64_t *sizes, int rank, double bound, double fil
 }
 
 static gf_status model_init(model *m, gf_device *dev) {
+    m->dev = dev;
     const double k1 = 1.0 / sqrt(1 * 9), k2 = 1.0 / sqrt(C1 * 9);
     const double k3 = 1.0 / sqrt(FC_IN), k4 = 1.0 / sqrt(HIDDEN);
     m->p[CONV1_W] = param((const int64_t[]){C1, 1, 3, 3}, 4, k1, 0, dev);
@@ -259,10 +261,12 @@ static gf_tensor *linear(const gf_tensor *x, const gf_tensor *w, const gf_tensor
     return gf_add(gf_matmul(x, gf_transpose(w, 0, 1)), b);
 }
 
-/* Logits [N, 10] of x [N, 1, 28, 28] (a train_forward_fn). */
+/* Logits [N, 10] of x [N, 1, 28, 28] (a train_forward_fn), x on the host or
+ * on the model's device. */
 static gf_tensor *model_forward(const void *mp, const gf_tensor *x) {
     const model *m = mp;
-    gf_tensor *h = block(m, x, CONV1_W, m->stats[BN1_MEAN], m->stats[BN1_VAR]);
+    gf_tensor *h = block(m, gf_to_device(x, m->dev), CONV1_W, m->stats[BN1_MEAN],
+                         m->stats[BN1_VAR]);
     h = block(m, h, CONV2_W, m->stats[BN2_MEAN], m->stats[BN2_VAR]);
     h = gf_dropout(gf_reshape(h, (const int64_t[]){-1, FC_IN}, 2), DROPOUT, m->training);
     h = gf_dropout(gf_relu(linear(h, m->p[FC1_W], m->p[FC1_B])), DROPOUT, m->training);
@@ -401,16 +405,20 @@ int main(int argc, char **argv) {
 
     gf_device *dev = train_device();
     TRY(dev != NULL);
+    /* The data stay on the host (188 MB of training images: more than some
+     * devices allocate at once); each batch is copied to dev. */
+    gf_device *host = gf_device_find("cpu");
+    TRY(host != NULL);
     gf_manual_seed(opt.seed);
     double t_load = now_seconds();
-    x_test = load_images(paths[2], ex.test_limit, &n_test, dev);
+    x_test = load_images(paths[2], ex.test_limit, &n_test, host);
     TRY(x_test != NULL);
-    y_test = load_labels(paths[3], n_test, dev, labels);
+    y_test = load_labels(paths[3], n_test, host, labels);
     TRY(y_test != NULL);
     if (!ex.eval) {
-        x_train = load_images(paths[0], ex.limit, &n_train, dev);
+        x_train = load_images(paths[0], ex.limit, &n_train, host);
         TRY(x_train != NULL);
-        y_train = load_labels(paths[1], n_train, dev, NULL);
+        y_train = load_labels(paths[1], n_train, host, NULL);
         TRY(y_train != NULL);
     }
     t_load = now_seconds() - t_load;

@@ -214,8 +214,10 @@ typedef gf_tensor *(*train_forward_fn)(const void *model, const gf_tensor *x);
 
 /* What the training loop works on. */
 typedef struct train_loop {
-    gf_device *dev;
-    const gf_tensor *x, *y; /* inputs and their classes (i64), n along dim 0 */
+    gf_device *dev;         /* where the model computes */
+    const gf_tensor *x, *y; /* inputs and their classes (i64), n along dim 0: on dev, or
+                             * on another device (the host) that keeps a data set too
+                             * big for dev; each batch is then copied to dev */
     int n, batch;
     train_forward_fn forward;
     const void *model;
@@ -226,11 +228,12 @@ typedef struct train_loop {
 } train_loop;
 
 /* One epoch: the n examples in a fresh shuffled order, in mini-batches
- * gathered with gf_index_select, a cross-entropy step on each. The bar
- * follows the batches; *mean_loss is the mean of their losses. */
+ * gathered with gf_index_select (on the data's device, then copied to
+ * t->dev), a cross-entropy step on each. The bar follows the batches;
+ * *mean_loss is the mean of their losses. */
 static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean_loss) {
     double t0 = now_seconds();
-    gf_tensor *order = shuffled_index(t->dev, t->perm, t->u, t->n);
+    gf_tensor *order = shuffled_index(gf_tensor_device(t->x), t->perm, t->u, t->n);
     if (!order) return gf_last_status();
     int n_batches = (t->n + t->batch - 1) / t->batch, batches = 0, seen = 0;
     double loss_sum = 0;
@@ -241,8 +244,8 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
          * gradients live on in the parameters' .grad. */
         gf_scope_begin();
         gf_tensor *idx = gf_narrow(order, 0, start, len);
-        gf_tensor *xb = gf_index_select(t->x, 0, idx);
-        gf_tensor *yb = gf_index_select(t->y, 0, idx);
+        gf_tensor *xb = gf_to_device(gf_index_select(t->x, 0, idx), t->dev);
+        gf_tensor *yb = gf_to_device(gf_index_select(t->y, 0, idx), t->dev);
         gf_tensor *loss =
             gf_cross_entropy(t->forward(t->model, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
         double lv = 0;
