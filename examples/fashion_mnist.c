@@ -28,7 +28,8 @@
  * weights, the batch-norm statistics, Adam's state ("optimizer.state.<i>.*"),
  * the generator's state and the epoch count. --resume PATH continues from
  * one up to --epochs epochs in all: 1 epoch then --resume for the 2nd gives
- * the same bits as 2 epochs straight (on a deterministic device: cpu).
+ * the same bits as 2 epochs straight (on cpu, with the same number of
+ * threads: oneDNN's reductions, hence the last bits, depend on it).
  * --eval PATH prints the test accuracy of a checkpoint and exits.
  *
  * Progress: on a terminal a bar follows the batches (loss, images/s);
