@@ -2,7 +2,7 @@
  * 28x28 grayscale images of ten kinds of clothing: 60,000 to train, 10,000
  * to test), with checkpoints to save, resume and evaluate.
  *
- *   fashion_mnist [--epochs N] [--seed S] [--lr X] [--batch B] [--limit N]
+ *   fashion_mnist [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]
  *                 [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]
  *                 [--eval PATH] [--min-accuracy A]
  *
@@ -17,7 +17,9 @@
  *   conv1 3x3 1->32 (pad 1, no bias), bn1, ReLU, max-pool 2   [N, 32, 14, 14]
  *   conv2 3x3 32->64 (pad 1, no bias), bn2, ReLU, max-pool 2  [N, 64, 7, 7]
  *   flatten, dropout 0.25, fc1 3136->128, ReLU, dropout 0.25, fc2 128->10
- * trained with cross-entropy and Adam (lr 1e-3), batch 128, the training
+ * trained with cross-entropy and Adam (lr 1e-3 in the first epoch, times
+ * 0.7 after each: --lr-decay; the rate of an epoch follows from its number,
+ * so a resumed run gets the same), batch 128, the training
  * images shuffled every epoch by graft's seeded generator (--seed: the same
  * seed gives the same run), on the device GRAFT_DEVICE names (default cpu).
  * Initialisation as PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -93,6 +95,7 @@ typedef struct model {
 /* The program's own options (beyond train_util's). */
 typedef struct extra_options {
     int limit, test_limit;
+    double lr_decay;
     const char *data, *save, *resume, *eval;
 } extra_options;
 
@@ -100,7 +103,7 @@ static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
-            "usage: %s [--epochs N] [--seed S] [--lr X] [--batch B] [--limit N]\n"
+            "usage: %s [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]\n"
             "          [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]\n"
             "          [--eval PATH] [--min-accuracy A]\n"
             "Trains a CNN (two conv + batch norm + max-pool blocks, dropout, two linear\n"
@@ -109,7 +112,9 @@ static void usage(FILE *out, const char *argv0) {
             "  --epochs N        epochs in all, counting those of a resumed checkpoint (default 3)\n"
             "  --seed S          seed of graft's generator: initialisation, shuffling, dropout\n"
             "                    (default 0)\n"
-            "  --lr X            Adam learning rate (default 0.001)\n"
+            "  --lr X            Adam learning rate of the first epoch (default 0.001)\n"
+            "  --lr-decay G      the rate is multiplied by G after every epoch (default 0.7;\n"
+            "                    1 keeps it constant)\n"
             "  --batch B         mini-batch size (default 128)\n"
             "  --limit N         train on the first N training images only (default all 60000)\n"
             "  --test-limit N    test on the first N test images only (default all 10000)\n"
@@ -125,6 +130,11 @@ static void usage(FILE *out, const char *argv0) {
 static int take_option(const char *opt, const char *val, void *ctx) {
     extra_options *e = ctx;
     double v;
+    if (!strcmp(opt, "--lr-decay")) {
+        if (parse_num(val, 1e-6, 1, &v)) return -1;
+        e->lr_decay = v;
+        return 1;
+    }
     if (!strcmp(opt, "--limit") || !strcmp(opt, "--test-limit")) {
         bool test = opt[2] == 't';
         if (parse_num(val, 1, test ? N_TEST_MAX : N_TRAIN_MAX, &v)) return -1;
@@ -388,7 +398,7 @@ static gf_status load_checkpoint(model *m, gf_optimizer *opt, int *epoch, const 
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
     train_options opt = {.epochs = 3, .batch = 128, .lr = 1e-3, .seed = 0, .min_accuracy = -1};
-    extra_options ex = {.data = DATA_DIR};
+    extra_options ex = {.data = DATA_DIR, .lr_decay = 0.7};
     int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN_MAX, usage, &opt, take_option,
                                   &ex);
     if (status >= 0) return status;
@@ -443,9 +453,9 @@ int main(int argc, char **argv) {
         printf("resumed from %s after epoch %d\n", ex.resume, start_epoch);
     }
     printf("data: %d training and %d test images 1x28x28 (read in %.1f s); conv %d, conv %d, "
-           "linear %d->%d->%d; Adam lr %g, batch %d, %d epochs\n",
-           n_train, n_test, t_load, C1, C2, FC_IN, HIDDEN, N_CLASSES, opt.lr, opt.batch,
-           opt.epochs);
+           "linear %d->%d->%d; Adam lr %g x %g per epoch, batch %d, %d epochs\n",
+           n_train, n_test, t_load, C1, C2, FC_IN, HIDDEN, N_CLASSES, opt.lr, ex.lr_decay,
+           opt.batch, opt.epochs);
 
     train_loop loop = {.dev = dev, .x = x_train, .y = y_train, .n = n_train, .batch = opt.batch,
                        .forward = model_forward, .model = &m, .opt = adam,
@@ -454,13 +464,16 @@ int main(int argc, char **argv) {
     int trained = 0;
     for (int epoch = start_epoch + 1; epoch <= opt.epochs; epoch++) {
         double loss = 0, te = now_seconds();
+        /* From the epoch's number alone, so a resumed run gets the same. */
+        double lr = opt.lr * pow(ex.lr_decay, epoch - 1);
+        TRY(gf_optimizer_set_lr(adam, lr) == GF_OK);
         TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
         te = now_seconds() - te;
         train_time += te;
         trained++;
         TRY(evaluate(&m, x_test, labels, n_test, pred, &acc, per_class) == GF_OK);
-        progress_line(&bar, "epoch %3d  loss %.4f  test accuracy %.4f  train %.1f s (%.0f "
-                      "images/s)  total %.1f s", epoch, loss, acc, te, n_train / te,
+        progress_line(&bar, "epoch %3d  lr %.2e  loss %.4f  test accuracy %.4f  train %.1f s "
+                      "(%.0f images/s)  total %.1f s", epoch, lr, loss, acc, te, n_train / te,
                       now_seconds() - t0);
         if (ex.save) TRY(save_checkpoint(&m, adam, epoch, ex.save) == GF_OK);
     }

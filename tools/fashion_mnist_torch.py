@@ -97,13 +97,14 @@ def accuracy(torch, model, x, y):
     return hits / len(x)
 
 
-def torch_run(torch, data, threads, epochs, seed, lr, batch):
+def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
     """Per-epoch training seconds and the final test accuracy."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     xtr, ytr, xte, yte = data
     model = torch_model(torch)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     times, accs = [], []
     n = len(xtr)
@@ -117,6 +118,7 @@ def torch_run(torch, data, threads, epochs, seed, lr, batch):
             loss.backward()
             opt.step()
         times.append(time.perf_counter() - t0)
+        sched.step()
         accs.append(accuracy(torch, model, xte, yte))
         print(f"  torch  {threads} thread(s) epoch {epoch}: {times[-1]:.1f} s, "
               f"{n / times[-1]:.0f} images/s, test accuracy {accs[-1]:.4f}", flush=True)
@@ -218,13 +220,13 @@ def main():
     print(f"PyTorch {torch.__version__} (MKL: {torch.backends.mkl.is_available()}, "
           f"oneDNN: {torch.backends.mkldnn.is_available()}); graft {a.graft}")
     print(f"network: conv 32 + BN, conv 64 + BN, dropout 0.25, linear 3136->128->10; Adam lr "
-          f"0.001, batch 128, {a.epochs} epoch(s) of {n} images, seed {a.seed}")
+          f"0.001 x 0.7 per epoch, batch 128, {a.epochs} epoch(s) of {n} images, seed {a.seed}")
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
     for t in threads:
         g_times, g_acc = graft_run(a.graft, t, a.epochs, a.seed, a.limit,
                                    ckpt if t == threads[-1] else None)
-        t_times, t_acc = torch_run(torch, data, t, a.epochs, a.seed, 1e-3, 128)
+        t_times, t_acc = torch_run(torch, data, t, a.epochs, a.seed, 1e-3, 0.7, 128)
         rows.append((t, statistics.median(g_times), g_acc, statistics.median(t_times), t_acc))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nmedian epoch training time, {n} images (load average now {load:.2f}):")

@@ -1,6 +1,7 @@
 /* test_optim_state.c — optimiser state for checkpoints
  * (gf_optimizer_state_dict / gf_optimizer_load_state_dict) and the
- * generator's state (gf_rng_get_state / gf_rng_set_state): an optimiser
+ * generator's state (gf_rng_get_state / gf_rng_set_state), and the
+ * learning rate (gf_optimizer_set_lr) for schedules: an optimiser
  * restored from a saved state (through a safetensors file) steps to the same
  * bits as the one that never stopped; every malformed entry is refused
  * without changing anything. */
@@ -232,6 +233,46 @@ static void test_errors(void) {
     gf_optimizer_destroy(plain);
 }
 
+/* set_lr changes the next step exactly as creating the optimiser with
+ * that lr would (the same state, the same bits). */
+static void test_set_lr(void) {
+    gf_tensor *p[2], *q[2];
+    make_params(p);
+    make_params(q);
+    gf_optimizer *a = gf_adam_create(p, 2, &(gf_adam_opts){.lr = 0.05});
+    gf_optimizer *b = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.05});
+    step(a, p, 0);
+    step(b, q, 0);
+    CHECK(gf_optimizer_get_lr(a) == 0.05);
+    CHECK(gf_optimizer_set_lr(a, 0.01) == GF_OK && gf_optimizer_get_lr(a) == 0.01);
+    /* b: a fresh Adam at lr 0.01 carrying b's state */
+    gf_tensor_dict *st = gf_optimizer_state_dict(b, NULL);
+    gf_optimizer *c = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.01});
+    CHECK(gf_optimizer_load_state_dict(c, st, NULL) == GF_OK);
+    gf_tensor_dict_destroy(st);
+    step(a, p, 1);
+    step(c, q, 1);
+    for (int i = 0; i < 2; i++) CHECK(same_bits(p[i], q[i]));
+    gf_optimizer *s = gf_sgd_create(p, 2, &(gf_sgd_opts){.lr = 0.1});
+    CHECK(gf_optimizer_set_lr(s, 0.2) == GF_OK && gf_optimizer_get_lr(s) == 0.2);
+    CHECK(gf_optimizer_set_lr(s, -1) == GF_ERR_INVALID);
+    CHECK_FAILS(GF_ERR_INVALID, "invalid learning rate -1");
+    CHECK(gf_optimizer_set_lr(s, INFINITY) == GF_ERR_INVALID);
+    CHECK_FAILS(GF_ERR_INVALID, "invalid learning rate");
+    CHECK(gf_optimizer_get_lr(s) == 0.2);
+    CHECK(gf_optimizer_set_lr(NULL, 0.1) == GF_ERR_INVALID);
+    CHECK_FAILS(GF_ERR_INVALID, "opt is NULL");
+    CHECK(gf_optimizer_get_lr(NULL) == -1);
+    gf_optimizer_destroy(a);
+    gf_optimizer_destroy(b);
+    gf_optimizer_destroy(c);
+    gf_optimizer_destroy(s);
+    for (int i = 0; i < 2; i++) {
+        gf_tensor_release(p[i]);
+        gf_tensor_release(q[i]);
+    }
+}
+
 static void test_rng_state(void) {
     gf_manual_seed(123);
     gf_tensor *a = gf_rand((const int64_t[]){5}, 1, GF_F32, NULL);
@@ -258,6 +299,7 @@ int main(void) {
     RUN(test_adam_roundtrip);
     RUN(test_sgd_roundtrip);
     RUN(test_errors);
+    RUN(test_set_lr);
     RUN(test_rng_state);
     remove(path_adam);
     remove(path_sgd);

@@ -224,6 +224,11 @@ GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
 GF_API void gf_optimizer_destroy(gf_optimizer *opt);
+/* The learning rate, for schedules (torch's param_groups[0]["lr"]): set
+ * takes effect from the next step. Fails: INVALID (opt NULL, lr negative or
+ * not finite). get returns -1 for NULL. */
+GF_API gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr);
+GF_API double gf_optimizer_get_lr(const gf_optimizer *opt);
 
 /* ---- optimiser state, for checkpoints (torch's optimizer.state_dict()).
  * The state of parameter i (its position in the create call) is named

@@ -306,6 +306,21 @@ gf_status gf_optimizer_zero_grad(gf_optimizer *opt) {
     return GF_OK;
 }
 
+gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: opt is NULL");
+    if (!nonneg(lr))
+        return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: invalid learning rate %g; lr "
+                         "must be >= 0 and finite", lr);
+    if (opt->kind == OPT_SGD) opt->sgd.lr = lr;
+    else opt->adam.lr = lr;
+    return GF_OK;
+}
+
+double gf_optimizer_get_lr(const gf_optimizer *opt) {
+    if (!opt) return -1;
+    return opt->kind == OPT_SGD ? opt->sgd.lr : opt->adam.lr;
+}
+
 void gf_optimizer_destroy(gf_optimizer *opt) {
     if (!opt) return;
     for (int i = 0; i < opt->n; i++) {
