@@ -17,9 +17,9 @@
  *   conv1 3x3 1->32 (pad 1, no bias), bn1, ReLU, max-pool 2   [N, 32, 14, 14]
  *   conv2 3x3 32->64 (pad 1, no bias), bn2, ReLU, max-pool 2  [N, 64, 7, 7]
  *   flatten, dropout 0.25, fc1 3136->128, ReLU, dropout 0.25, fc2 128->10
- * trained with cross-entropy and Adam (lr 1e-3 in the first epoch, times
- * 0.7 after each: --lr-decay; the rate of an epoch follows from its number,
- * so a resumed run gets the same), batch 128, the training
+ * trained with cross-entropy and Adam (lr 1e-3; --lr-decay G multiplies it
+ * by G after each epoch, the rate of an epoch following from its number so
+ * that a resumed run gets the same), batch 128, the training
  * images shuffled every epoch by graft's seeded generator (--seed: the same
  * seed gives the same run), on the device GRAFT_DEVICE names (default cpu).
  * Initialisation as PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -113,8 +113,8 @@ static void usage(FILE *out, const char *argv0) {
             "  --seed S          seed of graft's generator: initialisation, shuffling, dropout\n"
             "                    (default 0)\n"
             "  --lr X            Adam learning rate of the first epoch (default 0.001)\n"
-            "  --lr-decay G      the rate is multiplied by G after every epoch (default 0.7;\n"
-            "                    1 keeps it constant)\n"
+            "  --lr-decay G      the rate is multiplied by G after every epoch (default 1:\n"
+            "                    constant)\n"
             "  --batch B         mini-batch size (default 128)\n"
             "  --limit N         train on the first N training images only (default all 60000)\n"
             "  --test-limit N    test on the first N test images only (default all 10000)\n"
@@ -398,7 +398,7 @@ static gf_status load_checkpoint(model *m, gf_optimizer *opt, int *epoch, const 
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
     train_options opt = {.epochs = 3, .batch = 128, .lr = 1e-3, .seed = 0, .min_accuracy = -1};
-    extra_options ex = {.data = DATA_DIR, .lr_decay = 0.7};
+    extra_options ex = {.data = DATA_DIR, .lr_decay = 1.0};
     int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN_MAX, usage, &opt, take_option,
                                   &ex);
     if (status >= 0) return status;

@@ -128,10 +128,10 @@ def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
 EPOCH_RE = re.compile(r"^epoch +(\d+) .*test accuracy ([0-9.]+) +train ([0-9.]+) s")
 
 
-def graft_run(exe, threads, epochs, seed, limit, save):
+def graft_run(exe, threads, epochs, seed, limit, decay, save):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.setdefault("GRAFT_DEVICE", "cpu")
-    cmd = [exe, "--epochs", str(epochs), "--seed", str(seed)]
+    cmd = [exe, "--epochs", str(epochs), "--seed", str(seed), "--lr-decay", str(decay)]
     if limit:
         cmd += ["--limit", str(limit)]
     if save:
@@ -188,6 +188,8 @@ def main():
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     ap.add_argument("--limit", type=int, default=0, help="first N training images (0: all)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr-decay", type=float, default=1.0,
+                    help="learning rate factor per epoch, as fashion_mnist's --lr-decay")
     ap.add_argument("--work", default="/tmp", help="where the checkpoint is written")
     ap.add_argument("--data", default=DATA)
     a = ap.parse_args()
@@ -220,13 +222,13 @@ def main():
     print(f"PyTorch {torch.__version__} (MKL: {torch.backends.mkl.is_available()}, "
           f"oneDNN: {torch.backends.mkldnn.is_available()}); graft {a.graft}")
     print(f"network: conv 32 + BN, conv 64 + BN, dropout 0.25, linear 3136->128->10; Adam lr "
-          f"0.001 x 0.7 per epoch, batch 128, {a.epochs} epoch(s) of {n} images, seed {a.seed}")
+          f"0.001 x {a.lr_decay} per epoch, batch 128, {a.epochs} epoch(s) of {n} images, seed {a.seed}")
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
     for t in threads:
-        g_times, g_acc = graft_run(a.graft, t, a.epochs, a.seed, a.limit,
+        g_times, g_acc = graft_run(a.graft, t, a.epochs, a.seed, a.limit, a.lr_decay,
                                    ckpt if t == threads[-1] else None)
-        t_times, t_acc = torch_run(torch, data, t, a.epochs, a.seed, 1e-3, 0.7, 128)
+        t_times, t_acc = torch_run(torch, data, t, a.epochs, a.seed, 1e-3, a.lr_decay, 128)
         rows.append((t, statistics.median(g_times), g_acc, statistics.median(t_times), t_acc))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nmedian epoch training time, {n} images (load average now {load:.2f}):")
