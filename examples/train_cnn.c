@@ -175,7 +175,7 @@ static gf_tensor *cnn_forward(const void *model, const gf_tensor *x) {
 
 int main(int argc, char **argv) {
     train_options opt = {.epochs = 3, .batch = 8, .lr = 0.01, .seed = 0, .min_accuracy = -1};
-    int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN, usage, &opt);
+    int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN, usage, &opt, NULL, NULL);
     if (status >= 0) return status;
     static int64_t labels[N_IMAGES], pred[N_TEST], perm[N_TRAIN];
     static float u[N_TRAIN];

@@ -112,7 +112,7 @@ static gf_tensor *mlp_forward(const void *model, const gf_tensor *x) {
 
 int main(int argc, char **argv) {
     train_options opt = {.epochs = 30, .batch = 100, .lr = 0.01, .seed = 0, .min_accuracy = -1};
-    int status = train_parse_args(argc, argv, TRAIN_PROG, N_POINTS, usage, &opt);
+    int status = train_parse_args(argc, argv, TRAIN_PROG, N_POINTS, usage, &opt, NULL, NULL);
     if (status >= 0) return status;
     static int64_t labels[N_POINTS], pred[N_POINTS], perm[N_POINTS];
     static float u[N_POINTS];

@@ -7,7 +7,7 @@
  *
  * Progress: on a terminal, one line per epoch is redrawn in place as batches
  * finish,
- *   epoch   3/30 [##########....................]   10/30  loss 0.4812
+ *   epoch   3/30 [##########....................]   10/30  loss 0.4812  5120 img/s
  * and replaced by the epoch's summary line when it ends. When stdout is not
  * a terminal (a log file, CTest), nothing is drawn: only the summary lines
  * are printed, so logs stay one line per epoch.
@@ -53,16 +53,17 @@ static inline void progress_init(progress *p, int epochs) {
 }
 
 /* Redraws the bar after `done` of `total` batches of `epoch`; loss is the
- * running mean so far. */
-static inline void progress_update(progress *p, int epoch, int done, int total, double loss) {
+ * running mean so far, rate the examples per second so far. */
+static inline void progress_update(progress *p, int epoch, int done, int total, double loss,
+                                   double rate) {
     if (!p->tty || total <= 0) return;
     int fill = (int)((long long)done * PROGRESS_WIDTH / total);
     char bar[PROGRESS_WIDTH + 1];
     for (int i = 0; i < PROGRESS_WIDTH; i++) bar[i] = i < fill ? '#' : '.';
     bar[PROGRESS_WIDTH] = '\0';
     /* \r goes back to column 0; \033[K clears what a longer line left. */
-    printf("\repoch %3d/%d [%s] %4d/%d  loss %.4f\033[K", epoch, p->epochs, bar, done, total,
-           loss);
+    printf("\repoch %3d/%d [%s] %4d/%d  loss %.4f  %.0f img/s\033[K", epoch, p->epochs, bar,
+           done, total, loss, rate);
     fflush(stdout);
     p->drawn = true;
 }
@@ -134,14 +135,20 @@ typedef struct train_options {
     double min_accuracy; /* < 0: not checked */
 } train_options;
 
+/* A program's own options: called with an option and its value; returns 1
+ * when it took them, 0 when the option is not one of its own, -1 for a bad
+ * value (the parser then says so). */
+typedef int (*train_extra_fn)(const char *opt, const char *val, void *ctx);
+
 /* Parses --epochs N, --batch B (at most max_batch), --lr X, --seed S and
- * --min-accuracy A into o, which holds the defaults on entry. Returns -1 to
+ * --min-accuracy A into o, which holds the defaults on entry, and hands
+ * every other option with its value to extra (may be NULL). Returns -1 to
  * go on; otherwise the program's exit status: 0 after --help (or -h), with
  * usage on stdout; 2 for a bad command line, said on stderr with the usage.
  * prog is the program's name in messages. */
 static inline int train_parse_args(int argc, char **argv, const char *prog, int max_batch,
                                    void (*usage)(FILE *out, const char *argv0),
-                                   train_options *o) {
+                                   train_options *o, train_extra_fn extra, void *ctx) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -155,14 +162,20 @@ static inline int train_parse_args(int argc, char **argv, const char *prog, int 
             return 2;
         }
         const char *val = argv[++i];
+        int took = 0;
         if (!strcmp(a, "--epochs") && !parse_num(val, 1, 100000, &v)) o->epochs = (int)v;
         else if (!strcmp(a, "--batch") && !parse_num(val, 1, max_batch, &v)) o->batch = (int)v;
         else if (!strcmp(a, "--lr") && !parse_num(val, 1e-12, 10, &v)) o->lr = v;
         else if (!strcmp(a, "--seed") && !parse_num(val, 0, 9007199254740992.0, &v))
             o->seed = (uint64_t)v;
         else if (!strcmp(a, "--min-accuracy") && !parse_num(val, 0, 1, &v)) o->min_accuracy = v;
-        else {
-            fprintf(stderr, "%s: bad option %s %s\n", prog, a, val);
+        else if (!extra || (took = extra(a, val, ctx)) != 1) {
+            if (took == 0 && strncmp(a, "--", 2) == 0 && strcmp(a, "--epochs") &&
+                strcmp(a, "--batch") && strcmp(a, "--lr") && strcmp(a, "--seed") &&
+                strcmp(a, "--min-accuracy"))
+                fprintf(stderr, "%s: unknown option %s\n", prog, a);
+            else
+                fprintf(stderr, "%s: bad option %s %s\n", prog, a, val);
             usage(stderr, argv[0]);
             return 2;
         }
@@ -216,8 +229,10 @@ static inline void train_log_loss(int epoch, int batch, double loss) {
 
 /* What the training loop works on. */
 typedef struct train_loop {
-    gf_device *dev;
-    const gf_tensor *x, *y; /* inputs and their classes (i64), n along dim 0 */
+    gf_device *dev;         /* where the model computes */
+    const gf_tensor *x, *y; /* inputs and their classes (i64), n along dim 0: on dev, or
+                             * on another device (the host) that keeps a data set too
+                             * big for dev; each batch is then copied to dev */
     int n, batch;
     train_forward_fn forward;
     const void *model;
@@ -228,12 +243,14 @@ typedef struct train_loop {
 } train_loop;
 
 /* One epoch: the n examples in a fresh shuffled order, in mini-batches
- * gathered with gf_index_select, a cross-entropy step on each. The bar
- * follows the batches; *mean_loss is the mean of their losses. */
+ * gathered with gf_index_select (on the data's device, then copied to
+ * t->dev), a cross-entropy step on each. The bar follows the batches;
+ * *mean_loss is the mean of their losses. */
 static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean_loss) {
-    gf_tensor *order = shuffled_index(t->dev, t->perm, t->u, t->n);
+    double t0 = now_seconds();
+    gf_tensor *order = shuffled_index(gf_tensor_device(t->x), t->perm, t->u, t->n);
     if (!order) return gf_last_status();
-    int n_batches = (t->n + t->batch - 1) / t->batch, batches = 0;
+    int n_batches = (t->n + t->batch - 1) / t->batch, batches = 0, seen = 0;
     double loss_sum = 0;
     gf_status s = GF_OK;
     for (int start = 0; start < t->n && s == GF_OK; start += t->batch) {
@@ -242,8 +259,8 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
          * gradients live on in the parameters' .grad. */
         gf_scope_begin();
         gf_tensor *idx = gf_narrow(order, 0, start, len);
-        gf_tensor *xb = gf_index_select(t->x, 0, idx);
-        gf_tensor *yb = gf_index_select(t->y, 0, idx);
+        gf_tensor *xb = gf_to_device(gf_index_select(t->x, 0, idx), t->dev);
+        gf_tensor *yb = gf_to_device(gf_index_select(t->y, 0, idx), t->dev);
         gf_tensor *loss =
             gf_cross_entropy(t->forward(t->model, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
         double lv = 0;
@@ -257,7 +274,9 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
         loss_sum += lv;
         batches++;
         train_log_loss(epoch, batches, lv);
-        progress_update(t->bar, epoch, batches, n_batches, loss_sum / batches);
+        seen += len;
+        progress_update(t->bar, epoch, batches, n_batches, loss_sum / batches,
+                        seen / (now_seconds() - t0 + 1e-9));
     }
     gf_tensor_release(order);
     *mean_loss = batches ? loss_sum / batches : 0;

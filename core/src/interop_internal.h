@@ -25,11 +25,15 @@ typedef struct gf__rd {
     const char *op;   /* "gf_load_npy" */
     const char *what; /* "'a.npz' member 'w.npy'": names the source in errors */
     uint64_t left;
-    uint32_t crc;     /* CRC-32 of the bytes read so far */
+    uint32_t crc;     /* CRC-32 of the bytes read so far (plain files only) */
+    void *gz;         /* a zlib gzFile to decompress from instead of f (left then
+                       * bounds nothing: UINT64_MAX); NULL for plain files */
 } gf__rd;
 
-/* Reads n bytes. Fails: INVALID "truncated" when fewer remain, or the
- * system's error. `part` names what was being read ("the header"). */
+/* Reads n bytes. Fails: INVALID "truncated" when fewer remain (or the
+ * decompressed stream ends), INVALID naming zlib's reason for a corrupt
+ * gzip stream, or the system's error. `part` names what was being read
+ * ("the header"). */
 gf_status gf__rd_read(gf__rd *rd, void *dst, size_t n, const char *part);
 /* Reads and discards n bytes (they still count in the CRC). */
 gf_status gf__rd_skip(gf__rd *rd, uint64_t n, const char *part);

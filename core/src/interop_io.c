@@ -6,6 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#ifdef GRAFT_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 #include "interop_internal.h"
 
 /* Elements moved per chunk: bounds the host memory a load or save uses
@@ -59,7 +63,38 @@ gf_status gf__file_open_read(const char *op, const char *path, FILE **f, uint64_
     return GF_OK;
 }
 
+#ifdef GRAFT_HAVE_ZLIB
+/* gf__rd_read from a gzip stream: its length is known only at its end. */
+static gf_status gz_read(gf__rd *rd, void *dst, size_t n, const char *part) {
+    size_t got = 0;
+    int err = Z_OK;
+    while (got < n) {
+        unsigned want = n - got > (1u << 30) ? 1u << 30 : (unsigned)(n - got);
+        int k = gzread((gzFile)rd->gz, (unsigned char *)dst + got, want);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    const char *why = got < n ? gzerror((gzFile)rd->gz, &err) : "";
+    if (err == Z_ERRNO)
+        return gf__error(GF_ERR_INVALID, "%s: reading %s of %s failed: %s", rd->op, part,
+                         rd->what, strerror(errno));
+    if (err == Z_BUF_ERROR) /* zlib's "unexpected end of file" */
+        return gf__error(GF_ERR_INVALID, "%s: %s is a truncated gzip file: it ends inside the "
+                         "compressed data, in %s (zlib: %s)", rd->op, rd->what, part, why);
+    if (err != Z_OK)
+        return gf__error(GF_ERR_INVALID, "%s: %s is not a readable gzip file: decompressing %s "
+                         "failed (zlib: %s)", rd->op, rd->what, part, why);
+    if (got < n)
+        return gf__error(GF_ERR_INVALID, "%s: %s is truncated: %s needs %zu bytes but the "
+                         "decompressed data ended after %zu", rd->op, rd->what, part, n, got);
+    return GF_OK; /* zlib checks the stream's own CRC-32: rd->crc is not kept */
+}
+#endif
+
 gf_status gf__rd_read(gf__rd *rd, void *dst, size_t n, const char *part) {
+#ifdef GRAFT_HAVE_ZLIB
+    if (rd->gz) return gz_read(rd, dst, n, part);
+#endif
     if (n > rd->left)
         return gf__error(GF_ERR_INVALID, "%s: %s is truncated: %s needs %zu bytes but only %llu "
                          "remain", rd->op, rd->what, part, n, (unsigned long long)rd->left);

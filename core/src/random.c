@@ -13,6 +13,20 @@ void gf_manual_seed(uint64_t seed) {
     pthread_mutex_unlock(&g_rng_lock);
 }
 
+void gf_rng_get_state(uint64_t *seed, uint64_t *offset) {
+    pthread_mutex_lock(&g_rng_lock);
+    if (seed) *seed = g_seed;
+    if (offset) *offset = g_offset;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
+void gf_rng_set_state(uint64_t seed, uint64_t offset) {
+    pthread_mutex_lock(&g_rng_lock);
+    g_seed = seed;
+    g_offset = offset;
+    pthread_mutex_unlock(&g_rng_lock);
+}
+
 void gf__rng_next(uint64_t n, uint64_t *seed, uint64_t *offset) {
     pthread_mutex_lock(&g_rng_lock);
     *seed = g_seed;

@@ -1,6 +1,7 @@
 /* graft/interop.h — exchanging tensors with other tools: DLPack (memory
  * shared with array libraries in the same process) and files (.npy and .npz
- * as NumPy writes them, .safetensors).
+ * as NumPy writes them, .safetensors, and the IDX files of MNIST-style data
+ * sets).
  *
  * Same conventions as the rest of graft: functions returning a tensor return
  * a new reference or NULL with the thread's error set; the others return a
@@ -172,6 +173,28 @@ GF_API gf_status gf_save_safetensors(const char *const *names, const gf_tensor *
  * do not match the shape or the file, truncated data, I/O errors), DTYPE
  * (F8 types and others graft does not have), and the device's errors. */
 GF_API gf_tensor_dict *gf_load_safetensors(const char *path, gf_device *dev);
+
+/* ------------------------------------------------------------ IDX
+ * The format of MNIST, Fashion-MNIST and their kin: a 4-byte magic (00 00,
+ * an element type code, the number of dimensions), the sizes as big-endian
+ * u32, then the elements, row-major, big-endian. */
+
+/* Loads an IDX file onto dev (NULL = default device), plain or
+ * gzip-compressed (train-images-idx3-ubyte.gz): gzip is recognised by its
+ * magic bytes, whatever the file's name, and needs graft built with zlib.
+ * Element types: 08 unsigned byte, 09 signed byte and 0B short widen to i32
+ * (graft has no 8- or 16-bit integers: gf_to_dtype(t, GF_F32) for pixels);
+ * 0C int -> i32, 0D float -> f32, 0E double -> f64. Up to 8 dimensions.
+ * The data must be exactly as long as the sizes say.
+ * Returns a new reference (contiguous).
+ * Fails: NOT_FOUND (no such file); INVALID, naming the file and what is
+ * wrong: a wrong magic, an unknown type code, more than 8 dimensions, a
+ * truncated file or gzip stream, data longer or shorter than the sizes
+ * declare, a corrupt gzip stream (zlib's reason), I/O errors; OVERFLOW
+ * (sizes whose product no tensor can hold); UNSUPPORTED (a gzip file when
+ * graft was built without zlib: install zlib1g-dev and rebuild, or gunzip
+ * it); and the device's errors. */
+GF_API gf_tensor *gf_load_idx(const char *path, gf_device *dev);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,11 @@ GF_API gf_tensor *gf_full_like(const gf_tensor *t, double value);
  * ABI) so a seed gives the same numbers on every device. The global generator
  * is thread-safe; each call consumes numel counters. */
 GF_API void gf_manual_seed(uint64_t seed);
+/* The generator's state: the seed and the counters consumed since it was
+ * set (either pointer may be NULL). Setting it back (for a checkpoint)
+ * makes the numbers that follow the same as if the run had not stopped. */
+GF_API void gf_rng_get_state(uint64_t *seed, uint64_t *offset);
+GF_API void gf_rng_set_state(uint64_t seed, uint64_t offset);
 GF_API gf_tensor *gf_rand(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_randn(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_rand_uniform(const int64_t *sizes, int rank, double low, double high,

@@ -5,6 +5,7 @@
  * on whatever device the parameters live on. Intermediates live in a private
  * scope; the optimiser's state (momentum buffers, moments) is kept out of it.
  * The parameters' .grad tensors are only read, never written. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "ag_internal.h"
 #include "profiler_internal.h"
+#include "interop_internal.h"
 
 typedef enum opt_kind { OPT_SGD, OPT_ADAM } opt_kind;
 
@@ -308,6 +310,21 @@ gf_status gf_optimizer_zero_grad(gf_optimizer *opt) {
     return GF_OK;
 }
 
+gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: opt is NULL");
+    if (!nonneg(lr))
+        return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: invalid learning rate %g; lr "
+                         "must be >= 0 and finite", lr);
+    if (opt->kind == OPT_SGD) opt->sgd.lr = lr;
+    else opt->adam.lr = lr;
+    return GF_OK;
+}
+
+double gf_optimizer_get_lr(const gf_optimizer *opt) {
+    if (!opt) return -1;
+    return opt->kind == OPT_SGD ? opt->sgd.lr : opt->adam.lr;
+}
+
 void gf_optimizer_destroy(gf_optimizer *opt) {
     if (!opt) return;
     for (int i = 0; i < opt->n; i++) {
@@ -317,4 +334,184 @@ void gf_optimizer_destroy(gf_optimizer *opt) {
     }
     free(opt->ps);
     free(opt);
+}
+
+/* ------------------------------------------------------------ state */
+#define STATE_MAX_PREFIX 200
+
+/* The state keys of each kind, in the order they are listed. */
+static const char *const sgd_keys[] = {"momentum_buffer"};
+static const char *const adam_keys[] = {"exp_avg", "exp_avg_sq", "step"};
+
+static const char *kind_name(opt_kind k) { return k == OPT_SGD ? "SGD" : "Adam"; }
+
+static gf_status add_entry(gf_tensor_dict *d, const char *prefix, int i, const char *key,
+                           gf_tensor *t) {
+    char name[STATE_MAX_PREFIX + 64];
+    int len = snprintf(name, sizeof name, "%s%d.%s", prefix, i, key);
+    return gf__dict_add(d, name, (size_t)len, t);
+}
+
+gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const char *prefix) {
+    const char *op = "gf_optimizer_state_dict";
+    if (!opt) {
+        gf__error(GF_ERR_INVALID, "%s: opt is NULL", op);
+        return NULL;
+    }
+    if (!prefix) prefix = "";
+    if (strlen(prefix) > STATE_MAX_PREFIX) {
+        gf__error(GF_ERR_INVALID, "%s: the prefix is %zu bytes long; at most %d are allowed", op,
+                  strlen(prefix), STATE_MAX_PREFIX);
+        return NULL;
+    }
+    gf_tensor_dict *d = gf__dict_new();
+    if (!d) return NULL;
+    gf_status s = GF_OK;
+    int saved = gf__scope_suspend();
+    for (int i = 0; i < opt->n && s == GF_OK; i++) {
+        const param_state *st = &opt->ps[i];
+        if (!st->buf1) continue; /* not stepped yet (or SGD without momentum) */
+        if (opt->kind == OPT_SGD) {
+            s = add_entry(d, prefix, i, sgd_keys[0], gf_tensor_retain(st->buf1));
+            continue;
+        }
+        s = add_entry(d, prefix, i, adam_keys[0], gf_tensor_retain(st->buf1));
+        if (s == GF_OK) s = add_entry(d, prefix, i, adam_keys[1], gf_tensor_retain(st->buf2));
+        if (s != GF_OK) break;
+        gf_tensor *step = gf__scalar((double)st->step, GF_I64, st->param->storage->device);
+        s = step ? add_entry(d, prefix, i, adam_keys[2], step) : gf__status();
+    }
+    gf__scope_resume(saved);
+    if (s != GF_OK) {
+        gf_tensor_dict_destroy(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Parses "<i>.<key>" (after the prefix) against the optimiser's keys:
+ * the parameter index and the key's position, or an error naming `name`. */
+static gf_status parse_entry(const gf_optimizer *opt, const char *name, const char *rest,
+                             int *index, int *key) {
+    const char *op = "gf_optimizer_load_state_dict";
+    char *end;
+    errno = 0;
+    long i = (rest[0] >= '0' && rest[0] <= '9') ? strtol(rest, &end, 10) : -1;
+    if (i < 0 || errno || *end != '.')
+        return gf__error(GF_ERR_INVALID, "%s: entry '%s' is not named <prefix><parameter "
+                         "index>.<key>", op, name);
+    if (i >= opt->n)
+        return gf__error(GF_ERR_INVALID, "%s: entry '%s' is for parameter %ld, but the optimiser "
+                         "has %d parameters (0 to %d): was the checkpoint made for another "
+                         "model?", op, name, i, opt->n, opt->n - 1);
+    const char *const *keys = opt->kind == OPT_SGD ? sgd_keys : adam_keys;
+    int n_keys = opt->kind == OPT_SGD ? 1 : 3;
+    for (int k = 0; k < n_keys; k++) {
+        if (strcmp(end + 1, keys[k])) continue;
+        if (opt->kind == OPT_SGD && opt->sgd.momentum == 0)
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a momentum buffer, but this SGD "
+                             "optimiser has no momentum", op, name);
+        *index = (int)i;
+        *key = k;
+        return GF_OK;
+    }
+    return gf__error(GF_ERR_INVALID, "%s: entry '%s' has the key '%s', which %s state does not "
+                     "have (its keys: %s): was it saved from another kind of optimiser?", op,
+                     name, end + 1, kind_name(opt->kind),
+                     opt->kind == OPT_SGD ? "momentum_buffer" : "exp_avg, exp_avg_sq, step");
+}
+
+/* Checks that t fits key k of parameter p. */
+static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf_tensor *t,
+                             const gf_tensor *p, int k, int64_t *step) {
+    const char *op = "gf_optimizer_load_state_dict";
+    if (opt->kind == OPT_ADAM && k == 2) {
+        if (t->rank != 0 || gf_dtype_is_float(t->dtype) || t->dtype == GF_BOOL)
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim integer step count "
+                             "(got %s of rank %d)", op, name, gf_dtype_name(t->dtype), t->rank);
+        int64_t v = 0;
+        gf_tensor *c = gf_to_dtype(t, GF_I64);
+        gf_status s = c ? gf_tensor_to_host(c, &v, sizeof v) : gf__status();
+        gf_tensor_release(c);
+        if (s != GF_OK) return s;
+        if (v < 0)
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a negative step count (%lld)", op,
+                             name, (long long)v);
+        *step = v;
+        return GF_OK;
+    }
+    bool same = t->rank == p->rank && t->dtype == p->dtype;
+    for (int d = 0; same && d < t->rank; d++) same = t->sizes[d] == p->sizes[d];
+    if (!same) {
+        char a[200], b[200];
+        return gf__error(GF_ERR_INVALID, "%s: entry '%s' is %s%s, but its parameter is %s%s", op,
+                         name, gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, a, sizeof a),
+                         gf_dtype_name(p->dtype), gf__shape_str(p->sizes, p->rank, b, sizeof b));
+    }
+    return GF_OK;
+}
+
+gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *d,
+                                       const char *prefix) {
+    const char *op = "gf_optimizer_load_state_dict";
+    if (!opt) return gf__error(GF_ERR_INVALID, "%s: opt is NULL", op);
+    if (!d) return gf__error(GF_ERR_INVALID, "%s: d is NULL", op);
+    if (!prefix) prefix = "";
+    size_t plen = strlen(prefix);
+    int n = opt->n, n_keys = opt->kind == OPT_SGD ? 1 : 3;
+    /* found[i * 3 + k]: the entry of key k of parameter i. */
+    const gf_tensor **found = calloc((size_t)n * 3, sizeof *found);
+    int64_t *steps = calloc((size_t)n, sizeof *steps);
+    gf_tensor **fresh = calloc((size_t)n * 2, sizeof *fresh);
+    gf_status s = found && steps && fresh
+                      ? GF_OK
+                      : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    for (int e = 0; s == GF_OK && e < gf_tensor_dict_size(d); e++) {
+        const char *name = gf_tensor_dict_name(d, e);
+        if (strncmp(name, prefix, plen)) continue;
+        int i = 0, k = 0;
+        s = parse_entry(opt, name, name + plen, &i, &k);
+        if (s != GF_OK) break;
+        const gf_tensor *t = gf_tensor_dict_at(d, e);
+        s = check_entry(opt, name, t, opt->ps[i].param, k, &steps[i]);
+        found[i * 3 + k] = t;
+    }
+    for (int i = 0; s == GF_OK && opt->kind == OPT_ADAM && i < n; i++) {
+        int have = (found[i * 3] != NULL) + (found[i * 3 + 1] != NULL) + (found[i * 3 + 2] != NULL);
+        if (have != 0 && have != n_keys)
+            s = gf__error(GF_ERR_INVALID, "%s: parameter %d has %d of the 3 Adam state entries "
+                          "(%s%d.exp_avg, .exp_avg_sq, .step); give all of them or none", op, i,
+                          have, prefix, i);
+    }
+    /* Copies on each parameter's device, made before anything changes. */
+    int saved = gf__scope_suspend();
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    for (int i = 0; s == GF_OK && i < n; i++) {
+        for (int k = 0; k < 2 && s == GF_OK; k++) {
+            const gf_tensor *t = found[i * 3 + k];
+            if (!t) continue;
+            gf_tensor *moved = gf_to_device(t, opt->ps[i].param->storage->device);
+            fresh[i * 2 + k] = moved ? gf_clone(moved) : NULL;
+            gf_tensor_release(moved);
+            if (!fresh[i * 2 + k]) s = failed();
+        }
+    }
+    gf_grad_mode_set(prev);
+    gf__scope_resume(saved);
+    if (s == GF_OK) {
+        for (int i = 0; i < n; i++) {
+            param_state *st = &opt->ps[i];
+            gf_tensor_release(st->buf1);
+            gf_tensor_release(st->buf2);
+            st->buf1 = fresh[i * 2];
+            st->buf2 = fresh[i * 2 + 1];
+            st->step = opt->kind == OPT_ADAM && st->buf1 ? steps[i] : 0;
+        }
+    } else if (fresh) {
+        for (int i = 0; i < n * 2; i++) gf_tensor_release(fresh[i]);
+    }
+    free(found);
+    free(steps);
+    free(fresh);
+    return s;
 }
