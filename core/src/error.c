@@ -46,6 +46,11 @@ gf_status gf__error(gf_status status, const char *fmt, ...) {
     return status;
 }
 
+gf_status gf_set_error(gf_status status, const char *message) {
+    if (status == GF_OK) status = GF_ERR_INVALID;
+    return gf__error(status, "%s", message ? message : "");
+}
+
 bool gf__error_pending(void) { return tl_status != GF_OK; }
 
 gf_status gf__null_arg(const char *op, const char *what) {

@@ -64,6 +64,10 @@ GF_API const char *gf_last_error(void);
  * status stays the earlier one): a stale error never hides a new mistake. */
 GF_API gf_status gf_last_status(void);
 GF_API void gf_clear_error(void);
+/* Records status (GF_OK counts as GF_ERR_INVALID) and message as the calling
+ * thread's error and returns the status: for libraries built on graft (such
+ * as libgraft-dist) whose failures read like graft's own. */
+GF_API gf_status gf_set_error(gf_status status, const char *message);
 /* Short name of a status ("GF_ERR_SHAPE"). Never NULL. */
 GF_API const char *gf_status_name(gf_status status);
 
