@@ -18,7 +18,7 @@ jobs="${JOBS:-$(nproc)}"
 packages=(cmake build-essential pkg-config python3 python3-numpy
           libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-validationlayers
-          libdlpack-dev valgrind libclang-rt-14-dev)
+          libdlpack-dev valgrind libclang-rt-14-dev libopenmpi-dev openmpi-bin)
 
 setup() {
     [ "${GRAFT_SKIP_SETUP:-0}" = 1 ] && return 0
