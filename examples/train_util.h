@@ -42,6 +42,17 @@
 #define TRAIN_PRINTF(a, b)
 #endif
 
+/* The data-parallel state of the run (--ddp); world 1 otherwise. */
+typedef struct train_dist_state {
+    bool on;
+    int rank, world;
+    uint64_t seed;
+#ifdef GRAFT_EXAMPLES_DIST
+    gf_ddp *ddp;
+#endif
+} train_dist_state;
+static train_dist_state train_dist = {.world = 1};
+
 /* ------------------------------------------------------------ progress */
 #define PROGRESS_WIDTH 30
 
@@ -52,7 +63,9 @@ typedef struct progress {
 } progress;
 
 static inline void progress_init(progress *p, int epochs) {
-    p->tty = isatty(STDOUT_FILENO) == 1;
+    /* mpirun hands every rank a terminal whatever its own output is: no bar
+     * with --ddp. */
+    p->tty = isatty(STDOUT_FILENO) == 1 && !train_dist.on;
     p->drawn = false;
     p->epochs = epochs;
 }
@@ -140,16 +153,6 @@ typedef struct train_options {
     bool ddp;            /* --ddp: data parallel over the ranks of mpirun */
 } train_options;
 
-/* The data-parallel state of the run (--ddp); world 1 otherwise. */
-typedef struct train_dist_state {
-    bool on;
-    int rank, world;
-    uint64_t seed;
-#ifdef GRAFT_EXAMPLES_DIST
-    gf_ddp *ddp;
-#endif
-} train_dist_state;
-static train_dist_state train_dist = {.world = 1};
 
 /* Parses --epochs N, --batch B (at most max_batch), --lr X, --seed S and
  * --min-accuracy A into o, which holds the defaults on entry. Returns -1 to

@@ -67,13 +67,10 @@ gf_status gf_dist_init(int *argc, char ***argv) {
                             "the program with mpirun / mpiexec", rc);
         }
         gd_g.we_started_mpi = true;
-    } else {
-        int provided = 0;
-        MPI_Query_thread(&provided);
-        if (provided < MPI_THREAD_SERIALIZED && provided != MPI_THREAD_FUNNELED) {
-            /* SINGLE: graft only calls MPI from the threads that call it. */
-        }
     }
+    /* Started by the program at a lower thread level: graft makes its MPI
+     * calls from the threads that call it, under one lock, which
+     * MPI_THREAD_FUNNELED programs must keep to one thread themselves. */
     MPI_Comm node = MPI_COMM_NULL;
     s = gd_mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &gd_g.comm), "MPI_Comm_dup");
     if (s == GF_OK)
@@ -170,7 +167,7 @@ gf_device *gf_dist_device(const char *spec) {
         while (*e == ' ') e++;
         gf_device *d = pick_one(e);
         if (d) {
-            gf_clear_error();
+            if (first_status != GF_OK) gf_clear_error(); /* an earlier entry's failure */
             return d;
         }
         if (first_status == GF_OK) {

@@ -16,6 +16,7 @@
  *     algorithm bandwidth (bytes / time) and graft's share of MPI's speed.
  *     A timed run is a barrier (the ranks start together) and 10 calls; the
  *     ratio is MPI's time over graft's (1: as fast as MPI itself).
+ * --quick: smaller models and batches (32 and 8), 3 buffer sizes, 1 warm-up.
  * The repeats are a fixed number (--repeats, default 20 after 3 warm-ups):
  * every rank must run the same collectives. Rank 0 prints, with the load
  * average at the start and at the end (other processes skew timings).
@@ -114,7 +115,7 @@ int bench_dist_command(int argc, char **argv) {
             return 2;
         }
     }
-    bench_run run = {.opts = {.quick = quick, .warmup = 3, .min_repeats = (int)repeats,
+    bench_run run = {.opts = {.quick = quick, .warmup = quick ? 1 : 3, .min_repeats = (int)repeats,
                               .max_repeats = (int)repeats, .min_time = 0}};
     bench_setup_threads(&run, threads); /* before a plugin loads */
     if (gf_dist_init(NULL, NULL) != GF_OK) {
@@ -145,9 +146,12 @@ int bench_dist_command(int argc, char **argv) {
     ddp_state st = {0};
     const bench_train_dist hooks = {ddp_attach, ddp_sync, ddp_detach, &st};
     bench_train_dist_active = &hooks;
-    const int64_t global[2] = {256, 64};
+    /* --quick (a smoke test): small batches too. */
+    const int64_t global[2] = {quick ? 32 : 256, quick ? 8 : 64};
     if (global[0] % world || global[1] % world) {
-        if (rank == 0) fprintf(stderr, "graft-bench dist: the ranks must divide 256 and 64\n");
+        if (rank == 0)
+            fprintf(stderr, "graft-bench dist: the ranks must divide the global batches %lld "
+                    "and %lld\n", (long long)global[0], (long long)global[1]);
         goto out;
     }
     bench_mlp_step(&run, 0, global[0] / world);
