@@ -1,7 +1,8 @@
 /* train_cnn — trains a small convolutional network to tell four kinds of
  * drawn shapes apart, with Adam.
  *
- *   train_cnn [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A]
+ *   train_cnn [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A] [--ddp]
+ *   mpirun -np 2 train_cnn --ddp      (data parallel: see train_util.h)
  *
  * The data are 1x16x16 images the program draws: a horizontal line, a
  * vertical line, a diagonal line or the outline of a square, of random
@@ -60,7 +61,7 @@ static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
-            "usage: %s [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A]\n"
+            "usage: %s [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A] [--ddp]\n"
             "Trains a two-layer CNN to classify 16x16 images of lines and squares (%d\n"
             "training, %d test images) with Adam on the device GRAFT_DEVICE names\n"
             "(default cpu), printing loss and test accuracy per epoch.\n"
@@ -68,7 +69,8 @@ static void usage(FILE *out, const char *argv0) {
             "  --batch B         mini-batch size (default 8)\n"
             "  --lr X            Adam learning rate (default 0.01)\n"
             "  --seed S          seed of graft's generator (default 0)\n"
-            "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n",
+            "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n"
+            "  --ddp             data parallel over the ranks of mpirun (B is the global batch)\n",
             argv0, N_TRAIN, N_TEST);
 }
 
@@ -185,7 +187,7 @@ int main(int argc, char **argv) {
     gf_optimizer *adam = NULL;
     double acc = 0, per_class[N_CLASSES] = {0};
 
-    gf_device *dev = train_device();
+    gf_device *dev = train_device_for(&opt);
     TRY(dev != NULL);
     gf_manual_seed(opt.seed);
     TRY(make_shapes(dev, &x, &y, labels) == GF_OK);
@@ -197,6 +199,7 @@ int main(int argc, char **argv) {
     gf_tensor *params[6] = {m.w1, m.b1, m.w2, m.b2, m.wf, m.bf};
     adam = gf_adam_create(params, 6, &(gf_adam_opts){.lr = opt.lr});
     TRY(adam != NULL);
+    TRY(train_ddp_create(params, 6) == GF_OK);
     printf("data: %d training and %d test images 1x%dx%d of %d shapes; conv %d, conv %d, "
            "linear %d->%d; Adam lr %g, batch %d, %d epochs\n",
            N_TRAIN, N_TEST, SIDE, SIDE, N_CLASSES, C1, C2, FC_IN, N_CLASSES, opt.lr, opt.batch,

@@ -15,7 +15,14 @@
  * TRAIN_LOSS_LOG=<file> appends every batch's loss to that file with nine
  * significant digits (one "epoch batch loss" line each), which the tests use
  * to compare runs on two devices. At the end, a run on a device from which
- * ops fell back to another device says so (graft/device.h, fallback). */
+ * ops fell back to another device says so (graft/device.h, fallback).
+ *
+ * Data parallel (--ddp, when graft was built with libgraft-dist): launched
+ * by mpirun, every rank trains a replica on its shard of each global batch
+ * (gf_dist_shard_indices: rank r takes every world-th example of a shuffled
+ * order; --batch is the GLOBAL batch, split evenly), gf_ddp averages the
+ * gradients before each step, and only rank 0 prints. The global batches
+ * are those of a one-rank run with --ddp, so the accuracy is the same. */
 #ifndef GRAFT_EXAMPLES_TRAIN_UTIL_H
 #define GRAFT_EXAMPLES_TRAIN_UTIL_H
 
@@ -30,12 +37,26 @@
 #include <unistd.h>
 
 #include "graft.h"
+#ifdef GRAFT_EXAMPLES_DIST
+#include "graft/dist.h"
+#endif
 
 #if defined(__GNUC__)
 #define TRAIN_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define TRAIN_PRINTF(a, b)
 #endif
+
+/* The data-parallel state of the run (--ddp); world 1 otherwise. */
+typedef struct train_dist_state {
+    bool on;
+    int rank, world;
+    uint64_t seed;
+#ifdef GRAFT_EXAMPLES_DIST
+    gf_ddp *ddp;
+#endif
+} train_dist_state;
+static train_dist_state train_dist = {.world = 1};
 
 /* ------------------------------------------------------------ progress */
 #define PROGRESS_WIDTH 30
@@ -47,7 +68,9 @@ typedef struct progress {
 } progress;
 
 static inline void progress_init(progress *p, int epochs) {
-    p->tty = isatty(STDOUT_FILENO) == 1;
+    /* mpirun hands every rank a terminal whatever its own output is: no bar
+     * with --ddp. */
+    p->tty = isatty(STDOUT_FILENO) == 1 && !train_dist.on;
     p->drawn = false;
     p->epochs = epochs;
 }
@@ -133,6 +156,7 @@ typedef struct train_options {
     double lr;
     uint64_t seed;
     double min_accuracy; /* < 0: not checked */
+    bool ddp;            /* --ddp: data parallel over the ranks of mpirun */
 } train_options;
 
 /* A program's own options: called with an option and its value; returns 1
@@ -154,6 +178,16 @@ static inline int train_parse_args(int argc, char **argv, const char *prog, int 
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout, argv[0]);
             return 0;
+        }
+        if (!strcmp(a, "--ddp")) {
+#ifdef GRAFT_EXAMPLES_DIST
+            o->ddp = true;
+            continue;
+#else
+            fprintf(stderr, "%s: --ddp needs graft's MPI library (libgraft-dist), which this "
+                    "build lacks: install Open MPI (libopenmpi-dev) and reconfigure\n", prog);
+            return 2;
+#endif
         }
         double v;
         if (i + 1 >= argc) {
@@ -193,6 +227,49 @@ static inline gf_device *train_device(void) {
         printf("device %s (%s), plugin %s\n", gf_device_spec(dev), gf_device_name(dev),
                gf_device_plugin(dev));
     return dev;
+}
+
+/* train_device, and with --ddp: joins the MPI job first, silences stdout on
+ * every rank but 0, and takes the rank's device (gf_dist_device). */
+static inline gf_device *train_device_for(const train_options *o) {
+    if (!o->ddp) return train_device();
+    gf_device *dev = NULL;
+#ifdef GRAFT_EXAMPLES_DIST
+    if (o->ddp) {
+        if (gf_dist_init(NULL, NULL) != GF_OK) return NULL;
+        train_dist.on = true;
+        train_dist.rank = gf_dist_rank();
+        train_dist.world = gf_dist_world_size();
+        train_dist.seed = o->seed;
+        if (train_dist.rank != 0 && !freopen("/dev/null", "w", stdout)) return NULL;
+        if (o->batch % train_dist.world) {
+            fprintf(stderr, "train: --batch %d is the global batch: it must split evenly "
+                    "over the %d ranks\n", o->batch, train_dist.world);
+            gf_set_error(GF_ERR_INVALID, "batch does not split over the ranks");
+            return NULL;
+        }
+        dev = gf_dist_device(NULL);
+        if (dev)
+            printf("data parallel: %d rank(s), global batch %d = %d per rank\n",
+                   train_dist.world, o->batch, o->batch / train_dist.world);
+    }
+#endif
+    if (dev)
+        printf("device %s (%s), plugin %s\n", gf_device_spec(dev), gf_device_name(dev),
+               gf_device_plugin(dev));
+    return dev;
+}
+
+/* With --ddp: keeps the gradients of params equal on every rank (and
+ * starts every replica from rank 0's values). */
+static inline gf_status train_ddp_create(gf_tensor *const *params, int n) {
+#ifdef GRAFT_EXAMPLES_DIST
+    if (train_dist.on) {
+        train_dist.ddp = gf_ddp_create(params, n, NULL);
+        if (!train_dist.ddp) return gf_last_status();
+    }
+#endif
+    return GF_OK;
 }
 
 /* Reports the pending graft error: `what` failed, with graft's message. */
@@ -248,13 +325,28 @@ typedef struct train_loop {
  * *mean_loss is the mean of their losses. */
 static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean_loss) {
     double t0 = now_seconds();
-    gf_tensor *order = shuffled_index(gf_tensor_device(t->x), t->perm, t->u, t->n);
+    gf_device *data_dev = gf_tensor_device(t->x);
+    gf_tensor *order = NULL;
+    int n = t->n, batch = t->batch;
+#ifdef GRAFT_EXAMPLES_DIST
+    if (train_dist.on) { /* this rank's shard, in the epoch's shared order */
+        int64_t count = 0;
+        gf_status s = gf_dist_shard_indices(t->n, train_dist.seed, epoch, true, false,
+                                            train_dist.rank, train_dist.world, t->perm, t->n,
+                                            &count);
+        if (s != GF_OK) return s;
+        n = (int)count;
+        batch = t->batch / train_dist.world;
+        order = gf_from_data(t->perm, (const int64_t[]){n}, 1, GF_I64, data_dev);
+    }
+#endif
+    if (!train_dist.on) order = shuffled_index(data_dev, t->perm, t->u, t->n);
     if (!order) return gf_last_status();
-    int n_batches = (t->n + t->batch - 1) / t->batch, batches = 0, seen = 0;
+    int n_batches = (n + batch - 1) / batch, batches = 0, seen = 0;
     double loss_sum = 0;
     gf_status s = GF_OK;
-    for (int start = 0; start < t->n && s == GF_OK; start += t->batch) {
-        int len = t->n - start < t->batch ? t->n - start : t->batch;
+    for (int start = 0; start < n && s == GF_OK; start += batch) {
+        int len = n - start < batch ? n - start : batch;
         /* Every tensor made in the step is released by gf_scope_end;
          * gradients live on in the parameters' .grad. */
         gf_scope_begin();
@@ -267,6 +359,10 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
         s = loss ? GF_OK : gf_last_status();
         if (s == GF_OK) s = gf_optimizer_zero_grad(t->opt);
         if (s == GF_OK) s = gf_backward(loss, NULL, NULL);
+#ifdef GRAFT_EXAMPLES_DIST
+        /* The mean gradient of the global batch, before the step. */
+        if (s == GF_OK && train_dist.ddp) s = gf_ddp_wait(train_dist.ddp);
+#endif
         if (s == GF_OK) s = gf_optimizer_step(t->opt);
         if (s == GF_OK) s = gf_tensor_item(loss, &lv);
         gf_scope_end();
@@ -280,6 +376,14 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
     }
     gf_tensor_release(order);
     *mean_loss = batches ? loss_sum / batches : 0;
+#ifdef GRAFT_EXAMPLES_DIST
+    if (s == GF_OK && train_dist.on) { /* the mean over ranks, for the display */
+        gf_tensor *l = gf_scalar(*mean_loss, GF_F32, t->dev);
+        s = l ? gf_dist_all_reduce(l, GF_REDUCE_MEAN) : gf_last_status();
+        if (s == GF_OK) s = gf_tensor_item(l, mean_loss);
+        gf_tensor_release(l);
+    }
+#endif
     return s;
 }
 
@@ -325,6 +429,10 @@ static inline int train_check_accuracy(const char *prog, const char *what, doubl
 /* Shuts graft down once every tensor is released: rc, or 1 when graft
  * refuses (a tensor leaked). */
 static inline int train_shutdown(const char *prog, int rc) {
+#ifdef GRAFT_EXAMPLES_DIST
+    gf_ddp_destroy(train_dist.ddp); /* it holds the parameters */
+    train_dist.ddp = NULL;
+#endif
     gf_device *dev = gf_device_default();
     gf_fallback_stats fs;
     if (dev && gf_fallback_get_stats(dev, &fs) == GF_OK && fs.ops) {
@@ -343,6 +451,12 @@ static inline int train_shutdown(const char *prog, int rc) {
         fprintf(stderr, "%s: gf_shutdown failed: %s\n", prog, gf_last_error());
         rc = 1;
     }
+#ifdef GRAFT_EXAMPLES_DIST
+    if (train_dist.on && gf_dist_finalize() != GF_OK && rc == 0) {
+        fprintf(stderr, "%s: gf_dist_finalize failed: %s\n", prog, gf_last_error());
+        rc = 1;
+    }
+#endif
     return rc;
 }
 

@@ -26,7 +26,8 @@ jobs="${JOBS:-$(nproc)}"
 packages=(cmake build-essential pkg-config python3 python3-numpy
           libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-validationlayers
-          libdlpack-dev valgrind clang libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist)
+          libdlpack-dev valgrind clang libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist
+          libopenmpi-dev openmpi-bin)
 
 setup() {
     [ "${GRAFT_SKIP_SETUP:-0}" = 1 ] && return 0

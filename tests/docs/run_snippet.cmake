@@ -1,9 +1,15 @@
 # run_snippet.cmake -DEXE=<program> -DDIR=<working dir> [-DEXPECTED=<file>]
-# Runs one program of the docs; it must exit with 0 and, when the page shows
+#                   [-DLAUNCHER=<command|args...>]
+# Runs one program of the docs (through LAUNCHER, '|'-separated, e.g.
+# mpirun -np 2, when given); it must exit with 0 and, when the page shows
 # its output, print exactly that (trailing blanks aside).
 cmake_minimum_required(VERSION 3.25)
 file(MAKE_DIRECTORY "${DIR}")
-execute_process(COMMAND "${EXE}" WORKING_DIRECTORY "${DIR}" RESULT_VARIABLE rc
+set(launch "")
+if(LAUNCHER)
+  string(REPLACE "|" ";" launch "${LAUNCHER}")
+endif()
+execute_process(COMMAND ${launch} "${EXE}" WORKING_DIRECTORY "${DIR}" RESULT_VARIABLE rc
   OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${EXE} exited with ${rc}\n--- stdout\n${out}\n--- stderr\n${err}")

@@ -2,7 +2,7 @@
 #
 # A C code block that is a complete program is preceded by a marker line:
 #
-#   <!-- program: NAME -->                  (or: <!-- program: NAME requires: dlpack -->)
+#   <!-- program: NAME -->                  (or: <!-- program: NAME requires: dlpack|dist -->)
 #   ```c
 #   ...
 #   ```
@@ -17,7 +17,7 @@
 # graft_doc_snippets(<page.md> <prefix>) sets, in the caller's scope:
 #   <prefix>_NAMES        the programs' names, in page order
 #   <prefix>_CODE_<name>  the program's source
-#   <prefix>_REQ_<name>   what it requires ("" or "dlpack")
+#   <prefix>_REQ_<name>   what it requires ("", "dlpack" or "dist": libgraft-dist, mpirun)
 #   <prefix>_OUT_<name>   the output block's text, if the page has one
 #   <prefix>_UNMARKED     "line N" of each ```c block without a marker
 #   <prefix>_DUPLICATES   names used by more than one program

@@ -7,6 +7,7 @@
  *   workloads_train.c    MLP and CNN training steps
  *   workloads_overhead.c per-op dispatch and autograd overhead
  *   autograd_cmd.c       `graft-bench autograd`, the single-workload mode
+ *   dist_cmd.c           `graft-bench dist`, under mpirun (with libgraft-dist)
  *   output_text.c        terminal table, CSV, JSON
  *   output_svg.c         the bar chart
  *
@@ -145,6 +146,17 @@ void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
+/* Data-parallel training steps (graft-bench dist): when set, the training
+ * workloads call attach once with their parameters, sync after each
+ * backward (before the update), detach at the end. attach and sync return 0,
+ * or -1 with the graft error set. */
+typedef struct bench_train_dist {
+    int (*attach)(gf_tensor *const *params, int n, void *user);
+    int (*sync)(void *user);
+    void (*detach)(void *user);
+    void *user;
+} bench_train_dist;
+extern const bench_train_dist *bench_train_dist_active;
 
 /* ---- the autograd chain, shared with `graft-bench autograd` (workloads_overhead.c) */
 typedef struct bench_chain {
@@ -159,6 +171,10 @@ typedef struct bench_chain {
 int bench_chain_once(const bench_chain *ch, gf_device *dev, gf_tensor *x, bool check,
                      double *fwd, double *bwd, double *nograd, char *why, size_t why_len);
 int bench_autograd_command(int argc, char **argv); /* autograd_cmd.c */
+int bench_dist_command(int argc, char **argv);     /* dist_cmd.c */
+/* Sets the thread variables of --threads (threads > 0) and describes them
+ * into run->threads (main.c). */
+void bench_setup_threads(bench_run *run, long threads);
 
 /* ---- outputs */
 void bench_print_table(const bench_run *run, FILE *out);

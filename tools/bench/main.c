@@ -4,6 +4,7 @@
  *   graft-bench [--device SPEC]... [--baseline SPEC] [--only LIST] [--threads N]
  *               [--quick] [--csv | --json] [--svg FILE] ...
  *   graft-bench autograd [--ops N] [--repeats R] [--scalar] [--json]
+ *   mpirun -np W graft-bench dist [--repeats R] [--threads N] [--quick]
  *
  * Exit status: 0 when every workload ran or was n/a on a device that lacks
  * an op; 1 when one failed (a graft error, or a result that fails its check)
@@ -51,6 +52,7 @@ static void usage(FILE *out, const char *argv0) {
     fprintf(out,
         "usage: %s [options]\n"
         "       %s autograd [--ops N] [--repeats R] [--scalar] [--json]\n"
+        "       mpirun -np W %s dist [--repeats R] [--threads N] [--quick]\n"
         "Runs one matched set of workloads on every device graft finds (or those named)\n"
         "and prints them side by side: the median time and its spread over repeated runs\n"
         "after a warm-up, GFLOP/s or GB/s, the host<->device transfer of inputs and output\n"
@@ -74,8 +76,11 @@ static void usage(FILE *out, const char *argv0) {
         "  --no-progress    no progress line on stderr (off anyway when it is not a terminal)\n"
         "  --list           list the workloads and exit\n"
         "  autograd         the autograd-overhead workload alone on GRAFT_DEVICE, in the\n"
-        "                   form bench_autograd_torch.py compares with PyTorch\n",
-        argv0, argv0);
+        "                   form bench_autograd_torch.py compares with PyTorch\n"
+        "  dist             under mpirun: data-parallel MLP and CNN steps (global batch\n"
+        "                   split over the ranks) and graft's all_reduce against\n"
+        "                   MPI_Allreduce (needs libgraft-dist)\n",
+        argv0, argv0, argv0);
 }
 
 /* ------------------------------------------------------------ results */
@@ -259,7 +264,7 @@ static void list_workloads(void) {
 }
 
 /* ------------------------------------------------------------ threads and devices */
-static void setup_threads(bench_run *run, long threads) {
+void bench_setup_threads(bench_run *run, long threads) {
     char val[24];
     snprintf(val, sizeof val, "%ld", threads);
     if (threads > 0)
@@ -365,6 +370,11 @@ static int write_profile(const cli *c, const char *family, const char *spec) {
 
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "dist")) {
+        int rc = bench_dist_command(argc - 2, argv + 2);
+        if (rc == 2) usage(stderr, argv[0]);
+        return rc;
+    }
     if (argc >= 2 && !strcmp(argv[1], "autograd")) {
         int rc = bench_autograd_command(argc - 2, argv + 2);
         if (rc == 2) usage(stderr, argv[0]);
@@ -387,7 +397,7 @@ int main(int argc, char **argv) {
     }
     bench_run run = {.opts = c.opts};
     run.opts.progress = !c.no_progress && isatty(STDERR_FILENO);
-    setup_threads(&run, c.threads); /* before anything loads a plugin */
+    bench_setup_threads(&run, c.threads); /* before anything loads a plugin */
 
     int rc = 1;
     if (gf_init() != GF_OK) {

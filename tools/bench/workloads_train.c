@@ -16,6 +16,8 @@
 #include "bench.h"
 
 #define MAX_PARAMS 6
+
+const bench_train_dist *bench_train_dist_active;
 #define N_CLASSES 10
 
 typedef struct train_case train_case;
@@ -60,6 +62,9 @@ static int step_train(void *state) {
         loss = gf_cross_entropy(t->forward(t), t->y, NULL, GF_REDUCTION_MEAN, -100, 0.0);
         s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
     }
+    /* Data parallel (graft-bench dist): the gradients' mean over ranks. */
+    const bench_train_dist *dd = bench_train_dist_active;
+    if (s == GF_OK && dd && dd->sync(dd->user) != 0) s = gf_last_status();
     if (s == GF_OK) s = gf_optimizer_step(t->opt);
     if (s == GF_OK) {
         gf_tensor_release(t->loss);
@@ -112,6 +117,11 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         bench_result_graft_error(r, "creating the batch or the optimizer");
         goto done;
     }
+    if (bench_train_dist_active &&
+        bench_train_dist_active->attach(t->param, t->n_params, bench_train_dist_active->user)) {
+        bench_result_graft_error(r, "data-parallel set-up");
+        goto done;
+    }
     r->has_transfer = true;
     r->h2d_bytes = (double)t->x_numel * sizeof(float) + (double)t->batch * sizeof(int64_t);
     r->d2h_bytes = sizeof(float);
@@ -136,6 +146,7 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
                            "(step %d) on one fixed batch; it must fall", first, last,
                            run->opts.warmup + r->time.runs);
 done:
+    if (bench_train_dist_active) bench_train_dist_active->detach(bench_train_dist_active->user);
     gf_tensor_release(t->loss);
     gf_optimizer_destroy(t->opt);
     for (int i = 0; i < t->n_params; i++) gf_tensor_release(t->param[i]);
