@@ -230,10 +230,35 @@ typedef struct gf_adam_opts {
     double weight_decay;
     bool decoupled_weight_decay; /* true = AdamW */
 } gf_adam_opts;
+/* PyTorch's RMSprop (0 means the default here too). centered: normalise by
+ * the variance estimate (square_avg - grad_avg^2). */
+typedef struct gf_rmsprop_opts {
+    double lr;    /* 0 = 1e-2 */
+    double alpha; /* 0 = 0.99; in [0, 1] */
+    double eps;   /* 0 = 1e-8 */
+    double weight_decay;
+    double momentum;
+    bool centered;
+} gf_rmsprop_opts;
+/* PyTorch's Adagrad: lr / (1 + (step - 1) lr_decay), the sum of squared
+ * gradients starting at initial_accumulator_value. */
+typedef struct gf_adagrad_opts {
+    double lr;  /* 0 = 1e-2 */
+    double lr_decay;
+    double weight_decay;
+    double initial_accumulator_value;
+    double eps; /* 0 = 1e-10 */
+} gf_adagrad_opts;
 /* Retain the parameters until gf_optimizer_destroy. Fails: INVALID (bad
  * options, a parameter that is not a float leaf requiring grad). */
 GF_API gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts);
 GF_API gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts);
+/* Deviation for both: an option of 0 selects the default, so RMSprop's
+ * alpha = 0 and an explicit lr = 0 cannot be asked for (as Adam here). */
+GF_API gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n,
+                                       const gf_rmsprop_opts *opts);
+GF_API gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n,
+                                       const gf_adagrad_opts *opts);
 GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
