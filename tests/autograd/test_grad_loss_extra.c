@@ -1,6 +1,7 @@
 /* test_grad_loss_extra.c — the composed losses of graft/nn.h
  * (binary_cross_entropy[_with_logits], l1, smooth_l1, huber, kl_div,
- * margin_ranking, cosine_similarity, cosine_embedding): forward values
+ * margin_ranking, cosine_similarity, cosine_embedding) and cross_entropy
+ * with class-probability targets: forward values
  * against scalar loops written from PyTorch's formulas (contiguous,
  * transposed, broadcast, 0-size, every reduction), the errors of each op,
  * and gf_gradcheck / gf_gradgradcheck in f64. */
@@ -163,6 +164,31 @@ static void test_regression_forward(void) {
     CHECK_REDUCTIONS("smooth_l1 0.5", gf_smooth_l1_loss(d, e, red, 0.5), sl, 6, 1e-14);
     CHECK_REDUCTIONS("smooth_l1 0", gf_smooth_l1_loss(d, e, red, 0.0), sl0, 6, 1e-14);
     CHECK_REDUCTIONS("huber 1.5", gf_huber_loss(d, e, red, 1.5), hu, 6, 1e-14);
+    /* 0 elements: none is empty, mean NaN, sum 0 (every pointwise loss) */
+    int64_t s03[2] = {0, 3};
+    gf_tensor *z0 = gf_zeros(s03, 2, GF_F64, NULL);
+    double nan_ = NAN, zero = 0;
+    for (int k = 0; k < 6; k++) {
+        gf_tensor *y[3];
+        for (int r = 0; r < 3; r++) {
+            gf_reduction red = REDS[r];
+            y[r] = k == 0 ? gf_l1_loss(z0, e3, red)
+                 : k == 1 ? gf_smooth_l1_loss(z0, z0, red, 1.0)
+                 : k == 2 ? gf_huber_loss(z0, z0, red, 1.0)
+                 : k == 3 ? gf_kl_div(z0, z0, red, k == 3)
+                 : k == 4 ? gf_binary_cross_entropy_with_logits(z0, z0, NULL, e3, red)
+                          : gf_margin_ranking_loss(z0, z0, z0, 0.5, red);
+        }
+        CHECK_MSG(y[0] && gf_tensor_numel(y[0]) == 0 && gf_tensor_size(y[0], 1) == 3,
+                  "empty loss %d: %s", k, gf_last_error());
+        check_values("empty mean", y[1], &nan_, 1, 0);
+        check_values("empty sum", y[2], &zero, 1, 0);
+        for (int r = 0; r < 3; r++) gf_tensor_release(y[r]);
+    }
+    gf_tensor *cs = gf_cosine_similarity(z0, e3, 1, 1e-8);
+    CHECK(cs && gf_tensor_rank(cs) == 1 && gf_tensor_size(cs, 0) == 0);
+    gf_tensor_release(cs);
+    gf_tensor_release(z0);
     gf_tensor *ts[] = {d, e, e3};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
@@ -274,6 +300,65 @@ static void test_ranking_cosine_forward(void) {
     CHECK_REDUCTIONS("cosine_embedding", gf_cosine_embedding_loss(a, b, t, -0.2, red), ce, 2,
                      1e-14);
     gf_tensor *ts[] = {a, b, y, y2, b0, zr, t};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
+}
+
+/* cross_entropy with class-probability targets (ops_loss.c), forward
+ * values: -sum_c w_c t'_c log_softmax(x)_c, t' = (1 - ls) t + ls / C; mean
+ * divides by the number of samples. */
+static void test_cross_entropy_probs_forward(void) {
+    int64_t s23[2] = {2, 3}, s3 = 3;
+    double t6[6] = {0.2, 0.5, 0.3, 1.0, 0.0, 0.0};
+    gf_tensor *x = f64s(Z6, s23, 2, false), *t = f64s(t6, s23, 2, false);
+    gf_tensor *w = f64s(W3, &s3, 1, false);
+    for (int wi = 0; wi < 2; wi++)
+        for (int li = 0; li < 2; li++) {
+            double ls = li ? 0.2 : 0.0, el[2];
+            for (int r = 0; r < 2; r++) {
+                double m = -INFINITY, se = 0, l = 0;
+                for (int c = 0; c < 3; c++) m = fmax(m, Z6[r * 3 + c]);
+                for (int c = 0; c < 3; c++) se += exp(Z6[r * 3 + c] - m);
+                for (int c = 0; c < 3; c++) {
+                    double lp = Z6[r * 3 + c] - m - log(se);
+                    double tt = (1 - ls) * t6[r * 3 + c] + ls / 3;
+                    l -= (wi ? W3[c] : 1.0) * tt * lp;
+                }
+                el[r] = l;
+            }
+            double sum = el[0] + el[1], mean = sum / 2;
+            gf_tensor *y = gf_cross_entropy(x, t, wi ? w : NULL, GF_REDUCTION_NONE, -100, ls);
+            check_values("cross_entropy probs none", y, el, 2, 1e-14);
+            gf_tensor_release(y);
+            y = gf_cross_entropy(x, t, wi ? w : NULL, GF_REDUCTION_MEAN, -100, ls);
+            check_values("cross_entropy probs mean", y, &mean, 1, 1e-14);
+            gf_tensor_release(y);
+            y = gf_cross_entropy(x, t, wi ? w : NULL, GF_REDUCTION_SUM, -100, ls);
+            check_values("cross_entropy probs sum", y, &sum, 1, 1e-14);
+            gf_tensor_release(y);
+        }
+    /* transposed logits and targets ([3, 2] stored, read as [2, 3]) */
+    int64_t s32[2] = {3, 2};
+    double zt[6], tt[6];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            zt[c * 2 + r] = Z6[r * 3 + c];
+            tt[c * 2 + r] = t6[r * 3 + c];
+        }
+    gf_tensor *a = f64s(zt, s32, 2, false), *b = f64s(tt, s32, 2, false);
+    gf_tensor *av = gf_transpose(a, 0, 1), *bv = gf_transpose(b, 0, 1);
+    gf_tensor *y1 = gf_cross_entropy(av, bv, NULL, GF_REDUCTION_NONE, -100, 0.0);
+    gf_tensor *y2 = gf_cross_entropy(x, t, NULL, GF_REDUCTION_NONE, -100, 0.0);
+    double v2[2] = {0, 0};
+    CHECK(y2 && gf_tensor_to_host(y2, v2, sizeof v2) == GF_OK);
+    check_values("cross_entropy probs transposed", y1, v2, 2, 1e-14);
+    /* errors: shape, dtype */
+    gf_tensor *t32 = gf_to_dtype(t, GF_F32);
+    gf_tensor *e = gf_cross_entropy(x, a, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+    CHECK(e == NULL && gf_last_status() == GF_ERR_SHAPE);
+    CHECK_CONTAINS(gf_last_error(), "cross_entropy: a float target holds class probabilities");
+    e = gf_cross_entropy(x, t32, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+    CHECK(e == NULL && gf_last_status() == GF_ERR_DTYPE);
+    gf_tensor *ts[] = {x, t, w, a, b, av, bv, y1, y2, t32};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
 
@@ -512,6 +597,7 @@ int main(void) {
     RUN(test_regression_forward);
     RUN(test_kl_div_forward);
     RUN(test_ranking_cosine_forward);
+    RUN(test_cross_entropy_probs_forward);
     RUN(test_errors);
     RUN(test_gradients);
     RUN(test_finite_at_zero);
