@@ -239,10 +239,35 @@ typedef struct gf_adam_opts {
     double weight_decay;
     bool decoupled_weight_decay; /* true = AdamW */
 } gf_adam_opts;
+/* PyTorch's RMSprop (0 means the default here too). centered: normalise by
+ * the variance estimate (square_avg - grad_avg^2). */
+typedef struct gf_rmsprop_opts {
+    double lr;    /* 0 = 1e-2 */
+    double alpha; /* 0 = 0.99; in [0, 1] */
+    double eps;   /* 0 = 1e-8 */
+    double weight_decay;
+    double momentum;
+    bool centered;
+} gf_rmsprop_opts;
+/* PyTorch's Adagrad: lr / (1 + (step - 1) lr_decay), the sum of squared
+ * gradients starting at initial_accumulator_value. */
+typedef struct gf_adagrad_opts {
+    double lr;  /* 0 = 1e-2 */
+    double lr_decay;
+    double weight_decay;
+    double initial_accumulator_value;
+    double eps; /* 0 = 1e-10 */
+} gf_adagrad_opts;
 /* Retain the parameters until gf_optimizer_destroy. Fails: INVALID (bad
  * options, a parameter that is not a float leaf requiring grad). */
 GF_API gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts);
 GF_API gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts);
+/* Deviation for both: an option of 0 selects the default, so RMSprop's
+ * alpha = 0 and an explicit lr = 0 cannot be asked for (as Adam here). */
+GF_API gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n,
+                                       const gf_rmsprop_opts *opts);
+GF_API gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n,
+                                       const gf_adagrad_opts *opts);
 GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
@@ -280,6 +305,74 @@ GF_API gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const ch
  * errors. */
 GF_API gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *d,
                                               const char *prefix);
+
+/* ---- gradient clipping (core/src/autograd/train_utils.c), in place on
+ * each parameter's .grad under no-grad; parameters without a gradient are
+ * skipped. Fails: INVALID (NULL list entry, bad option), and what the ops
+ * fail with. */
+/* PyTorch's torch.nn.utils.clip_grad_norm_: the total norm of order
+ * norm_type (p > 0, INFINITY for the max norm; PyTorch's default 2) over
+ * every gradient as if concatenated; each gradient is then multiplied by
+ * min(max_norm / (total + 1e-6), 1). total_norm (may be NULL) receives the
+ * norm before clipping (0 with no gradients). With error_if_nonfinite a
+ * NaN or infinite total fails INVALID before anything is scaled; without
+ * it the gradients are scaled anyway, as PyTorch. Deviation: the norm is
+ * combined on the host in f64 (one device read per gradient), PyTorch
+ * keeps it on the device in the gradients' dtype; norm_type <= 0 (PyTorch's
+ * 0-"norm", -inf) fails INVALID. */
+GF_API gf_status gf_clip_grad_norm_(gf_tensor *const *params, int n, double max_norm,
+                                    double norm_type, bool error_if_nonfinite,
+                                    double *total_norm);
+/* PyTorch's clip_grad_value_: clamps every gradient to [-clip_value,
+ * clip_value]. clip_value negative or NaN fails INVALID (PyTorch does not
+ * check). */
+GF_API gf_status gf_clip_grad_value_(gf_tensor *const *params, int n, double clip_value);
+
+/* ---- parameter initialisers, as torch.nn.init (the _ marks in place).
+ * t: a float tensor (DTYPE otherwise), usually a leaf parameter that
+ * requires grad: it is written under no-grad (no history, version bumped).
+ * Random ones draw from graft's generator (gf_manual_seed), so the
+ * distribution is PyTorch's but not its numbers. A 0-element tensor is
+ * left alone (PyTorch warns). PyTorch's default init of a linear/conv
+ * weight is gf_init_kaiming_uniform_(w, sqrt(5), GF_FAN_IN,
+ * GF_NONLIN_LEAKY_RELU) (bound 1 / sqrt(fan_in)), of its bias uniform in
+ * +-1 / sqrt(fan_in). */
+typedef enum gf_nonlinearity {
+    GF_NONLIN_LINEAR = 0, /* also PyTorch's conv1d/2d/3d and transposed forms: gain 1 */
+    GF_NONLIN_SIGMOID = 1,  /* 1 */
+    GF_NONLIN_TANH = 2,     /* 5/3 */
+    GF_NONLIN_RELU = 3,     /* sqrt(2) */
+    GF_NONLIN_LEAKY_RELU = 4, /* sqrt(2 / (1 + slope^2)) */
+    GF_NONLIN_SELU = 5      /* 3/4 */
+} gf_nonlinearity;
+typedef enum gf_fan_mode { GF_FAN_IN = 0, GF_FAN_OUT = 1 } gf_fan_mode;
+/* torch.nn.init.calculate_gain. param: leaky_relu's negative slope (NAN
+ * for PyTorch's default 0.01), ignored by the others. Fails INVALID for an
+ * unknown nonlinearity or an infinite slope. */
+GF_API gf_status gf_init_calculate_gain(gf_nonlinearity nonlinearity, double param,
+                                        double *gain);
+/* PyTorch's _calculate_fan_in_and_fan_out: with receptive = the product
+ * of dims 2.., fan_in = size(1) * receptive, fan_out = size(0) * receptive.
+ * Fails SHAPE for rank < 2. Either output may be NULL. */
+GF_API gf_status gf_init_fans(const gf_tensor *t, int64_t *fan_in, int64_t *fan_out);
+GF_API gf_status gf_init_constant_(gf_tensor *t, double value);
+GF_API gf_status gf_init_zeros_(gf_tensor *t);
+GF_API gf_status gf_init_ones_(gf_tensor *t);
+/* U(a, b); INVALID unless a <= b, both finite (PyTorch defaults 0, 1). */
+GF_API gf_status gf_init_uniform_(gf_tensor *t, double a, double b);
+/* N(mean, std^2); INVALID unless finite and std >= 0 (defaults 0, 1). */
+GF_API gf_status gf_init_normal_(gf_tensor *t, double mean, double std);
+/* std = gain sqrt(2 / (fan_in + fan_out)); uniform in +-sqrt(3) std
+ * (PyTorch's default gain 1). SHAPE for rank < 2. */
+GF_API gf_status gf_init_xavier_uniform_(gf_tensor *t, double gain);
+GF_API gf_status gf_init_xavier_normal_(gf_tensor *t, double gain);
+/* std = calculate_gain(nonlinearity, a) / sqrt(fan), fan by mode; uniform
+ * in +-sqrt(3) std. PyTorch's defaults: a = 0, GF_FAN_IN,
+ * GF_NONLIN_LEAKY_RELU (gain sqrt(2) at a = 0). SHAPE for rank < 2. */
+GF_API gf_status gf_init_kaiming_uniform_(gf_tensor *t, double a, gf_fan_mode mode,
+                                          gf_nonlinearity nonlinearity);
+GF_API gf_status gf_init_kaiming_normal_(gf_tensor *t, double a, gf_fan_mode mode,
+                                         gf_nonlinearity nonlinearity);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,11 @@ typedef struct gf_pool2d_opts {
 typedef enum gf_reduction {
     GF_REDUCTION_NONE = 0,
     GF_REDUCTION_MEAN = 1,
-    GF_REDUCTION_SUM = 2
+    GF_REDUCTION_SUM = 2,
+    /* kl_div only (PyTorch's reduction='batchmean'): the sum divided by
+     * the size of dim 0 (the sum itself for a 0-dim loss). Every other
+     * loss refuses it (INVALID). */
+    GF_REDUCTION_BATCHMEAN = 3
 } gf_reduction;
 
 /* x [N, Ci, H, W], weight [Co, Ci/groups, kh, kw], bias [Co] or NULL.
@@ -92,6 +96,76 @@ GF_API gf_tensor *gf_nll_loss(const gf_tensor *log_probs, const gf_tensor *targe
                               int64_t ignore_index);
 GF_API gf_tensor *gf_mse_loss(const gf_tensor *input, const gf_tensor *target,
                               gf_reduction reduction);
+
+/* ---- more losses (core/src/ops_loss_extra.c), composed from public ops,
+ * so gradients of every order come from those ops (no device kernel).
+ * Every loss: new reference, borrowed inputs, NULL on error; float inputs
+ * (DTYPE otherwise) on one device (DEVICE); reduction NONE gives the
+ * elementwise loss, SUM its sum, MEAN its mean over every element (NaN for
+ * 0 elements, as PyTorch); any other reduction fails INVALID. Errors name
+ * the op. */
+
+/* PyTorch's binary_cross_entropy: input holds probabilities, target has
+ * input's shape exactly (SHAPE otherwise), weight (NULL or broadcastable to
+ * input's shape) scales each element. loss = -w (t max(log x, -100) +
+ * (1 - t) max(log(1 - x), -100)). An input element outside [0, 1] fails
+ * INVALID (one device-to-host read of a flag per call). Deviation: at a
+ * clamped log (x exactly 0 or 1) the gradient is that of the clamp (0 from
+ * that term), where PyTorch's fused backward divides by max(x (1 - x), 1e-12). */
+GF_API gf_tensor *gf_binary_cross_entropy(const gf_tensor *input, const gf_tensor *target,
+                                          const gf_tensor *weight, gf_reduction reduction);
+/* PyTorch's binary_cross_entropy_with_logits, in the stable form
+ * loss = w ((1 - t) x + (1 + (pw - 1) t) softplus(-x)), softplus(-x) taken
+ * as log1p(exp(-x)) for x >= 0 and -x + log1p(exp(x)) below (smooth at 0).
+ * target has input's shape exactly; weight and pos_weight (each NULL or
+ * broadcastable to input's shape, pos_weight typically [C] for the last
+ * dim) as PyTorch. */
+GF_API gf_tensor *gf_binary_cross_entropy_with_logits(const gf_tensor *input,
+                                                      const gf_tensor *target,
+                                                      const gf_tensor *weight,
+                                                      const gf_tensor *pos_weight,
+                                                      gf_reduction reduction);
+/* PyTorch's l1_loss: |input - target|; input and target broadcast (PyTorch
+ * warns there, graft does not). */
+GF_API gf_tensor *gf_l1_loss(const gf_tensor *input, const gf_tensor *target,
+                             gf_reduction reduction);
+/* PyTorch's smooth_l1_loss (PyTorch's default beta is 1.0): with z =
+ * |input - target|, 0.5 z^2 / beta where z < beta, else z - 0.5 beta;
+ * beta 0 is l1_loss. beta negative, NaN or infinite fails INVALID. */
+GF_API gf_tensor *gf_smooth_l1_loss(const gf_tensor *input, const gf_tensor *target,
+                                    gf_reduction reduction, double beta);
+/* PyTorch's huber_loss (default delta 1.0): 0.5 z^2 where z < delta, else
+ * delta (z - 0.5 delta). delta <= 0, NaN or infinite fails INVALID. */
+GF_API gf_tensor *gf_huber_loss(const gf_tensor *input, const gf_tensor *target,
+                                gf_reduction reduction, double delta);
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities
+ * (loss = xlogy(t, t) - t input: 0 where t == 0, NaN where t < 0) or, with
+ * log_target, log-probabilities (loss = exp(t) (t - input)). Broadcasts.
+ * Also takes GF_REDUCTION_BATCHMEAN (the reduction that matches the KL
+ * divergence; MEAN divides by every element, as PyTorch). */
+GF_API gf_tensor *gf_kl_div(const gf_tensor *input, const gf_tensor *target,
+                            gf_reduction reduction, bool log_target);
+/* PyTorch's margin_ranking_loss: max(0, -target (input1 - input2) +
+ * margin). The three must have one rank (SHAPE otherwise, as PyTorch) and
+ * broadcast together; target holds 1 or -1 (not checked, as PyTorch). */
+GF_API gf_tensor *gf_margin_ranking_loss(const gf_tensor *input1, const gf_tensor *input2,
+                                         const gf_tensor *target, double margin,
+                                         gf_reduction reduction);
+/* PyTorch's cosine_similarity (defaults dim 1, eps 1e-8): sum over dim of
+ * (x1 / max(||x1||, eps)) (x2 / max(||x2||, eps)), x1 and x2 broadcast
+ * together, dim indexes the broadcast shape (negative counts from the end;
+ * out of range fails INDEX). 0-dim inputs fail SHAPE; eps < 0 INVALID.
+ * A zero vector gives 0 with a finite gradient. */
+GF_API gf_tensor *gf_cosine_similarity(const gf_tensor *x1, const gf_tensor *x2, int dim,
+                                       double eps);
+/* PyTorch's cosine_embedding_loss: input1, input2 both [N, D] with target
+ * [N], or both [D] with a 0-dim target (SHAPE otherwise). With PyTorch's
+ * cos = sum(x1 x2) / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12)): loss is
+ * 1 - cos where target == 1, max(0, cos - margin) where target == -1,
+ * 0 for any other target value. target may be of any dtype. */
+GF_API gf_tensor *gf_cosine_embedding_loss(const gf_tensor *input1, const gf_tensor *input2,
+                                           const gf_tensor *target, double margin,
+                                           gf_reduction reduction);
 
 #ifdef __cplusplus
 }

@@ -15,15 +15,17 @@
 #include "profiler_internal.h"
 #include "interop_internal.h"
 
-typedef enum opt_kind { OPT_SGD, OPT_ADAM } opt_kind;
+typedef enum opt_kind { OPT_SGD, OPT_ADAM, OPT_RMSPROP, OPT_ADAGRAD } opt_kind;
 
 /* Per-parameter state: SGD uses buf1 (momentum buffer); Adam uses buf1
  * (exp_avg), buf2 (exp_avg_sq) and step (its own count, as PyTorch keeps
  * one per parameter: a parameter skipped for lack of a gradient does not
- * advance its bias correction). */
+ * advance its bias correction). RMSprop: buf1 square_avg, buf2 the momentum
+ * buffer, buf3 grad_avg (centered). Adagrad: buf1 the sum of squares,
+ * step its own count (for lr_decay). */
 typedef struct param_state {
     gf_tensor *param; /* reference */
-    gf_tensor *buf1, *buf2;
+    gf_tensor *buf1, *buf2, *buf3;
     int64_t step;
 } param_state;
 
@@ -31,6 +33,8 @@ struct gf_optimizer {
     opt_kind kind;
     gf_sgd_opts sgd;
     gf_adam_opts adam; /* defaults resolved */
+    gf_rmsprop_opts rmsprop;
+    gf_adagrad_opts adagrad;
     int n;
     param_state *ps;
 };
@@ -148,6 +152,52 @@ gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts
     if (check_params(op, params, n) != GF_OK) return NULL;
     gf_optimizer *opt = opt_new(OPT_ADAM, params, n);
     if (opt) opt->adam = o;
+    return opt;
+}
+
+gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmsprop_opts *opts) {
+    const char *op = "gf_rmsprop_create";
+    gf_rmsprop_opts o = {0};
+    if (opts) o = *opts;
+    if (o.lr == 0) o.lr = 1e-2;
+    if (o.alpha == 0) o.alpha = 0.99;
+    if (o.eps == 0) o.eps = 1e-8;
+    const char *bad = !nonneg(o.lr) ? "lr" : !(o.alpha >= 0 && o.alpha <= 1) ? "alpha"
+                    : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
+                    : !nonneg(o.momentum) ? "momentum" : NULL;
+    if (bad) {
+        double v = !strcmp(bad, "lr") ? o.lr : !strcmp(bad, "alpha") ? o.alpha
+                 : !strcmp(bad, "eps") ? o.eps : !strcmp(bad, "weight_decay") ? o.weight_decay
+                 : o.momentum;
+        gf__error(GF_ERR_INVALID, "%s: invalid %s %g; it must be %s", op, bad, v,
+                  !strcmp(bad, "alpha") ? "in [0, 1]" : "finite and >= 0");
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_RMSPROP, params, n);
+    if (opt) opt->rmsprop = o;
+    return opt;
+}
+
+gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n, const gf_adagrad_opts *opts) {
+    const char *op = "gf_adagrad_create";
+    gf_adagrad_opts o = {0};
+    if (opts) o = *opts;
+    if (o.lr == 0) o.lr = 1e-2;
+    if (o.eps == 0) o.eps = 1e-10;
+    const char *bad = !nonneg(o.lr) ? "lr" : !nonneg(o.lr_decay) ? "lr_decay"
+                    : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
+                    : !nonneg(o.initial_accumulator_value) ? "initial_accumulator_value" : NULL;
+    if (bad) {
+        double v = !strcmp(bad, "lr") ? o.lr : !strcmp(bad, "lr_decay") ? o.lr_decay
+                 : !strcmp(bad, "eps") ? o.eps : !strcmp(bad, "weight_decay") ? o.weight_decay
+                 : o.initial_accumulator_value;
+        gf__error(GF_ERR_INVALID, "%s: invalid %s %g; it must be finite and >= 0", op, bad, v);
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_ADAGRAD, params, n);
+    if (opt) opt->adagrad = o;
     return opt;
 }
 
@@ -272,6 +322,76 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
     return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1));
 }
 
+/* PyTorch's RMSprop: g += wd p; sq = alpha sq + (1 - alpha) g^2; avg =
+ * sqrt(sq - ga^2) + eps with ga = alpha ga + (1 - alpha) g when centered,
+ * else sqrt(sq) + eps; with momentum buf = momentum buf + g / avg and
+ * p -= lr buf, else p -= lr g / avg. */
+static gf_status rmsprop_update(const gf_rmsprop_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if (o->weight_decay != 0) {
+        g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
+        if (!g) return failed();
+    }
+    if (!st->buf1) {
+        gf_tensor *sq = gf_zeros_like(p);
+        if (!sq) return failed();
+        st->buf1 = gf_scope_keep(sq);
+    }
+    if ((s = scale_(st->buf1, o->alpha)) != GF_OK) return s;
+    if ((s = update_(GFP_OP_ADD, st->buf1, gf_mul_scalar(gf_mul(g, g), 1.0 - o->alpha))) !=
+        GF_OK)
+        return s;
+    gf_tensor *avg;
+    if (o->centered) {
+        if (!st->buf3) {
+            gf_tensor *ga = gf_zeros_like(p);
+            if (!ga) return failed();
+            st->buf3 = gf_scope_keep(ga);
+        }
+        if ((s = scale_(st->buf3, o->alpha)) != GF_OK) return s;
+        if ((s = update_(GFP_OP_ADD, st->buf3, gf_mul_scalar(g, 1.0 - o->alpha))) != GF_OK)
+            return s;
+        avg = gf_add_scalar(gf_sqrt(gf_sub(st->buf1, gf_mul(st->buf3, st->buf3))), o->eps);
+    } else {
+        avg = gf_add_scalar(gf_sqrt(st->buf1), o->eps);
+    }
+    gf_tensor *step = gf_div(g, avg);
+    if (!step) return failed();
+    if (o->momentum > 0) {
+        if (!st->buf2) {
+            gf_tensor *b = gf_zeros_like(p);
+            if (!b) return failed();
+            st->buf2 = gf_scope_keep(b);
+        }
+        if ((s = scale_(st->buf2, o->momentum)) != GF_OK) return s;
+        if ((s = update_(GFP_OP_ADD, st->buf2, step)) != GF_OK) return s;
+        step = st->buf2;
+    }
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(step, o->lr));
+}
+
+/* PyTorch's Adagrad: step += 1; g += wd p; clr = lr / (1 + (step - 1)
+ * lr_decay); sum += g^2; p -= clr g / (sqrt(sum) + eps). */
+static gf_status adagrad_update(const gf_adagrad_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if (!st->buf1) {
+        gf_tensor *sum = gf_full_like(p, o->initial_accumulator_value);
+        if (!sum) return failed();
+        st->buf1 = gf_scope_keep(sum);
+    }
+    st->step++;
+    if (o->weight_decay != 0) {
+        g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
+        if (!g) return failed();
+    }
+    double clr = o->lr / (1.0 + (double)(st->step - 1) * o->lr_decay);
+    if ((s = update_(GFP_OP_ADD, st->buf1, gf_mul(g, g))) != GF_OK) return s;
+    gf_tensor *std = gf_add_scalar(gf_sqrt(st->buf1), o->eps);
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(g, std), clr));
+}
+
 gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
@@ -283,8 +403,12 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
         gf_scope_begin();
         gf_tensor *g = gf_tensor_grad(st->param);
         if (g) { /* parameters without a gradient are skipped, as in PyTorch */
-            s = opt->kind == OPT_SGD ? sgd_update(&opt->sgd, st, g)
-                                     : adam_update(&opt->adam, st, g);
+            switch (opt->kind) {
+            case OPT_SGD: s = sgd_update(&opt->sgd, st, g); break;
+            case OPT_ADAM: s = adam_update(&opt->adam, st, g); break;
+            case OPT_RMSPROP: s = rmsprop_update(&opt->rmsprop, st, g); break;
+            case OPT_ADAGRAD: s = adagrad_update(&opt->adagrad, st, g); break;
+            }
         }
         gf_scope_end();
         if (s != GF_OK) {
@@ -331,6 +455,7 @@ void gf_optimizer_destroy(gf_optimizer *opt) {
         gf_tensor_release(opt->ps[i].param);
         gf_tensor_release(opt->ps[i].buf1);
         gf_tensor_release(opt->ps[i].buf2);
+        gf_tensor_release(opt->ps[i].buf3);
     }
     free(opt->ps);
     free(opt);
