@@ -437,7 +437,7 @@ static void act_nn(reader *r) {
         int k = pick(r, 8) ? 1 + pick(r, 3) : INT32_MAX;
         gf_pool2d_opts o = {.kernel = {k, k}, .stride = {small_or_max(r), pick(r, 3)},
                             .padding = {pick(r, 2), 0}, .dilation = {pick(r, 3), pick(r, 3)},
-                            .ceil_mode = pick(r, 2), .count_include_pad = pick(r, 2)};
+                            .ceil_mode = pick(r, 2), .exclude_pad = pick(r, 2)};
         if (pick(r, 2)) {
             gf_tensor *idx = NULL;
             gf_tensor *y = gf_max_pool2d(x, &o, pick(r, 2) ? &idx : NULL);
