@@ -684,6 +684,32 @@ static void rule14_grad_through_view_written_in_place_matches_backward(void) {
         }
 }
 
+/* An in-place op on a view whose result is cast back to the view's dtype
+ * (f32 view, f64 operand): the recorded node is the cast, so CopySlices
+ * wraps it and self's old value keeps its own edge inside the op. The copy_
+ * case wrote past the CopySlices node's edges; the add_ case lost the
+ * operand's gradient. x f32 [1,2,3,4]; b = x * 1; op_(b[1:3], s) with s f64
+ * [10, 20]; y = sum(b * [1,2,3,4]). */
+static void rule14_inplace_on_view_with_cast_result(void) {
+    for (int op = 0; op < 2; op++) { /* 0: copy_, 1: add_ */
+        gf_tensor *x = gf_from_data((const float[]){1, 2, 3, 4}, SZ(4), 1, GF_F32, NULL);
+        CHECK_OK(gf_tensor_set_requires_grad(x, true));
+        gf_tensor *s = ag_leaf(DV(10, 20), 2);
+        gf_tensor *w = gf_from_data((const float[]){1, 2, 3, 4}, SZ(4), 1, GF_F32, NULL);
+        gf_tensor *b = gf_mul_scalar(x, 1.0);
+        gf_tensor *v = gf_narrow(b, 0, 1, 2);
+        CHECK_OK(op == 0 ? gf_copy_(v, s) : gf_add_(v, s));
+        gf_tensor *p = gf_mul(b, w);
+        gf_tensor *y = gf_sum(p, NULL, 0, false);
+        CHECK_OK(gf_backward(y, NULL, NULL));
+        gf_tensor *gx = gf_tensor_grad(x), *gs = gf_tensor_grad(s);
+        CHECK_VALS(gx, op == 0 ? DV(1, 0, 0, 4) : DV(1, 2, 3, 4), 4, 0);
+        CHECK_VALS(gs, DV(2, 3), 2, 0);
+        gf_tensor *const all[] = {gx, gs, y, p, v, b, w, s, x};
+        for (int i = 0; i < AG_N(all); i++) gf_tensor_release(all[i]);
+    }
+}
+
 /* Second derivatives through an in-place op on a view whose formula uses
  * its own output (exp_, tanh_, sigmoid_): b = x + 1.5; op_(b[:, 0:2]);
  * y = sum(b * b); g = dy/dx with create_graph; h = d sum(g) / dx, without
@@ -939,6 +965,7 @@ int main(void) {
     RUN(rule14_overlapping_inplace_views);
     RUN(rule14_nested_and_transposed_views);
     RUN(rule14_grad_through_view_written_in_place_matches_backward);
+    RUN(rule14_inplace_on_view_with_cast_result);
     RUN(rule14_double_backward_through_inplace_on_view);
     RUN(rule14_custom_function_dirtying_a_view_rebases_the_base);
     RUN(rule15_view_made_in_no_grad_then_written_in_grad_mode);

@@ -326,6 +326,9 @@ static gf_status copyslices_backward(gf_node *n, gf_tensor *const *grads, gf_ten
 }
 
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input) {
+    if (self_input >= op->n_next)
+        return gf__error(GF_ERR_AUTOGRAD, "CopySlices: input %d of %s does not exist (it has %d)",
+                         self_input, op->name, op->n_next);
     int n_other = op->n_next - (self_input >= 0 ? 1 : 0);
     gf_node *n = gf__ag_node_new("CopySlices", copyslices_backward, 1 + n_other, 1);
     if (!n) return gf__status();

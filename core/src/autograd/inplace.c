@@ -134,14 +134,19 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
             return cast_refused(name, rd_, self->dtype);                 \
         }                                                                \
         gf_tensor *c_ = r_;                                              \
+        int si_ = (self_input);                                          \
         if (r_->dtype != self->dtype) {                                  \
             sc_ = gf__scope_suspend();                                   \
             c_ = gf_to_dtype(r_, self->dtype);                           \
             gf__scope_resume(sc_);                                       \
             gf_tensor_release(r_);                                       \
             if (!c_) return gf__status();                            \
+            /* the recorded node is now the cast, whose one input is   \
+             * the op's result, not self: self's old value keeps its   \
+             * own edge inside the op */                                \
+            si_ = -1;                                                    \
         }                                                                \
-        s_ = gf__ag_commit_inplace(self, c_, (self_input), name);        \
+        s_ = gf__ag_commit_inplace(self, c_, si_, name);                 \
         gf_tensor_release(c_);                                           \
         return s_;                                                       \
     } while (0)
