@@ -100,6 +100,10 @@ static bool make_plan(conv_plan *p, uint32_t op, const gfp_tensor *const *in, ui
     if (xs[1] % g || ws[0] % g || ws[1] != xs[1] / g || ws[2] < 1 || ws[3] < 1) return false;
     if (ys[0] != xs[0] || ys[1] != ws[0]) return false;
     for (int a = 0; a < 2; a++) {
+        /* A one-tap kernel has no gaps: its dilation changes nothing, but
+         * oneDNN's JIT kernels still form offsets from it, which a huge
+         * dilation (up to 2^31 - 1 is valid here) overflows. */
+        if (ws[2 + a] == 1) p->geom.dilation[a] = 1;
         int64_t span = xs[2 + a] + 2 * cp->padding[a] - cp->dilation[a] * (ws[2 + a] - 1) - 1;
         if (span < 0 || ys[2 + a] != span / cp->stride[a] + 1) return false;
     }
