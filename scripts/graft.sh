@@ -16,7 +16,7 @@
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
 # GRAFT_SKIP_SETUP=1 to skip the package step, TRAIN_EPOCHS for train. FUZZ_SECONDS,
-# FUZZ_PLUGINS (default "reference cpu_onednn") and FUZZ_CORPUS (a folder the fuzzer may
+# FUZZ_RUNS, FUZZ_SEED, FUZZ_PLUGINS (default "reference cpu_onednn") and FUZZ_CORPUS (a folder the fuzzer may
 # grow; default a copy of tests/fuzz/corpus in the build folder) for the fuzz command.
 set -euo pipefail
 
@@ -102,7 +102,10 @@ fuzz)
     mkdir -p "$corpus"
     cp -n "$here"/tests/fuzz/corpus/* "$corpus"/
     for plugin in ${FUZZ_PLUGINS:-reference cpu_onednn}; do
-        echo "graft: fuzzing on $plugin for ${FUZZ_SECONDS:-120} s"
+        echo "graft: fuzzing on $plugin for ${FUZZ_SECONDS:-120} s or ${FUZZ_RUNS:-250000} runs"
+        # A fixed seed and a run cap make CI's run the same sequence of inputs
+        # on every machine (what passed here passes there); FUZZ_SEED=0 (a
+        # random seed) and larger FUZZ_RUNS / FUZZ_SECONDS explore further.
         # allocator_may_return_null: a huge allocation graft must refuse is an
         # error path, not a finding; -malloc_limit_mb still flags any single
         # allocation above 512 MiB, which the target never needs. One OpenMP
@@ -112,6 +115,7 @@ fuzz)
             ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             tests/fuzz/fuzz_api -max_total_time="${FUZZ_SECONDS:-120}" -timeout=10 \
+            -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-250000}" \
             -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=512 -print_final_stats=1 \
             "$corpus")
     done
