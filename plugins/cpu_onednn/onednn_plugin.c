@@ -35,7 +35,7 @@ typedef struct family {
 static const family families[] = {
     {ref_elementwise_handles, ref_elementwise_support, ref_elementwise_launch,
      odn_elementwise_launch},
-    {ref_random_handles, ref_random_support, ref_random_launch, NULL},
+    {ref_random_handles, ref_random_support, ref_random_launch, odn_random_launch},
     {ref_reduce_handles, ref_reduce_support, ref_reduce_launch, odn_reduce_launch},
     {ref_matmul_handles, ref_matmul_support, ref_matmul_launch, odn_matmul_launch},
     {ref_norm_handles, ref_norm_support, ref_norm_launch, odn_norm_launch},

@@ -3,40 +3,11 @@
  * Element i of the output (row-major order of its shape) depends only on
  * (seed, offset + i), exactly as abi/graft_plugin.h defines it, so every
  * device produces the same numbers and any slice of a stream can be drawn
- * without generating what comes before it. */
+ * without generating what comes before it (the generator: ref_philox.h). */
 #include <math.h>
 
 #include "ref_internal.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-/* Philox4x32 with 10 rounds: ctr is replaced by the four output words. */
-static void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint32_t k1) {
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * ctr[0];
-        uint64_t p1 = (uint64_t)PHILOX_M1 * ctr[2];
-        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-        uint32_t c1 = ctr[1], c3 = ctr[3];
-        ctr[0] = hi1 ^ c1 ^ k0;
-        ctr[1] = lo1;
-        ctr[2] = hi0 ^ c3 ^ k1;
-        ctr[3] = lo0;
-        k0 += PHILOX_W0; /* the key schedule; unsigned, so it wraps */
-        k1 += PHILOX_W1;
-    }
-}
-
-/* [0, 1) from the top 24 bits of one word: exact in f32. */
-static double u24(uint32_t w) { return (double)(w >> 8) * 0x1p-24; }
-
-/* [0, 1) from 53 bits of two words: exact in f64. */
-static double u53(uint32_t w, uint32_t v) {
-    return ((double)((uint64_t)(w >> 5) * 67108864u + (v >> 6))) * 0x1p-53; /* 2^26 */
-}
+#include "ref_philox.h"
 
 #define TWO_PI 6.28318530717958647692
 
@@ -82,22 +53,22 @@ gfp_status ref_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     do {
         uint64_t c = p->offset + i++; /* wraps modulo 2^64 */
         uint32_t r[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
-        philox4x32_10(r, k0, k1);
+        ref_philox4x32_10(r, k0, k1);
         int64_t off = ref_offset(y, idx);
         double v;
         switch (p->kind) {
         case GFP_RANDOM_UNIFORM:
-            v = p->a + (p->b - p->a) * (is_f32 ? u24(r[0]) : u53(r[0], r[1]));
+            v = p->a + (p->b - p->a) * (is_f32 ? ref_u24(r[0]) : ref_u53(r[0], r[1]));
             break;
         case GFP_RANDOM_NORMAL: {
             /* Box-Muller; u1 in (0, 1] keeps the log finite. */
-            double u1 = 1.0 - (is_f32 ? u24(r[0]) : u53(r[0], r[1]));
-            double u2 = is_f32 ? u24(r[1]) : u53(r[2], r[3]);
+            double u1 = 1.0 - (is_f32 ? ref_u24(r[0]) : ref_u53(r[0], r[1]));
+            double u2 = is_f32 ? ref_u24(r[1]) : ref_u53(r[2], r[3]);
             v = p->a + p->b * sqrt(-2.0 * log(u1)) * cos(TWO_PI * u2);
             break;
         }
         default:
-            ref_store_i64(y, off, u24(r[0]) < p->a ? 1 : 0);
+            ref_store_i64(y, off, ref_u24(r[0]) < p->a ? 1 : 0);
             continue;
         }
         ref_store(y, off, v); /* f32: computed in double, rounded once */

@@ -3,7 +3,10 @@
  *
  * The test carries its own Philox4x32-10, pinned by the published
  * known-answer vectors, and computes from it what every element must be.
- * Plugin path: argv[1], else $GRAFT_TEST_REFERENCE_PLUGIN. */
+ * Plugin path: argv[1], else $GRAFT_TEST_REFERENCE_PLUGIN; CTest runs it on
+ * the cpu_onednn plugin too (its parallel kernel must give the same
+ * numbers). */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,8 +136,9 @@ static void plugin_known_answer(void) {
 }
 
 /* Every kind and dtype, with a seed using both key words and offsets that
- * carry into the counter's high word and wrap around 2^64. */
-static void streams_match(void) {
+ * carry into the counter's high word and wrap around 2^64; n elements (a
+ * long stream crosses the chunks a parallel kernel splits it into). */
+static void streams_of(int64_t n) {
     static const struct {
         uint32_t kind;
         int32_t dtype;
@@ -148,19 +152,24 @@ static void streams_match(void) {
     };
     static const uint64_t seeds[] = {0, 42, 0x0123456789abcdefull};
     static const uint64_t offsets[] = {0, 0xfffffffdull, UINT64_MAX - 2};
-    enum { N = 7 };
+    int64_t N = n;
+    unsigned char *raw = malloc((size_t)N * 8);
+    if (!raw) {
+        CHECK(0);
+        return;
+    }
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (size_t s = 0; s < 3; s++)
             for (size_t o = 0; o < 3; o++) {
                 int32_t dt = cases[c].dtype;
                 size_t es = dt == GFP_F64 || dt == GFP_I64 ? 8 : dt == GFP_BOOL ? 1 : 4;
                 int64_t sz[1] = {N}, st[1] = {1};
-                gfp_tensor y = new_tensor(dt, 1, sz, st, N * es);
+                gfp_tensor y = new_tensor(dt, 1, sz, st, (size_t)N * es);
                 CHECK(run_random(&y, cases[c].kind, seeds[s], offsets[o], cases[c].a,
                                  cases[c].b) == GFP_OK);
-                unsigned char raw[N * 8];
-                P->buffer_read(dev, y.buffer, 0, raw, N * es);
-                for (int i = 0; i < N; i++) {
+                P->buffer_read(dev, y.buffer, 0, raw, (uint64_t)N * es);
+                int bad = 0;
+                for (int64_t i = 0; i < N && bad < 5; i++) {
                     double got;
                     if (dt == GFP_F32) got = ((float *)raw)[i];
                     else if (dt == GFP_F64) got = ((double *)raw)[i];
@@ -171,13 +180,19 @@ static void streams_match(void) {
                                            cases[c].a, cases[c].b);
                     /* normal goes through log/cos: allow the last bit of libm */
                     double tol = cases[c].kind == GFP_RANDOM_NORMAL ? 1e-15 : 0.0;
-                    CHECK_MSG(check_close_(got, want, tol, tol),
-                              "case %zu seed %zu offset %zu element %d: %.17g vs %.17g", c, s, o,
-                              i, got, want);
+                    bool ok = check_close_(got, want, tol, tol);
+                    bad += !ok;
+                    CHECK_MSG(ok, "case %zu seed %zu offset %zu element %lld: %.17g vs %.17g", c,
+                              s, o, (long long)i, got, want);
                 }
                 P->buffer_free(dev, y.buffer);
             }
+    free(raw);
 }
+
+static void streams_match(void) { streams_of(7); }
+/* Not a multiple of any vector length or chunk. */
+static void long_streams_match(void) { streams_of(3 * 4096 + 1001); }
 
 /* Element i is the i-th in row-major order of the shape, whatever the
  * strides: a [2, 3] output stored transposed. */
@@ -274,6 +289,7 @@ int main(int argc, char **argv) {
     }
     RUN(plugin_known_answer);
     RUN(streams_match);
+    RUN(long_streams_match);
     RUN(strided_output);
     RUN(distributions);
     RUN(errors);
