@@ -795,11 +795,13 @@ gf_tensor *gf_dropout(const gf_tensor *x, double p, bool training) {
         /* x * 0 as PyTorch (NaN stays NaN), differentiable like the rest. */
         y = gf_mul_scalar(x, 0.0);
     } else {
-        gf_tensor *mask = gf_bernoulli(x->sizes, x->rank, 1.0 - p, x->dtype, x->storage->device);
-        gf_tensor *kept = mask ? gf_mul(x, mask) : NULL;
-        y = kept ? gf_div_scalar(kept, 1.0 - p) : NULL;
+        /* As PyTorch: the mask holds 0 or 1/(1-p), and y = x * mask, so the
+         * backward is one multiplication by the saved mask. */
+        gf_tensor *keep = gf_bernoulli(x->sizes, x->rank, 1.0 - p, x->dtype, x->storage->device);
+        gf_tensor *mask = keep ? gf_div_scalar(keep, 1.0 - p) : NULL;
+        y = mask ? gf_mul(x, mask) : NULL;
+        gf_tensor_release(keep);
         gf_tensor_release(mask);
-        gf_tensor_release(kept);
     }
     gf__scope_resume(s);
     return ret_new(y);
