@@ -208,17 +208,6 @@ dnnl_status_t odc_layer_norm_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, co
     return st == dnnl_success ? make_pd(pd, &d, eng, NULL) : st;
 }
 
-dnnl_status_t odc_batch_norm_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const odc_md *data,
-                                float eps, unsigned flags) {
-    dnnl_batch_normalization_desc_t d;
-    /* Inference when the statistics are given: training would recompute them. */
-    dnnl_prop_kind_t prop =
-        (flags & ODC_NORM_GLOBAL_STATS) ? dnnl_forward_inference : dnnl_forward_training;
-    dnnl_status_t st =
-        dnnl_batch_normalization_forward_desc_init(&d, prop, &data->md, eps, norm_flags(flags));
-    return st == dnnl_success ? make_pd(pd, &d, eng, NULL) : st;
-}
-
 dnnl_status_t odc_reorder_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const odc_md *src,
                              const odc_md *dst) {
     dnnl_primitive_attr_t attr;

@@ -90,14 +90,12 @@ dnnl_status_t odc_eltwise_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, dnnl_
 dnnl_status_t odc_reduction_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, dnnl_alg_kind_t alg,
                                const odc_md *src, const odc_md *dst);
 /* Layer norm over the last dim; stat: mean/variance over the leading dims.
- * Batch norm over dim 1. flags: ODC_NORM_*. */
+ * flags: ODC_NORM_*. */
 #define ODC_NORM_GLOBAL_STATS 1u
 #define ODC_NORM_SCALE 2u
 #define ODC_NORM_SHIFT 4u
 dnnl_status_t odc_layer_norm_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const odc_md *data,
                                 const odc_md *stat, float eps, unsigned flags);
-dnnl_status_t odc_batch_norm_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const odc_md *data,
-                                float eps, unsigned flags);
 /* A reorder (layout change / copy) between two descriptors of one shape. */
 dnnl_status_t odc_reorder_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, const odc_md *src,
                              const odc_md *dst);
