@@ -252,6 +252,15 @@ typedef enum gfp_op {
                                 passed as NULL pointers in the inputs array. In
                                 training mode the running stats are updated in place
                                 (unbiased variance). */
+    GFP_OP_BATCH_NORM_BACKWARD = 125, /* the gradients of BATCH_NORM in
+                                training mode. in: grad_y, x [N,C,...], weight|-,
+                                save_mean [C], save_invstd [C] (BATCH_NORM's outputs);
+                                out: grad_x (x's shape), grad_weight [C], grad_bias [C].
+                                No params (NULL). Per channel, over the M elements of
+                                its group, with xhat = (x - mean) * invstd and w = 1
+                                when weight is absent: grad_bias = sum(g),
+                                grad_weight = sum(g * xhat), grad_x = w * invstd *
+                                (g - grad_bias / M - xhat * grad_weight / M). */
 
     /* --- indexing --- */
     GFP_OP_INDEX_SELECT = 140, /* in: x, index (i64 1-D); out: y; gfp_dim_params */

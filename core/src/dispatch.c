@@ -265,6 +265,29 @@ static inline __attribute__((always_inline)) gf_status query_support(gf_device *
     return GF_OK;
 }
 
+bool gf__dev_has_op(gfp_op op, const gf_tensor *const *in, int n_in, gf_tensor *const *out,
+                    int n_out) {
+    if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4 || !out[0]) return false;
+    gf_device *d = out[0]->storage->device;
+    gfp_op_query q = {.struct_size = sizeof q, .op = (uint32_t)op, .n_inputs = (uint32_t)n_in,
+                      .n_outputs = (uint32_t)n_out};
+    bool strided = false;
+    for (int i = 0; i < n_in; i++) {
+        q.input_dtypes[i] = in[i] ? (int32_t)in[i]->dtype : -1;
+        if (in[i] && in[i]->storage->device != d) return false;
+        if (in[i] && !gf__is_contiguous(in[i])) strided = true;
+    }
+    for (int i = 0; i < n_out; i++) {
+        if (!out[i] || out[i]->storage->device != d) return false;
+        q.output_dtypes[i] = (int32_t)out[i]->dtype;
+        if (!gf__is_contiguous(out[i])) strided = true;
+    }
+    q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
+    uint32_t support = GFP_SUPPORT_NONE;
+    if (gf__dev_open(d) != GF_OK || query_support(d, &q, &support) != GF_OK) return false;
+    return support != GFP_SUPPORT_NONE;
+}
+
 /* ------------------------------------------------------------ launch */
 static bool same_view(const gf_tensor *a, const gf_tensor *b) {
     if (a->storage != b->storage || a->offset != b->offset || a->rank != b->rank) return false;

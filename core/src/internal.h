@@ -163,6 +163,15 @@ gf_status gf__dev_sync(gf_device *dev);
 gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *inputs, int n_in,
                      gf_tensor *const *outputs, int n_out, const void *params);
 
+/* Whether the device of outputs[0] runs op itself on these tensors (their
+ * dtypes and layout), for a core choosing between a device op and a formula
+ * composed of other ops: false means compose, never fall back. A plugin that
+ * predates the op answers its query_op with NONE. A failing query reads as
+ * false (its error stays the thread's last, as a message for whatever fails
+ * next). */
+bool gf__dev_has_op(gfp_op op, const gf_tensor *const *inputs, int n_in,
+                    gf_tensor *const *outputs, int n_out);
+
 /* ------------------------------------------------------------ fallback (fallback.c) */
 /* The device that runs an op d lacks, or NULL: strict mode, d is itself the
  * fallback device, or the thread is already inside a fallback. Never sets

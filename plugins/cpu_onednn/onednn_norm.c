@@ -341,6 +341,103 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     return GFP_OK;
 }
 
+/* BATCH_NORM_BACKWARD in f32: per channel, one pass for the two sums
+ * (double accumulators) and one for grad_x = a * g + b * (x - mean) + c,
+ * where the composed formula made ~12 passes and as many allocations. */
+static void channel_grad_sums(const gfp_tensor *g, const gfp_tensor *x, const chan_walk *w,
+                              int64_t c, double m, double *sg, double *sgx) {
+    const float *gb = (const float *)(const void *)((const char *)g->buffer + g->offset) +
+                      c * g->strides[1];
+    const float *xb = (const float *)(const void *)((const char *)x->buffer + x->offset) +
+                      c * x->strides[1];
+    double a = 0, b = 0;
+    for (int64_t run = 0; run < w->runs; run++) {
+        int64_t go, xo; /* the walk's "y" strides are g's */
+        walk_offsets(w, run, &xo, &go);
+        const float *gp = gb + go, *xp = xb + xo;
+        if (w->xstep == 1 && w->ystep == 1) {
+#pragma omp simd reduction(+ : a, b)
+            for (int64_t i = 0; i < w->inner; i++) {
+                double gi = gp[i];
+                a += gi;
+                b += gi * ((double)xp[i] - m);
+            }
+        } else {
+            for (int64_t i = 0; i < w->inner; i++) {
+                double gi = gp[i * w->ystep];
+                a += gi;
+                b += gi * ((double)xp[i * w->xstep] - m);
+            }
+        }
+    }
+    *sg = a;
+    *sgx = b;
+}
+
+static void channel_grad_x(const gfp_tensor *g, const gfp_tensor *x, const gfp_tensor *gx,
+                           const chan_walk *wg, const chan_walk *wx, int64_t c, float m, float a,
+                           float b, float k) {
+    const float *gb = (const float *)(const void *)((const char *)g->buffer + g->offset) +
+                      c * g->strides[1];
+    const float *xb = (const float *)(const void *)((const char *)x->buffer + x->offset) +
+                      c * x->strides[1];
+    float *ob = (float *)(void *)((char *)gx->buffer + gx->offset) + c * gx->strides[1];
+    for (int64_t run = 0; run < wg->runs; run++) {
+        int64_t go, oo, xo, unused;
+        walk_offsets(wg, run, &go, &oo); /* wg: g and grad_x; wx: x */
+        walk_offsets(wx, run, &xo, &unused);
+        const float *gp = gb + go, *xp = xb + xo;
+        float *op = ob + oo;
+        if (wg->xstep == 1 && wg->ystep == 1 && wx->xstep == 1) {
+#pragma omp simd
+            for (int64_t i = 0; i < wg->inner; i++) op[i] = a * gp[i] + b * (xp[i] - m) + k;
+        } else {
+            for (int64_t i = 0; i < wg->inner; i++)
+                op[i * wg->ystep] = a * gp[i * wg->xstep] + b * (xp[i * wx->xstep] - m) + k;
+        }
+    }
+}
+
+static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in,
+                                      const gfp_tensor *const *out, uint32_t n_out) {
+    if (n_in != 5 || n_out != 3) return ODN_FALLBACK;
+    const gfp_tensor *g = in[0], *x = in[1], *w = in[2], *mean = in[3], *invstd = in[4];
+    const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
+    if (!g || !x || !mean || !invstd || x->rank < 2 || x->rank > 5) return ODN_FALLBACK;
+    if (!ref_same_shape(x, g) || !ref_same_shape(x, gx)) return ODN_FALLBACK;
+    int64_t ch = x->sizes[1];
+    const gfp_tensor *all[8] = {g, x, w, mean, invstd, gx, gw, gb};
+    for (int i = 0; i < 8; i++) {
+        if (!all[i]) continue;
+        if (all[i]->dtype != GFP_F32) return ODN_FALLBACK;
+        if (i >= 2 && i != 5 && (all[i]->rank != 1 || all[i]->sizes[0] != ch)) return ODN_FALLBACK;
+    }
+    if (!odn_writable(gx) || !odn_writable(gw) || !odn_writable(gb)) return ODN_FALLBACK;
+    /* grad_x sharing memory with an input would be read after being written. */
+    if (gx->buffer == g->buffer || gx->buffer == x->buffer) return ODN_FALLBACK;
+    if (odn_numel(x) == 0) return ODN_FALLBACK; /* the reference's rules */
+    int64_t count = odn_numel(x) / ch;
+    chan_walk wg, wx;
+    walk_init(&wg, g, gx);
+    walk_init(&wx, x, NULL);
+    chan_walk wgx = wx; /* x's walk with g's strides, for the sums */
+    for (int d = 0; d < wgx.r; d++) wgx.ys[d] = wg.xs[d];
+    wgx.ystep = wg.xstep;
+    int nt = odn_threads(odn_numel(x) * 3);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
+    for (int64_t c = 0; c < ch; c++) {
+        double m = load_c(mean, c), rs = load_c(invstd, c), wc = w ? load_c(w, c) : 1.0;
+        double sg, sgx;
+        channel_grad_sums(g, x, &wgx, c, m, &sg, &sgx);
+        double dw = sgx * rs, mg = sg / (double)count, mgx = dw / (double)count;
+        store_c(gb, c, sg);
+        store_c(gw, c, dw);
+        channel_grad_x(g, x, gx, &wg, &wx, c, (float)m, (float)(wc * rs),
+                       (float)(-wc * rs * rs * mgx), (float)(-wc * rs * mg));
+    }
+    return GFP_OK;
+}
+
 gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     for (uint32_t i = 0; i < n_out; i++)
@@ -353,6 +450,7 @@ gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     case GFP_OP_LOG_SOFTMAX: return odn_softmax_launch(op, in, n_in, out, n_out, params);
     case GFP_OP_LAYER_NORM: return layer_norm(in, n_in, out, n_out, params);
     case GFP_OP_BATCH_NORM: return batch_norm(in, n_in, out, n_out, params);
+    case GFP_OP_BATCH_NORM_BACKWARD: return batch_norm_backward(in, n_in, out, n_out);
     default: return ODN_FALLBACK;
     }
 }

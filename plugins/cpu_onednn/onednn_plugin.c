@@ -39,6 +39,7 @@ static const family families[] = {
     {ref_reduce_handles, ref_reduce_support, ref_reduce_launch, odn_reduce_launch},
     {ref_matmul_handles, ref_matmul_support, ref_matmul_launch, odn_matmul_launch},
     {ref_norm_handles, ref_norm_support, ref_norm_launch, odn_norm_launch},
+    {ref_norm_bw_handles, ref_norm_bw_support, ref_norm_bw_launch, odn_norm_launch},
     {ref_index_handles, ref_index_support, ref_index_launch, odn_index_launch},
     {ref_conv_handles, ref_conv_support, ref_conv_launch, odn_conv_launch},
     {ref_pool_handles, ref_pool_support, ref_pool_launch, odn_pool_launch},

@@ -118,6 +118,7 @@ REF_FAMILY(random)      /* RANDOM */
 REF_FAMILY(reduce)      /* SUM .. MIN_DIM */
 REF_FAMILY(matmul)      /* MATMUL */
 REF_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
+REF_FAMILY(norm_bw)     /* BATCH_NORM_BACKWARD */
 REF_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
 REF_FAMILY(conv)        /* CONV2D and its two backward ops */
 REF_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */

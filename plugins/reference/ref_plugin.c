@@ -29,7 +29,7 @@ typedef struct ref_family {
 static const ref_family families[] = {
     REF_FAMILY_ENTRY(elementwise), REF_FAMILY_ENTRY(random), REF_FAMILY_ENTRY(reduce),
     REF_FAMILY_ENTRY(matmul),      REF_FAMILY_ENTRY(norm),   REF_FAMILY_ENTRY(index),
-    REF_FAMILY_ENTRY(conv),        REF_FAMILY_ENTRY(pool),
+    REF_FAMILY_ENTRY(conv),        REF_FAMILY_ENTRY(pool),   REF_FAMILY_ENTRY(norm_bw),
 };
 #undef REF_FAMILY_ENTRY
 

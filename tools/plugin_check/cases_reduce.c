@@ -285,6 +285,53 @@ typedef struct index_case {
     const char *what;
 } index_case;
 
+static int combos_batch_norm_backward(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
+    (void)op;
+    pc_combo tmp[PC_MAX_COMBOS];
+    int n = pc_combos_same(dtypes, 5, 3, tmp, PC_MAX_COMBOS), m = 0;
+    for (int i = 0; i < n && m + 1 < max; i++) {
+        out[m++] = tmp[i];
+        out[m] = tmp[i];
+        out[m++].in[2] = -1; /* no weight */
+    }
+    return m;
+}
+
+/* BATCH_NORM_BACKWARD is defined for any given statistics: the mean and
+ * invstd are drawn, not computed from x. */
+static bool build_batch_norm_backward(const pc_op *op, const pc_combo *cb, int k, bool quick,
+                                      pc_case *c) {
+    (void)op;
+    static const struct {
+        int rank;
+        int64_t sizes[4];
+        const char *what;
+    } shapes[] = {
+        {4, {4, 3, 5, 5}, NULL}, {2, {6, 7}, NULL}, {3, {2, 5, 13}, "odd"},
+        {4, {16, 64, 32, 32}, "large"},
+    };
+    int n_shapes = quick || !f32_data(cb) ? 3 : 4;
+    if (k >= n_shapes) return false;
+    int rank = shapes[k].rank;
+    const int64_t *sizes = shapes[k].sizes;
+    pc_case_init(c, 5, 3);
+    pc_arg_set(&c->in[0], cb->in[0], rank, sizes, PC_GEN_UNIFORM, -1, 1);
+    pc_arg_set(&c->in[1], cb->in[1], rank, sizes, PC_GEN_UNIFORM, -3, 5);
+    pc_arg_set(&c->in[2], cb->in[2], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 1.5);
+    pc_arg_set(&c->in[3], cb->in[3], 1, &sizes[1], PC_GEN_UNIFORM, 0, 2);
+    pc_arg_set(&c->in[4], cb->in[4], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 2);
+    pc_arg_set(&c->out[0], cb->out[0], rank, sizes, PC_GEN_ZEROS, 0, 0);
+    pc_arg_set(&c->out[1], cb->out[1], 1, &sizes[1], PC_GEN_ZEROS, 0, 0);
+    pc_arg_set(&c->out[2], cb->out[2], 1, &sizes[1], PC_GEN_ZEROS, 0, 0);
+    for (int o = 0; o < 3; o++) c->out[o].tol = PC_TOL_ACCUMULATE;
+    c->large = k == 3;
+    char buf[48];
+    pc_label(c, "%s%s%s%s", pc_shape_text(buf, sizeof buf, rank, sizes),
+             shapes[k].what ? " " : "", shapes[k].what ? shapes[k].what : "",
+             cb->in[2] < 0 ? " no weight" : "");
+    return true;
+}
+
 static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     static const index_case one_d[] = {
         {3, {5, 6, 7}, {9}, 1, NULL},     {3, {5, 6, 7}, {8}, 0, NULL},
@@ -358,6 +405,8 @@ const pc_op pc_ops_reduce[] = {
     {GFP_OP_LOG_SOFTMAX, "log_softmax", 0, combos_same_1, build_softmax},
     {GFP_OP_LAYER_NORM, "layer_norm", 0, combos_layer_norm, build_layer_norm},
     {GFP_OP_BATCH_NORM, "batch_norm", 0, combos_batch_norm, build_batch_norm},
+    {GFP_OP_BATCH_NORM_BACKWARD, "batch_norm_backward", 0, combos_batch_norm_backward,
+     build_batch_norm_backward},
     {GFP_OP_INDEX_SELECT, "index_select", 0, combos_index, build_index},
     {GFP_OP_GATHER, "gather", 0, combos_index, build_index},
     {GFP_OP_SCATTER_ADD, "scatter_add", 0, combos_index, build_index},

@@ -413,6 +413,49 @@ gf_status gf__ag_record_layer_norm(const gf_tensor *x, int normalized_rank, cons
     return s;
 }
 
+/* The device's BATCH_NORM_BACKWARD, when it has one for these tensors: one
+ * kernel for the three gradients of training mode, where the composed
+ * formula below takes a dozen passes. Only when the gradient need not itself
+ * be differentiable (the kernel's result has no history). A plugin without
+ * query_op claims every op: when its launch refuses the op (and no fallback
+ * device took it), the formula runs instead. False: compose (s untouched);
+ * true: *s says how the kernel went. */
+static bool fused_batch_norm_backward(gf_tensor *g, gf_tensor *x, gf_tensor *w, gf_tensor *mean,
+                                      gf_tensor *invstd, bool need_w, bool need_b,
+                                      gf_tensor **out, gf_status *s) {
+    if (!x || !mean || !invstd || g->dtype != x->dtype) return false;
+    gf_device *dev = x->storage->device;
+    if (g->storage->device != dev) return false;
+    int64_t ch = x->sizes[1];
+    gf_tensor *r[3] = {gf__empty(x->sizes, x->rank, x->dtype, dev), NULL, NULL};
+    if (r[0]) r[1] = gf__empty(&ch, 1, x->dtype, dev);
+    if (r[1]) r[2] = gf__empty(&ch, 1, x->dtype, dev);
+    const gf_tensor *in[5] = {g, x, w, mean, invstd};
+    bool fused = false;
+    if (!r[2]) {
+        *s = gf__status();
+        fused = true;
+    } else if (gf__dev_has_op(GFP_OP_BATCH_NORM_BACKWARD, in, 5, r, 3)) {
+        fused = true;
+        *s = gf__launch(GFP_OP_BATCH_NORM_BACKWARD, "batch_norm_backward", in, 5, r, 3, NULL);
+        if (*s == GF_ERR_UNSUPPORTED) fused = false;
+        if (*s == GF_OK) {
+            out[0] = r[0];
+            r[0] = NULL;
+            if (need_w) {
+                out[1] = r[1];
+                r[1] = NULL;
+            }
+            if (need_b) {
+                out[2] = r[2];
+                r[2] = NULL;
+            }
+        }
+    }
+    release_all(r, 3);
+    return fused;
+}
+
 /* y = batch_norm(x, w, b) over every dim but the channels (1). Edges: x,
  * weight, bias. Saved (each only when read): 0 = x, 1 = weight, and in
  * training 2 = batch mean, 3 = batch invstd; in evaluation 2 = running_mean,
@@ -433,6 +476,11 @@ static gf_status batch_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
     for (int i = 0; i < rank; i++) {
         cs[i] = i == 1 ? m->sizes[1] : 1;
         if (i != 1) red[nred++] = i;
+    }
+    if (c->training && need_x && !recompute_stats(sv[0]) &&
+        fused_batch_norm_backward(g, sv[0], sv[1], sv[2], sv[3], need_w, need_b, out, &s)) {
+        release_all(sv, 4);
+        return s;
     }
     gf_scope_begin();
     gf_tensor *wv = sv[1] ? gf_reshape(sv[1], cs, rank) : NULL;
