@@ -8,6 +8,7 @@
  * are contracted, the others stay; the pair becomes [batch, left, contr] x
  * [batch, contr, right] -> [batch, left, right] through permute, reshape and
  * gf_matmul. A last permute puts the output's order. */
+#include <stdio.h>
 #include <string.h>
 
 #include "shape_internal.h"
@@ -221,8 +222,13 @@ static gf_tensor *einsum(sh_tmps *L, const char *op, const char *eq, gf_tensor *
             if (lsize[l] < 0 || lsize[l] == 1)
                 lsize[l] = s;
             else if (s != 1 && s != lsize[l]) {
-                gf__error(GF_ERR_SHAPE, "%s: subscript %d has size %lld in operand %d but %lld "
-                          "elsewhere (sizes must match or be 1)", op, i, (long long)s, k,
+                char name[8];
+                if (l < ELL0)
+                    snprintf(name, sizeof name, "'%c'", l < 26 ? 'A' + l : 'a' + l - 26);
+                else
+                    snprintf(name, sizeof name, "...");
+                gf__error(GF_ERR_SHAPE, "%s: subscript %s has size %lld in operand %d but %lld "
+                          "elsewhere (sizes must match or be 1)", op, name, (long long)s, k,
                           (long long)lsize[l]);
                 return NULL;
             }

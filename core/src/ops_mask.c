@@ -361,10 +361,17 @@ gf_tensor *gf_index_put(const gf_tensor *x, gf_tensor *const *indices, int n,
     } else {
         br = indices[0]->rank;
         memcpy(bs, indices[0]->sizes, sizeof(int64_t) * (size_t)br);
-        for (int k = 1; k < n; k++)
-            if (gf__broadcast_shapes(bs, br, indices[k]->sizes, indices[k]->rank, bs, &br, op) !=
-                GF_OK)
+        for (int k = 1; k < n && !L->bad; k++) {
+            int64_t nb[GF_MAX_RANK];
+            int nr;
+            if (gf__broadcast_shapes(bs, br, indices[k]->sizes, indices[k]->rank, nb, &nr, op) !=
+                GF_OK) {
                 L->bad = true;
+            } else {
+                memcpy(bs, nb, sizeof(int64_t) * (size_t)nr);
+                br = nr;
+            }
+        }
         M = L->bad ? 0 : gf__checked_numel(bs, br, op);
         lin = M >= 0 && !L->bad ? calloc((size_t)(M > 0 ? M : 1), sizeof(int64_t)) : NULL;
         for (int k = 0; lin && k < n; k++) {
