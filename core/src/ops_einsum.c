@@ -341,8 +341,8 @@ gf_tensor *gf_einsum(const char *equation, gf_tensor *const *operands, int n) {
         gf__null_arg(op, "equation");
         return NULL;
     }
-    if (n < 1 || n > 64 || !operands) {
-        gf__error(GF_ERR_INVALID, "einsum: 1 to 64 operands are needed, got %d", n);
+    if (n < 1 || n > 32 || !operands) {
+        gf__error(GF_ERR_INVALID, "einsum: 1 to 32 operands are needed, got %d", n);
         return NULL;
     }
     for (int k = 0; k < n; k++) {

@@ -178,7 +178,8 @@ GF_API gf_tensor *gf_index_put(const gf_tensor *x, gf_tensor *const *indices, in
  * broadcast dims, an explicit "->" output or the implicit one (labels seen
  * once, in alphabetical order, after the "..." dims). Repeated labels in an
  * operand take its diagonal; labels absent from the output are summed.
- * Lowered to permutes, reshapes and batched matmuls, left to right. */
+ * Lowered to permutes, reshapes and batched matmuls, left to right.
+ * 1 to 32 operands (INVALID otherwise). */
 GF_API gf_tensor *gf_einsum(const char *equation, gf_tensor *const *operands, int n);
 
 #ifdef __cplusplus
