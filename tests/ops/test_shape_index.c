@@ -228,6 +228,24 @@ static gf_tensor *rand_t(gf_dtype dt, int rank, const int64_t *sz, double *v) {
     return ot_make(dt, rank, sz, v);
 }
 
+/* stride-0 (expanded) inputs */
+static void test_expanded(void) {
+    gf_scope_begin();
+    gf_tensor *col = ot_make(GF_F32, 2, SZ(2, 1), DV(1, 2));
+    gf_tensor *x = gf_expand(col, SZ(2, 3), 2);
+    EXPECT_T(gf_flip(x, (const int[]){0}, 1), GF_F32, 2, SZ(2, 3), DV(2, 2, 2, 1, 1, 1), 0);
+    EXPECT_T(gf_pad(x, SZ(0, 0, 1, 0), 4, GF_PAD_CIRCULAR, 0), GF_F32, 2, SZ(3, 3),
+             DV(2, 2, 2, 1, 1, 1, 2, 2, 2), 0);
+    EXPECT_T(gf_repeat(x, SZ(1, 2), 2), GF_F32, 2, SZ(2, 6), DV(1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2), 0);
+    EXPECT_T(gf_unfold(x, 1, 2, 1), GF_F32, 3, SZ(2, 2, 2), DV(1, 1, 1, 1, 2, 2, 2, 2), 0);
+    gf_tensor *m = ot_make(GF_BOOL, 2, SZ(2, 3), DV(1, 0, 0, 0, 0, 1));
+    EXPECT_T(gf_masked_select(x, m), GF_F32, 1, SZ(2), DV(1, 2), 0);
+    EXPECT_T(gf_masked_scatter(gf_zeros(SZ(2, 3), 2, GF_F32, NULL), m, x), GF_F32, 2, SZ(2, 3),
+             DV(1, 0, 0, 0, 0, 1), 0);
+    EXPECT_T(gf_einsum("ij->i", (gf_tensor *[]){x}, 1), GF_F32, 1, SZ(2), DV(3, 6), 0);
+    gf_scope_end();
+}
+
 static void test_einsum(void) {
     gf_scope_begin();
     for (int k = 0; k < NFLOATS; k++) {
@@ -330,5 +348,6 @@ int main(void) {
     RUN(test_take_scatter);
     RUN(test_masks);
     RUN(test_einsum);
+    RUN(test_expanded);
     return ot_finish();
 }

@@ -216,6 +216,26 @@ static void test_sort(void) {
     gf_scope_end();
 }
 
+/* stride-0 (expanded) inputs */
+static void test_expanded(void) {
+    gf_scope_begin();
+    gf_tensor *row = ot_make(GF_F32, 1, SZ(3), DV(2, -1, 3));
+    gf_tensor *x = gf_expand(row, SZ(2, 3), 2);
+    EXPECT_T(gf_cumsum(x, 1), GF_F32, 2, SZ(2, 3), DV(2, 1, 4, 2, 1, 4), 0);
+    EXPECT_T(gf_cumprod(x, 0), GF_F32, 2, SZ(2, 3), DV(2, -1, 3, 4, 1, 9), 0);
+    gf_tensor *v = NULL, *i = NULL;
+    CHECK_OK(gf_sort(x, 1, false, &v, &i));
+    EXPECT_T(v, GF_F32, 2, SZ(2, 3), DV(-1, 2, 3, -1, 2, 3), 0);
+    EXPECT_T(i, GF_I64, 2, SZ(2, 3), DV(1, 0, 2, 1, 0, 2), 0);
+    CHECK_OK(gf_sort(x, 0, false, &v, &i)); /* ties along dim 0 keep their order */
+    EXPECT_T(i, GF_I64, 2, SZ(2, 3), DV(0, 0, 0, 1, 1, 1), 0);
+    EXPECT_T(gf_vector_norm(x, 1, NULL, 0, false), GF_F32, 0, NULL, DV(12), 0);
+    EXPECT_T(gf_count_nonzero(x, NULL, 0), GF_I64, 0, NULL, DV(6), 0);
+    EXPECT_T(gf_quantile_scalar(x, 0.5, 1, false, GF_QUANTILE_LINEAR), GF_F32, 1, SZ(2),
+             DV(2, 2), 0);
+    gf_scope_end();
+}
+
 static void test_median_quantile(void) {
     gf_scope_begin();
     gf_tensor *v = NULL, *i = NULL;
@@ -273,5 +293,6 @@ int main(void) {
     RUN(test_scans);
     RUN(test_sort);
     RUN(test_median_quantile);
+    RUN(test_expanded);
     return ot_finish();
 }
