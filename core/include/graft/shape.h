@@ -14,7 +14,9 @@
  * index_put, repeat_interleave with a tensor of repeats) compute their
  * indices on the host: the input (or the index/mask) is read back, which
  * waits for the device; the values are then picked on the device by gather
- * or index_select, so the gradient flows as PyTorch's does. dims are int
+ * or index_select, so the gradient flows as PyTorch's does. The host
+ * side needs about 24 bytes per element read (OUT_OF_MEMORY otherwise) and
+ * sorts in O(n log n) per slice on one thread. dims are int
  * arrays as in ops.h's reductions (NULL with ndims 0 = every dim). */
 #ifndef GRAFT_SHAPE_H
 #define GRAFT_SHAPE_H
@@ -55,7 +57,8 @@ GF_API gf_status gf_aminmax(const gf_tensor *x, int dim, bool keepdim, gf_tensor
  * device ops. cumprod's gradient is right with zeros in x (no division). */
 GF_API gf_tensor *gf_cumsum(const gf_tensor *x, int dim);
 GF_API gf_tensor *gf_cumprod(const gf_tensor *x, int dim);
-/* Float x only. */
+/* Float x only. Where every element up to a position is -inf the value is
+ * -inf and the gradient of those elements NaN. */
 GF_API gf_tensor *gf_logcumsumexp(const gf_tensor *x, int dim);
 
 /* ---- sorting (host-computed indices, see the top of this file) */
@@ -89,8 +92,8 @@ typedef enum gf_quantile_interp {
 /* torch.quantile(x, q, dim, keepdim, interpolation): q a 0-dim or 1-D float
  * tensor of values in [0, 1] (a 1-D q adds a leading dim of its size);
  * dim GF_DIM_ALL = of the flattened x. Float x only; a slice holding NaN
- * gives NaN. Fails INDEX on a reduced dim of size 0 (PyTorch gives NaN
- * there), INVALID for q outside [0, 1]. */
+ * gives NaN. Fails INDEX on a reduced dim of size 0 (PyTorch fails too),
+ * INVALID for q outside [0, 1]. */
 GF_API gf_tensor *gf_quantile(const gf_tensor *x, const gf_tensor *q, int dim, bool keepdim,
                               gf_quantile_interp interpolation);
 GF_API gf_tensor *gf_quantile_scalar(const gf_tensor *x, double q, int dim, bool keepdim,
