@@ -336,6 +336,12 @@ static void test_einsum(void) {
         gf_tensor *s0 = gf_scalar(3, dt, NULL), *s1 = gf_scalar(-2, dt, NULL);
         EXPECT_T(gf_einsum(",->", (gf_tensor *[]){s0, s1}, 2), dt, 0, NULL, DV(-6), 0);
     }
+    /* integers, exact */
+    gf_tensor *Ia = ot_make(GF_I64, 2, SZ(2, 2), DV(1, 2, 3, 4));
+    gf_tensor *Ib = ot_make(GF_I64, 2, SZ(2, 2), DV(5, -6, 7, 8));
+    EXPECT_T(gf_einsum("ij,jk->ik", (gf_tensor *[]){Ia, Ib}, 2), GF_I64, 2, SZ(2, 2),
+             DV(19, 10, 43, 14), 0);
+    EXPECT_T(gf_einsum("ii", (gf_tensor *[]){Ia}, 1), GF_I64, 0, NULL, DV(5), 0);
     gf_scope_end();
 }
 
