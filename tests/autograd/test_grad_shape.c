@@ -2,7 +2,8 @@
  * and gf_gradgradcheck in f64 for every differentiable op (on transposed,
  * strided views of the leaves), and gradients against hand values where
  * PyTorch's choice matters: the norm of a zero vector, cumprod with zeros,
- * scatter's overwritten elements. */
+ * scatter's overwritten elements. Leaves are made on the default device, so
+ * the suite also runs on every other device here (GRAFT_DEVICE). */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
