@@ -247,10 +247,36 @@ static void test_hand_gradients(void) {
     CHECK(g[0] == 0 && g[1] == 0 && g[2] == 0 && g[3] == 1);
 }
 
+/* scatter of (5, 6) at index (0, 0) into x of 3: the last write wins and
+ * gets the gradient; the overwritten x[0] gets none. */
+static void test_scatter_gradient(void) {
+    gf_tensor *x = leaf((const double[]){1, 2, 3}, SZ(3), 1);
+    gf_tensor *src = leaf((const double[]){5, 6}, SZ(2), 1);
+    int64_t iv[2] = {0, 0};
+    gf_tensor *idx = gf_from_data(iv, SZ(2), 1, GF_I64, NULL);
+    gf_tensor *y = gf_scatter(x, 0, idx, src);
+    double yv[3] = {0}, gx[3] = {0}, gs[2] = {0};
+    CHECK(y && gf_tensor_to_host(y, yv, sizeof yv) == GF_OK);
+    CHECK(yv[0] == 6 && yv[1] == 2 && yv[2] == 3);
+    gf_tensor *w = gf_from_data((const double[]){10, 20, 30}, SZ(3), 1, GF_F64, NULL);
+    gf_tensor *yw = gf_mul(y, w);
+    gf_tensor *s = gf_sum(yw, NULL, 0, false);
+    gf_tensor *g[2] = {NULL, NULL};
+    CHECK_MSG(gf_grad(&s, 1, NULL, (gf_tensor *[]){x, src}, 2, g, NULL) == GF_OK, "%s",
+              gf_last_error());
+    CHECK(g[0] && gf_tensor_to_host(g[0], gx, sizeof gx) == GF_OK);
+    CHECK(g[1] && gf_tensor_to_host(g[1], gs, sizeof gs) == GF_OK);
+    CHECK(gx[0] == 0 && gx[1] == 20 && gx[2] == 30);
+    CHECK(gs[0] == 0 && gs[1] == 10);
+    gf_tensor *all[9] = {x, src, idx, y, w, yw, s, g[0], g[1]};
+    for (int i = 0; i < 9; i++) gf_tensor_release(all[i]);
+}
+
 int main(void) {
     gf_init();
     RUN(test_gradchecks);
     RUN(test_hand_gradients);
+    RUN(test_scatter_gradient);
     int r = CHECK_REPORT();
     gf_status s = gf_shutdown();
     if (s != GF_OK) {
