@@ -247,6 +247,18 @@ static gf_tensor *scan(const char *op, scan_kind kind, const gf_tensor *x, int d
     gf_dtype dt = (x->dtype == GF_I32 || x->dtype == GF_BOOL) ? GF_I64 : x->dtype;
     gf_tensor *y = gf_to_dtype(x, dt);
     int64_t n = x->rank > 0 ? x->sizes[d] : 1;
+    /* The scanned dim first and contiguous: every narrow of a step is then
+     * one contiguous block, which the devices' kernels run fastest. */
+    bool moved = y && d != 0 && n > 1;
+    if (moved) {
+        gf_tensor *t = gf_transpose(y, 0, d);
+        gf_tensor *c = t ? gf_contiguous(t) : NULL;
+        gf_tensor_release(t);
+        gf_tensor_release(y);
+        y = c;
+    }
+    int sd = d;
+    if (moved) d = 0;
     if (y && n <= 1) { /* a new tensor, as PyTorch returns */
         gf_tensor *c = gf_clone(y);
         gf_tensor_release(y);
@@ -266,6 +278,13 @@ static gf_tensor *scan(const char *op, scan_kind kind, const gf_tensor *x, int d
         gf_tensor_release(y);
         y = ny;
         if (k > INT64_MAX / 2) break;
+    }
+    if (y && moved) {
+        gf_tensor *t = gf_transpose(y, 0, sd);
+        gf_tensor *c = t ? gf_contiguous(t) : NULL;
+        gf_tensor_release(t);
+        gf_tensor_release(y);
+        y = c;
     }
     gf__scope_resume(s);
     return sh_ret(y);
