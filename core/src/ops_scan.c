@@ -164,6 +164,11 @@ static gf_tensor *vector_norm(const char *op, const gf_tensor *x, double ord, co
     if (ord == 0.0) {
         gf_tensor *nz = T(gf_ne_scalar(x, 0.0));
         y = T(gf_sum(T(gf_to_dtype(nz, x->dtype)), dims, ndims, keepdim));
+        /* + a sum of zeros taken from x: the count keeps x's history with
+         * a zero gradient, as PyTorch's (exact zeros even where x is inf). */
+        gf_tensor *all = T(gf__scalar(1.0, GF_BOOL, x->storage->device));
+        gf_tensor *z = T(gf_masked_fill(x, all, 0.0));
+        y = T(gf_add(y, T(gf_sum(z, dims, ndims, keepdim))));
     } else if (isinf(ord)) {
         gf_tensor *a = T(gf_abs(x));
         y = ord > 0 ? T(gf_amax(a, dims, ndims, keepdim)) : T(gf_amin(a, dims, ndims, keepdim));

@@ -221,8 +221,13 @@ static gf_tensor *f_cumprod(gf_tensor *x) { return gf_cumprod(x, 0); }
 static gf_tensor *f_ninf(gf_tensor *x) { return gf_vector_norm(x, INFINITY, NULL, 0, false); }
 static gf_tensor *f_median(gf_tensor *x) { return gf_median(x); }
 
+static gf_tensor *f_norm0(gf_tensor *x) { return gf_vector_norm(x, 0, NULL, 0, false); }
+
 static void test_hand_gradients(void) {
     double g[4];
+    /* ord 0 counts and passes a zero gradient, even at inf */
+    grad_of(f_norm0, (const double[]){0, INFINITY, -2}, 3, g);
+    CHECK(g[0] == 0 && g[1] == 0 && g[2] == 0);
     grad_of(f_norm2, (const double[]){0, 0, 0}, 3, g);
     CHECK(g[0] == 0 && g[1] == 0 && g[2] == 0); /* PyTorch's subgradient, not NaN */
     grad_of(f_norm3, (const double[]){0, 0}, 2, g);

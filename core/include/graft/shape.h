@@ -38,8 +38,8 @@ GF_API gf_tensor *gf_count_nonzero(const gf_tensor *x, const int *dims, int ndim
  * (max |x|), -INFINITY (min |x|), 0 (count of nonzeros), 1, 2 and any
  * other p: (sum |x|^p)^(1/p). Float x only (DTYPE otherwise, as PyTorch).
  * The gradient at a zero vector is 0 (PyTorch's subgradient); for ord inf
- * it is shared evenly by the elements that tie for the maximum. Deviation:
- * the ord 0 result carries no history (its gradient is zero everywhere). */
+ * it is shared evenly by the elements that tie for the maximum; for ord 0
+ * it is zero everywhere. */
 GF_API gf_tensor *gf_vector_norm(const gf_tensor *x, double ord, const int *dims, int ndims,
                                  bool keepdim);
 /* torch.norm(x, p, dim, keepdim) for vectors: p "fro" is p = 2
