@@ -7,6 +7,7 @@
 #include "graft/device.h"
 #include "graft/tensor.h"
 #include "graft/ops.h"
+#include "graft/shape.h"
 #include "graft/nn.h"
 #include "graft/autograd.h"
 #include "graft/interop.h"
