@@ -279,8 +279,8 @@ int main(int argc, char **argv) {
         if (s != GF_OK) goto fail;
         loss_sum += lv;
         if (step % (steps / 10) == 0) {
-            printf("step %5ld  loss %.4f  lr %.5f  (%.1f s)\n", step, loss_sum / (double)(steps / 10),
-                   gf_optimizer_get_lr(opt), now_seconds() - t0);
+            printf("step %5ld  loss %.4f  lr %.5f  (%.1f s)\n", step,
+                   loss_sum / (double)(steps / 10), gf_optimizer_get_lr(opt), now_seconds() - t0);
             fflush(stdout);
             loss_sum = 0;
         }

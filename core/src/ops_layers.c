@@ -551,9 +551,9 @@ static bool adaptive_front(const char *op, const gf_tensor *x, const int64_t *ou
     for (int a = 0; a < 2; a++) {
         int64_t in = x->sizes[x->rank - 2 + a];
         o[a] = output_size[a] < 0 ? in : output_size[a];
-        /* (i + 1) * in must fit in int64 for the window bounds */
+        /* (i + 1) * in + out - 1 must fit in int64 for the window bounds */
         int64_t t;
-        if (!gf__mul_ok(o[a] + 1, in, &t)) {
+        if (!gf__add_ok(o[a], 1, &t) || !gf__mul_ok(t, in, &t) || !gf__add_ok(t, o[a], &t)) {
             gf__error(GF_ERR_OVERFLOW, "%s: output size %lld with input size %lld is too large",
                       op, (long long)o[a], (long long)in);
             return false;
@@ -913,7 +913,8 @@ gf_tensor *gf_interpolate(const gf_tensor *x, const gf_interpolate_opts *opts) {
         }
     } else {
         y = (gf_tensor *)x;
-        for (int a = 0; a < nsp; a++) y = resample_axis(L, y, 2 + a, in[a], out[a], scale[a], opts, op);
+        for (int a = 0; a < nsp; a++)
+            y = resample_axis(L, y, 2 + a, in[a], out[a], scale[a], opts, op);
     }
     y = finish(L, y);
     gf__scope_resume(s);

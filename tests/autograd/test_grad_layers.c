@@ -63,7 +63,9 @@ static gf_tensor *run(gf_tensor *const *in, int n, void *user) {
     case CONVT2D: y = gf_conv_transpose2d(v[0], v[1], b, &c->ct); break;
     case CONVT1D: y = gf_conv_transpose1d(v[0], v[1], b, &c->ct1); break;
     case GROUPN: y = gf_group_norm(v[0], c->groups, n > 1 ? v[1] : NULL, b, 1e-5); break;
-    case INSTN: y = gf_instance_norm(v[0], NULL, NULL, n > 1 ? v[1] : NULL, b, true, 0.1, 1e-5); break;
+    case INSTN:
+        y = gf_instance_norm(v[0], NULL, NULL, n > 1 ? v[1] : NULL, b, true, 0.1, 1e-5);
+        break;
     case INSTN_EVAL:
         y = gf_instance_norm(v[0], c->aux, c->aux2, n > 1 ? v[1] : NULL, b, false, 0.1, 1e-5);
         break;
@@ -352,6 +354,8 @@ static void test_errors(void) {
     gf_tensor *x4i = gf_zeros(SZ(1, 1, 2, 2), 4, GF_I32, NULL);
     EXPECT_ERR(gf_adaptive_max_pool2d(x4i, SZ(1, 1), NULL), GF_ERR_DTYPE, am, "float");
     EXPECT_ERR(gf_adaptive_max_pool2d(x2, SZ(1, 1), NULL), GF_ERR_SHAPE, am, "3-D or 4-D");
+    EXPECT_ERR(gf_adaptive_avg_pool2d(x4, SZ(1, INT64_MAX / 2)), GF_ERR_OVERFLOW, aa,
+               "too large");
     EXPECT_ERR(gf_adaptive_max_pool2d(x4, SZ(INT64_MAX, 1), NULL), GF_ERR_OVERFLOW, am,
                "too large");
 

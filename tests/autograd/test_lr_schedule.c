@@ -91,7 +91,8 @@ static void test_schedules(void) {
         gf_lr_scheduler_destroy(s);
         s = gf_lr_linear_create(o, 1.0 / 3, 1.0, 5);
         check_seq("LinearLR", o, s,
-                  (const double[]){1.0 / 3, 1.0 / 3 + 2.0 / 15, 1.0 / 3 + 4.0 / 15, 1.0 / 3 + 6.0 / 15,
+                  (const double[]){1.0 / 3, 1.0 / 3 + 2.0 / 15, 1.0 / 3 + 4.0 / 15,
+                                   1.0 / 3 + 6.0 / 15,
                                    1.0 / 3 + 8.0 / 15, 1, 1},
                   7);
         gf_lr_scheduler_destroy(s);
@@ -148,8 +149,10 @@ static void test_schedules(void) {
 static void test_param_groups(void) {
     const double g1[3] = {0.3, -0.1, 0.8}, g2[2] = {-0.4, 0.25};
     for (int k = 0; k < 4; k++) {
-        gf_tensor *a = param((const double[]){1, -2, 0.5}, 3), *b = param((const double[]){3, 1}, 2);
-        gf_tensor *ra = param((const double[]){1, -2, 0.5}, 3), *rb = param((const double[]){3, 1}, 2);
+        gf_tensor *a = param((const double[]){1, -2, 0.5}, 3);
+        gf_tensor *b = param((const double[]){3, 1}, 2);
+        gf_tensor *ra = param((const double[]){1, -2, 0.5}, 3);
+        gf_tensor *rb = param((const double[]){3, 1}, 2);
         gf_optimizer *o = MAKERS[k](&a, 1, 0.1, 0.01);
         CHECK(o && gf_optimizer_add_param_group(o, &b, 1, 0.03, 0.2) == GF_OK);
         CHECK(gf_optimizer_group_count(o) == 2);
@@ -233,7 +236,8 @@ static void test_resume(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/graft_lr_state_%d.safetensors", (int)getpid());
     for (int k = 0; k < 4; k++) {
-        gf_tensor *a = param((const double[]){1, 2, 3}, 3), *b = param((const double[]){1, 2, 3}, 3);
+        gf_tensor *a = param((const double[]){1, 2, 3}, 3);
+        gf_tensor *b = param((const double[]){1, 2, 3}, 3);
         gf_optimizer *oa = MAKERS[k](&a, 1, 0.1, 0.01);
         gf_lr_scheduler *sa = gf_lr_cosine_create(oa, 6, 0.01);
         for (int step = 0; step < 3; step++) {

@@ -603,7 +603,8 @@ static void test_linear(void) {
             y[i * 3 + o] = acc;
         }
     FOR_DT_STRIDE {
-        gf_tensor *tx = make(x, SZ(2, 3, 4), 3, dt, strided), *tw = make(w, SZ(3, 4), 2, dt, strided);
+        gf_tensor *tx = make(x, SZ(2, 3, 4), 3, dt, strided);
+        gf_tensor *tw = make(w, SZ(3, 4), 2, dt, strided);
         gf_tensor *tb = make(b, SZ(3), 1, dt, false);
         gf_tensor *ty = gf_linear(tx, tw, tb);
         check_vals("linear", ty, SZ(2, 3, 3), 3, y, dt);

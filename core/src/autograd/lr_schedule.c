@@ -13,7 +13,9 @@
 /* optim.c */
 double gf__optim_initial_lr(gf_optimizer *opt, int group);
 
-typedef enum sched_kind { S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ } sched_kind;
+typedef enum sched_kind {
+    S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ
+} sched_kind;
 
 struct gf_lr_scheduler {
     sched_kind kind;

@@ -764,7 +764,8 @@ static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf
     if (!same) {
         char a[200], b[200];
         return gf__error(GF_ERR_INVALID, "%s: entry '%s' is %s%s, but its parameter is %s%s", op,
-                         name, gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, a, sizeof a),
+                         name, gf_dtype_name(t->dtype),
+                         gf__shape_str(t->sizes, t->rank, a, sizeof a),
                          gf_dtype_name(p->dtype), gf__shape_str(p->sizes, p->rank, b, sizeof b));
     }
     return GF_OK;
