@@ -9,7 +9,9 @@
 #include "graft/ops.h"
 #include "graft/shape.h"
 #include "graft/nn.h"
+#include "graft/layers.h"
 #include "graft/autograd.h"
+#include "graft/schedule.h"
 #include "graft/interop.h"
 #include "graft/profiler.h"
 

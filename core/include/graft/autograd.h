@@ -272,19 +272,24 @@ GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
 GF_API void gf_optimizer_destroy(gf_optimizer *opt);
-/* The learning rate, for schedules (torch's param_groups[0]["lr"]): set
- * takes effect from the next step. Fails: INVALID (opt NULL, lr negative or
- * not finite). get returns -1 for NULL. */
+/* The learning rate (torch's param_groups[g]["lr"]): set gives it to every
+ * parameter group (graft/schedule.h), from the next step; get returns group
+ * 0's. Fails: INVALID (opt NULL, lr negative or not finite). get returns -1
+ * for NULL. */
 GF_API gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr);
 GF_API double gf_optimizer_get_lr(const gf_optimizer *opt);
 
 /* ---- optimiser state, for checkpoints (torch's optimizer.state_dict()).
- * The state of parameter i (its position in the create call) is named
+ * The state of parameter i (its position in the create call, then in the
+ * groups added, graft/schedule.h) is named as torch names it:
  *   "<prefix><i>.momentum_buffer"                  SGD with momentum
  *   "<prefix><i>.exp_avg", ".exp_avg_sq", ".step"  Adam / AdamW
+ *   "<prefix><i>.square_avg", ".step", and ".momentum_buffer" (momentum > 0),
+ *   ".grad_avg" (centered)                         RMSprop
+ *   "<prefix><i>.sum", ".step"                     Adagrad
  * (the step count is a 0-dim i64 tensor). A parameter not stepped yet has
  * no entries. The hyperparameters are not part of it: they are the create
- * call's options. gf_tensor_dict and its functions are in graft/interop.h;
+ * call's options (a schedule's state restores the learning rates). gf_tensor_dict and its functions are in graft/interop.h;
  * gf_save_safetensors writes the tensors, gf_load_safetensors reads them. */
 typedef struct gf_tensor_dict gf_tensor_dict;
 /* A new dict of the state (prefix NULL = ""). Its moment and momentum
@@ -297,8 +302,8 @@ GF_API gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const ch
  * checkpoint can hold the model and the optimiser. Each entry must be one
  * this optimiser has (by kind: an Adam entry in an SGD optimiser is an
  * error), for a parameter in range, with the parameter's sizes and dtype
- * (a step: a 0-dim integer >= 0); Adam needs all three entries of a
- * parameter or none. A parameter without entries starts afresh. Values are
+ * (a step: a 0-dim integer >= 0); a parameter needs every entry its
+ * optimiser's options keep, or none. A parameter without entries starts afresh. Values are
  * copied onto each parameter's device. Everything is checked before
  * anything changes: on failure the optimiser is as it was.
  * Fails: INVALID (naming the entry and what is wrong), and the device's

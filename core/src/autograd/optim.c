@@ -6,6 +6,7 @@
  * scope; the optimiser's state (momentum buffers, moments) is kept out of it.
  * The parameters' .grad tensors are only read, never written. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,15 @@ typedef struct param_state {
     gf_tensor *param; /* reference */
     gf_tensor *buf1, *buf2, *buf3;
     int64_t step;
+    int group; /* its parameter group */
 } param_state;
+
+/* A parameter group's own hyperparameters (torch's param_groups[g]):
+ * they replace the create call's lr and weight_decay for its parameters.
+ * initial_lr is NAN until a schedule records it (torch's "initial_lr"). */
+typedef struct opt_group {
+    double lr, weight_decay, initial_lr;
+} opt_group;
 
 struct gf_optimizer {
     opt_kind kind;
@@ -37,6 +46,8 @@ struct gf_optimizer {
     gf_adagrad_opts adagrad;
     int n;
     param_state *ps;
+    int n_groups;
+    opt_group *groups;
 };
 
 /* NaN fails every comparison, so `!(x >= 0)` rejects it too. */
@@ -69,17 +80,26 @@ static gf_status check_params(const char *op, gf_tensor *const *params, int n) {
     return GF_OK;
 }
 
-static gf_optimizer *opt_new(opt_kind kind, gf_tensor *const *params, int n) {
+/* The optimiser with one parameter group (lr and weight_decay as given). */
+static gf_optimizer *opt_new(opt_kind kind, gf_tensor *const *params, int n, double lr,
+                             double weight_decay) {
     gf_optimizer *o = calloc(1, sizeof *o);
     param_state *ps = o ? calloc((size_t)n, sizeof *ps) : NULL;
-    if (!ps) {
+    opt_group *g = ps ? calloc(1, sizeof *g) : NULL;
+    if (!g) {
         free(o);
+        free(ps);
         gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for the optimiser's state");
         return NULL;
     }
     o->kind = kind;
     o->n = n;
     o->ps = ps;
+    o->n_groups = 1;
+    o->groups = g;
+    g->lr = lr;
+    g->weight_decay = weight_decay;
+    g->initial_lr = NAN;
     for (int i = 0; i < n; i++) ps[i].param = gf_tensor_retain(params[i]);
     return o;
 }
@@ -114,7 +134,7 @@ gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *
         return NULL;
     }
     if (check_params(op, params, n) != GF_OK) return NULL;
-    gf_optimizer *opt = opt_new(OPT_SGD, params, n);
+    gf_optimizer *opt = opt_new(OPT_SGD, params, n, o.lr, o.weight_decay);
     if (opt) opt->sgd = o;
     return opt;
 }
@@ -150,7 +170,7 @@ gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts
         return NULL;
     }
     if (check_params(op, params, n) != GF_OK) return NULL;
-    gf_optimizer *opt = opt_new(OPT_ADAM, params, n);
+    gf_optimizer *opt = opt_new(OPT_ADAM, params, n, o.lr, o.weight_decay);
     if (opt) opt->adam = o;
     return opt;
 }
@@ -174,7 +194,7 @@ gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmspro
         return NULL;
     }
     if (check_params(op, params, n) != GF_OK) return NULL;
-    gf_optimizer *opt = opt_new(OPT_RMSPROP, params, n);
+    gf_optimizer *opt = opt_new(OPT_RMSPROP, params, n, o.lr, o.weight_decay);
     if (opt) opt->rmsprop = o;
     return opt;
 }
@@ -196,7 +216,7 @@ gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n, const gf_adagra
         return NULL;
     }
     if (check_params(op, params, n) != GF_OK) return NULL;
-    gf_optimizer *opt = opt_new(OPT_ADAGRAD, params, n);
+    gf_optimizer *opt = opt_new(OPT_ADAGRAD, params, n, o.lr, o.weight_decay);
     if (opt) opt->adagrad = o;
     return opt;
 }
@@ -338,6 +358,7 @@ static gf_status rmsprop_update(const gf_rmsprop_opts *o, param_state *st, gf_te
         if (!sq) return failed();
         st->buf1 = gf_scope_keep(sq);
     }
+    st->step++; /* kept for the state (torch's "step"); the update does not read it */
     if ((s = scale_(st->buf1, o->alpha)) != GF_OK) return s;
     if ((s = update_(GFP_OP_ADD, st->buf1, gf_mul_scalar(gf_mul(g, g), 1.0 - o->alpha))) !=
         GF_OK)
@@ -396,18 +417,45 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     gf_status s = GF_OK;
-    const char *prof_name = opt->kind == OPT_SGD ? "SGD.step" : "Adam.step";
+    const char *prof_name = opt->kind == OPT_SGD    ? "SGD.step"
+                            : opt->kind == OPT_ADAM ? "Adam.step"
+                            : opt->kind == OPT_RMSPROP ? "RMSprop.step" : "Adagrad.step";
     uint64_t prof_t0 = gf__prof_on() ? gf__prof_span_begin("optimizer", prof_name) : 0;
     for (int i = 0; i < opt->n && s == GF_OK; i++) {
         param_state *st = &opt->ps[i];
         gf_scope_begin();
         gf_tensor *g = gf_tensor_grad(st->param);
+        const opt_group *gr = &opt->groups[st->group];
         if (g) { /* parameters without a gradient are skipped, as in PyTorch */
             switch (opt->kind) {
-            case OPT_SGD: s = sgd_update(&opt->sgd, st, g); break;
-            case OPT_ADAM: s = adam_update(&opt->adam, st, g); break;
-            case OPT_RMSPROP: s = rmsprop_update(&opt->rmsprop, st, g); break;
-            case OPT_ADAGRAD: s = adagrad_update(&opt->adagrad, st, g); break;
+            case OPT_SGD: {
+                gf_sgd_opts o = opt->sgd;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = sgd_update(&o, st, g);
+                break;
+            }
+            case OPT_ADAM: {
+                gf_adam_opts o = opt->adam;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = adam_update(&o, st, g);
+                break;
+            }
+            case OPT_RMSPROP: {
+                gf_rmsprop_opts o = opt->rmsprop;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = rmsprop_update(&o, st, g);
+                break;
+            }
+            case OPT_ADAGRAD: {
+                gf_adagrad_opts o = opt->adagrad;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = adagrad_update(&o, st, g);
+                break;
+            }
             }
         }
         gf_scope_end();
@@ -439,14 +487,114 @@ gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr) {
     if (!nonneg(lr))
         return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: invalid learning rate %g; lr "
                          "must be >= 0 and finite", lr);
-    if (opt->kind == OPT_SGD) opt->sgd.lr = lr;
-    else opt->adam.lr = lr;
+    for (int g = 0; g < opt->n_groups; g++) opt->groups[g].lr = lr;
     return GF_OK;
 }
 
 double gf_optimizer_get_lr(const gf_optimizer *opt) {
     if (!opt) return -1;
-    return opt->kind == OPT_SGD ? opt->sgd.lr : opt->adam.lr;
+    return opt->groups[0].lr;
+}
+
+/* ------------------------------------------------------------ parameter groups */
+
+gf_status gf_optimizer_add_param_group(gf_optimizer *opt, gf_tensor *const *params, int n,
+                                       double lr, double weight_decay) {
+    const char *op = "gf_optimizer_add_param_group";
+    if (!opt) return gf__error(GF_ERR_INVALID, "%s: opt is NULL", op);
+    if (opt->n_groups >= GF_OPTIMIZER_MAX_GROUPS)
+        return gf__error(GF_ERR_INVALID, "%s: the optimiser has %d groups already, the most "
+                         "allowed", op, opt->n_groups);
+    /* NAN: the create call's value (torch's defaults of the optimiser). */
+    double base_lr = opt->kind == OPT_SGD ? opt->sgd.lr : opt->kind == OPT_ADAM ? opt->adam.lr
+                     : opt->kind == OPT_RMSPROP ? opt->rmsprop.lr : opt->adagrad.lr;
+    double base_wd = opt->kind == OPT_SGD ? opt->sgd.weight_decay
+                     : opt->kind == OPT_ADAM ? opt->adam.weight_decay
+                     : opt->kind == OPT_RMSPROP ? opt->rmsprop.weight_decay
+                                                : opt->adagrad.weight_decay;
+    if (isnan(lr)) lr = base_lr;
+    if (isnan(weight_decay)) weight_decay = base_wd;
+    if (!nonneg(lr))
+        return gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; it must be finite and "
+                         ">= 0 (NAN for the optimiser's)", op, lr);
+    if (!nonneg(weight_decay))
+        return gf__error(GF_ERR_INVALID, "%s: invalid weight_decay %g; it must be finite and "
+                         ">= 0 (NAN for the optimiser's)", op, weight_decay);
+    gf_status s = check_params(op, params, n);
+    if (s != GF_OK) return s;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < opt->n; j++)
+            if (opt->ps[j].param == params[i])
+                return gf__error(GF_ERR_INVALID, "%s: parameter %d of the new group is already "
+                                 "parameter %d of group %d; a parameter may be in one group "
+                                 "only", op, i, j, opt->ps[j].group);
+    if (opt->n > INT_MAX - n)
+        return gf__error(GF_ERR_INVALID, "%s: too many parameters", op);
+    param_state *ps = realloc(opt->ps, sizeof *ps * (size_t)(opt->n + n));
+    if (!ps) return gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    opt->ps = ps;
+    opt_group *gs = realloc(opt->groups, sizeof *gs * (size_t)(opt->n_groups + 1));
+    if (!gs) return gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    opt->groups = gs;
+    gs[opt->n_groups] = (opt_group){lr, weight_decay, NAN};
+    for (int i = 0; i < n; i++) {
+        memset(&ps[opt->n + i], 0, sizeof *ps);
+        ps[opt->n + i].param = gf_tensor_retain(params[i]);
+        ps[opt->n + i].group = opt->n_groups;
+    }
+    opt->n += n;
+    opt->n_groups++;
+    return GF_OK;
+}
+
+int gf_optimizer_group_count(const gf_optimizer *opt) { return opt ? opt->n_groups : 0; }
+
+static gf_status check_group(const gf_optimizer *opt, int group, const char *op) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "%s: opt is NULL", op);
+    if (group < 0 || group >= opt->n_groups)
+        return gf__error(GF_ERR_INDEX, "%s: group %d is out of range (the optimiser has %d)", op,
+                         group, opt->n_groups);
+    return GF_OK;
+}
+
+gf_status gf_optimizer_set_group_lr(gf_optimizer *opt, int group, double lr) {
+    const char *op = "gf_optimizer_set_group_lr";
+    gf_status s = check_group(opt, group, op);
+    if (s != GF_OK) return s;
+    if (!nonneg(lr))
+        return gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; it must be finite and "
+                         ">= 0", op, lr);
+    opt->groups[group].lr = lr;
+    return GF_OK;
+}
+
+double gf_optimizer_get_group_lr(const gf_optimizer *opt, int group) {
+    if (!opt || group < 0 || group >= opt->n_groups) return -1;
+    return opt->groups[group].lr;
+}
+
+gf_status gf_optimizer_set_group_weight_decay(gf_optimizer *opt, int group, double wd) {
+    const char *op = "gf_optimizer_set_group_weight_decay";
+    gf_status s = check_group(opt, group, op);
+    if (s != GF_OK) return s;
+    if (!nonneg(wd))
+        return gf__error(GF_ERR_INVALID, "%s: invalid weight_decay %g; it must be finite and "
+                         ">= 0", op, wd);
+    opt->groups[group].weight_decay = wd;
+    return GF_OK;
+}
+
+double gf_optimizer_get_group_weight_decay(const gf_optimizer *opt, int group) {
+    if (!opt || group < 0 || group >= opt->n_groups) return -1;
+    return opt->groups[group].weight_decay;
+}
+
+/* For the schedules (lr_schedule.c): torch's group["initial_lr"], set
+ * once by the first schedule made on the optimiser. */
+double gf__optim_initial_lr(gf_optimizer *opt, int group) {
+    opt_group *g = &opt->groups[group];
+    if (isnan(g->initial_lr)) g->initial_lr = g->lr;
+    return g->initial_lr;
 }
 
 void gf_optimizer_destroy(gf_optimizer *opt) {
@@ -458,17 +606,56 @@ void gf_optimizer_destroy(gf_optimizer *opt) {
         gf_tensor_release(opt->ps[i].buf3);
     }
     free(opt->ps);
+    free(opt->groups);
     free(opt);
 }
 
 /* ------------------------------------------------------------ state */
 #define STATE_MAX_PREFIX 200
 
-/* The state keys of each kind, in the order they are listed. */
-static const char *const sgd_keys[] = {"momentum_buffer"};
-static const char *const adam_keys[] = {"exp_avg", "exp_avg_sq", "step"};
+/* The state keys of each kind (torch's names), and where each lives:
+ * slot 1..3 = buf1..buf3, slot 0 = the step count. */
+typedef struct key_def {
+    const char *name;
+    int slot;
+} key_def;
+static const key_def sgd_keys[] = {{"momentum_buffer", 1}};
+static const key_def adam_keys[] = {{"exp_avg", 1}, {"exp_avg_sq", 2}, {"step", 0}};
+static const key_def rmsprop_keys[] = {
+    {"square_avg", 1}, {"momentum_buffer", 2}, {"grad_avg", 3}, {"step", 0}};
+static const key_def adagrad_keys[] = {{"sum", 1}, {"step", 0}};
+#define MAX_KEYS 4
 
-static const char *kind_name(opt_kind k) { return k == OPT_SGD ? "SGD" : "Adam"; }
+static const key_def *kind_keys(opt_kind k, int *n) {
+    switch (k) {
+    case OPT_SGD: *n = 1; return sgd_keys;
+    case OPT_ADAM: *n = 3; return adam_keys;
+    case OPT_RMSPROP: *n = 4; return rmsprop_keys;
+    case OPT_ADAGRAD: break;
+    }
+    *n = 2;
+    return adagrad_keys;
+}
+
+static const char *kind_name(opt_kind k) {
+    return k == OPT_SGD ? "SGD" : k == OPT_ADAM ? "Adam" : k == OPT_RMSPROP ? "RMSprop" : "Adagrad";
+}
+
+/* Whether a stepped parameter of this optimiser has key k (its options
+ * decide: SGD's buffer needs momentum, RMSprop's momentum buffer and
+ * grad_avg need momentum and centered). */
+static bool key_used(const gf_optimizer *opt, int k) {
+    switch (opt->kind) {
+    case OPT_SGD: return opt->sgd.momentum != 0;
+    case OPT_RMSPROP:
+        return k == 1 ? opt->rmsprop.momentum > 0 : k == 2 ? opt->rmsprop.centered : true;
+    default: return true;
+    }
+}
+
+static gf_tensor *slot_of(const param_state *st, int slot) {
+    return slot == 1 ? st->buf1 : slot == 2 ? st->buf2 : st->buf3;
+}
 
 static gf_status add_entry(gf_tensor_dict *d, const char *prefix, int i, const char *key,
                            gf_tensor *t) {
@@ -493,18 +680,18 @@ gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const char *pre
     if (!d) return NULL;
     gf_status s = GF_OK;
     int saved = gf__scope_suspend();
+    int nk;
+    const key_def *keys = kind_keys(opt->kind, &nk);
     for (int i = 0; i < opt->n && s == GF_OK; i++) {
         const param_state *st = &opt->ps[i];
         if (!st->buf1) continue; /* not stepped yet (or SGD without momentum) */
-        if (opt->kind == OPT_SGD) {
-            s = add_entry(d, prefix, i, sgd_keys[0], gf_tensor_retain(st->buf1));
-            continue;
+        for (int k = 0; k < nk && s == GF_OK; k++) {
+            if (!key_used(opt, k)) continue;
+            gf_tensor *t = keys[k].slot
+                               ? gf_tensor_retain(slot_of(st, keys[k].slot))
+                               : gf__scalar((double)st->step, GF_I64, st->param->storage->device);
+            s = t ? add_entry(d, prefix, i, keys[k].name, t) : gf__status();
         }
-        s = add_entry(d, prefix, i, adam_keys[0], gf_tensor_retain(st->buf1));
-        if (s == GF_OK) s = add_entry(d, prefix, i, adam_keys[1], gf_tensor_retain(st->buf2));
-        if (s != GF_OK) break;
-        gf_tensor *step = gf__scalar((double)st->step, GF_I64, st->param->storage->device);
-        s = step ? add_entry(d, prefix, i, adam_keys[2], step) : gf__status();
     }
     gf__scope_resume(saved);
     if (s != GF_OK) {
@@ -529,28 +716,35 @@ static gf_status parse_entry(const gf_optimizer *opt, const char *name, const ch
         return gf__error(GF_ERR_INVALID, "%s: entry '%s' is for parameter %ld, but the optimiser "
                          "has %d parameters (0 to %d): was the checkpoint made for another "
                          "model?", op, name, i, opt->n, opt->n - 1);
-    const char *const *keys = opt->kind == OPT_SGD ? sgd_keys : adam_keys;
-    int n_keys = opt->kind == OPT_SGD ? 1 : 3;
-    for (int k = 0; k < n_keys; k++) {
-        if (strcmp(end + 1, keys[k])) continue;
-        if (opt->kind == OPT_SGD && opt->sgd.momentum == 0)
-            return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a momentum buffer, but this SGD "
-                             "optimiser has no momentum", op, name);
+    int nk;
+    const key_def *keys = kind_keys(opt->kind, &nk);
+    char list[120] = "";
+    for (int k = 0; k < nk; k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", keys[k].name);
+        if (strcmp(end + 1, keys[k].name)) continue;
+        if (!key_used(opt, k))
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a %s, which this %s optimiser "
+                             "does not keep: it %s", op, name, keys[k].name,
+                             kind_name(opt->kind),
+                             strcmp(keys[k].name, "grad_avg") ? "has no momentum"
+                                                              : "is not centered");
         *index = (int)i;
         *key = k;
         return GF_OK;
     }
     return gf__error(GF_ERR_INVALID, "%s: entry '%s' has the key '%s', which %s state does not "
                      "have (its keys: %s): was it saved from another kind of optimiser?", op,
-                     name, end + 1, kind_name(opt->kind),
-                     opt->kind == OPT_SGD ? "momentum_buffer" : "exp_avg, exp_avg_sq, step");
+                     name, end + 1, kind_name(opt->kind), list);
 }
 
 /* Checks that t fits key k of parameter p. */
 static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf_tensor *t,
                              const gf_tensor *p, int k, int64_t *step) {
     const char *op = "gf_optimizer_load_state_dict";
-    if (opt->kind == OPT_ADAM && k == 2) {
+    int nk;
+    const key_def *keys = kind_keys(opt->kind, &nk);
+    if (keys[k].slot == 0) {
         if (t->rank != 0 || gf_dtype_is_float(t->dtype) || t->dtype == GF_BOOL)
             return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim integer step count "
                              "(got %s of rank %d)", op, name, gf_dtype_name(t->dtype), t->rank);
@@ -570,7 +764,8 @@ static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf
     if (!same) {
         char a[200], b[200];
         return gf__error(GF_ERR_INVALID, "%s: entry '%s' is %s%s, but its parameter is %s%s", op,
-                         name, gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, a, sizeof a),
+                         name, gf_dtype_name(t->dtype),
+                         gf__shape_str(t->sizes, t->rank, a, sizeof a),
                          gf_dtype_name(p->dtype), gf__shape_str(p->sizes, p->rank, b, sizeof b));
     }
     return GF_OK;
@@ -583,11 +778,13 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
     if (!d) return gf__error(GF_ERR_INVALID, "%s: d is NULL", op);
     if (!prefix) prefix = "";
     size_t plen = strlen(prefix);
-    int n = opt->n, n_keys = opt->kind == OPT_SGD ? 1 : 3;
-    /* found[i * 3 + k]: the entry of key k of parameter i. */
-    const gf_tensor **found = calloc((size_t)n * 3, sizeof *found);
+    int n = opt->n, nk;
+    const key_def *keys = kind_keys(opt->kind, &nk);
+    /* found[i * MAX_KEYS + k]: the entry of key k of parameter i; fresh[i *
+     * 3 + slot - 1]: its copy on the parameter's device. */
+    const gf_tensor **found = calloc((size_t)n * MAX_KEYS, sizeof *found);
     int64_t *steps = calloc((size_t)n, sizeof *steps);
-    gf_tensor **fresh = calloc((size_t)n * 2, sizeof *fresh);
+    gf_tensor **fresh = calloc((size_t)n * 3, sizeof *fresh);
     gf_status s = found && steps && fresh
                       ? GF_OK
                       : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -599,26 +796,38 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
         if (s != GF_OK) break;
         const gf_tensor *t = gf_tensor_dict_at(d, e);
         s = check_entry(opt, name, t, opt->ps[i].param, k, &steps[i]);
-        found[i * 3 + k] = t;
+        found[i * MAX_KEYS + k] = t;
     }
-    for (int i = 0; s == GF_OK && opt->kind == OPT_ADAM && i < n; i++) {
-        int have = (found[i * 3] != NULL) + (found[i * 3 + 1] != NULL) + (found[i * 3 + 2] != NULL);
-        if (have != 0 && have != n_keys)
-            s = gf__error(GF_ERR_INVALID, "%s: parameter %d has %d of the 3 Adam state entries "
-                          "(%s%d.exp_avg, .exp_avg_sq, .step); give all of them or none", op, i,
-                          have, prefix, i);
+    /* Every key the options use, or none, per parameter. */
+    int used = 0;
+    for (int k = 0; k < nk; k++) used += key_used(opt, k);
+    for (int i = 0; s == GF_OK && used > 1 && i < n; i++) {
+        int have = 0;
+        for (int k = 0; k < nk; k++) have += found[i * MAX_KEYS + k] != NULL;
+        if (have != 0 && have != used) {
+            char list[120] = "";
+            for (int k = 0; k < nk; k++) {
+                if (!key_used(opt, k)) continue;
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", keys[k].name);
+            }
+            s = gf__error(GF_ERR_INVALID, "%s: parameter %d has %d of the %d %s state entries "
+                          "(%s%d. + %s); give all of them or none", op, i, have, used,
+                          kind_name(opt->kind), prefix, i, list);
+        }
     }
     /* Copies on each parameter's device, made before anything changes. */
     int saved = gf__scope_suspend();
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     for (int i = 0; s == GF_OK && i < n; i++) {
-        for (int k = 0; k < 2 && s == GF_OK; k++) {
-            const gf_tensor *t = found[i * 3 + k];
-            if (!t) continue;
+        for (int k = 0; k < nk && s == GF_OK; k++) {
+            const gf_tensor *t = found[i * MAX_KEYS + k];
+            if (!t || keys[k].slot == 0) continue;
             gf_tensor *moved = gf_to_device(t, opt->ps[i].param->storage->device);
-            fresh[i * 2 + k] = moved ? gf_clone(moved) : NULL;
+            gf_tensor *c = moved ? gf_clone(moved) : NULL;
             gf_tensor_release(moved);
-            if (!fresh[i * 2 + k]) s = failed();
+            fresh[i * 3 + keys[k].slot - 1] = c;
+            if (!c) s = failed();
         }
     }
     gf_grad_mode_set(prev);
@@ -628,12 +837,14 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
             param_state *st = &opt->ps[i];
             gf_tensor_release(st->buf1);
             gf_tensor_release(st->buf2);
-            st->buf1 = fresh[i * 2];
-            st->buf2 = fresh[i * 2 + 1];
-            st->step = opt->kind == OPT_ADAM && st->buf1 ? steps[i] : 0;
+            gf_tensor_release(st->buf3);
+            st->buf1 = fresh[i * 3];
+            st->buf2 = fresh[i * 3 + 1];
+            st->buf3 = fresh[i * 3 + 2];
+            st->step = st->buf1 ? steps[i] : 0;
         }
     } else if (fresh) {
-        for (int i = 0; i < n * 2; i++) gf_tensor_release(fresh[i]);
+        for (int i = 0; i < n * 3; i++) gf_tensor_release(fresh[i]);
     }
     free(found);
     free(steps);
