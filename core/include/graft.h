@@ -8,6 +8,7 @@
 #include "graft/tensor.h"
 #include "graft/ops.h"
 #include "graft/nn.h"
+#include "graft/ops_extra.h"
 #include "graft/autograd.h"
 #include "graft/interop.h"
 #include "graft/profiler.h"
