@@ -673,6 +673,35 @@ gf_tensor *gf_frac(const gf_tensor *x) {
 }
 
 /* ------------------------------------------------------------ exp, log */
+/* 2^x for a float x, without relying on the device's pow beyond small
+ * integer exponents (which every device computes exactly): with n =
+ * round(x) and f = x - n (exact, |f| <= 1/2), 2^x = 2^f 2^r (2^64)^q1
+ * (2^64)^q2 where n = r + 64 (q1 + q2), 0 <= r < 64, |q1|, |q2| <= 9, and
+ * 2^f = exp(f ln 2) (a small argument: no error growth with |x|). Exact at
+ * integers; inf above the range, 0 below; NaN stays NaN. The gradient is
+ * 2^x ln 2 through the exp (n has none). */
+static gf_tensor *exp2_float(tmps *L, gf_tensor *x) {
+    if (L->bad) return NULL;
+    double lim = x->dtype == GF_F64 ? 1100.0 : 160.0;
+    gf_tensor *zero = zero_of(L, x);
+    gf_tensor *out = T(gf_gt_scalar(T(gf_abs(x)), lim));
+    gf_tensor *xs = T(gf_where(out, zero, x));
+    gf_tensor *n = T(gf_round(xs));
+    gf_tensor *f = T(gf_sub(xs, n));
+    gf_tensor *q = T(gf_floor(T(gf_div_scalar(n, 64.0))));
+    gf_tensor *r = T(gf_sub(n, T(gf_mul_scalar(q, 64.0))));
+    gf_tensor *q1 = T(gf_trunc(T(gf_div_scalar(q, 2.0))));
+    gf_tensor *q2 = T(gf_sub(q, q1));
+    gf_tensor *p64 = const_of(L, x, 0x1p64);
+    gf_tensor *y = T(gf_exp(T(gf_mul_scalar(f, 0.69314718055994530942))));
+    y = T(gf_mul(y, T(gf_pow(const_of(L, x, 2.0), r))));
+    y = T(gf_mul(y, T(gf_pow(p64, q1))));
+    y = T(gf_mul(y, T(gf_pow(p64, q2))));
+    /* beyond the range: inf above, 0 below (the where keeps NaN as NaN) */
+    gf_tensor *ends = T(gf_where(T(gf_gt_scalar(x, 0.0)), const_of(L, x, INFINITY), zero));
+    return T(gf_where(out, ends, y));
+}
+
 /* log(x) * inv_ln_base; f32 through f64 where the device stores it. In f64,
  * a result within a few ulp of an integer n with base^n == x is made n
  * exactly (the correction is taken outside the graph, so the gradient stays
@@ -690,7 +719,7 @@ static gf_tensor *log_base(const gf_tensor *x, double base, double inv_ln_base,
         gf_grad_mode m = no_grad_begin();
         gf_tensor *yd = T(gf_detach(y));
         gf_tensor *n = T(gf_round(yd));
-        gf_tensor *pw = T(gf_pow(const_of(L, yd, base), n));
+        gf_tensor *pw = base == 2.0 ? exp2_float(L, n) : T(gf_pow(const_of(L, yd, base), n));
         gf_tensor *xd = T(gf_detach(xc));
         gf_tensor *exact = T(gf_logical_and(T(gf_eq(pw, xd)),
                                             T(gf_lt_scalar(T(gf_abs(n)), 2000.0))));
@@ -713,8 +742,7 @@ gf_tensor *gf_log10(const gf_tensor *x) {
 gf_tensor *gf_exp2(const gf_tensor *x) {
     if (!null_check("gf_exp2", x, "x")) return NULL;
     BEGIN;
-    gf_tensor *xf = T(as_float(x));
-    gf_tensor *y = T(gf_pow(const_of(L, xf, 2.0), xf));
+    gf_tensor *y = exp2_float(L, T(as_float(x)));
     END(y);
 }
 

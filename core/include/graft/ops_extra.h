@@ -134,7 +134,8 @@ GF_API gf_tensor *gf_frac(const gf_tensor *x);
 GF_API gf_tensor *gf_log2(const gf_tensor *x);
 /* log(x) / ln 10, exact at powers of ten. */
 GF_API gf_tensor *gf_log10(const gf_tensor *x);
-/* pow(2, x): exact at integers. */
+/* 2^x: 2^round(x) exactly times exp((x - round(x)) ln 2), so the error
+ * does not grow with |x|; exact at integers. */
 GF_API gf_tensor *gf_exp2(const gf_tensor *x);
 /* sin(x) / cos(x) (a few ulp wherever sin and cos are accurate). */
 GF_API gf_tensor *gf_tan(const gf_tensor *x);
