@@ -819,7 +819,10 @@ gf_tensor *gf_acosh(const gf_tensor *x) {
     gf_tensor *xs = T(gf_where(big, const_of(L, xf, 2.0), xf));
     gf_tensor *xb = T(gf_where(big, xf, const_of(L, xf, 2.0 * HUGE_ARG)));
     gf_tensor *t = T(gf_sub_scalar(xs, 1.0));
-    gf_tensor *small = T(gf_log1p(T(gf_add(t, T(gf_sqrt(T(gf_mul(t, T(gf_add_scalar(t, 2.0))))))))));
+    /* sqrt(t) sqrt(t + 2) rather than sqrt(t (t + 2)): the gradient at 1 is
+     * then inf (sqrt's), not inf * 0 = NaN from the product's rule. */
+    gf_tensor *root = T(gf_mul(T(gf_sqrt(t)), T(gf_sqrt(T(gf_add_scalar(t, 2.0))))));
+    gf_tensor *small = T(gf_log1p(T(gf_add(t, root))));
     gf_tensor *large = T(gf_add_scalar(T(gf_log(xb)), LN2));
     /* NaN below 1 (far below, t + sqrt(t (t + 2)) would cancel to -1). */
     gf_tensor *y = T(gf_where(T(gf_lt_scalar(xf, 1.0)), const_of(L, xf, NAN),

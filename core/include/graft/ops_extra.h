@@ -147,7 +147,7 @@ GF_API gf_tensor *gf_cosh(const gf_tensor *x);
 /* sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), sign(x) (log|x| + ln 2)
  * for |x| > 2^28 (an odd function, gradient 1 at 0). */
 GF_API gf_tensor *gf_asinh(const gf_tensor *x);
-/* log1p(t + sqrt(t (t + 2))) with t = x - 1, log(x) + ln 2 for x > 2^28:
+/* log1p(t + sqrt(t) sqrt(t + 2)) with t = x - 1, log(x) + ln 2 for x > 2^28:
  * NaN below 1, gradient inf at 1 (as PyTorch). */
 GF_API gf_tensor *gf_acosh(const gf_tensor *x);
 /* (log1p(x) - log1p(-x)) / 2: +-inf at +-1 (gradient inf), NaN beyond. */
