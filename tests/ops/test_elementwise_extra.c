@@ -595,6 +595,30 @@ static void test_clamp_tensor(void) {
     REL(x, l, h, y, fl, xi, y2, xb, b3);
 }
 
+/* Operands on two devices fail DEVICE, naming the op (when a second device
+ * runs here: the cross-device runs load two plugins). */
+static void test_device_mismatch(void) {
+    gf_device *dev = gf_device_default(), *other = NULL;
+    for (int i = 0; i < gf_device_count() && !other; i++)
+        if (gf_device_at(i) != dev) other = gf_device_at(i);
+    if (!other) {
+        fprintf(stderr, "  (one device: no mismatch to test)\n");
+        return;
+    }
+    gf_tensor *a = ot_make(GF_F32, 1, SZ(3), DV(1, 2, 3));
+    gf_tensor *b = gf_to_device(a, other);
+    CHECK_MSG(b != NULL, "%s", gf_last_error());
+    EXPECT_ERR(gf_fmod(a, b), GF_ERR_DEVICE, "gf_fmod");
+    EXPECT_ERR(gf_remainder(b, a), GF_ERR_DEVICE, "gf_remainder");
+    EXPECT_ERR(gf_lerp(a, b, a), GF_ERR_DEVICE, "gf_lerp");
+    EXPECT_ERR(gf_lerp_scalar(a, b, 0.5), GF_ERR_DEVICE, "gf_lerp_scalar");
+    EXPECT_ERR(gf_addcmul(a, a, b, 1.0), GF_ERR_DEVICE, "gf_addcmul");
+    EXPECT_ERR(gf_addcdiv(a, b, a, 1.0), GF_ERR_DEVICE, "gf_addcdiv");
+    EXPECT_ERR(gf_clamp_tensor(a, b, NULL), GF_ERR_DEVICE, "gf_clamp_tensor");
+    EXPECT_ERR(gf_clamp_tensor(a, NULL, b), GF_ERR_DEVICE, "gf_clamp_tensor");
+    REL(a, b);
+}
+
 int main(void) {
     gf_init();
     gf_device_info info;
@@ -614,5 +638,6 @@ int main(void) {
     RUN(test_mod_int_broadcast_scalar);
     RUN(test_lerp_addc);
     RUN(test_clamp_tensor);
+    RUN(test_device_mismatch);
     return ot_finish();
 }
