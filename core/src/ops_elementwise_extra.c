@@ -634,7 +634,7 @@ gf_tensor *gf_isfinite(const gf_tensor *x) {
 
 gf_tensor *gf_nan_to_num(const gf_tensor *x, double nan, double posinf, double neginf) {
     if (!null_check("gf_nan_to_num", x, "x")) return NULL;
-    if (!gf_dtype_is_float(x->dtype)) return gf__ret(gf__contig(x));
+    if (!gf_dtype_is_float(x->dtype)) return gf_clone(x);
     double top = x->dtype == GF_F64 ? DBL_MAX : FLT_MAX;
     if (isnan(posinf)) posinf = top;
     if (isnan(neginf)) neginf = -top;
@@ -654,7 +654,7 @@ static gf_tensor *trunc_float(tmps *L, gf_tensor *x) {
 
 gf_tensor *gf_trunc(const gf_tensor *x) {
     if (!null_check("gf_trunc", x, "x")) return NULL;
-    if (!gf_dtype_is_float(x->dtype)) return gf__ret(gf__contig(x));
+    if (!gf_dtype_is_float(x->dtype)) return gf_clone(x);
     BEGIN;
     gf_tensor *y = trunc_float(L, (gf_tensor *)x);
     END(y);

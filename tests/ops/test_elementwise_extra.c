@@ -309,6 +309,11 @@ static void test_predicates(void) {
     EXPECT_T(y[3], GF_BOOL, 1, SZ(3), DV(0, 0, 0), 0);
     EXPECT_T(y[4], GF_BOOL, 1, SZ(3), DV(1, 1, 1), 0);
     EXPECT_T(y[5], GF_I64, 1, SZ(3), DV(-4, 0, 9), 0);
+    /* a copy, not x itself (as trunc of an integer x) */
+    gf_tensor *tr = gf_trunc(xi);
+    CHECK(y[5] && gf_fill_(y[5], 1.0) == GF_OK && tr && gf_fill_(tr, 2.0) == GF_OK);
+    EXPECT_T(xi, GF_I64, 1, SZ(3), DV(-4, 0, 9), 0);
+    gf_tensor_release(tr);
     REL(xi, xb, y[0], y[1], y[2], y[3], y[4], y[5]);
 }
 

@@ -120,7 +120,7 @@ GF_API gf_tensor *gf_nan_to_num(const gf_tensor *x, double nan, double posinf, d
 
 /* ---- rounding */
 /* torch.trunc: rounds toward zero (-0.5 gives -0.0); integers unchanged
- * (a copy). Gradient 0. */
+ * (a copy, as PyTorch). Gradient 0. */
 GF_API gf_tensor *gf_trunc(const gf_tensor *x);
 /* torch.frac: x - trunc(x), the sign of x (inf gives NaN, as PyTorch's
  * CPU kernel). Float only (DTYPE otherwise, as PyTorch). Gradient 1. */
