@@ -702,10 +702,11 @@ static gf_tensor *exp2_float(tmps *L, gf_tensor *x) {
     return T(gf_where(out, ends, y));
 }
 
-/* log(x) * inv_ln_base; f32 through f64 where the device stores it. In f64,
- * a result within a few ulp of an integer n with base^n == x is made n
- * exactly (the correction is taken outside the graph, so the gradient stays
- * 1 / (x ln base)). */
+/* log(x) * inv_ln_base; f32 through f64 where the device stores it (the
+ * rounding to f32 then gives exact integers at powers of the base). In the
+ * dtype of x itself (f64, or f32 without f64), a result within a few ulp of
+ * an integer n with base^n == x is made n exactly (the correction is taken
+ * outside the graph, so the gradient stays 1 / (x ln base)). */
 static gf_tensor *log_base(const gf_tensor *x, double base, double inv_ln_base,
                            const char *op) {
     if (!null_check(op, x, "x")) return NULL;
@@ -715,7 +716,7 @@ static gf_tensor *log_base(const gf_tensor *x, double base, double inv_ln_base,
     gf_dtype cd = out == GF_F32 && device_stores(x->storage->device, GF_F64) ? GF_F64 : out;
     gf_tensor *xc = T(gf_to_dtype(xf, cd));
     gf_tensor *y = T(gf_mul_scalar(T(gf_log(xc)), inv_ln_base));
-    if (cd == GF_F64 && y) {
+    if (cd == out && y) { /* f32 through f64 needs no snapping: its rounding does it */
         gf_grad_mode m = no_grad_begin();
         gf_tensor *yd = T(gf_detach(y));
         gf_tensor *n = T(gf_round(yd));
