@@ -390,6 +390,17 @@ static void test_mod_float(void) {
             if (b[i] == 0) b[i] = 7;
         }
         check_mod(dt, a, b, 40, "small integers");
+        /* subnormal operands (the reference device; other devices may flush
+         * them to zero) */
+        if (dev_rtol64 == 0) {
+            double tiny = dt == GF_F64 ? 0x1p-1074 : 0x1p-149;
+            for (int i = 0; i < 40; i++) {
+                double k1 = (double)(1 + rng() % 100000), k2 = (double)(1 + rng() % 1000);
+                a[i] = i % 2 ? rnd_val(-emax, emax, dt) : round_to(dt, k1 * tiny);
+                b[i] = round_to(dt, k2 * tiny * ((i % 4) < 2 ? 1 : -1));
+            }
+            check_mod(dt, a, b, 40, "subnormal");
+        }
     }
 }
 
