@@ -10,6 +10,7 @@
 #include "graft/shape.h"
 #include "graft/nn.h"
 #include "graft/layers.h"
+#include "graft/ops_extra.h"
 #include "graft/autograd.h"
 #include "graft/schedule.h"
 #include "graft/interop.h"

@@ -362,6 +362,82 @@ static void test_cross_entropy_probs_forward(void) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
 
+/* Probability targets on [N, C, d] logits (class dim 1) and on [C] logits
+ * (one sample, a 0-dim loss): forward against scalar loops for each
+ * reduction (mean divides by N * d), and gradcheck / gradgradcheck in both
+ * arguments for each reduction, with label smoothing and class weights. */
+typedef struct ce_case {
+    gf_reduction red;
+    bool weighted;
+    double ls;
+    const gf_tensor *w;
+} ce_case;
+
+static gf_tensor *run_ce(gf_tensor *const *in, int n, void *user) {
+    const ce_case *c = user;
+    (void)n;
+    return gf_cross_entropy(in[0], in[1], c->weighted ? c->w : NULL, c->red, -100, c->ls);
+}
+
+static void test_cross_entropy_probs_ncd(void) {
+    int64_t s[3] = {2, 3, 2}, s3 = 3;
+    double z[12], t[12];
+    for (int i = 0; i < 12; i++) z[i] = 0.7 * sin(1.3 * i + 0.2) + 0.1 * i;
+    for (int nn = 0; nn < 2; nn++) /* targets: per (n, d) a distribution over c */
+        for (int d = 0; d < 2; d++) {
+            double a = 0.2 + 0.3 * nn + 0.1 * d, b = 0.5 - 0.2 * d;
+            double p[3] = {a, b, 1 - a - b};
+            for (int c = 0; c < 3; c++) t[nn * 6 + c * 2 + d] = p[c];
+        }
+    gf_tensor *x = f64s(z, s, 3, true), *tt = f64s(t, s, 3, true), *w = f64s(W3, &s3, 1, false);
+    for (int wi = 0; wi < 2; wi++) {
+        double ls = wi ? 0.15 : 0.0, el[4];
+        for (int nn = 0; nn < 2; nn++)
+            for (int d = 0; d < 2; d++) {
+                double m = -INFINITY, se = 0, l = 0;
+                for (int c = 0; c < 3; c++) m = fmax(m, z[nn * 6 + c * 2 + d]);
+                for (int c = 0; c < 3; c++) se += exp(z[nn * 6 + c * 2 + d] - m);
+                for (int c = 0; c < 3; c++) {
+                    double lp = z[nn * 6 + c * 2 + d] - m - log(se);
+                    double tc = (1 - ls) * t[nn * 6 + c * 2 + d] + ls / 3;
+                    l -= (wi ? W3[c] : 1.0) * tc * lp;
+                }
+                el[nn * 2 + d] = l;
+            }
+        ce_case c = {.weighted = wi == 1, .ls = ls, .w = w};
+        CHECK_REDUCTIONS("cross_entropy probs [N, C, d]",
+                         (c.red = red, run_ce((gf_tensor *[]){x, tt}, 2, &c)), el, 4, 1e-14);
+        for (int ri = 0; ri < 3; ri++) {
+            c.red = REDS[ri];
+            gf_tensor *in[2] = {x, tt};
+            gf_status st = gf_gradcheck(run_ce, in, 2, &c, NULL);
+            CHECK_MSG(st == GF_OK, "ce probs [N, C, d] red %d w %d gradcheck: %s", ri, wi,
+                      gf_last_error());
+            st = gf_gradgradcheck(run_ce, in, 2, &c, NULL);
+            CHECK_MSG(st == GF_OK, "ce probs [N, C, d] red %d w %d gradgradcheck: %s", ri, wi,
+                      gf_last_error());
+        }
+    }
+    /* [C] logits: one sample, a 0-dim loss whatever the reduction */
+    gf_tensor *x1 = f64s(z, &s3, 1, true), *t1 = f64s((double[]){0.1, 0.6, 0.3}, &s3, 1, true);
+    double m = fmax(fmax(z[0], z[1]), z[2]), se = exp(z[0] - m) + exp(z[1] - m) + exp(z[2] - m);
+    double want = 0;
+    double tv[3] = {0.1, 0.6, 0.3};
+    for (int c = 0; c < 3; c++) want -= tv[c] * (z[c] - m - log(se));
+    for (int ri = 0; ri < 3; ri++) {
+        ce_case c = {.red = REDS[ri]};
+        gf_tensor *in[2] = {x1, t1};
+        gf_tensor *y = run_ce(in, 2, &c);
+        CHECK(y && gf_tensor_rank(y) == 0);
+        check_values("cross_entropy probs [C]", y, &want, 1, 1e-14);
+        gf_tensor_release(y);
+        CHECK_MSG(gf_gradgradcheck(run_ce, in, 2, &c, NULL) == GF_OK, "ce probs [C]: %s",
+                  gf_last_error());
+    }
+    gf_tensor *ts[] = {x, tt, w, x1, t1};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
+}
+
 /* ------------------------------------------------------------ errors */
 #define CHECK_ERR(expr, code, text)                                              \
     do {                                                                         \
@@ -598,6 +674,7 @@ int main(void) {
     RUN(test_kl_div_forward);
     RUN(test_ranking_cosine_forward);
     RUN(test_cross_entropy_probs_forward);
+    RUN(test_cross_entropy_probs_ncd);
     RUN(test_errors);
     RUN(test_gradients);
     RUN(test_finite_at_zero);
