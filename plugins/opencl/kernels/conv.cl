@@ -86,7 +86,104 @@
         gw[ogw + GF_AT4(gws, co, c, i, jj)] = acc;                                         \
     }
 
+/* The GEMM form (ocl_conv_gemm.c): im2col copies the taps of a tile of
+ * images and output positions into a matrix the plugin's matmul multiplies;
+ * col2im gathers the input gradient back from such a matrix.
+ *
+ * A tile is images [n0, n0 + nb) and output positions [p0, p0 + np) of the
+ * Ho x Wo plane (p = oh * Wo + ow). Element (n, ci, i, jj, q) of a tile, q the
+ * position within it, lands at col[ocol + n*s_n + grp*s_g + row*s_row +
+ * q*s_q] with grp = ci / CIG and row = (ci % CIG) * KH*KW + i * KW + jj: the
+ * layout [nb, groups, K, np] (s_row = np, s_q = 1) is the GEMM's right
+ * operand for the forward and input-gradient products, and [groups, nb, np,
+ * K] (s_row = 1, s_q = K) for the weight gradient. t = (n0, p0, np, s_n,
+ * s_g, s_row, s_q, nb). Taps in the padding are 0. */
+#define GF_CONV_TILE                                                                       \
+    long N0 = t.s0, P0 = t.s1, NP = t.s2, S_N = t.s3, S_G = t.s4, S_ROW = t.s5, S_Q = t.s6, \
+         NB = t.s7, KK = KH * KW;
+
+#define GF_CONV_GEMM(DT, T)                                                                \
+    /* One item per (tap row (n, ci, i, jj), output row oh of the tile): the   \
+     * positions of the row in the tile, in three runs (left padding, inside, \
+     * right padding), so the inner loops have no division. */                             \
+    __kernel void conv_im2col_##DT(__global const T *x, long ox, long4 xs, __global T *col, \
+                                   long ocol, long8 g0, long8 g1, long dw, long8 t) {      \
+        GF_CONV_GEOM                                                                       \
+        GF_CONV_TILE                                                                       \
+        long oh_first = P0 / Wo, oh_last = (P0 + NP - 1) / Wo;                             \
+        long oh = oh_first + get_global_id(0), r = get_global_id(1);                       \
+        if (oh > oh_last || r >= NB * Ci * KK) return;                                     \
+        long n = r / (Ci * KK), rem = r - n * (Ci * KK);                                   \
+        long ci = rem / KK, kk = rem - ci * KK;                                            \
+        long i = kk / KW, jj = kk - i * KW;                                                \
+        long grp = ci / CIG, row = (ci - grp * CIG) * KK + kk;                             \
+        long lo = oh == oh_first ? P0 - oh * Wo : 0;                                       \
+        long hi = oh == oh_last ? P0 + NP - oh * Wo : Wo;                                  \
+        long ih = oh * SH - PH + i * DH, off = jj * DW - PW;                               \
+        /* Inside: 0 <= ow * SW + off < W. */                                              \
+        long a = -off <= 0 ? 0 : (-off + SW - 1) / SW;                                     \
+        long b = W - off <= 0 ? 0 : (W - off + SW - 1) / SW;                               \
+        if (ih < 0 || ih >= H) a = b = lo;                                                 \
+        a = clamp(a, lo, hi);                                                              \
+        b = clamp(b, a, hi);                                                               \
+        long c0 = ocol + n * S_N + grp * S_G + row * S_ROW + (oh * Wo - P0) * S_Q;         \
+        long x0 = ox + GF_AT4(xs, N0 + n, ci, clamp(ih, 0L, H - 1), 0), xw = xs.s3;        \
+        for (long ow = lo; ow < a; ow++) col[c0 + ow * S_Q] = 0;                           \
+        for (long ow = a; ow < b; ow++) col[c0 + ow * S_Q] = x[x0 + (ow * SW + off) * xw]; \
+        for (long ow = b; ow < hi; ow++) col[c0 + ow * S_Q] = 0;                           \
+    }                                                                                      \
+    /* grad_x[n0 + n, ci, ih, :] (+)= the taps of the tile that read them, from a \
+     * [nb, groups, K, np] matrix; one item per input row. acc_in adds to what  \
+     * grad_x holds (the tiles of positions after an image's first). */                    \
+    __kernel void conv_col2im_##DT(__global const T *col, long ocol, __global T *gx,       \
+                                   long ogx, long4 gxs, long8 g0, long8 g1, long dw,       \
+                                   long8 t, int acc_in) {                                  \
+        GF_CONV_GEOM                                                                       \
+        GF_CONV_TILE                                                                       \
+        long ih = get_global_id(0), r = get_global_id(1);                                  \
+        if (ih >= H || r >= NB * Ci) return;                                               \
+        long n = r / Ci, ci = r - n * Ci;                                                  \
+        long cn = ocol + n * S_N + ci * KK * NP, g = ogx + GF_AT4(gxs, N0 + n, ci, ih, 0); \
+        for (long iw = 0; iw < W; iw++) {                                                  \
+            T acc = 0;                                                                     \
+            for (long i = 0; i < KH; i++) {                                                \
+                long th = ih + PH - i * DH;                                                \
+                if (th < 0 || th % SH != 0 || th / SH >= Ho) continue;                     \
+                long prow = (th / SH) * Wo - P0;                                           \
+                for (long jj = 0; jj < KW; jj++) {                                         \
+                    long tw = iw + PW - jj * DW;                                           \
+                    if (tw < 0 || (SW != 1 && tw % SW != 0) || tw / SW >= Wo) continue;    \
+                    long q = prow + tw / SW;                                               \
+                    if (q < 0 || q >= NP) continue;                                        \
+                    acc += col[cn + (i * KW + jj) * NP + q];                               \
+                }                                                                          \
+            }                                                                              \
+            long at = g + iw * gxs.s3;                                                     \
+            gx[at] = acc_in ? gx[at] + acc : acc;                                          \
+        }                                                                                  \
+    }                                                                                      \
+    /* y[n, co, oh, ow] += b[co]; dim 0 walks the plane, dim 1 (n, co). */                 \
+    __kernel void conv_bias_##DT(__global T *y, long oy, long4 ys, __global const T *b,    \
+                                 long ob, long bs, long4 sz) {                             \
+        long j = get_global_id(0), r = get_global_id(1);                                   \
+        if (j >= sz.s2 * sz.s3 || r >= sz.s0 * sz.s1) return;                              \
+        long h_ = j / sz.s3, w_ = j - h_ * sz.s3, n = r / sz.s1, c = r - n * sz.s1;         \
+        long at = oy + GF_AT4(ys, n, c, h_, w_);                                           \
+        y[at] = y[at] + b[ob + c * bs];                                                    \
+    }                                                                                      \
+    /* gw[co, c, i, jj] += part[((co * CIG + c) * KH + i) * KW + jj] (same launch). */      \
+    __kernel void conv_acc_##DT(__global T *gw, long ogw, long4 gws, __global const T *part, \
+                                long opart, long4 sz) {                                    \
+        long j = get_global_id(0), r = get_global_id(1);                                   \
+        if (j >= sz.s2 * sz.s3 || r >= sz.s0 * sz.s1) return;                              \
+        long h_ = j / sz.s3, w_ = j - h_ * sz.s3, n = r / sz.s1, c = r - n * sz.s1;         \
+        long at = ogw + GF_AT4(gws, n, c, h_, w_);                                         \
+        gw[at] = gw[at] + part[opart + r * sz.s2 * sz.s3 + j];                             \
+    }
+
 GF_CONV(f32, float)
+GF_CONV_GEMM(f32, float)
 #if GF_HAS_FP64
 GF_CONV(f64, double)
+GF_CONV_GEMM(f64, double)
 #endif
