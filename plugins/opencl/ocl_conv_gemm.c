@@ -1,24 +1,34 @@
-/* ocl_conv_gemm.c — CONV2D and its two gradients as GEMMs through the
- * plugin's own matmul (ocl_matmul.c: graft's kernels, or CLBlast where the
- * plugin uses it), in tiles that fit the device's allocation limit.
+/* ocl_conv_gemm.c — CONV2D and its two gradients as GEMMs, in the form that
+ * measured fastest (auto_form below; GRAFT_OPENCL_CONV=direct|gemm|igemm
+ * forces one, for tests and measurements):
  *
- * Per group g, with K = Ci/groups * kh * kw and P = Ho * Wo:
- *   forward       y[n, g]  (cog x P)  = W[g] (cog x K)   @ col[n, g] (K x P)
- *   grad input    dcol[n, g] (K x P)  = W[g]^T (K x cog) @ gy[n, g] (cog x P),
+ * implicit GEMM (CPU devices): kernels/conv.cl's conv2d_igemm, the matmul_vec
+ * inner loop with the taps read from x in place: the forward op, and the
+ * input gradient at stride 1 and groups 1 (a forward convolution of grad_y).
+ *
+ * im2col + GEMM through the plugin's own matmul (ocl_matmul.c: graft's
+ * kernels, or CLBlast where the plugin uses it), in tiles that fit the
+ * device's allocation limit. Per group g, with K = Ci/groups * kh * kw and
+ * P = Ho * Wo:
+ *   forward       y[n, g]  (cog x P)   = W[g] (cog x K)    @ col[n, g] (K x P)
+ *   grad input    dcol[n, g] (K x P)   = W[g]^T (K x cog)  @ gy[n, g] (cog x P),
  *                 then col2im gathers grad_x from dcol
- *   grad weight   gw[g] (cog x K)     = gy[g] (cog x nP) @ col^T[g] (nP x K),
- *                 the images of a tile folded into the reduction
+ *   grad weight   part[n, g] (K x cog) = col[n, g] (K x P) @ gt[n, g] (P x cog),
+ *                 gt grad_y transposed; conv_wsum adds the images' parts
+ *                 into grad_w
  * col holds the input taps (im2col, kernels/conv.cl). A tile is a run of
  * whole images, or of output positions of one image when one image's
  * matrices do not fit; its matrices live in the device's scratch buffer,
  * within GRAFT_OPENCL_CONV_TILE_BYTES (default 64 MiB, at most half the
- * largest allocation). The tiles of the weight gradient add up in grad_w;
- * those of the input gradient add up in grad_x when an image is split.
+ * largest allocation). The tiles add up in grad_w, and in grad_x when an
+ * image is split. When no tile fits, the direct kernel runs.
  *
  * Operands the matmul takes as they are: the weight when its last three
  * dims merge into one run, the output-shaped tensor when its plane is
  * row-major with unit stride. Others are staged (copied) in scratch memory;
- * a staged output-shaped tensor needs tiles of whole images. */
+ * a staged output-shaped tensor needs tiles of whole images. The matmul
+ * itself then never stages (its operands have unit column strides), so the
+ * scratch buffer is the tile's alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

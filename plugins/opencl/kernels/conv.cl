@@ -93,11 +93,9 @@
  * A tile is images [n0, n0 + nb) and output positions [p0, p0 + np) of the
  * Ho x Wo plane (p = oh * Wo + ow). Element (n, ci, i, jj, q) of a tile, q the
  * position within it, lands at col[ocol + n*s_n + grp*s_g + row*s_row +
- * q*s_q] with grp = ci / CIG and row = (ci % CIG) * KH*KW + i * KW + jj: the
- * layout [nb, groups, K, np] (s_row = np, s_q = 1) is the GEMM's right
- * operand for the forward and input-gradient products, and [groups, nb, np,
- * K] (s_row = 1, s_q = K) for the weight gradient. t = (n0, p0, np, s_n,
- * s_g, s_row, s_q, nb). Taps in the padding are 0. */
+ * q*s_q] with grp = ci / CIG and row = (ci % CIG) * KH*KW + i * KW + jj, in
+ * the layout [nb, groups, K, np] (s_row = np, s_q = 1). t = (n0, p0, np,
+ * s_n, s_g, s_row, s_q, nb). Taps in the padding are 0. */
 #define GF_CONV_TILE                                                                       \
     long N0 = t.s0, P0 = t.s1, NP = t.s2, S_N = t.s3, S_G = t.s4, S_ROW = t.s5, S_Q = t.s6, \
          NB = t.s7, KK = KH * KW;
