@@ -2,10 +2,12 @@
  * weight (kernels/conv.cl), f32 and f64, NCHW, any strides.
  *
  * The geometry checks are the reference plugin's (groups, strides, padding,
- * dilation, and the output size (in + 2p - d(k-1) - 1) / s + 1). */
+ * dilation, and the output size (in + 2p - d(k-1) - 1) / s + 1). Large
+ * channel counts go to the GEMM form (ocl_conv_gemm.c); the direct kernels
+ * here compute each output element as one sum. */
 #include <stdio.h>
 
-#include "ocl_internal.h"
+#include "ocl_conv.h"
 
 bool ocl_conv_handles(uint32_t op) {
     return op == GFP_OP_CONV2D || op == GFP_OP_CONV2D_BACKWARD_INPUT ||
@@ -24,10 +26,6 @@ uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
             return GFP_SUPPORT_NONE;
     return q->output_dtypes[0] == dt ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
-
-typedef struct conv_geom {
-    int64_t n, ci, co, h, w, kh, kw, ho, wo, groups, cig, cog, sh, sw, ph, pw, dh, dw;
-} conv_geom;
 
 static gfp_status rank4(const char *op, const gfp_tensor *t, const char *name) {
     if (!t) return ocl_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
@@ -140,6 +138,9 @@ gfp_status ocl_conv_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
     if (bias && (bias->rank != 1 || bias->sizes[0] != g.co))
         return ocl_fail(GFP_ERR_INVALID, "%s: bias must be rank 1 with Co = %lld elements", name,
                         (long long)g.co);
+    bool taken = false;
+    st = ocl_conv_gemm(d, op, x, w, y, bias, &g, &taken);
+    if (taken) return st;
     char kname[48];
     snprintf(kname, sizeof kname, "%s_%s", name, dt == GFP_F64 ? "f64" : "f32");
     ocl_call c;

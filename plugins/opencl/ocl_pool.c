@@ -147,6 +147,28 @@ static gfp_status run(ocl_device *d, const char *stem, int32_t dt, const char *o
     return n ? ocl_call_run1(&c, (uint64_t)n, 64) : c.st;
 }
 
+/* The row kernels (max_pool2d, pool_zero, max_pool2d_backward, the index
+ * check): an item per row of `rows` rows of each of the N * C planes. */
+static gfp_status run_rows(ocl_call *c, const pool_geom *g, int64_t rows) {
+    if (rows == 0 || g->n * g->c == 0) return c->st;
+    size_t wg = c->dev->max_wg < 64 ? c->dev->max_wg : 64;
+    size_t global[2] = {(size_t)rows, (size_t)(g->n * g->c)}, local[2] = {1, wg};
+    return ocl_call_run(c, 2, global, local);
+}
+
+static gfp_status run_r(ocl_device *d, const char *stem, int32_t dt, const char *op,
+                        const gfp_tensor *const *t4, int n_t4, const pool_geom *g, bool with_h,
+                        int64_t rows) {
+    char kname[48];
+    snprintf(kname, sizeof kname, "%s_%s", stem, dt == GFP_F64 ? "f64" : "f32");
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_POOL, kname, op);
+    for (int i = 0; i < n_t4; i++) arg_t4(&c, t4[i]);
+    arg_g(&c, g);
+    if (with_h) arg_h(&c, g);
+    return run_rows(&c, g, rows);
+}
+
 gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
@@ -165,7 +187,7 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         if (ind->dtype != GFP_I64 || !ocl_same_shape(ind, y))
             return ocl_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
         const gfp_tensor *t[3] = {x, y, ind};
-        return run(d, "max_pool2d", x->dtype, name, t, 3, &g, true, g.n * g.c * g.ho * g.wo);
+        return run_r(d, "max_pool2d", x->dtype, name, t, 3, &g, true, g.ho);
     }
     case GFP_OP_MAX_POOL2D_BACKWARD: {
         /* No parameters: the indices say where each gradient goes. */
@@ -194,7 +216,7 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
             arg_t4(&c, ind);
             arg_g(&c, &g);
             ocl_arg_mem(&c, d->flag);
-            st = ocl_call_run1(&c, (uint64_t)n_out_el, 64);
+            st = run_rows(&c, &g, g.ho);
             bool bad = false;
             int64_t v = 0;
             if (st == GFP_OK) st = ocl_read_flag(d, name, &bad, &v);
@@ -205,10 +227,10 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                                 (long long)g.h, (long long)g.w);
         }
         const gfp_tensor *tz[1] = {gx};
-        st = run(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.n * g.c * g.h * g.w);
+        st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
         const gfp_tensor *t[3] = {gy, ind, gx};
         if (st == GFP_OK)
-            st = run(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, n_out_el);
+            st = run_r(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho);
         return st;
     }
     case GFP_OP_AVG_POOL2D: {

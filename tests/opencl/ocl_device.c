@@ -13,6 +13,7 @@
  *   lost     GRAFT_OPENCL_FAULT=lost: reads fail as from a lost device
  *   cache    run twice with GRAFT_OPENCL_CACHE=1 (see check_cache.cmake): draws
  *            random numbers, checks them against the reference */
+#define _DEFAULT_SOURCE /* setenv */
 #include "xd_test.h"
 
 static gf_plugin_info opencl_info(void) {
@@ -128,6 +129,31 @@ static void scenario_build(void) {
 static void scenario_enqueue(void) {
     static const char *const want[] = {"opencl", "exp", "CL_OUT_OF_RESOURCES"};
     expect_failure("a failed enqueue", want, 3);
+    /* Every form of the convolution and its gradients reports the failed
+     * launch (GRAFT_OPENCL_CONV is read at each launch). */
+    static const char *const forms[] = {"igemm", "gemm", "direct", "auto"};
+    gf_tensor *x = gf_ones(SZ(2, 16, 9, 9), 4, GF_F32, xd_dev);
+    gf_tensor *w = gf_ones(SZ(16, 16, 3, 3), 4, GF_F32, xd_dev);
+    gf_tensor *gy = gf_ones(SZ(2, 16, 9, 9), 4, GF_F32, xd_dev);
+    const gf_conv2d_opts o = {.padding = {1, 1}};
+    CHECK(x && w && gy);
+    for (int f = 0; f < 4 && x && w && gy; f++) {
+        setenv("GRAFT_OPENCL_CONV", forms[f], 1);
+        for (int op = 0; op < 3; op++) {
+            gf_clear_error();
+            gf_tensor *r = op == 0   ? gf_conv2d(x, w, NULL, &o)
+                           : op == 1 ? gf_conv2d_backward_input(gy, w, SZ(2, 16, 9, 9), &o)
+                                     : gf_conv2d_backward_weight(gy, x, SZ(16, 16, 3, 3), &o);
+            CHECK_MSG(r == NULL, "conv op %d in form %s succeeded", op, forms[f]);
+            CHECK_CONTAINS(gf_last_error(), "conv2d");
+            CHECK_CONTAINS(gf_last_error(), "CL_OUT_OF_RESOURCES");
+            gf_tensor_release(r);
+        }
+    }
+    unsetenv("GRAFT_OPENCL_CONV");
+    gf_tensor_release(x);
+    gf_tensor_release(w);
+    gf_tensor_release(gy);
 }
 
 static void scenario_lost(void) {

@@ -1,7 +1,8 @@
 /* test_ocl_conv_pool.c — conv2d and its two gradients, max and average
  * pooling and theirs, on the OpenCL device against the reference plugin:
  * strides, padding, dilation, groups, bias, ceil mode, count_include_pad,
- * strided (transposed, sliced) inputs, f32 and f64. */
+ * strided (transposed, sliced) inputs, f32 and f64. The convolution runs in
+ * the form GRAFT_OPENCL_CONV picks (see tests/opencl/CMakeLists.txt). */
 #include "xd_test.h"
 
 static bool have_f64;
@@ -17,6 +18,15 @@ static const conv_case conv_cases[] = {
     {{1, 4, 9, 8}, {6, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 2}, 2}, false},
     {{2, 2, 5, 5}, {2, 1, 3, 3}, {{1, 2}, {2, 1}, {2, 1}, 2}, true},
     {{1, 1, 4, 4}, {1, 1, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1}, true},
+    /* Large enough (>= 2^16 multiply-adds) for the GEMM forms the plugin
+     * picks by shape (GRAFT_OPENCL_CONV=auto); CMake runs this suite again
+     * with each form forced, and with tiny tiles. */
+    {{3, 16, 9, 11}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, true},
+    {{2, 16, 10, 9}, {16, 8, 3, 3}, {{2, 1}, {1, 2}, {1, 2}, 2}, true},
+    {{3, 1, 13, 15}, {16, 1, 5, 3}, {{1, 1}, {2, 1}, {2, 1}, 1}, false},
+    {{3, 12, 7, 20}, {24, 4, 3, 3}, {{1, 3}, {0, 1}, {1, 1}, 3}, true},
+    /* padding beyond the dilated kernel's reach, two vectors of outputs per row */
+    {{2, 9, 6, 33}, {18, 9, 2, 4}, {{1, 1}, {3, 0}, {1, 3}, 1}, false},
 };
 
 static void test_conv(void) {

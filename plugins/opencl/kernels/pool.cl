@@ -31,17 +31,21 @@ long gf_avg_window(long8 g, long8 h, long oh, long ow, long *h0, long *h1, long 
     return INCL ? padded : (he - hs) * (we - ws);
 }
 
-/* Index checks for max_pool2d_backward: -1 or inside the plane. */
+/* Index checks for max_pool2d_backward: -1 or inside the plane. The kernels
+ * below walk rows: an item per (row, (n, c)) plane, looping along the row,
+ * so that no division runs per element. */
 __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long8 g,
                                __global long *flag) {
     long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5;
-    long j = get_global_id(0);
-    if (j >= N * C * Ho * Wo) return;
-    long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C);
-    long k = ind[oi + GF_AT4(is, n, c, oh, ow)];
-    if (k < -1 || k >= H * W) {
-        flag[1] = k;
-        flag[0] = 1;
+    long oh = get_global_id(0), r = get_global_id(1);
+    if (oh >= Ho || r >= N * C) return;
+    long n = r / C, c = r - n * C, row = oi + GF_AT4(is, n, c, oh, 0);
+    for (long ow = 0; ow < Wo; ow++) {
+        long k = ind[row + ow * is.s3];
+        if (k < -1 || k >= H * W) {
+            flag[1] = k;
+            flag[0] = 1;
+        }
     }
 }
 
@@ -50,47 +54,57 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
                                   long oy, long4 ys, __global long *ind, long oi, long4 is, \
                                   long8 g, long8 h) {                                      \
         GF_POOL_GEOM                                                                       \
-        long j = get_global_id(0);                                                         \
-        if (j >= N * C * Ho * Wo) return;                                                  \
-        long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C); \
-        T best = (T)-INFINITY;                                                             \
-        long bi = -1;                                                                      \
-        for (long i = 0; i < KH; i++) {                                                    \
-            long ih = oh * SH - PH + i * DH;                                               \
-            if (ih < 0 || ih >= H) continue;                                               \
-            for (long jj = 0; jj < KW; jj++) {                                             \
-                long iw = ow * SW - PW + jj * DW;                                          \
-                if (iw < 0 || iw >= W) continue;                                           \
-                T v = x[ox + GF_AT4(xs, n, c, ih, iw)];                                    \
-                if (bi < 0 || v > best || isnan(v)) {                                      \
-                    best = v;                                                              \
-                    bi = ih * W + iw;                                                      \
+        long oh = get_global_id(0), r = get_global_id(1);                                  \
+        if (oh >= Ho || r >= N * C) return;                                                \
+        long n = r / C, c = r - n * C;                                                     \
+        long xp = ox + GF_AT4(xs, n, c, 0, 0), yr = oy + GF_AT4(ys, n, c, oh, 0);          \
+        long ir = oi + GF_AT4(is, n, c, oh, 0);                                            \
+        for (long ow = 0; ow < Wo; ow++) {                                                 \
+            T best = (T)-INFINITY;                                                         \
+            long bi = -1;                                                                  \
+            for (long i = 0; i < KH; i++) {                                                \
+                long ih = oh * SH - PH + i * DH;                                           \
+                if (ih < 0 || ih >= H) continue;                                           \
+                for (long jj = 0; jj < KW; jj++) {                                         \
+                    long iw = ow * SW - PW + jj * DW;                                      \
+                    if (iw < 0 || iw >= W) continue;                                       \
+                    T v = x[xp + ih * xs.s2 + iw * xs.s3];                                 \
+                    if (bi < 0 || v > best || v != v) {                                    \
+                        best = v;                                                          \
+                        bi = ih * W + iw;                                                  \
+                    }                                                                      \
                 }                                                                          \
             }                                                                              \
+            y[yr + ow * ys.s3] = best;                                                     \
+            ind[ir + ow * is.s3] = bi;                                                     \
         }                                                                                  \
-        y[oy + GF_AT4(ys, n, c, oh, ow)] = best;                                           \
-        ind[oi + GF_AT4(is, n, c, oh, ow)] = bi;                                           \
     }                                                                                      \
-    /* grad_x is zeroed first (pool_zero); each grad_y element adds itself at  \
-     * its argmax. */                                                                      \
+    /* grad_x is zeroed first (pool_zero, rows of the input); each grad_y     \
+     * element adds itself at its argmax (rows of the output). */                          \
     __kernel void pool_zero_##DT(__global T *gx, long ogx, long4 gxs, long8 g) {           \
         long N = g.s0, C = g.s1, H = g.s2, W = g.s3;                                       \
-        long j = get_global_id(0);                                                         \
-        if (j >= N * C * H * W) return;                                                    \
-        long iw = j % W, ih = (j / W) % H, c = (j / (W * H)) % C, n = j / (W * H * C);     \
-        gx[ogx + GF_AT4(gxs, n, c, ih, iw)] = 0;                                           \
+        long ih = get_global_id(0), r = get_global_id(1);                                  \
+        if (ih >= H || r >= N * C) return;                                                 \
+        long n = r / C, c = r - n * C, row = ogx + GF_AT4(gxs, n, c, ih, 0);               \
+        for (long iw = 0; iw < W; iw++) gx[row + iw * gxs.s3] = 0;                         \
     }                                                                                      \
     __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
                                            __global const long *ind, long oi, long4 is,    \
                                            __global T *gx, long ogx, long4 gxs, long8 g) { \
         long N = g.s0, C = g.s1, W = g.s3, Ho = g.s4, Wo = g.s5;                           \
-        long j = get_global_id(0);                                                         \
-        if (j >= N * C * Ho * Wo) return;                                                  \
-        long ow = j % Wo, oh = (j / Wo) % Ho, c = (j / (Wo * Ho)) % C, n = j / (Wo * Ho * C); \
-        long k = ind[oi + GF_AT4(is, n, c, oh, ow)];                                       \
-        if (k < 0) return;                                                                 \
-        gf_atomic_add_##DT(gx + ogx + GF_AT4(gxs, n, c, k / W, k % W),                     \
-                           gy[ogy + GF_AT4(gys, n, c, oh, ow)]);                           \
+        long oh = get_global_id(0), r = get_global_id(1);                                  \
+        if (oh >= Ho || r >= N * C) return;                                                \
+        long n = r / C, c = r - n * C;                                                     \
+        long ir = oi + GF_AT4(is, n, c, oh, 0), gr = ogy + GF_AT4(gys, n, c, oh, 0);       \
+        long xp = ogx + GF_AT4(gxs, n, c, 0, 0);                                           \
+        /* a row-major plane: the flat index is the offset */                              \
+        bool flat = gxs.s2 == W * gxs.s3;                                                  \
+        for (long ow = 0; ow < Wo; ow++) {                                                 \
+            long k = ind[ir + ow * is.s3];                                                 \
+            if (k < 0) continue;                                                           \
+            long at = flat ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3;   \
+            gf_atomic_add_##DT(gx + at, gy[gr + ow * gys.s3]);                             \
+        }                                                                                  \
     }                                                                                      \
     __kernel void avg_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
                                   long oy, long4 ys, long8 g, long8 h) {                   \
