@@ -46,6 +46,7 @@
     X(GetPhysicalDeviceProperties)            \
     X(GetPhysicalDeviceFeatures)              \
     X(GetPhysicalDeviceFeatures2)             \
+    X(GetPhysicalDeviceProperties2)           \
     X(GetPhysicalDeviceMemoryProperties)      \
     X(GetPhysicalDeviceQueueFamilyProperties) \
     X(EnumerateDeviceExtensionProperties)     \
@@ -132,6 +133,10 @@ typedef struct vkp_physical {
     uint32_t queue_family;
     bool has_f64;        /* shaderFloat64 */
     bool has_f16;        /* shaderFloat16 and storageBuffer16BitAccess */
+    /* Subgroup arithmetic in compute shaders (the tree reductions use
+     * subgroupAdd / subgroupMax; GRAFT_VULKAN_NO_SUBGROUPS=1 turns it off). */
+    bool has_subgroups;
+    uint32_t subgroup_size;
     bool usable;         /* has what every shader needs (int64, 8-bit storage) */
     char missing[160];   /* what it lacks, when !usable */
     struct vkp_device *open;
