@@ -404,6 +404,19 @@ VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
 uint32_t vkp_device_dtypes(const vkp_device *d);
 bool vkp_dtype_ok(const vkp_device *d, int32_t dtype);
 
+/* y += a @ b (vk_ops_matmul.c; the convolutions' GEMMs accumulate tiles). */
+gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                                 const gfp_tensor *y);
+/* CONV2D and its gradients as GEMMs through the matmul (vk_ops_conv_gemm.c):
+ * *done false (and GFP_OK) when the shapes or layouts are not for it, and
+ * the direct kernels run. */
+gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *w,
+                         const gfp_tensor *y, const gfp_tensor *bias, const int64_t *geo,
+                         bool *done);
+/* Whether the GEMM form is chosen over the direct kernels for this geometry
+ * ({N, Ci, Co, H, W, Kh, Kw, Ho, Wo, groups, Ci/g, Co/g, ...}). */
+bool vkp_conv_gemm_wins(uint32_t op, const int64_t *geo);
+
 /* Matmul shader choice, for the bench: 0 = by size and device, 1 = naive,
  * 2 = tiled (shared memory), 3 = register-blocked. */
 extern int vkp_matmul_mode;

@@ -154,6 +154,11 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     vkp_put(&p, vkp_elem_offset(y));
     vkp_put(&p, bias ? vkp_elem_offset(bias) : 0);
     vkp_put(&p, bias ? 1u : 0u);
+    if (vkp_conv_gemm_wins(op, geo)) {
+        bool done = false;
+        st = vkp_conv_gemm(d, op, x, w, y, bias, geo, &done);
+        if (st != GFP_OK || done) return st;
+    }
     /* The terms of one output of the forward and input-gradient kernels. */
     int64_t per_out = op == GFP_OP_CONV2D ? (CI / G) * KH * KW : (CO / G) * KH * KW;
     if (op != GFP_OP_CONV2D_BACKWARD_WEIGHT && per_out > (int64_t)d->loop_budget / 2)

@@ -63,6 +63,92 @@ static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
     return true;
 }
 
+/* f32 softmax / log_softmax through shaders/softmax_fast_body.glsl: a
+ * workgroup per line (vec4 loads and stores where the lines allow, the
+ * group's max and sum through subgroup arithmetic where the device has it);
+ * lines too long for one workgroup's loop budget take their logsumexp from
+ * the tree reduction first, then a workgroup per chunk writes the outputs. */
+static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
+                               const gfp_tensor *y, int dim, int lr, const int64_t *ls,
+                               int64_t (*lst)[GFP_MAX_RANK], uint64_t lines, uint64_t len) {
+    bool cpu_like = d->loop_budget != UINT32_MAX;
+    uint32_t wg = cpu_like ? 64 : 256;
+    while (wg > d->phys->props.limits.maxComputeWorkGroupInvocations ||
+           wg > d->phys->props.limits.maxComputeWorkGroupSize[0])
+        wg /= 2;
+    int64_t xs = x->strides[dim], ys = y->strides[dim];
+    bool vec = xs == 1 && ys == 1 && vkp_elem_offset(x) % 4 == 0 && vkp_elem_offset(y) % 4 == 0;
+    for (int k = 0; k < lr; k++) vec = vec && lst[0][k] % 4 == 0 && lst[1][k] % 4 == 0;
+    uint64_t per_iter = vec ? 4 : 1;
+    uint64_t iters = d->loop_budget == UINT32_MAX ? UINT32_MAX
+                                                  : (d->loop_budget - 128u) / 6u - 2u;
+    bool fused = (len + per_iter * wg - 1) / (per_iter * wg) <= iters;
+    uint64_t chunk = len, chunks = 1;
+    if (!fused) {
+        /* The apply pass: one pass, two iterations per element counted. */
+        uint64_t max_chunk = (iters * 3 - 2) * per_iter * wg;
+        uint64_t want = cpu_like ? 4096 : 16384;
+        chunk = want < max_chunk ? want : max_chunk;
+        chunks = (len + chunk - 1) / chunk;
+    }
+    uint64_t groups = lines * chunks;
+    uint64_t gx = groups < 65535 ? groups : 65535, gy = (groups + gx - 1) / gx;
+    if (groups > UINT32_MAX || gy > d->max_groups[1])
+        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
+                        "vulkan device normalises in one launch", vkp_op_name(op),
+                        (unsigned long long)lines, (unsigned long long)len);
+    gfp_buffer scratch = NULL;
+    gfp_tensor lv = {.struct_size = sizeof lv, .dtype = GFP_F32, .rank = x->rank};
+    if (!fused) {
+        void *host_ptr = NULL;
+        gfp_status st = vkp_buffer_alloc(d, lines * sizeof(float), &scratch, &host_ptr);
+        if (st != GFP_OK) return st;
+        lv.buffer = scratch;
+        int64_t dense = 1;
+        for (int k = x->rank - 1; k >= 0; k--) {
+            lv.sizes[k] = k == dim ? 1 : x->sizes[k];
+            lv.strides[k] = dense;
+            dense *= lv.sizes[k];
+        }
+        gfp_reduce_params rp = {.struct_size = sizeof rp, .dims = 1u << dim};
+        const gfp_tensor *ri[1] = {x}, *ro[1] = {&lv};
+        st = vkp_reduce_launch(d, GFP_OP_LOGSUMEXP, ri, 1, ro, 1, &rp);
+        if (st != GFP_OK) {
+            vkp_buffer_free(d, scratch);
+            return st;
+        }
+    }
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)lines);
+    vkp_put(&p, (uint32_t)len);
+    vkp_put(&p, (uint32_t)lr);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, (uint32_t)xs);
+    vkp_put(&p, (uint32_t)chunk);
+    vkp_put(&p, (uint32_t)chunks);
+    vkp_put(&p, 0);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < lr ? (uint32_t)ls[k] : 1);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < lr ? (uint32_t)lst[t][k] : 0);
+    vkp_put(&p, scratch ? vkp_elem_offset(&lv) : 0);
+    vkp_put(&p, (uint32_t)ys);
+    vkp_dispatch dp = {.shader = d->phys->has_subgroups ? VKP_SH_SOFTMAX_FAST
+                                                        : VKP_SH_SOFTMAX_FAST_NOSG,
+                       .n_spec = 4, .params = p.w, .n_params = p.n, .n_tensors = 3,
+                       .tensors = {y, x, scratch ? &lv : y}};
+    dp.spec[0] = wg;
+    dp.spec[1] = op;
+    dp.spec[2] = fused ? 0u : 1u;
+    dp.spec[3] = vec ? 1u : 0u;
+    dp.groups[0] = (uint32_t)gx;
+    dp.groups[1] = (uint32_t)gy;
+    gfp_status st = vkp_dispatch_run(d, &dp);
+    /* Freed at once: later work is queued behind the dispatches reading it. */
+    if (scratch) vkp_buffer_free(d, scratch);
+    return st;
+}
+
 static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
     const char *name = vkp_op_name(op);
@@ -87,6 +173,9 @@ static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const
         lst[1][lr++] = y->strides[k];
     }
     vkp_coalesce(&lr, ls, lst, 2);
+    if (x->dtype == GFP_F32 && x->rank > 0 && y->dtype == GFP_F32)
+        return softmax_fast(d, op, x, y, dim, lr, ls, lst, (uint64_t)(numel / len),
+                            (uint64_t)len);
     vkp_words p = {.n = 0};
     vkp_put(&p, (uint32_t)(numel / len));
     vkp_put(&p, (uint32_t)len);

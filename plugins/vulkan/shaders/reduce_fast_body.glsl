@@ -104,7 +104,8 @@ vec3 reduce_range(uint xb, uint xs, uint n) {
         // Corrected two-pass: squared deviations minus the square of the
         // plain deviations' sum (the rounding error of the mean).
         float sq = pass_sum(xb, xs, n, 2u, mean), dv = pass_sum(xb, xs, n, 3u, mean);
-        float m2 = n == 0u ? 0.0 : max(sq - dv * dv / float(n), 0.0);
+        float m2 = n == 0u ? 0.0 : sq - dv * dv / float(n);
+        if (m2 < 0.0) m2 = 0.0; // not max(): a NaN stays NaN
         return vec3(n == 0u ? 0.0 : mean, m2, float(n));
     }
     float m;
