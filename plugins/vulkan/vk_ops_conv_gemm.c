@@ -103,6 +103,9 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
         return GFP_OK;
     /* Tiles: whole images while one fits, else positions of one image. */
     uint64_t cap = VKP_CG_TILE_BYTES < d->max_range ? VKP_CG_TILE_BYTES : d->max_range;
+    const char *tile_env = secure_getenv("GRAFT_VULKAN_CONV_TILE"); /* bytes: for the tests */
+    if (tile_env && strtoull(tile_env, NULL, 10) > 0 && strtoull(tile_env, NULL, 10) < cap)
+        cap = strtoull(tile_env, NULL, 10);
     cap /= sizeof(float);
     uint64_t per_pos = (uint64_t)(G * K) + (op == GFP_OP_CONV2D_BACKWARD_WEIGHT ? (uint64_t)CO : 0);
     uint64_t per_img = per_pos * (uint64_t)P, nb, pc;
