@@ -404,6 +404,8 @@ VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
 uint32_t vkp_device_dtypes(const vkp_device *d);
 bool vkp_dtype_ok(const vkp_device *d, int32_t dtype);
 
+/* The workgroup size of the tree reductions and softmax (vk_ops_reduce.c). */
+uint32_t vkp_tree_wg(const vkp_device *d);
 /* y += a @ b (vk_ops_matmul.c; the convolutions' GEMMs accumulate tiles). */
 gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                  const gfp_tensor *y);

@@ -2,6 +2,8 @@
  * f64): a workgroup per line, group or channel, statistics combined in
  * shared memory with compensated sums and the corrected two-pass variance
  * (as the reference, which computes in double). */
+#include <string.h>
+
 #include "vk_internal.h"
 
 bool vkp_norm_handles(uint32_t op) {
@@ -41,6 +43,12 @@ uint32_t vkp_norm_support(vkp_device *d, const gfp_op_query *q) {
  * `dims` dims each; 0 (refused) beyond the device's per-invocation loops. */
 static uint32_t wg_for(const vkp_device *d, int64_t n, int passes, int dims) {
     uint64_t work = (uint64_t)n * (uint64_t)passes * (uint64_t)(dims + 1);
+    /* On lavapipe the smallest group that stays within the loop budget:
+     * barriers cost more than loop iterations there (layer_norm 4096x1024:
+     * 2650 ms with 256 invocations, see the README for the rest). */
+    if (d->loop_budget != UINT32_MAX)
+        for (uint32_t wg = 8; wg <= 64; wg *= 2)
+            if ((work + wg - 1) / wg + 64 <= d->loop_budget) return wg;
     return vkp_pick_wg(d, work, n >= 1024 ? 256 : 64, 1024);
 }
 
@@ -72,10 +80,7 @@ static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
                                const gfp_tensor *y, int dim, int lr, const int64_t *ls,
                                int64_t (*lst)[GFP_MAX_RANK], uint64_t lines, uint64_t len) {
     bool cpu_like = d->loop_budget != UINT32_MAX;
-    uint32_t wg = cpu_like ? 64 : 256;
-    while (wg > d->phys->props.limits.maxComputeWorkGroupInvocations ||
-           wg > d->phys->props.limits.maxComputeWorkGroupSize[0])
-        wg /= 2;
+    uint32_t wg = vkp_tree_wg(d);
     int64_t xs = x->strides[dim], ys = y->strides[dim];
     bool vec = xs == 1 && ys == 1 && vkp_elem_offset(x) % 4 == 0 && vkp_elem_offset(y) % 4 == 0;
     for (int k = 0; k < lr; k++) vec = vec && lst[0][k] % 4 == 0 && lst[1][k] % 4 == 0;
@@ -238,6 +243,38 @@ static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
     }
     vkp_coalesce(&oR, os, ost, 4);
     vkp_coalesce(&iR, is, ist, 4);
+    if (x->dtype == GFP_F32 && iR == 1) {
+        /* f32 over one merged inner dim: shaders/layer_norm_fast_body.glsl. */
+        uint32_t wg = vkp_tree_wg(d);
+        bool vec = ist[0][0] == 1 && ist[1][0] == 1 && vkp_elem_offset(x) % 4 == 0 &&
+                   vkp_elem_offset(y) % 4 == 0 && (!w || (ist[2][0] == 1 && vkp_elem_offset(w) % 4 == 0)) &&
+                   (!b || (ist[3][0] == 1 && vkp_elem_offset(b) % 4 == 0));
+        for (int k = 0; k < oR; k++) vec = vec && ost[0][k] % 4 == 0 && ost[1][k] % 4 == 0;
+        uint64_t per = vec ? 4u * wg : wg, iters = ((uint64_t)n + per - 1) / per + 1;
+        if (iters * 4 * 2 + 128 <= d->loop_budget) {
+            vkp_words f = {.n = 0};
+            uint32_t words[15] = {(uint32_t)groups, (uint32_t)n, (uint32_t)oR, vkp_elem_offset(x),
+                                  vkp_elem_offset(y), (uint32_t)ist[0][0], (uint32_t)ist[1][0],
+                                  w ? vkp_elem_offset(w) : 0, b ? vkp_elem_offset(b) : 0,
+                                  (uint32_t)ist[2][0], (uint32_t)ist[3][0],
+                                  (w ? 1u : 0u) | (b ? 2u : 0u), 0, vkp_elem_offset(mean),
+                                  vkp_elem_offset(rstd)};
+            for (int i = 0; i < 15; i++) vkp_put(&f, words[i]);
+            float eps = (float)lp->eps;
+            memcpy(&f.w[12], &eps, sizeof eps);
+            for (int k = 0; k < 8; k++) vkp_put(&f, k < oR ? (uint32_t)os[k] : 1);
+            for (int t = 0; t < 4; t++)
+                for (int k = 0; k < 8; k++) vkp_put(&f, k < oR ? (uint32_t)ost[t][k] : 0);
+            vkp_dispatch fd = {.shader = d->phys->has_subgroups ? VKP_SH_LAYER_NORM_FAST
+                                                                : VKP_SH_LAYER_NORM_FAST_NOSG,
+                               .n_spec = 2, .params = f.w, .n_params = f.n, .n_tensors = 6,
+                               .tensors = {y, mean, rstd, x, w, b}};
+            fd.spec[0] = wg;
+            fd.spec[1] = vec ? 1u : 0u;
+            grid_2d(&fd, (uint64_t)groups);
+            return vkp_dispatch_run(d, &fd);
+        }
+    }
     vkp_words p = {.n = 0};
     vkp_put(&p, (uint32_t)groups);
     vkp_put(&p, (uint32_t)n);
