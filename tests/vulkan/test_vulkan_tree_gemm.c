@@ -3,7 +3,7 @@
  * per line, lines in chunks combined by a second dispatch, vec4 and strided
  * reads, NaN and inf, empty dims), softmax / log_softmax (a workgroup per
  * line, and lines longer than one workgroup's loop budget in chunks after
- * a tree logsumexp), and the convolutions as GEMMs (every stride, padding,
+ * a tree logsumexp), layer_norm by lines, and the convolutions as GEMMs (every stride, padding,
  * dilation and group setting; im2col tiles split across images and across
  * the positions of one image; the direct kernels too). CTest runs it twice:
  * with the device's subgroup arithmetic and with GRAFT_VULKAN_NO_SUBGROUPS=1. */
@@ -145,6 +145,32 @@ static void test_softmax_lines(void) {
     vt_release(x);
 }
 
+/* layer_norm by lines: vec4 with weight and bias, strided, offset by one,
+ * long lines. */
+static void test_layer_norm_lines(void) {
+    static const int64_t shapes[][2] = {{6, 5}, {5, 1024}, {3, 5001}, {2, 70001}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int l = 0; l < 4; l++) {
+            vt_pair x = make2(shapes[s][0], shapes[s][1], 31u + (uint32_t)s, 40, 50, l);
+            vt_pair w = vt_rand(GF_F32, 1, &shapes[s][1], 3, 0.5, 2, l == 2 ? VT_STEP2 : VT_CONTIG);
+            vt_pair b = vt_rand(GF_F32, 1, &shapes[s][1], 4, -1, 1, VT_CONTIG);
+            gf_tensor *rm, *rr, *gm, *gr;
+            gf_tensor *ry = gf_layer_norm(x.c, 1, w.c, b.c, 1e-5, &rm, &rr);
+            gf_tensor *gy = gf_layer_norm(x.v, 1, w.v, b.v, 1e-5, &gm, &gr);
+            char what[128];
+            snprintf(what, sizeof what, "layer_norm [%lld, %lld] %s", (long long)shapes[s][0],
+                     (long long)shapes[s][1], layout_names[l]);
+            VT_COMPARE(what, ry, gy, 5e-5, 5e-5);
+            VT_COMPARE(what, rm, gm, 5e-5, 5e-5);
+            VT_COMPARE(what, rr, gr, 5e-5, 5e-5);
+            gf_tensor *all[] = {ry, gy, rm, rr, gm, gr};
+            for (int k = 0; k < 6; k++) gf_tensor_release(all[k]);
+            vt_release(x);
+            vt_release(w);
+            vt_release(b);
+        }
+}
+
 static void test_conv_gemm(void) {
     struct { int64_t x[4], w[4]; gf_conv2d_opts o; bool bias; } c[] = {
         {{2, 3, 9, 8}, {4, 3, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}, true},
@@ -206,6 +232,7 @@ int main(void) {
     RUN(test_tree_reductions);
     RUN(test_tree_special);
     RUN(test_softmax_lines);
+    RUN(test_layer_norm_lines);
     RUN(test_conv_gemm);
     CHECK_MSG(gf_shutdown() == GF_OK, "gf_shutdown: %s", gf_last_error());
     return CHECK_REPORT();
