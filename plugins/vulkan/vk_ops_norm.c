@@ -340,6 +340,44 @@ static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
         n *= x->sizes[k];
     }
     vkp_coalesce(&r, s, st2, 2);
+    if (x->dtype == GFP_F32 && r <= 2) {
+        /* f32, a channel as R0 runs of R1: shaders/batch_norm_fast_body.glsl. */
+        int64_t r0 = r == 2 ? s[0] : 1, r1 = r == 0 ? 1 : s[r - 1];
+        int64_t xs0 = r == 2 ? st2[0][0] : 0, ys0 = r == 2 ? st2[1][0] : 0;
+        int64_t xs1 = r == 0 ? 1 : st2[0][r - 1], ys1 = r == 0 ? 1 : st2[1][r - 1];
+        bool vec = xs1 == 1 && ys1 == 1 && vkp_elem_offset(x) % 4 == 0 &&
+                   vkp_elem_offset(y) % 4 == 0 && x->strides[1] % 4 == 0 &&
+                   y->strides[1] % 4 == 0 && xs0 % 4 == 0 && ys0 % 4 == 0;
+        uint32_t most = d->phys->props.limits.maxComputeWorkGroupInvocations;
+        uint32_t wg = 0;
+        for (uint32_t t = vkp_tree_wg(d); t <= 256 && t <= most && !wg; t *= 2) {
+            uint64_t per = vec ? 4u * t : t;
+            uint64_t iters = (uint64_t)r0 * (((uint64_t)r1 + per - 1) / per + 1);
+            if (iters * 4 * 2 + 128 <= d->loop_budget) wg = t;
+        }
+        if (wg) {
+            vkp_words f = {.n = 0};
+            uint32_t words[13] = {(uint32_t)*chans, (uint32_t)n, (uint32_t)r0, (uint32_t)r1,
+                                  vkp_elem_offset(x), vkp_elem_offset(y),
+                                  (uint32_t)x->strides[1], (uint32_t)y->strides[1],
+                                  (uint32_t)xs0, (uint32_t)xs1, (uint32_t)ys0, (uint32_t)ys1,
+                                  (w ? 1u : 0u) | (b ? 2u : 0u) | (rm ? 4u : 0u) |
+                                      (rv ? 8u : 0u) | (bp->training ? 16u : 0u)};
+            for (int i = 0; i < 13; i++) vkp_put(&f, words[i]);
+            for (int i = 0; i < 6; i++) vkp_put(&f, pc[i] ? vkp_elem_offset(pc[i]) : 0);
+            for (int i = 0; i < 6; i++) vkp_put(&f, pc[i] ? (uint32_t)pc[i]->strides[0] : 0);
+            vkp_put_f32(&f, (float)bp->momentum);
+            vkp_put_f32(&f, (float)bp->eps);
+            vkp_dispatch fd = {.shader = d->phys->has_subgroups ? VKP_SH_BATCH_NORM_FAST
+                                                                : VKP_SH_BATCH_NORM_FAST_NOSG,
+                               .n_spec = 2, .params = f.w, .n_params = f.n, .n_tensors = 8,
+                               .tensors = {y, sm, si, x, w, b, rm, rv}};
+            fd.spec[0] = wg;
+            fd.spec[1] = vec ? 1u : 0u;
+            grid_2d(&fd, (uint64_t)*chans);
+            return vkp_dispatch_run(d, &fd);
+        }
+    }
     vkp_words p = {.n = 0};
     vkp_put(&p, (uint32_t)*chans);
     vkp_put(&p, (uint32_t)n);

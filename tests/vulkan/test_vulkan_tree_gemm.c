@@ -3,7 +3,8 @@
  * per line, lines in chunks combined by a second dispatch, vec4 and strided
  * reads, NaN and inf, empty dims), softmax / log_softmax (a workgroup per
  * line, and lines longer than one workgroup's loop budget in chunks after
- * a tree logsumexp), layer_norm by lines, and the convolutions as GEMMs (every stride, padding,
+ * a tree logsumexp), layer_norm by lines, batch_norm by channels, and the
+ * convolutions as GEMMs (every stride, padding,
  * dilation and group setting; im2col tiles split across images and across
  * the positions of one image; the direct kernels too). CTest runs it twice:
  * with the device's subgroup arithmetic and with GRAFT_VULKAN_NO_SUBGROUPS=1. */
@@ -171,6 +172,37 @@ static void test_layer_norm_lines(void) {
         }
 }
 
+/* batch_norm by channels: vec4 runs (planes of 64), odd planes, [N, C],
+ * transposed; training (running stats updated) and evaluation. */
+static void test_batch_norm_channels(void) {
+    static const int64_t shapes[][4] = {{4, 3, 8, 8}, {2, 5, 7, 9}, {16, 6, 1, 1}, {3, 4, 20, 36}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int l = 0; l < 2; l++)
+            for (int training = 0; training < 2; training++) {
+                int64_t c = shapes[s][1];
+                vt_pair x = vt_rand(GF_F32, 4, shapes[s], 41u + (uint32_t)s, -2, 5, l);
+                vt_pair w = vt_rand(GF_F32, 1, &c, 8, 0.5, 2, VT_CONTIG);
+                vt_pair b = vt_rand(GF_F32, 1, &c, 9, -1, 1, VT_CONTIG);
+                vt_pair rm = vt_rand(GF_F32, 1, &c, 10, -1, 1, VT_CONTIG);
+                vt_pair rv = vt_rand(GF_F32, 1, &c, 11, 0.5, 2, VT_CONTIG);
+                gf_tensor *rsm, *rsi, *gsm, *gsi;
+                gf_tensor *ry = gf_batch_norm(x.c, rm.c, rv.c, w.c, b.c, training, 0.1, 1e-5, &rsm, &rsi);
+                gf_tensor *gy = gf_batch_norm(x.v, rm.v, rv.v, w.v, b.v, training, 0.1, 1e-5, &gsm, &gsi);
+                char what[128];
+                snprintf(what, sizeof what, "batch_norm case %zu %s %s", s, vt_layout_name[l],
+                         training ? "training" : "evaluation");
+                VT_COMPARE(what, ry, gy, 5e-5, 5e-5);
+                VT_COMPARE(what, rsm, gsm, 5e-5, 5e-5);
+                VT_COMPARE(what, rsi, gsi, 5e-5, 5e-5);
+                VT_COMPARE(what, rm.c, rm.v, 5e-5, 5e-5);
+                VT_COMPARE(what, rv.c, rv.v, 5e-5, 5e-5);
+                gf_tensor *all[] = {ry, gy, rsm, rsi, gsm, gsi};
+                for (int k = 0; k < 6; k++) gf_tensor_release(all[k]);
+                vt_pair ps[] = {x, w, b, rm, rv};
+                for (int k = 0; k < 5; k++) vt_release(ps[k]);
+            }
+}
+
 static void test_conv_gemm(void) {
     struct { int64_t x[4], w[4]; gf_conv2d_opts o; bool bias; } c[] = {
         {{2, 3, 9, 8}, {4, 3, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}, true},
@@ -233,6 +265,7 @@ int main(void) {
     RUN(test_tree_special);
     RUN(test_softmax_lines);
     RUN(test_layer_norm_lines);
+    RUN(test_batch_norm_channels);
     RUN(test_conv_gemm);
     CHECK_MSG(gf_shutdown() == GF_OK, "gf_shutdown: %s", gf_last_error());
     return CHECK_REPORT();
