@@ -135,7 +135,6 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
     gfp_tensor dyp = col;
     dyp.buffer = dy_buf;
     dyp.sizes[0] = (int64_t)dy_elems;
-    const int64_t *xsd = x->strides;
     bool first = true;
     for (int64_t n0 = 0; n0 < N && st == GFP_OK; n0 += (int64_t)nb) {
         int64_t nt = N - n0 < (int64_t)nb ? N - n0 : (int64_t)nb;
@@ -178,7 +177,6 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
             first = false;
         }
     }
-    (void)xsd;
     if (st == GFP_OK && op == GFP_OP_CONV2D && bias) {
         uint32_t tile[4] = {0, 0, 0, 0};
         st = aux(d, CG_BIAS, geo, y, bias, NULL, y, bias->strides[0], tile, false,
