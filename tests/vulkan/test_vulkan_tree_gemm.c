@@ -4,7 +4,7 @@
  * reads, NaN and inf, empty dims), softmax / log_softmax (a workgroup per
  * line, and lines longer than one workgroup's loop budget in chunks after
  * a tree logsumexp), layer_norm by lines, batch_norm by channels, and the
- * convolutions as GEMMs (every stride, padding,
+ * convolutions as GEMMs, and the vec4 form of the f32 elementwise ops (every stride, padding,
  * dilation and group setting; im2col tiles split across images and across
  * the positions of one image; the direct kernels too). CTest runs it twice:
  * with the device's subgroup arithmetic and with GRAFT_VULKAN_NO_SUBGROUPS=1. */
@@ -203,6 +203,29 @@ static void test_batch_norm_channels(void) {
             }
 }
 
+/* Unary and binary f32 ops on contiguous tensors (vec4 with a tail of 0 to
+ * 3), and on ones starting one element in (one by one). */
+static void test_elementwise_vec4(void) {
+    static const int64_t lens[] = {1, 4, 7, 1026, 100003};
+    for (int i = 0; i < 5; i++)
+        for (int l = 0; l < 4; l += 3) {
+            vt_pair a = make2(1, lens[i], 51u + (uint32_t)i, -2, 2, l);
+            vt_pair b = make2(1, lens[i], 61u + (uint32_t)i, 0.5, 2, l);
+            gf_tensor *r[3] = {gf_exp(a.c), gf_mul(a.c, b.c), gf_div(a.c, b.c)};
+            gf_tensor *g[3] = {gf_exp(a.v), gf_mul(a.v, b.v), gf_div(a.v, b.v)};
+            for (int k = 0; k < 3; k++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s of %lld %s", k == 0 ? "exp" : k == 1 ? "mul" : "div",
+                         (long long)lens[i], layout_names[l]);
+                VT_COMPARE(what, r[k], g[k], 1e-6, 1e-6);
+                gf_tensor_release(r[k]);
+                gf_tensor_release(g[k]);
+            }
+            vt_release(a);
+            vt_release(b);
+        }
+}
+
 static void test_conv_gemm(void) {
     struct { int64_t x[4], w[4]; gf_conv2d_opts o; bool bias; } c[] = {
         {{2, 3, 9, 8}, {4, 3, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}, true},
@@ -266,6 +289,7 @@ int main(void) {
     RUN(test_softmax_lines);
     RUN(test_layer_norm_lines);
     RUN(test_batch_norm_channels);
+    RUN(test_elementwise_vec4);
     RUN(test_conv_gemm);
     CHECK_MSG(gf_shutdown() == GF_OK, "gf_shutdown: %s", gf_last_error());
     return CHECK_REPORT();
