@@ -129,6 +129,18 @@ static void describe(vkp_physical *ph) {
     ph->has_f16 = ext8 && fi8.shaderFloat16 && f16s.storageBuffer16BitAccess;
     const char *no_f16 = secure_getenv("GRAFT_VULKAN_NO_F16");
     if (no_f16 && no_f16[0] && strcmp(no_f16, "0") != 0) ph->has_f16 = false;
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sg};
+    if (vk.GetPhysicalDeviceProperties2 && VK_API_VERSION_MINOR(ph->props.apiVersion) >= 1)
+        vk.GetPhysicalDeviceProperties2(ph->pd, &p2);
+    ph->subgroup_size = sg.subgroupSize;
+    ph->has_subgroups = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        sg.subgroupSize >= 1;
+    const char *no_sg = secure_getenv("GRAFT_VULKAN_NO_SUBGROUPS");
+    if (no_sg && no_sg[0] && strcmp(no_sg, "0") != 0) ph->has_subgroups = false;
     char *m = ph->missing;
     size_t len = sizeof ph->missing, used = 0;
     m[0] = '\0';

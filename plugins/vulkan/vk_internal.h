@@ -46,6 +46,7 @@
     X(GetPhysicalDeviceProperties)            \
     X(GetPhysicalDeviceFeatures)              \
     X(GetPhysicalDeviceFeatures2)             \
+    X(GetPhysicalDeviceProperties2)           \
     X(GetPhysicalDeviceMemoryProperties)      \
     X(GetPhysicalDeviceQueueFamilyProperties) \
     X(EnumerateDeviceExtensionProperties)     \
@@ -132,6 +133,10 @@ typedef struct vkp_physical {
     uint32_t queue_family;
     bool has_f64;        /* shaderFloat64 */
     bool has_f16;        /* shaderFloat16 and storageBuffer16BitAccess */
+    /* Subgroup arithmetic in compute shaders (the tree reductions use
+     * subgroupAdd / subgroupMax; GRAFT_VULKAN_NO_SUBGROUPS=1 turns it off). */
+    bool has_subgroups;
+    uint32_t subgroup_size;
     bool usable;         /* has what every shader needs (int64, 8-bit storage) */
     char missing[160];   /* what it lacks, when !usable */
     struct vkp_device *open;
@@ -398,6 +403,21 @@ VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
  * ops that have f16 paths only (VKP_F16_OPS in vk_ops_elementwise.c...). */
 uint32_t vkp_device_dtypes(const vkp_device *d);
 bool vkp_dtype_ok(const vkp_device *d, int32_t dtype);
+
+/* The workgroup size of the tree reductions and softmax (vk_ops_reduce.c). */
+uint32_t vkp_tree_wg(const vkp_device *d);
+/* y += a @ b (vk_ops_matmul.c; the convolutions' GEMMs accumulate tiles). */
+gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                                 const gfp_tensor *y);
+/* CONV2D and its gradients as GEMMs through the matmul (vk_ops_conv_gemm.c):
+ * *done false (and GFP_OK) when the shapes or layouts are not for it, and
+ * the direct kernels run. */
+gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *w,
+                         const gfp_tensor *y, const gfp_tensor *bias, const int64_t *geo,
+                         bool *done);
+/* Whether the GEMM form is chosen over the direct kernels for this geometry
+ * ({N, Ci, Co, H, W, Kh, Kw, Ho, Wo, groups, Ci/g, Co/g, ...}). */
+bool vkp_conv_gemm_wins(uint32_t op, const int64_t *geo);
 
 /* Matmul shader choice, for the bench: 0 = by size and device, 1 = naive,
  * 2 = tiled (shared memory), 3 = register-blocked. */

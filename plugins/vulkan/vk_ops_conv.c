@@ -154,6 +154,11 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     vkp_put(&p, vkp_elem_offset(y));
     vkp_put(&p, bias ? vkp_elem_offset(bias) : 0);
     vkp_put(&p, bias ? 1u : 0u);
+    if (vkp_conv_gemm_wins(op, geo)) {
+        bool done = false;
+        st = vkp_conv_gemm(d, op, x, w, y, bias, geo, &done);
+        if (st != GFP_OK || done) return st;
+    }
     /* The terms of one output of the forward and input-gradient kernels. */
     int64_t per_out = op == GFP_OP_CONV2D ? (CI / G) * KH * KW : (CO / G) * KH * KW;
     if (op != GFP_OP_CONV2D_BACKWARD_WEIGHT && per_out > (int64_t)d->loop_budget / 2)
@@ -303,8 +308,30 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     }
     for (int i = 0; i < 3; i++) vkp_put(&p, t[i] ? vkp_elem_offset(t[i]) : 0);
     vkp_put(&p, window_known ? 1u : 0u);
-    int64_t items = vkp_numel(t[0]);
-    return run(d, VKP_SH_POOL, op, big->dtype, &p, t, 3, items);
+    /* An invocation per segment of a row (outputs forward, inputs backward),
+     * as long as the loop budget allows with the window loops inside. */
+    bool fwd = op == GFP_OP_MAX_POOL2D || op == GFP_OP_AVG_POOL2D;
+    int64_t rows = geo[0] * geo[1] * (fwd ? geo[4] : geo[2]), q = fwd ? geo[5] : geo[3];
+    uint64_t per_el = window_known ? (uint64_t)(geo[6] * geo[12] / geo[8] + 2) *
+                                         (uint64_t)(geo[7] * geo[13] / geo[9] + 2)
+                                   : (uint64_t)(geo[4] * geo[5]);
+    if (fwd) per_el = (uint64_t)(geo[6] * geo[7]);
+    uint64_t seg = d->loop_budget > 128 ? (d->loop_budget - 128) / (2 * per_el + 2) : 1;
+    if (seg < 1) seg = 1;
+    if (seg > (uint64_t)q) seg = (uint64_t)(q > 0 ? q : 1);
+    uint64_t segs = ((uint64_t)q + seg - 1) / seg;
+    vkp_put(&p, (uint32_t)seg);
+    vkp_put(&p, (uint32_t)(segs ? segs : 1));
+    /* Max pool's backward by planes (an invocation zeroes its plane of
+     * grad_x and adds each grad_y element where its index points) when a
+     * plane fits the loop budget: right for any indices, and no scan of the
+     * output plane per input element (64x16 planes of 28x28 <- 14x14 took
+     * 8.2 s scanning on lavapipe under load). */
+    uint64_t plane_loops = (uint64_t)(geo[2] * geo[3] + geo[2] + geo[4] * geo[5] + geo[4]);
+    bool planes = op == GFP_OP_MAX_POOL2D_BACKWARD && plane_loops * 2 + 64 <= d->loop_budget;
+    vkp_put(&p, planes ? 1u : 0u);
+    if (planes) return run(d, VKP_SH_POOL, op, big->dtype, &p, t, 3, geo[0] * geo[1]);
+    return run(d, VKP_SH_POOL, op, big->dtype, &p, t, 3, rows * (int64_t)segs);
 }
 
 gfp_status vkp_conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,

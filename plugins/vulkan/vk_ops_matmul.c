@@ -32,14 +32,9 @@ uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
                : GFP_SUPPORT_NONE;
 }
 
-gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
-                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                             const void *params) {
-    (void)op;
-    (void)params;
-    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, "matmul");
-    if (st != GFP_OK) return st;
-    const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
+/* y = a @ b, or y += a @ b when accumulate. */
+static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                         const gfp_tensor *y, bool accumulate) {
     if (!a || !b) return vkp_fail(GFP_ERR_INVALID, "matmul: an input is NULL");
     if (!dtypes_ok(d, a->dtype, b->dtype, y->dtype))
         return vkp_fail(GFP_ERR_UNSUPPORTED,
@@ -93,7 +88,7 @@ gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     for (int t = 0; t < 3; t++)
         for (int k = 0; k < 8; k++) vkp_put(&p, k < br ? (uint32_t)bst[t][k] : 0);
 
-    vkp_put(&p, 0); /* MM_ACC: add to y (later K chunks) */
+    vkp_put(&p, accumulate ? 1u : 0u); /* MM_ACC: add to y (and later K chunks) */
     vkp_dispatch dp = {.params = p.w, .n_params = p.n, .n_tensors = 3, .tensors = {y, a, b}};
     bool blocked = (a->dtype == GFP_F32 || a->dtype == GFP_F16) &&
                    (vkp_matmul_mode >= 2 || (vkp_matmul_mode == 0 && M * N >= 64 * 64 && K >= 16));
@@ -155,8 +150,23 @@ gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
         /* The chunk starts k0 elements along a's columns and b's rows. */
         p.w[5] = vkp_elem_offset(a) + (uint32_t)(k0 * (uint64_t)a->strides[r - 1]);
         p.w[6] = vkp_elem_offset(b) + (uint32_t)(k0 * (uint64_t)b->strides[r - 2]);
-        p.w[p.n - 1] = k0 > 0 ? 1u : 0u;
+        p.w[p.n - 1] = k0 > 0 || accumulate ? 1u : 0u;
         st2 = vkp_dispatch_run(d, &dp);
     }
     return st2;
+}
+
+gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    (void)op;
+    (void)params;
+    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, "matmul");
+    if (st != GFP_OK) return st;
+    return matmul(d, in[0], in[1], out[0], false);
+}
+
+gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                                 const gfp_tensor *y) {
+    return matmul(d, a, b, y, true);
 }

@@ -113,6 +113,126 @@ static gfp_status reduce_in_two(vkp_device *d, uint32_t op, const gfp_tensor *x,
     return st;
 }
 
+/* The tree reduction (shaders/reduce_fast_body.glsl): f32 SUM MEAN AMAX
+ * AMIN VAR LOGSUMEXP over lines of one merged dim, nonempty. A workgroup
+ * per line when there are enough lines to fill the device and each fits one
+ * workgroup's loop budget; otherwise each line is cut into chunks, a
+ * workgroup per chunk writes a record (partial sum; extreme and NaN flag;
+ * max and sum of exponentials; mean, m2 and count) to a scratch buffer, and
+ * a second dispatch combines each line's records. Invocations read vec4s
+ * when the lines are contiguous and start at multiples of 4 elements, and
+ * combine through subgroup arithmetic where the device has it. */
+/* Lines shorter than this, when there are many, go to reduce.comp's
+ * invocation-per-line mode. */
+#define FAST_MIN_LEN 64
+
+static bool fast_op(uint32_t op) {
+    return op == GFP_OP_SUM || op == GFP_OP_MEAN || op == GFP_OP_AMAX || op == GFP_OP_AMIN ||
+           op == GFP_OP_VAR || op == GFP_OP_LOGSUMEXP;
+}
+
+uint32_t vkp_tree_wg(const vkp_device *d) {
+    /* On lavapipe one subgroup (8 lanes: one SIMD vector) per workgroup:
+     * softmax 4096x1024 took 136 ms with 64 invocations, 280 with 32, 68
+     * with 16, 48 with 8; sum of 16M 156 ms with 64, 126 with 8 (under one
+     * load). GPUs: 256. */
+    bool cpu_like = d->loop_budget != UINT32_MAX;
+    uint32_t wg = 256;
+    if (cpu_like) wg = d->phys->has_subgroups && d->phys->subgroup_size >= 4 &&
+                               d->phys->subgroup_size <= 64
+                           ? d->phys->subgroup_size
+                           : 8;
+    uint32_t most = d->phys->props.limits.maxComputeWorkGroupInvocations;
+    if (d->phys->props.limits.maxComputeWorkGroupSize[0] < most)
+        most = d->phys->props.limits.maxComputeWorkGroupSize[0];
+    while (wg > most) wg /= 2;
+    return wg;
+}
+
+static gfp_status reduce_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
+                              const gfp_tensor *y, int kr, const int64_t *ks,
+                              int64_t (*kst)[GFP_MAX_RANK], uint64_t lines, uint64_t len,
+                              int64_t stride, double correction) {
+    bool cpu_like = d->loop_budget != UINT32_MAX;
+    uint32_t wg = vkp_tree_wg(d);
+    bool vec = stride == 1 && vkp_elem_offset(x) % 4 == 0;
+    for (int k = 0; k < kr; k++) vec = vec && kst[0][k] % 4 == 0;
+    uint64_t per_iter = vec ? 4 : 1;
+    uint64_t passes = op == GFP_OP_VAR ? 3 : op == GFP_OP_LOGSUMEXP ? 2 : 1;
+    /* Loop iterations per invocation, counted two each as lavapipe needs
+     * (see vkp_reduce_launch), with room for the tail, the kept dims and
+     * the combine. */
+    uint64_t iters = d->loop_budget == UINT32_MAX ? UINT32_MAX
+                                                  : (d->loop_budget - 128u) / (2u * passes) - 2u;
+    uint64_t max_chunk = iters * per_iter * wg;
+    /* Enough workgroups to fill the device, each with enough to do. On
+     * lavapipe short workgroups win: a sum of 16M f32 took 300 ms as 8 or 64
+     * chunks, 265 ms as 256 and 153 ms as 4096 (as fast as 4096 lines of
+     * 4096), under one load. */
+    uint64_t target = cpu_like ? 4096 : 1024, min_chunk = (uint64_t)wg * per_iter * 16;
+    uint64_t chunks = 1;
+    if (lines < target && len / min_chunk > 1) {
+        chunks = target / lines;
+        if (chunks > len / min_chunk) chunks = len / min_chunk;
+        if (chunks < 1) chunks = 1;
+    }
+    if ((len + chunks - 1) / chunks > max_chunk) chunks = (len + max_chunk - 1) / max_chunk;
+    uint64_t chunk = (len + chunks - 1) / chunks;
+    chunk = (chunk + 3) & ~(uint64_t)3; /* chunks start at multiples of 4 elements */
+    chunks = (len + chunk - 1) / chunk;
+    uint64_t groups = lines * chunks;
+    uint64_t gx = groups < 65535 ? groups : 65535, gy = (groups + gx - 1) / gx;
+    if (groups > UINT32_MAX || gy > d->max_groups[1] || gx > d->max_groups[0] ||
+        (chunks > 1 && chunks / wg + 64 > iters))
+        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
+                        "vulkan device reduces in one launch", vkp_op_name(op),
+                        (unsigned long long)lines, (unsigned long long)len);
+    gfp_buffer scratch = NULL;
+    gfp_tensor sv = {.struct_size = sizeof sv, .dtype = GFP_F32, .rank = 1,
+                     .sizes = {(int64_t)(3 * groups)}, .strides = {1}};
+    if (chunks > 1) {
+        void *host_ptr = NULL;
+        gfp_status st = vkp_buffer_alloc(d, 3 * groups * sizeof(float), &scratch, &host_ptr);
+        if (st != GFP_OK) return st;
+        sv.buffer = scratch;
+    }
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)lines);
+    vkp_put(&p, (uint32_t)len);
+    vkp_put(&p, (uint32_t)kr);
+    vkp_put(&p, vkp_elem_offset(x));
+    vkp_put(&p, vkp_elem_offset(y));
+    vkp_put(&p, (uint32_t)stride);
+    vkp_put(&p, (uint32_t)chunk);
+    vkp_put(&p, (uint32_t)chunks);
+    vkp_put_f32(&p, (float)correction);
+    for (int k = 0; k < 8; k++) vkp_put(&p, k < kr ? (uint32_t)ks[k] : 1);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 8; k++) vkp_put(&p, k < kr ? (uint32_t)kst[t][k] : 0);
+    vkp_put(&p, scratch ? vkp_elem_offset(&sv) : 0);
+    vkp_dispatch dp = {.shader = d->phys->has_subgroups ? VKP_SH_REDUCE_FAST
+                                                        : VKP_SH_REDUCE_FAST_NOSG,
+                       .n_spec = 4, .params = p.w, .n_params = p.n, .n_tensors = 3,
+                       .tensors = {y, x, scratch ? &sv : y}};
+    dp.spec[0] = wg;
+    dp.spec[1] = op;
+    dp.spec[2] = chunks > 1 ? 1u : 0u;
+    dp.spec[3] = vec ? 1u : 0u;
+    dp.groups[0] = (uint32_t)gx;
+    dp.groups[1] = (uint32_t)gy;
+    gfp_status st = vkp_dispatch_run(d, &dp);
+    if (st == GFP_OK && chunks > 1) {
+        dp.spec[2] = 2;
+        gx = lines < 65535 ? lines : 65535;
+        dp.groups[0] = (uint32_t)gx;
+        dp.groups[1] = (uint32_t)((lines + gx - 1) / gx);
+        st = vkp_dispatch_run(d, &dp);
+    }
+    /* Freed at once: later work is queued behind the dispatches reading it. */
+    if (scratch) vkp_buffer_free(d, scratch);
+    return st;
+}
+
 gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
@@ -176,6 +296,10 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
         rs[0] = 1;
         rst[0][0] = 0;
     }
+    if (x->dtype == GFP_F32 && rr == 1 && len > 0 && fast_op(op) &&
+        (len >= FAST_MIN_LEN || n_out_el < 64))
+        return reduce_fast(d, op, x, y, kr, ks, kst, (uint64_t)n_out_el, (uint64_t)len,
+                           rst[0][0], rp->correction);
     vkp_words p = {.n = 0};
     vkp_put(&p, (uint32_t)n_out_el);
     vkp_put(&p, (uint32_t)len);

@@ -5,6 +5,9 @@
 //   0 items  1..16 n c h w ho wo kh kw sh sw ph pw dh dw ceil include_pad
 //   17..28 strides [4] of the tensors at bindings 1, 2, 3
 //   29..31 their element offsets  32 window known (max pool backward)
+//   33 segment length  34 segments per row  35 max pool backward by planes
+// An invocation per segment of a row (of outputs for the forward ops, of
+// inputs for the backward ones): divisions once per segment.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 163u;
@@ -52,8 +55,22 @@ int avg_window(int oh, int ow, out int h0, out int h1, out int w0, out int w1) {
 #endif
 
 void main() {
+    if (OP == 164u && P.w[35] != 0u) { // max pool backward, a plane per invocation
+        FOR_EACH_ITEM(pl, P.w[0]) {
+            if (DT == DT_F32) pool_scatter_f32(pl / G(1), pl % G(1));
+            IF_F64(else pool_scatter_f64(pl / G(1), pl % G(1));)
+        }
+        return;
+    }
+    bool fwd = OP == 163u || OP == 165u;
+    uint R = fwd ? G(4) : G(2), Q = fwd ? G(5) : G(3), seg = P.w[33], segs = P.w[34];
     FOR_EACH_ITEM(it, P.w[0]) {
-        if (DT == DT_F32) pool_f32(it);
-        IF_F64(else pool_f64(it);)
+        uint s = it % segs, row = it / segs;
+        uint r = row % R, c = (row / R) % G(1), n = row / (R * G(1));
+        uint q1 = min(Q, (s + 1u) * seg);
+        for (uint q = s * seg; q < q1; q++) {
+            if (DT == DT_F32) pool_f32(n, c, r, q);
+            IF_F64(else pool_f64(n, c, r, q);)
+        }
     }
 }

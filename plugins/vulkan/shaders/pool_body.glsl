@@ -2,12 +2,14 @@
 // Ops: 163 max pool (y o, indices i1, x i2), 164 its backward (grad_x o,
 // grad_y i1, indices i2), 165 avg pool (y o, x i1), 166 its backward
 // (grad_x o, grad_y i1).
-void FN(pool)(uint it) {
+// (n, c, r, q): the output element (n, c, oh = r, ow = q) of the forward ops,
+// the input element (n, c, ih = r, iw = q) of the backward ones.
+void FN(pool)(uint n, uint c, uint r, uint q) {
     uint H = G(2), W = G(3), HO = G(4), WO = G(5);
     int KH = int(G(6)), KW = int(G(7)), SH = int(G(8)), SW = int(G(9));
     int PH = int(G(10)), PW = int(G(11)), DH = int(G(12)), DW = int(G(13));
     if (OP == 163u) {
-        uint ow = it % WO, oh = (it / WO) % HO, c = (it / (WO * HO)) % G(1), n = it / (WO * HO * G(1));
+        uint ow = q, oh = r;
         FT best = FT(-1.0 / 0.0);
         int best_idx = -1;
         for (int i = 0; i < KH; i++) {
@@ -30,7 +32,7 @@ void FN(pool)(uint it) {
         // (oh, ow) order. The ABI gives this op no parameters; when the core
         // passes the forward's anyway (flag P.w[32]), only the windows that
         // can hold (ih, iw) are scanned, else the whole output plane.
-        uint iw = it % W, ih = (it / W) % H, c = (it / (W * H)) % G(1), n = it / (W * H * G(1));
+        uint iw = q, ih = r;
         int64_t me = int64_t(ih * W + iw);
         int oh0 = 0, oh1 = int(HO) - 1, ow0 = 0, ow1 = int(WO) - 1;
         if (P.w[32] != 0u) {
@@ -47,7 +49,7 @@ void FN(pool)(uint it) {
                 if (i2_i64[AT(2u, n, c, uint(oh), uint(ow))] == me) acc += L(i1, AT(1u, n, c, uint(oh), uint(ow)));
         S(o, AT(0u, n, c, ih, iw), acc);
     } else if (OP == 165u) {
-        uint ow = it % WO, oh = (it / WO) % HO, c = (it / (WO * HO)) % G(1), n = it / (WO * HO * G(1));
+        uint ow = q, oh = r;
         int h0, h1, w0, w1;
         int div = avg_window(int(oh), int(ow), h0, h1, w0, w1);
         FT acc = FT(0);
@@ -55,7 +57,7 @@ void FN(pool)(uint it) {
             for (int iw = w0; iw < w1; iw++) acc += L(i1, AT(1u, n, c, uint(ih), uint(iw)));
         S(o, AT(0u, n, c, oh, ow), div != 0 ? acc / FT(div) : FT(0));
     } else {
-        uint iw = it % W, ih = (it / W) % H, c = (it / (W * H)) % G(1), n = it / (W * H * G(1));
+        uint iw = q, ih = r;
         // The outputs whose window start oh*s - p lies in (ih - k, ih].
         int oh_lo = max(0, (int(ih) + PH - KH + SH) / SH), oh_hi = min(int(HO) - 1, (int(ih) + PH) / SH);
         int ow_lo = max(0, (int(iw) + PW - KW + SW) / SW), ow_hi = min(int(WO) - 1, (int(iw) + PW) / SW);
@@ -71,4 +73,24 @@ void FN(pool)(uint it) {
             }
         S(o, AT(0u, n, c, ih, iw), acc);
     }
+}
+
+// Max pool's backward for one (n, c) plane by one invocation: the plane of
+// grad_x zeroed, then each grad_y element added where its index points, in
+// (oh, ow) order: the sums of the gather form above, bit for bit, without
+// scanning the output plane per input element. Indices outside the plane
+// name no element (as in the gather form).
+void FN(pool_scatter)(uint n, uint c) {
+    uint H = G(2), W = G(3), HO = G(4), WO = G(5);
+    for (uint ih = 0u; ih < H; ih++)
+        for (uint iw = 0u; iw < W; iw++) S(o, AT(0u, n, c, ih, iw), FT(0));
+    int64_t hw = int64_t(H) * int64_t(W);
+    for (uint oh = 0u; oh < HO; oh++)
+        for (uint ow = 0u; ow < WO; ow++) {
+            int64_t k = i2_i64[AT(2u, n, c, oh, ow)];
+            if (k < 0l || k >= hw) continue;
+            uint ih = uint(k) / W, iw = uint(k) % W;
+            uint at = AT(0u, n, c, ih, iw);
+            S(o, at, L(o, at) + L(i1, AT(1u, n, c, oh, ow)));
+        }
 }

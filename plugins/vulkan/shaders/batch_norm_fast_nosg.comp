@@ -1,0 +1,5 @@
+#version 450
+// graft: bindings 9
+// f32 batch_norm, without subgroup operations (batch_norm_fast_body.glsl).
+#define GF_SG 0
+#include "batch_norm_fast_body.glsl"
