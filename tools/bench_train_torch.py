@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""One training step of graft-bench's MLP and CNN: graft vs PyTorch.
+
+    bench_train_torch.py GRAFT_BENCH [--threads 1,2] [--reps 15] [--device cpu]
+
+Runs `graft-bench --only mlp,cnn --device D --threads N --json` for each
+thread count (OMP threads, as graft's CPU plugins use them), then the same
+two workloads in PyTorch on the CPU with torch.set_num_threads(n), in this
+one run, and prints both with the ratio torch / graft (above 1: graft is
+faster). The workloads are those of tools/bench/workloads_train.c:
+
+  MLP: x [256, 784] -> Linear(784, 1024) -> ReLU -> Linear(1024, 1024) -> ReLU
+       -> Linear(1024, 10) -> cross entropy (mean)
+  CNN: x [64, 1, 28, 28] -> Conv2d(1, 16, 3, padding=1) -> ReLU -> MaxPool2d(2)
+       -> Conv2d(16, 32, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Linear(1568, 10)
+       -> cross entropy (mean)
+
+A step is zero_grad(set_to_none=True), forward, backward and
+torch.optim.Adam(lr=1e-3); the median (and the fastest) of --reps steps after
+two warm-up steps, and the median CPU time of a step (every thread of the
+process summed: what other load on the machine disturbs least, since time
+spent descheduled is not counted; with more than one thread it also counts
+the work of the extra threads, so compare it between the two libraries, not
+with the wall time). Both run with OMP_WAIT_POLICY=passive unless it is set
+(it is read when the OpenMP runtime loads: here, before torch is imported,
+and inherited by graft's run): with OpenMP's default spinning on a busy
+machine, threads waiting at a barrier take the CPU from the thread they wait
+for. The policy is printed in the header line.
+PyTorch's speed on the MLP depends on the BLAS that provides libblas.so.3
+(printed in the header line): with Debian's reference BLAS it is ~30x slower,
+not a fair comparison. Without changing the system's alternative, OpenBLAS
+can be given to this run alone: `apt-get download libopenblas0-openmp`,
+`dpkg -x` it into a directory D and set
+LD_LIBRARY_PATH=D/usr/lib/x86_64-linux-gnu/openblas-openmp.
+PyTorch's figure includes its Python interpreter's share, which a C program
+does not pay. Without torch this says so and exits 0: it is not a test
+dependency (Debian: apt-get install python3-torch; or pip install torch
+--index-url https://download.pytorch.org/whl/cpu).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def torch_step_times(torch, cnn, reps):
+    nn = torch.nn
+    torch.manual_seed(1234)
+    if cnn:
+        model = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(1568, 10))
+        x = torch.rand(64, 1, 28, 28)
+    else:
+        model = nn.Sequential(
+            nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+            nn.Linear(1024, 10))
+        x = torch.rand(256, 784)
+    target = torch.tensor([(i * 7) % 10 for i in range(x.shape[0])])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    times, cpus, losses = [], [], []
+    for r in range(reps + 2):
+        t0, c0 = time.perf_counter(), time.process_time()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        losses.append(value)
+        if r >= 2:
+            times.append(dt)
+            cpus.append(dc)
+    return (statistics.median(times), min(times), losses[0], losses[-1],
+            statistics.median(cpus))
+
+
+def torch_blas(torch):
+    """The BLAS library PyTorch's matmuls run on. Debian's torch links
+    libblas.so.3, whose provider is a system alternative: the reference
+    netlib BLAS (libblas3) makes its linear layers ~30x slower than OpenBLAS
+    (libopenblas0-openmp), so a comparison must say which one it had."""
+    torch.ones(2, 2) @ torch.ones(2, 2)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.split()[-1].lower()}
+    except OSError:
+        return "?"
+    return ", ".join(sorted(os.path.realpath(p) for p in libs if p.startswith("/"))) or "none"
+
+
+ROWS = {"mlp train step": "mlp", "cnn train step": "cnn"}
+
+
+def graft_times(bench, device, threads, reps):
+    env = dict(os.environ)
+    env.setdefault("GRAFT_PLUGINS", "cpu_onednn")
+    cmd = [bench, "--only", "mlp,cnn", "--device", device, "--threads", str(threads),
+           "--warmup", "2", "--repeats", str(reps), "--max-repeats", str(reps),
+           "--min-time", "0", "--no-progress", "--json"]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    found = {}
+    for row in json.loads(out)["results"]:
+        name = ROWS.get(row["workload"])
+        if name and row["status"] == "ok" and not row.get("variant"):
+            t = row["time_s"]
+            found[name] = (t["median"], t["min"], row["loss_first"], row["loss_last"],
+                           row["cpu_median_s"])
+    if set(found) != {"mlp", "cnn"}:
+        sys.exit("bench_train_torch.py: unexpected output from %s:\n%s" % (" ".join(cmd), out))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench", help="path of graft-bench")
+    ap.add_argument("--device", default="cpu", help="the graft device (default cpu)")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    try:
+        import torch
+    except ImportError:
+        print("bench_train_torch.py: PyTorch is not installed; nothing to compare")
+        return 0
+    print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
+        torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
+    print("%-4s %7s %10s %10s %11s %14s %18s   %s" % (
+        "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
+        "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
+    for threads in [int(t) for t in args.threads.split(",")]:
+        torch.set_num_threads(threads)
+        graft = graft_times(args.bench, args.device, threads, args.reps)
+        for name in ("mlp", "cnn"):
+            tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
+            gm, gmin, gl0, gl1, gc = graft[name]
+            print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
+                  "%.4f -> %.4f | %.4f -> %.4f" % (
+                      name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3,
+                      gc * 1e3, tc * 1e3, tc / gc, gl0, gl1, tl0, tl1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
