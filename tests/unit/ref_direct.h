@@ -1,5 +1,5 @@
 /* ref_direct.h — the host side of the tests that call the reference plugin
- * through its ABI alone (tests/unit/test_ref_direct*.c,
+ * through its ABI alone (tests/unit/test_ref_abi_*.c,
  * tests/opencl/op_math_formulas.c): the test plays the core. It dlopens the
  * plugin, offers a host table that keeps what the plugin reports,
  * negotiates, opens device 0, and launches on hand-made descriptors.

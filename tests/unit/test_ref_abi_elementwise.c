@@ -1,4 +1,4 @@
-/* test_ref_direct.c — the reference plugin's entry, memory and elementwise
+/* test_ref_abi_elementwise.c — the reference plugin's entry, memory and elementwise
  * kernels through the ABI alone: the plugin is dlopen'ed, buffers come from
  * its table, descriptors are made by hand. Expected values are closed forms
  * (or hand-computed), never the plugin's own output.
