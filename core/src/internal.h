@@ -188,6 +188,9 @@ gf_status gf__unsupported_error(gf_device *d, gfp_op op, const char *opname,
 gf_status gf__dtype_not_stored(gf_device *dev, gf_dtype dtype);
 /* Forgets the fallback setting and what fell back (gf_shutdown). */
 void gf__fallback_reset(void);
+/* Forgets the default device (GRAFT_DEVICE is read again): the loader at
+ * shutdown (device.c). */
+void gf__device_reset_default(void);
 
 /* In-place fast path (ops_elementwise.c): the next elementwise op of the
  * thread writes its result into t when it fits (t NULL: no target). */

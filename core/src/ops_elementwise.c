@@ -5,12 +5,6 @@
 
 #include "autograd/ag_internal.h"
 
-gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b);
-gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
-gf_status gf__ag_record_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b,
-                              gf_tensor *y);
-gf_status gf__ag_record_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tensor *y);
-
 /* How an op treats dtypes. */
 enum {
     K_FLOAT,     /* float math: integer and bool inputs are computed in f32 */
