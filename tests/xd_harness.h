@@ -8,8 +8,8 @@
  * and broadcast views of device memory, not copies.
  *
  * Each device's suite has a small header of its own (tests/opencl/xd_test.h,
- * tests/cuda/cu_xd.h, tests/vulkan/vk_test.h) whose init calls
- * xd_init_target() with what is
+ * tests/cuda/cu_xd.h, tests/vulkan/vk_test.h, tests/cpu_onednn/onednn_xd.h)
+ * whose init calls xd_init_target() with what is
  * particular to it: the plugin, the device to test, and the words used when
  * that device is missing. Without the device a program prints why (the
  * plugin's own reason) and exits with XD_SKIP, which CTest reports as
