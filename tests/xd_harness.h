@@ -8,11 +8,14 @@
  * and broadcast views of device memory, not copies.
  *
  * Each device's suite has a small header of its own (tests/opencl/xd_test.h,
- * tests/cuda/cu_xd.h) whose xd_init() calls xd_init_target() with what is
+ * tests/cuda/cu_xd.h, tests/vulkan/vk_test.h, tests/cpu_onednn/onednn_xd.h)
+ * whose init calls xd_init_target() with what is
  * particular to it: the plugin, the device to test, and the words used when
  * that device is missing. Without the device a program prints why (the
  * plugin's own reason) and exits with XD_SKIP, which CTest reports as
- * skipped. */
+ * skipped. (tests/cpu_onednn/onednn_pair.h is the same comparison one level
+ * down: one op descriptor launched on two plugins through tests/abi_host.h,
+ * whole output buffers compared, for what the public API cannot express.) */
 #ifndef GRAFT_TESTS_XD_HARNESS_H
 #define GRAFT_TESTS_XD_HARNESS_H
 

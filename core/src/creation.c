@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/ag_record.h"
 #include "internal.h"
-
-gf_status gf__ag_record_copy(const gf_tensor *in, gf_tensor *out, const char *name);
 
 /* Records out as a copy of in (out may be in itself: then nothing). */
 static gf_tensor *copied(const gf_tensor *in, gf_tensor *out, const char *name) {

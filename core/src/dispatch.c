@@ -42,7 +42,7 @@ static const char *plugin_status_name(gfp_status st) {
 
 /* A failed plugin call as a graft error: "plugin 'x' (device cpu:0): what
  * failed (STATUS): the plugin's own message". */
-static gf_status plugin_fail(gf_device *d, gfp_status st, const char *what) {
+static gf_status plugin_fail(const gf_device *d, gfp_status st, const char *what) {
     const char *msg = gf__plugin_message();
     return gf__error(map_status(st), "plugin '%s' (device %s): %s failed (%s)%s%s",
                      d->plugin->name, d->spec, what, plugin_status_name(st), msg[0] ? ": " : "",
@@ -200,6 +200,39 @@ gf_status gf__dev_sync(gf_device *d) {
     gfp_status st = d->plugin->table->synchronize(d->handle);
     unlock_dev(d);
     return st == GFP_OK ? GF_OK : plugin_fail(d, st, "synchronize");
+}
+
+/* ------------------------------------------------------------ extensions */
+gf_status gf_device_query_extension(const gf_device *dev, const char *name, void **out) {
+    if (out) *out = NULL;
+    if (!dev) return gf__null_arg("gf_device_query_extension", "dev");
+    if (!name) return gf__null_arg("gf_device_query_extension", "name");
+    if (!out) return gf__null_arg("gf_device_query_extension", "out");
+    if (!*name)
+        return gf__error(GF_ERR_INVALID, "gf_device_query_extension: the name is empty; "
+                         "extensions are named \"<plugin>.<feature>\"");
+    gf_plugin_rec *p = dev->plugin;
+    gfp_status (*query)(void *, const char *, void **) = GF_SLOT(p, query_extension);
+    if (!query)
+        return gf__error(GF_ERR_NOT_FOUND, "plugin '%s' (device %s) has no extensions (its "
+                         "table has no query_extension slot); \"%s\" is not available",
+                         p->name, dev->spec, name);
+    gf__plugin_message_clear();
+    void *ptr = NULL;
+    gfp_status st = query(p->ctx, name, &ptr);
+    if (st == GFP_ERR_NOT_FOUND) {
+        const char *msg = gf__plugin_message();
+        return gf__error(GF_ERR_NOT_FOUND, "plugin '%s' (device %s) has no extension \"%s\"%s%s",
+                         p->name, dev->spec, name, msg[0] ? ": " : "", msg);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "query_extension(\"%.100s\")", name);
+    if (st != GFP_OK) return plugin_fail(dev, st, what);
+    if (!ptr)
+        return gf__error(GF_ERR_PLUGIN, "plugin '%s' (device %s): %s returned OK without a "
+                         "pointer (a plugin bug)", p->name, dev->spec, what);
+    *out = ptr;
+    return GF_OK;
 }
 
 /* ------------------------------------------------------------ capabilities */

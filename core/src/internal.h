@@ -197,10 +197,31 @@ gf_status gf__unsupported_error(gf_device *d, gfp_op op, const char *opname,
 gf_status gf__dtype_not_stored(gf_device *dev, gf_dtype dtype);
 /* Forgets the fallback setting and what fell back (gf_shutdown). */
 void gf__fallback_reset(void);
+/* Forgets the default device (GRAFT_DEVICE is read again): the loader at
+ * shutdown (device.c). */
+void gf__device_reset_default(void);
 
-/* In-place fast path (ops_elementwise.c): the next elementwise op of the
- * thread writes its result into t when it fits (t NULL: no target). */
-void gf__set_write_target(gf_tensor *t);
+/* In-place fast path (ops_elementwise.c): the elementwise ops that have an
+ * in-place form, with a destination: the result is written into dst when it
+ * fits (same sizes, dtype and device; no input overlapping dst other than
+ * exactly), else into a new tensor; dst NULL is the public op. Returns the
+ * result (dst retained, or the new tensor), NULL on failure. */
+gf_tensor *gf__add_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b);
+gf_tensor *gf__sub_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b);
+gf_tensor *gf__mul_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b);
+gf_tensor *gf__div_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b);
+gf_tensor *gf__add_scalar_into(gf_tensor *dst, const gf_tensor *x, double s);
+gf_tensor *gf__mul_scalar_into(gf_tensor *dst, const gf_tensor *x, double s);
+gf_tensor *gf__add_scalar_int_into(gf_tensor *dst, const gf_tensor *x, int64_t s);
+gf_tensor *gf__mul_scalar_int_into(gf_tensor *dst, const gf_tensor *x, int64_t s);
+gf_tensor *gf__clamp_into(gf_tensor *dst, const gf_tensor *x, double min, double max);
+gf_tensor *gf__clamp_int_into(gf_tensor *dst, const gf_tensor *x, int64_t min, int64_t max);
+gf_tensor *gf__exp_into(gf_tensor *dst, const gf_tensor *x);
+gf_tensor *gf__tanh_into(gf_tensor *dst, const gf_tensor *x);
+gf_tensor *gf__sigmoid_into(gf_tensor *dst, const gf_tensor *x);
+gf_tensor *gf__relu_into(gf_tensor *dst, const gf_tensor *x);
+gf_tensor *gf__masked_fill_into(gf_tensor *dst, const gf_tensor *x, const gf_tensor *mask,
+                                double value);
 
 /* ------------------------------------------------------------ memory (alloc.c) */
 typedef struct gf_storage {

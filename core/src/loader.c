@@ -357,7 +357,6 @@ gf_status gf_init(void) {
                      "why it was skipped, or set GRAFT_PLUGIN_PATH to a plugin directory");
 }
 
-void gf__device_reset_default(void); /* device.c */
 
 static bool shutdown_locked(bool quiet) {
     for (int i = 0; i < g_n_plugins; i++)

@@ -5,12 +5,6 @@
 
 #include "autograd/ag_internal.h"
 
-gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b);
-gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
-gf_status gf__ag_record_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b,
-                              gf_tensor *y);
-gf_status gf__ag_record_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tensor *y);
-
 /* How an op treats dtypes. */
 enum {
     K_FLOAT,     /* float math: integer and bool inputs are computed in f32 */
@@ -23,11 +17,9 @@ enum {
 
 /* ------------------------------------------------------------ outputs */
 /* The in-place fast path (inplace.c): when nothing is recorded, an in-place
- * op asks the next elementwise op of the thread to write its result into
- * self directly, instead of computing a new tensor and copying it over. */
-static _Thread_local gf_tensor *tl_write_target;
-
-void gf__set_write_target(gf_tensor *t) { tl_write_target = t; }
+ * op passes self as dst to the op's gf__*_into form below, which writes its
+ * result into self directly instead of computing a new tensor that is then
+ * copied over. Every public op passes NULL. */
 
 static bool same_view(const gf_tensor *a, const gf_tensor *b) {
     size_t n = sizeof(int64_t) * (size_t)a->rank;
@@ -35,13 +27,12 @@ static bool same_view(const gf_tensor *a, const gf_tensor *b) {
            !memcmp(a->sizes, b->sizes, n) && !memcmp(a->strides, b->strides, n);
 }
 
-/* The op's output: the write target when it fits (same sizes, dtype and
- * device, and no input overlapping it other than exactly, which kernels
- * handle: element i is read before it is written), else a new tensor. */
+/* The op's output: dst when it fits (same sizes, dtype and device, and no
+ * input overlapping it other than exactly, which kernels handle: element i
+ * is read before it is written), else a new tensor. */
 static gf_tensor *new_output(const int64_t *shape, int rank, gf_dtype dt, gf_device *dev,
-                             gf_tensor *const *ins, int n) {
-    gf_tensor *d = tl_write_target;
-    tl_write_target = NULL; /* for one op only */
+                             gf_tensor *const *ins, int n, gf_tensor *dst) {
+    gf_tensor *d = dst;
     if (d && d->dtype == dt && d->rank == rank && d->storage->device == dev &&
         !memcmp(d->sizes, shape, sizeof(int64_t) * (size_t)rank)) {
         bool ok = true;
@@ -54,7 +45,7 @@ static gf_tensor *new_output(const int64_t *shape, int rank, gf_dtype dt, gf_dev
 
 /* a, b: the op's scalar parameters, for its backward formula. */
 static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, int kind,
-                               const void *params, double pa, double pb) {
+                               const void *params, double pa, double pb, gf_tensor *dst) {
     if (!x) {
         gf__null_arg(name, "x");
         return NULL;
@@ -69,7 +60,7 @@ static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, 
     gf_dtype out_dt = kind == K_LOGICAL ? GF_BOOL : in_dt;
     gf_tensor *xin = gf__cast(x, in_dt);
     if (!xin) return NULL;
-    gf_tensor *y = new_output(x->sizes, x->rank, out_dt, x->storage->device, &xin, 1);
+    gf_tensor *y = new_output(x->sizes, x->rank, out_dt, x->storage->device, &xin, 1, dst);
     const gf_tensor *in[1] = {xin};
     gf_tensor *out[1] = {y};
     if (y && (gf__launch(op, name, in, 1, out, 1, params) != GF_OK ||
@@ -83,11 +74,16 @@ static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, 
 
 static gf_tensor *run_unary(const gf_tensor *x, gfp_op op, const char *name, int kind,
                             const void *params) {
-    return run_unary_ab(x, op, name, kind, params, 0, 0);
+    return run_unary_ab(x, op, name, kind, params, 0, 0, NULL);
 }
 
 #define UNARY(fn, OP, kind) \
     gf_tensor *fn(const gf_tensor *x) { return run_unary(x, OP, #fn, kind, NULL); }
+/* The forms with a destination, for the in-place ops that have one. */
+#define UNARY_INTO(fn, OP, kind)                                              \
+    gf_tensor *gf__##fn##_into(gf_tensor *dst, const gf_tensor *x) {          \
+        return run_unary_ab(x, OP, "gf_" #fn, kind, NULL, 0, 0, dst);         \
+    }
 UNARY(gf_neg, GFP_OP_NEG, K_NUMERIC)
 UNARY(gf_abs, GFP_OP_ABS, K_NUMERIC)
 UNARY(gf_sign, GFP_OP_SIGN, K_NUMERIC)
@@ -110,12 +106,17 @@ UNARY(gf_floor, GFP_OP_FLOOR, K_ROUNDING)
 UNARY(gf_ceil, GFP_OP_CEIL, K_ROUNDING)
 UNARY(gf_round, GFP_OP_ROUND, K_ROUNDING)
 UNARY(gf_logical_not, GFP_OP_LOGICAL_NOT, K_LOGICAL)
+UNARY_INTO(exp, GFP_OP_EXP, K_FLOAT)
+UNARY_INTO(tanh, GFP_OP_TANH, K_FLOAT)
+UNARY_INTO(sigmoid, GFP_OP_SIGMOID, K_FLOAT)
+UNARY_INTO(relu, GFP_OP_RELU, K_NUMERIC)
 #undef UNARY
+#undef UNARY_INTO
 
 static gf_tensor *unary_scalars(const gf_tensor *x, gfp_op op, const char *name, double a,
                                 double b) {
     gfp_scalar_params p = {.struct_size = sizeof p, .a = a, .b = b};
-    return run_unary_ab(x, op, name, K_FLOAT, &p, a, b);
+    return run_unary_ab(x, op, name, K_FLOAT, &p, a, b, NULL);
 }
 gf_tensor *gf_leaky_relu(const gf_tensor *x, double slope) {
     return unary_scalars(x, GFP_OP_LEAKY_RELU, "gf_leaky_relu", slope, 0);
@@ -137,29 +138,39 @@ gf_tensor *gf_pow_scalar(const gf_tensor *x, double exponent) {
     return unary_scalars(x, GFP_OP_POW_SCALAR, "gf_pow_scalar", exponent, 0);
 }
 
+/* A binary op with a destination (NULL: a new tensor). */
+typedef gf_tensor *(*binary_to_fn)(const gf_tensor *a, const gf_tensor *b, gf_tensor *dst);
+
 static gf_dtype int_scalar_dtype(gf_dtype x);
 static gf_tensor *with_int_scalar(const gf_tensor *x, int64_t s, bool scalar_first,
-                                  gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
-                                  const char *name);
+                                  binary_to_fn fn, const char *name, gf_tensor *dst);
+static gf_tensor *gf_maximum_to(const gf_tensor *a, const gf_tensor *b, gf_tensor *dst);
+static gf_tensor *gf_minimum_to(const gf_tensor *a, const gf_tensor *b, gf_tensor *dst);
+static gf_tensor *gf_pow_to(const gf_tensor *a, const gf_tensor *b, gf_tensor *dst);
 
-static gf_tensor *clamp_run(const gf_tensor *x, double min, double max, const char *name) {
+static gf_tensor *clamp_run(const gf_tensor *x, double min, double max, const char *name,
+                            gf_tensor *dst) {
     gfp_clamp_params p = {.struct_size = sizeof p, .has_min = !isnan(min), .has_max = !isnan(max),
                           .min = isnan(min) ? 0 : min, .max = isnan(max) ? 0 : max};
-    return run_unary_ab(x, GFP_OP_CLAMP, name, K_NUMERIC, &p, min, max);
+    return run_unary_ab(x, GFP_OP_CLAMP, name, K_NUMERIC, &p, min, max, dst);
 }
 
 /* The bounds are double scalars (ops.h): an integer or bool x is clamped
  * in f32, as PyTorch's clamp(int_tensor, 0.0, 4.0). */
 gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
+    return gf__clamp_into(NULL, x, min, max);
+}
+
+gf_tensor *gf__clamp_into(gf_tensor *dst, const gf_tensor *x, double min, double max) {
     if (isnan(min) && isnan(max)) {
         gf__error(GF_ERR_INVALID, "gf_clamp: at least one of min and max must be given (both are "
                   "NAN)");
         return NULL;
     }
-    if (!x || gf_dtype_is_float(x->dtype)) return clamp_run(x, min, max, "gf_clamp");
+    if (!x || gf_dtype_is_float(x->dtype)) return clamp_run(x, min, max, "gf_clamp", dst);
     int saved = gf__scope_suspend();
     gf_tensor *xf = gf__cast(x, GF_F32);
-    gf_tensor *r = xf ? clamp_run(xf, min, max, "gf_clamp") : NULL;
+    gf_tensor *r = xf ? clamp_run(xf, min, max, "gf_clamp", dst) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(xf);
     return gf__ret(r);
@@ -169,13 +180,17 @@ gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
  * (maximum then minimum with exact scalars; a bound beyond the dtype's range
  * has no effect); a float x is clamped in its dtype as by gf_clamp. */
 gf_tensor *gf_clamp_int(const gf_tensor *x, int64_t min, int64_t max) {
+    return gf__clamp_int_into(NULL, x, min, max);
+}
+
+gf_tensor *gf__clamp_int_into(gf_tensor *dst, const gf_tensor *x, int64_t min, int64_t max) {
     if (!x) {
         gf__null_arg("gf_clamp_int", "x");
         return NULL;
     }
     if (gf_dtype_is_float(x->dtype))
         return clamp_run(x, min == INT64_MIN ? NAN : (double)min, max == INT64_MAX ? NAN : (double)max,
-                         "gf_clamp_int");
+                         "gf_clamp_int", dst);
     gf_dtype dt = int_scalar_dtype(x->dtype);
     if (dt == GF_I32) { /* saturate: a bound outside the range of i32 clamps nothing */
         min = min < INT32_MIN ? INT32_MIN : min > INT32_MAX ? INT32_MAX : min;
@@ -183,8 +198,10 @@ gf_tensor *gf_clamp_int(const gf_tensor *x, int64_t min, int64_t max) {
     }
     int saved = gf__scope_suspend();
     gf_tensor *xi = gf__cast(x, dt);
-    gf_tensor *lo = xi ? with_int_scalar(xi, min, false, gf_maximum, "gf_clamp_int") : NULL;
-    gf_tensor *r = lo ? with_int_scalar(lo, max, false, gf_minimum, "gf_clamp_int") : NULL;
+    /* dst, when given, takes both results: the minimum reads the maximum
+     * element for element from the same place it writes. */
+    gf_tensor *lo = xi ? with_int_scalar(xi, min, false, gf_maximum_to, "gf_clamp_int", dst) : NULL;
+    gf_tensor *r = lo ? with_int_scalar(lo, max, false, gf_minimum_to, "gf_clamp_int", dst) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(lo);
     gf_tensor_release(xi);
@@ -194,7 +211,7 @@ gf_tensor *gf_clamp_int(const gf_tensor *x, int64_t min, int64_t max) {
 /* ------------------------------------------------------------ binary */
 /* Runs op on n (<= 3) broadcast inputs of dtype in_dt giving out_dt. */
 static gf_tensor *run_nary(const gf_tensor *const *xs, int n, gf_dtype in_dt, gf_dtype out_dt,
-                           gfp_op op, const char *name, int cast_from) {
+                           gfp_op op, const char *name, int cast_from, gf_tensor *dst) {
     int64_t shape[GF_MAX_RANK];
     int rank = 0;
     memcpy(shape, xs[0]->sizes, sizeof shape);
@@ -217,7 +234,7 @@ static gf_tensor *run_nary(const gf_tensor *const *xs, int n, gf_dtype in_dt, gf
         gf_tensor_release(c);
         ok = ins[i] != NULL;
     }
-    if (ok) y = new_output(shape, rank, out_dt, xs[0]->storage->device, ins, n);
+    if (ok) y = new_output(shape, rank, out_dt, xs[0]->storage->device, ins, n, dst);
     if (y) {
         gf_tensor *outs[1] = {y};
         if (gf__launch(op, name, (const gf_tensor *const *)ins, n, outs, 1, NULL) != GF_OK) {
@@ -230,7 +247,7 @@ static gf_tensor *run_nary(const gf_tensor *const *xs, int n, gf_dtype in_dt, gf
 }
 
 static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, const char *name,
-                         int kind) {
+                         int kind, gf_tensor *dst) {
     if (!a || !b) {
         gf__null_arg(name, !a ? "a" : "b");
         return NULL;
@@ -255,7 +272,7 @@ static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, cons
     case K_LOGICAL: out = GF_BOOL; break;
     }
     const gf_tensor *xs[2] = {a, b};
-    gf_tensor *y = run_nary(xs, 2, dt, out, op, name, 0);
+    gf_tensor *y = run_nary(xs, 2, dt, out, op, name, 0, dst);
     if (y && gf__ag_record_binary(op, a, b, y) != GF_OK) {
         gf_tensor_release(y);
         y = NULL;
@@ -263,8 +280,12 @@ static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, cons
     return gf__ret(y);
 }
 
-#define BINARY(fn, OP, kind) \
-    gf_tensor *fn(const gf_tensor *a, const gf_tensor *b) { return binary(a, b, OP, #fn, kind); }
+#define BINARY(fn, OP, kind)                                                        \
+    static inline gf_tensor *fn##_to(const gf_tensor *a, const gf_tensor *b,        \
+                                     gf_tensor *dst) {                              \
+        return binary(a, b, OP, #fn, kind, dst);                                    \
+    }                                                                               \
+    gf_tensor *fn(const gf_tensor *a, const gf_tensor *b) { return fn##_to(a, b, NULL); }
 BINARY(gf_add, GFP_OP_ADD, K_NUMERIC)
 BINARY(gf_sub, GFP_OP_SUB, K_NUMERIC)
 BINARY(gf_mul, GFP_OP_MUL, K_NUMERIC)
@@ -291,9 +312,8 @@ BINARY(gf_logical_or, GFP_OP_LOGICAL_OR, K_LOGICAL)
  * in that dtype and give bool. */
 static gf_dtype double_scalar_dtype(gf_dtype x) { return gf_dtype_is_float(x) ? x : GF_F32; }
 
-static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
-                              gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
-                              const char *name) {
+static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first, binary_to_fn fn,
+                              const char *name, gf_tensor *dst) {
     if (!x) {
         gf__null_arg(name, "x");
         return NULL;
@@ -302,7 +322,7 @@ static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first,
     if (gf__check_value(s, dt, name) != GF_OK) return NULL;
     int saved = gf__scope_suspend();
     gf_tensor *c = gf__scalar(s, dt, x->storage->device);
-    gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
+    gf_tensor *r = c ? (scalar_first ? fn(c, x, dst) : fn(x, c, dst)) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(c);
     return gf__ret(r);
@@ -336,15 +356,14 @@ static gf_tensor *int_scalar(int64_t v, gf_dtype dt, gf_device *dev, const char 
 }
 
 static gf_tensor *with_int_scalar(const gf_tensor *x, int64_t s, bool scalar_first,
-                                  gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *),
-                                  const char *name) {
+                                  binary_to_fn fn, const char *name, gf_tensor *dst) {
     if (!x) {
         gf__null_arg(name, "x");
         return NULL;
     }
     int saved = gf__scope_suspend();
     gf_tensor *c = int_scalar(s, int_scalar_dtype(x->dtype), x->storage->device, name);
-    gf_tensor *r = c ? (scalar_first ? fn(c, x) : fn(x, c)) : NULL;
+    gf_tensor *r = c ? (scalar_first ? fn(c, x, dst) : fn(x, c, dst)) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(c);
     return gf__ret(r);
@@ -352,10 +371,10 @@ static gf_tensor *with_int_scalar(const gf_tensor *x, int64_t s, bool scalar_fir
 
 #define SCALAR(fn, base, first)                                          \
     gf_tensor *fn(const gf_tensor *x, double s) {                        \
-        return with_scalar(x, s, first, base, #fn);                      \
+        return with_scalar(x, s, first, base##_to, #fn, NULL);           \
     }                                                                    \
     gf_tensor *fn##_int(const gf_tensor *x, int64_t s) {                 \
-        return with_int_scalar(x, s, first, base, #fn "_int");           \
+        return with_int_scalar(x, s, first, base##_to, #fn "_int", NULL); \
     }
 SCALAR(gf_add_scalar, gf_add, false)
 SCALAR(gf_sub_scalar, gf_sub, false)
@@ -371,6 +390,32 @@ SCALAR(gf_le_scalar, gf_le, false)
 SCALAR(gf_gt_scalar, gf_gt, false)
 SCALAR(gf_ge_scalar, gf_ge, false)
 #undef SCALAR
+
+/* The destination forms of the in-place elementwise ops (inplace.c). */
+gf_tensor *gf__add_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b) {
+    return gf_add_to(a, b, dst);
+}
+gf_tensor *gf__sub_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b) {
+    return gf_sub_to(a, b, dst);
+}
+gf_tensor *gf__mul_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b) {
+    return gf_mul_to(a, b, dst);
+}
+gf_tensor *gf__div_into(gf_tensor *dst, const gf_tensor *a, const gf_tensor *b) {
+    return gf_div_to(a, b, dst);
+}
+gf_tensor *gf__add_scalar_into(gf_tensor *dst, const gf_tensor *x, double s) {
+    return with_scalar(x, s, false, gf_add_to, "gf_add_scalar", dst);
+}
+gf_tensor *gf__mul_scalar_into(gf_tensor *dst, const gf_tensor *x, double s) {
+    return with_scalar(x, s, false, gf_mul_to, "gf_mul_scalar", dst);
+}
+gf_tensor *gf__add_scalar_int_into(gf_tensor *dst, const gf_tensor *x, int64_t s) {
+    return with_int_scalar(x, s, false, gf_add_to, "gf_add_scalar_int", dst);
+}
+gf_tensor *gf__mul_scalar_int_into(gf_tensor *dst, const gf_tensor *x, int64_t s) {
+    return with_int_scalar(x, s, false, gf_mul_to, "gf_mul_scalar_int", dst);
+}
 
 /* x ** s for an int64 exponent: a float tensor uses gf_pow_scalar (the same
  * values and gradient as a double exponent); an integer or bool one stays
@@ -389,7 +434,7 @@ gf_tensor *gf_pow_scalar_int(const gf_tensor *x, int64_t s) {
     }
     int saved = gf__scope_suspend();
     gf_tensor *xi = x->dtype == GF_BOOL ? gf__cast(x, GF_I64) : gf_tensor_retain((gf_tensor *)x);
-    gf_tensor *r = xi ? with_int_scalar(xi, s, false, gf_pow, "gf_pow_scalar_int") : NULL;
+    gf_tensor *r = xi ? with_int_scalar(xi, s, false, gf_pow_to, "gf_pow_scalar_int", NULL) : NULL;
     gf__scope_resume(saved);
     gf_tensor_release(xi);
     return gf__ret(r);
@@ -408,7 +453,7 @@ gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *
     }
     gf_dtype dt = gf__promote(a->dtype, b->dtype);
     const gf_tensor *xs[3] = {cond, a, b};
-    gf_tensor *y = run_nary(xs, 3, dt, dt, GFP_OP_WHERE, "gf_where", 1);
+    gf_tensor *y = run_nary(xs, 3, dt, dt, GFP_OP_WHERE, "gf_where", 1, NULL);
     if (y && gf__ag_record_where(cond, a, b, y) != GF_OK) {
         gf_tensor_release(y);
         y = NULL;
@@ -417,6 +462,11 @@ gf_tensor *gf_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *
 }
 
 gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double value) {
+    return gf__masked_fill_into(NULL, x, mask, value);
+}
+
+gf_tensor *gf__masked_fill_into(gf_tensor *dst, const gf_tensor *x, const gf_tensor *mask,
+                                double value) {
     if (!x || !mask) {
         gf__null_arg("gf_masked_fill", !x ? "x" : "mask");
         return NULL;
@@ -444,7 +494,7 @@ gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, double valu
     gf_tensor *v = gf__scalar(value, x->dtype, x->storage->device);
     if (!v) return NULL;
     const gf_tensor *xs[3] = {mask, v, x};
-    gf_tensor *r = run_nary(xs, 3, x->dtype, x->dtype, GFP_OP_WHERE, "gf_masked_fill", 1);
+    gf_tensor *r = run_nary(xs, 3, x->dtype, x->dtype, GFP_OP_WHERE, "gf_masked_fill", 1, dst);
     gf_tensor_release(v);
     if (r && gf__ag_record_masked_fill(x, mask, r) != GF_OK) {
         gf_tensor_release(r);

@@ -10,19 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/ag_record.h"
 #include "internal.h"
-
-/* History recording (autograd/bw_index.c). */
-gf_status gf__ag_record_index_select(const gf_tensor *x, int dim, const gf_tensor *index,
-                                     gf_tensor *y);
-gf_status gf__ag_record_gather(const gf_tensor *x, int dim, const gf_tensor *index,
-                               gf_tensor *y);
-gf_status gf__ag_record_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
-                                    const gf_tensor *src, gf_tensor *y);
-gf_status gf__ag_record_index_add(const gf_tensor *x, int dim, const gf_tensor *index,
-                                  const gf_tensor *src, gf_tensor *y);
-gf_status gf__ag_record_cat(gf_tensor *const *tensors, int count, int dim, gf_tensor *y);
-gf_status gf__ag_record_tri(bool upper, const gf_tensor *x, int64_t diagonal, gf_tensor *y);
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 

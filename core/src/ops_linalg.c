@@ -4,11 +4,8 @@
  * dims; the core does 1-D promotion and batch broadcasting (stride-0 views). */
 #include <string.h>
 
+#include "autograd/ag_record.h"
 #include "internal.h"
-
-/* Autograd recording (core/src/autograd/bw_linalg.c). */
-gf_status gf__ag_record_matmul(const gf_tensor *a, const gf_tensor *b, gf_tensor *y);
-gf_status gf__ag_record_softmax(gfp_op op, const gf_tensor *x, gf_tensor *y, int dim);
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 

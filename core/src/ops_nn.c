@@ -11,33 +11,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "autograd/ag_record.h"
 #include "internal.h"
-
-/* History recording (autograd/bw_nn.c). */
-gf_status gf__ag_record_conv2d(const gf_tensor *x, const gf_tensor *w, const gf_tensor *bias,
-                               const gf_conv2d_opts *opts, gf_tensor *y);
-gf_status gf__ag_record_conv2d_backward_input(const gf_tensor *grad_y, const gf_tensor *w,
-                                              const int64_t *input_sizes,
-                                              const gf_conv2d_opts *opts, gf_tensor *gx);
-gf_status gf__ag_record_conv2d_backward_weight(const gf_tensor *grad_y, const gf_tensor *x,
-                                               const int64_t *weight_sizes,
-                                               const gf_conv2d_opts *opts, gf_tensor *gw);
-gf_status gf__ag_record_max_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
-                                   const gf_tensor *indices, gf_tensor *y);
-gf_status gf__ag_record_max_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *indices,
-                                            const gf_tensor *x, const gf_pool2d_opts *opts,
-                                            gf_tensor *gx);
-gf_status gf__ag_record_avg_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
-                                   gf_tensor *y);
-gf_status gf__ag_record_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *x,
-                                            const gf_pool2d_opts *opts, gf_tensor *gx);
-gf_status gf__ag_record_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *w,
-                                   const gf_tensor *b, double eps, const gf_tensor *mean,
-                                   const gf_tensor *rstd, gf_tensor *y);
-gf_status gf__ag_record_batch_norm(const gf_tensor *x, const gf_tensor *w, const gf_tensor *b,
-                                   const gf_tensor *running_mean, const gf_tensor *running_var,
-                                   bool training, double eps, const gf_tensor *save_mean,
-                                   const gf_tensor *save_invstd, gf_tensor *y);
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 

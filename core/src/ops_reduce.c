@@ -8,15 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "autograd/ag_record.h"
 #include "internal.h"
-
-/* Autograd recording (core/src/autograd/bw_reduce.c). */
-gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint32_t mask,
-                               bool keepdim, double correction);
-gf_status gf__ag_record_std(const gf_tensor *x, gf_tensor *y, uint32_t mask, bool keepdim,
-                           double correction);
-gf_status gf__ag_record_extreme_dim(gfp_op op, const gf_tensor *x, gf_tensor *values,
-                                    const gf_tensor *indices, int dim, bool keepdim);
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 

@@ -305,6 +305,8 @@ OCL_FAMILY(conv)        /* CONV2D and its two backward ops */
 OCL_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
 #undef OCL_FAMILY
 
+/* The "opencl.gemm" extension: 0 GRAFT_OPENCL_GEMM decides, 1 graft, 2 CLBlast. */
+void ocl_matmul_force_gemm(int mode);
 /* CLBlast GEMM (ocl_clblast.c): loaded on first use; false when absent. */
 bool ocl_clblast_available(void);
 /* y = a @ b for row-major views described by (offset, leading dim, transposed);

@@ -3,12 +3,14 @@
  * y[..., m, n] = sum_k a[..., m, k] * b[..., k, n] for any strides; batch
  * dims come equal in all three (broadcast as stride 0). Floats go to graft's
  * tiled kernel, or to CLBlast's GEMM: GRAFT_OPENCL_GEMM=graft|clblast|auto
- * picks (read at every launch, so a benchmark can compare both in one
- * process). auto, the default, uses CLBlast on GPUs and graft's kernel on
- * CPU devices: measured on PoCL (tools/opencl_bench), graft's kernel is
+ * picks (read at every launch), and so does the "opencl.gemm" extension
+ * (graft_opencl_ext.h), with which graft-bench compares both in one
+ * process. auto, the default, uses CLBlast on GPUs and graft's kernel on
+ * CPU devices: measured on PoCL (graft-bench --only matmul), graft's kernel is
  * several times faster there and needs no multi-second first compile.
  * CLBlast takes only operands with a unit stride in one matrix dim (row- or
  * column-major); other views use graft's kernel. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,8 +51,18 @@ static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const g
     return GFP_OK;
 }
 
+/* The "opencl.gemm" extension's choice (graft_opencl_ext.h): -2 none, else
+ * as gemm_choice answers. */
+static _Atomic int gemm_forced = -2;
+
+void ocl_matmul_force_gemm(int mode) {
+    atomic_store(&gemm_forced, mode == 1 ? 0 : mode == 2 ? 1 : -2);
+}
+
 /* Which GEMM the user asked for: 0 graft, 1 CLBlast, -1 auto. */
 static int gemm_choice(void) {
+    int forced = atomic_load(&gemm_forced);
+    if (forced != -2) return forced;
     const char *v = ocl_getenv("GRAFT_OPENCL_GEMM");
     if (v && !strcmp(v, "graft")) return 0;
     if (v && !strcmp(v, "clblast")) return 1;
@@ -129,7 +141,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
         if (st == GFP_OK) return st;
         if (choice == 1) {
             if (st == GFP_ERR_UNSUPPORTED)
-                return ocl_fail(st, "matmul: GRAFT_OPENCL_GEMM=clblast, but CLBlast cannot take "
+                return ocl_fail(st, "matmul: CLBlast was asked for (GRAFT_OPENCL_GEMM=clblast or the opencl.gemm extension), but it cannot take "
                                 "these views (each matrix needs a unit stride in one dim and y "
                                 "must be row-major), or CLBlast is missing");
             return st;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graft_opencl_ext.h"
 #include "ocl_internal.h"
 #include "plugin_negotiate.h"
 
@@ -538,11 +539,23 @@ static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const 
     return st;
 }
 
+static int ext_clblast_available(void) { return ocl_clblast_available(); }
+
+static const graft_opencl_gemm_ext gemm_ext = {
+    .struct_size = sizeof(graft_opencl_gemm_ext),
+    .set_gemm = ocl_matmul_force_gemm,
+    .clblast_available = ext_clblast_available,
+};
+
 static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void **out) {
     (void)plugin_ctx;
     if (out) *out = NULL;
-    return ocl_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\"",
-                    name ? name : "(null)");
+    if (name && out && !strcmp(name, "opencl.gemm")) {
+        *out = (void *)&gemm_ext;
+        return GFP_OK;
+    }
+    return ocl_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\" (it has "
+                    "\"opencl.gemm\")", name ? name : "(null)");
 }
 
 /* ------------------------------------------------------------ negotiation */

@@ -1,13 +1,14 @@
 /* graft_vulkan_ext.h — the Vulkan plugin's extension, by name through the
- * ABI's query_extension slot (no ABI change needed):
+ * ABI's query_extension slot (no ABI change needed), or from an application
+ * through gf_device_query_extension:
  *
  *   const graft_vulkan_stats_ext *ext;
- *   table->query_extension(ctx, "vulkan.stats", (void **)&ext);
+ *   gf_device_query_extension(dev, "vulkan.stats", (void **)&ext);
  *
  * Check ext->struct_size before reading a field (fields are only appended).
  * The counters let tests demand zero validation messages and check that
- * launches are batched and memory sub-allocated; the matmul mode lets the
- * bench compare the tiled shader with the naive one. */
+ * launches are batched and memory sub-allocated; the matmul mode lets
+ * graft-bench compare the shaders. */
 #ifndef GRAFT_VULKAN_EXT_H
 #define GRAFT_VULKAN_EXT_H
 

@@ -450,6 +450,6 @@ GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *reques
                                              const gfp_plugin **table) {
     const gfp_host *host = NULL;
     gfp_status st = gfp_plugin_negotiate_common(request, table, &vkp_table, &host);
-    if (st == GFP_OK && !initialised) vkp_host = host;
+    if (st == GFP_OK) vkp_host = host;
     return st;
 }

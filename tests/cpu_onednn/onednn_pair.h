@@ -18,7 +18,6 @@
 #ifndef GRAFT_TEST_ONEDNN_PAIR_H
 #define GRAFT_TEST_ONEDNN_PAIR_H
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,33 +25,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_host.h"
 #include "check.h"
-#include "graft_plugin.h"
 
 /* ------------------------------------------------------------------ plugins */
 enum { FAST = 0, REF = 1 };
 
 typedef struct side {
+    abi_plugin abi; /* the plugin through the tests' ABI host (abi_host.h) */
     const gfp_plugin *P;
     void *ctx, *dev;
-    char error[1024];
 } side;
 
 static side sides[2];
-
-static void pair_set_error(void *ctx, const char *msg) {
-    side *s = ctx;
-    snprintf(s->error, sizeof s->error, "%s", msg);
-}
-/* PAIR_LOG=debug shows every message (which launches fell back, ...). */
-static void pair_log(void *ctx, gfp_log_level level, const char *msg) {
-    (void)ctx;
-    const char *all = getenv("PAIR_LOG");
-    if (level <= GFP_LOG_WARN || (all && !strcmp(all, "debug")))
-        fprintf(stderr, "plugin log: %s\n", msg);
-}
-
-static gfp_host pair_hosts[2];
 
 static int pair_load(int which, const char *path) {
     side *s = &sides[which];
@@ -61,23 +46,11 @@ static int pair_load(int which, const char *path) {
                         "GRAFT_TEST_REFERENCE_PLUGIN)\n");
         return 0;
     }
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "cannot open %s: %s\n", path, dlerror());
-        return 0;
-    }
-    gfp_negotiate_fn negotiate;
-    void *sym = dlsym(dl, GFP_ENTRY_SYMBOL);
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    if (!negotiate) return 0;
-    pair_hosts[which] = (gfp_host){.struct_size = sizeof(gfp_host), .abi_major = GFP_ABI_MAJOR,
-                                   .abi_minor = GFP_ABI_MINOR, .host_ctx = s,
-                                   .set_error = pair_set_error, .log = pair_log};
-    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR, .host = &pair_hosts[which]};
-    if (negotiate(&req, &s->P) != GFP_OK || !s->P) return 0;
-    if (s->P->init(&s->ctx) != GFP_OK) return 0;
-    return s->P->device_open(s->ctx, 0, &s->dev) == GFP_OK;
+    if (abi_load(&s->abi, path) != 0 || abi_open(&s->abi) != 0) return 0;
+    s->P = s->abi.t;
+    s->ctx = s->abi.ctx;
+    s->dev = s->abi.dev;
+    return 1;
 }
 
 static inline int pair_init(void) {
@@ -267,7 +240,7 @@ static gfp_status pt_launch_side(int k, uint32_t op, ptensor *const *in, int n_i
     const gfp_tensor *ti[8], *to[4];
     for (int i = 0; i < n_in; i++) ti[i] = in[i] ? &in[i]->t[k] : NULL;
     for (int i = 0; i < n_out; i++) to[i] = &out[i]->t[k];
-    sides[k].error[0] = '\0';
+    sides[k].abi.error[0] = '\0';
     return sides[k].P->launch(sides[k].dev, op, ti, (uint32_t)n_in, to, (uint32_t)n_out, params);
 }
 
@@ -318,7 +291,7 @@ static void pair_run(const char *what, uint32_t op, ptensor *const *in, int n_in
     gfp_status sf = pt_launch_side(FAST, op, in, n_in, out, n_out, params);
     gfp_status sr = pt_launch_side(REF, op, in, n_in, out, n_out, params);
     CHECK_MSG(sf == sr, "%s: cpu_onednn status %d (%s), reference %d (%s)", what, (int)sf,
-              sides[FAST].error, (int)sr, sides[REF].error);
+              sides[FAST].abi.error, (int)sr, sides[REF].abi.error);
     if (sf != GFP_OK || sr != GFP_OK) return;
     int bad = 0;
     for (int i = 0; i < n_out; i++) bad += pt_compare(out[i], atol, rtol, what);

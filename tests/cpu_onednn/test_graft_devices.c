@@ -8,8 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "check.h"
-#include "graft.h"
+#include "onednn_xd.h"
 
 static gf_device *fast, *ref;
 
@@ -35,29 +34,6 @@ static gf_tensor *param(gf_device *dev, int rank, const int64_t *sizes, double s
     gf_tensor *t = data(dev, rank, sizes, scale, seed);
     if (t) gf_tensor_set_requires_grad(t, true);
     return t;
-}
-
-/* max |a - b| / (atol + rtol |b|) <= 1 elementwise, the tensors read to host. */
-static int same_values(const gf_tensor *a, const gf_tensor *b, double atol, double rtol,
-                       const char *what) {
-    if (!a || !b) {
-        fprintf(stderr, "  %s: missing tensor (%s)\n", what, gf_last_error());
-        return 0;
-    }
-    gf_tensor *a64 = gf_to_dtype(a, GF_F64), *b64 = gf_to_dtype(b, GF_F64);
-    int64_t n = gf_tensor_numel(a);
-    if (n != gf_tensor_numel(b) || !a64 || !b64) return 0;
-    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1)), *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    gf_tensor *ac = gf_contiguous(a64), *bc = gf_contiguous(b64);
-    int ok = gf_tensor_to_host(ac, x, (size_t)n * 8) == GF_OK &&
-             gf_tensor_to_host(bc, y, (size_t)n * 8) == GF_OK;
-    int bad = 0;
-    for (int64_t i = 0; ok && i < n; i++)
-        if (!(fabs(x[i] - y[i]) <= atol + rtol * fabs(y[i])) && bad++ < 3)
-            fprintf(stderr, "  %s[%lld]: cpu:0 %.9g, cpu:1 %.9g\n", what, (long long)i, x[i], y[i]);
-    free(x), free(y);
-    gf_tensor_release(a64), gf_tensor_release(b64), gf_tensor_release(ac), gf_tensor_release(bc);
-    return ok && bad == 0;
 }
 
 static void test_devices(void) {
@@ -131,11 +107,11 @@ static void test_mlp_training(void) {
         gf_tensor *loss[2];
         for (int k = 0; k < 2; k++) loss[k] = mlp_step(&m[k], x[k], t[k], opt[k]);
         CHECK_MSG(loss[0] && loss[1], "step %d: %s", step, gf_last_error());
-        CHECK(same_values(loss[0], loss[1], 1e-5, 1e-4, "loss"));
-        CHECK(same_values(m[0].w1, m[1].w1, 1e-5, 1e-4, "w1 after the step"));
-        CHECK(same_values(m[0].b2, m[1].b2, 1e-5, 1e-4, "b2 after the step"));
+        xd_check_tol("loss", loss[0], loss[1], (xd_tol){1e-4, 1e-5});
+        xd_check_tol("w1 after the step", m[0].w1, m[1].w1, (xd_tol){1e-4, 1e-5});
+        xd_check_tol("b2 after the step", m[0].b2, m[1].b2, (xd_tol){1e-4, 1e-5});
         gf_tensor *g0 = gf_tensor_grad(m[0].w2), *g1 = gf_tensor_grad(m[1].w2);
-        CHECK(same_values(g0, g1, 1e-5, 1e-4, "grad w2"));
+        xd_check_tol("grad w2", g0, g1, (xd_tol){1e-4, 1e-5});
         gf_tensor_release(g0), gf_tensor_release(g1);
         gf_tensor_release(loss[0]), gf_tensor_release(loss[1]);
     }
@@ -202,17 +178,17 @@ static void test_cnn_training(void) {
             CHECK(gf_optimizer_zero_grad(opt[k]) == GF_OK);
             CHECK_MSG(gf_backward(loss[k], NULL, NULL) == GF_OK, "%s", gf_last_error());
         }
-        CHECK(same_values(loss[0], loss[1], 1e-5, 1e-4, "cnn loss"));
+        xd_check_tol("cnn loss", loss[0], loss[1], (xd_tol){1e-4, 1e-5});
         gf_tensor *grads[2][3];
         for (int k = 0; k < 2; k++) {
             grads[k][0] = gf_tensor_grad(n[k].c1);
             grads[k][1] = gf_tensor_grad(n[k].c2);
             grads[k][2] = gf_tensor_grad(n[k].g);
         }
-        CHECK(same_values(grads[0][0], grads[1][0], 1e-4, 1e-3, "grad conv1"));
-        CHECK(same_values(grads[0][1], grads[1][1], 1e-4, 1e-3, "grad conv2"));
-        CHECK(same_values(grads[0][2], grads[1][2], 1e-4, 1e-3, "grad bn gamma"));
-        CHECK(same_values(rv[0], rv[1], 1e-5, 1e-4, "running_var"));
+        xd_check_tol("grad conv1", grads[0][0], grads[1][0], (xd_tol){1e-3, 1e-4});
+        xd_check_tol("grad conv2", grads[0][1], grads[1][1], (xd_tol){1e-3, 1e-4});
+        xd_check_tol("grad bn gamma", grads[0][2], grads[1][2], (xd_tol){1e-3, 1e-4});
+        xd_check_tol("running_var", rv[0], rv[1], (xd_tol){1e-4, 1e-5});
         for (int k = 0; k < 2; k++) {
             for (int j = 0; j < 3; j++) gf_tensor_release(grads[k][j]);
             CHECK(gf_optimizer_step(opt[k]) == GF_OK);
@@ -400,13 +376,13 @@ static void test_bf16(void) {
     gf_tensor *ar = gf_to_dtype(ab, GF_F32), *br = gf_to_dtype(bb, GF_F32);
     gf_tensor *yb = gf_matmul(ab, bb), *yr = gf_matmul(ar, br);
     CHECK_MSG(yb && gf_tensor_dtype(yb) == GF_BF16, "%s", gf_last_error());
-    CHECK(same_values(yb, yr, 0.05, 1.0 / 128, "bf16 matmul"));
+    xd_check_tol("bf16 matmul", yb, yr, (xd_tol){1.0 / 128, 0.05});
     gf_tensor *x = data(fast, 4, (int64_t[]){2, 4, 9, 9}, 2.0, 63), *w = data(fast, 4, (int64_t[]){8, 4, 3, 3}, 1.0, 64);
     gf_tensor *xb = gf_to_dtype(x, GF_BF16), *wb = gf_to_dtype(w, GF_BF16);
     gf_tensor *xr = gf_to_dtype(xb, GF_F32), *wr = gf_to_dtype(wb, GF_F32);
     gf_tensor *cb = gf_conv2d(xb, wb, NULL, NULL), *cr = gf_conv2d(xr, wr, NULL, NULL);
     CHECK_MSG(cb && gf_tensor_dtype(cb) == GF_BF16, "%s", gf_last_error());
-    CHECK(same_values(cb, cr, 0.05, 1.0 / 128, "bf16 conv2d"));
+    xd_check_tol("bf16 conv2d", cb, cr, (xd_tol){1.0 / 128, 0.05});
     /* what bf16 does not provide says so */
     gf_clear_error();
     gf_tensor *bad = gf_exp(ab);
@@ -442,20 +418,17 @@ static void test_threads(void) {
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
     job single = {ar, br, NULL};
     worker(&single);
-    for (int i = 0; i < 2; i++) CHECK(same_values(jobs[i].out, single.out, 1e-6, 1e-5, "threaded"));
+    for (int i = 0; i < 2; i++) xd_check_tol("threaded", jobs[i].out, single.out, (xd_tol){1e-5, 1e-6});
     for (int i = 0; i < 2; i++) gf_tensor_release(jobs[i].out);
     gf_tensor_release(single.out);
     gf_tensor_release(a), gf_tensor_release(b), gf_tensor_release(ar), gf_tensor_release(br);
 }
 
 int main(void) {
-    CHECK(gf_init() == GF_OK);
-    fast = gf_device_find("cpu:0");
-    ref = gf_device_find("cpu:1");
-    if (!fast || !ref) {
-        fprintf(stderr, "needs GRAFT_PLUGINS=cpu_onednn,reference: %s\n", gf_last_error());
-        return 1;
-    }
+    int rc = xd_init(); /* needs GRAFT_PLUGINS=cpu_onednn,reference */
+    if (rc) return rc;
+    fast = xd_dev;
+    ref = xd_ref;
     RUN(test_devices);
     RUN(test_mlp_training);
     RUN(test_cnn_training);

@@ -124,7 +124,7 @@ static void test_out_of_range(void) {
         gfp_status sr = pt_launch_side(REF, op, in, 2, out, 1, &p);
         CHECK_MSG(sf == GFP_ERR_INVALID && sr == GFP_ERR_INVALID, "op %u: statuses %d, %d",
                   (unsigned)op, (int)sf, (int)sr);
-        CHECK_CONTAINS(sides[FAST].error, "out of range");
+        CHECK_CONTAINS(sides[FAST].abi.error, "out of range");
         unsigned char *got = malloc((size_t)y.storage * 4);
         sides[FAST].P->buffer_read(sides[FAST].dev, y.t[FAST].buffer, 0, got,
                                    (size_t)y.storage * 4);

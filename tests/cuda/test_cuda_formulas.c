@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "cu_abi.h"
+#include "abi_host.h"
 #include "gf_math_cuda.h"
 
 #ifndef GF_CUDA_MATH_FILE
@@ -287,7 +287,7 @@ static void test_text(void) {
 }
 
 /* ------------------------------------------------------------ the oracle */
-static cu_abi_plugin ref;
+static abi_plugin ref;
 
 /* Runs op on the reference with 1-D inputs of n elements (dtypes in_dt,
  * values in bufs) into out (dtype out_dt); returns the output bytes. */
@@ -303,7 +303,7 @@ static void *ref_run(uint32_t op, int n_in, const int32_t *in_dt, void *const *i
         int32_t dt = i < n_in ? in_dt[i] : out_dt;
         ok = ref.t->buffer_alloc(ref.dev, (uint64_t)n * es[dt], &bufs[i], &host[i]) == GFP_OK;
         if (!ok) break;
-        t[i] = cu_abi_vec(bufs[i], dt, n);
+        t[i] = abi_vec(bufs[i], 0, dt, n);
         if (i < n_in) {
             memcpy(host[i], in_data[i], (size_t)n * es[dt]);
             ins[i] = &t[i];
@@ -315,7 +315,7 @@ static void *ref_run(uint32_t op, int n_in, const int32_t *in_dt, void *const *i
         result = malloc((size_t)n * es[out_dt]);
         memcpy(result, host[n_in], (size_t)n * es[out_dt]);
     } else {
-        fprintf(stderr, "reference launch of op %u failed: %s\n", (unsigned)op, cu_abi_msg);
+        fprintf(stderr, "reference launch of op %u failed: %s\n", (unsigned)op, ref.error);
     }
     for (int i = 0; i <= n_in; i++)
         if (bufs[i]) ref.t->buffer_free(ref.dev, bufs[i]);
@@ -726,7 +726,7 @@ static void test_logical_values(void) {
 
 int main(void) {
     RUN(test_text);
-    if (cu_abi_load(&ref, "GRAFT_TEST_REFERENCE_PLUGIN") != 0 || cu_abi_open(&ref) != 0) {
+    if (abi_load_env(&ref, "GRAFT_TEST_REFERENCE_PLUGIN") != 0 || abi_open(&ref) != 0) {
         CHECK_MSG(0, "the reference plugin could not be loaded");
         return CHECK_REPORT();
     }
@@ -734,6 +734,6 @@ int main(void) {
     RUN(test_unary_values);
     RUN(test_binary_values);
     RUN(test_logical_values);
-    cu_abi_close(&ref);
+    abi_close(&ref);
     return CHECK_REPORT();
 }

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "cu_abi.h"
+#include "abi_host.h"
 
-static cu_abi_plugin cu;
+static abi_plugin cu;
 static uint32_t n_devices;
 static char zero_reason_buf[1024];
 static const char *zero_reason = zero_reason_buf;
@@ -26,16 +26,16 @@ static const char *zero_reason = zero_reason_buf;
 static void test_negotiation(void) {
     const gfp_plugin *t = (const gfp_plugin *)1;
     gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR + 1,
-                                 .abi_minor = 0, .host = &cu_abi_host};
-    cu_abi_msg[0] = '\0';
+                                 .abi_minor = 0, .host = &cu.host};
+    cu.error[0] = '\0';
     CHECK(cu.negotiate(&req, &t) == GFP_ERR_VERSION);
     CHECK(t == NULL);
-    CHECK_CONTAINS(cu_abi_last(), "ABI");
+    CHECK_CONTAINS(abi_error(&cu), "ABI");
     CHECK(cu.negotiate(NULL, &t) == GFP_ERR_INVALID);
     req.abi_major = GFP_ABI_MAJOR;
     req.host = NULL;
     CHECK(cu.negotiate(&req, &t) == GFP_ERR_INVALID);
-    req.host = &cu_abi_host;
+    req.host = &cu.host;
     req.struct_size = 4;
     CHECK(cu.negotiate(&req, &t) == GFP_ERR_INVALID);
     /* A newer minor of the same major is served. */
@@ -58,13 +58,13 @@ static void test_negotiation(void) {
 
 static void test_devices(void) {
     CHECK(cu.t->init(&cu.ctx) == GFP_OK);
-    cu_abi_msg[0] = '\0';
+    cu.error[0] = '\0';
     CHECK(cu.t->device_count(cu.ctx, &n_devices) == GFP_OK);
     gfp_device_props props;
     memset(&props, 0, sizeof props);
     props.struct_size = sizeof props;
     if (n_devices == 0) {
-        snprintf(zero_reason_buf, sizeof zero_reason_buf, "%s", cu_abi_msg);
+        snprintf(zero_reason_buf, sizeof zero_reason_buf, "%s", cu.error);
         fprintf(stderr, "  no CUDA device here; the plugin says: %s\n", zero_reason);
         CHECK_CONTAINS(zero_reason, "CUDA");
         CHECK_CONTAINS(zero_reason, "cudaError"); /* the runtime's error name */
@@ -107,9 +107,9 @@ static void test_devices(void) {
         CHECK(cu.t->buffer_read(dev, b, 4000, dst, 200) == GFP_ERR_INVALID);
         /* Out of memory: an error naming the CUDA status. */
         gfp_buffer huge = NULL;
-        cu_abi_msg[0] = '\0';
+        cu.error[0] = '\0';
         CHECK(cu.t->buffer_alloc(dev, 1ull << 50, &huge, &host) == GFP_ERR_OUT_OF_MEMORY);
-        CHECK_CONTAINS(cu_abi_last(), "cudaErrorMemoryAllocation");
+        CHECK_CONTAINS(abi_error(&cu), "cudaErrorMemoryAllocation");
         CHECK(cu.t->synchronize(dev) == GFP_OK);
     }
     if (a) cu.t->buffer_free(dev, a);
@@ -130,7 +130,7 @@ static uint32_t ask(uint32_t op, int n_in, const int32_t *in, int n_out, const i
     for (int i = 0; i < n_out; i++) q.output_dtypes[i] = out[i];
     uint32_t s = 77;
     gfp_status st = cu.t->query_op(NULL, &q, &s);
-    CHECK_MSG(st == GFP_OK, "query_op of op %u failed: %s", (unsigned)op, cu_abi_msg);
+    CHECK_MSG(st == GFP_OK, "query_op of op %u failed: %s", (unsigned)op, cu.error);
     return s;
 }
 #define ASK1(op, a, y) ask((op), 1, (const int32_t[]){a}, 1, (const int32_t[]){y})
@@ -269,7 +269,7 @@ static void test_core(void) {
 }
 
 int main(void) {
-    if (cu_abi_load(&cu, "GRAFT_TEST_CUDA_PLUGIN") != 0) {
+    if (abi_load_env(&cu, "GRAFT_TEST_CUDA_PLUGIN") != 0) {
         CHECK_MSG(0, "the cuda plugin could not be loaded (see above): it must load on any "
                   "machine, with or without the NVIDIA driver");
         return CHECK_REPORT();

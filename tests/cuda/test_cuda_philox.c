@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "cu_abi.h"
+#include "abi_host.h"
 #include "cu_philox.h"
 
-static cu_abi_plugin ref;
+static abi_plugin ref;
 
 /* The reference's RANDOM into a fresh 1-D tensor of n elements of dtype dt. */
 static void *ref_random(uint32_t kind, int32_t dt, uint64_t seed, uint64_t offset, double a,
@@ -23,7 +23,7 @@ static void *ref_random(uint32_t kind, int32_t dt, uint64_t seed, uint64_t offse
     gfp_buffer buf;
     void *host;
     if (ref.t->buffer_alloc(ref.dev, (uint64_t)n * es, &buf, &host) != GFP_OK) return NULL;
-    gfp_tensor t = cu_abi_vec(buf, dt, n);
+    gfp_tensor t = abi_vec(buf, 0, dt, n);
     const gfp_tensor *outs[1] = {&t};
     gfp_random_params p = {.struct_size = sizeof p, .kind = kind, .seed = seed,
                            .offset = offset, .a = a, .b = b};
@@ -32,7 +32,7 @@ static void *ref_random(uint32_t kind, int32_t dt, uint64_t seed, uint64_t offse
         result = malloc((size_t)n * es);
         memcpy(result, host, (size_t)n * es);
     } else {
-        fprintf(stderr, "reference RANDOM failed: %s\n", cu_abi_msg);
+        fprintf(stderr, "reference RANDOM failed: %s\n", ref.error);
     }
     ref.t->buffer_free(ref.dev, buf);
     return result;
@@ -96,11 +96,11 @@ static void test_known_answers(void) {
 
 int main(void) {
     RUN(test_known_answers);
-    if (cu_abi_load(&ref, "GRAFT_TEST_REFERENCE_PLUGIN") != 0 || cu_abi_open(&ref) != 0) {
+    if (abi_load_env(&ref, "GRAFT_TEST_REFERENCE_PLUGIN") != 0 || abi_open(&ref) != 0) {
         CHECK_MSG(0, "the reference plugin could not be loaded");
         return CHECK_REPORT();
     }
     RUN(test_streams);
-    cu_abi_close(&ref);
+    abi_close(&ref);
     return CHECK_REPORT();
 }

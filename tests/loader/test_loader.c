@@ -347,6 +347,12 @@ static void scenario_older_minor(void) {
               dev ? gf_device_spec(dev) : gf_last_error());
     check_arithmetic_on(dev);
     if (dev) check_no_bytes_in_use(dev);
+    /* No query_extension slot: NOT_FOUND, without calling the trap there. */
+    void *ext = (void *)&info;
+    CHECK(gf_device_query_extension(dev, "stub.answer", &ext) == GF_ERR_NOT_FOUND);
+    CHECK(ext == NULL);
+    CHECK_MSG(strstr(gf_last_error(), "no query_extension slot"), "%s", gf_last_error());
+    gf_clear_error();
     check_no_violation(); /* the trap slots beyond struct_size were never called */
 }
 
@@ -411,6 +417,12 @@ static void scenario_null_slots(void) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         gf_tensor_release(all[i]);
     check_no_bytes_in_use(dev);
+
+    /* query_extension is NULL: no extensions. */
+    void *ext = (void *)&info;
+    CHECK(gf_device_query_extension(dev, "stub.answer", &ext) == GF_ERR_NOT_FOUND);
+    CHECK(ext == NULL);
+    gf_clear_error();
 
     /* Not host-addressable: reads went through buffer_read. */
     call_log l = log_read();
@@ -584,6 +596,53 @@ static void scenario_zero_devices(void) {
     call_log l = log_read();
     CHECK(log_count(&l, "device_count") == 1);
     CHECK(log_count(&l, "device_props") == 0);
+    log_free(&l);
+    check_no_violation();
+}
+
+/* gf_device_query_extension: a plugin's extension by name, and every way
+ * the question can fail. */
+static void scenario_extension(void) {
+    gf_device *dev = gf_device_default();
+    CHECK_MSG(dev != NULL, "%s", gf_last_error());
+    if (!dev) return;
+    void *ext = NULL;
+    CHECK_MSG(gf_device_query_extension(dev, "stub.answer", &ext) == GF_OK, "%s", gf_last_error());
+    CHECK(ext != NULL && *(const int *)ext == 42);
+    /* Unknown: NOT_FOUND, naming the extension and carrying the plugin's note. */
+    ext = (void *)dev;
+    CHECK(gf_device_query_extension(dev, "stub.nosuch", &ext) == GF_ERR_NOT_FOUND);
+    CHECK(ext == NULL);
+    CHECK(gf_last_status() == GF_ERR_NOT_FOUND);
+    CHECK_MSG(strstr(gf_last_error(), "\"stub.nosuch\"") &&
+              strstr(gf_last_error(), "the stub has stub.answer"), "%s", gf_last_error());
+    /* Unknown without a message from the plugin: still says which. */
+    CHECK(gf_device_query_extension(dev, "stub.quiet", &ext) == GF_ERR_NOT_FOUND);
+    CHECK_MSG(strstr(gf_last_error(), "no extension \"stub.quiet\""), "%s", gf_last_error());
+    /* The plugin fails, or answers OK without a pointer: PLUGIN. */
+    ext = (void *)dev;
+    CHECK(gf_device_query_extension(dev, "stub.broken", &ext) == GF_ERR_PLUGIN);
+    CHECK(ext == NULL);
+    CHECK_MSG(strstr(gf_last_error(), "stub.broken always fails"), "%s", gf_last_error());
+    ext = (void *)dev;
+    CHECK(gf_device_query_extension(dev, "stub.null", &ext) == GF_ERR_PLUGIN);
+    CHECK(ext == NULL);
+    CHECK_MSG(strstr(gf_last_error(), "without a pointer"), "%s", gf_last_error());
+    /* Bad arguments: INVALID (with no earlier error pending: a NULL passes
+     * an earlier failure's status on), and the plugin is not asked. */
+    gf_clear_error();
+    CHECK(gf_device_query_extension(NULL, "stub.answer", &ext) == GF_ERR_INVALID);
+    CHECK(ext == NULL);
+    gf_clear_error();
+    CHECK(gf_device_query_extension(dev, NULL, &ext) == GF_ERR_INVALID);
+    gf_clear_error();
+    CHECK(gf_device_query_extension(dev, "", &ext) == GF_ERR_INVALID);
+    CHECK_MSG(strstr(gf_last_error(), "empty"), "%s", gf_last_error());
+    gf_clear_error();
+    CHECK(gf_device_query_extension(dev, "stub.answer", NULL) == GF_ERR_INVALID);
+    gf_clear_error();
+    call_log l = log_read();
+    CHECK(log_count(&l, "query_extension") == 5);
     log_free(&l);
     check_no_violation();
 }
@@ -909,6 +968,7 @@ static const struct {
     {"default_discovery", scenario_default_discovery},
     {"log_debug", scenario_log_debug},
     {"no_adopt", scenario_no_adopt},
+    {"extension", scenario_extension},
 };
 
 int main(int argc, char **argv) {

@@ -4,6 +4,7 @@
  * broadcast batch dim, every dtype matmul takes, and both GEMM paths
  * (graft's kernel and, where present, CLBlast). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include "graft_opencl_ext.h"
 #include "xd_test.h"
 
 static bool have_f64;
@@ -189,6 +190,41 @@ static void test_batch_norm(void) {
     }
 }
 
+/* The "opencl.gemm" extension, reached through gf_device_query_extension,
+ * overrides GRAFT_OPENCL_GEMM in both directions. Forced CLBlast on a view
+ * it cannot take (unit stride in neither dim) is refused, so the op falls back to
+ * cpu:0; forced graft takes it on the device even with the variable saying
+ * clblast. */
+static void test_matmul_extension(void) {
+    const graft_opencl_gemm_ext *ext = NULL;
+    CHECK_MSG(gf_device_query_extension(xd_dev, "opencl.gemm", (void **)&ext) == GF_OK && ext,
+              "%s", gf_last_error());
+    if (!ext || ext->struct_size < sizeof *ext) return;
+    void *none = NULL;
+    CHECK(gf_device_query_extension(xd_dev, "opencl.nosuch", &none) == GF_ERR_NOT_FOUND && !none);
+    CHECK_MSG(strstr(gf_last_error(), "opencl.gemm"), "%s", gf_last_error());
+    gf_clear_error();
+    xd_pair a = xd_pair_rand(GF_F32, 2, SZ(9, 14), XV_SMALL, XL_STEP);
+    xd_pair b = xd_pair_rand(GF_F32, 2, SZ(14, 6), XV_SMALL, XL_STEP);
+    for (int mode = 1; mode <= 2; mode++) {
+        if (mode == 2 && !ext->clblast_available()) continue;
+        setenv("GRAFT_OPENCL_GEMM", mode == 1 ? "clblast" : "graft", 1);
+        ext->set_gemm(mode);
+        CHECK(gf_fallback_reset_stats(xd_dev) == GF_OK);
+        char what[64];
+        snprintf(what, sizeof what, "matmul, GEMM forced to %s", mode == 1 ? "graft" : "CLBlast");
+        xd_check_pair_tol(what, gf_matmul(a.d, b.d), gf_matmul(a.r, b.r), mm_tol(GF_F32, 14));
+        gf_fallback_stats fs;
+        CHECK(gf_fallback_get_stats(xd_dev, &fs) == GF_OK);
+        CHECK_MSG(mode == 1 ? fs.ops == 0 : fs.ops > 0, "%s: %llu ops fell back", what,
+                  (unsigned long long)fs.ops);
+        ext->set_gemm(0);
+    }
+    unsetenv("GRAFT_OPENCL_GEMM");
+    xd_pair_release(a);
+    xd_pair_release(b);
+}
+
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
@@ -196,6 +232,7 @@ int main(void) {
     RUN(test_matmul_graft);
     RUN(test_matmul_auto);
     RUN(test_matmul_clblast);
+    RUN(test_matmul_extension);
     RUN(test_softmax);
     RUN(test_layer_norm);
     RUN(test_batch_norm);

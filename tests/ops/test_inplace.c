@@ -35,6 +35,84 @@ static void test_no_new_memory(void) {
     REL(x, row);
 }
 
+/* Every in-place form with a direct path writes into self: the tensor ops
+ * allocate nothing, the scalar forms only their 0-dim scalar (far less than
+ * a copy of self), and the values are those of the out-of-place ops. */
+static void test_every_direct_form(void) {
+    enum { N = 4096 };
+    float v[N], m[N];
+    bool mask[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = 0.25f + (float)(i % 7) * 0.125f;
+        m[i] = 1.5f;
+        mask[i] = i % 3 == 0;
+    }
+    int64_t n = N;
+    gf_tensor *x = gf_from_data(v, &n, 1, GF_F32, dev), *y = gf_from_data(m, &n, 1, GF_F32, dev);
+    gf_tensor *mk = gf_from_data(mask, &n, 1, GF_BOOL, dev);
+    gf_tensor *want = x ? gf_clone(x) : NULL;
+    CHECK(x && y && mk && want);
+    if (!x || !y || !mk || !want) return;
+    CHECK_OK(gf_memory_reset_peak(dev));
+    uint64_t before = in_use();
+    CHECK_OK(gf_sub_(x, y));
+    CHECK_OK(gf_div_(x, y));
+    CHECK_OK(gf_sigmoid_(x));
+    CHECK_OK(gf_tanh_(x));
+    CHECK_OK(gf_exp_(x));
+    CHECK_MSG(peak_since_reset() == before, "peak %llu, before %llu",
+              (unsigned long long)peak_since_reset(), (unsigned long long)before);
+    CHECK_OK(gf_masked_fill_(x, mk, 2.0)); /* the value is a scalar tensor */
+    CHECK_OK(gf_add_scalar_(x, 1.0));
+    CHECK_OK(gf_mul_scalar_(x, 0.5));
+    CHECK_MSG(peak_since_reset() - before < sizeof v / 4, "peak grew by %llu bytes",
+              (unsigned long long)(peak_since_reset() - before));
+    /* the same ops out of place */
+    gf_tensor *w = want;
+    gf_tensor *steps[8];
+    steps[0] = w = gf_sub(w, y);
+    steps[1] = w = gf_div(w, y);
+    steps[2] = w = gf_sigmoid(w);
+    steps[3] = w = gf_tanh(w);
+    steps[4] = w = gf_exp(w);
+    steps[5] = w = gf_masked_fill(w, mk, 2.0);
+    steps[6] = w = gf_add_scalar(w, 1.0);
+    steps[7] = w = gf_mul_scalar(w, 0.5);
+    float got[N], exp_[N];
+    CHECK(w && gf_tensor_to_host(x, got, sizeof got) == GF_OK &&
+          gf_tensor_to_host(w, exp_, sizeof exp_) == GF_OK);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += got[i] != exp_[i];
+    CHECK_MSG(bad == 0, "%d elements differ from the out-of-place ops", bad);
+    for (int i = 0; i < 8; i++) gf_tensor_release(steps[i]);
+    /* integers: clamp_int_ and the int scalar forms */
+    int64_t iv[N];
+    for (int i = 0; i < N; i++) iv[i] = i % 50 - 25;
+    gf_tensor *xi = gf_from_data(iv, &n, 1, GF_I64, dev);
+    CHECK(xi != NULL);
+    CHECK_OK(gf_memory_reset_peak(dev));
+    before = in_use();
+    CHECK_OK(gf_add_scalar_int_(xi, 3));
+    CHECK_OK(gf_mul_scalar_int_(xi, 2));
+    CHECK_MSG(peak_since_reset() - before < sizeof iv / 4, "peak grew by %llu bytes",
+              (unsigned long long)(peak_since_reset() - before));
+    CHECK_OK(gf_clamp_int_(xi, -10, 20));
+    CHECK_MSG(peak_since_reset() - before < sizeof iv / 4, "clamp_int_: peak grew by %llu bytes",
+              (unsigned long long)(peak_since_reset() - before));
+    int64_t gi[N];
+    CHECK(xi && gf_tensor_to_host(xi, gi, sizeof gi) == GF_OK);
+    bad = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t e = (iv[i] + 3) * 2;
+        e = e < -10 ? -10 : e > 20 ? 20 : e;
+        bad += gi[i] != e;
+    }
+    CHECK_MSG(bad == 0, "clamp_int_ and the int scalar forms: %d elements wrong", bad);
+    gf_tensor_release(xi);
+    REL(x, y);
+    REL(mk, want);
+}
+
 static void test_strided_self(void) {
     /* self is a transposed view: written through its strides */
     gf_tensor *base = ot_make(GF_F64, 2, SZ(2, 3), DV(1, 2, 3, 4, 5, 6));
@@ -139,6 +217,7 @@ int main(void) {
         return gpu ? 77 : 1;
     }
     RUN(test_no_new_memory);
+    RUN(test_every_direct_form);
     RUN(test_strided_self);
     RUN(test_partial_overlap);
     RUN(test_dtypes);

@@ -16,42 +16,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_host.h"
 #include "check.h"
-#include "graft_plugin.h"
-#include "../../plugins/vulkan/graft_vulkan_ext.h"
+#include "graft_vulkan_ext.h"
 
-static char last_error_buf[1024];
-static const char *last_error = last_error_buf;
-static int errors_logged;
-
-static void host_set_error(void *ctx, const char *m) {
-    (void)ctx;
-    snprintf(last_error_buf, sizeof last_error_buf, "%s", m ? m : "");
-}
-static void host_log(void *ctx, gfp_log_level level, const char *m) {
-    (void)ctx;
-    if (level == GFP_LOG_ERROR) errors_logged++;
-    fprintf(stderr, "[plugin log %d] %s\n", (int)level, m);
-}
-
-static gfp_host host = {.struct_size = sizeof(gfp_host), .abi_major = GFP_ABI_MAJOR,
-                        .abi_minor = GFP_ABI_MINOR, .set_error = host_set_error, .log = host_log};
+static abi_plugin vk;
+static const char *last_error = vk.error;
 static const gfp_plugin *T;
 static void *ctx;
 
+/* Loads the plugin and initialises it (devices are opened by the cases). */
 static int load(void) {
-    const char *path = getenv("GRAFT_TEST_VULKAN_PLUGIN");
-    void *dl = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!dl) {
-        fprintf(stderr, "cannot open the plugin (GRAFT_TEST_VULKAN_PLUGIN=%s): %s\n",
-                path ? path : "(unset)", dlerror());
-        return 1;
-    }
-    gfp_negotiate_fn neg = (gfp_negotiate_fn)dlsym(dl, GFP_ENTRY_SYMBOL);
-    gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR,
-                                 .abi_minor = GFP_ABI_MINOR, .host = &host};
-    if (!neg || neg(&req, &T) != GFP_OK || !T) return 1;
-    return T->init(&ctx) == GFP_OK ? 0 : 1;
+    if (abi_load_env(&vk, "GRAFT_TEST_VULKAN_PLUGIN") != 0) return 1;
+    vk.echo_logs = true;
+    T = vk.t;
+    if (T->init(&vk.ctx) != GFP_OK) return 1;
+    ctx = vk.ctx;
+    return 0;
 }
 
 static gfp_tensor tensor1d(gfp_buffer b, uint64_t off, int32_t dt, int64_t n) {
@@ -91,7 +72,7 @@ static void test_buffers(void) {
     CHECK(dst[1] == 0x5a && dst[2] == 0x5a && dst[3] == 0x5a);
     for (int i = 0; i < 3; i++) CHECK(memcmp(dst + 200 + 8 * i, &q, 8) == 0);
     /* Out of range is an error with a message, not a write. */
-    last_error_buf[0] = '\0';
+    vk.error[0] = '\0';
     CHECK(T->buffer_write(dev, b, 990, src, 20) == GFP_ERR_INVALID);
     CHECK_CONTAINS(last_error, "past the end");
     T->buffer_free(dev, b);
@@ -129,7 +110,7 @@ static void test_size_limit(void) {
     CHECK(props.max_alloc_bytes > 0);
     gfp_buffer b = NULL;
     void *hp;
-    last_error_buf[0] = '\0';
+    vk.error[0] = '\0';
     CHECK(T->buffer_alloc(dev, props.max_alloc_bytes + 1, &b, &hp) == GFP_ERR_OUT_OF_MEMORY);
     CHECK(b == NULL);
     CHECK_CONTAINS(last_error, "maxStorageBufferRange");
@@ -182,7 +163,7 @@ static void test_errors(void) {
     CHECK(T->buffer_alloc(dev, 64, &b, &hp) == GFP_OK);
     gfp_tensor t = tensor1d(b, 0, GFP_F32, 100); /* runs past the buffer */
     const gfp_tensor *in[1] = {&t}, *out[1] = {&t};
-    last_error_buf[0] = '\0';
+    vk.error[0] = '\0';
     CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_INVALID);
     CHECK_CONTAINS(last_error, "past the end");
     gfp_tensor h = tensor1d(b, 0, GFP_BF16, 4);
@@ -259,14 +240,14 @@ static int run_main(void) {
     long msgs = ext->validation_messages();
     CHECK_MSG(msgs == 0, "%ld validation messages", msgs);
     T->shutdown(ctx);
-    CHECK(errors_logged == 0);
+    CHECK(vk.errors_logged == 0);
     return CHECK_REPORT();
 }
 
 /* No driver: the plugin still loads and explains why it has no device. */
 static int run_no_driver(void) {
     uint32_t n = 99;
-    last_error_buf[0] = '\0';
+    vk.error[0] = '\0';
     CHECK(T->device_count(ctx, &n) == GFP_OK);
     CHECK(n == 0);
     CHECK(strlen(last_error) > 0);

@@ -5,6 +5,7 @@
  * normalisations (softmax, log_softmax, layer_norm, batch_norm). f32 results
  * accumulate in f32 on the device and in double in the reference, so they
  * agree to a relative 1e-5 (sums) rather than exactly. */
+#include "graft_vulkan_ext.h"
 #include "vk_test.h"
 
 typedef gf_tensor *(*reduce_fn)(const gf_tensor *, const int *, int, bool);
@@ -145,6 +146,35 @@ static void test_matmul(void) {
                 vt_release(a);
                 vt_release(b);
             }
+}
+
+/* Each matmul shader, forced through the plugin's "vulkan.stats" extension
+ * reached by the public gf_device_query_extension, against the reference. */
+static void test_matmul_shaders(void) {
+    const graft_vulkan_stats_ext *ext = NULL;
+    CHECK_MSG(gf_device_query_extension(vt_vk, "vulkan.stats", (void **)&ext) == GF_OK && ext,
+              "%s", gf_last_error());
+    if (!ext || ext->struct_size < sizeof *ext) return;
+    void *none = NULL;
+    CHECK(gf_device_query_extension(vt_vk, "vulkan.nosuch", &none) == GF_ERR_NOT_FOUND && !none);
+    CHECK_MSG(strstr(gf_last_error(), "vulkan.stats"), "%s", gf_last_error());
+    gf_clear_error();
+    const int64_t sa[2] = {65, 70}, sb[2] = {70, 129};
+    for (int mode = 1; mode <= 3; mode++)
+        for (int l = 0; l < VT_LAYOUTS; l++) {
+            vt_pair a = vt_rand(GF_F32, 2, sa, 5, -1, 1, l);
+            vt_pair b = vt_rand(GF_F32, 2, sb, 6, -1, 1, (l + 1) % VT_LAYOUTS);
+            ext->set_matmul_mode(mode);
+            gf_tensor *r = gf_matmul(a.c, b.c), *g = gf_matmul(a.v, b.v);
+            ext->set_matmul_mode(0);
+            char what[64];
+            snprintf(what, sizeof what, "matmul shader %d %s", mode, vt_layout_name[l]);
+            VT_COMPARE(what, r, g, 1e-5, 1e-5);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            vt_release(a);
+            vt_release(b);
+        }
 }
 
 static void test_softmax(void) {
@@ -318,6 +348,7 @@ int main(void) {
     RUN(test_max_min_dim);
     RUN(test_matmul);
     RUN(test_matmul_long_k);
+    RUN(test_matmul_shaders);
     RUN(test_long_lines);
     RUN(test_softmax);
     RUN(test_layer_norm);

@@ -6,6 +6,11 @@
  *   workloads_ops.c      matmul, elementwise, reductions, softmax, conv2d
  *   workloads_train.c    MLP and CNN training steps
  *   workloads_overhead.c per-op dispatch and autograd overhead
+ *   workloads_direct.c   the "host" rows: oneDNN and plain C loops called
+ *                        directly (no graft), and the CPU's FMA peak
+ *   variants.c           a plugin's own variants of a workload (Vulkan's
+ *                        matmul shaders, OpenCL's GEMMs), forced through
+ *                        gf_device_query_extension
  *   autograd_cmd.c       `graft-bench autograd`, the single-workload mode
  *   dist_cmd.c           `graft-bench dist`, under mpirun (with libgraft-dist)
  *   output_text.c        terminal table, CSV, JSON
@@ -13,7 +18,11 @@
  *
  * Every workload runs on one device at a time and appends one or more result
  * rows; a row's name ("matmul 1024") is the same on every device, so rows of
- * one name are compared with the baseline device's row of that name. */
+ * one name are compared with the baseline device's row of that name. A row
+ * may carry a variant ("shader naive", "oneDNN direct"): another way of
+ * doing the same work on that device, compared with the same baseline row.
+ * The pseudo-device "host" (no gf_device) holds the rows of libraries and
+ * loops called directly, the baselines graft itself is measured against. */
 #ifndef GRAFT_BENCH_H
 #define GRAFT_BENCH_H
 
@@ -24,22 +33,31 @@
 #include "graft.h"
 
 #define BENCH_MAX_DEVICES 16
-#define BENCH_MAX_ROWS_PER_DEVICE 48
+#define BENCH_MAX_ROWS_PER_DEVICE 160
 #define BENCH_MAX_REPEATS 1000 /* bound of --max-repeats */
+
+#define BENCH_MAX_SIZES 8
 
 typedef struct bench_opts {
     bool quick;       /* smaller shapes, fewer runs: a smoke test */
+    int64_t sizes[BENCH_MAX_SIZES]; /* --sizes: replace each family's sizes */
+    int n_sizes;
     int warmup;       /* untimed runs before the timed ones */
     int min_repeats;  /* timed runs, at least */
     int max_repeats;  /* timed runs, at most */
     double min_time;  /* seconds: repeat until this much was timed (within the bounds) */
     bool progress;    /* progress line on stderr */
+    bool cold;        /* --cold: kernel caches off */
+    bool no_variants; /* --no-variants: graft's own choice only */
 } bench_opts;
 
 /* Figures over the timed runs, in seconds per unit (see bench_result.per). */
 typedef struct bench_stats {
     double median, min, max, q1, q3;
     int runs;
+    double first;  /* the first warm-up run, 0 without one (compiles, first touches) */
+    double cpu;    /* median process CPU time per run (every thread), 0 when not measured */
+    double faults; /* minor page faults per timed run (memory touched fresh) */
 } bench_stats;
 
 typedef enum bench_state {
@@ -50,6 +68,7 @@ typedef enum bench_state {
 
 typedef struct bench_result {
     char name[40];      /* the row's name, the same on every device */
+    char variant[40];   /* "" for graft's own choice; else how this row differs */
     char detail[112];   /* shapes and dtype */
     int device;         /* index into bench_run.devices */
     bench_state state;
@@ -64,10 +83,16 @@ typedef struct bench_result {
     /* Ops of the workload (all its runs, warm-up included) that ran on the
      * fallback device, and the bytes copied each way for them. */
     uint64_t fallback_ops, fallback_bytes;
+    /* Share of the CPU's FMA peak (the "peak" row) this row's GFLOP/s is
+     * measured against: 1 for f32, 0.5 for f64, 0 for rows without one. */
+    double peak_share;
+    /* Training rows: the loss at the first and the last step. */
+    bool has_loss;
+    double loss_first, loss_last;
 } bench_result;
 
 typedef struct bench_device {
-    gf_device *dev;
+    gf_device *dev; /* NULL for "host": libraries called directly */
     char spec[32];
     char name[128];
     char plugin[64];
@@ -111,12 +136,15 @@ void bench_progress_clear(bench_run *run);
 /* ---- results (main.c) */
 /* A new row for the device, named and described; NULL when the table is full. */
 bench_result *bench_result_add(bench_run *run, int device, const char *name, const char *detail);
+/* A row of another variant of the workload of r (same device, name, detail,
+ * work and units), or NULL when the table is full. */
+bench_result *bench_result_variant(bench_run *run, const bench_result *r, const char *variant);
 /* Marks r n/a or failed from the pending graft error, prefixed with what. */
 void bench_result_graft_error(bench_result *r, const char *what);
 /* Marks r failed: its result did not pass the check. */
 void bench_result_wrong(bench_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The baseline's row of r's name, or NULL. */
+/* The baseline's row of r's name (its default variant), or NULL. */
 const bench_result *bench_baseline_of(const bench_run *run, const bench_result *r);
 /* The speed ratio baseline time / r's time (> 1: r is faster), or 0 when
  * there is none. */
@@ -127,14 +155,41 @@ double bench_ratio(const bench_run *run, const bench_result *r);
 float bench_value(uint64_t i, uint32_t salt, float lo, float hi);
 float *bench_host_values(int64_t n, uint32_t salt, float lo, float hi);
 
+/* ---- a plugin's variants of a workload (variants.c) */
+typedef struct bench_variant {
+    char label[40];
+    void *ext;                         /* the extension's table */
+    void (*select)(void *ext, int on); /* on: force this variant; 0: back to the default */
+    int mode;
+} bench_variant;
+/* The variants the device's plugin offers for the family, through
+ * gf_device_query_extension; returns how many (at most max). */
+int bench_variants(gf_device *dev, const char *family, bench_variant *out, int max);
+void bench_variant_select(const bench_variant *v, bool on);
+
+/* ---- the host rows (workloads_direct.c); device is the host pseudo-device.
+ * Each appends nothing when this build lacks the library it calls. */
+void bench_host_matmul(bench_run *run, int device, int64_t n);   /* oneDNN's primitive */
+void bench_host_matmul64(bench_run *run, int device, int64_t n); /* i-k-j loop, OpenMP */
+void bench_host_add(bench_run *run, int device, int64_t n);      /* C loops: 1 thread, OpenMP */
+void bench_host_mul(bench_run *run, int device, int64_t n);
+void bench_host_exp(bench_run *run, int device, int64_t n);
+void bench_peak(bench_run *run, int device, int64_t iters);      /* FMA loop, every thread */
+/* What the host rows call, for the header ("oneDNN 3.0.0, OpenMP 4.5"). */
+const char *bench_host_libraries(void);
+/* The host row "peak" (GFLOP/s of the FMA loop), 0 when not measured. */
+double bench_peak_gflops(const bench_run *run);
+
 /* ---- workloads. quick selects the small shapes. Each appends its rows. */
 typedef struct bench_workload {
     const char *family; /* for --only */
-    void (*run)(bench_run *run, int device, int64_t size);
+    void (*run)(bench_run *run, int device, int64_t size);  /* on a graft device; may be NULL */
     int64_t size, quick_size;
+    void (*host)(bench_run *run, int device, int64_t size); /* on "host"; may be NULL */
 } bench_workload;
 
 void bench_matmul(bench_run *run, int device, int64_t n);
+void bench_matmul64(bench_run *run, int device, int64_t n);
 void bench_add(bench_run *run, int device, int64_t n);
 void bench_mul(bench_run *run, int device, int64_t n);
 void bench_exp(bench_run *run, int device, int64_t n);

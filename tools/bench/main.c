@@ -8,7 +8,8 @@
  *
  * Exit status: 0 when every workload ran or was n/a on a device that lacks
  * an op; 1 when one failed (a graft error, or a result that fails its check)
- * or no device could be used; 2 for a bad command line. */
+ * or no device could be used; 2 for a bad command line; 77 when a device
+ * named by --device or --baseline is not present (CTest's skip code). */
 #define _DEFAULT_SOURCE /* setenv, getloadavg, sysconf(_SC_NPROCESSORS_ONLN) */
 
 #include <errno.h>
@@ -19,25 +20,30 @@
 
 #include "bench.h"
 
-/* The set, in output order. Sizes: the full run, then --quick. */
+/* The set, in output order. Sizes: the full run, then --quick. The last
+ * column runs on the "host" pseudo-device: the same work done without graft. */
 static const bench_workload WORKLOADS[] = {
-    {"matmul", bench_matmul, 256, 64},
-    {"matmul", bench_matmul, 512, 96},
-    {"matmul", bench_matmul, 1024, 128},
-    {"add", bench_add, 1 << 20, 1 << 14},
-    {"add", bench_add, 16 << 20, 1 << 18},
-    {"mul", bench_mul, 1 << 20, 1 << 14},
-    {"mul", bench_mul, 16 << 20, 1 << 18},
-    {"exp", bench_exp, 1 << 20, 1 << 14},
-    {"exp", bench_exp, 16 << 20, 1 << 18},
-    {"sum", bench_sum_lastdim, 4096, 256},
-    {"sum", bench_sum_all, 4096, 256},
-    {"softmax", bench_softmax, 4096, 64},
-    {"conv2d", bench_conv2d, 16, 2},
-    {"dispatch", bench_dispatch, 1000, 200},
-    {"autograd", bench_autograd, 1000, 200},
-    {"mlp", bench_mlp_step, 256, 32},
-    {"cnn", bench_cnn_step, 64, 8},
+    {"peak", NULL, 4000000, 100000, bench_peak},
+    {"matmul", bench_matmul, 256, 64, bench_host_matmul},
+    {"matmul", bench_matmul, 512, 96, bench_host_matmul},
+    {"matmul", bench_matmul, 1024, 128, bench_host_matmul},
+    {"matmul64", bench_matmul64, 256, 64, bench_host_matmul64},
+    {"matmul64", bench_matmul64, 512, 96, bench_host_matmul64},
+    {"matmul64", bench_matmul64, 1024, 128, bench_host_matmul64},
+    {"add", bench_add, 1 << 20, 1 << 14, bench_host_add},
+    {"add", bench_add, 16 << 20, 1 << 18, bench_host_add},
+    {"mul", bench_mul, 1 << 20, 1 << 14, bench_host_mul},
+    {"mul", bench_mul, 16 << 20, 1 << 18, bench_host_mul},
+    {"exp", bench_exp, 1 << 20, 1 << 14, bench_host_exp},
+    {"exp", bench_exp, 16 << 20, 1 << 18, bench_host_exp},
+    {"sum", bench_sum_lastdim, 4096, 256, NULL},
+    {"sum", bench_sum_all, 4096, 256, NULL},
+    {"softmax", bench_softmax, 4096, 64, NULL},
+    {"conv2d", bench_conv2d, 16, 2, NULL},
+    {"dispatch", bench_dispatch, 1000, 200, NULL},
+    {"autograd", bench_autograd, 1000, 200, NULL},
+    {"mlp", bench_mlp_step, 256, 32, NULL},
+    {"cnn", bench_cnn_step, 64, 8, NULL},
 };
 #define N_WORKLOADS (int)(sizeof WORKLOADS / sizeof WORKLOADS[0])
 
@@ -58,10 +64,18 @@ static void usage(FILE *out, const char *argv0) {
         "after a warm-up, GFLOP/s or GB/s, the host<->device transfer of inputs and output\n"
         "timed apart from the kernel, and the speed relative to a baseline device.\n"
         "\n"
-        "  --device SPEC    run on this device (\"cpu:1\", \"opencl\"); repeatable; default all\n"
+        "  --device SPEC    run on this device (\"cpu:1\", \"opencl\"); repeatable; default\n"
+        "                   all, and \"host\": the same work without graft (oneDNN called\n"
+        "                   directly, plain C loops, the CPU's FMA peak)\n"
         "  --baseline SPEC  the device ratios refer to (default: the first cpu device);\n"
         "                   it is run as well\n"
         "  --only LIST      comma-separated workload families (see --list)\n"
+        "  --sizes LIST     run each selected family at these sizes (comma-separated)\n"
+        "                   instead of its own, e.g. --only matmul --sizes 512,2048\n"
+        "  --cold           kernel caches off (GRAFT_OPENCL_CACHE=0, POCL_KERNEL_CACHE=0):\n"
+        "                   the first run compiles from source, as on a new machine\n"
+        "  --no-variants    only graft's own choice of kernel, not the variants a plugin\n"
+        "                   offers through its extension (Vulkan shaders, OpenCL GEMMs)\n"
         "  --threads N      set OMP_NUM_THREADS, POCL_MAX_PTHREAD_COUNT, POCL_CPU_MAX_CU_NUM\n"
         "                   and LP_NUM_THREADS to N before the plugins load\n"
         "  --quick          small shapes, 2 timed runs: a smoke test of a few seconds\n"
@@ -120,10 +134,25 @@ void bench_result_wrong(bench_result *r, const char *fmt, ...) {
     va_end(ap);
 }
 
+bench_result *bench_result_variant(bench_run *run, const bench_result *r, const char *variant) {
+    bench_result *v = bench_result_add(run, r->device, r->name, r->detail);
+    if (!v) return NULL;
+    snprintf(v->variant, sizeof v->variant, "%s", variant);
+    v->per = r->per;
+    v->work = r->work;
+    v->rate_unit = r->rate_unit;
+    v->peak_share = r->peak_share;
+    return v;
+}
+
+/* The baseline's row of r's name: graft's own choice on the baseline device
+ * or, when the baseline is the host, the first host row of that name. */
 const bench_result *bench_baseline_of(const bench_run *run, const bench_result *r) {
+    bool host = run->devices[run->baseline].dev == NULL;
     for (int i = 0; i < run->n_results; i++) {
         const bench_result *b = &run->results[i];
-        if (b->device == run->baseline && !strcmp(b->name, r->name)) return b;
+        if (b->device == run->baseline && !strcmp(b->name, r->name) && (host || !b->variant[0]))
+            return b;
     }
     return NULL;
 }
@@ -147,6 +176,7 @@ typedef struct cli {
     const char *profile; /* directory for --profile */
     bool list;
     bool no_progress;
+    bool host; /* run the host pseudo-device */
 } cli;
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
@@ -162,6 +192,25 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     return 0;
 }
 
+/* --sizes: up to BENCH_MAX_SIZES whole numbers from 1 to 2^31. */
+static int parse_sizes(const char *s, bench_opts *o) {
+    o->n_sizes = 0;
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v < 1 || v > (1ll << 31) || (*end && *end != ',') ||
+            o->n_sizes == BENCH_MAX_SIZES) {
+            fprintf(stderr, "graft-bench: --sizes needs up to %d comma-separated whole numbers "
+                    "from 1 to 2147483648, not '%s'\n", BENCH_MAX_SIZES, s);
+            return -1;
+        }
+        o->sizes[o->n_sizes++] = v;
+        if (!*end) return 0;
+        p = end + 1;
+    }
+}
+
 static int parse_cli(int argc, char **argv, cli *c) {
     memset(c, 0, sizeof *c);
     int warmup = -1, min_rep = -1, max_rep = -1;
@@ -175,6 +224,11 @@ static int parse_cli(int argc, char **argv, cli *c) {
         else if (!strcmp(a, "--json")) c->format = OUT_JSON;
         else if (!strcmp(a, "--list")) c->list = true;
         else if (!strcmp(a, "--no-progress")) c->no_progress = true;
+        else if (!strcmp(a, "--cold")) c->opts.cold = true;
+        else if (!strcmp(a, "--no-variants")) c->opts.no_variants = true;
+        else if (!strcmp(a, "--sizes") && has_val) {
+            if (parse_sizes(argv[++i], &c->opts) != 0) return -1;
+        }
         else if (!strcmp(a, "--device") && has_val) {
             if (c->n_devices == BENCH_MAX_DEVICES) {
                 fprintf(stderr, "graft-bench: at most %d --device options\n", BENCH_MAX_DEVICES);
@@ -253,7 +307,9 @@ static int check_only(const char *only) {
 }
 
 static void list_workloads(void) {
-    printf("workload families (--only) and sizes (full run; --quick):\n");
+    printf("workload families (--only) and sizes (full run; --quick); \"peak\" runs on the\n"
+           "host only, the others on every device (and on the host where a library or a\n"
+           "plain loop does the same work):\n");
     for (int w = 0; w < N_WORKLOADS; w++) {
         if (w && !strcmp(WORKLOADS[w].family, WORKLOADS[w - 1].family)) continue;
         printf("  %-9s", WORKLOADS[w].family);
@@ -293,33 +349,51 @@ static void fill_device(bench_device *d, gf_device *dev) {
         snprintf(d->driver, sizeof d->driver, "%s", info.driver);
 }
 
+static void fill_host(bench_device *d) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->spec, sizeof d->spec, "host");
+    snprintf(d->name, sizeof d->name, "no graft: libraries and loops called directly");
+    snprintf(d->plugin, sizeof d->plugin, "-");
+    snprintf(d->driver, sizeof d->driver, "%s", bench_host_libraries());
+}
+
+static bool is_host_spec(const char *spec) { return spec && !strcmp(spec, "host"); }
+
 static void add_device(bench_run *run, gf_device *dev) {
     for (int i = 0; i < run->n_devices; i++)
         if (run->devices[i].dev == dev) return;
-    if (run->n_devices < BENCH_MAX_DEVICES) fill_device(&run->devices[run->n_devices++], dev);
+    if (run->n_devices >= BENCH_MAX_DEVICES) return;
+    if (dev) fill_device(&run->devices[run->n_devices++], dev);
+    else fill_host(&run->devices[run->n_devices++]);
 }
 
 static int pick_devices(bench_run *run, const cli *c) {
     gf_device *base = NULL;
-    if (c->baseline) {
+    bool base_host = is_host_spec(c->baseline);
+    if (c->baseline && !base_host) {
         base = gf_device_find(c->baseline);
         if (!base) {
             fprintf(stderr, "graft-bench: --baseline %s: %s\n", c->baseline, gf_last_error());
-            return -1;
+            return gf_last_status() == GF_ERR_NOT_FOUND ? -2 : -1;
         }
-    } else {
+    } else if (!base_host) {
         for (int i = 0; i < gf_device_count() && !base; i++)
             if (!strcmp(gf_device_type(gf_device_at(i)), "cpu")) base = gf_device_at(i);
     }
     if (c->n_devices == 0) {
         for (int i = 0; i < gf_device_count(); i++)
             add_device(run, gf_device_at(i));
+        if (run->n_devices > 0) add_device(run, NULL); /* the host rows last */
     } else {
         for (int i = 0; i < c->n_devices; i++) {
+            if (is_host_spec(c->devices[i])) {
+                add_device(run, NULL);
+                continue;
+            }
             gf_device *d = gf_device_find(c->devices[i]);
             if (!d) {
                 fprintf(stderr, "graft-bench: --device %s: %s\n", c->devices[i], gf_last_error());
-                return -1;
+                return gf_last_status() == GF_ERR_NOT_FOUND ? -2 : -1;
             }
             add_device(run, d);
         }
@@ -329,7 +403,7 @@ static int pick_devices(bench_run *run, const cli *c) {
                 gf_last_error());
         return -1;
     }
-    if (!base) base = run->devices[0].dev; /* no cpu device: the first one */
+    if (!base && !base_host) base = run->devices[0].dev; /* no cpu device: the first one */
     int b = -1;
     for (int i = 0; i < run->n_devices; i++)
         if (run->devices[i].dev == base) b = i;
@@ -338,7 +412,8 @@ static int pick_devices(bench_run *run, const cli *c) {
         memmove(&run->devices[1], &run->devices[0],
                 (size_t)run->n_devices * sizeof run->devices[0]);
         run->n_devices++;
-        fill_device(&run->devices[0], base);
+        if (base) fill_device(&run->devices[0], base);
+        else fill_host(&run->devices[0]);
         b = 0;
     }
     run->baseline = b;
@@ -398,13 +473,20 @@ int main(int argc, char **argv) {
     bench_run run = {.opts = c.opts};
     run.opts.progress = !c.no_progress && isatty(STDERR_FILENO);
     bench_setup_threads(&run, c.threads); /* before anything loads a plugin */
+    if (c.opts.cold) {
+        /* Before any driver is loaded: first runs then compile from source. */
+        setenv("GRAFT_OPENCL_CACHE", "0", 1);
+        setenv("POCL_KERNEL_CACHE", "0", 1);
+    }
 
     int rc = 1;
     if (gf_init() != GF_OK) {
         fprintf(stderr, "graft-bench: %s\n", gf_last_error());
         goto out;
     }
-    if (pick_devices(&run, &c) != 0) goto out;
+    int picked = pick_devices(&run, &c);
+    if (picked == -2) rc = 77; /* a device named is not here: CTest's skip code */
+    if (picked != 0) goto out;
     run.cap_results = run.n_devices * BENCH_MAX_ROWS_PER_DEVICE;
     run.results = calloc((size_t)run.cap_results, sizeof *run.results);
     if (!run.results) {
@@ -412,19 +494,35 @@ int main(int argc, char **argv) {
         goto out;
     }
     int rc_profile = 0;
-    int n_sel = 0;
-    for (int w = 0; w < N_WORKLOADS; w++) n_sel += selected(c.only, WORKLOADS[w].family);
-    run.n_tasks = n_sel * run.n_devices;
+    /* The tasks: each selected workload at its size, or each family once
+     * per --sizes entry. */
+    typedef struct task { const bench_workload *wl; int64_t size; } task;
+    task tasks[N_WORKLOADS * BENCH_MAX_SIZES];
+    int n_tasks = 0;
+    for (int w = 0; w < N_WORKLOADS; w++) {
+        const bench_workload *wl = &WORKLOADS[w];
+        if (!selected(c.only, wl->family)) continue;
+        if (run.opts.n_sizes == 0) {
+            tasks[n_tasks++] = (task){wl, run.opts.quick ? wl->quick_size : wl->size};
+        } else if (w == 0 || strcmp(WORKLOADS[w - 1].family, wl->family)) {
+            for (int k = 0; k < run.opts.n_sizes; k++) tasks[n_tasks++] = (task){wl, run.opts.sizes[k]};
+        }
+    }
+    for (int d = 0; d < run.n_devices; d++)
+        for (int t = 0; t < n_tasks; t++)
+            run.n_tasks += (run.devices[d].dev ? tasks[t].wl->run : tasks[t].wl->host) != NULL;
     /* Other processes' load skews timings; the outputs say how busy the machine was. */
     double load;
     run.load_start = getloadavg(&load, 1) == 1 ? load : -1;
     /* Device by device, so one device's work does not wait on another's queue. */
     for (int d = 0; d < run.n_devices; d++) {
-        for (int w = 0; w < N_WORKLOADS; w++) {
-            const bench_workload *wl = &WORKLOADS[w];
-            if (!selected(c.only, wl->family)) continue;
+        gf_device *dev = run.devices[d].dev;
+        for (int t = 0; t < n_tasks; t++) {
+            const bench_workload *wl = tasks[t].wl;
+            void (*fn)(bench_run *, int, int64_t) = dev ? wl->run : wl->host;
+            if (!fn) continue;
             char label[48];
-            int64_t size = run.opts.quick ? wl->quick_size : wl->size;
+            int64_t size = tasks[t].size;
             if (size >= (1 << 20) && size % (1 << 20) == 0)
                 snprintf(label, sizeof label, "%s %lldM", wl->family, (long long)(size >> 20));
             else snprintf(label, sizeof label, "%s %lld", wl->family, (long long)size);
@@ -433,20 +531,20 @@ int main(int argc, char **argv) {
             run.task_name = label;
             bench_progress(&run, NULL);
             int first_row = run.n_results;
-            gf_device *dev = run.devices[d].dev;
-            gf_fallback_reset_stats(dev);
-            if (c.profile) gf_profiler_start(NULL);
-            wl->run(&run, d, size);
-            if (c.profile && write_profile(&c, wl->family, run.devices[d].spec) != 0) rc_profile = 1;
+            if (dev) gf_fallback_reset_stats(dev);
+            if (c.profile && dev) gf_profiler_start(NULL);
+            fn(&run, d, size);
+            if (c.profile && dev && write_profile(&c, wl->family, run.devices[d].spec) != 0)
+                rc_profile = 1;
             gf_fallback_stats fs;
-            if (gf_fallback_get_stats(dev, &fs) == GF_OK)
+            if (dev && gf_fallback_get_stats(dev, &fs) == GF_OK)
                 for (int i = first_row; i < run.n_results; i++) {
                     run.results[i].fallback_ops = fs.ops;
                     run.results[i].fallback_bytes = fs.bytes_to_fallback + fs.bytes_from_fallback;
                 }
             /* Hand the cached blocks back, so the devices run one after the
              * other do not hold each other's memory. */
-            gf_memory_empty_cache(run.devices[d].dev);
+            if (dev) gf_memory_empty_cache(dev);
         }
     }
     bench_progress_clear(&run);

@@ -3,9 +3,21 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long minor_faults(void) {
+    struct rusage r;
+    return getrusage(RUSAGE_SELF, &r) == 0 ? r.ru_minflt : 0;
+}
 
 double bench_now(void) {
     struct timespec ts;
@@ -70,25 +82,40 @@ static void progress_run(bench_run *run, int i, bool warmup) {
     progress_line(run, run->task_phase, text);
 }
 
+/* One run, ended by a synchronize of dev (none for the host rows). */
+static int one_run(gf_device *dev, bench_step_fn step, void *state) {
+    if (step(state) != 0) return -1;
+    return !dev || gf_device_synchronize(dev) == GF_OK ? 0 : -1;
+}
+
 int bench_measure(bench_run *run, gf_device *dev, bench_step_fn step, void *state, double units,
                   bench_stats *out) {
+    double first = 0;
     for (int i = 0; i < run->opts.warmup; i++) {
         progress_run(run, i, true);
-        if (step(state) != 0 || gf_device_synchronize(dev) != GF_OK) return -1;
+        double t0 = bench_now();
+        if (one_run(dev, step, state) != 0) return -1;
+        if (i == 0) first = (bench_now() - t0) / units;
     }
-    double t[BENCH_MAX_REPEATS], total = 0;
+    double t[BENCH_MAX_REPEATS], c[BENCH_MAX_REPEATS], total = 0;
     int cap = run->opts.max_repeats < BENCH_MAX_REPEATS ? run->opts.max_repeats : BENCH_MAX_REPEATS;
     int n = 0;
+    long faults = minor_faults();
     while (n < cap && bench_more_runs(run, n, total)) {
         progress_run(run, n, false);
-        double t0 = bench_now();
-        if (step(state) != 0 || gf_device_synchronize(dev) != GF_OK) return -1;
+        double t0 = bench_now(), c0 = cpu_now();
+        if (one_run(dev, step, state) != 0) return -1;
         t[n] = bench_now() - t0;
+        c[n] = (cpu_now() - c0) / units;
         total += t[n];
         t[n] /= units;
         n++;
     }
+    faults = minor_faults() - faults;
     *out = bench_summarise(t, n);
+    out->first = first;
+    out->cpu = bench_summarise(c, n).median;
+    out->faults = (double)faults / n / units;
     return 0;
 }
 

@@ -30,6 +30,37 @@ static double rate_of(const bench_result *r) {
     return strcmp(r->rate_unit, "samples/s") ? per_s / 1e9 : per_s;
 }
 
+double bench_peak_gflops(const bench_run *run) {
+    for (int i = 0; i < run->n_results; i++) {
+        const bench_result *r = &run->results[i];
+        /* The fastest run: the uncontended rate. */
+        if (!strcmp(r->name, "peak fma") && r->state == BENCH_OK && r->time.min > 0)
+            return r->work / r->time.min * 1e-9;
+    }
+    return 0;
+}
+
+/* r's GFLOP/s as a share of the FMA peak (its peak_share of it), 0 when none. */
+static double peak_fraction(const bench_run *run, const bench_result *r) {
+    double peak = bench_peak_gflops(run) * r->peak_share, rate = rate_of(r);
+    return peak > 0 && rate > 0 && r->rate_unit && !strcmp(r->rate_unit, "GFLOP/s") ? rate / peak
+                                                                                     : 0;
+}
+
+/* The ratio of the fastest runs (baseline min over r's): the figure least
+ * moved by other load on the machine. 0 when there is none. */
+static double ratio_min(const bench_run *run, const bench_result *r) {
+    const bench_result *b = bench_baseline_of(run, r);
+    if (!b || b == r || b->state != BENCH_OK || r->state != BENCH_OK || !(r->time.min > 0)) return 0;
+    return b->time.min / r->time.min;
+}
+
+/* The device column: the spec, and the variant when there is one. */
+static const char *device_label(const bench_run *run, const bench_result *r, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%s", run->devices[r->device].spec, r->variant[0] ? " " : "", r->variant);
+    return buf;
+}
+
 /* 3 significant digits. */
 static const char *fmt_sig(double v, char *buf, size_t len) {
     if (v >= 1) snprintf(buf, len, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
@@ -79,9 +110,9 @@ static void per_time(const bench_result *r, double s, char *buf, size_t len) {
 
 static void table_row(const bench_run *run, const bench_result *r, bool first, void *user) {
     FILE *out = user;
-    char buf[96];
-    cell(out, first ? r->name : "", 21, false);
-    cell(out, run->devices[r->device].spec, 10, false);
+    char buf[128];
+    cell(out, first ? r->name : "", 17, false);
+    cell(out, device_label(run, r, buf, sizeof buf), 30, false);
     if (r->state != BENCH_OK) {
         /* The table keeps one line per row; CSV and JSON carry the whole note. */
         int max = 150, len = (int)strlen(r->note);
@@ -96,14 +127,15 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
     bench_fmt_time(r->time.max, hi, sizeof hi);
     snprintf(buf, sizeof buf, "%s..%s", lo, hi);
     cell(out, buf, 22, true);
-    double rate = rate_of(r);
+    double rate = rate_of(r), peak = peak_fraction(run, r);
     if (rate > 0) {
         char v[32];
-        snprintf(buf, sizeof buf, "%s %s", fmt_sig(rate, v, sizeof v), r->rate_unit);
+        int n = snprintf(buf, sizeof buf, "%s %s", fmt_sig(rate, v, sizeof v), r->rate_unit);
+        if (peak > 0) snprintf(buf + n, sizeof buf - (size_t)n, " %3.0f%%", 100 * peak);
     } else {
         snprintf(buf, sizeof buf, "-");
     }
-    cell(out, buf, 18, true);
+    cell(out, buf, 23, true);
     if (r->has_transfer) {
         bench_fmt_time(r->h2d.median, buf, sizeof buf);
         cell(out, buf, 11, true);
@@ -123,7 +155,21 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
     cell(out, buf, 10, true);
     if (r->fallback_ops) snprintf(buf, sizeof buf, "%llu ops", (unsigned long long)r->fallback_ops);
     else snprintf(buf, sizeof buf, "-");
-    cell(out, buf, 12, true);
+    cell(out, buf, 10, true);
+    /* The first run's excess over the median: compiles, first touches. */
+    double excess = r->time.first - r->time.median;
+    if (r->time.first > 0 && excess > 0) {
+        char t[32];
+        snprintf(buf, sizeof buf, "+%s", bench_fmt_time(excess, t, sizeof t));
+    } else {
+        snprintf(buf, sizeof buf, "-");
+    }
+    cell(out, buf, 11, true);
+    if (r->has_loss) {
+        char t[32];
+        fprintf(out, "  loss %.4g -> %.4g, cpu %s/step, %.0f faults/step", r->loss_first,
+                r->loss_last, bench_fmt_time(r->time.cpu, t, sizeof t), r->time.faults);
+    }
     fprintf(out, "\n");
 }
 
@@ -134,6 +180,9 @@ static void print_header(const bench_run *run, FILE *out) {
             run->n_devices == 1 ? "" : "s", o->min_repeats, o->max_repeats, o->min_time,
             o->warmup);
     fprintf(out, "threads: %s\n", run->threads);
+    if (o->cold) fprintf(out, "kernel caches: off (--cold): first runs compile from source\n");
+    double peak = bench_peak_gflops(run);
+    if (peak > 0) fprintf(out, "CPU peak (FMA loop, fastest run): %.1f GFLOP/s f32\n", peak);
     if (run->load_start >= 0)
         fprintf(out, "load average (1 min): %.2f at the start, %.2f at the end\n",
                 run->load_start, run->load_end);
@@ -149,15 +198,16 @@ void bench_print_table(const bench_run *run, FILE *out) {
     char ratio_head[48];
     snprintf(ratio_head, sizeof ratio_head, "vs %s", run->devices[run->baseline].spec);
     fprintf(out, "\n");
-    cell(out, "workload", 21, false);
-    cell(out, "device", 10, false);
+    cell(out, "workload", 17, false);
+    cell(out, "device", 30, false);
     cell(out, "median", 13, true);
     cell(out, "min..max", 22, true);
-    cell(out, "rate", 18, true);
+    cell(out, "rate (peak)", 23, true);
     cell(out, "in (h2d)", 11, true);
     cell(out, "out (d2h)", 11, true);
     cell(out, ratio_head, 10, true);
-    cell(out, "fallback", 12, true);
+    cell(out, "fallback", 10, true);
+    cell(out, "first run", 11, true);
     fprintf(out, "\n");
     for_each_grouped(run, table_row, out);
     fprintf(out, "\nmedian, min..max: kernel time per run (per op / node for the chains, per "
@@ -165,7 +215,11 @@ void bench_print_table(const bench_run *run, FILE *out) {
             "median time to write the\n  inputs from host memory / read the output back. "
             "vs %s: its median time over this\n  device's (2x = twice as fast). fallback: ops "
             "of the workload (all runs) that ran on the\n  fallback device because this "
-            "device lacks them (graft/device.h).\n",
+            "device lacks them (graft/device.h). peak: the share of the\n  CPU's FMA peak "
+            "(f64: of half of it). first run: the first warm-up run's excess over\n  the median "
+            "(kernel compiles, first touches of memory). A device followed by a\n  variant is "
+            "the plugin's other kernel forced through its extension; host rows\n  are "
+            "libraries and loops called without graft.\n",
             run->devices[run->baseline].spec);
 }
 
@@ -185,6 +239,8 @@ static void csv_row(const bench_run *run, const bench_result *r, bool first, voi
     const bench_device *d = &run->devices[r->device];
     csv_text(out, r->name);
     fputc(',', out);
+    csv_text(out, r->variant);
+    fputc(',', out);
     csv_text(out, r->detail);
     fputc(',', out);
     csv_text(out, d->spec);
@@ -196,7 +252,7 @@ static void csv_row(const bench_run *run, const bench_result *r, bool first, voi
     csv_text(out, r->note);
     fprintf(out, ",%s", r->per);
     if (r->state != BENCH_OK) {
-        fprintf(out, ",,,,,,,,,,,,,,,\n");
+        fprintf(out, ",,,,,,,,,,,,,,,,,,,,,,\n");
         return;
     }
     const bench_stats *t = &r->time;
@@ -212,14 +268,23 @@ static void csv_row(const bench_run *run, const bench_result *r, bool first, voi
     double ratio = bench_ratio(run, r);
     if (ratio > 0) fprintf(out, ",%.6g", ratio);
     else fprintf(out, ",");
-    fprintf(out, ",%llu,%llu\n", (unsigned long long)r->fallback_ops,
+    double rmin = ratio_min(run, r), peak = peak_fraction(run, r);
+    if (rmin > 0) fprintf(out, ",%.6g", rmin);
+    else fprintf(out, ",");
+    fprintf(out, ",%llu,%llu", (unsigned long long)r->fallback_ops,
             (unsigned long long)r->fallback_bytes);
+    fprintf(out, ",%.6g,%.6g,%.6g", r->time.first, r->time.cpu, r->time.faults);
+    if (peak > 0) fprintf(out, ",%.6g", peak);
+    else fprintf(out, ",");
+    if (r->has_loss) fprintf(out, ",%.6g,%.6g\n", r->loss_first, r->loss_last);
+    else fprintf(out, ",,\n");
 }
 
 void bench_print_csv(const bench_run *run, FILE *out) {
-    fprintf(out, "workload,detail,device,device_name,plugin,status,note,per,median_s,min_s,max_s,"
-            "q1_s,q3_s,runs,rate,rate_unit,h2d_median_s,h2d_bytes,d2h_median_s,d2h_bytes,"
-            "ratio_to_baseline,fallback_ops,fallback_bytes\n");
+    fprintf(out, "workload,variant,detail,device,device_name,plugin,status,note,per,median_s,"
+            "min_s,max_s,q1_s,q3_s,runs,rate,rate_unit,h2d_median_s,h2d_bytes,d2h_median_s,"
+            "d2h_bytes,ratio_to_baseline,ratio_min_to_baseline,fallback_ops,fallback_bytes,"
+            "first_run_s,cpu_median_s,faults_per_run,fraction_of_peak,loss_first,loss_last\n");
     for_each_grouped(run, csv_row, out);
 }
 
@@ -250,6 +315,8 @@ static void json_row(const bench_run *run, const bench_result *r, bool first, vo
     FILE *out = j->out;
     fprintf(out, "%s    {\"workload\": ", j->n++ ? ",\n" : "");
     json_text(out, r->name);
+    fprintf(out, ", \"variant\": ");
+    json_text(out, r->variant);
     fprintf(out, ", \"detail\": ");
     json_text(out, r->detail);
     fprintf(out, ", \"device\": ");
@@ -268,6 +335,14 @@ static void json_row(const bench_run *run, const bench_result *r, bool first, vo
         }
         double ratio = bench_ratio(run, r);
         if (ratio > 0) fprintf(out, ", \"ratio_to_baseline\": %.6g", ratio);
+        double rmin = ratio_min(run, r), peak = peak_fraction(run, r);
+        if (rmin > 0) fprintf(out, ", \"ratio_min_to_baseline\": %.6g", rmin);
+        if (peak > 0) fprintf(out, ", \"fraction_of_peak\": %.6g", peak);
+        fprintf(out, ", \"first_run_s\": %.6g, \"cpu_median_s\": %.6g, \"faults_per_run\": %.6g",
+                r->time.first, r->time.cpu, r->time.faults);
+        if (r->has_loss)
+            fprintf(out, ", \"loss_first\": %.6g, \"loss_last\": %.6g", r->loss_first,
+                    r->loss_last);
         fprintf(out, ", \"fallback_ops\": %llu, \"fallback_bytes\": %llu",
                 (unsigned long long)r->fallback_ops, (unsigned long long)r->fallback_bytes);
     }

@@ -1,5 +1,6 @@
-/* workloads_ops.c — single-op workloads: matmul, elementwise (add, mul,
- * exp), reductions (sum over the last dim and over all), softmax, conv2d.
+/* workloads_ops.c — single-op workloads: matmul (f32 and f64), elementwise
+ * (add, mul, exp), reductions (sum over the last dim and over all), softmax,
+ * conv2d.
  *
  * Each one times three things separately on one device:
  *   - h2d: writing its inputs from host memory into device tensors
@@ -57,22 +58,37 @@ struct op_case {
     gf_tensor *out;
     float *host_out;
     size_t out_bytes;
+    /* GF_F32 (0 is taken as f32), or GF_F64: the inputs are host_in widened
+     * (host_in64), the output is read into host_out64 and narrowed into
+     * host_out for the check. */
+    gf_dtype dtype;
+    double *host_in64[MAX_IN];
+    double *host_out64;
+    const char *family; /* for the plugin's variants */
     int op_arg; /* a dim, for the ops that take one */
     gf_tensor *(*op)(const op_case *c);
     /* 0, or -1 after bench_result_wrong. */
     int (*check)(op_case *c);
 };
 
-static size_t in_bytes(const op_case *c, int i) {
+static bool is_f64(const op_case *c) { return c->dtype == GF_F64; }
+
+static int64_t in_numel(const op_case *c, int i) {
     int64_t n = 1;
     for (int d = 0; d < c->in_rank[i]; d++) n *= c->in_sizes[i][d];
-    return (size_t)n * sizeof(float);
+    return n;
+}
+
+static size_t in_bytes(const op_case *c, int i) {
+    return (size_t)in_numel(c, i) * (is_f64(c) ? sizeof(double) : sizeof(float));
 }
 
 static int step_upload(void *state) {
     op_case *c = state;
-    for (int i = 0; i < c->n_in; i++)
-        if (gf_tensor_from_host(c->in[i], c->host_in[i], in_bytes(c, i)) != GF_OK) return -1;
+    for (int i = 0; i < c->n_in; i++) {
+        const void *src = is_f64(c) ? (const void *)c->host_in64[i] : (const void *)c->host_in[i];
+        if (gf_tensor_from_host(c->in[i], src, in_bytes(c, i)) != GF_OK) return -1;
+    }
     return 0;
 }
 
@@ -85,18 +101,59 @@ static int step_kernel(void *state) {
 
 static int step_download(void *state) {
     op_case *c = state;
-    return gf_tensor_to_host(c->out, c->host_out, c->out_bytes) == GF_OK ? 0 : -1;
+    if (!is_f64(c)) return gf_tensor_to_host(c->out, c->host_out, c->out_bytes) == GF_OK ? 0 : -1;
+    if (gf_tensor_to_host(c->out, c->host_out64, c->out_bytes) != GF_OK) return -1;
+    for (size_t i = 0; i < c->out_bytes / sizeof(double); i++) c->host_out[i] = (float)c->host_out64[i];
+    return 0;
 }
 
-/* Runs the three measurements and the check; fills c->r. Frees everything. */
+/* The output of the last kernel run into host_out (no timing), then the check. */
+static void download_and_check(op_case *c) {
+    if (step_download(c) != 0) bench_result_graft_error(c->r, "reading the output");
+    else c->check(c);
+}
+
+/* The variants the device's plugin offers for the case's family: each one's
+ * kernel time in a row of its own, and its result checked. */
+static void run_variants(bench_run *run, op_case *c) {
+    if (run->opts.no_variants || !c->family) return;
+    bench_variant v[4];
+    int n = bench_variants(c->dev, c->family, v, 4);
+    bench_result *base = c->r;
+    for (int k = 0; k < n; k++) {
+        bench_result *vr = bench_result_variant(run, base, v[k].label);
+        if (!vr) break;
+        c->r = vr;
+        bench_progress(run, v[k].label);
+        bench_variant_select(&v[k], true);
+        if (bench_measure(run, c->dev, step_kernel, c, 1, &vr->time) != 0)
+            bench_result_graft_error(vr, "the kernel");
+        else download_and_check(c);
+        bench_variant_select(&v[k], false);
+    }
+    c->r = base;
+}
+
+/* Runs the three measurements and the check; fills c->r, and a row per
+ * variant of the plugin's. Frees everything. */
 static void run_case(bench_run *run, op_case *c) {
     bench_result *r = c->r;
+    gf_dtype dt = is_f64(c) ? GF_F64 : GF_F32;
     for (int i = 0; i < c->n_in; i++) {
         if (!c->host_in[i]) {
             bench_result_wrong(r, "out of host memory for the inputs");
             goto done;
         }
-        c->in[i] = gf_empty(c->in_sizes[i], c->in_rank[i], GF_F32, c->dev);
+        if (is_f64(c)) {
+            int64_t n = in_numel(c, i);
+            c->host_in64[i] = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+            if (!c->host_in64[i]) {
+                bench_result_wrong(r, "out of host memory for the inputs");
+                goto done;
+            }
+            for (int64_t k = 0; k < n; k++) c->host_in64[i][k] = c->host_in[i][k];
+        }
+        c->in[i] = gf_empty(c->in_sizes[i], c->in_rank[i], dt, c->dev);
         if (!c->in[i]) {
             bench_result_graft_error(r, "allocating the inputs");
             goto done;
@@ -114,10 +171,11 @@ static void run_case(bench_run *run, op_case *c) {
         bench_result_graft_error(r, "the kernel");
         goto done;
     }
-    c->out_bytes = (size_t)gf_tensor_numel(c->out) * sizeof(float);
+    c->out_bytes = (size_t)gf_tensor_numel(c->out) * (is_f64(c) ? sizeof(double) : sizeof(float));
     r->d2h_bytes = (double)c->out_bytes;
     c->host_out = malloc(c->out_bytes ? c->out_bytes : 1);
-    if (!c->host_out) {
+    if (is_f64(c)) c->host_out64 = malloc(c->out_bytes ? c->out_bytes : 1);
+    if (!c->host_out || (is_f64(c) && !c->host_out64)) {
         bench_result_wrong(r, "out of host memory for the output");
         goto done;
     }
@@ -126,14 +184,16 @@ static void run_case(bench_run *run, op_case *c) {
         bench_result_graft_error(r, "reading the output");
         goto done;
     }
-    c->check(c);
+    if (c->check(c) == 0) run_variants(run, c);
 done:
     for (int i = 0; i < c->n_in; i++) {
         gf_tensor_release(c->in[i]);
         free(c->host_in[i]);
+        free(c->host_in64[i]);
     }
     gf_tensor_release(c->out);
     free(c->host_out);
+    free(c->host_out64);
 }
 
 /* |got - want| within atol + rtol |want| (NaN fails). */
@@ -167,25 +227,31 @@ static int check_matmul(op_case *c) {
     return 0;
 }
 
-void bench_matmul(bench_run *run, int device, int64_t n) {
+static void matmul(bench_run *run, int device, int64_t n, bool f64) {
     char name[40], detail[112];
-    snprintf(name, sizeof name, "matmul %lld", (long long)n);
-    snprintf(detail, sizeof detail, "f32 [%lld,%lld] @ [%lld,%lld]", (long long)n, (long long)n,
-             (long long)n, (long long)n);
+    snprintf(name, sizeof name, "%s %lld", f64 ? "matmul64" : "matmul", (long long)n);
+    snprintf(detail, sizeof detail, "%s [%lld,%lld] @ [%lld,%lld]", f64 ? "f64" : "f32",
+             (long long)n, (long long)n, (long long)n, (long long)n);
     op_case c = {.r = bench_result_add(run, device, name, detail),
                  .dev = run->devices[device].dev,
                  .n_in = 2,
                  .in_sizes = {{n, n}, {n, n}},
                  .in_rank = {2, 2},
                  .op = op_matmul,
-                 .check = check_matmul};
+                 .check = check_matmul,
+                 .dtype = f64 ? GF_F64 : GF_F32,
+                 .family = f64 ? "matmul64" : "matmul"};
     if (!c.r) return;
     c.r->work = 2.0 * (double)n * (double)n * (double)n;
     c.r->rate_unit = "GFLOP/s";
+    c.r->peak_share = f64 ? 0.5 : 1.0;
     c.host_in[0] = bench_host_values(n * n, 1, -1, 1);
     c.host_in[1] = bench_host_values(n * n, 2, -1, 1);
     run_case(run, &c);
 }
+
+void bench_matmul(bench_run *run, int device, int64_t n) { matmul(run, device, n, false); }
+void bench_matmul64(bench_run *run, int device, int64_t n) { matmul(run, device, n, true); }
 
 /* ------------------------------------------------------------ elementwise */
 static gf_tensor *op_add(const op_case *c) { return gf_add(c->in[0], c->in[1]); }

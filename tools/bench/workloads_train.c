@@ -141,6 +141,9 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         goto done;
     }
     double first = t->first_loss, last = t->loss_host;
+    r->has_loss = true;
+    r->loss_first = first;
+    r->loss_last = last;
     if (!isfinite(first) || !isfinite(last) || !(last < first))
         bench_result_wrong(r, "wrong result: the loss went from %.6g (first step) to %.6g "
                            "(step %d) on one fixed batch; it must fall", first, last,

@@ -43,6 +43,20 @@ typedef struct gf_device_info {
 /* Fails: INVALID for NULL arguments. */
 GF_API gf_status gf_device_get_info(const gf_device *dev, gf_device_info *info);
 
+/* A plugin's extension by name: features of one plugin that the portable
+ * API does not have (counters, a kernel variant to force), reached through
+ * the plugin ABI's query_extension slot. *out receives a pointer whose type
+ * the extension's own header defines (plugins/vulkan/graft_vulkan_ext.h for
+ * "vulkan.stats"); it lives until gf_shutdown. Names are the plugin's,
+ * conventionally "<plugin>.<feature>". The answer concerns dev's plugin, so
+ * every device of one plugin gives the same pointer.
+ * Fails: INVALID for a NULL argument or an empty name; NOT_FOUND when the
+ * plugin has no extension of that name (or no extensions at all: a plugin
+ * of ABI 1.0 without the slot), with the plugin's message when it gave one;
+ * PLUGIN when the plugin's answer is an error or a NULL pointer. On failure
+ * *out is NULL. */
+GF_API gf_status gf_device_query_extension(const gf_device *dev, const char *name, void **out);
+
 /* Waits for all work launched on the device. Fails: PLUGIN. */
 GF_API gf_status gf_device_synchronize(gf_device *dev);
 

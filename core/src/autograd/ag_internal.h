@@ -15,6 +15,7 @@
 #ifndef GRAFT_AG_INTERNAL_H
 #define GRAFT_AG_INTERNAL_H
 
+#include "ag_record.h"
 #include "internal.h"
 
 typedef struct gf_node gf_node;
@@ -194,6 +195,11 @@ typedef enum gf_view_kind {
  * copied is not a view). */
 gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind kind,
                              const int64_t *params, int n_params, bool is_view);
+/* Backward of a view regenerated after its base was modified in place: the
+ * base's gradient restricted to the view's region (meta.c asks). */
+gf_node *gf__ag_view_regen_node(gf_tensor *view, gf_tensor *base);
+/* A leaf's gradient accumulator node n is going away (node.c tells meta.c). */
+void gf__ag_accumulator_dying(gf_node *n);
 /* base's new history after op (a node whose output was written into view, a
  * view of base) ran in place. */
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input);

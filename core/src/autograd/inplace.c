@@ -110,21 +110,26 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
 }
 
 /* Runs an in-place op: check, compute, commit. `expr` returns the new value
- * of self with self's old value as input number self_input of its node.
- * When nothing is recorded (no-grad, or nothing requires grad), the
- * elementwise kernel writes into self itself (the result is then self);
- * otherwise the value is computed out of place and copied in, so the node
- * sees self's old value. a and b are the op's other tensor inputs. */
+ * of self with self's old value as input number self_input of its node; it
+ * may use dst_, the destination for an elementwise op's gf__*_into form:
+ * when nothing is recorded (no-grad, or nothing requires grad) dst_ is self,
+ * so the kernel writes into self itself (the result is then self);
+ * otherwise dst_ is NULL, the value is computed out of place and copied in,
+ * so the node sees self's old value. a and b are the op's other tensor
+ * inputs. While expr runs, the recording knows that self is about to be
+ * overwritten (gf__ag_set_inplace_target: a node that saves self, or a view
+ * of its storage, saves a copy, as PyTorch saves original_self); that one is
+ * a thread-local scope because it is read deep inside whichever node the op
+ * records (gf__ag_save), not by the op itself. */
 #define INPLACE_AB(name, expr, self_input, direct, a, b)                 \
     do {                                                                 \
         gf_status s_ = gf__ag_check_inplace(self, name);                 \
         if (s_ != GF_OK) return s_;                                      \
         int sc_ = gf__scope_suspend();                                   \
         gf__ag_set_inplace_target(self);                                 \
-        if ((direct) && unrecorded(self, (a), (b)))                      \
-            gf__set_write_target(self);                                  \
+        gf_tensor *dst_ = (direct) && unrecorded(self, (a), (b)) ? self : NULL; \
+        (void)dst_;                                                      \
         gf_tensor *r_ = (expr);                                          \
-        gf__set_write_target(NULL);                                      \
         gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf__status();                                \
@@ -150,33 +155,33 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
         gf_tensor_release(c_);                                           \
         return s_;                                                       \
     } while (0)
-/* Elementwise ops (their output is the first tensor they make, so the write
- * target cannot be taken by an intermediate); other ops never write direct. */
+/* Elementwise ops write into self directly when they may (dst_); other ops
+ * never do. */
 #define INPLACE_EW(name, expr, a) INPLACE_AB(name, expr, 0, true, a, NULL)
 #define INPLACE(name, expr, self_input) INPLACE_AB(name, expr, self_input, false, NULL, NULL)
 
-gf_status gf_add_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_add_", gf_add(self, other), other); }
-gf_status gf_sub_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_sub_", gf_sub(self, other), other); }
-gf_status gf_mul_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_mul_", gf_mul(self, other), other); }
-gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_div_", gf_div(self, other), other); }
-gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_add_scalar_", gf_add_scalar(self, v), NULL); }
-gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_mul_scalar_", gf_mul_scalar(self, v), NULL); }
-gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE_EW("gf_clamp_", gf_clamp(self, lo, hi), NULL); }
+gf_status gf_add_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_add_", gf__add_into(dst_, self, other), other); }
+gf_status gf_sub_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_sub_", gf__sub_into(dst_, self, other), other); }
+gf_status gf_mul_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_mul_", gf__mul_into(dst_, self, other), other); }
+gf_status gf_div_(gf_tensor *self, const gf_tensor *other) { INPLACE_EW("gf_div_", gf__div_into(dst_, self, other), other); }
+gf_status gf_add_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_add_scalar_", gf__add_scalar_into(dst_, self, v), NULL); }
+gf_status gf_mul_scalar_(gf_tensor *self, double v) { INPLACE_EW("gf_mul_scalar_", gf__mul_scalar_into(dst_, self, v), NULL); }
+gf_status gf_clamp_(gf_tensor *self, double lo, double hi) { INPLACE_EW("gf_clamp_", gf__clamp_into(dst_, self, lo, hi), NULL); }
 gf_status gf_add_scalar_int_(gf_tensor *self, int64_t v) {
-    INPLACE_EW("gf_add_scalar_int_", gf_add_scalar_int(self, v), NULL);
+    INPLACE_EW("gf_add_scalar_int_", gf__add_scalar_int_into(dst_, self, v), NULL);
 }
 gf_status gf_mul_scalar_int_(gf_tensor *self, int64_t v) {
-    INPLACE_EW("gf_mul_scalar_int_", gf_mul_scalar_int(self, v), NULL);
+    INPLACE_EW("gf_mul_scalar_int_", gf__mul_scalar_int_into(dst_, self, v), NULL);
 }
 gf_status gf_clamp_int_(gf_tensor *self, int64_t lo, int64_t hi) {
-    INPLACE_EW("gf_clamp_int_", gf_clamp_int(self, lo, hi), NULL);
+    INPLACE_EW("gf_clamp_int_", gf__clamp_int_into(dst_, self, lo, hi), NULL);
 }
-gf_status gf_relu_(gf_tensor *self) { INPLACE_EW("gf_relu_", gf_relu(self), NULL); }
-gf_status gf_sigmoid_(gf_tensor *self) { INPLACE_EW("gf_sigmoid_", gf_sigmoid(self), NULL); }
-gf_status gf_tanh_(gf_tensor *self) { INPLACE_EW("gf_tanh_", gf_tanh(self), NULL); }
-gf_status gf_exp_(gf_tensor *self) { INPLACE_EW("gf_exp_", gf_exp(self), NULL); }
+gf_status gf_relu_(gf_tensor *self) { INPLACE_EW("gf_relu_", gf__relu_into(dst_, self), NULL); }
+gf_status gf_sigmoid_(gf_tensor *self) { INPLACE_EW("gf_sigmoid_", gf__sigmoid_into(dst_, self), NULL); }
+gf_status gf_tanh_(gf_tensor *self) { INPLACE_EW("gf_tanh_", gf__tanh_into(dst_, self), NULL); }
+gf_status gf_exp_(gf_tensor *self) { INPLACE_EW("gf_exp_", gf__exp_into(dst_, self), NULL); }
 gf_status gf_masked_fill_(gf_tensor *self, const gf_tensor *mask, double value) {
-    INPLACE_EW("gf_masked_fill_", gf_masked_fill(self, mask, value), mask);
+    INPLACE_EW("gf_masked_fill_", gf__masked_fill_into(dst_, self, mask, value), mask);
 }
 gf_status gf_index_add_(gf_tensor *self, int dim, const gf_tensor *index, const gf_tensor *src) {
     INPLACE("gf_index_add_", gf_index_add(self, dim, index, src), 0);

@@ -63,10 +63,6 @@ void gf__ag_set_history(gf_tensor *t, gf_node *n, uint32_t output_nr) {
     gf__ag_node_release(old);
 }
 
-/* Backward of a view regenerated after its base was modified in place:
- * the base's gradient restricted to the view's region. */
-gf_node *gf__ag_view_regen_node(gf_tensor *view, gf_tensor *base); /* views_bw.c */
-
 static gf_node *accumulator_for(gf_tensor *leaf) {
     gf_autograd_meta *m = leaf->autograd;
     pthread_mutex_lock(&g_acc_lock);

@@ -8,7 +8,6 @@
 
 static atomic_uint_fast64_t g_seq;
 
-void gf__ag_accumulator_dying(gf_node *n); /* meta.c */
 
 gf_node *gf__ag_node_new(const char *name, gf_backward_fn fn, int n_next, int n_outputs) {
     gf_node *n = calloc(1, sizeof *n);

@@ -605,8 +605,20 @@ STUB_MAYBE_UNUSED static gfp_status stub_query_extension(void *plugin_ctx, const
                                                          void **out) {
     check_alive("query_extension");
     stub_log("query_extension name=%s", name ? name : "(null)");
+    /* Extensions for the core's gf_device_query_extension: "stub.answer"
+     * points at 42; "stub.null" is a buggy answer (OK without a pointer);
+     * "stub.broken" fails outright; "stub.quiet" is unknown without a
+     * message; any other name is unknown, said through set_error. */
+    static const int answer = 42;
     *out = NULL;
-    return GFP_ERR_NOT_FOUND;
+    if (!strcmp(name, "stub.answer")) {
+        *out = (void *)&answer;
+        return GFP_OK;
+    }
+    if (!strcmp(name, "stub.null")) return GFP_OK;
+    if (!strcmp(name, "stub.broken")) return fail(GFP_ERR_INTERNAL, "stub.broken always fails");
+    if (!strcmp(name, "stub.quiet")) return GFP_ERR_NOT_FOUND;
+    return fail(GFP_ERR_NOT_FOUND, "the stub has stub.answer, stub.null and stub.broken");
 }
 
 /* ------------------------------------------------------------------ traps */

@@ -1,9 +1,9 @@
-/* test_ref_direct2.c — the reference plugin's reductions, matmul,
+/* test_ref_abi_reduce_linalg_index.c — the reference plugin's reductions, matmul,
  * normalisations and indexing, launched straight through the plugin ABI (no
  * core in between) on hand-made descriptors, against values computed by hand
  * or with plain formulas here.
  *
- * Usage: test_ref_direct2 [path/to/libgraft-reference.so]
+ * Usage: test_ref_abi_reduce_linalg_index [path/to/libgraft-reference.so]
  * Without an argument the path comes from GRAFT_TEST_REFERENCE_PLUGIN. */
 #include "ref_direct.h"
 

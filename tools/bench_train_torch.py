@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
-"""One training step of an MLP and of a small CNN: graft (cpu_onednn) vs PyTorch.
+"""One training step of graft-bench's MLP and CNN: graft vs PyTorch.
 
-    compare_torch.py GRAFT_ONEDNN_BENCH [--threads 1,2] [--reps 15]
+    bench_train_torch.py GRAFT_BENCH [--threads 1,2] [--reps 15] [--device cpu]
 
-Runs `graft-onednn-bench --only train` with each thread count (OMP threads, as
-graft uses them), then the same two workloads in PyTorch on the CPU with
-torch.set_num_threads(n), in this one run, and prints both with the ratio
-torch / graft (above 1: graft is faster). The workloads are those of
-bench_train.c:
+Runs `graft-bench --only mlp,cnn --device D --threads N --json` for each
+thread count (OMP threads, as graft's CPU plugins use them), then the same
+two workloads in PyTorch on the CPU with torch.set_num_threads(n), in this
+one run, and prints both with the ratio torch / graft (above 1: graft is
+faster). The workloads are those of tools/bench/workloads_train.c:
 
   MLP: x [256, 784] -> Linear(784, 1024) -> ReLU -> Linear(1024, 1024) -> ReLU
        -> Linear(1024, 10) -> cross entropy (mean)
-  CNN: x [64, 1, 28, 28] -> Conv2d(1, 32, 3, padding=1) -> ReLU -> MaxPool2d(2)
-       -> Conv2d(32, 64, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Linear(3136, 10)
+  CNN: x [64, 1, 28, 28] -> Conv2d(1, 16, 3, padding=1) -> ReLU -> MaxPool2d(2)
+       -> Conv2d(16, 32, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Linear(1568, 10)
        -> cross entropy (mean)
 
-A step is forward, backward and torch.optim.SGD(lr=0.01) with
-zero_grad(set_to_none=True); the median (and the fastest) of --reps steps after
+A step is zero_grad(set_to_none=True), forward, backward and
+torch.optim.Adam(lr=1e-3); the median (and the fastest) of --reps steps after
 two warm-up steps, and the median CPU time of a step (every thread of the
 process summed: what other load on the machine disturbs least, since time
 spent descheduled is not counted; with more than one thread it also counts
@@ -38,8 +38,8 @@ dependency (Debian: apt-get install python3-torch; or pip install torch
 --index-url https://download.pytorch.org/whl/cpu).
 """
 import argparse
+import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -51,17 +51,17 @@ def torch_step_times(torch, cnn, reps):
     torch.manual_seed(1234)
     if cnn:
         model = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(3136, 10))
-        x = torch.randn(64, 1, 28, 28)
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(1568, 10))
+        x = torch.rand(64, 1, 28, 28)
     else:
         model = nn.Sequential(
             nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
             nn.Linear(1024, 10))
-        x = torch.randn(256, 784)
+        x = torch.rand(256, 784)
     target = torch.tensor([(i * 7) % 10 for i in range(x.shape[0])])
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     times, cpus, losses = [], [], []
     for r in range(reps + 2):
@@ -94,29 +94,32 @@ def torch_blas(torch):
     return ", ".join(sorted(os.path.realpath(p) for p in libs if p.startswith("/"))) or "none"
 
 
-LINE = re.compile(r"train (mlp|cnn) threads (\d+): median ([0-9.]+) ms, min ([0-9.]+) ms, "
-                  r"loss ([-0-9.naif]+) -> ([-0-9.naif]+)(?:, [0-9]+ page faults/step)?"
-                  r"(?:, cpu ([0-9.]+) ms)?")  # older builds print no CPU time
+ROWS = {"mlp train step": "mlp", "cnn train step": "cnn"}
 
 
-def graft_times(bench, threads, reps):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+def graft_times(bench, device, threads, reps):
+    env = dict(os.environ)
     env.setdefault("GRAFT_PLUGINS", "cpu_onednn")
-    out = subprocess.run([bench, "--only", "train", "--threads", str(threads), "--reps",
-                          str(reps)], env=env, check=True, capture_output=True, text=True).stdout
+    cmd = [bench, "--only", "mlp,cnn", "--device", device, "--threads", str(threads),
+           "--warmup", "2", "--repeats", str(reps), "--max-repeats", str(reps),
+           "--min-time", "0", "--no-progress", "--json"]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     found = {}
-    for m in LINE.finditer(out):
-        found[m.group(1)] = (float(m.group(3)) / 1e3, float(m.group(4)) / 1e3,
-                             float(m.group(5)), float(m.group(6)),
-                             float(m.group(7)) / 1e3 if m.group(7) else float("nan"))
+    for row in json.loads(out)["results"]:
+        name = ROWS.get(row["workload"])
+        if name and row["status"] == "ok" and not row.get("variant"):
+            t = row["time_s"]
+            found[name] = (t["median"], t["min"], row["loss_first"], row["loss_last"],
+                           row["cpu_median_s"])
     if set(found) != {"mlp", "cnn"}:
-        sys.exit("compare_torch.py: unexpected output from %s:\n%s" % (bench, out))
+        sys.exit("bench_train_torch.py: unexpected output from %s:\n%s" % (" ".join(cmd), out))
     return found
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("bench", help="path of graft-onednn-bench")
+    ap.add_argument("bench", help="path of graft-bench")
+    ap.add_argument("--device", default="cpu", help="the graft device (default cpu)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=15)
     args = ap.parse_args()
@@ -124,7 +127,7 @@ def main():
     try:
         import torch
     except ImportError:
-        print("compare_torch.py: PyTorch is not installed; nothing to compare")
+        print("bench_train_torch.py: PyTorch is not installed; nothing to compare")
         return 0
     print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
         torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
@@ -133,7 +136,7 @@ def main():
         "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
-        graft = graft_times(args.bench, threads, args.reps)
+        graft = graft_times(args.bench, args.device, threads, args.reps)
         for name in ("mlp", "cnn"):
             tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
             gm, gmin, gl0, gl1, gc = graft[name]

@@ -1,4 +1,4 @@
-/* test_ref_direct3.c — the reference plugin's convolution and pooling kernels,
+/* test_ref_abi_conv_pool.c — the reference plugin's convolution and pooling kernels,
  * called directly through the plugin ABI (no core in between).
  *
  * The plugin is dlopen'ed from argv[1], or from GRAFT_TEST_REFERENCE_PLUGIN.

@@ -1,4 +1,4 @@
-/* test_ref_direct.c — the reference plugin's entry, memory and elementwise
+/* test_ref_abi_elementwise.c — the reference plugin's entry, memory and elementwise
  * kernels through the ABI alone: the plugin is dlopen'ed, buffers come from
  * its table, descriptors are made by hand. Expected values are closed forms
  * (or hand-computed), never the plugin's own output.
@@ -681,7 +681,7 @@ static void query_op(void) {
 static void negotiation(void) {
     const gfp_plugin *t = (const gfp_plugin *)1;
     gfp_negotiate_request req = {.struct_size = sizeof req, .abi_major = GFP_ABI_MAJOR + 1,
-                                 .abi_minor = 0, .host = &host};
+                                 .abi_minor = 0, .host = &rd_p.host};
     last_error[0] = '\0';
     CHECK(negotiate(&req, &t) == GFP_ERR_VERSION);
     CHECK(t == NULL);

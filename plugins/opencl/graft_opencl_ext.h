@@ -1,0 +1,26 @@
+/* graft_opencl_ext.h — the OpenCL plugin's extension, by name through the
+ * ABI's query_extension slot, or gf_device_query_extension in the public API:
+ *
+ *   const graft_opencl_gemm_ext *ext;
+ *   gf_device_query_extension(dev, "opencl.gemm", (void **)&ext);
+ *
+ * Check ext->struct_size before reading a field (fields are only appended).
+ * It lets a benchmark compare graft's GEMM kernels with CLBlast's in one
+ * process, which GRAFT_OPENCL_GEMM can only do before the run. */
+#ifndef GRAFT_OPENCL_EXT_H
+#define GRAFT_OPENCL_EXT_H
+
+#include <stdint.h>
+
+typedef struct graft_opencl_gemm_ext {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    /* Which GEMM float matmuls use, for every device of the plugin, over
+     * GRAFT_OPENCL_GEMM: 0 back to the variable (auto when unset), 1 graft's
+     * kernels, 2 CLBlast (a launch fails with UNSUPPORTED where CLBlast is
+     * missing or cannot take the views). */
+    void (*set_gemm)(int mode);
+    int (*clblast_available)(void); /* 1 when libclblast loads */
+} graft_opencl_gemm_ext;
+
+#endif
