@@ -344,23 +344,25 @@ static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, 
 }
 
 /* ------------------------------------------------------------ the table */
-const pc_op pc_ops_reduce[] = {
-    {GFP_OP_SUM, "sum", 0, combos_reduce, build_reduce},
-    {GFP_OP_MEAN, "mean", 0, combos_reduce, build_reduce},
-    {GFP_OP_PROD, "prod", 0, combos_reduce, build_reduce},
-    {GFP_OP_AMAX, "amax", 0, combos_reduce, build_reduce},
-    {GFP_OP_AMIN, "amin", 0, combos_reduce, build_reduce},
-    {GFP_OP_VAR, "var", 0, combos_reduce, build_reduce},
-    {GFP_OP_LOGSUMEXP, "logsumexp", 0, combos_reduce, build_reduce},
-    {GFP_OP_MAX_DIM, "max_dim", 0, combos_reduce, build_reduce},
-    {GFP_OP_MIN_DIM, "min_dim", 0, combos_reduce, build_reduce},
-    {GFP_OP_SOFTMAX, "softmax", 0, combos_same_1, build_softmax},
-    {GFP_OP_LOG_SOFTMAX, "log_softmax", 0, combos_same_1, build_softmax},
-    {GFP_OP_LAYER_NORM, "layer_norm", 0, combos_layer_norm, build_layer_norm},
-    {GFP_OP_BATCH_NORM, "batch_norm", 0, combos_batch_norm, build_batch_norm},
-    {GFP_OP_INDEX_SELECT, "index_select", 0, combos_index, build_index},
-    {GFP_OP_GATHER, "gather", 0, combos_index, build_index},
-    {GFP_OP_SCATTER_ADD, "scatter_add", 0, combos_index, build_index},
-    {GFP_OP_INDEX_ADD, "index_add", 0, combos_index, build_index},
-};
-const size_t pc_ops_reduce_count = sizeof pc_ops_reduce / sizeof pc_ops_reduce[0];
+bool pc_cases_reduce(const gfp_op_info *row, pc_op *op) {
+    op->flags = 0;
+    switch (row->family) {
+    case GFP_FAMILY_REDUCE:
+        op->combos = combos_reduce;
+        op->build = build_reduce;
+        return true;
+    case GFP_FAMILY_NORM:
+        op->combos = row->op == GFP_OP_LAYER_NORM   ? combos_layer_norm
+                     : row->op == GFP_OP_BATCH_NORM ? combos_batch_norm
+                                                    : combos_same_1;
+        op->build = row->op == GFP_OP_LAYER_NORM   ? build_layer_norm
+                    : row->op == GFP_OP_BATCH_NORM ? build_batch_norm
+                                                   : build_softmax;
+        return true;
+    case GFP_FAMILY_INDEX:
+        op->combos = combos_index;
+        op->build = build_index;
+        return true;
+    default: return false;
+    }
+}
