@@ -95,7 +95,7 @@ bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_t
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = lp->normalized_rank, outer_rank = x->rank - nr;
-    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return false;
+    if (nr < 1 || outer_rank < 0 || !pk_same_shape(x, y)) return false;
     if (x->dtype != dtype || y->dtype != dtype || (w && w->dtype != dtype) ||
         (b && b->dtype != dtype) || mean->dtype != dtype || rstd->dtype != dtype ||
         !odn_writable(y))
@@ -292,7 +292,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *smean = out[1], *sinv = out[2];
-    if (x->rank < 2 || x->rank > 5 || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (x->rank < 2 || x->rank > 5 || !pk_same_shape(x, y)) return ODN_FALLBACK;
     if (!bp->training && (!rm || !rv)) return ODN_FALLBACK;
     int64_t ch = x->sizes[1];
     const gfp_tensor *per[6] = {w, b, rm, rv, smean, sinv};
@@ -303,8 +303,8 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
         if (i >= 2 && per[i]->strides[0] == 0 && ch > 1) return ODN_FALLBACK; /* written */
     }
     if (x->dtype != GFP_F32 || y->dtype != GFP_F32 || !odn_writable(y)) return ODN_FALLBACK;
-    if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
-    double count = (double)(odn_numel(x) / ch);
+    if (pk_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
+    double count = (double)(pk_numel(x) / ch);
     odn_ctx *c;
     gfp_status cst = odn_ctx_acquire(&c);
     if (cst != GFP_OK) return cst;
@@ -340,7 +340,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     memcpy(&eps_bits, &p.eps, 4);
     odn_key_add(&key, eps_bits);
     odn_key_add(&key, p.flags);
-    odn_team team = odn_team_begin(odn_numel(x) * 2);
+    odn_team team = odn_team_begin(pk_numel(x) * 2);
     const odn_prim *e = odn_cache_get(&key, build_bn, &p);
     if (!e) {
         odn_team_end(team);
