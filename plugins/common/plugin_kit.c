@@ -7,6 +7,7 @@
 #include <string.h>
 
 const gfp_host *pk_host;
+const gfp_plugin *pk_self;
 
 gfp_status pk_fail(gfp_status status, const char *fmt, ...) {
     char msg[1024];
@@ -27,6 +28,25 @@ void pk_log(gfp_log_level level, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     pk_host->log(pk_host->host_ctx, level, msg);
+}
+
+gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out) {
+    (void)plugin_ctx;
+    if (out) *out = NULL;
+    return pk_fail(GFP_ERR_NOT_FOUND, "the %s plugin has no extension \"%s\"",
+                   pk_self ? pk_self->name : "this", name ? name : "(null)");
+}
+
+gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size) {
+    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
+        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
+                       (unsigned)pattern_size);
+    if (n % pattern_size)
+        return pk_fail(GFP_ERR_INVALID,
+                       "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
+                       (unsigned long long)n, (unsigned)pattern_size);
+    if (n && !pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
+    return GFP_OK;
 }
 
 /* ------------------------------------------------------------ names */
@@ -91,6 +111,40 @@ const void *pk_route(const void *entries, size_t entry_size, size_t count, uint3
     }
     return NULL;
 }
+
+/* ------------------------------------------------------------ elementwise */
+typedef enum math_kind { MK_NONE, MK_FLOAT, MK_NUMERIC, MK_COMPARE, MK_LOGICAL } math_kind;
+
+static math_kind math_of(uint32_t op) {
+    switch (op) {
+#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
+    case GFP_OP_##ID: return MK_##kind;
+#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
+    case GFP_OP_##ID: return MK_##kind;
+#include "op_math.def"
+    default: return MK_NONE;
+    }
+}
+
+pk_ew_kind pk_ew_kind_of(uint32_t op) {
+    math_kind m = math_of(op);
+    switch (gfp_op_family_of(op)) {
+    case GFP_FAMILY_COPY: return PK_EW_COPY;
+    case GFP_FAMILY_CREATE: return op == GFP_OP_FILL ? PK_EW_FILL : PK_EW_ARANGE;
+    case GFP_FAMILY_TRI: return PK_EW_TRI;
+    case GFP_FAMILY_WHERE: return PK_EW_WHERE;
+    case GFP_FAMILY_UNARY:
+        return m == MK_LOGICAL ? PK_EW_LOGICAL_NOT : m == MK_NONE ? PK_EW_NONE : PK_EW_UNARY;
+    case GFP_FAMILY_BINARY:
+        return m == MK_COMPARE   ? PK_EW_COMPARE
+               : m == MK_LOGICAL ? PK_EW_LOGICAL
+               : m == MK_NONE    ? PK_EW_NONE
+                                 : PK_EW_BINARY;
+    default: return PK_EW_NONE;
+    }
+}
+
+bool pk_ew_numeric(uint32_t op) { return math_of(op) == MK_NUMERIC; }
 
 /* ------------------------------------------------------------ query_op */
 gfp_status pk_query_begin(const gfp_op_query *q, uint32_t *support) {

@@ -32,6 +32,23 @@ gfp_status pk_fail(gfp_status status, const char *fmt, ...) PK_PRINTF(2, 3);
 /* A diagnostic through the host's log slot. */
 void pk_log(gfp_log_level level, const char *fmt, ...) PK_PRINTF(2, 3);
 
+/* The plugin's own table, once negotiation handed it out (for its name). */
+extern const gfp_plugin *pk_self;
+/* Defines the one exported symbol: the negotiation of plugin_negotiate.h,
+ * keeping the host in pk_host and the table in pk_self. */
+#define PK_DEFINE_NEGOTIATE(table)                                                        \
+    GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,    \
+                                                 const gfp_plugin **out);                 \
+    GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,    \
+                                                 const gfp_plugin **out) {                \
+        pk_self = &(table);                                                               \
+        return gfp_plugin_negotiate_common(request, out, &(table), &pk_host);             \
+    }
+/* The query_extension slot of a plugin without extensions: NOT_FOUND. */
+gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out);
+/* buffer_fill's pattern: 1, 2, 4 or 8 bytes, and n a multiple of it. */
+gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size);
+
 /* ------------------------------------------------------------ names */
 /* The table's name of op; "op N" for a number the table does not hold. */
 const char *pk_op_name(uint32_t op);
@@ -49,7 +66,38 @@ bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b);
  * entry whose set holds op's family, or NULL (an op the table does not hold,
  * or one no entry serves). */
 const void *pk_route(const void *entries, size_t entry_size, size_t count, uint32_t op);
+/* The handlers of the plugins in this tree, one per file: ENTRY(stem, families). */
+#define PK_FAMILIES(ENTRY)                                                                \
+    ENTRY(elementwise, GFP_FAMILIES_ELEMENTWISE)                                          \
+    ENTRY(random, GFP_FAMILY_BIT(GFP_FAMILY_RANDOM))                                      \
+    ENTRY(reduce, GFP_FAMILY_BIT(GFP_FAMILY_REDUCE))                                      \
+    ENTRY(matmul, GFP_FAMILY_BIT(GFP_FAMILY_MATMUL))                                      \
+    ENTRY(norm, GFP_FAMILY_BIT(GFP_FAMILY_NORM))                                          \
+    ENTRY(index, GFP_FAMILY_BIT(GFP_FAMILY_INDEX))                                        \
+    ENTRY(conv, GFP_FAMILY_BIT(GFP_FAMILY_CONV))                                          \
+    ENTRY(pool, GFP_FAMILY_BIT(GFP_FAMILY_POOL))
 #define PK_ROUTE(array, op) pk_route((array), sizeof((array)[0]), sizeof(array) / sizeof((array)[0]), (op))
+
+/* ------------------------------------------------------------ elementwise */
+/* What an op of the elementwise families computes: from its family
+ * (graft_ops.def) and, for the math, its kind column in op_math.def. */
+typedef enum pk_ew_kind {
+    PK_EW_NONE,
+    PK_EW_COPY,
+    PK_EW_FILL,
+    PK_EW_ARANGE,
+    PK_EW_TRI,
+    PK_EW_UNARY,       /* same dtype in and out */
+    PK_EW_LOGICAL_NOT, /* any in, bool out */
+    PK_EW_BINARY,      /* a, b, out of one dtype */
+    PK_EW_COMPARE,     /* a, b of one dtype, bool out */
+    PK_EW_LOGICAL,     /* a, b of any dtypes, bool out */
+    PK_EW_WHERE        /* bool cond, a, b, out of one dtype */
+} pk_ew_kind;
+pk_ew_kind pk_ew_kind_of(uint32_t op);
+/* True for the UNARY and BINARY ops op_math.def gives an integer formula
+ * (kind NUMERIC); the others compute in floats only. */
+bool pk_ew_numeric(uint32_t op);
 
 /* ------------------------------------------------------------ checks */
 /* What a device stores and how a buffer handle becomes a size. */

@@ -29,17 +29,12 @@ typedef struct family {
     launch_fn fast; /* NULL: the reference kernels only */
 } family;
 
-static const family families[] = {
-    {GFP_FAMILIES_ELEMENTWISE, ref_elementwise_support, ref_elementwise_launch,
-     odn_elementwise_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_RANDOM), ref_random_support, ref_random_launch, NULL},
-    {GFP_FAMILY_BIT(GFP_FAMILY_REDUCE), ref_reduce_support, ref_reduce_launch, odn_reduce_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_MATMUL), ref_matmul_support, ref_matmul_launch, odn_matmul_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_NORM), ref_norm_support, ref_norm_launch, odn_norm_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_INDEX), ref_index_support, ref_index_launch, odn_index_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_CONV), ref_conv_support, ref_conv_launch, odn_conv_launch},
-    {GFP_FAMILY_BIT(GFP_FAMILY_POOL), ref_pool_support, ref_pool_launch, odn_pool_launch},
-};
+/* The reference's families, each with the accelerated kernels in front. */
+#define ODN_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch, odn_##f##_launch},
+#define odn_random_launch NULL /* the reference's kernel only */
+static const family families[] = {PK_FAMILIES(ODN_FAMILY_ENTRY)};
+#undef odn_random_launch
+#undef ODN_FAMILY_ENTRY
 
 /* ------------------------------------------------------------ plugin */
 
@@ -141,16 +136,10 @@ static gfp_status odn_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status odn_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     (void)device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return pk_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     odn_fill_pattern((char *)buffer + offset, n, pattern, pattern_size);
     return GFP_OK;
 }
@@ -294,10 +283,4 @@ static const gfp_plugin odn_table = {
     .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &odn_table, &pk_host);
-}
+PK_DEFINE_NEGOTIATE(odn_table)

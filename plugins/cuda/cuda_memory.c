@@ -279,16 +279,10 @@ gfp_status cu_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset, gfp
 gfp_status cu_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                           const void *pattern, uint32_t pattern_size) {
     cu_device *dev = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                       (unsigned)pattern_size);
-    if (n % pattern_size)
-        return pk_fail(GFP_ERR_INVALID,
-                       "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                       (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", dev, buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     if ((st = cu_use(dev, "buffer_fill")) != GFP_OK) return st;
     const unsigned char *p = pattern;
     bool bytewise = true; /* every byte alike: cudaMemsetAsync does it */

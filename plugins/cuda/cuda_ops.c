@@ -42,24 +42,15 @@ typedef enum op_kind {
     K_POOL
 } op_kind;
 
-/* Table kinds (op_math.def) to op kinds. COMPARE and LOGICAL unary ops do not
- * exist; they map to K_NONE should the table ever grow one without a kernel. */
-#define UNARY_KIND_FLOAT K_UNARY_FLOAT
-#define UNARY_KIND_NUMERIC K_UNARY_NUMERIC
-#define UNARY_KIND_COMPARE K_NONE
-#define UNARY_KIND_LOGICAL K_LOGICAL_NOT
-#define BINARY_KIND_FLOAT K_BINARY_FLOAT
-#define BINARY_KIND_NUMERIC K_BINARY_NUMERIC
-#define BINARY_KIND_COMPARE K_COMPARE
-#define BINARY_KIND_LOGICAL K_LOGICAL
-
+/* The elementwise math's kinds (plugin_kit.h) as op kinds. */
 static op_kind math_kind_of(uint32_t op) {
-    switch (op) {
-#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return UNARY_KIND_##kind;
-#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return BINARY_KIND_##kind;
-#include "op_math.def"
+    bool numeric = pk_ew_numeric(op);
+    switch (pk_ew_kind_of(op)) {
+    case PK_EW_UNARY: return numeric ? K_UNARY_NUMERIC : K_UNARY_FLOAT;
+    case PK_EW_LOGICAL_NOT: return K_LOGICAL_NOT;
+    case PK_EW_BINARY: return numeric ? K_BINARY_NUMERIC : K_BINARY_FLOAT;
+    case PK_EW_COMPARE: return K_COMPARE;
+    case PK_EW_LOGICAL: return K_LOGICAL;
     default: return K_NONE;
     }
 }

@@ -343,13 +343,6 @@ static void cu_device_close(void *device) {
     if (device) close_device(device);
 }
 
-static gfp_status cu_query_extension(void *plugin_ctx, const char *name, void **out) {
-    (void)plugin_ctx;
-    if (out) *out = NULL;
-    return pk_fail(GFP_ERR_NOT_FOUND, "the cuda plugin has no extension \"%s\"",
-                   name ? name : "(null)");
-}
-
 /* ------------------------------------------------------------ negotiation */
 static const gfp_plugin cu_table = {
     .struct_size = sizeof(gfp_plugin),
@@ -372,13 +365,7 @@ static const gfp_plugin cu_table = {
     .synchronize = cu_synchronize,
     .query_op = cu_query_op,
     .launch = cu_launch,
-    .query_extension = cu_query_extension,
+    .query_extension = pk_no_extension,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &cu_table, &pk_host);
-}
+PK_DEFINE_NEGOTIATE(cu_table)

@@ -266,19 +266,11 @@ gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tenso
 gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *value);
 
 /* ------------------------------------------------------------------ families */
-#define OCL_FAMILY(f)                                                                     \
-    uint32_t ocl_##f##_support(const ocl_device *d, const gfp_op_query *q);               \
-    gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,  \
-                                uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
-                                const void *params);
-OCL_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-OCL_FAMILY(random)      /* RANDOM */
-OCL_FAMILY(reduce)      /* SUM .. MIN_DIM */
-OCL_FAMILY(matmul)      /* MATMUL */
-OCL_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-OCL_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-OCL_FAMILY(conv)        /* CONV2D and its two backward ops */
-OCL_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+/* One handler per family (PK_FAMILIES in plugin_kit.h). */
+#define OCL_FAMILY(f, set)                                                                 \
+    uint32_t ocl_##f##_support(const ocl_device *d, const gfp_op_query *q);                                                        \
+    gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
+PK_FAMILIES(OCL_FAMILY)
 #undef OCL_FAMILY
 
 /* CLBlast GEMM (ocl_clblast.c): loaded on first use; false when absent. */

@@ -42,17 +42,8 @@ typedef struct ocl_family {
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } ocl_family;
 
-#define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch}
-static const ocl_family families[] = {
-    OCL_FAMILY_ENTRY(elementwise, GFP_FAMILIES_ELEMENTWISE),
-    OCL_FAMILY_ENTRY(random, GFP_FAMILY_BIT(GFP_FAMILY_RANDOM)),
-    OCL_FAMILY_ENTRY(reduce, GFP_FAMILY_BIT(GFP_FAMILY_REDUCE)),
-    OCL_FAMILY_ENTRY(matmul, GFP_FAMILY_BIT(GFP_FAMILY_MATMUL)),
-    OCL_FAMILY_ENTRY(norm, GFP_FAMILY_BIT(GFP_FAMILY_NORM)),
-    OCL_FAMILY_ENTRY(index, GFP_FAMILY_BIT(GFP_FAMILY_INDEX)),
-    OCL_FAMILY_ENTRY(conv, GFP_FAMILY_BIT(GFP_FAMILY_CONV)),
-    OCL_FAMILY_ENTRY(pool, GFP_FAMILY_BIT(GFP_FAMILY_POOL)),
-};
+#define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch},
+static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)};
 #undef OCL_FAMILY_ENTRY
 
 /* The dtypes device d stores. */
@@ -468,16 +459,10 @@ static gfp_status ocl_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status ocl_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     ocl_device *d = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return pk_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     cl_mem mem = buffer_of(buffer)->mem;
     cl_int err;
     if (offset % pattern_size == 0) {
@@ -527,13 +512,6 @@ static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const 
     return st;
 }
 
-static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void **out) {
-    (void)plugin_ctx;
-    if (out) *out = NULL;
-    return pk_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\"",
-                    name ? name : "(null)");
-}
-
 /* ------------------------------------------------------------ negotiation */
 static const gfp_plugin ocl_table = {
     .struct_size = sizeof(gfp_plugin),
@@ -556,13 +534,7 @@ static const gfp_plugin ocl_table = {
     .synchronize = ocl_synchronize,
     .query_op = ocl_query_op,
     .launch = ocl_launch,
-    .query_extension = ocl_query_extension,
+    .query_extension = pk_no_extension,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &ocl_table, &pk_host);
-}
+PK_DEFINE_NEGOTIATE(ocl_table)

@@ -14,52 +14,9 @@
 #include "ref_internal.h"
 
 /* ------------------------------------------------------------ what is provided */
-typedef enum ew_kind {
-    EW_NONE,
-    EW_COPY,
-    EW_FILL,
-    EW_ARANGE,
-    EW_TRI,
-    EW_UNARY,       /* same dtype in and out */
-    EW_LOGICAL_NOT, /* any in, bool out */
-    EW_BINARY,      /* a, b, out of one dtype */
-    EW_COMPARE,     /* a, b of one dtype, bool out */
-    EW_LOGICAL,     /* a, b of any dtypes, bool out */
-    EW_WHERE        /* bool cond, a, b, out of one dtype */
-} ew_kind;
+typedef pk_ew_kind ew_kind; /* plugin_kit.h */
 
-/* The kind of math of an op of op_math.def (its kind column). */
-typedef enum math_kind { MK_NONE, MK_FLOAT, MK_NUMERIC, MK_COMPARE, MK_LOGICAL } math_kind;
-
-static math_kind math_of(uint32_t op) {
-    switch (op) {
-#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return MK_##kind;
-#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return MK_##kind;
-#include "op_math.def"
-    default: return MK_NONE;
-    }
-}
-
-/* From the op's family (graft_ops.def) and its math (op_math.def). */
-static ew_kind kind_of(uint32_t op) {
-    math_kind m = math_of(op);
-    switch (gfp_op_family_of(op)) {
-    case GFP_FAMILY_COPY: return EW_COPY;
-    case GFP_FAMILY_CREATE: return op == GFP_OP_FILL ? EW_FILL : EW_ARANGE;
-    case GFP_FAMILY_TRI: return EW_TRI;
-    case GFP_FAMILY_WHERE: return EW_WHERE;
-    case GFP_FAMILY_UNARY:
-        return m == MK_LOGICAL ? EW_LOGICAL_NOT : m == MK_NONE ? EW_NONE : EW_UNARY;
-    case GFP_FAMILY_BINARY:
-        return m == MK_COMPARE   ? EW_COMPARE
-               : m == MK_LOGICAL ? EW_LOGICAL
-               : m == MK_NONE    ? EW_NONE
-                                 : EW_BINARY;
-    default: return EW_NONE;
-    }
-}
+static ew_kind kind_of(uint32_t op) { return pk_ew_kind_of(op); }
 
 static uint32_t inputs_of(uint32_t op) { return gfp_op_lookup(op)->in_min; }
 
@@ -70,7 +27,7 @@ static uint32_t inputs_of(uint32_t op) { return gfp_op_lookup(op)->in_min; }
 
 /* The dtypes an op of kind UNARY or BINARY computes in. */
 static uint32_t arith_dtypes(uint32_t op) {
-    return math_of(op) == MK_NUMERIC ? DT_NUMERIC : DT_FLOAT;
+    return pk_ew_numeric(op) ? DT_NUMERIC : DT_FLOAT;
 }
 
 static bool in_set(int32_t d, uint32_t set) {
@@ -80,18 +37,18 @@ static bool in_set(int32_t d, uint32_t set) {
 /* True when launch runs op with these dtypes (counts already match). */
 static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
     switch (kind_of(op)) {
-    case EW_COPY: return in_set(in[0], DT_ALL) && in_set(out[0], DT_ALL);
-    case EW_FILL: return in_set(out[0], DT_ALL);
-    case EW_ARANGE: return in_set(out[0], DT_NUMERIC);
-    case EW_TRI: return in_set(out[0], DT_ALL) && in[0] == out[0];
-    case EW_UNARY: return in_set(out[0], arith_dtypes(op)) && in[0] == out[0];
-    case EW_LOGICAL_NOT: return in_set(in[0], DT_ALL) && out[0] == GFP_BOOL;
-    case EW_BINARY:
+    case PK_EW_COPY: return in_set(in[0], DT_ALL) && in_set(out[0], DT_ALL);
+    case PK_EW_FILL: return in_set(out[0], DT_ALL);
+    case PK_EW_ARANGE: return in_set(out[0], DT_NUMERIC);
+    case PK_EW_TRI: return in_set(out[0], DT_ALL) && in[0] == out[0];
+    case PK_EW_UNARY: return in_set(out[0], arith_dtypes(op)) && in[0] == out[0];
+    case PK_EW_LOGICAL_NOT: return in_set(in[0], DT_ALL) && out[0] == GFP_BOOL;
+    case PK_EW_BINARY:
         return in_set(out[0], arith_dtypes(op)) && in[0] == out[0] && in[1] == out[0];
-    case EW_COMPARE: return in_set(in[0], DT_ALL) && in[1] == in[0] && out[0] == GFP_BOOL;
-    case EW_LOGICAL:
+    case PK_EW_COMPARE: return in_set(in[0], DT_ALL) && in[1] == in[0] && out[0] == GFP_BOOL;
+    case PK_EW_LOGICAL:
         return in_set(in[0], DT_ALL) && in_set(in[1], DT_ALL) && out[0] == GFP_BOOL;
-    case EW_WHERE:
+    case PK_EW_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], DT_ALL) && in[1] == out[0] && in[2] == out[0];
     default: return false;
     }
@@ -100,28 +57,28 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
 /* What accepts() takes, said for an error message. */
 static const char *accepted_text(uint32_t op) {
     switch (kind_of(op)) {
-    case EW_COPY:
-    case EW_FILL: return "f32, f64, i32, i64 or bool";
-    case EW_ARANGE: return "an f32, f64, i32 or i64 output";
-    case EW_TRI: return "one dtype of f32, f64, i32, i64, bool for input and output";
-    case EW_UNARY:
+    case PK_EW_COPY:
+    case PK_EW_FILL: return "f32, f64, i32, i64 or bool";
+    case PK_EW_ARANGE: return "an f32, f64, i32 or i64 output";
+    case PK_EW_TRI: return "one dtype of f32, f64, i32, i64, bool for input and output";
+    case PK_EW_UNARY:
         return arith_dtypes(op) == DT_FLOAT
                    ? "f32 or f64, the same for input and output"
                    : "f32, f64, i32 or i64, the same for input and output";
-    case EW_LOGICAL_NOT: return "any stored dtype in, bool out";
-    case EW_BINARY:
+    case PK_EW_LOGICAL_NOT: return "any stored dtype in, bool out";
+    case PK_EW_BINARY:
         return arith_dtypes(op) == DT_FLOAT ? "f32 or f64 for both inputs and the output"
                                             : "f32, f64, i32 or i64 for both inputs and the output";
-    case EW_COMPARE: return "two inputs of one stored dtype and a bool output";
-    case EW_LOGICAL: return "inputs of any stored dtype and a bool output";
-    case EW_WHERE: return "a bool condition, and a, b and output of one stored dtype";
+    case PK_EW_COMPARE: return "two inputs of one stored dtype and a bool output";
+    case PK_EW_LOGICAL: return "inputs of any stored dtype and a bool output";
+    case PK_EW_WHERE: return "a bool condition, and a, b and output of one stored dtype";
     default: return "";
     }
 }
 
 uint32_t ref_elementwise_support(const gfp_op_query *q) {
     ew_kind k = kind_of(q->op);
-    if (k == EW_NONE) return GFP_SUPPORT_NONE;
+    if (k == PK_EW_NONE) return GFP_SUPPORT_NONE;
     return accepts(q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
                                                              : GFP_SUPPORT_NONE;
 }
@@ -523,7 +480,7 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     (void)n_out;
     ew_kind kind = kind_of(op);
     const char *name = pk_op_name(op);
-    if (kind == EW_NONE)
+    if (kind == PK_EW_NONE)
         return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the reference plugin has no kernel for it",
                        name);
     gfp_status st;
@@ -538,20 +495,20 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     if (!accepts(op, in_dt, out_dt)) return unsupported(op, name, in, n_in, out[0]);
     st = check_shapes(name, t, (int)n_in + 1);
     if (st != GFP_OK) return st;
-    if (kind == EW_TRI && out[0]->rank < 2)
+    if (kind == PK_EW_TRI && out[0]->rank < 2)
         return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
                         (int)out[0]->rank);
-    if (kind == EW_ARANGE && out[0]->rank != 1)
+    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
         return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                         (int)out[0]->rank);
     if (pk_numel(out[0]) == 0) return GFP_OK;
 
     switch (kind) {
-    case EW_COPY: run_copy(t); return GFP_OK;
-    case EW_FILL: run_fill(out[0], params); return GFP_OK;
-    case EW_ARANGE: run_arange(out[0], params); return GFP_OK;
-    case EW_TRI: run_tri(op, t, ((const gfp_tri_params *)params)->diagonal); return GFP_OK;
-    case EW_UNARY: {
+    case PK_EW_COPY: run_copy(t); return GFP_OK;
+    case PK_EW_FILL: run_fill(out[0], params); return GFP_OK;
+    case PK_EW_ARANGE: run_arange(out[0], params); return GFP_OK;
+    case PK_EW_TRI: run_tri(op, t, ((const gfp_tri_params *)params)->diagonal); return GFP_OK;
+    case PK_EW_UNARY: {
         unary_args args = {0};
         gfp_params_kind pk = (gfp_params_kind)gfp_op_lookup(op)->params;
         if (pk == GFP_PARAMS_scalar) {
@@ -568,11 +525,11 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
         run_unary(op, t, &args);
         return GFP_OK;
     }
-    case EW_BINARY: run_binary(op, t); return GFP_OK;
-    case EW_LOGICAL_NOT:
-    case EW_COMPARE:
-    case EW_LOGICAL: run_predicate(op, t); return GFP_OK;
-    case EW_WHERE: run_where(t); return GFP_OK;
+    case PK_EW_BINARY: run_binary(op, t); return GFP_OK;
+    case PK_EW_LOGICAL_NOT:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: run_predicate(op, t); return GFP_OK;
+    case PK_EW_WHERE: run_where(t); return GFP_OK;
     default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
     }
 }

@@ -87,19 +87,11 @@ void ref_ksum_add(ref_ksum *k, double v);
 double ref_ksum_value(const ref_ksum *k);
 
 /* ---- families */
-#define REF_FAMILY(f)                                                                   \
-    uint32_t ref_##f##_support(const gfp_op_query *q);                                  \
-    gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, \
-                                const gfp_tensor *const *out, uint32_t n_out,           \
-                                const void *params);
-REF_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-REF_FAMILY(random)      /* RANDOM */
-REF_FAMILY(reduce)      /* SUM .. MIN_DIM */
-REF_FAMILY(matmul)      /* MATMUL */
-REF_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-REF_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-REF_FAMILY(conv)        /* CONV2D and its two backward ops */
-REF_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+/* One handler per family (PK_FAMILIES in plugin_kit.h). */
+#define REF_FAMILY(f, set)                                                                 \
+    uint32_t ref_##f##_support(const gfp_op_query *q);                                                        \
+    gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
+PK_FAMILIES(REF_FAMILY)
 #undef REF_FAMILY
 
 #endif

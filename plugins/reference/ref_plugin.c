@@ -24,17 +24,8 @@ typedef struct ref_family {
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } ref_family;
 
-#define REF_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch}
-static const ref_family families[] = {
-    REF_FAMILY_ENTRY(elementwise, GFP_FAMILIES_ELEMENTWISE),
-    REF_FAMILY_ENTRY(random, GFP_FAMILY_BIT(GFP_FAMILY_RANDOM)),
-    REF_FAMILY_ENTRY(reduce, GFP_FAMILY_BIT(GFP_FAMILY_REDUCE)),
-    REF_FAMILY_ENTRY(matmul, GFP_FAMILY_BIT(GFP_FAMILY_MATMUL)),
-    REF_FAMILY_ENTRY(norm, GFP_FAMILY_BIT(GFP_FAMILY_NORM)),
-    REF_FAMILY_ENTRY(index, GFP_FAMILY_BIT(GFP_FAMILY_INDEX)),
-    REF_FAMILY_ENTRY(conv, GFP_FAMILY_BIT(GFP_FAMILY_CONV)),
-    REF_FAMILY_ENTRY(pool, GFP_FAMILY_BIT(GFP_FAMILY_POOL)),
-};
+#define REF_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch},
+static const ref_family families[] = {PK_FAMILIES(REF_FAMILY_ENTRY)};
 #undef REF_FAMILY_ENTRY
 
 #define REF_DTYPES                                                                        \
@@ -113,17 +104,11 @@ static gfp_status ref_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status ref_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     (void)device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return pk_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK) return st;
     if (n == 0) return GFP_OK;
-    if (!pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     char *p = (char *)buffer + offset;
     if (pattern_size == 1) {
         memset(p, *(const unsigned char *)pattern, (size_t)n);
@@ -167,13 +152,6 @@ static gfp_status ref_launch(void *device, uint32_t op, const gfp_tensor *const 
     return f->launch(op, inputs, n_inputs, outputs, n_outputs, params);
 }
 
-static gfp_status ref_query_extension(void *plugin_ctx, const char *name, void **out) {
-    (void)plugin_ctx;
-    if (out) *out = NULL;
-    return pk_fail(GFP_ERR_NOT_FOUND, "the reference plugin has no extension \"%s\"",
-                    name ? name : "(null)");
-}
-
 /* ------------------------------------------------------------ negotiation */
 static const gfp_plugin ref_table = {
     .struct_size = sizeof(gfp_plugin),
@@ -196,14 +174,8 @@ static const gfp_plugin ref_table = {
     .synchronize = ref_synchronize,
     .query_op = ref_query_op,
     .launch = ref_launch,
-    .query_extension = ref_query_extension,
+    .query_extension = pk_no_extension,
     .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &ref_table, &pk_host);
-}
+PK_DEFINE_NEGOTIATE(ref_table)

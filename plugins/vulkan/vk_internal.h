@@ -356,18 +356,16 @@ void vkp_put_f64(vkp_words *p, double v);
 void vkp_put_f32(vkp_words *p, float v);
 
 /* ------------------------------------------------------------ op families */
-#define VKP_FAMILY(f)                                                                    \
-    uint32_t vkp_##f##_support(vkp_device *d, const gfp_op_query *q);                    \
+/* One handler per family (PK_FAMILIES in plugin_kit.h); vk_ops_conv.c serves
+ * pooling too. */
+#define vkp_pool_support vkp_conv_support
+#define vkp_pool_launch vkp_conv_launch
+#define VKP_FAMILY(f, set)                                                                \
+    uint32_t vkp_##f##_support(vkp_device *d, const gfp_op_query *q);                     \
     gfp_status vkp_##f##_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,  \
                                 uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
                                 const void *params);
-VKP_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-VKP_FAMILY(random)      /* RANDOM */
-VKP_FAMILY(reduce)      /* SUM .. MIN_DIM */
-VKP_FAMILY(matmul)      /* MATMUL */
-VKP_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-VKP_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
+PK_FAMILIES(VKP_FAMILY)
 #undef VKP_FAMILY
 
 /* Dtype bit sets. */

@@ -372,17 +372,11 @@ gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uin
                            const void *pattern, uint32_t pattern_size) {
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_fill");
     vkp_device *d = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return pk_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_fill", buffer, offset, n, &b);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     unsigned char p8[8];
     for (uint32_t i = 0; i < 8; i++) p8[i] = ((const unsigned char *)pattern)[i % pattern_size];
     uint64_t at = b->offset + offset;

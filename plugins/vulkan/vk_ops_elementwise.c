@@ -18,61 +18,18 @@
 #define EW_GROUP 256u
 #define EW_SCALAR 46u
 
-typedef enum ew_kind {
-    EW_NONE,
-    EW_COPY,
-    EW_FILL,
-    EW_ARANGE,
-    EW_TRI,
-    EW_UNARY,
-    EW_LOGICAL_NOT,
-    EW_BINARY,
-    EW_COMPARE,
-    EW_LOGICAL,
-    EW_WHERE
-} ew_kind;
+typedef pk_ew_kind ew_kind; /* plugin_kit.h */
 
-/* The kind of math of an op of op_math.def (its kind column). */
-typedef enum math_kind { MK_NONE, MK_FLOAT, MK_NUMERIC, MK_COMPARE, MK_LOGICAL } math_kind;
-
-static math_kind math_of(uint32_t op) {
-    switch (op) {
-#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return MK_##kind;
-#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return MK_##kind;
-#include "op_math.def"
-    default: return MK_NONE;
-    }
-}
-
-/* From the op's family (graft_ops.def) and its math (op_math.def). */
-static ew_kind kind_of(uint32_t op) {
-    math_kind m = math_of(op);
-    switch (gfp_op_family_of(op)) {
-    case GFP_FAMILY_COPY: return EW_COPY;
-    case GFP_FAMILY_CREATE: return op == GFP_OP_FILL ? EW_FILL : EW_ARANGE;
-    case GFP_FAMILY_TRI: return EW_TRI;
-    case GFP_FAMILY_WHERE: return EW_WHERE;
-    case GFP_FAMILY_UNARY:
-        return m == MK_LOGICAL ? EW_LOGICAL_NOT : m == MK_NONE ? EW_NONE : EW_UNARY;
-    case GFP_FAMILY_BINARY:
-        return m == MK_COMPARE   ? EW_COMPARE
-               : m == MK_LOGICAL ? EW_LOGICAL
-               : m == MK_NONE    ? EW_NONE
-                                 : EW_BINARY;
-    default: return EW_NONE;
-    }
-}
+static ew_kind kind_of(uint32_t op) { return pk_ew_kind_of(op); }
 
 static uint32_t inputs_of(ew_kind k) {
     switch (k) {
-    case EW_FILL:
-    case EW_ARANGE: return 0;
-    case EW_BINARY:
-    case EW_COMPARE:
-    case EW_LOGICAL: return 2;
-    case EW_WHERE: return 3;
+    case PK_EW_FILL:
+    case PK_EW_ARANGE: return 0;
+    case PK_EW_BINARY:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: return 2;
+    case PK_EW_WHERE: return 3;
     default: return 1;
     }
 }
@@ -105,18 +62,18 @@ static bool accepts(const vkp_device *d, uint32_t op, const int32_t *in, const i
     uint32_t all = vkp_device_dtypes(d);
     uint32_t arith = (arith_dtypes(op) | VKP_BIT(GFP_F16)) & all;
     switch (kind_of(op)) {
-    case EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
-    case EW_FILL: return in_set(out[0], all);
-    case EW_ARANGE:
+    case PK_EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
+    case PK_EW_FILL: return in_set(out[0], all);
+    case PK_EW_ARANGE:
         return in_set(out[0], all & ~(VKP_BIT(GFP_BOOL) | VKP_BIT(GFP_F16))) &&
                (d->has_f64 || in_set(out[0], DT_INT));
-    case EW_TRI: return in_set(out[0], all) && in[0] == out[0];
-    case EW_UNARY: return in_set(out[0], arith) && in[0] == out[0];
-    case EW_LOGICAL_NOT: return in_set(in[0], all) && out[0] == GFP_BOOL;
-    case EW_BINARY: return in_set(out[0], arith) && in[0] == out[0] && in[1] == out[0];
-    case EW_COMPARE: return in_set(in[0], all) && in[1] == in[0] && out[0] == GFP_BOOL;
-    case EW_LOGICAL: return in_set(in[0], all) && in_set(in[1], all) && out[0] == GFP_BOOL;
-    case EW_WHERE:
+    case PK_EW_TRI: return in_set(out[0], all) && in[0] == out[0];
+    case PK_EW_UNARY: return in_set(out[0], arith) && in[0] == out[0];
+    case PK_EW_LOGICAL_NOT: return in_set(in[0], all) && out[0] == GFP_BOOL;
+    case PK_EW_BINARY: return in_set(out[0], arith) && in[0] == out[0] && in[1] == out[0];
+    case PK_EW_COMPARE: return in_set(in[0], all) && in[1] == in[0] && out[0] == GFP_BOOL;
+    case PK_EW_LOGICAL: return in_set(in[0], all) && in_set(in[1], all) && out[0] == GFP_BOOL;
+    case PK_EW_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], all) && in[1] == out[0] && in[2] == out[0];
     default: return false;
     }
@@ -124,7 +81,7 @@ static bool accepts(const vkp_device *d, uint32_t op, const int32_t *in, const i
 
 uint32_t vkp_elementwise_support(vkp_device *d, const gfp_op_query *q) {
     ew_kind k = kind_of(q->op);
-    if (k == EW_NONE || q->n_inputs != inputs_of(k) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    if (k == PK_EW_NONE || q->n_inputs != inputs_of(k) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
     return accepts(d, q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
                                                                 : GFP_SUPPORT_NONE;
 }
@@ -252,10 +209,10 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
                             "%s: input %u's shape differs from the output's; elementwise operands "
                             "must have the output's sizes (broadcast with stride 0)",
                             name, (unsigned)k - 1);
-    if (kind == EW_TRI && out[0]->rank < 2)
+    if (kind == PK_EW_TRI && out[0]->rank < 2)
         return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
                         (int)out[0]->rank);
-    if (kind == EW_ARANGE && out[0]->rank != 1)
+    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
         return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                         (int)out[0]->rank);
     int nt = (int)n_in + 1;
@@ -263,32 +220,32 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
     uint32_t spec[3] = {0, 0, 0};
     uint32_t o = (uint32_t)out_dt[0];
     switch (kind) {
-    case EW_FILL:
+    case PK_EW_FILL:
         if ((st = pk_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
-    case EW_ARANGE:
+    case PK_EW_ARANGE:
         if ((st = pk_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
-    case EW_TRI:
+    case PK_EW_TRI:
         if ((st = pk_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
     default: break;
     }
     if (pk_numel(out[0]) == 0) return GFP_OK;
-    if ((st = ew_header(&p, t, nt, kind != EW_TRI, name)) != GFP_OK) return st;
+    if ((st = ew_header(&p, t, nt, kind != PK_EW_TRI, name)) != GFP_OK) return st;
 
     switch (kind) {
-    case EW_COPY:
+    case PK_EW_COPY:
         spec[0] = o;
         spec[1] = (uint32_t)in_dt[0];
         return run(d, VKP_SH_EW_COPY, spec, 2, &p, t, 2);
-    case EW_FILL: {
+    case PK_EW_FILL: {
         fill_bytes(o, params, &p);
         size_t es = pk_dtype_size(o);
         spec[0] = (uint32_t)es;
         return run(d, VKP_SH_EW_FILL, spec, 1, &p, t, 1);
     }
-    case EW_ARANGE: {
+    case PK_EW_ARANGE: {
         const gfp_arange_params *ap = params;
         bool exact = !pk_is_float(o) && is_integral(ap->start) && is_integral(ap->step);
         if (!exact && !d->has_f64)
@@ -302,30 +259,30 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
         spec[1] = exact ? 1u : 0u;
         return run(d, VKP_SH_EW_ARANGE, spec, 2, &p, t, 1);
     }
-    case EW_TRI:
+    case PK_EW_TRI:
         vkp_put_u64(&p, (uint64_t)((const gfp_tri_params *)params)->diagonal);
         spec[0] = o;
         spec[1] = op == GFP_OP_TRIL ? 1u : 0u;
         return run(d, VKP_SH_EW_TRI, spec, 2, &p, t, 2);
-    case EW_UNARY:
+    case PK_EW_UNARY:
         if ((st = unary_scalars(&p, op, params, name)) != GFP_OK) return st;
         spec[0] = op;
         spec[1] = o;
         return run(d, VKP_SH_EW_UNARY, spec, 2, &p, t, 2);
-    case EW_BINARY:
+    case PK_EW_BINARY:
         spec[0] = op;
         spec[1] = o;
         return run(d, VKP_SH_EW_BINARY, spec, 2, &p, t, 3);
-    case EW_LOGICAL_NOT:
-    case EW_COMPARE:
-    case EW_LOGICAL: {
+    case PK_EW_LOGICAL_NOT:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: {
         spec[0] = op;
         spec[1] = (uint32_t)in_dt[0];
-        spec[2] = kind == EW_LOGICAL_NOT ? (uint32_t)in_dt[0] : (uint32_t)in_dt[1];
-        const gfp_tensor *tt[3] = {t[0], t[1], kind == EW_LOGICAL_NOT ? t[1] : t[2]};
+        spec[2] = kind == PK_EW_LOGICAL_NOT ? (uint32_t)in_dt[0] : (uint32_t)in_dt[1];
+        const gfp_tensor *tt[3] = {t[0], t[1], kind == PK_EW_LOGICAL_NOT ? t[1] : t[2]};
         return run(d, VKP_SH_EW_PREDICATE, spec, 3, &p, tt, 3);
     }
-    case EW_WHERE:
+    case PK_EW_WHERE:
         spec[0] = o;
         return run(d, VKP_SH_EW_WHERE, spec, 1, &p, t, 4);
     default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);

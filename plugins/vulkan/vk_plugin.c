@@ -30,16 +30,8 @@ typedef struct vkp_family {
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } vkp_family;
 
-#define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch}
-static const vkp_family families[] = {
-    VKP_FAMILY_ENTRY(elementwise, GFP_FAMILIES_ELEMENTWISE),
-    VKP_FAMILY_ENTRY(random, GFP_FAMILY_BIT(GFP_FAMILY_RANDOM)),
-    VKP_FAMILY_ENTRY(reduce, GFP_FAMILY_BIT(GFP_FAMILY_REDUCE)),
-    VKP_FAMILY_ENTRY(matmul, GFP_FAMILY_BIT(GFP_FAMILY_MATMUL)),
-    VKP_FAMILY_ENTRY(norm, GFP_FAMILY_BIT(GFP_FAMILY_NORM)),
-    VKP_FAMILY_ENTRY(index, GFP_FAMILY_BIT(GFP_FAMILY_INDEX)),
-    VKP_FAMILY_ENTRY(conv, GFP_FAMILY_BIT(GFP_FAMILY_CONV) | GFP_FAMILY_BIT(GFP_FAMILY_POOL)),
-};
+#define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch},
+static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)};
 #undef VKP_FAMILY_ENTRY
 
 /* A live buffer of this plugin: its size. */
