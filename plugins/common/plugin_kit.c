@@ -49,6 +49,14 @@ gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t patte
     return GFP_OK;
 }
 
+gfp_status pk_copy_props(gfp_device_props *props, const gfp_device_props *full) {
+    size_t n = props->struct_size < sizeof *full ? props->struct_size : sizeof *full;
+    if (n > sizeof full->struct_size)
+        memcpy((char *)props + sizeof full->struct_size, (const char *)full + sizeof full->struct_size,
+               n - sizeof full->struct_size);
+    return GFP_OK;
+}
+
 /* ------------------------------------------------------------ names */
 const char *pk_op_name(uint32_t op) {
     const char *name = gfp_op_name(op);
@@ -310,6 +318,28 @@ gfp_status pk_launch_begin(const pk_device_rules *r, uint32_t op, const gfp_tens
         return pk_check_params(params, gfp_params_min_size((gfp_params_kind)info->params),
                                info->name);
     return GFP_OK;
+}
+
+/* ------------------------------------------------------------ routed slots */
+const void *pk_query_route(const gfp_op_query *q, uint32_t *support, uint32_t dtypes,
+                           const void *entries, size_t entry_size, size_t count,
+                           gfp_status *st) {
+    *st = pk_query_begin(q, support);
+    if (*st != GFP_OK || !pk_query_fits(q, dtypes)) return NULL;
+    return pk_route(entries, entry_size, count, q->op);
+}
+
+const void *pk_launch_route(const pk_device_rules *r, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, const void *entries, size_t entry_size,
+                            size_t count, gfp_status *st) {
+    *st = pk_launch_begin(r, op, in, n_in, out, n_out, params);
+    if (*st != GFP_OK) return NULL;
+    const void *e = pk_route(entries, entry_size, count, op);
+    if (!e)
+        *st = pk_fail(GFP_ERR_UNSUPPORTED, "%s: the %s plugin does not provide it",
+                      pk_op_name(op), r->plugin);
+    return e;
 }
 
 /* ------------------------------------------------------------ conv2d */

@@ -49,6 +49,10 @@ gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out);
 /* buffer_fill's pattern: 1, 2, 4 or 8 bytes, and n a multiple of it. */
 gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size);
 
+/* device_props: copies `full` into props as far as props->struct_size covers
+ * (an older core passes a smaller struct); struct_size itself is kept. */
+gfp_status pk_copy_props(gfp_device_props *props, const gfp_device_props *full);
+
 /* ------------------------------------------------------------ names */
 /* The table's name of op; "op N" for a number the table does not hold. */
 const char *pk_op_name(uint32_t op);
@@ -141,6 +145,26 @@ gfp_status pk_expect_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uin
                             const char *name);
 /* params non-NULL and struct_size >= min_size; name: the op's. */
 gfp_status pk_check_params(const void *params, size_t min_size, const char *name);
+
+/* ------------------------------------------------------------ routed slots */
+/* query_op's common part: the checks of pk_query_begin, then the entry of
+ * `entries` (see pk_route) serving q->op when q fits the op's row and the
+ * device's dtypes; NULL otherwise (*support is then NONE, or *st a failure). */
+const void *pk_query_route(const gfp_op_query *q, uint32_t *support, uint32_t dtypes,
+                           const void *entries, size_t entry_size, size_t count,
+                           gfp_status *st);
+#define PK_QUERY_ROUTE(array, q, support, dtypes, st)                                     \
+    pk_query_route((q), (support), (dtypes), (array), sizeof((array)[0]),                 \
+                   sizeof(array) / sizeof((array)[0]), (st))
+/* launch's common part: pk_launch_begin, then the entry serving op (NULL
+ * with *st set when a check fails or no entry serves it). */
+const void *pk_launch_route(const pk_device_rules *r, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, const void *entries, size_t entry_size,
+                            size_t count, gfp_status *st);
+#define PK_LAUNCH_ROUTE(array, r, op, in, n_in, out, n_out, params, st)                   \
+    pk_launch_route((r), (op), (in), (n_in), (out), (n_out), (params), (array),           \
+                    sizeof((array)[0]), sizeof(array) / sizeof((array)[0]), (st))
 
 /* ------------------------------------------------------------ parameter structs */
 /* The geometry of a conv2d op, validated (PyTorch's rules): with kernel k,

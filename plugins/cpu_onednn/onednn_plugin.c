@@ -218,11 +218,10 @@ static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const 
     (void)device;
     const pk_device_rules rules = {"cpu_onednn", "oneDNN CPU", stored_dtypes(),
                                    ref_hostbuf_size_of, NULL};
-    gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
-    if (st != GFP_OK) return st;
-    const family *f = PK_ROUTE(families, op);
-    if (!f) return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the cpu_onednn plugin does not provide it",
-                           pk_op_name(op));
+    gfp_status st;
+    const family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs, n_outputs,
+                                      params, &st);
+    if (!f) return st;
     st = f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
     odn_ctx_end_launch();
     if (st != ODN_FALLBACK) return st;

@@ -245,12 +245,7 @@ static gfp_status cu_device_props(void *plugin_ctx, uint32_t index, gfp_device_p
     snprintf(full.driver, sizeof full.driver,
              "compute capability %d.%d, %.1f GiB, CUDA driver %s, runtime %s", d->cc_major,
              d->cc_minor, (double)d->memory / (1024.0 * 1024.0 * 1024.0), drv, rt);
-    /* An older core passes a smaller struct: write only what it covers. */
-    size_t n = props->struct_size < sizeof full ? props->struct_size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 gfp_status cu_use(cu_device *dev, const char *op) {

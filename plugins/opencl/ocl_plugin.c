@@ -272,12 +272,7 @@ static gfp_status ocl_device_props(void *plugin_ctx, uint32_t index, gfp_device_
     full.max_alloc_bytes = d->max_alloc_bytes;
     snprintf(full.driver, sizeof full.driver, "%.45s, driver %.28s (%.35s)", d->version,
              d->driver, d->platform_name);
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 static ocl_fault fault_from_env(void) {
@@ -489,11 +484,10 @@ static gfp_status ocl_synchronize(void *device) {
 /* ------------------------------------------------------------ ops */
 static gfp_status ocl_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     const ocl_device *d = device;
-    gfp_status st = pk_query_begin(q, support);
-    if (st != GFP_OK) return st;
-    const ocl_family *f = PK_ROUTE(families, q->op);
-    if (f && pk_query_fits(q, stored_dtypes(d))) *support = f->support(d, q);
-    return GFP_OK;
+    gfp_status st;
+    const ocl_family *f = PK_QUERY_ROUTE(families, q, support, stored_dtypes(d), &st);
+    if (f) *support = f->support(d, q);
+    return st;
 }
 
 static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
@@ -501,14 +495,12 @@ static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const 
                              uint32_t n_outputs, const void *params) {
     ocl_device *d = device;
     const pk_device_rules rules = {"opencl", d->name, stored_dtypes(d), buffer_size, NULL};
-    gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
-    if (st != GFP_OK) return st;
-    const ocl_family *f = PK_ROUTE(families, op);
-    if (!f) return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the opencl plugin does not provide it",
-                           pk_op_name(op));
-    st = f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
+    gfp_status st;
+    const ocl_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    if (f) st = f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
     /* Submit now, so the device works while the host prepares the next op. */
-    if (st == GFP_OK) ocl.Flush(d->queue);
+    if (f && st == GFP_OK) ocl.Flush(d->queue);
     return st;
 }
 

@@ -49,13 +49,7 @@ gfp_status ref_hostdev_props(uint32_t index, gfp_device_props *props, const char
     full.max_rank = GFP_MAX_RANK;
     full.max_alloc_bytes = ref_hostbuf_max_alloc();
     snprintf(full.driver, sizeof full.driver, "%s", driver);
-    /* An older core passes a smaller struct: write only what it covers. */
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 void ref_hostdev_report_leaks(void) {

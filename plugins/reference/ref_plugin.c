@@ -133,23 +133,20 @@ static gfp_status ref_synchronize(void *device) {
 /* ------------------------------------------------------------ ops */
 static gfp_status ref_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
-    gfp_status st = pk_query_begin(q, support);
-    if (st != GFP_OK) return st;
-    const ref_family *f = PK_ROUTE(families, q->op);
-    if (f && pk_query_fits(q, REF_DTYPES)) *support = f->support(q);
-    return GFP_OK;
+    gfp_status st;
+    const ref_family *f = PK_QUERY_ROUTE(families, q, support, REF_DTYPES, &st);
+    if (f) *support = f->support(q);
+    return st;
 }
 
 static gfp_status ref_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     (void)device;
-    gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
-    if (st != GFP_OK) return st;
-    const ref_family *f = PK_ROUTE(families, op);
-    if (!f) return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the reference plugin does not provide it",
-                           pk_op_name(op));
-    return f->launch(op, inputs, n_inputs, outputs, n_outputs, params);
+    gfp_status st;
+    const ref_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    return f ? f->launch(op, inputs, n_inputs, outputs, n_outputs, params) : st;
 }
 
 /* ------------------------------------------------------------ negotiation */

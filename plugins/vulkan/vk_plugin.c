@@ -159,12 +159,7 @@ static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_
              (unsigned)(ph->props.limits.maxStorageBufferRange >> 20),
              (unsigned)ph->props.limits.maxComputeWorkGroupInvocations,
              vkp_ctx.validation ? ", validation on" : "");
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 static uint32_t pick_memory(const vkp_physical *ph, VkMemoryPropertyFlags want,
@@ -310,14 +305,16 @@ static gfp_status vkp_synchronize(void *device) {
 
 /* ------------------------------------------------------------ ops */
 static gfp_status vkp_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
-    gfp_status st = pk_query_begin(q, support);
-    if (st != GFP_OK) return st;
-    if (!device) return pk_fail(GFP_ERR_INVALID, "query_op: device is NULL");
     vkp_device *d = device;
-    if (atomic_load(&vkp_exiting)) return GFP_OK; /* none: the device is gone */
-    const vkp_family *f = PK_ROUTE(families, q->op);
-    if (f && pk_query_fits(q, vkp_device_dtypes(d))) *support = f->support(d, q);
-    return GFP_OK;
+    if (!d) return pk_fail(GFP_ERR_INVALID, "query_op: device is NULL");
+    if (atomic_load(&vkp_exiting)) { /* none: the device is gone */
+        if (support) *support = GFP_SUPPORT_NONE;
+        return GFP_OK;
+    }
+    gfp_status st;
+    const vkp_family *f = PK_QUERY_ROUTE(families, q, support, vkp_device_dtypes(d), &st);
+    if (f) *support = f->support(d, q);
+    return st;
 }
 
 static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
@@ -328,12 +325,10 @@ static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const 
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error(pk_op_name(op));
     const pk_device_rules rules = {"vulkan", d->phys ? d->phys->props.deviceName : "vulkan",
                                    vkp_device_dtypes(d), buffer_size, NULL};
-    gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
-    if (st != GFP_OK) return st;
-    const vkp_family *f = PK_ROUTE(families, op);
-    if (!f) return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the vulkan plugin does not provide it",
-                           pk_op_name(op));
-    return f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
+    gfp_status st;
+    const vkp_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    return f ? f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params) : st;
 }
 
 /* ------------------------------------------------------------ extension */
