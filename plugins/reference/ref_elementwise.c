@@ -176,6 +176,11 @@ typedef struct unary_args {
             if (p->has_max && x > (T)p->max) x = (T)p->max;                              \
             return x;                                                                    \
         case GFP_OP_POW_SCALAR: return FN(pow)(x, (T)p->a);                              \
+        case GFP_OP_HARDSWISH: {                                                         \
+            T r6 = x + (T)3; /* relu6(x + 3); NaN stays NaN */                           \
+            r6 = r6 < (T)0 ? (T)0 : r6 > (T)6 ? (T)6 : r6;                               \
+            return x * r6 / (T)6;                                                        \
+        }                                                                                \
         default: return x;                                                               \
         }                                                                                \
     }

@@ -82,6 +82,14 @@ static gf_tensor *silu_grad(gf_tensor *g, gf_tensor *x) {
     return gf_mul(g, d);
 }
 
+/* PyTorch's hardswish_backward: 0 below -3, g (x / 3 + 1/2) on [-3, 3]
+ * (so -g/2 at -3 and 3g/2 at 3), g above 3 (and for NaN). */
+static gf_tensor *hardswish_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *mid = gf_mul(g, gf_add_scalar(gf_mul_scalar(x, 1.0 / 3.0), 0.5));
+    return gf_where(gf_lt_scalar(x, -3.0), zero_of(g),
+                    gf_where(gf_le_scalar(x, 3.0), mid, g));
+}
+
 /* Pass-through mask of clamp: min <= x <= max (either bound may be absent). */
 static gf_tensor *clamp_grad(gf_tensor *g, gf_tensor *x, double lo, double hi) {
     gf_tensor *in = NULL;
@@ -128,6 +136,7 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     case GFP_OP_GELU: return gelu_grad(g, x);
     case GFP_OP_GELU_TANH: return gelu_tanh_grad(g, x);
     case GFP_OP_SILU: return silu_grad(g, x);
+    case GFP_OP_HARDSWISH: return hardswish_grad(g, x);
     case GFP_OP_SOFTPLUS: {
         /* Above the threshold the forward is the identity. */
         gf_tensor *bx = gf_mul_scalar(x, c->a);
