@@ -157,128 +157,21 @@ typedef struct gfp_device_props {
  *    Outputs never partially overlap inputs.
  *  - Reductions: the output has the input's rank, with size 1 in reduced
  *    dims (the core squeezes them afterwards when keepdim is false).
+ *    Reducing zero elements: sum 0, prod 1, mean NaN, amax/amin: the core
+ *    refuses it before launch. Accuracy: any summation order is allowed;
+ *    graft-plugin-check accepts a normalised mean squared error against the
+ *    reference of 1e-8 in f32 (about 1e-4 relative) and 1e-20 in f64, so f32
+ *    sums of many terms need a wider accumulator or pairwise/tree order.
  *  - A launch whose output has zero elements is never made for elementwise ops.
- *  - Inputs listed as "in:", outputs as "out:", parameters by their struct.
+ *  - Inputs listed as "in:", outputs as "out:" (in graft_ops.def).
  */
 typedef enum gfp_op {
-    /* --- copy and creation --- */
-    GFP_OP_COPY = 1,     /* in: x; out: y (any dtypes: converts). Bool out: x != 0.
-                            float->int truncates toward zero. */
-    GFP_OP_FILL = 2,     /* out: y; gfp_fill_params */
-    GFP_OP_ARANGE = 3,   /* out: y (1-D); gfp_arange_params: y[i] = start + i*step */
-    GFP_OP_RANDOM = 4,   /* out: y (contiguous f32/f64); gfp_random_params */
-    GFP_OP_TRIL = 5,     /* in: x (rank>=2); out: y; gfp_tri_params */
-    GFP_OP_TRIU = 6,     /* in: x (rank>=2); out: y; gfp_tri_params */
-
-    /* --- unary elementwise (in: x; out: y, same dtype unless noted) --- */
-    GFP_OP_NEG = 20,
-    GFP_OP_ABS = 21,
-    GFP_OP_SIGN = 22,
-    GFP_OP_EXP = 23,
-    GFP_OP_LOG = 24,
-    GFP_OP_LOG1P = 25,
-    GFP_OP_EXPM1 = 26,
-    GFP_OP_SQRT = 27,
-    GFP_OP_RSQRT = 28,
-    GFP_OP_RECIPROCAL = 29,
-    GFP_OP_SQUARE = 30,
-    GFP_OP_SIN = 31,
-    GFP_OP_COS = 32,
-    GFP_OP_TANH = 33,
-    GFP_OP_SIGMOID = 34,
-    GFP_OP_RELU = 35,
-    GFP_OP_LEAKY_RELU = 36, /* gfp_scalar_params: a = negative slope */
-    GFP_OP_ELU = 37,        /* gfp_scalar_params: a = alpha */
-    GFP_OP_GELU = 38,       /* x * Phi(x), erf form */
-    GFP_OP_GELU_TANH = 39,  /* tanh approximation */
-    GFP_OP_SILU = 40,
-    GFP_OP_SOFTPLUS = 41,   /* gfp_scalar_params: a = beta, b = threshold */
-    GFP_OP_ERF = 42,
-    GFP_OP_FLOOR = 43,
-    GFP_OP_CEIL = 44,
-    GFP_OP_ROUND = 45,      /* half to even, as PyTorch */
-    GFP_OP_CLAMP = 46,      /* gfp_clamp_params */
-    GFP_OP_POW_SCALAR = 47, /* gfp_scalar_params: y = x ^ a */
-    GFP_OP_LOGICAL_NOT = 48, /* out: bool */
-
-    /* --- binary elementwise (in: a, b; out: y) --- */
-    GFP_OP_ADD = 60,
-    GFP_OP_SUB = 61,
-    GFP_OP_MUL = 62,
-    GFP_OP_DIV = 63,     /* integer dtypes: truncates toward zero; /0 gives 0 */
-    GFP_OP_POW = 64,
-    GFP_OP_MAXIMUM = 65, /* NaN propagates */
-    GFP_OP_MINIMUM = 66,
-    GFP_OP_EQ = 67,      /* comparisons: out bool */
-    GFP_OP_NE = 68,
-    GFP_OP_LT = 69,
-    GFP_OP_LE = 70,
-    GFP_OP_GT = 71,
-    GFP_OP_GE = 72,
-    GFP_OP_LOGICAL_AND = 73, /* in: any; out bool */
-    GFP_OP_LOGICAL_OR = 74,
-    GFP_OP_WHERE = 75,   /* in: cond (bool), a, b; out: y = cond ? a : b */
-
-    /* --- reductions (in: x; out: y with reduced dims of size 1) ---
-     * gfp_reduce_params. Reducing zero elements: sum 0, prod 1, mean NaN,
-     * amax/amin: the core refuses it before launch. Accuracy: any summation
-     * order is allowed; graft-plugin-check accepts a normalised mean squared
-     * error against the reference of 1e-8 in f32 (about 1e-4 relative) and
-     * 1e-20 in f64, so f32 sums of many terms need a wider accumulator or
-     * pairwise/tree order. */
-    GFP_OP_SUM = 100,
-    GFP_OP_MEAN = 101,
-    GFP_OP_PROD = 102,
-    GFP_OP_AMAX = 103,
-    GFP_OP_AMIN = 104,
-    GFP_OP_VAR = 105,       /* correction from params */
-    GFP_OP_LOGSUMEXP = 106,
-    GFP_OP_MAX_DIM = 107,   /* out: values, indices (i64); params.dims has one bit.
-                               The first index of the extreme value wins; NaN wins. */
-    GFP_OP_MIN_DIM = 108,
-
-    /* --- linear algebra and normalisation --- */
-    GFP_OP_MATMUL = 120,    /* in: a [..., M, K], b [..., K, N]; out: y [..., M, N].
-                               Batch dims equal (broadcast as stride 0), rank >= 2. */
-    GFP_OP_SOFTMAX = 121,   /* gfp_dim_params */
-    GFP_OP_LOG_SOFTMAX = 122,
-    GFP_OP_LAYER_NORM = 123, /* in: x, [weight], [bias] over the last
-                                params.normalized_rank dims; out: y, mean, rstd
-                                (mean/rstd of shape x's leading dims).
-                                gfp_layer_norm_params */
-    GFP_OP_BATCH_NORM = 124, /* in: x [N,C,...], weight|-, bias|-, running_mean|-,
-                                running_var|-; out: y, save_mean [C], save_invstd [C].
-                                gfp_batch_norm_params. Missing optional inputs are
-                                passed as NULL pointers in the inputs array. In
-                                training mode the running stats are updated in place
-                                (unbiased variance). */
-    GFP_OP_BATCH_NORM_BACKWARD = 125, /* the gradients of BATCH_NORM in
-                                training mode. in: grad_y, x [N,C,...], weight|-,
-                                save_mean [C], save_invstd [C] (BATCH_NORM's outputs);
-                                out: grad_x (x's shape), grad_weight [C], grad_bias [C].
-                                No params (NULL). Per channel, over the M elements of
-                                its group, with xhat = (x - mean) * invstd and w = 1
-                                when weight is absent: grad_bias = sum(g),
-                                grad_weight = sum(g * xhat), grad_x = w * invstd *
-                                (g - grad_bias / M - xhat * grad_weight / M). */
-
-    /* --- indexing --- */
-    GFP_OP_INDEX_SELECT = 140, /* in: x, index (i64 1-D); out: y; gfp_dim_params */
-    GFP_OP_GATHER = 141,       /* in: x, index (i64, same rank); out: y; gfp_dim_params */
-    GFP_OP_SCATTER_ADD = 142,  /* in: src, index; out: y (accumulated into, in place);
-                                  y[..index[i]..] += src[i]; gfp_dim_params */
-    GFP_OP_INDEX_ADD = 143,    /* in: src, index (1-D); out: y (in place);
-                                  y.select(dim, index[i]) += src.select(dim, i) */
-
-    /* --- convolution and pooling (NCHW) --- */
-    GFP_OP_CONV2D = 160,                 /* in: x, w [Co, Ci/g, kh, kw], bias|NULL; out: y */
-    GFP_OP_CONV2D_BACKWARD_INPUT = 161,  /* in: grad_y, w; out: grad_x */
-    GFP_OP_CONV2D_BACKWARD_WEIGHT = 162, /* in: grad_y, x; out: grad_w */
-    GFP_OP_MAX_POOL2D = 163,             /* in: x; out: y, indices (i64, flat h*W+w) */
-    GFP_OP_MAX_POOL2D_BACKWARD = 164,    /* in: grad_y, indices; out: grad_x (zeroed
-                                            and accumulated by the kernel) */
-    GFP_OP_AVG_POOL2D = 165,             /* in: x; out: y */
-    GFP_OP_AVG_POOL2D_BACKWARD = 166     /* in: grad_y; out: grad_x (written whole) */
+    /* One member per row of graft_ops.def (installed beside this header),
+     * which gives each op its number, name, family, arity and parameter
+     * struct, with the op's own semantics beside its row. */
+#define GFP_OP_ROW(ID, number, name, family, in_min, in_max, in_optional, n_out, params) \
+    GFP_OP_##ID = number,
+#include "graft_ops.def"
 } gfp_op;
 
 /* Parameter structs. Each starts with struct_size; the core passes the

@@ -49,7 +49,7 @@ static bool geometry(conv64 *c, const gfp_tensor *x, const gfp_tensor *w, const 
     if (span_h < 0 || span_w < 0 || c->ho != span_h / c->sh + 1 || c->wo != span_w / c->sw + 1)
         return false;
     for (int k = 0; k < 3; k++)
-        if (odn_numel(t[k]) == 0) return false; /* empty: the reference's */
+        if (pk_numel(t[k]) == 0) return false; /* empty: the reference's */
     c->cg = c->ci / c->g;
     c->og = c->co / c->g;
     c->kc = c->cg * c->kh * c->kw;

@@ -21,12 +21,6 @@ dnnl_data_type_t odn_dnnl_dtype(int32_t dtype) {
     }
 }
 
-int64_t odn_numel(const gfp_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    return n;
-}
-
 void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides) {
     int64_t s = 1;
     for (int d = rank - 1; d >= 0; d--) {
@@ -56,7 +50,7 @@ gfp_tensor odn_temp_like(const gfp_tensor *t, int32_t dtype, void *ptr) {
 bool odn_packed(odn_ctx *c, const gfp_tensor *t, bool copy, gfp_tensor *out) {
     *out = *t;
     if (odn_is_contiguous(t)) return true;
-    void *p = odn_arena_alloc(c, (size_t)odn_numel(t) * ref_dtype_size(t->dtype));
+    void *p = odn_arena_alloc(c, (size_t)pk_numel(t) * pk_dtype_size(t->dtype));
     if (!p) return false;
     *out = odn_temp_like(t, t->dtype, p);
     return !copy || odn_copy(out, t) == GFP_OK;
@@ -68,7 +62,7 @@ void odn_ew_init(odn_ew *g, const gfp_tensor *const *t, int n) {
     g->n = n;
     for (int k = 0; k < n; k++) {
         g->base[k] = (char *)t[k]->buffer + t[k]->offset;
-        g->esize[k] = ref_dtype_size(t[k]->dtype);
+        g->esize[k] = pk_dtype_size(t[k]->dtype);
     }
     int r = 0;
     for (int d = 0; d < t[0]->rank; d++) {
@@ -351,7 +345,7 @@ static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *b
     if (dtype == GFP_BF16) {
         uint16_t b = f32_to_bf16((float)p->value);
         memcpy(bytes, &b, 2);
-    } else if (ref_is_float(dtype) || dtype == GFP_BOOL) {
+    } else if (pk_is_float(dtype) || dtype == GFP_BOOL) {
         ref_store(&one, 0, p->value);
     } else {
         ref_store_i64(&one, 0, p->ivalue);
@@ -361,9 +355,9 @@ static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *b
 static gfp_status run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
     unsigned char bytes[8] = {0};
     fill_value(y->dtype, p, bytes);
-    size_t es = ref_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     if (odn_is_contiguous(y)) {
-        odn_fill_pattern((char *)y->buffer + y->offset, (uint64_t)odn_numel(y) * es, bytes,
+        odn_fill_pattern((char *)y->buffer + y->offset, (uint64_t)pk_numel(y) * es, bytes,
                          (uint32_t)es);
         return GFP_OK;
     }
@@ -491,7 +485,7 @@ gfp_status odn_copy(const gfp_tensor *y, const gfp_tensor *x) {
         return ODN_FALLBACK;
     odn_ew_fn fn = converters[x->dtype][y->dtype];
     if (!fn) return ODN_FALLBACK;
-    if (odn_numel(y) == 0) return GFP_OK;
+    if (pk_numel(y) == 0) return GFP_OK;
     const gfp_tensor *t[2] = {y, x};
     odn_ew g;
     odn_ew_init(&g, t, 2);
@@ -543,8 +537,18 @@ static odn_ew_fn compare_fn(uint32_t op, int32_t dt) {
         {eq_i32, ne_i32, lt_i32, le_i32, gt_i32, ge_i32},
         {eq_i64, ne_i64, lt_i64, le_i64, gt_i64, ge_i64},
     };
-    if (dt < GFP_F32 || dt > GFP_I64 || op < GFP_OP_EQ || op > GFP_OP_GE) return NULL;
-    return table[dt][op - GFP_OP_EQ];
+    int k;
+    switch (op) {
+    case GFP_OP_EQ: k = 0; break;
+    case GFP_OP_NE: k = 1; break;
+    case GFP_OP_LT: k = 2; break;
+    case GFP_OP_LE: k = 3; break;
+    case GFP_OP_GT: k = 4; break;
+    case GFP_OP_GE: k = 5; break;
+    default: return NULL;
+    }
+    if (dt < GFP_F32 || dt > GFP_I64) return NULL;
+    return table[dt][k];
 }
 
 #define WHERE(NAME, T)                                                                   \
@@ -575,7 +579,7 @@ WHERE(where8, uint64_t)
 /* ------------------------------------------------------------ routing */
 static bool same_shapes(const gfp_tensor *const *t, int n) {
     for (int k = 1; k < n; k++)
-        if (!ref_same_shape(t[0], t[k])) return false;
+        if (!pk_same_shape(t[0], t[k])) return false;
     return true;
 }
 
@@ -604,7 +608,7 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     case GFP_OP_FILL:
         if (n_in != 0 || !params_ok(params, GFP_FILL_PARAMS_SIZE_V1_0)) return ODN_FALLBACK;
         if (y->dtype == GFP_F16) return ODN_FALLBACK;
-        if (odn_numel(y) == 0) return GFP_OK;
+        if (pk_numel(y) == 0) return GFP_OK;
         return run_fill(y, params);
     case GFP_OP_EQ:
     case GFP_OP_NE:
@@ -623,7 +627,7 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
         if (n_in != 3 || in[0]->dtype != GFP_BOOL || in[1]->dtype != y->dtype ||
             in[2]->dtype != y->dtype || y->dtype == GFP_BF16)
             return ODN_FALLBACK;
-        size_t es = ref_dtype_size(y->dtype);
+        size_t es = pk_dtype_size(y->dtype);
         odn_ew_fn fn = es == 1 ? where1 : es == 4 ? where4 : es == 8 ? where8 : NULL;
         if (!fn) return ODN_FALLBACK;
         odn_ew g;
@@ -633,8 +637,8 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     }
     default: break;
     }
-    bool unary = op >= GFP_OP_NEG && op <= GFP_OP_POW_SCALAR;
-    bool binary = op >= GFP_OP_ADD && op <= GFP_OP_MINIMUM;
+    bool unary = gfp_op_family_of(op) == GFP_FAMILY_UNARY;
+    bool binary = gfp_op_family_of(op) == GFP_FAMILY_BINARY;
     if ((unary && n_in != 1) || (binary && n_in != 2) || (!unary && !binary)) return ODN_FALLBACK;
     for (uint32_t i = 0; i < n_in; i++)
         if (in[i]->dtype != y->dtype) return ODN_FALLBACK;

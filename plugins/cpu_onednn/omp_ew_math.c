@@ -132,16 +132,13 @@ UNARY_OPS(X_F64)
 #undef F
 
 typedef struct unary_entry {
+    const char *name; /* the op's name in graft_ops.def */
     odn_ew_fn f32, f64;
     int cost;
 } unary_entry;
 
-/* Indexed by op - GFP_OP_NEG; the ABI numbers unary ops 20..47 in this order. */
-#define X_ENTRY(name, cost, expr) {u_##name##_f32, u_##name##_f64, cost},
+#define X_ENTRY(name, cost, expr) {#name, u_##name##_f32, u_##name##_f64, cost},
 static const unary_entry unary_table[] = {UNARY_OPS(X_ENTRY)};
-_Static_assert(sizeof unary_table / sizeof unary_table[0] ==
-                   GFP_OP_POW_SCALAR - GFP_OP_NEG + 1,
-               "one unary kernel per ABI unary op, in ABI order");
 
 /* ------------------------------------------------------------ binary */
 #define BINARY_KERNEL(NAME, TYPE, EXPR)                                                  \
@@ -198,26 +195,47 @@ FLOAT_BINARY(double, f64, pow)
 INT_BINARY(int32_t, uint32_t, i32)
 INT_BINARY(int64_t, uint64_t, i64)
 
-/* [op - ADD][dtype f32 f64 i32 i64], with a cost; NULL: the reference's. */
-static odn_ew_fn const binary_table[7][4] = {
-    {b_add_f32, b_add_f64, b_add_i32, b_add_i64}, {b_sub_f32, b_sub_f64, b_sub_i32, b_sub_i64},
-    {b_mul_f32, b_mul_f64, b_mul_i32, b_mul_i64}, {b_div_f32, b_div_f64, NULL, NULL},
-    {b_pow_f32, b_pow_f64, NULL, NULL},           {b_max_f32, b_max_f64, b_max_i32, b_max_i64},
-    {b_min_f32, b_min_f64, b_min_i32, b_min_i64},
+/* By the op's name in graft_ops.def: [dtype f32 f64 i32 i64]; NULL: the reference's. */
+typedef struct binary_entry {
+    const char *name;
+    odn_ew_fn fn[4];
+} binary_entry;
+static const binary_entry binary_table[] = {
+    {"add", {b_add_f32, b_add_f64, b_add_i32, b_add_i64}},
+    {"sub", {b_sub_f32, b_sub_f64, b_sub_i32, b_sub_i64}},
+    {"mul", {b_mul_f32, b_mul_f64, b_mul_i32, b_mul_i64}},
+    {"div", {b_div_f32, b_div_f64, NULL, NULL}},
+    {"pow", {b_pow_f32, b_pow_f64, NULL, NULL}},
+    {"maximum", {b_max_f32, b_max_f64, b_max_i32, b_max_i64}},
+    {"minimum", {b_min_f32, b_min_f64, b_min_i32, b_min_i64}},
 };
+
+static const unary_entry *unary_of(uint32_t op) {
+    const char *name = gfp_op_name(op);
+    for (size_t i = 0; name && i < sizeof unary_table / sizeof unary_table[0]; i++)
+        if (!strcmp(unary_table[i].name, name)) return &unary_table[i];
+    return NULL;
+}
+
+static const binary_entry *binary_of(uint32_t op) {
+    const char *name = gfp_op_name(op);
+    for (size_t i = 0; name && i < sizeof binary_table / sizeof binary_table[0]; i++)
+        if (!strcmp(binary_table[i].name, name)) return &binary_table[i];
+    return NULL;
+}
 
 /* ------------------------------------------------------------ launch */
 static bool read_args(uint32_t op, const void *params, unary_args *args) {
     memset(args, 0, sizeof *args);
-    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
-        op == GFP_OP_POW_SCALAR) {
+    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (kind == GFP_PARAMS_scalar) {
         if (!params || ((const gfp_scalar_params *)params)->struct_size <
                            GFP_SCALAR_PARAMS_SIZE_V1_0)
             return false;
         const gfp_scalar_params *p = params;
         args->a = p->a;
         args->b = p->b;
-    } else if (op == GFP_OP_CLAMP) {
+    } else if (kind == GFP_PARAMS_clamp) {
         if (!params ||
             ((const gfp_clamp_params *)params)->struct_size < GFP_CLAMP_PARAMS_SIZE_V1_0)
             return false;
@@ -232,19 +250,21 @@ static bool read_args(uint32_t op, const void *params, unary_args *args) {
 
 gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params) {
     const gfp_tensor *y = t[0];
-    if (op >= GFP_OP_NEG && op <= GFP_OP_POW_SCALAR && n_t == 2) {
+    gfp_op_family family = gfp_op_family_of(op);
+    const unary_entry *e = family == GFP_FAMILY_UNARY ? unary_of(op) : NULL;
+    if (e && n_t == 2) {
         if (y->dtype != GFP_F32 && y->dtype != GFP_F64) return ODN_FALLBACK;
         unary_args args;
         if (!read_args(op, params, &args)) return ODN_FALLBACK;
-        const unary_entry *e = &unary_table[op - GFP_OP_NEG];
         odn_ew g;
         odn_ew_init(&g, t, 2);
         odn_ew_run(&g, y->dtype == GFP_F32 ? e->f32 : e->f64, &args, e->cost);
         return GFP_OK;
     }
-    if (op >= GFP_OP_ADD && op <= GFP_OP_MINIMUM && n_t == 3) {
+    const binary_entry *b = family == GFP_FAMILY_BINARY ? binary_of(op) : NULL;
+    if (b && n_t == 3) {
         if (y->dtype < GFP_F32 || y->dtype > GFP_I64) return ODN_FALLBACK;
-        odn_ew_fn fn = binary_table[op - GFP_OP_ADD][y->dtype];
+        odn_ew_fn fn = b->fn[y->dtype];
         if (!fn) return ODN_FALLBACK;
         odn_ew g;
         odn_ew_init(&g, t, 3);

@@ -33,7 +33,7 @@ static char *base(const gfp_tensor *t) { return (char *)t->buffer + t->offset; }
 /* Every index in [0, limit): a parallel pass before anything is written. */
 static bool indices_ok(const gfp_tensor *index, int64_t limit) {
     const int64_t *ib = (const int64_t *)(const void *)base(index);
-    int64_t n = odn_numel(index), bad = 0;
+    int64_t n = pk_numel(index), bad = 0;
     int r = index->rank;
     int nt = odn_threads(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) reduction(+ : bad) schedule(static)
@@ -128,7 +128,7 @@ static void run_gather(const ix_plan *p) {
     char *yb = base(y);
     int64_t n_dim = ix->sizes[p->dim], per = add ? 1 : n_dim;
     int64_t units = p->positions * p->n_chunks * per;
-    int nt = odn_threads(odn_numel(ix));
+    int nt = odn_threads(pk_numel(ix));
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t u = 0; u < units; u++) {
         int64_t pos = u / (p->n_chunks * per), c = u / per % p->n_chunks, i0 = u % per;
@@ -186,7 +186,7 @@ gfp_status odn_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n
         return ODN_FALLBACK;
     /* 0-dim tensors, empty ones, overlapping outputs: the reference's */
     if (x->rank == 0 || y->rank != x->rank || ix->rank == 0 || p.dim < 0 || p.dim >= x->rank ||
-        odn_numel(x) == 0 || odn_numel(y) == 0 || odn_numel(ix) == 0 || !odn_writable(y))
+        pk_numel(x) == 0 || pk_numel(y) == 0 || pk_numel(ix) == 0 || !odn_writable(y))
         return ODN_FALLBACK;
     p.rank = x->rank;
     const gfp_tensor *indexed = selecting ? x : y; /* what index points into */
@@ -197,7 +197,7 @@ gfp_status odn_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n
         plan_walk(&p, walked);
     } else {
         if (ix->rank != x->rank) return ODN_FALLBACK;
-        if (op == GFP_OP_GATHER && !ref_same_shape(y, ix)) return ODN_FALLBACK;
+        if (op == GFP_OP_GATHER && !pk_same_shape(y, ix)) return ODN_FALLBACK;
         for (int d = 0; d < ix->rank; d++) {
             if (d != p.dim && ix->sizes[d] > indexed->sizes[d]) return ODN_FALLBACK;
             if (op == GFP_OP_SCATTER_ADD && ix->sizes[d] > x->sizes[d]) return ODN_FALLBACK;

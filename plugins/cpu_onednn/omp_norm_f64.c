@@ -145,7 +145,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *smean = out[1], *sinv = out[2];
-    if (x->rank < 2 || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (x->rank < 2 || !pk_same_shape(x, y)) return ODN_FALLBACK;
     if (!bp->training && (!rm || !rv)) return ODN_FALLBACK;
     int64_t chans = x->sizes[1];
     const gfp_tensor *per[6] = {w, b, rm, rv, smean, sinv};
@@ -156,13 +156,13 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
         if (i >= 2 && per[i]->strides[0] == 0 && chans > 1) return ODN_FALLBACK; /* written */
     }
     if (y->dtype != GFP_F64 || !odn_writable(y)) return ODN_FALLBACK;
-    if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
+    if (pk_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
     chan_walk xc, yc;
     walk_of(x, &xc);
     walk_of(y, &yc);
     const walk *xw = &xc.w, *yw = &yc.w;
     double count = (double)(xw->runs * xw->len), mom = bp->momentum, eps = bp->eps;
-    int nt = odn_threads(odn_numel(x) * 4);
+    int nt = odn_threads(pk_numel(x) * 4);
     if (nt > chans) nt = (int)chans;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
     for (int64_t ch = 0; ch < chans; ch++) {

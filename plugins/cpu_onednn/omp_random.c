@@ -72,7 +72,7 @@ gfp_status odn_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     if (!((uniform && is_float) || (bern && (is_float || y->dtype == GFP_BOOL))))
         return ODN_FALLBACK;
     if (!odn_is_contiguous(y) || !odn_writable(y)) return ODN_FALLBACK;
-    int64_t n = odn_numel(y);
+    int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     void *base = (char *)y->buffer + y->offset;
     int64_t chunks = (n + CHUNK - 1) / CHUNK;

@@ -329,7 +329,7 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     uint32_t dims = rp->dims;
     if ((uint64_t)dims >> x->rank != 0 || y->rank != x->rank) return ODN_FALLBACK;
     if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0)) return ODN_FALLBACK;
-    if (ind && !ref_same_shape(ind, y)) return ODN_FALLBACK;
+    if (ind && !pk_same_shape(ind, y)) return ODN_FALLBACK;
     red_plan p;
     memset(&p, 0, sizeof p);
     p.op = op;

@@ -54,10 +54,10 @@ gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *y = out[0];
     int dim = dp->dim;
-    if (x->rank < 1 || dim < 0 || dim >= x->rank || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (x->rank < 1 || dim < 0 || dim >= x->rank || !pk_same_shape(x, y)) return ODN_FALLBACK;
     if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype || !odn_writable(y))
         return ODN_FALLBACK;
-    int64_t total = odn_numel(x);
+    int64_t total = pk_numel(x);
     if (total == 0) return GFP_OK;
     int64_t n = x->sizes[dim], lines = total / n;
     /* The line index walks every dim but dim, row-major. */

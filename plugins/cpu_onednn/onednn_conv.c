@@ -108,7 +108,7 @@ static bool make_plan(conv_plan *p, uint32_t op, const gfp_tensor *const *in, ui
         if (span < 0 || ys[2 + a] != span / cp->stride[a] + 1) return false;
     }
     for (int r = 0; r < N_ROLES; r++)
-        if (odn_numel(p->t[r]) == 0) return false; /* empty: the reference's */
+        if (pk_numel(p->t[r]) == 0) return false; /* empty: the reference's */
     if (p->bias) {
         if (p->bias->rank != 1 || p->bias->sizes[0] != ws[0] || p->bias->dtype != p->dtype ||
             (p->bias->strides[0] == 0 && ws[0] > 1))

@@ -57,7 +57,7 @@ gfp_status odn_eltwise_launch(uint32_t op, const gfp_tensor *x, const gfp_tensor
     eltwise_desc d;
     (void)params;
     if (!alg_of(op, &d)) return ODN_FALLBACK;
-    d.n = odn_numel(y);
+    d.n = pk_numel(y);
     if (d.n < ELTWISE_MIN_ELEMS || !odn_is_contiguous(x) || !odn_is_contiguous(y))
         return ODN_FALLBACK;
     odn_key key;

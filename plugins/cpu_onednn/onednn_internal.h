@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graft_plugin.h"
+#include "plugin_kit.h"
 #include "onednn_compat.h"
 #include "ref_internal.h"
 
@@ -180,7 +180,6 @@ dnnl_data_type_t odn_dnnl_dtype(int32_t dtype); /* dnnl_data_type_undef when non
 bool odn_is_contiguous(const gfp_tensor *t);
 /* Strides of a contiguous tensor of these sizes. */
 void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
-int64_t odn_numel(const gfp_tensor *t);
 /* A contiguous tensor of t's shape and dtype over host memory at ptr (not a
  * plugin buffer: ref kernels must not receive it). */
 gfp_tensor odn_temp_like(const gfp_tensor *t, int32_t dtype, void *ptr);

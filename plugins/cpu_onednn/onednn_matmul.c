@@ -161,7 +161,7 @@ static gfp_status run(const mm_plan *pl, const odn_prim *p, odn_ctx *c, const gf
         if (!o[k]->pack) continue;
         size_t bytes = 1;
         for (int d = 0; d < o[k]->rank; d++) bytes *= (size_t)o[k]->sizes[d];
-        ptr[k] = odn_arena_alloc(c, bytes * ref_dtype_size(pl->dtype));
+        ptr[k] = odn_arena_alloc(c, bytes * pk_dtype_size(pl->dtype));
         if (!ptr[k]) return GFP_ERR_OUT_OF_MEMORY;
         if (k < 2) {
             gfp_tensor dst = view_of(t[k], o[k], ptr[k]), src = source_view(t[k], y, o[k]);
@@ -196,7 +196,7 @@ gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
     if (y->dtype != GFP_F32 && y->dtype != GFP_BF16 && y->dtype != GFP_F64) return ODN_FALLBACK;
     if (a->dtype != y->dtype || b->dtype != y->dtype || !shapes_ok(a, b, y)) return ODN_FALLBACK;
-    if (odn_numel(y) == 0) return GFP_OK;
+    if (pk_numel(y) == 0) return GFP_OK;
     if (a->sizes[a->rank - 1] == 0) return ODN_FALLBACK; /* an empty sum: the reference's zeros */
     if (y->dtype == GFP_F64) {
         for (int d = 0; d < y->rank; d++) /* an output that overlaps itself */
@@ -206,7 +206,7 @@ gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     odn_ctx *c;
     gfp_status cst = odn_ctx_acquire(&c);
     if (cst != GFP_OK) return cst;
-    int64_t flops = 2 * odn_numel(y) * a->sizes[a->rank - 1];
+    int64_t flops = 2 * pk_numel(y) * a->sizes[a->rank - 1];
     odn_team team = odn_team_begin(flops / 32);
     gfp_status st = ODN_FALLBACK;
     for (int mode = 0; mode < 2; mode++) {

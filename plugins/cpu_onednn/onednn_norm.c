@@ -95,7 +95,7 @@ bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_t
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = lp->normalized_rank, outer_rank = x->rank - nr;
-    if (nr < 1 || outer_rank < 0 || !ref_same_shape(x, y)) return false;
+    if (nr < 1 || outer_rank < 0 || !pk_same_shape(x, y)) return false;
     if (x->dtype != dtype || y->dtype != dtype || (w && w->dtype != dtype) ||
         (b && b->dtype != dtype) || mean->dtype != dtype || rstd->dtype != dtype ||
         !odn_writable(y))
@@ -290,7 +290,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *smean = out[1], *sinv = out[2];
-    if (x->rank < 2 || x->rank > 5 || !ref_same_shape(x, y)) return ODN_FALLBACK;
+    if (x->rank < 2 || x->rank > 5 || !pk_same_shape(x, y)) return ODN_FALLBACK;
     if (!bp->training && (!rm || !rv)) return ODN_FALLBACK;
     int64_t ch = x->sizes[1];
     const gfp_tensor *per[6] = {w, b, rm, rv, smean, sinv};
@@ -306,8 +306,8 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     if (y->buffer == x->buffer && (y->offset != x->offset ||
                                    memcmp(x->strides, y->strides, sizeof x->strides)))
         return ODN_FALLBACK;
-    if (odn_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
-    double count = (double)(odn_numel(x) / ch);
+    if (pk_numel(x) == 0) return ODN_FALLBACK; /* no statistics: the reference's rules */
+    double count = (double)(pk_numel(x) / ch);
     odn_ctx *c;
     gfp_status cst = odn_ctx_acquire(&c);
     if (cst != GFP_OK) return cst;
@@ -320,7 +320,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     double div = bp->training ? count : 1.0;
     chan_walk wk;
     walk_init(&wk, x, y);
-    int nt = odn_threads(odn_numel(x) * 2);
+    int nt = odn_threads(pk_numel(x) * 2);
     /* Channels are independent: each thread reads and writes whole ones. */
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
     for (int64_t i = 0; i < ch; i++) {
@@ -401,12 +401,12 @@ static void channel_grad_x(const gfp_tensor *g, const gfp_tensor *x, const gfp_t
 static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in,
                                       const gfp_tensor *const *out, uint32_t n_out) {
     if (n_in != 5 || n_out != 3) return ODN_FALLBACK;
-    const gfp_tensor *g = in[0], *x = in[1], *w = in[2], *mean = in[3], *invstd = in[4];
+    const gfp_tensor *g = in[0], *x = in[1], *mean = in[2], *invstd = in[3], *w = in[4];
     const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
     if (!g || !x || !mean || !invstd || x->rank < 2 || x->rank > 5) return ODN_FALLBACK;
-    if (!ref_same_shape(x, g) || !ref_same_shape(x, gx)) return ODN_FALLBACK;
+    if (!pk_same_shape(x, g) || !pk_same_shape(x, gx)) return ODN_FALLBACK;
     int64_t ch = x->sizes[1];
-    const gfp_tensor *all[8] = {g, x, w, mean, invstd, gx, gw, gb};
+    const gfp_tensor *all[8] = {g, x, mean, invstd, w, gx, gw, gb};
     for (int i = 0; i < 8; i++) {
         if (!all[i]) continue;
         if (all[i]->dtype != GFP_F32) return ODN_FALLBACK;
@@ -415,15 +415,15 @@ static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in
     if (!odn_writable(gx) || !odn_writable(gw) || !odn_writable(gb)) return ODN_FALLBACK;
     /* grad_x sharing memory with an input would be read after being written. */
     if (gx->buffer == g->buffer || gx->buffer == x->buffer) return ODN_FALLBACK;
-    if (odn_numel(x) == 0) return ODN_FALLBACK; /* the reference's rules */
-    int64_t count = odn_numel(x) / ch;
+    if (pk_numel(x) == 0) return ODN_FALLBACK; /* the reference's rules */
+    int64_t count = pk_numel(x) / ch;
     chan_walk wg, wx;
     walk_init(&wg, g, gx);
     walk_init(&wx, x, NULL);
     chan_walk wgx = wx; /* x's walk with g's strides, for the sums */
     for (int d = 0; d < wgx.r; d++) wgx.ys[d] = wg.xs[d];
     wgx.ystep = wg.xstep;
-    int nt = odn_threads(odn_numel(x) * 3);
+    int nt = odn_threads(pk_numel(x) * 3);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
     for (int64_t c = 0; c < ch; c++) {
         double m = load_c(mean, c), rs = load_c(invstd, c), wc = w ? load_c(w, c) : 1.0;

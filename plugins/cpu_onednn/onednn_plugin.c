@@ -16,9 +16,6 @@
 #include "onednn_internal.h"
 #include "plugin_negotiate.h"
 
-/* The reference families report through ref_host (ref_util.c): it is this
- * plugin's host table. */
-const gfp_host *ref_host;
 bool odn_bf16;
 
 /* ------------------------------------------------------------ families */
@@ -26,30 +23,16 @@ typedef gfp_status (*launch_fn)(uint32_t op, const gfp_tensor *const *in, uint32
                                 const gfp_tensor *const *out, uint32_t n_out, const void *params);
 
 typedef struct family {
-    bool (*handles)(uint32_t op);
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
     uint32_t (*support)(const gfp_op_query *q);
     launch_fn reference;
     launch_fn fast; /* NULL: the reference kernels only */
 } family;
 
-static const family families[] = {
-    {ref_elementwise_handles, ref_elementwise_support, ref_elementwise_launch,
-     odn_elementwise_launch},
-    {ref_random_handles, ref_random_support, ref_random_launch, odn_random_launch},
-    {ref_reduce_handles, ref_reduce_support, ref_reduce_launch, odn_reduce_launch},
-    {ref_matmul_handles, ref_matmul_support, ref_matmul_launch, odn_matmul_launch},
-    {ref_norm_handles, ref_norm_support, ref_norm_launch, odn_norm_launch},
-    {ref_norm_bw_handles, ref_norm_bw_support, ref_norm_bw_launch, odn_norm_launch},
-    {ref_index_handles, ref_index_support, ref_index_launch, odn_index_launch},
-    {ref_conv_handles, ref_conv_support, ref_conv_launch, odn_conv_launch},
-    {ref_pool_handles, ref_pool_support, ref_pool_launch, odn_pool_launch},
-};
-
-static const family *family_of(uint32_t op) {
-    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        if (families[i].handles(op)) return &families[i];
-    return NULL;
-}
+/* The reference's families, each with the accelerated kernels in front. */
+#define ODN_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch, odn_##f##_launch},
+static const family families[] = {PK_FAMILIES(ODN_FAMILY_ENTRY)};
+#undef ODN_FAMILY_ENTRY
 
 /* ------------------------------------------------------------ plugin */
 
@@ -87,7 +70,7 @@ static gfp_status odn_device_props(void *plugin_ctx, uint32_t index, gfp_device_
 
 static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
-    if (!device) return ref_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    if (!device) return pk_fail(GFP_ERR_INVALID, "device_open: device is NULL");
     gfp_status st = ref_hostdev_check("device_open", index);
     if (st == GFP_OK) st = odn_runtime_open();
     if (st != GFP_OK) return st;
@@ -122,7 +105,7 @@ static gfp_status odn_buffer_write(void *device, gfp_buffer buffer, uint64_t off
     (void)device;
     gfp_status st = check_range("buffer_write", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!src) return ref_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
     parallel_memcpy((char *)buffer + offset, src, (size_t)n);
     return GFP_OK;
 }
@@ -132,7 +115,7 @@ static gfp_status odn_buffer_read(void *device, gfp_buffer buffer, uint64_t offs
     (void)device;
     gfp_status st = check_range("buffer_read", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!dst) return ref_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    if (!dst) return pk_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
     parallel_memcpy(dst, (const char *)buffer + offset, (size_t)n);
     return GFP_OK;
 }
@@ -153,16 +136,10 @@ static gfp_status odn_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status odn_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     (void)device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return ref_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     odn_fill_pattern((char *)buffer + offset, n, pattern, pattern_size);
     return GFP_OK;
 }
@@ -215,41 +192,15 @@ static bool query_has_bf16(const gfp_op_query *q) {
 
 static gfp_status odn_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
-    if (!support) return ref_fail(GFP_ERR_INVALID, "query_op: support is NULL");
-    *support = GFP_SUPPORT_NONE;
-    if (!q) return ref_fail(GFP_ERR_INVALID, "query_op: query is NULL");
-    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
-        return ref_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
-                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
-    if (q->n_inputs > 8 || q->n_outputs > 4)
-        return ref_fail(GFP_ERR_INVALID,
-                        "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
-                        (unsigned)q->n_inputs, (unsigned)q->n_outputs);
+    gfp_status st = pk_query_begin(q, support);
+    if (st != GFP_OK) return st;
     if (query_has_bf16(q)) {
         *support = odn_bf16 ? bf16_support(q) : GFP_SUPPORT_NONE;
         return GFP_OK;
     }
-    const family *f = family_of(q->op);
-    if (f) *support = f->support(q);
+    const family *f = PK_ROUTE(families, q->op);
+    if (f && pk_query_fits(q, stored_dtypes())) *support = f->support(q);
     return GFP_OK;
-}
-
-/* What every kernel relies on: struct_size, rank, dtype, sizes, strides, and
- * that the elements the view reaches lie inside its buffer. */
-static gfp_status check_tensor(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t) {
-    if (t->struct_size < GFP_TENSOR_SIZE_V1_0)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has struct_size %u, at least %zu needed",
-                        (unsigned)op, role, (unsigned)i, (unsigned)t->struct_size,
-                        (size_t)GFP_TENSOR_SIZE_V1_0);
-    if (t->rank < 0 || t->rank > GFP_MAX_RANK)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has rank %d, outside [0, %d]",
-                        (unsigned)op, role, (unsigned)i, (int)t->rank, GFP_MAX_RANK);
-    if (t->dtype < 0 || t->dtype >= GFP_DTYPE_COUNT || !(stored_dtypes() & GFP_DTYPE_BIT(t->dtype)))
-        return ref_fail(GFP_ERR_UNSUPPORTED,
-                        "op %u: %s %u has dtype %d; the cpu_onednn device stores f32, f64, i32, "
-                        "i64, bool%s", (unsigned)op, role, (unsigned)i, (int)t->dtype,
-                        odn_bf16 ? " and bf16" : " (and bf16 on CPUs with avx512_bf16)");
-    return ref_hostbuf_check_view(op, role, i, t);
 }
 
 static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
@@ -265,40 +216,25 @@ static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const 
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     (void)device;
-    const family *f = family_of(op);
-    if (!f)
-        return ref_fail(GFP_ERR_UNSUPPORTED,
-                        "op id %u is not an op the cpu_onednn plugin knows (unknown or newer "
-                        "than ABI %d.%d)", (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
-    if ((n_inputs && !inputs) || (n_outputs && !outputs))
-        return ref_fail(GFP_ERR_INVALID, "op %u: the inputs or outputs array is NULL",
-                        (unsigned)op);
-    if (n_inputs > 8 || n_outputs > 4)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %u inputs and %u outputs; at most 8 and 4",
-                        (unsigned)op, (unsigned)n_inputs, (unsigned)n_outputs);
-    gfp_status st = GFP_OK;
-    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
-        if (inputs[i]) st = check_tensor(op, "input", i, inputs[i]);
-    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
-        if (!outputs[i])
-            return ref_fail(GFP_ERR_INVALID, "op %u: output %u is NULL", (unsigned)op,
-                            (unsigned)i);
-        st = check_tensor(op, "output", i, outputs[i]);
-    }
-    if (st != GFP_OK) return st;
+    const pk_device_rules rules = {"cpu_onednn", "oneDNN CPU", stored_dtypes(),
+                                   ref_hostbuf_size_of, NULL};
+    gfp_status st;
+    const family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs, n_outputs,
+                                      params, &st);
+    if (!f) return st;
     st = f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
     odn_ctx_end_launch();
     if (st != ODN_FALLBACK) return st;
-    if (ref_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */
+    if (pk_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */
         char msg[96];
-        snprintf(msg, sizeof msg, "cpu_onednn: op %u runs on the reference kernel", (unsigned)op);
-        ref_host->log(ref_host->host_ctx, GFP_LOG_DEBUG, msg);
+        snprintf(msg, sizeof msg, "cpu_onednn: %s runs on the reference kernel", pk_op_name(op));
+        pk_host->log(pk_host->host_ctx, GFP_LOG_DEBUG, msg);
     }
     if (any_bf16(inputs, n_inputs, outputs, n_outputs))
-        return ref_fail(GFP_ERR_UNSUPPORTED,
-                        "op %u: the cpu_onednn plugin provides bf16 for matmul, conv2d (and its "
+        return pk_fail(GFP_ERR_UNSUPPORTED,
+                        "%s: the cpu_onednn plugin provides bf16 for matmul, conv2d (and its "
                         "gradients), copy and fill only; convert to f32 with gf_to_dtype",
-                        (unsigned)op);
+                        pk_op_name(op));
     return f->reference(op, inputs, n_inputs, outputs, n_outputs, params);
 }
 
@@ -316,7 +252,7 @@ static gfp_status odn_query_extension(void *plugin_ctx, const char *name, void *
         memcpy(out, &fn, sizeof fn);
         return GFP_OK;
     }
-    return ref_fail(GFP_ERR_NOT_FOUND, "the cpu_onednn plugin has no extension \"%s\"",
+    return pk_fail(GFP_ERR_NOT_FOUND, "the cpu_onednn plugin has no extension \"%s\"",
                     name ? name : "(null)");
 }
 
@@ -346,10 +282,4 @@ static const gfp_plugin odn_table = {
     .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &odn_table, &ref_host);
-}
+PK_DEFINE_NEGOTIATE(odn_table)

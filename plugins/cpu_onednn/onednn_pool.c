@@ -366,12 +366,12 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     const gfp_tensor *x = in[0], *y = out[0], *ind = out[1];
     pool_geom g;
     if (!read_params(params, true, &g) || !geometry(x, y, &g) || !rank4(ind) ||
-        !ref_same_shape(ind, y))
+        !pk_same_shape(ind, y))
         return ODN_FALLBACK;
     if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
         ind->dtype != GFP_I64 || !odn_writable(y) || !odn_writable(ind))
         return ODN_FALLBACK;
-    if (odn_numel(y) == 0) return GFP_OK;
+    if (pk_numel(y) == 0) return GFP_OK;
     if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
         g.dh == 1 && g.dw == 1 && 2 * g.ho <= g.h && 2 * g.wo <= g.w && x->strides[3] == 1) {
         if (x->dtype == GFP_F32) max_pool_2x2_f32(&g, x, y, ind);
@@ -386,21 +386,21 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     if (g.kw > reach_w) g.kw = reach_w;
     bool ok = x->dtype == GFP_F32 ? max_pool_f32(&g, x, y, ind) : max_pool_f64(&g, x, y, ind);
     return ok ? GFP_OK
-              : ref_fail(GFP_ERR_OUT_OF_MEMORY, "max_pool2d: out of host memory for row scratch");
+              : pk_fail(GFP_ERR_OUT_OF_MEMORY, "max_pool2d: out of host memory for row scratch");
 }
 
 static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
                                     const gfp_tensor *const *out, uint32_t n_out) {
     if (n_in != 2 || n_out != 1 || !in[0] || !in[1]) return ODN_FALLBACK;
     const gfp_tensor *gy = in[0], *ind = in[1], *gx = out[0];
-    if (!rank4(gy) || !rank4(ind) || !rank4(gx) || !ref_same_shape(gy, ind)) return ODN_FALLBACK;
+    if (!rank4(gy) || !rank4(ind) || !rank4(gx) || !pk_same_shape(gy, ind)) return ODN_FALLBACK;
     if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1]) return ODN_FALLBACK;
     if ((gy->dtype != GFP_F32 && gy->dtype != GFP_F64) || gx->dtype != gy->dtype ||
         ind->dtype != GFP_I64 || !odn_writable(gx))
         return ODN_FALLBACK;
     pool_geom g = {.n = gx->sizes[0], .c = gx->sizes[1], .h = gx->sizes[2], .w = gx->sizes[3],
                    .ho = gy->sizes[2], .wo = gy->sizes[3]};
-    if (odn_numel(gx) == 0) return GFP_OK;
+    if (pk_numel(gx) == 0) return GFP_OK;
     if (!indices_valid(&g, ind)) return ODN_FALLBACK; /* the reference names the bad one */
     if (gy->dtype == GFP_F32) max_pool_bwd_f32(&g, gy, ind, gx);
     else max_pool_bwd_f64(&g, gy, ind, gx);
@@ -444,7 +444,7 @@ static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t 
     if (!read_params(params, false, &g) || !geometry(p.src, p.dst, &g)) return ODN_FALLBACK;
     if (p.src->dtype != GFP_F32 || p.dst->dtype != GFP_F32 || !odn_writable(out[0]))
         return ODN_FALLBACK;
-    if (odn_numel(p.src) == 0 || odn_numel(p.dst) == 0) return ODN_FALLBACK;
+    if (pk_numel(p.src) == 0 || pk_numel(p.dst) == 0) return ODN_FALLBACK;
     int64_t k[2] = {g.kh, g.kw}, s[2] = {g.sh, g.sw}, pad[2] = {g.ph, g.pw};
     int64_t in_sz[2] = {g.h, g.w}, out_sz[2] = {g.ho, g.wo};
     for (int a = 0; a < 2; a++) {
@@ -482,7 +482,7 @@ static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t 
     odn_key_add(&key, p.geom.include_padding);
     odn_key_tensor(&key, p.src);
     odn_key_tensor(&key, p.dst);
-    odn_team team = odn_team_begin(odn_numel(p.src) + odn_numel(p.dst));
+    odn_team team = odn_team_begin(pk_numel(p.src) + pk_numel(p.dst));
     const odn_prim *e = odn_cache_get(&key, build_avg, &p);
     gfp_status st = ODN_FALLBACK;
     if (e) {

@@ -27,7 +27,7 @@ gfp_status odn_runtime_open(void) {
     if (!engine) st = dnnl_engine_create(&engine, dnnl_cpu, 0);
     pthread_mutex_unlock(&engine_lock);
     if (st != dnnl_success)
-        return ref_fail(GFP_ERR_DEVICE, "cpu_onednn: oneDNN could not create its CPU engine "
+        return pk_fail(GFP_ERR_DEVICE, "cpu_onednn: oneDNN could not create its CPU engine "
                         "(dnnl status %d)", (int)st);
     return GFP_OK;
 }
@@ -118,7 +118,7 @@ gfp_status odn_ctx_acquire(odn_ctx **out) {
     *out = NULL;
     pthread_once(&ctx_once, ctx_key_create);
     if (!ctx_key_ok)
-        return ref_fail(GFP_ERR_INTERNAL, "cpu_onednn: no thread-local storage key available");
+        return pk_fail(GFP_ERR_INTERNAL, "cpu_onednn: no thread-local storage key available");
     odn_ctx *c = pthread_getspecific(ctx_key);
     if (c && c->stream) {
         *out = c;
@@ -127,7 +127,7 @@ gfp_status odn_ctx_acquire(odn_ctx **out) {
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c)
-            return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+            return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                             "cpu_onednn: out of host memory for a thread context");
         pthread_mutex_lock(&ctx_lock);
         c->next = ctx_list;
@@ -142,7 +142,7 @@ gfp_status odn_ctx_acquire(odn_ctx **out) {
     if (st != dnnl_success) c->stream = NULL;
     pthread_mutex_unlock(&ctx_lock);
     if (st != dnnl_success)
-        return ref_fail(st == dnnl_out_of_memory ? GFP_ERR_OUT_OF_MEMORY : GFP_ERR_DEVICE,
+        return pk_fail(st == dnnl_out_of_memory ? GFP_ERR_OUT_OF_MEMORY : GFP_ERR_DEVICE,
                         "cpu_onednn: oneDNN could not create a stream (status %d)", (int)st);
     *out = c;
     return GFP_OK;
@@ -161,7 +161,7 @@ void *odn_arena_alloc(odn_ctx *c, size_t bytes) {
         if (b) b->data = aligned_alloc(64, size);
         if (!b || !b->data) {
             free(b);
-            ref_fail(GFP_ERR_OUT_OF_MEMORY,
+            pk_fail(GFP_ERR_OUT_OF_MEMORY,
                      "cpu_onednn: out of host memory for %zu bytes of scratch", bytes);
             return NULL;
         }
@@ -329,7 +329,7 @@ gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args
     int m = 0;
     gfp_status result = GFP_OK;
     dnnl_status_t st = dnnl_success;
-    if (n > 11) return ref_fail(GFP_ERR_INTERNAL, "%s: too many arguments", what);
+    if (n > 11) return pk_fail(GFP_ERR_INTERNAL, "%s: too many arguments", what);
     for (int i = 0; i < n && st == dnnl_success; i++) {
         st = odc_memory(&ea[m].memory, args[i].md, odn_engine(), args[i].ptr);
         if (st == dnnl_success) ea[m++].arg = args[i].arg;
@@ -348,7 +348,7 @@ gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args
     }
     for (int i = 0; i < m; i++) dnnl_memory_destroy(ea[i].memory);
     if (st != dnnl_success)
-        return ref_fail(GFP_ERR_DEVICE, "%s: oneDNN failed to run its primitive (status %d)",
+        return pk_fail(GFP_ERR_DEVICE, "%s: oneDNN failed to run its primitive (status %d)",
                         what, (int)st);
     return result;
 }

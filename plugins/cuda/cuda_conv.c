@@ -1,8 +1,8 @@
 /* cuda_conv.c — CONV2D and its two gradient ops: cuDNN when the build has it
  * and the device's handle works, the plugin's own kernels otherwise.
  *
- * The checks and messages are the reference's (plugins/reference/
- * ref_conv.c). cuDNN gets packed NCHW tensors (views are copied into
+ * The checks and messages are the kit's (plugins/common/plugin_kit.h), as the
+ * reference's. cuDNN gets packed NCHW tensors (views are copied into
  * contiguous scratch, outputs written back), FMA math for f32 (no TF32, so
  * results stay within f32 rounding of the reference), and its heuristics'
  * algorithms in order until one runs with a workspace that can be allocated.
@@ -15,89 +15,13 @@
 
 #include "cuda_internal.h"
 
-typedef struct conv_roles {
-    const gfp_tensor *x, *w, *y; /* input-, weight- and output-shaped */
-    const char *xname, *wname, *yname;
-} conv_roles;
+typedef pk_conv2d_roles conv_roles; /* input-, weight- and output-shaped */
 
-static gfp_status check_params(const char *op, const void *params, cuk_conv *g) {
-    gfp_status st = cu_check_params(params, GFP_CONV2D_PARAMS_SIZE_V1_0, op);
-    if (st != GFP_OK) return st;
-    const gfp_conv2d_params *p = params;
-    if (p->groups < 1)
-        return cu_fail(GFP_ERR_INVALID, "%s: groups is %d; it must be >= 1", op, (int)p->groups);
-    for (int a = 0; a < 2; a++) {
-        if (p->stride[a] < 1)
-            return cu_fail(GFP_ERR_INVALID, "%s: stride[%d] is %d; strides must be >= 1", op, a,
-                           (int)p->stride[a]);
-        if (p->dilation[a] < 1)
-            return cu_fail(GFP_ERR_INVALID, "%s: dilation[%d] is %d; dilations must be >= 1", op,
-                           a, (int)p->dilation[a]);
-        if (p->padding[a] < 0)
-            return cu_fail(GFP_ERR_INVALID, "%s: padding[%d] is %d; padding must be >= 0", op, a,
-                           (int)p->padding[a]);
-    }
-    g->groups = p->groups;
-    g->sh = p->stride[0];
-    g->sw = p->stride[1];
-    g->ph = p->padding[0];
-    g->pw = p->padding[1];
-    g->dh = p->dilation[0];
-    g->dw = p->dilation[1];
-    return GFP_OK;
-}
-
-static gfp_status check_shapes(const char *op, const conv_roles *r, cuk_conv *g) {
-    const gfp_tensor *ts[3] = {r->x, r->w, r->y};
-    const char *names[3] = {r->xname, r->wname, r->yname};
-    static const char *const layouts[3] = {"[N, Ci, H, W]", "[Co, Ci/groups, kh, kw]",
-                                           "[N, Co, Ho, Wo]"};
-    for (int i = 0; i < 3; i++)
-        if (ts[i]->rank != 4)
-            return cu_fail(GFP_ERR_INVALID, "%s: %s must be rank 4 %s, got rank %d", op, names[i],
-                           layouts[i], (int)ts[i]->rank);
-    g->n = r->x->sizes[0];
-    g->ci = r->x->sizes[1];
-    g->h = r->x->sizes[2];
-    g->w = r->x->sizes[3];
-    g->co = r->w->sizes[0];
-    g->kh = r->w->sizes[2];
-    g->kw = r->w->sizes[3];
-    if (g->ci % g->groups != 0)
-        return cu_fail(GFP_ERR_INVALID, "%s: %s has %lld input channels, not divisible by groups = %lld",
-                       op, r->xname, (long long)g->ci, (long long)g->groups);
-    if (g->co % g->groups != 0)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: %s has %lld output channels, not divisible by groups = %lld", op,
-                       r->wname, (long long)g->co, (long long)g->groups);
-    g->cig = g->ci / g->groups;
-    g->cog = g->co / g->groups;
-    if (r->w->sizes[1] != g->cig)
-        return cu_fail(GFP_ERR_INVALID, "%s: %s dim 1 is %lld but must be Ci/groups = %lld", op,
-                       r->wname, (long long)r->w->sizes[1], (long long)g->cig);
-    if (g->kh < 1 || g->kw < 1)
-        return cu_fail(GFP_ERR_INVALID, "%s: the kernel size %lldx%lld of %s must be >= 1x1", op,
-                       (long long)g->kh, (long long)g->kw, r->wname);
-    int64_t span_h = g->h + 2 * g->ph - g->dh * (g->kh - 1) - 1;
-    int64_t span_w = g->w + 2 * g->pw - g->dw * (g->kw - 1) - 1;
-    if (span_h < 0 || span_w < 0)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: the dilated kernel (%lldx%lld) is larger than the padded input "
-                       "(%lldx%lld); use a smaller kernel or dilation, or more padding",
-                       op, (long long)(g->dh * (g->kh - 1) + 1),
-                       (long long)(g->dw * (g->kw - 1) + 1), (long long)(g->h + 2 * g->ph),
-                       (long long)(g->w + 2 * g->pw));
-    g->ho = span_h / g->sh + 1;
-    g->wo = span_w / g->sw + 1;
-    const int64_t *ys = r->y->sizes;
-    if (ys[0] != g->n || ys[1] != g->co || ys[2] != g->ho || ys[3] != g->wo)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: %s has sizes [%lld, %lld, %lld, %lld] but these inputs and "
-                       "parameters need [%lld, %lld, %lld, %lld]",
-                       op, r->yname, (long long)ys[0], (long long)ys[1], (long long)ys[2],
-                       (long long)ys[3], (long long)g->n, (long long)g->co, (long long)g->ho,
-                       (long long)g->wo);
-    return GFP_OK;
+/* The kit's validated geometry, as the kernels take it. */
+static cuk_conv cuk_of(const pk_conv2d_geom *p) {
+    cuk_conv g = {p->n,      p->ci,  p->co,  p->h,   p->w,  p->kh, p->kw, p->ho, p->wo,
+                  p->groups, p->cig, p->cog, p->sh,  p->sw, p->ph, p->pw, p->dh, p->dw};
+    return g;
 }
 
 #ifdef GRAFT_CUDA_HAVE_CUDNN
@@ -136,7 +60,7 @@ static gfp_status packed_of(cu_device *dev, const cuk_tensor *t, bool copy_in, c
     if (packed(t)) return GFP_OK;
     int64_t n = 1;
     for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * cu_dtype_size(t->dtype), owned, op);
+    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * pk_dtype_size(t->dtype), owned, op);
     if (st != GFP_OK) return st;
     int64_t stride = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
@@ -151,7 +75,7 @@ static gfp_status packed_of(cu_device *dev, const cuk_tensor *t, bool copy_in, c
  * cuDNN declined the configuration and the caller should fall back. */
 static gfp_status dnn_conv(cu_device *dev, uint32_t op, const cuk_conv *g, const conv_roles *r,
                            const gfp_tensor *bias) {
-    const char *name = cu_op_name(op);
+    const char *name = pk_op_name(op);
     dnn_call c;
     memset(&c, 0, sizeof c);
     cudnnDataType_t dt = r->x->dtype == GFP_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -270,11 +194,8 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params) {
     (void)n_out;
-    const char *name = cu_op_name(op);
-    cuk_conv g;
-    memset(&g, 0, sizeof g);
-    gfp_status st = check_params(name, params, &g);
-    if (st != GFP_OK) return st;
+    const char *name = pk_op_name(op);
+    gfp_status st;
     conv_roles r;
     const gfp_tensor *bias = NULL, *written;
     switch (op) {
@@ -292,24 +213,26 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
         written = r.w;
         break;
     }
-    if ((st = check_shapes(name, &r, &g)) != GFP_OK) return st;
+    pk_conv2d_geom pg = {0};
+    if ((st = pk_check_conv2d(op, params, &r, &pg)) != GFP_OK) return st;
+    cuk_conv g = cuk_of(&pg);
     if (bias && (bias->rank != 1 || bias->sizes[0] != g.co))
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: bias must be rank 1 with Co = %lld elements, got rank %d with %lld "
                        "elements",
-                       name, (long long)g.co, (int)bias->rank, (long long)cu_numel(bias));
-    if (cu_numel(written) == 0) return GFP_OK;
+                       name, (long long)g.co, (int)bias->rank, (long long)pk_numel(bias));
+    if (pk_numel(written) == 0) return GFP_OK;
 
 #ifdef GRAFT_CUDA_HAVE_CUDNN
     /* Empty sums (a zero-size batch or channel count) are the own kernels'
      * business: they write the zeros, cuDNN may refuse the shape. */
-    bool empty = cu_numel(r.x) == 0 || cu_numel(r.w) == 0 || cu_numel(r.y) == 0;
+    bool empty = pk_numel(r.x) == 0 || pk_numel(r.w) == 0 || pk_numel(r.y) == 0;
     bool fits = g.n <= 0x7fffffff && g.ci <= 0x7fffffff && g.co <= 0x7fffffff &&
                 g.h <= 0x7fffffff && g.w <= 0x7fffffff;
     if (dev->dnn && !empty && fits) {
         st = dnn_conv(dev, op, &g, &r, bias);
         if (st != GFP_ERR_UNSUPPORTED && st != GFP_ERR_INVALID) return st;
-        cu_log(GFP_LOG_DEBUG, "%s: cuDNN declined this configuration; using the plugin's own "
+        pk_log(GFP_LOG_DEBUG, "cuda: %s: cuDNN declined this configuration; using the plugin's own "
                "kernel", name);
     }
 #endif

@@ -63,7 +63,7 @@ static gfp_status check_shapes(const char *name, const gfp_tensor *y, const gfp_
         for (int d = 0; same && d < y->rank; d++) same = in[k]->sizes[d] == y->sizes[d];
         if (same) continue;
         char a[160], b[160];
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: input %u has shape %s but the output has shape %s; elementwise "
                        "operands must have the output's sizes (broadcast with stride 0)",
                        name, (unsigned)k, shape_text(in[k], a, sizeof a), shape_text(y, b, sizeof b));
@@ -88,17 +88,14 @@ static bool is_float_dtype(int32_t dt) {
 
 /* The parameters of a unary op, as the generated formulas take them. */
 static gfp_status unary_params(uint32_t op, const void *params, int32_t dt, cuk_unary_params *p) {
-    const char *name = cu_op_name(op);
+    /* The params struct the table names was checked by the launch preamble. */
     memset(p, 0, sizeof *p);
-    gfp_status st;
-    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
-        op == GFP_OP_POW_SCALAR) {
-        if ((st = cu_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (kind == GFP_PARAMS_scalar) {
         const gfp_scalar_params *sp = params;
         p->pa = sp->a;
         p->pb = sp->b;
-    } else if (op == GFP_OP_CLAMP) {
-        if ((st = cu_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    } else if (kind == GFP_PARAMS_clamp) {
         const gfp_clamp_params *cp = params;
         /* A NaN bound compares false with everything: no bound at all. */
         p->has_pa = cp->has_min && cp->min == cp->min;
@@ -114,20 +111,20 @@ static gfp_status unary_params(uint32_t op, const void *params, int32_t dt, cuk_
 }
 
 static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *params) {
-    gfp_status st = cu_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
+    gfp_status st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
     if (st != GFP_OK) return st;
     const gfp_random_params *p = params;
     if (p->kind > GFP_RANDOM_BERNOULLI)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
                        (unsigned)p->kind);
     if (p->kind != GFP_RANDOM_BERNOULLI && !is_float_dtype(y->dtype))
-        return cu_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                        "random: %s numbers need a float output, got %s (only bernoulli fills "
                        "integer and bool outputs)",
                        p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                       cu_dtype_name(y->dtype));
-    if (cu_numel(y) == 0) return GFP_OK;
+                       pk_dtype_name(y->dtype));
+    if (pk_numel(y) == 0) return GFP_OK;
     cuk_tensor v = cu_view(y);
     return cu_check(cuk_random(dev->stream, &v, p->kind, p->seed, p->offset, p->a, p->b),
                     "random", "the kernel launch");
@@ -135,16 +132,16 @@ static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *pa
 
 gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                                  uint32_t n_in, const gfp_tensor *y, const void *params) {
-    const char *name = cu_op_name(op);
+    const char *name = pk_op_name(op);
     gfp_status st = check_shapes(name, y, in, n_in);
     if (st != GFP_OK) return st;
     if ((op == GFP_OP_TRIL || op == GFP_OP_TRIU) && y->rank < 2)
-        return cu_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name, (int)y->rank);
+        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name, (int)y->rank);
     if (op == GFP_OP_ARANGE && y->rank != 1)
-        return cu_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                        (int)y->rank);
     if (op == GFP_OP_RANDOM) return run_random(dev, y, params);
-    if (cu_numel(y) == 0) return GFP_OK;
+    if (pk_numel(y) == 0) return GFP_OK;
 
     const gfp_tensor *t[4] = {y, NULL, NULL, NULL};
     for (uint32_t i = 0; i < n_in; i++) t[i + 1] = in[i];
@@ -155,14 +152,14 @@ gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *
     switch (op) {
     case GFP_OP_COPY: e = cuk_copy(dev->stream, &it); break;
     case GFP_OP_FILL: {
-        if ((st = cu_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        if ((st = pk_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         const gfp_fill_params *p = params;
         bool integer = y->dtype == GFP_I32 || y->dtype == GFP_I64;
         e = cuk_fill(dev->stream, &it, p->value, p->ivalue, integer);
         break;
     }
     case GFP_OP_ARANGE: {
-        if ((st = cu_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        if ((st = pk_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         const gfp_arange_params *p = params;
         /* Integer outputs from integral start and step are exact in int64. */
         bool exact = !is_float_dtype(y->dtype) && is_integral(p->start) && is_integral(p->step);
@@ -173,7 +170,7 @@ gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *
     }
     case GFP_OP_TRIL:
     case GFP_OP_TRIU: {
-        if ((st = cu_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        if ((st = pk_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         e = cuk_tri(dev->stream, &it, op == GFP_OP_TRIL,
                     ((const gfp_tri_params *)params)->diagonal);
         break;

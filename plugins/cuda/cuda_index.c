@@ -37,11 +37,11 @@ gfp_status cu_check_indices(cu_device *dev, const cuk_tensor *index, int64_t lo,
     if (st == GFP_OK) st = cu_read_scratch(dev, verdict, op);
     if (st != GFP_OK || verdict[0] == INT64_MAX) return st;
     if (dim < 0)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: index %lld (at position %lld) is outside the input plane of %lld "
                        "elements (or -1)",
                        op, (long long)verdict[1], (long long)verdict[0], (long long)limit);
-    return cu_fail(GFP_ERR_INVALID,
+    return pk_fail(GFP_ERR_INVALID,
                    "%s: index %lld is out of range for dim %d of size %lld (valid range [0, "
                    "%lld))",
                    op, (long long)verdict[1], dim, (long long)limit, (long long)limit);
@@ -59,13 +59,13 @@ gfp_status cu_index_launch(cu_device *dev, uint32_t op, const gfp_tensor *const 
                            const void *params) {
     (void)n_in;
     (void)n_out;
-    const char *name = cu_op_name(op);
-    gfp_status st = cu_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     cuk_tensor data = at_least_1d(in[0]), dst = at_least_1d(out[0]);
     int dim = ((const gfp_dim_params *)params)->dim;
     if (dim < 0 || dim >= data.rank)
-        return cu_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                        dim, (int)in[0]->rank);
     bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
     const cuk_tensor *indexed = selecting ? &data : &dst;
@@ -73,12 +73,12 @@ gfp_status cu_index_launch(cu_device *dev, uint32_t op, const gfp_tensor *const 
 
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD) {
         if (in[1]->rank > 1)
-            return cu_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
+            return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
                            (int)in[1]->rank);
         cuk_tensor index = cu_view(in[1]); /* rank 0 or 1: the kernel reads strides[0] */
-        int64_t n_index = cu_numel(in[1]);
+        int64_t n_index = pk_numel(in[1]);
         if (!same_but_dim(&data, &dst, dim) || walked->sizes[dim] != n_index)
-            return cu_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                            "%s: %s must have %s's shape except in dim %d, where its size must be "
                            "the index's length %lld",
                            name, selecting ? "y" : "src", selecting ? "x" : "y", dim,
@@ -92,20 +92,20 @@ gfp_status cu_index_launch(cu_device *dev, uint32_t op, const gfp_tensor *const 
     cuk_tensor index = at_least_1d(in[1]);
     bool gather = op == GFP_OP_GATHER;
     if (index.rank != data.rank || dst.rank != data.rank)
-        return cu_fail(GFP_ERR_INVALID, "%s: %s, index and y must have the same rank (got %d, %d, %d)",
+        return pk_fail(GFP_ERR_INVALID, "%s: %s, index and y must have the same rank (got %d, %d, %d)",
                        name, gather ? "x" : "src", (int)data.rank, (int)index.rank, (int)dst.rank);
     if (gather) {
         bool same = true;
         for (int d = 0; d < index.rank; d++) same = same && dst.sizes[d] == index.sizes[d];
-        if (!same) return cu_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
+        if (!same) return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
     }
     for (int d = 0; d < index.rank; d++) {
         if (d != dim && index.sizes[d] > indexed->sizes[d])
-            return cu_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than %s's %lld",
+            return pk_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than %s's %lld",
                            name, (long long)index.sizes[d], d, gather ? "x" : "y",
                            (long long)indexed->sizes[d]);
         if (!gather && index.sizes[d] > walked->sizes[d])
-            return cu_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                            "scatter_add: index has size %lld in dim %d, larger than src's %lld",
                            (long long)index.sizes[d], d, (long long)walked->sizes[d]);
     }

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "cuda_kernels.h"
-#include "graft_plugin.h"
+#include "plugin_kit.h"
 
 #ifdef GRAFT_CUDA_HAVE_CUDNN
 #include <cudnn.h>
@@ -75,11 +75,6 @@ typedef struct cu_buffer {
     cu_device *dev;
 } cu_buffer;
 
-/* ---- plugin (cuda_plugin.c) */
-extern const gfp_host *cu_host;
-/* Attaches a printf-style message to the failure and returns status. */
-gfp_status cu_fail(gfp_status status, const char *fmt, ...) CU_PRINTF(2, 3);
-void cu_log(gfp_log_level level, const char *fmt, ...) CU_PRINTF(2, 3);
 /* OK for cudaSuccess; otherwise a failure "<op>: <what>: cudaErrorX (text)"
  * with the status the error maps to. Clears the runtime's last error. */
 gfp_status cu_check(cudaError_t e, const char *op, const char *what);
@@ -121,10 +116,6 @@ gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support);
 gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                      uint32_t n_inputs, const gfp_tensor *const *outputs, uint32_t n_outputs,
                      const void *params);
-const char *cu_op_name(uint32_t op);
-const char *cu_dtype_name(int32_t dtype);
-size_t cu_dtype_size(int32_t dtype);
-int64_t cu_numel(const gfp_tensor *t);
 bool cu_is_contiguous(const gfp_tensor *t);
 /* The kernel view of a validated descriptor. */
 cuk_tensor cu_view(const gfp_tensor *t);
@@ -137,7 +128,6 @@ gfp_status cu_copy_tensor(cu_device *dev, const cuk_tensor *dst, const cuk_tenso
                           const char *op);
 /* Writes zeros into every element of t. */
 gfp_status cu_zero_tensor(cu_device *dev, const cuk_tensor *t, const char *op);
-gfp_status cu_check_params(const void *params, size_t min_size, const char *op);
 /* Waits for a device check that every value of index (i64) lies in
  * [lo, limit); the message names op and dim (dim < 0: a pooling plane). */
 gfp_status cu_check_indices(cu_device *dev, const cuk_tensor *index, int64_t lo, int64_t limit,

@@ -57,7 +57,7 @@ static gfp_status make_contiguous(cu_device *dev, const cuk_tensor *t, cuk_tenso
                                   void **owned) {
     int64_t n = 1;
     for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * cu_dtype_size(t->dtype), owned, "matmul");
+    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * pk_dtype_size(t->dtype), owned, "matmul");
     if (st != GFP_OK) return st;
     *out = *t;
     out->data = *owned;
@@ -119,7 +119,7 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
     cublasOperation_t tb = q->col_major == y->col_major ? CUBLAS_OP_N : CUBLAS_OP_T;
     int kp = y->col_major ? 0 : 1, kq = y->col_major ? 1 : 0; /* batch stride slots of p, q */
     if (m > INT_MAX || n > INT_MAX || K > INT_MAX || bd->count > INT_MAX)
-        return cu_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                        "matmul: sizes %lld x %lld x %lld in %lld batches exceed cuBLAS's 32-bit "
                        "dimensions",
                        (long long)M, (long long)K, (long long)N, (long long)bd->count);
@@ -130,7 +130,7 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
     float one32 = 1.0f, zero32 = 0.0f;
     const void *alpha = dt == GFP_F64 ? (const void *)&one64 : (const void *)&one32;
     const void *beta = dt == GFP_F64 ? (const void *)&zero64 : (const void *)&zero32;
-    size_t es = cu_dtype_size(dt);
+    size_t es = pk_dtype_size(dt);
 
     if (bd->n <= 1) {
         long long sp = bd->n ? bd->str[kp][0] : 0, sq = bd->n ? bd->str[kq][0] : 0;
@@ -145,7 +145,7 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
     /* Several batch dims that do not merge: one pointer per matrix. */
     size_t count = (size_t)bd->count;
     void **host = malloc(3 * count * sizeof(void *));
-    if (!host) return cu_fail(GFP_ERR_OUT_OF_MEMORY, "matmul: out of host memory for %zu "
+    if (!host) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "matmul: out of host memory for %zu "
                               "batch pointers", 3 * count);
     int64_t idx[GFP_MAX_RANK] = {0};
     for (size_t i = 0; i < count; i++) {
@@ -180,28 +180,28 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
 static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
     int r = a->rank;
     if (r < 2)
-        return cu_fail(GFP_ERR_INVALID, "matmul: a has rank %d; it must be >= 2 (the core "
+        return pk_fail(GFP_ERR_INVALID, "matmul: a has rank %d; it must be >= 2 (the core "
                        "promotes 1-D operands)", r);
     if (b->rank != r || y->rank != r)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "matmul: a, b and y must have the same rank (got %d, %d, %d); the core "
                        "broadcasts batch dims before launch",
                        r, (int)b->rank, (int)y->rank);
     for (int d = 0; d < r - 2; d++)
         if (b->sizes[d] != a->sizes[d] || y->sizes[d] != a->sizes[d])
-            return cu_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                            "matmul: batch dim %d differs (a %lld, b %lld, y %lld); broadcast "
                            "batch dims must come as equal sizes with stride 0",
                            d, (long long)a->sizes[d], (long long)b->sizes[d],
                            (long long)y->sizes[d]);
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1];
     if (b->sizes[r - 2] != k)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "matmul: a is [..., %lld, %lld] but b is [..., %lld, %lld]; a's last dim "
                        "must equal b's second to last",
                        (long long)m, (long long)k, (long long)b->sizes[r - 2], (long long)n);
     if (y->sizes[r - 2] != m || y->sizes[r - 1] != n)
-        return cu_fail(GFP_ERR_INVALID, "matmul: y is [..., %lld, %lld]; it must be [..., %lld, %lld]",
+        return pk_fail(GFP_ERR_INVALID, "matmul: y is [..., %lld, %lld]; it must be [..., %lld, %lld]",
                        (long long)y->sizes[r - 2], (long long)y->sizes[r - 1], (long long)m,
                        (long long)n);
     return GFP_OK;
@@ -213,7 +213,7 @@ gfp_status cu_matmul_launch(cu_device *dev, const gfp_tensor *const *in, uint32_
     (void)n_out;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
     gfp_status st = check_shapes(a, b, y);
-    if (st != GFP_OK || cu_numel(y) == 0) return st;
+    if (st != GFP_OK || pk_numel(y) == 0) return st;
     int r = a->rank;
     int64_t M = a->sizes[r - 2], K = a->sizes[r - 1], N = b->sizes[r - 1];
     cuk_tensor va = cu_view(a), vb = cu_view(b), vy = cu_view(y);

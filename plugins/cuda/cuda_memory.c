@@ -26,7 +26,7 @@ gfp_status cu_memory_open(cu_device *dev) {
             cudaEventCreateWithFlags(&dev->stage_done[h], cudaEventDisableTiming) != cudaSuccess) {
             (void)cudaGetLastError();
             if (p) cudaFreeHost(p);
-            cu_log(GFP_LOG_WARN, "device %d: no pinned staging memory; host transfers will be "
+            pk_log(GFP_LOG_WARN, "cuda: device %d: no pinned staging memory; host transfers will be "
                    "synchronous", dev->ordinal);
             cu_memory_close(dev);
             break;
@@ -85,7 +85,7 @@ gfp_status cu_temp_alloc(cu_device *dev, uint64_t nbytes, void **ptr, const char
     *ptr = NULL;
     cudaError_t e = raw_alloc(dev, ptr, nbytes ? nbytes : 1);
     if (e == cudaErrorMemoryAllocation)
-        return cu_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                        "%s: out of device memory for %llu bytes of scratch on %s: %s",
                        op, (unsigned long long)nbytes, dev->name, cudaGetErrorName(e));
     return cu_check(e, op, "cudaMallocAsync (scratch)");
@@ -97,19 +97,19 @@ void cu_temp_free(cu_device *dev, void *ptr) { raw_free(dev, ptr); }
 gfp_status cu_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr) {
     cu_device *dev = device;
     if (!buffer || !host_ptr)
-        return cu_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
+        return pk_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
     *buffer = NULL;
     *host_ptr = NULL; /* device memory is not host-addressable */
-    if (nbytes == 0) return cu_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
+    if (nbytes == 0) return pk_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
     if (nbytes > (uint64_t)SIZE_MAX / 2)
-        return cu_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                        "buffer_alloc: %llu bytes is more than any device holds; the size is "
                        "probably miscomputed",
                        (unsigned long long)nbytes);
     gfp_status st = cu_use(dev, "buffer_alloc");
     if (st != GFP_OK) return st;
     cu_buffer *b = malloc(sizeof *b);
-    if (!b) return cu_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
+    if (!b) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
     void *p = NULL;
     cudaError_t e = raw_alloc(dev, &p, nbytes);
     if (e != cudaSuccess) {
@@ -119,7 +119,7 @@ gfp_status cu_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, vo
             size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
             (void)cudaGetLastError();
-            return cu_fail(GFP_ERR_OUT_OF_MEMORY,
+            return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                            "buffer_alloc: out of device memory allocating %llu bytes on %s "
                            "(%llu of %llu MiB free): cudaErrorMemoryAllocation",
                            (unsigned long long)nbytes, dev->name,
@@ -130,7 +130,7 @@ gfp_status cu_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, vo
     if ((uintptr_t)p % 64 != 0) { /* the runtime aligns to 256; the ABI asks 64 */
         raw_free(dev, p);
         free(b);
-        return cu_fail(GFP_ERR_INTERNAL, "buffer_alloc: the CUDA runtime returned an address "
+        return pk_fail(GFP_ERR_INTERNAL, "buffer_alloc: the CUDA runtime returned an address "
                        "that is not 64-byte aligned");
     }
     *b = (cu_buffer){.magic = CU_BUFFER_MAGIC, .ptr = p, .nbytes = nbytes, .dev = dev};
@@ -143,7 +143,7 @@ void cu_buffer_free(void *device, gfp_buffer buffer) {
     cu_buffer *b = buffer;
     if (!b) return;
     if (b->magic != CU_BUFFER_MAGIC) {
-        cu_log(GFP_LOG_ERROR, "buffer_free of a handle that is not a live buffer (double "
+        pk_log(GFP_LOG_ERROR, "cuda: buffer_free of a handle that is not a live buffer (double "
                "free?); ignored");
         return;
     }
@@ -157,14 +157,14 @@ void cu_buffer_free(void *device, gfp_buffer buffer) {
 static gfp_status check_range(const char *what, const cu_device *dev, gfp_buffer buffer,
                               uint64_t offset, uint64_t n) {
     const cu_buffer *b = buffer;
-    if (!b) return cu_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
+    if (!b) return pk_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
     if (b->magic != CU_BUFFER_MAGIC)
-        return cu_fail(GFP_ERR_INVALID, "%s: the buffer is not a live cuda buffer (freed "
+        return pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live cuda buffer (freed "
                        "already, or from another plugin)", what);
     if (b->dev != dev)
-        return cu_fail(GFP_ERR_INVALID, "%s: the buffer belongs to another cuda device", what);
+        return pk_fail(GFP_ERR_INVALID, "%s: the buffer belongs to another cuda device", what);
     if (offset > b->nbytes || n > b->nbytes - offset)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
                        what, (unsigned long long)n, (unsigned long long)offset,
                        (unsigned long long)b->nbytes);
@@ -211,7 +211,7 @@ gfp_status cu_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, con
     cu_device *dev = device;
     gfp_status st = check_range("buffer_write", dev, buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!src) return cu_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
     if ((st = cu_use(dev, "buffer_write")) != GFP_OK) return st;
     return cu_upload(dev, dptr(buffer, offset), src, n, "buffer_write");
 }
@@ -221,7 +221,7 @@ gfp_status cu_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, void
     cu_device *dev = device;
     gfp_status st = check_range("buffer_read", dev, buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!dst) return cu_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    if (!dst) return pk_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
     if ((st = cu_use(dev, "buffer_read")) != GFP_OK) return st;
     const char *src = dptr(buffer, offset);
     if (!dev->stage[0]) {
@@ -279,16 +279,10 @@ gfp_status cu_buffer_copy(void *device, gfp_buffer src, uint64_t src_offset, gfp
 gfp_status cu_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                           const void *pattern, uint32_t pattern_size) {
     cu_device *dev = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return cu_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                       (unsigned)pattern_size);
-    if (n % pattern_size)
-        return cu_fail(GFP_ERR_INVALID,
-                       "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                       (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", dev, buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return cu_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     if ((st = cu_use(dev, "buffer_fill")) != GFP_OK) return st;
     const unsigned char *p = pattern;
     bool bytewise = true; /* every byte alike: cudaMemsetAsync does it */
@@ -301,7 +295,7 @@ gfp_status cu_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint
     /* The pattern's alignment: offsets of views are multiples of their
      * element size, which is what the core fills with. */
     if (((uintptr_t)dptr(buffer, offset)) % pattern_size)
-        return cu_fail(GFP_ERR_INVALID, "buffer_fill: offset %llu is not a multiple of the "
+        return pk_fail(GFP_ERR_INVALID, "buffer_fill: offset %llu is not a multiple of the "
                        "%u-byte pattern", (unsigned long long)offset, (unsigned)pattern_size);
     return cu_check(cuk_fill_bytes(dev->stream, dptr(buffer, offset), n / pattern_size, bits,
                                    (int)pattern_size),

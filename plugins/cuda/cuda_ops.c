@@ -42,126 +42,40 @@ typedef enum op_kind {
     K_POOL
 } op_kind;
 
-/* Table kinds (op_math.def) to op kinds. COMPARE and LOGICAL unary ops do not
- * exist; they map to K_NONE should the table ever grow one without a kernel. */
-#define UNARY_KIND_FLOAT K_UNARY_FLOAT
-#define UNARY_KIND_NUMERIC K_UNARY_NUMERIC
-#define UNARY_KIND_COMPARE K_NONE
-#define UNARY_KIND_LOGICAL K_LOGICAL_NOT
-#define BINARY_KIND_FLOAT K_BINARY_FLOAT
-#define BINARY_KIND_NUMERIC K_BINARY_NUMERIC
-#define BINARY_KIND_COMPARE K_COMPARE
-#define BINARY_KIND_LOGICAL K_LOGICAL
-
-static op_kind kind_of(uint32_t op) {
-    switch (op) {
-#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return UNARY_KIND_##kind;
-#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return BINARY_KIND_##kind;
-#include "op_math.def"
-    case GFP_OP_COPY: return K_COPY;
-    case GFP_OP_FILL: return K_FILL;
-    case GFP_OP_ARANGE: return K_ARANGE;
-    case GFP_OP_TRIL:
-    case GFP_OP_TRIU: return K_TRI;
-    case GFP_OP_WHERE: return K_WHERE;
-    case GFP_OP_RANDOM: return K_RANDOM;
-    case GFP_OP_SUM:
-    case GFP_OP_MEAN:
-    case GFP_OP_PROD:
-    case GFP_OP_AMAX:
-    case GFP_OP_AMIN:
-    case GFP_OP_VAR:
-    case GFP_OP_LOGSUMEXP:
-    case GFP_OP_MAX_DIM:
-    case GFP_OP_MIN_DIM: return K_REDUCE;
-    case GFP_OP_MATMUL: return K_MATMUL;
-    case GFP_OP_SOFTMAX:
-    case GFP_OP_LOG_SOFTMAX: return K_SOFTMAX;
-    case GFP_OP_LAYER_NORM: return K_LAYER_NORM;
-    case GFP_OP_BATCH_NORM: return K_BATCH_NORM;
-    case GFP_OP_INDEX_SELECT:
-    case GFP_OP_GATHER:
-    case GFP_OP_SCATTER_ADD:
-    case GFP_OP_INDEX_ADD: return K_INDEX;
-    case GFP_OP_CONV2D:
-    case GFP_OP_CONV2D_BACKWARD_INPUT:
-    case GFP_OP_CONV2D_BACKWARD_WEIGHT: return K_CONV;
-    case GFP_OP_MAX_POOL2D:
-    case GFP_OP_MAX_POOL2D_BACKWARD:
-    case GFP_OP_AVG_POOL2D:
-    case GFP_OP_AVG_POOL2D_BACKWARD: return K_POOL;
+/* The elementwise math's kinds (plugin_kit.h) as op kinds. */
+static op_kind math_kind_of(uint32_t op) {
+    bool numeric = pk_ew_numeric(op);
+    switch (pk_ew_kind_of(op)) {
+    case PK_EW_UNARY: return numeric ? K_UNARY_NUMERIC : K_UNARY_FLOAT;
+    case PK_EW_LOGICAL_NOT: return K_LOGICAL_NOT;
+    case PK_EW_BINARY: return numeric ? K_BINARY_NUMERIC : K_BINARY_FLOAT;
+    case PK_EW_COMPARE: return K_COMPARE;
+    case PK_EW_LOGICAL: return K_LOGICAL;
     default: return K_NONE;
     }
 }
 
-const char *cu_op_name(uint32_t op) {
-    switch (op) {
-#define GF_OP_MATH_UNARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return #name;
-#define GF_OP_MATH_BINARY(ID, name, kind, f, i) \
-    case GFP_OP_##ID: return #name;
-#include "op_math.def"
-    case GFP_OP_COPY: return "copy";
-    case GFP_OP_FILL: return "fill";
-    case GFP_OP_ARANGE: return "arange";
-    case GFP_OP_TRIL: return "tril";
-    case GFP_OP_TRIU: return "triu";
-    case GFP_OP_WHERE: return "where";
-    case GFP_OP_RANDOM: return "random";
-    case GFP_OP_SUM: return "sum";
-    case GFP_OP_MEAN: return "mean";
-    case GFP_OP_PROD: return "prod";
-    case GFP_OP_AMAX: return "amax";
-    case GFP_OP_AMIN: return "amin";
-    case GFP_OP_VAR: return "var";
-    case GFP_OP_LOGSUMEXP: return "logsumexp";
-    case GFP_OP_MAX_DIM: return "max_dim";
-    case GFP_OP_MIN_DIM: return "min_dim";
-    case GFP_OP_MATMUL: return "matmul";
-    case GFP_OP_SOFTMAX: return "softmax";
-    case GFP_OP_LOG_SOFTMAX: return "log_softmax";
-    case GFP_OP_LAYER_NORM: return "layer_norm";
-    case GFP_OP_BATCH_NORM: return "batch_norm";
-    case GFP_OP_INDEX_SELECT: return "index_select";
-    case GFP_OP_GATHER: return "gather";
-    case GFP_OP_SCATTER_ADD: return "scatter_add";
-    case GFP_OP_INDEX_ADD: return "index_add";
-    case GFP_OP_CONV2D: return "conv2d";
-    case GFP_OP_CONV2D_BACKWARD_INPUT: return "conv2d_backward_input";
-    case GFP_OP_CONV2D_BACKWARD_WEIGHT: return "conv2d_backward_weight";
-    case GFP_OP_MAX_POOL2D: return "max_pool2d";
-    case GFP_OP_MAX_POOL2D_BACKWARD: return "max_pool2d_backward";
-    case GFP_OP_AVG_POOL2D: return "avg_pool2d";
-    case GFP_OP_AVG_POOL2D_BACKWARD: return "avg_pool2d_backward";
-    default: return "unknown op";
-    }
-}
-
-const char *cu_dtype_name(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32: return "f32";
-    case GFP_F64: return "f64";
-    case GFP_I32: return "i32";
-    case GFP_I64: return "i64";
-    case GFP_BOOL: return "bool";
-    case GFP_F16: return "f16";
-    case GFP_BF16: return "bf16";
-    default: return "unknown";
-    }
-}
-
-size_t cu_dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32:
-    case GFP_I32: return 4;
-    case GFP_F64:
-    case GFP_I64: return 8;
-    case GFP_F16:
-    case GFP_BF16: return 2;
-    case GFP_BOOL: return 1;
-    default: return 0;
+/* From the op's family (graft_ops.def) and, for the elementwise math, its
+ * kind in op_math.def. */
+static op_kind kind_of(uint32_t op) {
+    switch (gfp_op_family_of(op)) {
+    case GFP_FAMILY_COPY: return K_COPY;
+    case GFP_FAMILY_CREATE: return op == GFP_OP_FILL ? K_FILL : K_ARANGE;
+    case GFP_FAMILY_RANDOM: return K_RANDOM;
+    case GFP_FAMILY_TRI: return K_TRI;
+    case GFP_FAMILY_UNARY:
+    case GFP_FAMILY_BINARY: return math_kind_of(op);
+    case GFP_FAMILY_WHERE: return K_WHERE;
+    case GFP_FAMILY_REDUCE: return K_REDUCE;
+    case GFP_FAMILY_MATMUL: return K_MATMUL;
+    case GFP_FAMILY_NORM:
+        return op == GFP_OP_LAYER_NORM   ? K_LAYER_NORM
+               : op == GFP_OP_BATCH_NORM ? K_BATCH_NORM
+                                         : K_SOFTMAX;
+    case GFP_FAMILY_INDEX: return K_INDEX;
+    case GFP_FAMILY_CONV: return K_CONV;
+    case GFP_FAMILY_POOL: return K_POOL;
+    default: return K_NONE;
     }
 }
 
@@ -174,37 +88,6 @@ size_t cu_dtype_size(int32_t dtype) {
 
 static bool in_set(int32_t d, uint32_t set) {
     return d >= 0 && d < GFP_DTYPE_COUNT && (set & BIT(d)) != 0;
-}
-
-/* Input count an op takes (-1: checked by its family) and output count. */
-static bool counts_ok(uint32_t op, op_kind k, uint32_t n_in, uint32_t n_out) {
-    switch (k) {
-    case K_FILL:
-    case K_ARANGE:
-    case K_RANDOM: return n_in == 0 && n_out == 1;
-    case K_COPY:
-    case K_TRI:
-    case K_UNARY_FLOAT:
-    case K_UNARY_NUMERIC:
-    case K_LOGICAL_NOT:
-    case K_SOFTMAX: return n_in == 1 && n_out == 1;
-    case K_BINARY_FLOAT:
-    case K_BINARY_NUMERIC:
-    case K_COMPARE:
-    case K_LOGICAL:
-    case K_MATMUL:
-    case K_INDEX: return n_in == 2 && n_out == 1;
-    case K_WHERE: return n_in == 3 && n_out == 1;
-    case K_REDUCE:
-        return n_in == 1 && n_out == (op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM ? 2u : 1u);
-    case K_LAYER_NORM: return n_in == 3 && n_out == 3;
-    case K_BATCH_NORM: return n_in == 5 && n_out == 3;
-    case K_CONV: return (n_in == 2 || (op == GFP_OP_CONV2D && n_in == 3)) && n_out == 1;
-    case K_POOL:
-        return n_in == (op == GFP_OP_MAX_POOL2D_BACKWARD ? 2u : 1u) &&
-               n_out == (op == GFP_OP_MAX_POOL2D ? 2u : 1u);
-    default: return false;
-    }
 }
 
 /* Every listed dtype equals dt; -1 entries (absent optional inputs) pass
@@ -276,28 +159,12 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
  * the same kernels), so device is not used. */
 gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
-    if (!support) return cu_fail(GFP_ERR_INVALID, "query_op: support is NULL");
-    *support = GFP_SUPPORT_NONE;
-    if (!q) return cu_fail(GFP_ERR_INVALID, "query_op: query is NULL");
-    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
-        return cu_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
-                       (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
-    if (q->n_inputs > 8 || q->n_outputs > 4)
-        return cu_fail(GFP_ERR_INVALID,
-                       "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
-                       (unsigned)q->n_inputs, (unsigned)q->n_outputs);
-    op_kind k = kind_of(q->op);
-    if (k != K_NONE && counts_ok(q->op, k, q->n_inputs, q->n_outputs) &&
+    gfp_status st = pk_query_begin(q, support);
+    if (st != GFP_OK) return st;
+    if (kind_of(q->op) != K_NONE && pk_query_fits(q, S_ALL) &&
         accepts(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs))
         *support = GFP_SUPPORT_STRIDED;
     return GFP_OK;
-}
-
-/* ------------------------------------------------------------ descriptors */
-int64_t cu_numel(const gfp_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    return n;
 }
 
 bool cu_is_contiguous(const gfp_tensor *t) {
@@ -322,68 +189,11 @@ cuk_tensor cu_view(const gfp_tensor *t) {
     return v;
 }
 
-gfp_status cu_check_params(const void *params, size_t min_size, const char *op) {
-    if (!params)
-        return cu_fail(GFP_ERR_INVALID, "%s: the parameter struct is NULL; this op needs one", op);
-    uint32_t size;
-    memcpy(&size, params, sizeof size);
-    if (size < min_size)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: parameter struct_size is %u bytes, at least %zu are needed (set "
-                       "struct_size = sizeof the struct)",
-                       op, (unsigned)size, min_size);
-    return GFP_OK;
-}
-
-static gfp_status check_tensor(const cu_device *dev, uint32_t op, const char *role, uint32_t i,
-                               const gfp_tensor *t) {
-    const char *name = cu_op_name(op);
-    if (t->struct_size < GFP_TENSOR_SIZE_V1_0)
-        return cu_fail(GFP_ERR_INVALID, "%s: %s %u has struct_size %u, at least %zu needed", name,
-                       role, (unsigned)i, (unsigned)t->struct_size, (size_t)GFP_TENSOR_SIZE_V1_0);
-    if (t->rank < 0 || t->rank > GFP_MAX_RANK)
-        return cu_fail(GFP_ERR_INVALID, "%s: %s %u has rank %d, outside [0, %d]", name, role,
-                       (unsigned)i, (int)t->rank, GFP_MAX_RANK);
-    if (cu_dtype_size(t->dtype) == 0)
-        return cu_fail(GFP_ERR_UNSUPPORTED, "%s: %s %u has unknown dtype %d", name, role,
-                       (unsigned)i, (int)t->dtype);
-    for (int d = 0; d < t->rank; d++)
-        if (t->sizes[d] < 0 || t->strides[d] < 0)
-            return cu_fail(GFP_ERR_INVALID,
-                           "%s: %s %u has size %lld and stride %lld in dim %d; both must be >= 0",
-                           name, role, (unsigned)i, (long long)t->sizes[d],
-                           (long long)t->strides[d], d);
-    const cu_buffer *b = t->buffer;
-    if (cu_numel(t) == 0 && !b) return GFP_OK;
-    if (!b) return cu_fail(GFP_ERR_INVALID, "%s: %s %u has a NULL buffer", name, role, (unsigned)i);
-    if (b->magic != CU_BUFFER_MAGIC || b->dev != dev)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: %s %u's buffer is not a live buffer of this cuda device (freed "
-                       "already, or from another device or plugin)",
-                       name, role, (unsigned)i);
-    uint64_t esize = cu_dtype_size(t->dtype);
-    if (t->offset % esize)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: %s %u starts at byte offset %llu, not a multiple of its %llu-byte "
-                       "elements (a misaligned access would end the CUDA context)",
-                       name, role, (unsigned)i, (unsigned long long)t->offset,
-                       (unsigned long long)esize);
-    if (cu_numel(t) == 0) return GFP_OK;
-    uint64_t last = 0; /* element offset of the last element reached */
-    for (int d = 0; d < t->rank; d++) {
-        uint64_t span = (uint64_t)(t->sizes[d] - 1), stride = (uint64_t)t->strides[d];
-        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
-            last = UINT64_MAX / 2;
-            break;
-        }
-        last += span * stride;
-    }
-    if (t->offset > b->nbytes || last >= (b->nbytes - t->offset) / esize)
-        return cu_fail(GFP_ERR_INVALID,
-                       "%s: %s %u reaches element %llu from byte offset %llu, past the end of its "
-                       "%llu-byte buffer (check sizes, strides and offset)",
-                       name, role, (unsigned)i, (unsigned long long)last,
-                       (unsigned long long)t->offset, (unsigned long long)b->nbytes);
+/* A live buffer of device ctx: its size. */
+static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size) {
+    const cu_buffer *b = buffer;
+    if (!b || b->magic != CU_BUFFER_MAGIC || b->dev != ctx) return GFP_ERR_INVALID;
+    *size = b->nbytes;
     return GFP_OK;
 }
 
@@ -393,65 +203,66 @@ static gfp_status unsupported(uint32_t op, const gfp_tensor *const *in, uint32_t
     size_t a = 0, b = 0;
     for (uint32_t i = 0; i < n_in && a < sizeof ins; i++)
         a += (size_t)snprintf(ins + a, sizeof ins - a, i ? ", %s" : "%s",
-                              in[i] ? cu_dtype_name(in[i]->dtype) : "-");
+                              in[i] ? pk_dtype_name(in[i]->dtype) : "-");
     for (uint32_t i = 0; i < n_out && b < sizeof outs; i++)
         b += (size_t)snprintf(outs + b, sizeof outs - b, i ? ", %s" : "%s",
-                              cu_dtype_name(out[i]->dtype));
-    return cu_fail(GFP_ERR_UNSUPPORTED,
+                              pk_dtype_name(out[i]->dtype));
+    return pk_fail(GFP_ERR_UNSUPPORTED,
                    "%s: the cuda plugin does not provide it for dtypes (%s) -> (%s) (see "
                    "query_op; convert with a COPY first)",
-                   cu_op_name(op), ins, outs);
+                   pk_op_name(op), ins, outs);
 }
+
+/* ------------------------------------------------------------ routing */
+static gfp_status run_matmul(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    (void)op;
+    (void)params;
+    return cu_matmul_launch(dev, in, n_in, out, n_out);
+}
+
+static gfp_status run_elementwise(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params) {
+    (void)n_out;
+    return cu_elementwise_launch(dev, op, in, n_in, out[0], params);
+}
+
+typedef struct cu_family {
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
+    gfp_status (*launch)(cu_device *dev, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
+} cu_family;
+
+static const cu_family families[] = {
+    {GFP_FAMILIES_ELEMENTWISE | GFP_FAMILY_BIT(GFP_FAMILY_RANDOM), run_elementwise},
+    {GFP_FAMILY_BIT(GFP_FAMILY_REDUCE), cu_reduce_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_NORM), cu_norm_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_INDEX), cu_index_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_MATMUL), run_matmul},
+    {GFP_FAMILY_BIT(GFP_FAMILY_CONV), cu_conv_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_POOL), cu_pool_launch},
+};
 
 gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                      uint32_t n_inputs, const gfp_tensor *const *outputs, uint32_t n_outputs,
                      const void *params) {
     cu_device *dev = device;
-    op_kind k = kind_of(op);
-    const char *name = cu_op_name(op);
-    if (k == K_NONE)
-        return cu_fail(GFP_ERR_UNSUPPORTED,
-                       "op id %u is not an op the cuda plugin knows (unknown or newer than ABI "
-                       "%d.%d)",
-                       (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
-    if (!counts_ok(op, k, n_inputs, n_outputs))
-        return cu_fail(GFP_ERR_INVALID, "%s: got %u input(s) and %u output(s), which it does not "
-                       "take (see abi/graft_plugin.h)", name, (unsigned)n_inputs,
-                       (unsigned)n_outputs);
-    if ((n_inputs && !inputs) || !outputs)
-        return cu_fail(GFP_ERR_INVALID, "%s: the inputs or outputs array is NULL", name);
-    int32_t in_dt[8], out_dt[4];
-    gfp_status st = GFP_OK;
-    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++) {
-        in_dt[i] = inputs[i] ? inputs[i]->dtype : -1;
-        if (inputs[i]) st = check_tensor(dev, op, "input", i, inputs[i]);
-    }
-    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
-        if (!outputs[i]) return cu_fail(GFP_ERR_INVALID, "%s: output %u is NULL", name, (unsigned)i);
-        out_dt[i] = outputs[i]->dtype;
-        st = check_tensor(dev, op, "output", i, outputs[i]);
-    }
+    const pk_device_rules rules = {"cuda", dev ? dev->name : "cuda", S_ALL, buffer_size, dev};
+    gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
     if (st != GFP_OK) return st;
-    /* Only layer_norm, batch_norm and conv2d's bias may be absent. */
-    for (uint32_t i = 0; i < n_inputs; i++)
-        if (!inputs[i] && !(i > 0 && (k == K_LAYER_NORM || k == K_BATCH_NORM)) &&
-            !(k == K_CONV && op == GFP_OP_CONV2D && i == 2))
-            return cu_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
+    const cu_family *f = PK_ROUTE(families, op);
+    if (!f || kind_of(op) == K_NONE)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the cuda plugin does not provide it",
+                       pk_op_name(op));
+    int32_t in_dt[8], out_dt[4];
+    for (uint32_t i = 0; i < n_inputs; i++) in_dt[i] = inputs[i] ? inputs[i]->dtype : -1;
+    for (uint32_t i = 0; i < n_outputs; i++) out_dt[i] = outputs[i]->dtype;
     if (!accepts(op, in_dt, n_inputs, out_dt, n_outputs))
         return unsupported(op, inputs, n_inputs, outputs, n_outputs);
-    if ((st = cu_use(dev, name)) != GFP_OK) return st;
-
-    switch (k) {
-    case K_REDUCE: return cu_reduce_launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
-    case K_SOFTMAX:
-    case K_LAYER_NORM:
-    case K_BATCH_NORM: return cu_norm_launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
-    case K_INDEX: return cu_index_launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
-    case K_MATMUL: return cu_matmul_launch(dev, inputs, n_inputs, outputs, n_outputs);
-    case K_CONV: return cu_conv_launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
-    case K_POOL: return cu_pool_launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
-    default: return cu_elementwise_launch(dev, op, inputs, n_inputs, outputs[0], params);
-    }
+    if ((st = cu_use(dev, pk_op_name(op))) != GFP_OK) return st;
+    return f->launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
 }
 
 /* ------------------------------------------------------------ helpers for families */
@@ -499,8 +310,8 @@ gfp_status cu_contiguous_in(cu_device *dev, const gfp_tensor *t, cuk_tensor *out
     *owned = NULL;
     *out = cu_view(t);
     if (cu_is_contiguous(t)) return GFP_OK;
-    int64_t n = cu_numel(t);
-    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * cu_dtype_size(t->dtype), owned, op);
+    int64_t n = pk_numel(t);
+    gfp_status st = cu_temp_alloc(dev, (uint64_t)n * pk_dtype_size(t->dtype), owned, op);
     if (st != GFP_OK) return st;
     cuk_tensor c = *out;
     c.data = *owned;

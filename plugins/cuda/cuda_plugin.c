@@ -29,27 +29,6 @@
 #define GRAFT_CUDA_PTX ""
 #endif
 
-const gfp_host *cu_host;
-
-/* ------------------------------------------------------------ messages */
-gfp_status cu_fail(gfp_status status, const char *fmt, ...) {
-    char msg[640];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (cu_host) cu_host->set_error(cu_host->host_ctx, msg);
-    return status;
-}
-
-void cu_log(gfp_log_level level, const char *fmt, ...) {
-    char msg[640] = "cuda: ";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg + 6, sizeof msg - 6, fmt, ap);
-    va_end(ap);
-    if (cu_host) cu_host->log(cu_host->host_ctx, level, msg);
-}
 
 /* Errors after which the CUDA context is unusable until the process ends. */
 static bool is_sticky(cudaError_t e) {
@@ -83,7 +62,7 @@ static gfp_status status_of(cudaError_t e) {
 gfp_status cu_check(cudaError_t e, const char *op, const char *what) {
     if (e == cudaSuccess) return GFP_OK;
     (void)cudaGetLastError(); /* a non-sticky error must not leak into the next call */
-    return cu_fail(status_of(e), "%s: %s failed: %s (%s)%s", op, what, cudaGetErrorName(e),
+    return pk_fail(status_of(e), "%s: %s failed: %s (%s)%s", op, what, cudaGetErrorName(e),
                    cudaGetErrorString(e),
                    is_sticky(e) ? "; the CUDA context is lost: no further work can run on this "
                                   "device in this process"
@@ -97,7 +76,7 @@ gfp_status cu_check_blas(cublasStatus_t s, const char *op, const char *what) {
     else if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
         st = GFP_ERR_UNSUPPORTED;
     else if (s == CUBLAS_STATUS_INVALID_VALUE) st = GFP_ERR_INVALID;
-    return cu_fail(st, "%s: %s failed: %s (%s)", op, what, cublasGetStatusName(s),
+    return pk_fail(st, "%s: %s failed: %s (%s)", op, what, cublasGetStatusName(s),
                    cublasGetStatusString(s));
 }
 
@@ -111,7 +90,7 @@ gfp_status cu_check_dnn(cudnnStatus_t s, const char *op, const char *what) {
         st = GFP_ERR_OUT_OF_MEMORY;
     else if (category == 3000) st = GFP_ERR_UNSUPPORTED;
     else if (category == 2000) st = GFP_ERR_INVALID;
-    return cu_fail(st, "%s: %s failed: %s", op, what, cudnnGetErrorString(s));
+    return pk_fail(st, "%s: %s failed: %s", op, what, cudnnGetErrorString(s));
 }
 #endif
 
@@ -193,7 +172,7 @@ static gfp_status cu_init(void **plugin_ctx) {
             why = "the CUDA runtime could not enumerate devices";
         snprintf(g.note, sizeof g.note, "%s: %s (%s); CUDA runtime %s, driver %s", why,
                  cudaGetErrorName(e), cudaGetErrorString(e), rt, drv);
-        cu_log(GFP_LOG_INFO, "%s", g.note);
+        pk_log(GFP_LOG_INFO, "cuda: %s", g.note);
         return GFP_OK; /* zero devices is a valid answer */
     }
     size_t used = 0;
@@ -235,17 +214,17 @@ static void cu_shutdown(void *plugin_ctx) {
 
 static gfp_status cu_device_count(void *plugin_ctx, uint32_t *count) {
     (void)plugin_ctx;
-    if (!count) return cu_fail(GFP_ERR_INVALID, "device_count: count is NULL");
+    if (!count) return pk_fail(GFP_ERR_INVALID, "device_count: count is NULL");
     *count = (uint32_t)g.n;
-    if (g.note[0]) cu_host->set_error(cu_host->host_ctx, g.note);
+    if (g.note[0]) pk_host->set_error(pk_host->host_ctx, g.note);
     return GFP_OK;
 }
 
 static gfp_status cu_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
-    if (!props) return cu_fail(GFP_ERR_INVALID, "device_props: props is NULL");
+    if (!props) return pk_fail(GFP_ERR_INVALID, "device_props: props is NULL");
     if (index >= (uint32_t)g.n)
-        return cu_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (%d devices)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (%d devices)",
                        (unsigned)index, g.n);
     const cu_info *d = &g.dev[index];
     gfp_device_props full;
@@ -266,12 +245,7 @@ static gfp_status cu_device_props(void *plugin_ctx, uint32_t index, gfp_device_p
     snprintf(full.driver, sizeof full.driver,
              "compute capability %d.%d, %.1f GiB, CUDA driver %s, runtime %s", d->cc_major,
              d->cc_minor, (double)d->memory / (1024.0 * 1024.0 * 1024.0), drv, rt);
-    /* An older core passes a smaller struct: write only what it covers. */
-    size_t n = props->struct_size < sizeof full ? props->struct_size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 gfp_status cu_use(cu_device *dev, const char *op) {
@@ -293,14 +267,14 @@ static void close_device(cu_device *dev) {
 
 static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
-    if (!device) return cu_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    if (!device) return pk_fail(GFP_ERR_INVALID, "device_open: device is NULL");
     *device = NULL;
     if (index >= (uint32_t)g.n)
-        return cu_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (%d devices)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (%d devices)",
                        (unsigned)index, g.n);
     const cu_info *info = &g.dev[index];
     cu_device *dev = calloc(1, sizeof *dev);
-    if (!dev) return cu_fail(GFP_ERR_OUT_OF_MEMORY, "device_open: out of host memory");
+    if (!dev) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "device_open: out of host memory");
     dev->ordinal = info->ordinal;
     dev->cc_major = info->cc_major;
     dev->cc_minor = info->cc_minor;
@@ -311,7 +285,7 @@ static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device
         cudaError_t e = cuk_probe();
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            st = cu_fail(status_of(e),
+            st = pk_fail(status_of(e),
                          "device_open: %s (compute capability %d.%d) cannot run this build's "
                          "kernels: %s (%s); this build has code for %s (rebuild with "
                          "GRAFT_CUDA_ARCHITECTURES)",
@@ -344,7 +318,7 @@ static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device
         cudnnStatus_t ds = cudnnCreate(&dev->dnn);
         if (ds == CUDNN_STATUS_SUCCESS) ds = cudnnSetStream(dev->dnn, dev->stream);
         if (ds != CUDNN_STATUS_SUCCESS) {
-            cu_log(GFP_LOG_WARN, "device %d: cuDNN unusable (%s): convolutions use the "
+            pk_log(GFP_LOG_WARN, "cuda: device %d: cuDNN unusable (%s): convolutions use the "
                    "plugin's own kernels", dev->ordinal, cudnnGetErrorString(ds));
             if (dev->dnn) cudnnDestroy(dev->dnn);
             dev->dnn = NULL;
@@ -362,13 +336,6 @@ static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device
 
 static void cu_device_close(void *device) {
     if (device) close_device(device);
-}
-
-static gfp_status cu_query_extension(void *plugin_ctx, const char *name, void **out) {
-    (void)plugin_ctx;
-    if (out) *out = NULL;
-    return cu_fail(GFP_ERR_NOT_FOUND, "the cuda plugin has no extension \"%s\"",
-                   name ? name : "(null)");
 }
 
 /* ------------------------------------------------------------ negotiation */
@@ -393,13 +360,7 @@ static const gfp_plugin cu_table = {
     .synchronize = cu_synchronize,
     .query_op = cu_query_op,
     .launch = cu_launch,
-    .query_extension = cu_query_extension,
+    .query_extension = pk_no_extension,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &cu_table, &cu_host);
-}
+PK_DEFINE_NEGOTIATE(cu_table)

@@ -66,28 +66,28 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
     (void)n_in;
-    const char *name = cu_op_name(op);
-    gfp_status st = cu_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = n_out == 2 ? out[1] : NULL;
     bool by_dim = op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM;
     uint32_t dims = p->dims;
     if ((uint64_t)dims >> x->rank != 0)
-        return cu_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
                        name, (unsigned)dims, (int)x->rank);
     if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return cu_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
                        (unsigned)dims);
     bool ok = y->rank == x->rank;
     for (int d = 0; ok && d < x->rank; d++) ok = y->sizes[d] == ((dims >> d) & 1u ? 1 : x->sizes[d]);
     if (!ok)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: the output must have the input's rank (%d) and sizes, with size 1 in "
                        "each reduced dim (mask 0x%x)",
                        name, (int)x->rank, (unsigned)dims);
     if (ind && !has_sizes(ind, y->rank, y->sizes))
-        return cu_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape", name);
+        return pk_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape", name);
 
     cuk_lines l;
     lines_init(&l);
@@ -101,7 +101,7 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
     }
     bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
     if (extreme && l.n_line == 0)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "%s: cannot reduce over zero elements (a reduced dim has size 0); the "
                        "operation has no identity",
                        name);
@@ -116,17 +116,17 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
 /* ------------------------------------------------------------ softmax */
 static gfp_status softmax_launch(cu_device *dev, uint32_t op, const gfp_tensor *x,
                                  const gfp_tensor *y, const void *params) {
-    const char *name = cu_op_name(op);
-    gfp_status st = cu_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     int dim = ((const gfp_dim_params *)params)->dim;
     int max_dim = x->rank > 0 ? x->rank : 1; /* a 0-dim tensor is one line of one */
     if (dim < 0 || dim >= max_dim)
-        return cu_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                        dim, (int)x->rank);
     if (!has_sizes(y, x->rank, x->sizes))
-        return cu_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
-    if (cu_numel(x) == 0) return GFP_OK;
+        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    if (pk_numel(x) == 0) return GFP_OK;
     cuk_lines l;
     lines_init(&l);
     for (int d = 0; d < x->rank; d++) {
@@ -142,25 +142,25 @@ static gfp_status softmax_launch(cu_device *dev, uint32_t op, const gfp_tensor *
 /* ------------------------------------------------------------ layer norm */
 static gfp_status layer_norm_launch(cu_device *dev, const gfp_tensor *const *in,
                                     const gfp_tensor *const *out, const void *params) {
-    gfp_status st = cu_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
+    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
     if (st != GFP_OK) return st;
     const gfp_layer_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = p->normalized_rank, outer = x->rank - nr;
     if (nr < 1 || nr > x->rank)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
                        (int)x->rank);
     const int64_t *inner = x->sizes + outer;
     if (!has_sizes(y, x->rank, x->sizes))
-        return cu_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
+        return pk_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
     if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "layer_norm: weight and bias must have the shape of x's last %d dim(s)",
                        nr);
     if (!has_sizes(mean, outer, x->sizes) || !has_sizes(rstd, outer, x->sizes))
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "layer_norm: mean and rstd must have the shape of x's first %d dim(s)",
                        outer);
     cuk_lines l;
@@ -189,23 +189,23 @@ static gfp_status layer_norm_launch(cu_device *dev, const gfp_tensor *const *in,
 /* ------------------------------------------------------------ batch norm */
 static gfp_status batch_norm_launch(cu_device *dev, const gfp_tensor *const *in,
                                     const gfp_tensor *const *out, const void *params) {
-    gfp_status st = cu_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
+    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
     if (st != GFP_OK) return st;
     const gfp_batch_norm_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0];
     if (x->rank < 2)
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "batch_norm: x has rank %d; it must be [N, C, ...] (rank >= 2)",
                        (int)x->rank);
     if (p->training > 1)
-        return cu_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
                        (unsigned)p->training);
     if (!p->training && (!in[3] || !in[4]))
-        return cu_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                        "batch_norm: evaluation mode (training = 0) needs running_mean and "
                        "running_var");
     if (!has_sizes(y, x->rank, x->sizes))
-        return cu_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     /* Slots 2..7: weight, bias, running_mean, running_var, save_mean,
      * save_invstd; each 1-D with C elements. */
     const gfp_tensor *per_c[6] = {in[1], in[2], in[3], in[4], out[1], out[2]};
@@ -213,7 +213,7 @@ static gfp_status batch_norm_launch(cu_device *dev, const gfp_tensor *const *in,
                                          "running_var", "save_mean", "save_invstd"};
     for (int i = 0; i < 6; i++)
         if (per_c[i] && !has_sizes(per_c[i], 1, &x->sizes[1]))
-            return cu_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
+            return pk_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
                            roles[i], (long long)x->sizes[1]);
     cuk_lines l;
     lines_init(&l);

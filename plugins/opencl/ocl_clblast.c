@@ -25,7 +25,7 @@ static void load(void) {
     void *lib = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) lib = dlopen("libclblast.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        ocl_log(GFP_LOG_INFO, "CLBlast is not available (%s); graft's GEMM kernel is used",
+        pk_log(GFP_LOG_INFO, "CLBlast is not available (%s); graft's GEMM kernel is used",
                 dlerror());
         return;
     }
@@ -43,7 +43,7 @@ gfp_status ocl_clblast_gemm(ocl_device *d, int32_t dtype, bool ta, bool tb, uint
                             cl_mem b, uint64_t b_off, uint64_t ldb, cl_mem y, uint64_t y_off,
                             uint64_t ldy) {
     if (!ocl_clblast_available())
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "matmul: CLBlast (libclblast.so.1) is not available");
+        return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: CLBlast (libclblast.so.1) is not available");
     CLBlastTranspose tra = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastTranspose trb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode s;
@@ -56,7 +56,7 @@ gfp_status ocl_clblast_gemm(ocl_device *d, int32_t dtype, bool ta, bool tb, uint
     if (s == CLBlastSuccess) return GFP_OK;
     /* Positive and small negative codes are OpenCL's; CLBlast's own start
      * at -1024. */
-    return ocl_fail(s <= -1024 ? GFP_ERR_UNSUPPORTED : ocl_status_of((cl_int)s),
+    return pk_fail(s <= -1024 ? GFP_ERR_UNSUPPORTED : ocl_status_of((cl_int)s),
                     "matmul: CLBlast %cgemm failed with status %d%s%s", dtype == GFP_F32 ? 'S' : 'D',
                     (int)s, s > -1024 ? ": " : "", s > -1024 ? ocl_error_name((cl_int)s) : "");
 }
@@ -69,7 +69,7 @@ gfp_status ocl_clblast_gemm(ocl_device *d, int32_t dtype, bool ta, bool tb, uint
                             uint64_t n, uint64_t k, cl_mem a, uint64_t a_off, uint64_t lda,
                             cl_mem b, uint64_t b_off, uint64_t ldb, cl_mem y, uint64_t y_off,
                             uint64_t ldy) {
-    return ocl_fail(GFP_ERR_UNSUPPORTED, "matmul: this build has no CLBlast support");
+    return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: this build has no CLBlast support");
 }
 
 #endif

@@ -9,18 +9,13 @@
 
 #include "ocl_conv.h"
 
-bool ocl_conv_handles(uint32_t op) {
-    return op == GFP_OP_CONV2D || op == GFP_OP_CONV2D_BACKWARD_INPUT ||
-           op == GFP_OP_CONV2D_BACKWARD_WEIGHT;
-}
-
 uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
     if (q->n_outputs != 1) return GFP_SUPPORT_NONE;
     bool bias_ok = q->op == GFP_OP_CONV2D;
     if (q->n_inputs != 2 && !(bias_ok && q->n_inputs == 3)) return GFP_SUPPORT_NONE;
     int32_t dt = q->input_dtypes[0];
-    if (!ocl_is_float(dt)) return GFP_SUPPORT_NONE;
+    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
     for (uint32_t i = 1; i < q->n_inputs; i++)
         if (!(i == 2 && q->input_dtypes[i] == -1) && q->input_dtypes[i] != dt)
             return GFP_SUPPORT_NONE;
@@ -28,9 +23,9 @@ uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
 }
 
 static gfp_status rank4(const char *op, const gfp_tensor *t, const char *name) {
-    if (!t) return ocl_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
+    if (!t) return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
     if (t->rank != 4)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %s must be rank 4, got rank %d", op, name,
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must be rank 4, got rank %d", op, name,
                         (int)t->rank);
     return GFP_OK;
 }
@@ -38,13 +33,13 @@ static gfp_status rank4(const char *op, const gfp_tensor *t, const char *name) {
 /* x input-shaped [N, Ci, H, W], w weight-shaped, y output-shaped. */
 static gfp_status geometry(const char *op, const void *params, const gfp_tensor *x,
                            const gfp_tensor *w, const gfp_tensor *y, conv_geom *g) {
-    gfp_status st = ocl_check_params(params, GFP_CONV2D_PARAMS_SIZE_V1_0, op);
+    gfp_status st = pk_check_params(params, GFP_CONV2D_PARAMS_SIZE_V1_0, op);
     if (st != GFP_OK) return st;
     const gfp_conv2d_params *p = params;
-    if (p->groups < 1) return ocl_fail(GFP_ERR_INVALID, "%s: groups is %d; it must be >= 1", op, (int)p->groups);
+    if (p->groups < 1) return pk_fail(GFP_ERR_INVALID, "%s: groups is %d; it must be >= 1", op, (int)p->groups);
     for (int a = 0; a < 2; a++)
         if (p->stride[a] < 1 || p->dilation[a] < 1 || p->padding[a] < 0)
-            return ocl_fail(GFP_ERR_INVALID, "%s: stride %d, dilation %d and padding %d of "
+            return pk_fail(GFP_ERR_INVALID, "%s: stride %d, dilation %d and padding %d of "
                             "axis %d: strides and dilations must be >= 1, padding >= 0", op,
                             (int)p->stride[a], (int)p->dilation[a], (int)p->padding[a], a);
     g->groups = p->groups;
@@ -62,26 +57,26 @@ static gfp_status geometry(const char *op, const void *params, const gfp_tensor 
     g->kh = w->sizes[2];
     g->kw = w->sizes[3];
     if (g->ci % g->groups || g->co % g->groups)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %lld input and %lld output channels must both be "
+        return pk_fail(GFP_ERR_INVALID, "%s: %lld input and %lld output channels must both be "
                         "divisible by groups = %lld", op, (long long)g->ci, (long long)g->co,
                         (long long)g->groups);
     g->cig = g->ci / g->groups;
     g->cog = g->co / g->groups;
     if (w->sizes[1] != g->cig || g->kh < 1 || g->kw < 1)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the weight must be [Co, Ci/groups = %lld, kh >= 1, "
+        return pk_fail(GFP_ERR_INVALID, "%s: the weight must be [Co, Ci/groups = %lld, kh >= 1, "
                         "kw >= 1], got [%lld, %lld, %lld, %lld]", op, (long long)g->cig,
                         (long long)w->sizes[0], (long long)w->sizes[1], (long long)w->sizes[2],
                         (long long)w->sizes[3]);
     int64_t span_h = g->h + 2 * g->ph - g->dh * (g->kh - 1) - 1;
     int64_t span_w = g->w + 2 * g->pw - g->dw * (g->kw - 1) - 1;
     if (span_h < 0 || span_w < 0)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the dilated kernel is larger than the padded input",
+        return pk_fail(GFP_ERR_INVALID, "%s: the dilated kernel is larger than the padded input",
                         op);
     g->ho = span_h / g->sh + 1;
     g->wo = span_w / g->sw + 1;
     const int64_t *ys = y->sizes;
     if (ys[0] != g->n || ys[1] != g->co || ys[2] != g->ho || ys[3] != g->wo)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor is [%lld, %lld, %lld, "
+        return pk_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor is [%lld, %lld, %lld, "
                         "%lld]; this geometry needs [%lld, %lld, %lld, %lld]", op,
                         (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3],
                         (long long)g->n, (long long)g->co, (long long)g->ho, (long long)g->wo);
@@ -106,9 +101,9 @@ static void arg_geom(ocl_call *c, const conv_geom *g) {
 gfp_status ocl_conv_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     if (op == GFP_OP_CONV2D ? (n_in != 2 && n_in != 3) || n_out != 1 : n_in != 2 || n_out != 1)
-        return ocl_fail(GFP_ERR_INVALID, "%s: takes %s input(s) and 1 output, got %u and %u",
+        return pk_fail(GFP_ERR_INVALID, "%s: takes %s input(s) and 1 output, got %u and %u",
                         name, op == GFP_OP_CONV2D ? "2 or 3" : "2", (unsigned)n_in,
                         (unsigned)n_out);
     /* Roles: the input-shaped, weight-shaped and output-shaped tensors. */
@@ -129,14 +124,14 @@ gfp_status ocl_conv_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         (st = rank4(name, y, yn)) != GFP_OK)
         return st;
     int32_t dt = x->dtype;
-    if (!ocl_is_float(dt) || w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt))
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, every tensor alike (%s is %s, "
-                        "%s %s, %s %s)", name, xn, ocl_dtype_name(dt), wn,
-                        ocl_dtype_name(w->dtype), yn, ocl_dtype_name(y->dtype));
+    if (!pk_is_float(dt) || w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, every tensor alike (%s is %s, "
+                        "%s %s, %s %s)", name, xn, pk_dtype_name(dt), wn,
+                        pk_dtype_name(w->dtype), yn, pk_dtype_name(y->dtype));
     conv_geom g = {0};
     if ((st = geometry(name, params, x, w, y, &g)) != GFP_OK) return st;
     if (bias && (bias->rank != 1 || bias->sizes[0] != g.co))
-        return ocl_fail(GFP_ERR_INVALID, "%s: bias must be rank 1 with Co = %lld elements", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: bias must be rank 1 with Co = %lld elements", name,
                         (long long)g.co);
     bool taken = false;
     st = ocl_conv_gemm(d, op, x, w, y, bias, &g, &taken);

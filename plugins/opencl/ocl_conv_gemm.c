@@ -123,7 +123,7 @@ static uint64_t align128(uint64_t v) { return (v + 127) / 128 * 128; }
 static bool make_plan(const ocl_device *d, uint32_t op, const gfp_tensor *w, const gfp_tensor *y,
                       const conv_geom *g, plan *p) {
     memset(p, 0, sizeof *p);
-    p->es = ocl_dtype_size(y->dtype);
+    p->es = pk_dtype_size(y->dtype);
     bool bw = op == GFP_OP_CONV2D_BACKWARD_WEIGHT;
     int64_t es = (int64_t)p->es, col_pos, stg_pos, wbytes;
     p->KK = g->kh * g->kw;
@@ -427,7 +427,7 @@ static bool igemm_fits(const ocl_device *d, uint32_t op, const conv_geom *g) {
 
 static gfp_status igemm(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *w,
                         const gfp_tensor *y, const gfp_tensor *bias, const conv_geom *g) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     char kname[32];
     snprintf(kname, sizeof kname, "conv2d_igemm_%s", dts(x->dtype));
     int64_t vw = x->dtype == GFP_F64 ? 8 : 16;
@@ -435,7 +435,7 @@ static gfp_status igemm(ocl_device *d, uint32_t op, const gfp_tensor *x, const g
      * [out channels, in channels / groups, kh, kw]), out, and its geometry. */
     const gfp_tensor *in = x, *out = y;
     conv_geom k = *g;
-    uint64_t w_off = w->offset / ocl_dtype_size(w->dtype);
+    uint64_t w_off = w->offset / pk_dtype_size(w->dtype);
     cl_long4 ws = {{w->strides[0], w->strides[1], w->strides[2], w->strides[3]}};
     if (op == GFP_OP_CONV2D_BACKWARD_INPUT) {
         /* grad_x = grad_y convolved with w[co, ci, kh-1-i, kw-1-j] over co, at
@@ -460,7 +460,7 @@ static gfp_status igemm(ocl_device *d, uint32_t op, const gfp_tensor *x, const g
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_CONV, kname, name);
     arg_t4(&c, in);
-    ocl_arg_i64(&c, (int64_t)(xb->size / ocl_dtype_size(in->dtype)));
+    ocl_arg_i64(&c, (int64_t)(xb->size / pk_dtype_size(in->dtype)));
     ocl_arg_mem(&c, ocl_mem(w));
     ocl_arg_i64(&c, (int64_t)w_off);
     ocl_arg_raw(&c, sizeof ws, &ws);
@@ -529,7 +529,7 @@ gfp_status ocl_conv_gemm(ocl_device *d, uint32_t op, const gfp_tensor *x, const 
     plan p;
     if (!make_plan(d, op, w, y, g, &p)) return GFP_OK;
     *taken = true;
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     gfp_status st = ocl_scratch(d, p.total, name);
     if (st != GFP_OK) return st;
     switch (op) {

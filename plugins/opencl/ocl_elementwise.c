@@ -84,7 +84,7 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
     const math_op *m = math_of(op);
     switch (m->kind) {
     case MK_FLOAT:
-        return ocl_is_float(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
+        return pk_is_float(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
     case MK_NUMERIC:
         return is_numeric(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
     case MK_COMPARE: return is_stored(in[0]) && in[1] == in[0] && out[0] == GFP_BOOL;
@@ -93,8 +93,6 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
     }
     return false;
 }
-
-bool ocl_elementwise_handles(uint32_t op) { return kind_of(op) != EW_NONE; }
 
 uint32_t ocl_elementwise_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
@@ -117,7 +115,7 @@ static const char *kdt(int32_t dtype) {
 
 /* "b1", "b4", "b8": kernels that move bits by element size. */
 static const char *kbits(int32_t dtype) {
-    switch (ocl_dtype_size(dtype)) {
+    switch (pk_dtype_size(dtype)) {
     case 1: return "b1";
     case 4: return "b4";
     default: return "b8";
@@ -161,7 +159,7 @@ static gfp_status run_copy(ocl_device *d, const gfp_tensor *const *t) {
 gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tensor *src,
                            const char *op) {
     (void)op; /* run_copy names "copy" in its messages */
-    if (ocl_numel(dst) == 0) return GFP_OK;
+    if (pk_numel(dst) == 0) return GFP_OK;
     const gfp_tensor *t[2] = {dst, src};
     return run_copy(d, t);
 }
@@ -193,7 +191,7 @@ static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, const gfp_fill_pa
     case GFP_I64: e.i64 = p->ivalue; break;
     default: e.u8 = p->value != 0; break; /* NaN is true */
     }
-    size_t es = ocl_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     const gfp_tensor *t[1] = {y};
     ocl_geom g;
     ocl_geom_init(&g, t, 1);
@@ -217,7 +215,7 @@ static bool is_integral(double v) {
 }
 
 static gfp_status run_arange(ocl_device *d, const gfp_tensor *y, const gfp_arange_params *p) {
-    bool exact = !ocl_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
+    bool exact = !pk_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
     char name[32];
     snprintf(name, sizeof name, "arange_%s_%s", exact ? "int" : "real", kdt(y->dtype));
     ocl_call c;
@@ -247,7 +245,7 @@ static gfp_status run_tri(ocl_device *d, uint32_t op, const gfp_tensor *const *t
     memset(&g, 0, sizeof g);
     g.n = 2;
     g.rank = y->rank;
-    g.numel = ocl_numel(y);
+    g.numel = pk_numel(y);
     for (int dd = 0; dd < y->rank; dd++) {
         g.sizes[dd] = y->sizes[dd];
         g.strides[0][dd] = y->strides[dd];
@@ -298,29 +296,26 @@ typedef struct unary_args {
 static gfp_status unary_params(uint32_t op, const char *name, int32_t dtype, const void *params,
                                unary_args *a) {
     memset(a, 0, sizeof *a);
-    gfp_status st = GFP_OK;
-    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
-        op == GFP_OP_POW_SCALAR) {
-        st = ocl_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name);
-        if (st != GFP_OK) return st;
+    /* The params struct the table names was checked by the launch preamble. */
+    (void)name;
+    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (kind == GFP_PARAMS_scalar) {
         const gfp_scalar_params *p = params;
         a->pa = p->a;
         a->pb = p->b;
-    } else if (op == GFP_OP_CLAMP) {
-        st = ocl_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name);
-        if (st != GFP_OK) return st;
+    } else if (kind == GFP_PARAMS_clamp) {
         const gfp_clamp_params *p = params;
         /* A NaN bound compares false with everything: it bounds nothing. */
         bool lo = p->has_min && p->min == p->min, hi = p->has_max && p->max == p->max;
         a->flags = (lo ? 1 : 0) | (hi ? 2 : 0);
         a->pa = p->min;
         a->pb = p->max;
-        if (!ocl_is_float(dtype)) {
+        if (!pk_is_float(dtype)) {
             a->ipa = lo ? to_i64_trunc(p->min) : 0;
             a->ipb = hi ? to_i64_trunc(p->max) : 0;
         }
     }
-    return st;
+    return GFP_OK;
 }
 
 static gfp_status run_math(ocl_device *d, const math_op *m, const gfp_tensor *const *t,
@@ -334,10 +329,10 @@ static gfp_status run_math(ocl_device *d, const math_op *m, const gfp_tensor *co
     case MK_COMPARE: snprintf(stem, sizeof stem, "compare_%s_%s", m->name, kdt(dt)); break;
     case MK_LOGICAL:
         if (m->arity == 1)
-            snprintf(stem, sizeof stem, "logical_%s_%zu", m->name, ocl_dtype_size(dt));
+            snprintf(stem, sizeof stem, "logical_%s_%zu", m->name, pk_dtype_size(dt));
         else
-            snprintf(stem, sizeof stem, "logical_%s_%zu%zu", m->name, ocl_dtype_size(dt),
-                     ocl_dtype_size(t[2]->dtype));
+            snprintf(stem, sizeof stem, "logical_%s_%zu%zu", m->name, pk_dtype_size(dt),
+                     pk_dtype_size(t[2]->dtype));
         break;
     default:
         snprintf(stem, sizeof stem, "%s_%s_%s", m->arity == 1 ? "unary" : "binary", m->name,
@@ -369,14 +364,14 @@ static const char *dtype_list(const gfp_tensor *const *in, uint32_t n, char *buf
     buf[0] = '\0';
     for (uint32_t i = 0; i < n && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, i ? ", %s" : "%s",
-                                 ocl_dtype_name(in[i]->dtype));
+                                 pk_dtype_name(in[i]->dtype));
     return buf;
 }
 
 static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {
     for (int k = 1; k < n; k++)
-        if (!ocl_same_shape(t[0], t[k]))
-            return ocl_fail(GFP_ERR_INVALID,
+        if (!pk_same_shape(t[0], t[k]))
+            return pk_fail(GFP_ERR_INVALID,
                             "%s: input %d does not have the output's shape (rank %d vs %d); "
                             "elementwise operands must have the output's sizes (broadcast with "
                             "stride 0)",
@@ -388,44 +383,44 @@ gfp_status ocl_elementwise_launch(ocl_device *d, uint32_t op, const gfp_tensor *
                                   uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                                   const void *params) {
     ew_kind kind = kind_of(op);
-    const char *name = ocl_op_name(op);
-    gfp_status st = ocl_check_counts(n_in, inputs_of(op), n_out, 1, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, inputs_of(op), n_out, 1, name);
     if (st != GFP_OK) return st;
     const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
     int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
     for (uint32_t i = 0; i < n_in; i++) {
-        if (!in[i]) return ocl_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
+        if (!in[i]) return pk_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
         t[i + 1] = in[i];
         in_dt[i] = in[i]->dtype;
     }
     if (!accepts(op, in_dt, out_dt)) {
         char ins[64];
-        return ocl_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: not provided for input dtype(s) (%s) and output dtype %s (the "
                         "reference plugin's dtype rules apply)",
-                        name, dtype_list(in, n_in, ins, sizeof ins), ocl_dtype_name(out[0]->dtype));
+                        name, dtype_list(in, n_in, ins, sizeof ins), pk_dtype_name(out[0]->dtype));
     }
     if ((st = check_shapes(name, t, (int)n_in + 1)) != GFP_OK) return st;
     if (kind == EW_TRI && out[0]->rank < 2)
-        return ocl_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
                         (int)out[0]->rank);
     if (kind == EW_ARANGE && out[0]->rank != 1)
-        return ocl_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                         (int)out[0]->rank);
-    if (ocl_numel(out[0]) == 0) return GFP_OK;
+    if (pk_numel(out[0]) == 0) return GFP_OK;
     switch (kind) {
     case EW_COPY: return run_copy(d, t);
     case EW_FILL:
-        st = ocl_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name);
+        st = pk_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name);
         return st == GFP_OK ? run_fill(d, out[0], params) : st;
     case EW_ARANGE:
-        st = ocl_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name);
+        st = pk_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name);
         return st == GFP_OK ? run_arange(d, out[0], params) : st;
     case EW_TRI:
-        st = ocl_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name);
+        st = pk_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name);
         return st == GFP_OK ? run_tri(d, op, t, ((const gfp_tri_params *)params)->diagonal) : st;
     case EW_WHERE: return run_where(d, t);
     case EW_MATH: return run_math(d, math_of(op), t, params);
-    default: return ocl_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
+    default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
     }
 }

@@ -12,11 +12,6 @@
 
 #include "ocl_internal.h"
 
-bool ocl_index_handles(uint32_t op) {
-    return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER || op == GFP_OP_SCATTER_ADD ||
-           op == GFP_OP_INDEX_ADD;
-}
-
 static bool selecting(uint32_t op) { return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER; }
 
 static bool dtypes_ok(const ocl_device *d, uint32_t op, int32_t data_in, int32_t index,
@@ -46,7 +41,7 @@ static gfp_tensor at_least_1d(const gfp_tensor *t) {
 }
 
 static const char *kbits(int32_t dt) {
-    size_t s = ocl_dtype_size(dt);
+    size_t s = pk_dtype_size(dt);
     return s == 1 ? "b1" : s == 4 ? "b4" : "b8";
 }
 
@@ -54,7 +49,7 @@ static const char *kbits(int32_t dt) {
  * read of its flag (which waits for the queue). */
 static gfp_status check_indices(ocl_device *d, const char *op, const gfp_tensor *index, int dim,
                                 int64_t limit) {
-    int64_t n = ocl_numel(index);
+    int64_t n = pk_numel(index);
     if (n == 0) return GFP_OK;
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_INDEX, "check_index", op);
@@ -71,7 +66,7 @@ static gfp_status check_indices(ocl_device *d, const char *op, const gfp_tensor 
     int64_t v = 0;
     if (st == GFP_OK) st = ocl_read_flag(d, op, &bad, &v);
     if (st == GFP_OK && bad)
-        return ocl_fail(GFP_ERR_INVALID, "%s: index %lld is out of range for dim %d of size %lld "
+        return pk_fail(GFP_ERR_INVALID, "%s: index %lld is out of range for dim %d of size %lld "
                         "(valid range [0, %lld))", op, (long long)v, dim, (long long)limit,
                         (long long)limit);
     return st;
@@ -96,19 +91,19 @@ static const char *kdt(int32_t dt) {
 /* INDEX_SELECT and INDEX_ADD: index is 1-D; data is x or src, dst is y. */
 static gfp_status select_like(ocl_device *d, uint32_t op, const gfp_tensor *data,
                               const gfp_tensor *index, const gfp_tensor *dst, int dim) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     bool select = op == GFP_OP_INDEX_SELECT;
     const gfp_tensor *indexed = select ? data : dst, *walked = select ? dst : data;
     if (index->rank > 1)
-        return ocl_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
                         (int)index->rank);
-    int64_t n_index = ocl_numel(index);
+    int64_t n_index = pk_numel(index);
     if (!same_but_dim(data, dst, dim) || walked->sizes[dim] != n_index)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %s must have %s's shape except in dim %d, where its "
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must have %s's shape except in dim %d, where its "
                         "size must be the index's length %lld", name, select ? "y" : "src",
                         select ? "x" : "y", dim, (long long)n_index);
     gfp_status st = check_indices(d, name, index, dim, indexed->sizes[dim]);
-    int64_t n = ocl_numel(walked);
+    int64_t n = pk_numel(walked);
     if (st != GFP_OK || n == 0) return st;
     char kname[32];
     snprintf(kname, sizeof kname, "%s_%s", name, select ? kbits(data->dtype) : kdt(data->dtype));
@@ -133,27 +128,27 @@ static gfp_status select_like(ocl_device *d, uint32_t op, const gfp_tensor *data
 /* GATHER and SCATTER_ADD: index has the data's rank; p runs over its shape. */
 static gfp_status gather_like(ocl_device *d, uint32_t op, const gfp_tensor *data,
                               const gfp_tensor *index, const gfp_tensor *dst, int dim) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     bool gather = op == GFP_OP_GATHER;
     const gfp_tensor *indexed = gather ? data : dst, *walked = gather ? dst : data;
     if (index->rank != data->rank || dst->rank != data->rank)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %s, index and y must have the same rank (got %d, "
+        return pk_fail(GFP_ERR_INVALID, "%s: %s, index and y must have the same rank (got %d, "
                         "%d, %d)", name, gather ? "x" : "src", (int)data->rank, (int)index->rank,
                         (int)dst->rank);
-    if (gather && !ocl_same_shape(dst, index))
-        return ocl_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
+    if (gather && !pk_same_shape(dst, index))
+        return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
     for (int k = 0; k < index->rank; k++) {
         if (k != dim && index->sizes[k] > indexed->sizes[k])
-            return ocl_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
+            return pk_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
                             "%s's %lld", name, (long long)index->sizes[k], k, gather ? "x" : "y",
                             (long long)indexed->sizes[k]);
         if (!gather && index->sizes[k] > walked->sizes[k])
-            return ocl_fail(GFP_ERR_INVALID, "scatter_add: index has size %lld in dim %d, larger "
+            return pk_fail(GFP_ERR_INVALID, "scatter_add: index has size %lld in dim %d, larger "
                             "than src's %lld", (long long)index->sizes[k], k,
                             (long long)walked->sizes[k]);
     }
     gfp_status st = check_indices(d, name, index, dim, indexed->sizes[dim]);
-    int64_t n = ocl_numel(index);
+    int64_t n = pk_numel(index);
     if (st != GFP_OK || n == 0) return st;
     char kname[32];
     snprintf(kname, sizeof kname, "%s_%s", name, gather ? kbits(data->dtype) : kdt(data->dtype));
@@ -178,18 +173,18 @@ static gfp_status gather_like(ocl_device *d, uint32_t op, const gfp_tensor *data
 gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    const char *name = ocl_op_name(op);
-    gfp_status st = ocl_check_counts(n_in, 2, n_out, 1, name);
-    if (st == GFP_OK) st = ocl_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     if (!in[0] || !in[1])
-        return ocl_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name,
                         in[0] ? "index" : selecting(op) ? "x" : "src");
     if (!dtypes_ok(d, op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for data %s -> %s with index %s "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for data %s -> %s with index %s "
                         "(data f32, f64, i32, i64%s, the same in and out; index i64%s)", name,
-                        ocl_dtype_name(in[0]->dtype), ocl_dtype_name(out[0]->dtype),
-                        ocl_dtype_name(in[1]->dtype), selecting(op) ? " or bool" : "",
+                        pk_dtype_name(in[0]->dtype), pk_dtype_name(out[0]->dtype),
+                        pk_dtype_name(in[1]->dtype), selecting(op) ? " or bool" : "",
                         selecting(op) || d->int64_atomics
                             ? ""
                             : "; 64-bit data needs cl_khr_int64_base_atomics, which this "
@@ -197,7 +192,7 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
     gfp_tensor data = at_least_1d(in[0]), dst = at_least_1d(out[0]);
     int dim = ((const gfp_dim_params *)params)->dim;
     if (dim < 0 || dim >= data.rank)
-        return ocl_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d",
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d",
                         name, dim, (int)in[0]->rank);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)
         return select_like(d, op, &data, in[1], &dst, dim);

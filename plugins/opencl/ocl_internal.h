@@ -15,13 +15,13 @@
  * program per op family, built on first use per device and cached in memory
  * and on disk (ocl_program.c). Each op family lives in its own file and
  * exports
- *   bool       ocl_<family>_handles(uint32_t op);
  *   uint32_t   ocl_<family>_support(const ocl_device *d, const gfp_op_query *q);
  *   gfp_status ocl_<family>_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
  *                                  uint32_t n_in, const gfp_tensor *const *out,
  *                                  uint32_t n_out, const void *params);
- * ocl_plugin.c routes query_op and launch to them after checking every tensor
- * descriptor (ocl_check_tensor). */
+ * ocl_plugin.c routes query_op and launch to them by the op's family
+ * (graft_ops.def), after the kit's launch preamble (plugin_kit.h) has checked
+ * the counts, the params struct and every tensor descriptor. */
 #ifndef GRAFT_OCL_INTERNAL_H
 #define GRAFT_OCL_INTERNAL_H
 
@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graft_plugin.h"
+#include "plugin_kit.h"
 
 #if defined(__GNUC__)
 #define OCL_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -96,12 +96,6 @@ const char *ocl_error_name(cl_int err);
  * a lost device DEVICE, ...). */
 gfp_status ocl_status_of(cl_int err);
 
-/* ------------------------------------------------------------------ host */
-extern const gfp_host *ocl_host;
-/* Attaches a printf-style message (prefixed "opencl: ") and returns status. */
-gfp_status ocl_fail(gfp_status status, const char *fmt, ...) OCL_PRINTF(2, 3);
-/* Logs at level through the host (prefix added by the core). */
-void ocl_log(gfp_log_level level, const char *fmt, ...) OCL_PRINTF(2, 3);
 /* secure_getenv where the C library has it. */
 const char *ocl_getenv(const char *name);
 
@@ -230,27 +224,10 @@ gfp_status ocl_call_run1(ocl_call *c, uint64_t n, size_t group);
  * error's name. */
 gfp_status ocl_cl_fail(cl_int err, const char *op, const char *what);
 
-/* ------------------------------------------------------------------ tensors (ocl_launch.c) */
-size_t ocl_dtype_size(int32_t dtype);
-const char *ocl_dtype_name(int32_t dtype); /* "f32" */
-bool ocl_is_float(int32_t dtype);
-bool ocl_device_stores(const ocl_device *d, int32_t dtype);
-int64_t ocl_numel(const gfp_tensor *t);
 /* The tensor's cl_mem and its element offset (the offset is a multiple of
  * the element size: checked by ocl_check_tensor). */
 cl_mem ocl_mem(const gfp_tensor *t);
 int64_t ocl_elem_offset(const gfp_tensor *t);
-/* Checks a descriptor: struct_size, rank, a dtype the device stores,
- * non-negative sizes and strides, and the reach of the view within its
- * buffer. role/i name it in the message. */
-gfp_status ocl_check_tensor(const ocl_device *d, uint32_t op, const char *role, uint32_t i,
-                            const gfp_tensor *t);
-gfp_status ocl_check_params(const void *params, size_t min_size, const char *op);
-gfp_status ocl_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
-                            const char *op);
-bool ocl_same_shape(const gfp_tensor *a, const gfp_tensor *b);
-/* Short name of an op for messages ("add"), "op <n>" for unknown ones. */
-const char *ocl_op_name(uint32_t op);
 
 /* Elementwise geometry of up to four tensors of one shape (t[0] the output):
  * size-1 dims dropped and dims merged where every tensor allows, so a
@@ -289,20 +266,11 @@ gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tenso
 gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *value);
 
 /* ------------------------------------------------------------------ families */
-#define OCL_FAMILY(f)                                                                     \
-    bool ocl_##f##_handles(uint32_t op);                                                  \
-    uint32_t ocl_##f##_support(const ocl_device *d, const gfp_op_query *q);               \
-    gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,  \
-                                uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
-                                const void *params);
-OCL_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-OCL_FAMILY(random)      /* RANDOM */
-OCL_FAMILY(reduce)      /* SUM .. MIN_DIM */
-OCL_FAMILY(matmul)      /* MATMUL */
-OCL_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-OCL_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-OCL_FAMILY(conv)        /* CONV2D and its two backward ops */
-OCL_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+/* One handler per family (PK_FAMILIES in plugin_kit.h). */
+#define OCL_FAMILY(f, set)                                                                 \
+    uint32_t ocl_##f##_support(const ocl_device *d, const gfp_op_query *q);                                                        \
+    gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
+PK_FAMILIES(OCL_FAMILY)
 #undef OCL_FAMILY
 
 /* The "opencl.gemm" extension: 0 GRAFT_OPENCL_GEMM decides, 1 graft, 2 CLBlast. */

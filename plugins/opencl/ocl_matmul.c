@@ -16,8 +16,6 @@
 
 #include "ocl_internal.h"
 
-bool ocl_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
-
 static bool dtypes_ok(int32_t a, int32_t b, int32_t y) {
     bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64;
     return known && b == a && y == a;
@@ -34,17 +32,17 @@ uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
 static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
     int r = a->rank;
     if (r < 2 || b->rank != r || y->rank != r)
-        return ocl_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, "
+        return pk_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, "
                         "%d, %d); the core broadcasts batch dims before launch",
                         r, (int)b->rank, (int)y->rank);
     for (int k = 0; k < r - 2; k++)
         if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
-            return ocl_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y "
+            return pk_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y "
                             "%lld)", k, (long long)a->sizes[k], (long long)b->sizes[k],
                             (long long)y->sizes[k]);
     int64_t m = a->sizes[r - 2], kk = a->sizes[r - 1], n = b->sizes[r - 1];
     if (b->sizes[r - 2] != kk || y->sizes[r - 2] != m || y->sizes[r - 1] != n)
-        return ocl_fail(GFP_ERR_INVALID, "matmul: a is [..., %lld, %lld], b [..., %lld, %lld] "
+        return pk_fail(GFP_ERR_INVALID, "matmul: a is [..., %lld, %lld], b [..., %lld, %lld] "
                         "and y [..., %lld, %lld]; they do not multiply",
                         (long long)m, (long long)kk, (long long)b->sizes[r - 2], (long long)n,
                         (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
@@ -119,21 +117,21 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     (void)op;
     (void)params;
-    gfp_status st = ocl_check_counts(n_in, 2, n_out, 1, "matmul");
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, "matmul");
     if (st != GFP_OK) return st;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    if (!a || !b) return ocl_fail(GFP_ERR_INVALID, "matmul: an input tensor is NULL");
+    if (!a || !b) return pk_fail(GFP_ERR_INVALID, "matmul: an input tensor is NULL");
     if (!dtypes_ok(a->dtype, b->dtype, y->dtype))
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "matmul: not provided for %s @ %s -> %s (f32, f64, "
-                        "i32 or i64, all three alike)", ocl_dtype_name(a->dtype),
-                        ocl_dtype_name(b->dtype), ocl_dtype_name(y->dtype));
+        return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: not provided for %s @ %s -> %s (f32, f64, "
+                        "i32 or i64, all three alike)", pk_dtype_name(a->dtype),
+                        pk_dtype_name(b->dtype), pk_dtype_name(y->dtype));
     if ((st = check_shapes(a, b, y)) != GFP_OK) return st;
     int r = a->rank;
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;
     for (int dd = 0; dd < r - 2; dd++) batches *= a->sizes[dd];
     if (m == 0 || n == 0 || batches == 0) return GFP_OK;
 
-    bool is_float = ocl_is_float(a->dtype);
+    bool is_float = pk_is_float(a->dtype);
     int choice = gemm_choice();
     bool gpu = (d->type & CL_DEVICE_TYPE_GPU) != 0;
     if (is_float && (choice == 1 || (choice == -1 && gpu && ocl_clblast_available()))) {
@@ -141,14 +139,14 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
         if (st == GFP_OK) return st;
         if (choice == 1) {
             if (st == GFP_ERR_UNSUPPORTED)
-                return ocl_fail(st, "matmul: CLBlast was asked for (GRAFT_OPENCL_GEMM=clblast or the opencl.gemm extension), but it cannot take "
+                return pk_fail(st, "matmul: CLBlast was asked for (GRAFT_OPENCL_GEMM=clblast or the opencl.gemm extension), but it cannot take "
                                 "these views (each matrix needs a unit stride in one dim and y "
                                 "must be row-major), or CLBlast is missing");
             return st;
         }
         /* auto: graft's kernel does what CLBlast could not. */
         if (st != GFP_ERR_UNSUPPORTED)
-            ocl_log(GFP_LOG_WARN, "CLBlast GEMM failed on '%s'; using graft's kernel", d->name);
+            pk_log(GFP_LOG_WARN, "CLBlast GEMM failed on '%s'; using graft's kernel", d->name);
     }
     /* CPU devices: the explicitly vectorized kernel, which wants b and y with
      * unit column strides; other views are staged through scratch memory. */
@@ -157,10 +155,10 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     gfp_tensor bs, ys;
     const gfp_tensor *yk = y;
     if (vec && (b->strides[r - 1] != 1 || y->strides[r - 1] != 1)) {
-        size_t es = ocl_dtype_size(a->dtype);
-        uint64_t b_bytes = b->strides[r - 1] != 1 ? (uint64_t)(ocl_numel(b) * (int64_t)es) : 0;
+        size_t es = pk_dtype_size(a->dtype);
+        uint64_t b_bytes = b->strides[r - 1] != 1 ? (uint64_t)(pk_numel(b) * (int64_t)es) : 0;
         uint64_t y_at = (b_bytes + 127) / 128 * 128;
-        uint64_t y_bytes = y->strides[r - 1] != 1 ? (uint64_t)(ocl_numel(y) * (int64_t)es) : 0;
+        uint64_t y_bytes = y->strides[r - 1] != 1 ? (uint64_t)(pk_numel(y) * (int64_t)es) : 0;
         if ((st = ocl_scratch(d, y_at + y_bytes + 1, "matmul")) != GFP_OK) return st;
         if (b_bytes) {
             bs = ocl_scratch_view(d, b, 0);

@@ -37,24 +37,29 @@ static void device_release(ocl_device *d);
 
 /* ------------------------------------------------------------ families */
 typedef struct ocl_family {
-    bool (*handles)(uint32_t op);
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
     uint32_t (*support)(const ocl_device *d, const gfp_op_query *q);
     gfp_status (*launch)(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } ocl_family;
 
-#define OCL_FAMILY_ENTRY(f) {ocl_##f##_handles, ocl_##f##_support, ocl_##f##_launch}
-static const ocl_family families[] = {
-    OCL_FAMILY_ENTRY(elementwise), OCL_FAMILY_ENTRY(random), OCL_FAMILY_ENTRY(reduce),
-    OCL_FAMILY_ENTRY(matmul),      OCL_FAMILY_ENTRY(norm),   OCL_FAMILY_ENTRY(index),
-    OCL_FAMILY_ENTRY(conv),        OCL_FAMILY_ENTRY(pool),
-};
+#define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch},
+static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)};
 #undef OCL_FAMILY_ENTRY
 
-static const ocl_family *family_of(uint32_t op) {
-    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        if (families[i].handles(op)) return &families[i];
-    return NULL;
+/* The dtypes device d stores. */
+static uint32_t stored_dtypes(const ocl_device *d) {
+    return GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
+           GFP_DTYPE_BIT(GFP_BOOL) | (d->fp64 ? GFP_DTYPE_BIT(GFP_F64) : 0);
+}
+
+/* A live buffer of this plugin: its size. */
+static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size) {
+    (void)ctx;
+    const ocl_buffer *b = buffer;
+    if (!b || b->magic != OCL_BUFFER_MAGIC) return GFP_ERR_INVALID;
+    *size = b->size;
+    return GFP_OK;
 }
 
 /* ------------------------------------------------------------ discovery */
@@ -220,11 +225,11 @@ static void at_exit(void) {
 }
 
 static gfp_status ocl_init(void **plugin_ctx) {
-    if (!plugin_ctx) return ocl_fail(GFP_ERR_INVALID, "init: plugin_ctx is NULL");
+    if (!plugin_ctx) return pk_fail(GFP_ERR_INVALID, "init: plugin_ctx is NULL");
     ocl_plugin_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return ocl_fail(GFP_ERR_OUT_OF_MEMORY, "init: out of host memory");
+    if (!ctx) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "init: out of host memory");
     discover(ctx);
-    if (ctx->n_devices) ocl_log(GFP_LOG_INFO, "%u OpenCL device(s)", (unsigned)ctx->n_devices);
+    if (ctx->n_devices) pk_log(GFP_LOG_INFO, "%u OpenCL device(s)", (unsigned)ctx->n_devices);
     g_ctx = ctx;
     g_exiting = false;
     static bool registered;
@@ -243,17 +248,17 @@ static void ocl_shutdown(void *plugin_ctx) {
 
 static gfp_status ocl_device_count(void *plugin_ctx, uint32_t *count) {
     ocl_plugin_ctx *ctx = plugin_ctx;
-    if (!count || !ctx) return ocl_fail(GFP_ERR_INVALID, "device_count: NULL argument");
+    if (!count || !ctx) return pk_fail(GFP_ERR_INVALID, "device_count: NULL argument");
     *count = ctx->n_devices;
-    if (ctx->n_devices == 0) ocl_host->set_error(ocl_host->host_ctx, ctx->why_none);
+    if (ctx->n_devices == 0) pk_host->set_error(pk_host->host_ctx, ctx->why_none);
     return GFP_OK;
 }
 
 static gfp_status ocl_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     ocl_plugin_ctx *ctx = plugin_ctx;
-    if (!props || !ctx) return ocl_fail(GFP_ERR_INVALID, "device_props: NULL argument");
+    if (!props || !ctx) return pk_fail(GFP_ERR_INVALID, "device_props: NULL argument");
     if (index >= ctx->n_devices)
-        return ocl_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (%u found)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_props: device %u does not exist (%u found)",
                         (unsigned)index, (unsigned)ctx->n_devices);
     const ocl_device *d = &ctx->devices[index];
     gfp_device_props full;
@@ -268,12 +273,7 @@ static gfp_status ocl_device_props(void *plugin_ctx, uint32_t index, gfp_device_
     full.max_alloc_bytes = d->max_alloc_bytes;
     snprintf(full.driver, sizeof full.driver, "%.45s, driver %.28s (%.35s)", d->version,
              d->driver, d->platform_name);
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 static ocl_fault fault_from_env(void) {
@@ -282,7 +282,7 @@ static ocl_fault fault_from_env(void) {
     if (!strcmp(f, "build")) return OCL_FAULT_BUILD;
     if (!strcmp(f, "enqueue")) return OCL_FAULT_ENQUEUE;
     if (!strcmp(f, "lost")) return OCL_FAULT_LOST;
-    ocl_log(GFP_LOG_WARN, "GRAFT_OPENCL_FAULT=%s is not build, enqueue or lost; ignored", f);
+    pk_log(GFP_LOG_WARN, "GRAFT_OPENCL_FAULT=%s is not build, enqueue or lost; ignored", f);
     return OCL_FAULT_NONE;
 }
 
@@ -301,9 +301,9 @@ static void device_release(ocl_device *d) {
 
 static gfp_status ocl_device_open(void *plugin_ctx, uint32_t index, void **device) {
     ocl_plugin_ctx *ctx = plugin_ctx;
-    if (!device || !ctx) return ocl_fail(GFP_ERR_INVALID, "device_open: NULL argument");
+    if (!device || !ctx) return pk_fail(GFP_ERR_INVALID, "device_open: NULL argument");
     if (index >= ctx->n_devices)
-        return ocl_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (%u found)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_open: device %u does not exist (%u found)",
                         (unsigned)index, (unsigned)ctx->n_devices);
     ocl_device *d = &ctx->devices[index];
     if (!d->open) {
@@ -354,18 +354,18 @@ static gfp_status ocl_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *bu
                                    void **host_ptr) {
     ocl_device *d = device;
     if (!buffer || !host_ptr)
-        return ocl_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
+        return pk_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
     *buffer = NULL;
     *host_ptr = NULL; /* device memory is not host-addressable */
-    if (nbytes == 0) return ocl_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0");
+    if (nbytes == 0) return pk_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0");
     if (d->max_alloc_bytes && nbytes > d->max_alloc_bytes)
-        return ocl_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: %llu bytes is more than device '%s' allows in one "
                         "buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE = %llu)",
                         (unsigned long long)nbytes, d->name,
                         (unsigned long long)d->max_alloc_bytes);
     ocl_buffer *ob = malloc(sizeof *ob);
-    if (!ob) return ocl_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
+    if (!ob) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
     cl_int err = CL_SUCCESS;
     ob->mem = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)nbytes, NULL, &err);
     if (!ob->mem) {
@@ -388,7 +388,7 @@ static void ocl_buffer_free(void *device, gfp_buffer buffer) {
     ocl_device *d = device;
     ocl_buffer *ob = buffer_of(buffer);
     if (!ob) {
-        if (buffer) ocl_log(GFP_LOG_ERROR, "buffer_free of a handle that is not a live buffer");
+        if (buffer) pk_log(GFP_LOG_ERROR, "buffer_free of a handle that is not a live buffer");
         return;
     }
     ob->magic = 0;
@@ -404,10 +404,10 @@ static void ocl_buffer_free(void *device, gfp_buffer buffer) {
 static gfp_status check_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n) {
     const ocl_buffer *ob = buffer_of(buffer);
     if (!ob)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the buffer is not a live OpenCL buffer (freed "
+        return pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live OpenCL buffer (freed "
                         "already, or from another plugin)", what);
     if (offset > ob->size || n > ob->size - offset)
-        return ocl_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
                         what, (unsigned long long)n, (unsigned long long)offset,
                         (unsigned long long)ob->size);
@@ -419,7 +419,7 @@ static gfp_status ocl_buffer_write(void *device, gfp_buffer buffer, uint64_t off
     ocl_device *d = device;
     gfp_status st = check_range("buffer_write", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!src) return ocl_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
     cl_int err = ocl.EnqueueWriteBuffer(d->queue, buffer_of(buffer)->mem, CL_TRUE, (size_t)offset,
                                         (size_t)n, src, 0, NULL, NULL);
     return err == CL_SUCCESS ? GFP_OK : ocl_cl_fail(err, "buffer_write", "clEnqueueWriteBuffer");
@@ -430,7 +430,7 @@ static gfp_status ocl_buffer_read(void *device, gfp_buffer buffer, uint64_t offs
     ocl_device *d = device;
     gfp_status st = check_range("buffer_read", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!dst) return ocl_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    if (!dst) return pk_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
     if (d->fault == OCL_FAULT_LOST)
         return ocl_cl_fail(CL_DEVICE_NOT_AVAILABLE, "buffer_read",
                            "clEnqueueReadBuffer (fault injected by GRAFT_OPENCL_FAULT=lost)");
@@ -455,16 +455,10 @@ static gfp_status ocl_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status ocl_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     ocl_device *d = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return ocl_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return ocl_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return ocl_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     cl_mem mem = buffer_of(buffer)->mem;
     cl_int err;
     if (offset % pattern_size == 0) {
@@ -473,7 +467,7 @@ static gfp_status ocl_buffer_fill(void *device, gfp_buffer buffer, uint64_t offs
     } else {
         /* clEnqueueFillBuffer wants an offset aligned to the pattern. */
         unsigned char *tmp = malloc((size_t)n);
-        if (!tmp) return ocl_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_fill: out of host memory");
+        if (!tmp) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_fill: out of host memory");
         for (uint64_t i = 0; i < n; i += pattern_size) memcpy(tmp + i, pattern, pattern_size);
         err = ocl.EnqueueWriteBuffer(d->queue, mem, CL_TRUE, (size_t)offset, (size_t)n, tmp, 0,
                                      NULL, NULL);
@@ -491,51 +485,23 @@ static gfp_status ocl_synchronize(void *device) {
 /* ------------------------------------------------------------ ops */
 static gfp_status ocl_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     const ocl_device *d = device;
-    if (!support) return ocl_fail(GFP_ERR_INVALID, "query_op: support is NULL");
-    *support = GFP_SUPPORT_NONE;
-    if (!q) return ocl_fail(GFP_ERR_INVALID, "query_op: query is NULL");
-    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
-        return ocl_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
-                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
-    if (q->n_inputs > 8 || q->n_outputs > 4)
-        return ocl_fail(GFP_ERR_INVALID, "query_op: %u inputs and %u outputs exceed the query's "
-                        "8 and 4 slots", (unsigned)q->n_inputs, (unsigned)q->n_outputs);
-    /* Every dtype named must be one this device stores. */
-    for (uint32_t i = 0; i < q->n_inputs; i++)
-        if (q->input_dtypes[i] != -1 && !ocl_device_stores(d, q->input_dtypes[i])) return GFP_OK;
-    for (uint32_t i = 0; i < q->n_outputs; i++)
-        if (!ocl_device_stores(d, q->output_dtypes[i])) return GFP_OK;
-    const ocl_family *f = family_of(q->op);
+    gfp_status st;
+    const ocl_family *f = PK_QUERY_ROUTE(families, q, support, stored_dtypes(d), &st);
     if (f) *support = f->support(d, q);
-    return GFP_OK;
+    return st;
 }
 
 static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     ocl_device *d = device;
-    const ocl_family *f = family_of(op);
-    if (!f)
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "op id %u is not an op this plugin knows (unknown "
-                        "or newer than ABI %d.%d)", (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
-    if ((n_inputs && !inputs) || (n_outputs && !outputs))
-        return ocl_fail(GFP_ERR_INVALID, "%s: the inputs or outputs array is NULL",
-                        ocl_op_name(op));
-    if (n_inputs > 8 || n_outputs > 4)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs are more than any op takes",
-                        ocl_op_name(op), (unsigned)n_inputs, (unsigned)n_outputs);
-    gfp_status st = GFP_OK;
-    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
-        if (inputs[i]) st = ocl_check_tensor(d, op, "input", i, inputs[i]);
-    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
-        if (!outputs[i])
-            return ocl_fail(GFP_ERR_INVALID, "%s: output %u is NULL", ocl_op_name(op), (unsigned)i);
-        st = ocl_check_tensor(d, op, "output", i, outputs[i]);
-    }
-    if (st != GFP_OK) return st;
-    st = f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
+    const pk_device_rules rules = {"opencl", d->name, stored_dtypes(d), buffer_size, NULL};
+    gfp_status st;
+    const ocl_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    if (f) st = f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
     /* Submit now, so the device works while the host prepares the next op. */
-    if (st == GFP_OK) ocl.Flush(d->queue);
+    if (f && st == GFP_OK) ocl.Flush(d->queue);
     return st;
 }
 
@@ -554,7 +520,7 @@ static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void *
         *out = (void *)&gemm_ext;
         return GFP_OK;
     }
-    return ocl_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\" (it has "
+    return pk_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\" (it has "
                     "\"opencl.gemm\")", name ? name : "(null)");
 }
 
@@ -583,10 +549,4 @@ static const gfp_plugin ocl_table = {
     .query_extension = ocl_query_extension,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &ocl_table, &ocl_host);
-}
+PK_DEFINE_NEGOTIATE(ocl_table)

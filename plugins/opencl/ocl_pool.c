@@ -10,14 +10,9 @@
 
 #include "ocl_internal.h"
 
-bool ocl_pool_handles(uint32_t op) {
-    return op == GFP_OP_MAX_POOL2D || op == GFP_OP_MAX_POOL2D_BACKWARD ||
-           op == GFP_OP_AVG_POOL2D || op == GFP_OP_AVG_POOL2D_BACKWARD;
-}
-
 uint32_t ocl_pool_support(const ocl_device *d, const gfp_op_query *q) {
     int32_t dt = q->input_dtypes[0];
-    if (!ocl_is_float(dt)) return GFP_SUPPORT_NONE;
+    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
     bool ok;
     switch (q->op) {
     case GFP_OP_MAX_POOL2D:
@@ -39,20 +34,20 @@ typedef struct pool_geom {
 } pool_geom;
 
 static gfp_status params_of(const char *op, const void *params, bool is_max, pool_geom *g) {
-    gfp_status st = ocl_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, op);
+    gfp_status st = pk_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, op);
     if (st != GFP_OK) return st;
     const gfp_pool2d_params *p = params;
     for (int a = 0; a < 2; a++) {
         if (p->kernel[a] < 1 || p->stride[a] < 1 || p->padding[a] < 0)
-            return ocl_fail(GFP_ERR_INVALID, "%s: kernel %d, stride %d and padding %d of axis %d: "
+            return pk_fail(GFP_ERR_INVALID, "%s: kernel %d, stride %d and padding %d of axis %d: "
                             "kernel sizes and strides must be >= 1, padding >= 0", op,
                             (int)p->kernel[a], (int)p->stride[a], (int)p->padding[a], a);
         if (p->padding[a] > p->kernel[a] / 2)
-            return ocl_fail(GFP_ERR_INVALID, "%s: padding[%d] is %d but kernel[%d] is %d; padding "
+            return pk_fail(GFP_ERR_INVALID, "%s: padding[%d] is %d but kernel[%d] is %d; padding "
                             "must be at most half the kernel size", op, a, (int)p->padding[a], a,
                             (int)p->kernel[a]);
         if (is_max && p->dilation[a] < 1)
-            return ocl_fail(GFP_ERR_INVALID, "%s: dilation[%d] is %d; it must be >= 1", op, a,
+            return pk_fail(GFP_ERR_INVALID, "%s: dilation[%d] is %d; it must be >= 1", op, a,
                             (int)p->dilation[a]);
     }
     g->kh = p->kernel[0];
@@ -80,9 +75,9 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, 
 }
 
 static gfp_status rank4(const char *op, const gfp_tensor *t, const char *name) {
-    if (!t) return ocl_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
+    if (!t) return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
     if (t->rank != 4)
-        return ocl_fail(GFP_ERR_INVALID, "%s: %s must be rank 4 [N, C, H, W], got rank %d", op,
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must be rank 4 [N, C, H, W], got rank %d", op,
                         name, (int)t->rank);
     return GFP_OK;
 }
@@ -99,12 +94,12 @@ static gfp_status shapes(const char *op, const gfp_tensor *x, const gfp_tensor *
     g->ho = out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
     g->wo = out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
     if (g->ho < 1 || g->wo < 1)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the input %lldx%lld is too small for this kernel "
+        return pk_fail(GFP_ERR_INVALID, "%s: the input %lldx%lld is too small for this kernel "
                         "(output %lldx%lld)", op, (long long)g->h, (long long)g->w,
                         (long long)g->ho, (long long)g->wo);
     const int64_t *ys = y->sizes;
     if (ys[0] != g->n || ys[1] != g->c || ys[2] != g->ho || ys[3] != g->wo)
-        return ocl_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor is [%lld, %lld, %lld, "
+        return pk_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor is [%lld, %lld, %lld, "
                         "%lld]; this geometry needs [%lld, %lld, %lld, %lld]", op,
                         (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3],
                         (long long)g->n, (long long)g->c, (long long)g->ho, (long long)g->wo);
@@ -128,9 +123,9 @@ static void arg_h(ocl_call *c, const pool_geom *g) {
 }
 
 static gfp_status float_dtypes(const char *op, const gfp_tensor *a, const gfp_tensor *b) {
-    if (!ocl_is_float(a->dtype) || b->dtype != a->dtype)
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, input and output alike "
-                        "(got %s and %s)", op, ocl_dtype_name(a->dtype), ocl_dtype_name(b->dtype));
+    if (!pk_is_float(a->dtype) || b->dtype != a->dtype)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, input and output alike "
+                        "(got %s and %s)", op, pk_dtype_name(a->dtype), pk_dtype_name(b->dtype));
     return GFP_OK;
 }
 
@@ -172,10 +167,10 @@ static gfp_status run_r(ocl_device *d, const char *stem, int32_t dt, const char 
 gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     uint32_t want_in = op == GFP_OP_MAX_POOL2D_BACKWARD ? 2 : 1;
     uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
-    gfp_status st = ocl_check_counts(n_in, want_in, n_out, want_out, name);
+    gfp_status st = pk_expect_counts(n_in, want_in, n_out, want_out, name);
     if (st != GFP_OK) return st;
     pool_geom g = {0};
     switch (op) {
@@ -184,8 +179,8 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         if ((st = params_of(name, params, true, &g)) != GFP_OK ||
             (st = shapes(name, x, y, &g)) != GFP_OK || (st = float_dtypes(name, x, y)) != GFP_OK)
             return st;
-        if (ind->dtype != GFP_I64 || !ocl_same_shape(ind, y))
-            return ocl_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
+        if (ind->dtype != GFP_I64 || !pk_same_shape(ind, y))
+            return pk_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
         const gfp_tensor *t[3] = {x, y, ind};
         return run_r(d, "max_pool2d", x->dtype, name, t, 3, &g, true, g.ho);
     }
@@ -195,12 +190,12 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         if ((st = rank4(name, gy, "grad_y")) != GFP_OK || (st = rank4(name, ind, "indices")) != GFP_OK ||
             (st = rank4(name, gx, "grad_x")) != GFP_OK || (st = float_dtypes(name, gy, gx)) != GFP_OK)
             return st;
-        if (ind->dtype != GFP_I64 || !ocl_same_shape(gy, ind) || gy->sizes[0] != gx->sizes[0] ||
+        if (ind->dtype != GFP_I64 || !pk_same_shape(gy, ind) || gy->sizes[0] != gx->sizes[0] ||
             gy->sizes[1] != gx->sizes[1])
-            return ocl_fail(GFP_ERR_INVALID, "%s: indices must be i64 with grad_y's sizes, and "
+            return pk_fail(GFP_ERR_INVALID, "%s: indices must be i64 with grad_y's sizes, and "
                             "grad_y and grad_x must agree on N and C", name);
         if (gy->dtype == GFP_F64 && !d->int64_atomics)
-            return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_int64_base_atomics, which "
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_int64_base_atomics, which "
                             "device '%s' lacks", name, d->name);
         g.n = gx->sizes[0];
         g.c = gx->sizes[1];
@@ -222,7 +217,7 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
             if (st == GFP_OK) st = ocl_read_flag(d, name, &bad, &v);
             if (st != GFP_OK) return st;
             if (bad)
-                return ocl_fail(GFP_ERR_INVALID, "%s: an index is %lld, outside the input plane "
+                return pk_fail(GFP_ERR_INVALID, "%s: an index is %lld, outside the input plane "
                                 "of %lldx%lld elements (or -1)", name, (long long)v,
                                 (long long)g.h, (long long)g.w);
         }

@@ -124,7 +124,7 @@ static bool cache_path(const ocl_device *d, ocl_prog_id p, const char *desc, cha
     else if (home && home[0]) snprintf(dir, sizeof dir, "%s/.cache/graft/opencl", home);
     else return false;
     if (!make_dirs(dir)) {
-        ocl_log(GFP_LOG_DEBUG, "kernel cache directory %s cannot be created; not caching", dir);
+        pk_log(GFP_LOG_DEBUG, "kernel cache directory %s cannot be created; not caching", dir);
         return false;
     }
     uint64_t h = fnv1a(FNV_START, desc, strlen(desc));
@@ -157,7 +157,7 @@ static unsigned char *cache_read(const char *path, const char *desc, size_t *siz
     if (bin) *size = (size_t)blen;
 done:
     if (!bin)
-        ocl_log(GFP_LOG_DEBUG, "kernel cache: %s is damaged or keyed differently; rebuilding", path);
+        pk_log(GFP_LOG_DEBUG, "kernel cache: %s is damaged or keyed differently; rebuilding", path);
     free(stored);
     fclose(f);
     return bin;
@@ -168,7 +168,7 @@ static void cache_write(const char *path, const char *desc, const unsigned char 
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        ocl_log(GFP_LOG_DEBUG, "cannot write the kernel cache file %s: %s", tmp, strerror(errno));
+        pk_log(GFP_LOG_DEBUG, "cannot write the kernel cache file %s: %s", tmp, strerror(errno));
         return;
     }
     uint32_t dlen = (uint32_t)strlen(desc);
@@ -179,10 +179,10 @@ static void cache_write(const char *path, const char *desc, const unsigned char 
     if (fclose(f) != 0) ok = false;
     if (!ok || rename(tmp, path) != 0) {
         remove(tmp);
-        ocl_log(GFP_LOG_DEBUG, "writing the kernel cache file %s failed", path);
+        pk_log(GFP_LOG_DEBUG, "writing the kernel cache file %s failed", path);
         return;
     }
-    ocl_log(GFP_LOG_DEBUG, "kernel cache: wrote %s (%zu bytes)", path, size);
+    pk_log(GFP_LOG_DEBUG, "kernel cache: wrote %s (%zu bytes)", path, size);
 }
 
 /* The binary of a built program (malloc'ed), or NULL. */
@@ -226,10 +226,10 @@ static cl_program from_cache(ocl_device *d, ocl_prog_id p, const char *path, con
     }
     if (prog) {
         d->prog_cached_size[p] = size;
-        ocl_log(GFP_LOG_DEBUG, "kernel cache: loaded the %s kernels for '%s' from %s",
+        pk_log(GFP_LOG_DEBUG, "kernel cache: loaded the %s kernels for '%s' from %s",
                 programs[p].name, d->name, path);
     } else {
-        ocl_log(GFP_LOG_DEBUG, "kernel cache: %s was not usable; building from source", path);
+        pk_log(GFP_LOG_DEBUG, "kernel cache: %s was not usable; building from source", path);
     }
     return prog;
 }
@@ -242,14 +242,14 @@ static gfp_status build_failed(ocl_device *d, cl_program prog, ocl_prog_id p, cl
         n > 0 && (log = calloc(1, n + 1)))
         ocl.GetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL);
     const char *text = log && log[0] ? log : "(the driver gave no build log)";
-    ocl_log(GFP_LOG_ERROR, "building the %s kernels for device '%s' failed (%s); build log:\n%s",
+    pk_log(GFP_LOG_ERROR, "building the %s kernels for device '%s' failed (%s); build log:\n%s",
             programs[p].name, d->name, ocl_error_name(err), text);
     char msg[600];
     snprintf(msg, sizeof msg, "building the %s kernels for device '%s' failed: %s (%d); build "
              "log: %.300s", programs[p].name, d->name, ocl_error_name(err), (int)err, text);
     free(log);
     *why = strdup(msg);
-    return ocl_fail(GFP_ERR_DEVICE, "%s: %s", op, msg);
+    return pk_fail(GFP_ERR_DEVICE, "%s: %s", op, msg);
 }
 
 static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why) {
@@ -279,7 +279,7 @@ static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why
     }
     double dt = now_s() - t0;
     d->compile_seconds += dt;
-    ocl_log(GFP_LOG_INFO, "built the %s kernels for '%s' in %.2f s", programs[p].name, d->name, dt);
+    pk_log(GFP_LOG_INFO, "built the %s kernels for '%s' in %.2f s", programs[p].name, d->name, dt);
     d->progs[p] = prog;
     if (cached) {
         size_t size = 0;
@@ -315,10 +315,10 @@ gfp_status ocl_get_kernel(ocl_device *d, ocl_prog_id p, const char *name, const 
         }
     }
     if (!slot)
-        return ocl_fail(GFP_ERR_INTERNAL, "%s: the kernel table of device '%s' is full", op,
+        return pk_fail(GFP_ERR_INTERNAL, "%s: the kernel table of device '%s' is full", op,
                         d->name);
     if (d->prog_status[p] != GFP_OK)
-        return ocl_fail(d->prog_status[p], "%s: %s", op,
+        return pk_fail(d->prog_status[p], "%s: %s", op,
                         d->prog_error[p] ? d->prog_error[p] : "the kernels failed to build");
     if (!d->progs[p]) {
         char *why = NULL;
@@ -340,7 +340,7 @@ gfp_status ocl_get_kernel(ocl_device *d, ocl_prog_id p, const char *name, const 
     slot->name = strdup(name);
     if (!slot->name) {
         ocl.ReleaseKernel(k);
-        return ocl_fail(GFP_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     }
     slot->prog = (int)p;
     slot->kernel = k;
@@ -350,7 +350,7 @@ gfp_status ocl_get_kernel(ocl_device *d, ocl_prog_id p, const char *name, const 
 
 void ocl_programs_release(ocl_device *d) {
     if (d->compile_seconds > 0)
-        ocl_log(GFP_LOG_INFO, "'%s': %.2f s spent building or loading kernel programs", d->name,
+        pk_log(GFP_LOG_INFO, "'%s': %.2f s spent building or loading kernel programs", d->name,
                 d->compile_seconds);
     d->compile_seconds = 0;
     for (size_t i = 0; i < OCL_KERNEL_SLOTS; i++) {

@@ -13,8 +13,6 @@
 
 #include "ocl_internal.h"
 
-bool ocl_random_handles(uint32_t op) { return op == GFP_OP_RANDOM; }
-
 uint32_t ocl_random_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
     if (q->n_inputs != 0 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
@@ -100,26 +98,26 @@ gfp_status ocl_random_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     (void)op;
     (void)in;
-    gfp_status st = ocl_check_counts(n_in, 0, n_out, 1, "random");
-    if (st == GFP_OK) st = ocl_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
+    gfp_status st = pk_expect_counts(n_in, 0, n_out, 1, "random");
+    if (st == GFP_OK) st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
     if (st != GFP_OK) return st;
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
     if (p->kind > GFP_RANDOM_BERNOULLI)
-        return ocl_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
                         (unsigned)p->kind);
-    if (p->kind != GFP_RANDOM_BERNOULLI && !ocl_is_float(y->dtype))
-        return ocl_fail(GFP_ERR_UNSUPPORTED,
+    if (p->kind != GFP_RANDOM_BERNOULLI && !pk_is_float(y->dtype))
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "random: %s numbers need an f32 or f64 output, got %s (only bernoulli "
                         "fills integer and bool outputs)",
                         p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                        ocl_dtype_name(y->dtype));
-    int64_t n = ocl_numel(y);
+                        pk_dtype_name(y->dtype));
+    int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     if (p->kind != GFP_RANDOM_BERNOULLI && !d->fp64) {
         float *v = host_draw(p, n);
-        if (!v) return ocl_fail(GFP_ERR_OUT_OF_MEMORY, "random: out of host memory");
+        if (!v) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "random: out of host memory");
         st = write_rowmajor(d, y, v, (size_t)n * sizeof *v);
         free(v);
         return st;

@@ -16,12 +16,10 @@
 
 #define OCL_RG 64 /* GF_RG of reduce.cl */
 
-bool ocl_reduce_handles(uint32_t op) { return op >= GFP_OP_SUM && op <= GFP_OP_MIN_DIM; }
-
 static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
 
 static bool input_ok(uint32_t op, int32_t dt) {
-    bool f = ocl_is_float(dt), i = dt == GFP_I32 || dt == GFP_I64;
+    bool f = pk_is_float(dt), i = dt == GFP_I32 || dt == GFP_I64;
     switch (op) {
     case GFP_OP_MEAN:
     case GFP_OP_VAR:
@@ -77,7 +75,7 @@ static void add_dim(dimset *s, int64_t size, int64_t xs, int64_t ys, int64_t is)
 static gfp_status launch(ocl_device *d, uint32_t op, int32_t dtype, cl_mem xm, int64_t xo,
                          cl_mem ym, int64_t yo, const gfp_tensor *ind, const dimset *kept,
                          const dimset *red, double correction) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     bool by_dim = is_dim_op(op);
     /* Long lines and few outputs: a group per output; else an item each. */
     bool group = d->max_wg >= OCL_RG && red->count >= 128 && kept->count < 4096;
@@ -122,13 +120,13 @@ static gfp_status launch(ocl_device *d, uint32_t op, int32_t dtype, cl_mem xm, i
 static bool splittable(uint32_t op, int32_t dtype, const dimset *red) {
     bool op_ok = op == GFP_OP_SUM || op == GFP_OP_MEAN || op == GFP_OP_PROD ||
                  op == GFP_OP_AMAX || op == GFP_OP_AMIN;
-    return op_ok && ocl_is_float(dtype) && red->rank == 1 && red->xs[0] == 1 &&
+    return op_ok && pk_is_float(dtype) && red->rank == 1 && red->xs[0] == 1 &&
            red->count >= OCL_SPLIT_MIN;
 }
 
 static gfp_status run_split(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                             const dimset *kept, const dimset *red) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     int64_t len = red->count;
     int64_t chunks = (OCL_SPLIT_ITEMS + kept->count - 1) / kept->count;
     if (chunks > OCL_SPLIT_CHUNKS) chunks = OCL_SPLIT_CHUNKS;
@@ -136,12 +134,12 @@ static gfp_status run_split(ocl_device *d, uint32_t op, const gfp_tensor *x, con
     if (chunks < 1) chunks = 1;
     int64_t q = (len + chunks - 1) / chunks;
     chunks = (len + q - 1) / q;
-    size_t es = ocl_dtype_size(x->dtype);
+    size_t es = pk_dtype_size(x->dtype);
     gfp_status st = ocl_scratch(d, (uint64_t)(kept->count * chunks) * es, name);
     if (st != GFP_OK) return st;
     uint32_t part_op = op == GFP_OP_MEAN ? GFP_OP_SUM : op;
     char kname[48];
-    snprintf(kname, sizeof kname, "reduce_part_%s_%s", ocl_op_name(part_op), kdt(x->dtype));
+    snprintf(kname, sizeof kname, "reduce_part_%s_%s", pk_op_name(part_op), kdt(x->dtype));
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_REDUCE, kname, name);
     ocl_arg_mem(&c, ocl_mem(x));
@@ -175,13 +173,13 @@ static gfp_status run_split(ocl_device *d, uint32_t op, const gfp_tensor *x, con
 
 /* Column sums: one kept dim, contiguous in x, over lines of any layout. */
 static bool columns(uint32_t op, int32_t dtype, const dimset *kept, const dimset *red) {
-    return (op == GFP_OP_SUM || op == GFP_OP_MEAN) && ocl_is_float(dtype) && kept->rank == 1 &&
+    return (op == GFP_OP_SUM || op == GFP_OP_MEAN) && pk_is_float(dtype) && kept->rank == 1 &&
            kept->xs[0] == 1 && kept->count >= 16 && red->count >= 2;
 }
 
 static gfp_status run_columns(ocl_device *d, uint32_t op, const gfp_tensor *x,
                               const gfp_tensor *y, const dimset *kept, const dimset *red) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     int64_t vw = x->dtype == GFP_F32 ? 16 : 8;
     char kname[40];
     snprintf(kname, sizeof kname, "reduce_cols_sum_%s", kdt(x->dtype));
@@ -213,30 +211,30 @@ static gfp_status run_reduce(ocl_device *d, uint32_t op, const gfp_tensor *x, co
 gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    const char *name = ocl_op_name(op);
+    const char *name = pk_op_name(op);
     bool by_dim = is_dim_op(op);
-    gfp_status st = ocl_check_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
-    if (st == GFP_OK) st = ocl_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = by_dim ? out[1] : NULL;
-    if (!x) return ocl_fail(GFP_ERR_INVALID, "%s: the input tensor is missing (NULL)", name);
+    if (!x) return pk_fail(GFP_ERR_INVALID, "%s: the input tensor is missing (NULL)", name);
     if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? ind->dtype : GFP_I64))
-        return ocl_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for %s to %s%s%s", name,
-                        ocl_dtype_name(x->dtype), ocl_dtype_name(y->dtype),
-                        by_dim ? " with indices " : "", by_dim ? ocl_dtype_name(ind->dtype) : "");
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for %s to %s%s%s", name,
+                        pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
+                        by_dim ? " with indices " : "", by_dim ? pk_dtype_name(ind->dtype) : "");
     uint32_t dims = p->dims;
     if ((uint64_t)dims >> x->rank != 0)
-        return ocl_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
                         name, (unsigned)dims, (int)x->rank);
     if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return ocl_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
                         (unsigned)dims);
-    bool ok = y->rank == x->rank && (!ind || ocl_same_shape(ind, y));
+    bool ok = y->rank == x->rank && (!ind || pk_same_shape(ind, y));
     for (int k = 0; ok && k < x->rank; k++)
         ok = y->sizes[k] == ((dims >> k) & 1u ? 1 : x->sizes[k]);
     if (!ok)
-        return ocl_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: the output%s must have the input's rank (%d) and sizes, with size 1 "
                         "in each reduced dim (mask 0x%x)",
                         name, by_dim ? "s" : "", (int)x->rank, (unsigned)dims);
@@ -259,7 +257,7 @@ gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     }
     bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
     if (extreme && red.count == 0)
-        return ocl_fail(GFP_ERR_INVALID, "%s: cannot reduce over zero elements (a reduced dim "
+        return pk_fail(GFP_ERR_INVALID, "%s: cannot reduce over zero elements (a reduced dim "
                         "has size 0); the operation has no identity", name);
     if (kept.count == 0) return GFP_OK;
 

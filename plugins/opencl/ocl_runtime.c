@@ -15,30 +15,8 @@
 #include "ocl_internal.h"
 
 ocl_api ocl;
-const gfp_host *ocl_host;
 
 const char *ocl_getenv(const char *name) { return secure_getenv(name); }
-
-gfp_status ocl_fail(gfp_status status, const char *fmt, ...) {
-    char msg[1024];
-    int n = snprintf(msg, sizeof msg, "opencl: ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-    va_end(ap);
-    if (ocl_host) ocl_host->set_error(ocl_host->host_ctx, msg);
-    return status;
-}
-
-void ocl_log(gfp_log_level level, const char *fmt, ...) {
-    if (!ocl_host) return;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ocl_host->log(ocl_host->host_ctx, level, msg);
-}
 
 /* Each entry point by name, into its slot of `ocl`. */
 #define OCL_ENTRY(name) {"cl" #name, (void **)&ocl.name}
@@ -187,6 +165,6 @@ gfp_status ocl_cl_fail(cl_int err, const char *op, const char *what) {
         hint = " (out of memory)";
     else if (err == CL_DEVICE_NOT_AVAILABLE || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
         hint = " (the device was lost or an earlier kernel failed; its results are undefined)";
-    return ocl_fail(ocl_status_of(err), "%s: %s failed: %s (%d)%s", op, what, ocl_error_name(err),
+    return pk_fail(ocl_status_of(err), "%s: %s failed: %s (%d)%s", op, what, ocl_error_name(err),
                     (int)err, hint);
 }

@@ -13,113 +13,12 @@
 
 #include "ref_internal.h"
 
-/* ------------------------------------------------------------ names */
-static const char *op_name(uint32_t op) {
-    switch (op) {
-    case GFP_OP_COPY: return "copy";
-    case GFP_OP_FILL: return "fill";
-    case GFP_OP_ARANGE: return "arange";
-    case GFP_OP_TRIL: return "tril";
-    case GFP_OP_TRIU: return "triu";
-    case GFP_OP_NEG: return "neg";
-    case GFP_OP_ABS: return "abs";
-    case GFP_OP_SIGN: return "sign";
-    case GFP_OP_EXP: return "exp";
-    case GFP_OP_LOG: return "log";
-    case GFP_OP_LOG1P: return "log1p";
-    case GFP_OP_EXPM1: return "expm1";
-    case GFP_OP_SQRT: return "sqrt";
-    case GFP_OP_RSQRT: return "rsqrt";
-    case GFP_OP_RECIPROCAL: return "reciprocal";
-    case GFP_OP_SQUARE: return "square";
-    case GFP_OP_SIN: return "sin";
-    case GFP_OP_COS: return "cos";
-    case GFP_OP_TANH: return "tanh";
-    case GFP_OP_SIGMOID: return "sigmoid";
-    case GFP_OP_RELU: return "relu";
-    case GFP_OP_LEAKY_RELU: return "leaky_relu";
-    case GFP_OP_ELU: return "elu";
-    case GFP_OP_GELU: return "gelu";
-    case GFP_OP_GELU_TANH: return "gelu_tanh";
-    case GFP_OP_SILU: return "silu";
-    case GFP_OP_SOFTPLUS: return "softplus";
-    case GFP_OP_ERF: return "erf";
-    case GFP_OP_FLOOR: return "floor";
-    case GFP_OP_CEIL: return "ceil";
-    case GFP_OP_ROUND: return "round";
-    case GFP_OP_CLAMP: return "clamp";
-    case GFP_OP_POW_SCALAR: return "pow_scalar";
-    case GFP_OP_LOGICAL_NOT: return "logical_not";
-    case GFP_OP_ADD: return "add";
-    case GFP_OP_SUB: return "sub";
-    case GFP_OP_MUL: return "mul";
-    case GFP_OP_DIV: return "div";
-    case GFP_OP_POW: return "pow";
-    case GFP_OP_MAXIMUM: return "maximum";
-    case GFP_OP_MINIMUM: return "minimum";
-    case GFP_OP_EQ: return "eq";
-    case GFP_OP_NE: return "ne";
-    case GFP_OP_LT: return "lt";
-    case GFP_OP_LE: return "le";
-    case GFP_OP_GT: return "gt";
-    case GFP_OP_GE: return "ge";
-    case GFP_OP_LOGICAL_AND: return "logical_and";
-    case GFP_OP_LOGICAL_OR: return "logical_or";
-    case GFP_OP_WHERE: return "where";
-    default: return NULL;
-    }
-}
-
 /* ------------------------------------------------------------ what is provided */
-typedef enum ew_kind {
-    EW_NONE,
-    EW_COPY,
-    EW_FILL,
-    EW_ARANGE,
-    EW_TRI,
-    EW_UNARY,       /* same dtype in and out */
-    EW_LOGICAL_NOT, /* any in, bool out */
-    EW_BINARY,      /* a, b, out of one dtype */
-    EW_COMPARE,     /* a, b of one dtype, bool out */
-    EW_LOGICAL,     /* a, b of any dtypes, bool out */
-    EW_WHERE        /* bool cond, a, b, out of one dtype */
-} ew_kind;
+typedef pk_ew_kind ew_kind; /* plugin_kit.h */
 
-static ew_kind kind_of(uint32_t op) {
-    switch (op) {
-    case GFP_OP_COPY: return EW_COPY;
-    case GFP_OP_FILL: return EW_FILL;
-    case GFP_OP_ARANGE: return EW_ARANGE;
-    case GFP_OP_TRIL:
-    case GFP_OP_TRIU: return EW_TRI;
-    case GFP_OP_LOGICAL_NOT: return EW_LOGICAL_NOT;
-    case GFP_OP_EQ:
-    case GFP_OP_NE:
-    case GFP_OP_LT:
-    case GFP_OP_LE:
-    case GFP_OP_GT:
-    case GFP_OP_GE: return EW_COMPARE;
-    case GFP_OP_LOGICAL_AND:
-    case GFP_OP_LOGICAL_OR: return EW_LOGICAL;
-    case GFP_OP_WHERE: return EW_WHERE;
-    default: break;
-    }
-    if (op >= GFP_OP_NEG && op <= GFP_OP_POW_SCALAR) return EW_UNARY;
-    if (op >= GFP_OP_ADD && op <= GFP_OP_MINIMUM) return EW_BINARY;
-    return EW_NONE;
-}
+static ew_kind kind_of(uint32_t op) { return pk_ew_kind_of(op); }
 
-static uint32_t inputs_of(ew_kind k) {
-    switch (k) {
-    case EW_FILL:
-    case EW_ARANGE: return 0;
-    case EW_BINARY:
-    case EW_COMPARE:
-    case EW_LOGICAL: return 2;
-    case EW_WHERE: return 3;
-    default: return 1;
-    }
-}
+static uint32_t inputs_of(uint32_t op) { return gfp_op_lookup(op)->in_min; }
 
 #define DT_BIT(d) GFP_DTYPE_BIT(d)
 #define DT_FLOAT (DT_BIT(GFP_F32) | DT_BIT(GFP_F64))
@@ -128,22 +27,7 @@ static uint32_t inputs_of(ew_kind k) {
 
 /* The dtypes an op of kind UNARY or BINARY computes in. */
 static uint32_t arith_dtypes(uint32_t op) {
-    switch (op) {
-    case GFP_OP_NEG:
-    case GFP_OP_ABS:
-    case GFP_OP_SIGN:
-    case GFP_OP_SQUARE:
-    case GFP_OP_RELU:
-    case GFP_OP_CLAMP:
-    case GFP_OP_ADD:
-    case GFP_OP_SUB:
-    case GFP_OP_MUL:
-    case GFP_OP_DIV:
-    case GFP_OP_POW:
-    case GFP_OP_MAXIMUM:
-    case GFP_OP_MINIMUM: return DT_NUMERIC;
-    default: return DT_FLOAT;
-    }
+    return pk_ew_numeric(op) ? DT_NUMERIC : DT_FLOAT;
 }
 
 static bool in_set(int32_t d, uint32_t set) {
@@ -153,18 +37,18 @@ static bool in_set(int32_t d, uint32_t set) {
 /* True when launch runs op with these dtypes (counts already match). */
 static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
     switch (kind_of(op)) {
-    case EW_COPY: return in_set(in[0], DT_ALL) && in_set(out[0], DT_ALL);
-    case EW_FILL: return in_set(out[0], DT_ALL);
-    case EW_ARANGE: return in_set(out[0], DT_NUMERIC);
-    case EW_TRI: return in_set(out[0], DT_ALL) && in[0] == out[0];
-    case EW_UNARY: return in_set(out[0], arith_dtypes(op)) && in[0] == out[0];
-    case EW_LOGICAL_NOT: return in_set(in[0], DT_ALL) && out[0] == GFP_BOOL;
-    case EW_BINARY:
+    case PK_EW_COPY: return in_set(in[0], DT_ALL) && in_set(out[0], DT_ALL);
+    case PK_EW_FILL: return in_set(out[0], DT_ALL);
+    case PK_EW_ARANGE: return in_set(out[0], DT_NUMERIC);
+    case PK_EW_TRI: return in_set(out[0], DT_ALL) && in[0] == out[0];
+    case PK_EW_UNARY: return in_set(out[0], arith_dtypes(op)) && in[0] == out[0];
+    case PK_EW_LOGICAL_NOT: return in_set(in[0], DT_ALL) && out[0] == GFP_BOOL;
+    case PK_EW_BINARY:
         return in_set(out[0], arith_dtypes(op)) && in[0] == out[0] && in[1] == out[0];
-    case EW_COMPARE: return in_set(in[0], DT_ALL) && in[1] == in[0] && out[0] == GFP_BOOL;
-    case EW_LOGICAL:
+    case PK_EW_COMPARE: return in_set(in[0], DT_ALL) && in[1] == in[0] && out[0] == GFP_BOOL;
+    case PK_EW_LOGICAL:
         return in_set(in[0], DT_ALL) && in_set(in[1], DT_ALL) && out[0] == GFP_BOOL;
-    case EW_WHERE:
+    case PK_EW_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], DT_ALL) && in[1] == out[0] && in[2] == out[0];
     default: return false;
     }
@@ -173,30 +57,28 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
 /* What accepts() takes, said for an error message. */
 static const char *accepted_text(uint32_t op) {
     switch (kind_of(op)) {
-    case EW_COPY:
-    case EW_FILL: return "f32, f64, i32, i64 or bool";
-    case EW_ARANGE: return "an f32, f64, i32 or i64 output";
-    case EW_TRI: return "one dtype of f32, f64, i32, i64, bool for input and output";
-    case EW_UNARY:
+    case PK_EW_COPY:
+    case PK_EW_FILL: return "f32, f64, i32, i64 or bool";
+    case PK_EW_ARANGE: return "an f32, f64, i32 or i64 output";
+    case PK_EW_TRI: return "one dtype of f32, f64, i32, i64, bool for input and output";
+    case PK_EW_UNARY:
         return arith_dtypes(op) == DT_FLOAT
                    ? "f32 or f64, the same for input and output"
                    : "f32, f64, i32 or i64, the same for input and output";
-    case EW_LOGICAL_NOT: return "any stored dtype in, bool out";
-    case EW_BINARY:
+    case PK_EW_LOGICAL_NOT: return "any stored dtype in, bool out";
+    case PK_EW_BINARY:
         return arith_dtypes(op) == DT_FLOAT ? "f32 or f64 for both inputs and the output"
                                             : "f32, f64, i32 or i64 for both inputs and the output";
-    case EW_COMPARE: return "two inputs of one stored dtype and a bool output";
-    case EW_LOGICAL: return "inputs of any stored dtype and a bool output";
-    case EW_WHERE: return "a bool condition, and a, b and output of one stored dtype";
+    case PK_EW_COMPARE: return "two inputs of one stored dtype and a bool output";
+    case PK_EW_LOGICAL: return "inputs of any stored dtype and a bool output";
+    case PK_EW_WHERE: return "a bool condition, and a, b and output of one stored dtype";
     default: return "";
     }
 }
 
-bool ref_elementwise_handles(uint32_t op) { return kind_of(op) != EW_NONE; }
-
 uint32_t ref_elementwise_support(const gfp_op_query *q) {
     ew_kind k = kind_of(q->op);
-    if (k == EW_NONE || q->n_inputs != inputs_of(k) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    if (k == PK_EW_NONE) return GFP_SUPPORT_NONE;
     return accepts(q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
                                                              : GFP_SUPPORT_NONE;
 }
@@ -294,6 +176,11 @@ typedef struct unary_args {
             if (p->has_max && x > (T)p->max) x = (T)p->max;                              \
             return x;                                                                    \
         case GFP_OP_POW_SCALAR: return FN(pow)(x, (T)p->a);                              \
+        case GFP_OP_HARDSWISH: {                                                         \
+            T r6 = x + (T)3; /* relu6(x + 3); NaN stays NaN */                           \
+            r6 = r6 < (T)0 ? (T)0 : r6 > (T)6 ? (T)6 : r6;                               \
+            return x * r6 / (T)6;                                                        \
+        }                                                                                \
         default: return x;                                                               \
         }                                                                                \
     }
@@ -371,7 +258,7 @@ static int64_t binary_int(uint32_t op, int64_t a, int64_t b) {
 
 /* -1, 0, 1 for a < b, a == b, a > b; 2 when unordered (NaN). */
 static int compare3(const gfp_tensor *a, int64_t ia, const gfp_tensor *b, int64_t ib) {
-    if (ref_is_float(a->dtype)) {
+    if (pk_is_float(a->dtype)) {
         double x = ref_load(a, ia), y = ref_load(b, ib); /* f32 -> double is exact */
         if (x != x || y != y) return 2;
         return (x > y) - (x < y);
@@ -408,14 +295,14 @@ static bool truth(const gfp_tensor *t, int64_t off) {
 
 static void run_copy(const gfp_tensor *const *t) {
     const gfp_tensor *y = t[0], *x = t[1];
-    size_t es = ref_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     ew_iter it;
     iter_init(&it, t, 2);
     do {
         if (x->dtype == y->dtype) /* exact: keeps -0.0 and NaN payloads; may alias */
             memmove(ref_base(y) + it.off[0] * (int64_t)es, ref_base(x) + it.off[1] * (int64_t)es,
                    es);
-        else if (ref_is_float(x->dtype)) /* one rounding; truncation toward 0 */
+        else if (pk_is_float(x->dtype)) /* one rounding; truncation toward 0 */
             ref_store(y, it.off[0], ref_load(x, it.off[1]));
         else /* integers stay exact (i64 -> f32 rounds once, not through double) */
             ref_store_i64(y, it.off[0], ref_load_i64(x, it.off[1]));
@@ -431,11 +318,11 @@ static void run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
     gfp_tensor one = *y; /* a one-element tensor over elem, to reuse the stores */
     one.buffer = elem.bytes;
     one.offset = 0;
-    if (ref_is_float(y->dtype) || y->dtype == GFP_BOOL)
+    if (pk_is_float(y->dtype) || y->dtype == GFP_BOOL)
         ref_store(&one, 0, p->value);
     else
         ref_store_i64(&one, 0, p->ivalue);
-    size_t es = ref_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     const gfp_tensor *const t[1] = {y};
     ew_iter it;
     iter_init(&it, t, 1);
@@ -452,7 +339,7 @@ static void run_arange(const gfp_tensor *y, const gfp_arange_params *p) {
     int64_t n = y->sizes[0], s = y->strides[0];
     /* Integer outputs with integral start and step are exact in int64, as
      * PyTorch computes them; everything else goes through double. */
-    bool exact = !ref_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
+    bool exact = !pk_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
     uint64_t start = exact ? (uint64_t)(int64_t)p->start : 0;
     uint64_t step = exact ? (uint64_t)(int64_t)p->step : 0;
     for (int64_t i = 0; i < n; i++) {
@@ -465,7 +352,7 @@ static void run_arange(const gfp_tensor *y, const gfp_arange_params *p) {
 
 static void run_tri(uint32_t op, const gfp_tensor *const *t, int64_t diagonal) {
     const gfp_tensor *y = t[0], *x = t[1];
-    size_t es = ref_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     int r = y->rank;
     ew_iter it;
     iter_init(&it, t, 2);
@@ -530,7 +417,7 @@ static void run_binary(uint32_t op, const gfp_tensor *const *t) {
 
 static void run_predicate(uint32_t op, const gfp_tensor *const *t) {
     const gfp_tensor *y = t[0];
-    int n = inputs_of(kind_of(op)) + 1;
+    int n = (int)inputs_of(op) + 1;
     ew_iter it;
     iter_init(&it, t, n);
     do {
@@ -547,7 +434,7 @@ static void run_predicate(uint32_t op, const gfp_tensor *const *t) {
 
 static void run_where(const gfp_tensor *const *t) {
     const gfp_tensor *y = t[0];
-    size_t es = ref_dtype_size(y->dtype);
+    size_t es = pk_dtype_size(y->dtype);
     ew_iter it;
     iter_init(&it, t, 4);
     do {
@@ -572,18 +459,18 @@ static gfp_status unsupported(uint32_t op, const char *name, const gfp_tensor *c
     size_t n = 0;
     for (uint32_t i = 0; i < n_in && n < sizeof ins; i++)
         n += (size_t)snprintf(ins + n, sizeof ins - n, i ? ", %s" : "%s",
-                              ref_dtype_name(in[i]->dtype));
-    return ref_fail(GFP_ERR_UNSUPPORTED,
+                              pk_dtype_name(in[i]->dtype));
+    return pk_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin does not provide it for input dtype(s) (%s) and "
                     "output dtype %s; it takes %s",
-                    name, ins, ref_dtype_name(y->dtype), accepted_text(op));
+                    name, ins, pk_dtype_name(y->dtype), accepted_text(op));
 }
 
 static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {
     for (int k = 1; k < n; k++) {
-        if (ref_same_shape(t[0], t[k])) continue;
+        if (pk_same_shape(t[0], t[k])) continue;
         char a[160], b[160];
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: input %d has shape %s but the output has shape %s; elementwise "
                         "operands must have the output's sizes (broadcast with stride 0)",
                         name, k - 1, shape_text(t[k], a, sizeof a), shape_text(t[0], b, sizeof b));
@@ -594,58 +481,46 @@ static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int
 gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                                   const gfp_tensor *const *out, uint32_t n_out,
                                   const void *params) {
+    /* Counts, absent inputs and params: checked by the launch preamble. */
+    (void)n_out;
     ew_kind kind = kind_of(op);
-    const char *name = op_name(op);
-    if (kind == EW_NONE)
-        return ref_fail(GFP_ERR_UNSUPPORTED, "op %u is not an elementwise op", (unsigned)op);
-    gfp_status st = ref_check_counts(n_in, inputs_of(kind), n_out, 1, name);
-    if (st != GFP_OK) return st;
+    const char *name = pk_op_name(op);
+    if (kind == PK_EW_NONE)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the reference plugin has no kernel for it",
+                       name);
+    gfp_status st;
 
     /* t[0] = output, t[1..] = inputs: the order the kernels and the iterator use. */
     const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
     int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
     for (uint32_t i = 0; i < n_in; i++) {
-        if (!in[i]) return ref_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
         t[i + 1] = in[i];
         in_dt[i] = in[i]->dtype;
     }
     if (!accepts(op, in_dt, out_dt)) return unsupported(op, name, in, n_in, out[0]);
     st = check_shapes(name, t, (int)n_in + 1);
     if (st != GFP_OK) return st;
-    if (kind == EW_TRI && out[0]->rank < 2)
-        return ref_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
+    if (kind == PK_EW_TRI && out[0]->rank < 2)
+        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
                         (int)out[0]->rank);
-    if (kind == EW_ARANGE && out[0]->rank != 1)
-        return ref_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
+        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                         (int)out[0]->rank);
-    if (ref_numel(out[0]) == 0) return GFP_OK;
+    if (pk_numel(out[0]) == 0) return GFP_OK;
 
     switch (kind) {
-    case EW_COPY: run_copy(t); return GFP_OK;
-    case EW_FILL:
-        st = ref_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name);
-        if (st == GFP_OK) run_fill(out[0], params);
-        return st;
-    case EW_ARANGE:
-        st = ref_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name);
-        if (st == GFP_OK) run_arange(out[0], params);
-        return st;
-    case EW_TRI:
-        st = ref_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name);
-        if (st == GFP_OK) run_tri(op, t, ((const gfp_tri_params *)params)->diagonal);
-        return st;
-    case EW_UNARY: {
+    case PK_EW_COPY: run_copy(t); return GFP_OK;
+    case PK_EW_FILL: run_fill(out[0], params); return GFP_OK;
+    case PK_EW_ARANGE: run_arange(out[0], params); return GFP_OK;
+    case PK_EW_TRI: run_tri(op, t, ((const gfp_tri_params *)params)->diagonal); return GFP_OK;
+    case PK_EW_UNARY: {
         unary_args args = {0};
-        if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
-            op == GFP_OP_POW_SCALAR) {
-            st = ref_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name);
-            if (st != GFP_OK) return st;
+        gfp_params_kind pk = (gfp_params_kind)gfp_op_lookup(op)->params;
+        if (pk == GFP_PARAMS_scalar) {
             const gfp_scalar_params *p = params;
             args.a = p->a;
             args.b = p->b;
-        } else if (op == GFP_OP_CLAMP) {
-            st = ref_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name);
-            if (st != GFP_OK) return st;
+        } else if (pk == GFP_PARAMS_clamp) {
             const gfp_clamp_params *p = params;
             args.has_min = p->has_min != 0;
             args.has_max = p->has_max != 0;
@@ -655,11 +530,11 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
         run_unary(op, t, &args);
         return GFP_OK;
     }
-    case EW_BINARY: run_binary(op, t); return GFP_OK;
-    case EW_LOGICAL_NOT:
-    case EW_COMPARE:
-    case EW_LOGICAL: run_predicate(op, t); return GFP_OK;
-    case EW_WHERE: run_where(t); return GFP_OK;
-    default: return ref_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
+    case PK_EW_BINARY: run_binary(op, t); return GFP_OK;
+    case PK_EW_LOGICAL_NOT:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: run_predicate(op, t); return GFP_OK;
+    case PK_EW_WHERE: run_where(t); return GFP_OK;
+    default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
     }
 }

@@ -169,13 +169,13 @@ static bool wrapped_size(gfp_buffer buffer, uint64_t *nbytes) {
 gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr) {
     (void)device;
     if (!buffer || !host_ptr)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
+        return pk_fail(GFP_ERR_INVALID, "buffer_alloc: buffer or host_ptr is NULL");
     *buffer = NULL;
     *host_ptr = NULL;
     if (nbytes == 0)
-        return ref_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
+        return pk_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (the ABI requires > 0)");
     if (nbytes > HB_MAX_ALLOC)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: %llu bytes is more than the %s device allows (2^62); the "
                         "size is probably miscomputed",
                         (unsigned long long)nbytes, ref_hostbuf_self.plugin);
@@ -183,7 +183,7 @@ gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, 
     bool keepable = ref_hostbuf_self.cache && nbytes >= HB_KEEP_MIN;
     if (keepable) size_class(nbytes, &rounded); /* a multiple of 2^15: of 64 too */
     if (rounded + HB_HEADER > (uint64_t)SIZE_MAX)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
                         (unsigned long long)nbytes);
     char *block = keepable ? take_kept(nbytes) : NULL;
     if (!block) block = aligned_alloc(64, (size_t)(rounded + HB_HEADER));
@@ -192,7 +192,7 @@ gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, 
         block = aligned_alloc(64, (size_t)(rounded + HB_HEADER));
     }
     if (!block)
-        return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: out of host memory allocating %llu bytes",
                         (unsigned long long)nbytes);
     hb_header *h = (hb_header *)block;
@@ -206,18 +206,18 @@ gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, 
 
 gfp_status ref_hostbuf_wrap(void *device, void *host_ptr, uint64_t nbytes, gfp_buffer *buffer) {
     (void)device;
-    if (!buffer) return ref_fail(GFP_ERR_INVALID, "buffer_wrap_host: buffer is NULL");
+    if (!buffer) return pk_fail(GFP_ERR_INVALID, "buffer_wrap_host: buffer is NULL");
     *buffer = NULL;
-    if (!host_ptr) return ref_fail(GFP_ERR_INVALID, "buffer_wrap_host: host_ptr is NULL");
+    if (!host_ptr) return pk_fail(GFP_ERR_INVALID, "buffer_wrap_host: host_ptr is NULL");
     if (nbytes == 0)
-        return ref_fail(GFP_ERR_INVALID, "buffer_wrap_host: nbytes is 0 (the ABI requires > 0)");
+        return pk_fail(GFP_ERR_INVALID, "buffer_wrap_host: nbytes is 0 (the ABI requires > 0)");
     if (nbytes > HB_MAX_ALLOC || (uintptr_t)host_ptr + nbytes < (uintptr_t)host_ptr)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "buffer_wrap_host: %llu bytes from %p run past the end of the address "
                         "space; the size is probably miscomputed",
                         (unsigned long long)nbytes, host_ptr);
     hb_wrapped *w = malloc(sizeof *w);
-    if (!w) return ref_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_wrap_host: out of host memory");
+    if (!w) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_wrap_host: out of host memory");
     w->ptr = host_ptr;
     w->nbytes = nbytes;
     size_t b = bucket_of(host_ptr);
@@ -253,11 +253,11 @@ void ref_hostbuf_free(void *device, gfp_buffer buffer) {
     hb_header *h = header_of(buffer);
     if (h->magic != ref_hostbuf_self.magic) {
         /* Freeing it would corrupt the heap; leaking is the lesser harm. */
-        if (ref_host) {
+        if (pk_host) {
             char msg[200];
             snprintf(msg, sizeof msg, "%s: buffer_free of a handle that is not a live buffer "
                      "(double free?); ignored", ref_hostbuf_self.plugin);
-            ref_host->log(ref_host->host_ctx, GFP_LOG_ERROR, msg);
+            pk_host->log(pk_host->host_ctx, GFP_LOG_ERROR, msg);
         }
         return;
     }
@@ -271,59 +271,28 @@ gfp_status ref_hostbuf_size(gfp_buffer buffer, uint64_t *nbytes) {
     if (wrapped_size(buffer, nbytes)) return GFP_OK;
     const hb_header *h = header_of(buffer);
     if (h->magic != ref_hostbuf_self.magic)
-        return ref_fail(GFP_ERR_INVALID, "the buffer is not a live %s buffer (freed already, "
+        return pk_fail(GFP_ERR_INVALID, "the buffer is not a live %s buffer (freed already, "
                         "or from another plugin)", ref_hostbuf_self.plugin);
     *nbytes = h->nbytes;
     return GFP_OK;
 }
 
+gfp_status ref_hostbuf_size_of(const void *ctx, gfp_buffer buffer, uint64_t *nbytes) {
+    (void)ctx;
+    if (!buffer) return GFP_ERR_INVALID;
+    return ref_hostbuf_size(buffer, nbytes);
+}
+
 gfp_status ref_hostbuf_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n) {
-    if (!buffer) return ref_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
+    if (!buffer) return pk_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
     uint64_t size = 0;
     if (ref_hostbuf_size(buffer, &size) != GFP_OK)
-        return ref_fail(GFP_ERR_INVALID, "%s: the buffer is not a live %s buffer (freed "
+        return pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live %s buffer (freed "
                         "already, or from another plugin)", what, ref_hostbuf_self.plugin);
     if (offset > size || n > size - offset)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
                         what, (unsigned long long)n, (unsigned long long)offset,
                         (unsigned long long)size);
-    return GFP_OK;
-}
-
-gfp_status ref_hostbuf_check_view(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->sizes[d] < 0 || t->strides[d] < 0)
-            return ref_fail(GFP_ERR_INVALID,
-                            "op %u: %s %u has size %lld and stride %lld in dim %d; both must "
-                            "be >= 0",
-                            (unsigned)op, role, (unsigned)i, (long long)t->sizes[d],
-                            (long long)t->strides[d], d);
-    if (ref_numel(t) == 0) return GFP_OK; /* nothing will be touched */
-    if (!t->buffer)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has a NULL buffer", (unsigned)op, role,
-                        (unsigned)i);
-    uint64_t nbytes = 0;
-    if (ref_hostbuf_size(t->buffer, &nbytes) != GFP_OK)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u's buffer is not a live %s buffer (freed "
-                        "already, or not from buffer_alloc)", (unsigned)op, role, (unsigned)i,
-                        ref_hostbuf_self.plugin);
-    uint64_t last = 0; /* element offset of the last element reached */
-    for (int d = 0; d < t->rank; d++) {
-        uint64_t span = (uint64_t)(t->sizes[d] - 1);
-        uint64_t stride = (uint64_t)t->strides[d];
-        if (stride && span > (UINT64_MAX / 2 - last) / stride) {
-            last = UINT64_MAX / 2; /* beyond any buffer */
-            break;
-        }
-        last += span * stride;
-    }
-    uint64_t esize = ref_dtype_size(t->dtype);
-    if (t->offset > nbytes || last >= (nbytes - t->offset) / esize)
-        return ref_fail(GFP_ERR_INVALID,
-                        "op %u: %s %u reaches element %llu from byte offset %llu, past the "
-                        "end of its %llu-byte buffer (check sizes, strides and offset)",
-                        (unsigned)op, role, (unsigned)i, (unsigned long long)last,
-                        (unsigned long long)t->offset, (unsigned long long)nbytes);
     return GFP_OK;
 }

@@ -14,14 +14,14 @@ static int device_token; /* its address is the device handle */
 
 gfp_status ref_hostdev_count(void *plugin_ctx, uint32_t *count) {
     (void)plugin_ctx;
-    if (!count) return ref_fail(GFP_ERR_INVALID, "device_count: count is NULL");
+    if (!count) return pk_fail(GFP_ERR_INVALID, "device_count: count is NULL");
     *count = 1;
     return GFP_OK;
 }
 
 gfp_status ref_hostdev_check(const char *what, uint32_t index) {
     if (index == 0) return GFP_OK;
-    return ref_fail(GFP_ERR_NOT_FOUND, "%s: device %u does not exist (the %s plugin has one "
+    return pk_fail(GFP_ERR_NOT_FOUND, "%s: device %u does not exist (the %s plugin has one "
                     "device, index 0)", what, (unsigned)index, ref_hostbuf_self.plugin);
 }
 
@@ -36,7 +36,7 @@ static uint64_t physical_memory(void) {
 
 gfp_status ref_hostdev_props(uint32_t index, gfp_device_props *props, const char *name,
                              uint32_t dtypes, const char *driver) {
-    if (!props) return ref_fail(GFP_ERR_INVALID, "device_props: props is NULL");
+    if (!props) return pk_fail(GFP_ERR_INVALID, "device_props: props is NULL");
     gfp_status st = ref_hostdev_check("device_props", index);
     if (st != GFP_OK) return st;
     gfp_device_props full;
@@ -49,22 +49,16 @@ gfp_status ref_hostdev_props(uint32_t index, gfp_device_props *props, const char
     full.max_rank = GFP_MAX_RANK;
     full.max_alloc_bytes = ref_hostbuf_max_alloc();
     snprintf(full.driver, sizeof full.driver, "%s", driver);
-    /* An older core passes a smaller struct: write only what it covers. */
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 void ref_hostdev_report_leaks(void) {
     long n = ref_hostbuf_live();
-    if (n > 0 && ref_host) {
+    if (n > 0 && pk_host) {
         char msg[160];
         /* The core promises to free everything first; a leak is its bug. */
         snprintf(msg, sizeof msg, "%s: %ld buffer(s) still allocated at shutdown (leaked by the "
                  "caller)", ref_hostbuf_self.plugin, n);
-        ref_host->log(ref_host->host_ctx, GFP_LOG_WARN, msg);
+        pk_host->log(pk_host->host_ctx, GFP_LOG_WARN, msg);
     }
 }

@@ -11,21 +11,6 @@
 
 #include "ref_internal.h"
 
-static const char *op_name(uint32_t op) {
-    switch (op) {
-    case GFP_OP_INDEX_SELECT: return "index_select";
-    case GFP_OP_GATHER: return "gather";
-    case GFP_OP_SCATTER_ADD: return "scatter_add";
-    case GFP_OP_INDEX_ADD: return "index_add";
-    default: return "?";
-    }
-}
-
-bool ref_index_handles(uint32_t op) {
-    return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER || op == GFP_OP_SCATTER_ADD ||
-           op == GFP_OP_INDEX_ADD;
-}
-
 /* Data dtypes: the selecting ops copy bytes, so they take bool too; the
  * accumulating ones add, so they take numbers only. Data in and out alike. */
 static bool dtypes_ok(uint32_t op, int32_t data_in, int32_t index, int32_t data_out) {
@@ -37,7 +22,7 @@ static bool dtypes_ok(uint32_t op, int32_t data_in, int32_t index, int32_t data_
 }
 
 uint32_t ref_index_support(const gfp_op_query *q) {
-    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !ref_index_handles(q->op) ||
+    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !(gfp_op_family_of(q->op) == GFP_FAMILY_INDEX) ||
         q->n_inputs != 2 || q->n_outputs != 1)
         return GFP_SUPPORT_NONE;
     return dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
@@ -48,7 +33,7 @@ uint32_t ref_index_support(const gfp_op_query *q) {
 /* Descriptors were validated by the router (ref_plugin.c: rank, sizes,
  * strides, buffer bounds); only presence is left to check here. */
 static gfp_status require(const gfp_tensor *t, const char *op, const char *role) {
-    return t ? GFP_OK : ref_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
+    return t ? GFP_OK : pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
 }
 
 /* t itself, or for a 0-dim t a 1-D view of its one element. */
@@ -66,7 +51,7 @@ static gfp_tensor at_least_1d(const gfp_tensor *t) {
  * is exact for every dtype. */
 static void copy_element(const gfp_tensor *dst, int64_t dst_off, const gfp_tensor *src,
                          int64_t src_off) {
-    size_t size = ref_dtype_size(src->dtype);
+    size_t size = pk_dtype_size(src->dtype);
     memcpy(ref_base(dst) + dst_off * (int64_t)size, ref_base(src) + src_off * (int64_t)size, size);
 }
 
@@ -74,7 +59,7 @@ static void copy_element(const gfp_tensor *dst, int64_t dst_off, const gfp_tenso
  * addition; integers wrap modulo 2^64 and narrow on store. */
 static void add_element(const gfp_tensor *dst, int64_t dst_off, const gfp_tensor *src,
                         int64_t src_off) {
-    if (ref_is_float(dst->dtype)) {
+    if (pk_is_float(dst->dtype)) {
         ref_store(dst, dst_off, ref_load(dst, dst_off) + ref_load(src, src_off));
     } else {
         uint64_t sum = (uint64_t)ref_load_i64(dst, dst_off) + (uint64_t)ref_load_i64(src, src_off);
@@ -84,12 +69,12 @@ static void add_element(const gfp_tensor *dst, int64_t dst_off, const gfp_tensor
 
 /* Every element of index must lie in [0, limit). */
 static gfp_status check_indices(const char *op, const gfp_tensor *index, int dim, int64_t limit) {
-    if (ref_numel(index) == 0) return GFP_OK;
+    if (pk_numel(index) == 0) return GFP_OK;
     int64_t idx[GFP_MAX_RANK] = {0};
     do {
         int64_t v = ref_load_i64(index, ref_offset(index, idx));
         if (v < 0 || v >= limit)
-            return ref_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                             "%s: index %lld is out of range for dim %d of size %lld "
                             "(valid range [0, %lld))",
                             op, (long long)v, dim, (long long)limit, (long long)limit);
@@ -110,22 +95,22 @@ static bool same_but_dim(const gfp_tensor *a, const gfp_tensor *b, int dim) {
  * `data` is x or src, `dst` is y; index is 1-D (or 0-dim: one index). */
 static gfp_status select_like(uint32_t op, const gfp_tensor *data, const gfp_tensor *index,
                               const gfp_tensor *dst, int dim) {
-    const char *name = op_name(op);
+    const char *name = pk_op_name(op);
     bool select = op == GFP_OP_INDEX_SELECT;
     const gfp_tensor *indexed = select ? data : dst; /* the tensor index points into */
     const gfp_tensor *walked = select ? dst : data;  /* the one walked position by position */
     if (index->rank > 1)
-        return ref_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
                         (int)index->rank);
-    int64_t n_index = ref_numel(index);
+    int64_t n_index = pk_numel(index);
     if (!same_but_dim(data, dst, dim) || walked->sizes[dim] != n_index)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %s must have %s's shape except in dim %d, where its size must "
                         "be the index's length %lld",
                         name, select ? "y" : "src", select ? "x" : "y", dim, (long long)n_index);
     gfp_status st = check_indices(name, index, dim, indexed->sizes[dim]);
     if (st != GFP_OK) return st;
-    if (ref_numel(walked) == 0) return GFP_OK;
+    if (pk_numel(walked) == 0) return GFP_OK;
     int64_t idx[GFP_MAX_RANK] = {0}; /* position in walked */
     do {
         int64_t i = idx[dim];
@@ -146,30 +131,30 @@ static gfp_status select_like(uint32_t op, const gfp_tensor *data, const gfp_ten
  * p runs over index's shape; `data` is x or src, `dst` is y. */
 static gfp_status gather_like(uint32_t op, const gfp_tensor *data, const gfp_tensor *index,
                               const gfp_tensor *dst, int dim) {
-    const char *name = op_name(op);
+    const char *name = pk_op_name(op);
     bool gather = op == GFP_OP_GATHER;
     const gfp_tensor *indexed = gather ? data : dst;
     const gfp_tensor *walked = gather ? dst : data;
     if (index->rank != data->rank || dst->rank != data->rank)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %s, index and y must have the same rank (got %d, %d, %d)", name,
                         gather ? "x" : "src", (int)data->rank, (int)index->rank, (int)dst->rank);
-    if (gather && !ref_same_shape(dst, index))
-        return ref_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
+    if (gather && !pk_same_shape(dst, index))
+        return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
     for (int d = 0; d < index->rank; d++) {
         if (d != dim && index->sizes[d] > indexed->sizes[d])
-            return ref_fail(
+            return pk_fail(
                 GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than %s's %lld", name,
                 (long long)index->sizes[d], d, gather ? "x" : "y", (long long)indexed->sizes[d]);
         if (!gather && index->sizes[d] > walked->sizes[d])
-            return ref_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                             "scatter_add: index has size %lld in dim %d, larger than "
                             "src's %lld",
                             (long long)index->sizes[d], d, (long long)walked->sizes[d]);
     }
     gfp_status st = check_indices(name, index, dim, indexed->sizes[dim]);
     if (st != GFP_OK) return st;
-    if (ref_numel(index) == 0) return GFP_OK;
+    if (pk_numel(index) == 0) return GFP_OK;
     int64_t idx[GFP_MAX_RANK] = {0}; /* position in index (and walked) */
     do {
         int64_t walked_off = ref_offset(walked, idx);
@@ -187,27 +172,27 @@ static gfp_status gather_like(uint32_t op, const gfp_tensor *data, const gfp_ten
 
 gfp_status ref_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    if (!ref_index_handles(op))
-        return ref_fail(GFP_ERR_INTERNAL, "index: op %u is not an indexing op", (unsigned)op);
-    const char *name = op_name(op);
+    if (!(gfp_op_family_of(op) == GFP_FAMILY_INDEX))
+        return pk_fail(GFP_ERR_INTERNAL, "index: op %u is not an indexing op", (unsigned)op);
+    const char *name = pk_op_name(op);
     bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
-    gfp_status st = ref_check_counts(n_in, 2, n_out, 1, name);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
     if (st != GFP_OK) return st;
-    if ((st = ref_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    if ((st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
     if ((st = require(in[0], name, selecting ? "x" : "src")) != GFP_OK ||
         (st = require(in[1], name, "index")) != GFP_OK ||
         (st = require(out[0], name, "y")) != GFP_OK)
         return st;
     if (!dtypes_ok(op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
-        return ref_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the reference plugin does not take data %s -> %s with index "
                         "%s (data f32, f64, i32, i64%s, the same in and out; index i64)",
-                        name, ref_dtype_name(in[0]->dtype), ref_dtype_name(out[0]->dtype),
-                        ref_dtype_name(in[1]->dtype), selecting ? " or bool" : "");
+                        name, pk_dtype_name(in[0]->dtype), pk_dtype_name(out[0]->dtype),
+                        pk_dtype_name(in[1]->dtype), selecting ? " or bool" : "");
     gfp_tensor data = at_least_1d(in[0]), dst = at_least_1d(out[0]);
     int dim = ((const gfp_dim_params *)params)->dim;
     if (dim < 0 || dim >= data.rank)
-        return ref_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                         dim, (int)in[0]->rank);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)
         return select_like(op, &data, in[1], &dst, dim);

@@ -5,13 +5,14 @@
  * plugins. Buffers are host memory (malloc'ed, 64-byte aligned), so a buffer
  * handle is simply the address of byte 0.
  *
- * Each op family lives in its own file and exports three functions:
- *   bool     ref_<family>_handles(uint32_t op);
+ * Each op family lives in its own file and exports two functions:
  *   uint32_t ref_<family>_support(const gfp_op_query *q);  GFP_SUPPORT_* for q
  *   gfp_status ref_<family>_launch(uint32_t op, const gfp_tensor *const *in,
  *                                  uint32_t n_in, const gfp_tensor *const *out,
  *                                  uint32_t n_out, const void *params);
- * ref_plugin.c routes query_op and launch to the family that handles the op.
+ * ref_plugin.c routes query_op and launch to them by the op's family
+ * (graft_ops.def), after the kit's launch preamble (plugin_kit.h) has checked
+ * the counts, the params struct and every tensor descriptor.
  * Kernels validate what they rely on (counts, ranks, params struct_size) and
  * fail with GFP_ERR_INVALID and a message rather than read out of bounds. */
 #ifndef GRAFT_REF_INTERNAL_H
@@ -20,17 +21,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graft_plugin.h"
+#include "plugin_kit.h"
 
-/* The host table given at negotiation (never NULL after it). */
-extern const gfp_host *ref_host;
-
-/* Attaches a printf-style message to the failure and returns status. */
-gfp_status ref_fail(gfp_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+#include "plugin_kit.h"
 
 /* ---- host buffers (ref_hostbuf.c; the cpu_onednn plugin uses them too) */
 /* Defined by each plugin's entry file: its name for messages and the magic
@@ -54,9 +47,9 @@ gfp_status ref_hostbuf_wrap(void *device, void *host_ptr, uint64_t nbytes, gfp_b
 gfp_status ref_hostbuf_size(gfp_buffer buffer, uint64_t *nbytes);
 /* Checks buffer+offset..+n against the buffer; messages start with `what`. */
 gfp_status ref_hostbuf_range(const char *what, gfp_buffer buffer, uint64_t offset, uint64_t n);
-/* What every kernel relies on beyond struct_size, rank and dtype: sizes and
- * strides >= 0, and the elements the view reaches inside a live buffer. */
-gfp_status ref_hostbuf_check_view(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t);
+/* ref_hostbuf_size for the kit's view checks (pk_device_rules.buffer_size):
+ * INVALID for NULL too. */
+gfp_status ref_hostbuf_size_of(const void *ctx, gfp_buffer buffer, uint64_t *nbytes);
 uint64_t ref_hostbuf_max_alloc(void);
 long ref_hostbuf_live(void); /* own and adopted buffers not yet freed (ref_hostdev.c reports them) */
 
@@ -78,9 +71,6 @@ void ref_hostdev_report_leaks(void);
 /* ---- element access (ref_util.c) */
 /* Address of element 0 of t (buffer + byte offset). */
 char *ref_base(const gfp_tensor *t);
-size_t ref_dtype_size(int32_t dtype);
-bool ref_is_float(int32_t dtype);
-int64_t ref_numel(const gfp_tensor *t);
 /* Element offset (in elements) of multi-index idx through t's strides. */
 int64_t ref_offset(const gfp_tensor *t, const int64_t *idx);
 /* Advances a row-major multi-index over sizes; false once past the end. */
@@ -91,16 +81,6 @@ double ref_load(const gfp_tensor *t, int64_t off);
 void ref_store(const gfp_tensor *t, int64_t off, double v);
 int64_t ref_load_i64(const gfp_tensor *t, int64_t off);
 void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v);
-/* Checks a params pointer: non-NULL and struct_size >= min_size. */
-gfp_status ref_check_params(const void *params, size_t min_size, const char *op);
-/* Checks in/out counts; absent optional inputs are NULL pointers. */
-gfp_status ref_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out,
-                            uint32_t want_out, const char *op);
-/* True when every listed tensor has the same rank and sizes. */
-bool ref_same_shape(const gfp_tensor *a, const gfp_tensor *b);
-
-/* Short dtype name for messages ("f32"), "unknown" otherwise. */
-const char *ref_dtype_name(int32_t dtype);
 
 /* Neumaier's compensated sum: the rounding error of every addition is
  * carried apart, so the result is close to the exact sum rounded once. */
@@ -112,21 +92,15 @@ void ref_ksum_add(ref_ksum *k, double v);
 double ref_ksum_value(const ref_ksum *k);
 
 /* ---- families */
-#define REF_FAMILY(f)                                                                   \
-    bool ref_##f##_handles(uint32_t op);                                                \
-    uint32_t ref_##f##_support(const gfp_op_query *q);                                  \
-    gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, \
-                                const gfp_tensor *const *out, uint32_t n_out,           \
-                                const void *params);
-REF_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-REF_FAMILY(random)      /* RANDOM */
-REF_FAMILY(reduce)      /* SUM .. MIN_DIM */
-REF_FAMILY(matmul)      /* MATMUL */
-REF_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-REF_FAMILY(norm_bw)     /* BATCH_NORM_BACKWARD */
-REF_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-REF_FAMILY(conv)        /* CONV2D and its two backward ops */
-REF_FAMILY(pool)        /* MAX/AVG_POOL2D and backward */
+/* One handler per family (PK_FAMILIES in plugin_kit.h). */
+#define REF_FAMILY(f, set)                                                                 \
+    uint32_t ref_##f##_support(const gfp_op_query *q);                                                        \
+    gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
+PK_FAMILIES(REF_FAMILY)
 #undef REF_FAMILY
+/* BATCH_NORM_BACKWARD (ref_norm_bw.c), served by the norm family's handler. */
+uint32_t ref_norm_bw_support(const gfp_op_query *q);
+gfp_status ref_norm_bw_launch(const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out);
 
 #endif

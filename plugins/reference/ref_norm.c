@@ -1,4 +1,5 @@
-/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32, f64).
+/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32, f64);
+ * BATCH_NORM_BACKWARD, of the same family, is in ref_norm_bw.c.
  *
  * Everything is computed in double and rounded once on store. Softmax
  * subtracts the max of each line first, so exp never overflows; the
@@ -8,21 +9,6 @@
 #include <stddef.h>
 
 #include "ref_internal.h"
-
-static const char *op_name(uint32_t op) {
-    switch (op) {
-    case GFP_OP_SOFTMAX: return "softmax";
-    case GFP_OP_LOG_SOFTMAX: return "log_softmax";
-    case GFP_OP_LAYER_NORM: return "layer_norm";
-    case GFP_OP_BATCH_NORM: return "batch_norm";
-    default: return "?";
-    }
-}
-
-bool ref_norm_handles(uint32_t op) {
-    return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX || op == GFP_OP_LAYER_NORM ||
-           op == GFP_OP_BATCH_NORM;
-}
 
 static uint32_t want_inputs(uint32_t op) {
     return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
@@ -44,7 +30,8 @@ static bool dtypes_ok(const int32_t *in, uint32_t n_in, const int32_t *out, uint
 }
 
 uint32_t ref_norm_support(const gfp_op_query *q) {
-    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !ref_norm_handles(q->op) ||
+    if (q->op == GFP_OP_BATCH_NORM_BACKWARD) return ref_norm_bw_support(q);
+    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !(gfp_op_family_of(q->op) == GFP_FAMILY_NORM) ||
         q->n_inputs != want_inputs(q->op) || q->n_outputs != want_outputs(q->op))
         return GFP_SUPPORT_NONE;
     return dtypes_ok(q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
@@ -56,7 +43,7 @@ uint32_t ref_norm_support(const gfp_op_query *q) {
  * strides, buffer bounds); only presence is left to check here. */
 static gfp_status require(const gfp_tensor *t, bool optional, const char *op, const char *role) {
     if (t || optional) return GFP_OK;
-    return ref_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
+    return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
 }
 
 /* Checks every tensor of the launch and their dtypes. roles name the inputs
@@ -64,7 +51,7 @@ static gfp_status require(const gfp_tensor *t, bool optional, const char *op, co
 static gfp_status check_all(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                             const gfp_tensor *const *out, uint32_t n_out, const char *const *roles,
                             const bool *optional) {
-    const char *name = op_name(op);
+    const char *name = pk_op_name(op);
     int32_t in_dt[8], out_dt[4];
     for (uint32_t i = 0; i < n_in; i++) {
         gfp_status st = require(in[i], optional[i], name, roles[i]);
@@ -86,10 +73,10 @@ static gfp_status check_all(uint32_t op, const gfp_tensor *const *in, uint32_t n
         }
     }
     int32_t bad_dt = bad < n_in ? in_dt[bad] : out_dt[bad - n_in];
-    return ref_fail(GFP_ERR_UNSUPPORTED,
+    return pk_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin takes f32 or f64, every tensor alike; "
                     "%s is %s (%s is %s)",
-                    name, roles[bad], ref_dtype_name(bad_dt), roles[0], ref_dtype_name(in_dt[0]));
+                    name, roles[bad], pk_dtype_name(bad_dt), roles[0], pk_dtype_name(in_dt[0]));
 }
 
 /* True when t has rank `rank` and sizes[0, rank). */
@@ -104,7 +91,7 @@ static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
  * after t's element 0. The group of elements a statistic covers. */
 static gfp_tensor subview(const gfp_tensor *t, int64_t elem_offset, int first, int rank) {
     gfp_tensor v = *t;
-    v.offset = t->offset + (uint64_t)elem_offset * ref_dtype_size(t->dtype);
+    v.offset = t->offset + (uint64_t)elem_offset * pk_dtype_size(t->dtype);
     v.rank = rank;
     for (int d = 0; d < rank; d++) {
         v.sizes[d] = t->sizes[first + d];
@@ -120,7 +107,7 @@ typedef struct moments {
 } moments;
 
 static moments moments_of(const gfp_tensor *v) {
-    moments r = {(double)ref_numel(v), NAN, NAN};
+    moments r = {(double)pk_numel(v), NAN, NAN};
     if (r.n == 0) return r;
     int64_t idx[GFP_MAX_RANK] = {0};
     ref_ksum sum = {0, 0};
@@ -144,8 +131,8 @@ static moments moments_of(const gfp_tensor *v) {
 /* ------------------------------------------------------------------ softmax */
 static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
                                  const gfp_tensor *const *out, const void *params) {
-    const char *name = op_name(op);
-    gfp_status st = ref_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     static const char *const roles[] = {"input", "output"};
     static const bool optional[] = {false};
@@ -155,11 +142,11 @@ static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
     /* A 0-dim tensor is one line of one element along dim 0. */
     int max_dim = x->rank > 0 ? x->rank : 1;
     if (dim < 0 || dim >= max_dim)
-        return ref_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                         dim, (int)x->rank);
-    if (!ref_same_shape(x, y))
-        return ref_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
-    if (ref_numel(x) == 0) return GFP_OK;
+    if (!pk_same_shape(x, y))
+        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    if (pk_numel(x) == 0) return GFP_OK;
 
     int64_t len = x->rank > 0 ? x->sizes[dim] : 1;
     int64_t xs = x->rank > 0 ? x->strides[dim] : 0, ys = y->rank > 0 ? y->strides[dim] : 0;
@@ -189,7 +176,7 @@ static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
 /* ------------------------------------------------------------------ layer norm */
 static gfp_status layer_norm_launch(const gfp_tensor *const *in, const gfp_tensor *const *out,
                                     const void *params) {
-    gfp_status st = ref_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
+    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
     if (st != GFP_OK) return st;
     static const char *const roles[] = {"x", "weight", "bias", "y", "mean", "rstd"};
     static const bool optional[] = {false, true, true};
@@ -199,19 +186,19 @@ static gfp_status layer_norm_launch(const gfp_tensor *const *in, const gfp_tenso
                      *rstd = out[2];
     int nr = p->normalized_rank, outer_rank = x->rank - nr;
     if (nr < 1 || nr > x->rank)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
                         (int)x->rank);
     const int64_t *inner = x->sizes + outer_rank;
-    if (!ref_same_shape(x, y))
-        return ref_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
+    if (!pk_same_shape(x, y))
+        return pk_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
     if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "layer_norm: weight and bias must have the shape of x's last %d "
                         "dim(s)",
                         nr);
     if (!has_sizes(mean, outer_rank, x->sizes) || !has_sizes(rstd, outer_rank, x->sizes))
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "layer_norm: mean and rstd must have the shape of x's first %d "
                         "dim(s)",
                         outer_rank);
@@ -248,7 +235,7 @@ static void store_c(const gfp_tensor *t, int64_t c, double v) {
 
 static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tensor *const *out,
                                     const void *params) {
-    gfp_status st = ref_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
+    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
     if (st != GFP_OK) return st;
     static const char *const roles[] = {"x",           "weight", "bias",      "running_mean",
                                         "running_var", "y",      "save_mean", "save_invstd"};
@@ -258,25 +245,25 @@ static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tenso
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rmean = in[3], *rvar = in[4];
     const gfp_tensor *y = out[0], *save_mean = out[1], *save_invstd = out[2];
     if (x->rank < 2)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "batch_norm: x has rank %d; it must be [N, C, ...] (rank >= 2)",
                         (int)x->rank);
     if (p->training > 1)
-        return ref_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
                         (unsigned)p->training);
     if (!p->training && (!rmean || !rvar))
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "batch_norm: evaluation mode (training = 0) needs running_mean "
                         "and running_var");
-    if (!ref_same_shape(x, y))
-        return ref_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
+    if (!pk_same_shape(x, y))
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     const int64_t *chans = &x->sizes[1];
     const gfp_tensor *per_channel[] = {w, b, rmean, rvar, save_mean, save_invstd};
     static const char *const per_channel_role[] = {"weight",      "bias",      "running_mean",
                                                    "running_var", "save_mean", "save_invstd"};
     for (int i = 0; i < 6; i++)
         if (per_channel[i] && !has_sizes(per_channel[i], 1, chans))
-            return ref_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
+            return pk_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
                             per_channel_role[i], (long long)*chans);
 
     for (int64_t c = 0; c < *chans; c++) {
@@ -304,7 +291,7 @@ static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tenso
         store_c(save_mean, c, mean);
         store_c(save_invstd, c, invstd);
         double scale = w ? load_c(w, c) : 1.0, shift = b ? load_c(b, c) : 0.0;
-        if (ref_numel(&xv) == 0) continue;
+        if (pk_numel(&xv) == 0) continue;
         int64_t idx[GFP_MAX_RANK] = {0};
         do {
             double v = (ref_load(&xv, ref_offset(&xv, idx)) - mean) * invstd * scale + shift;
@@ -316,9 +303,10 @@ static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tenso
 
 gfp_status ref_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    if (!ref_norm_handles(op))
-        return ref_fail(GFP_ERR_INTERNAL, "norm: op %u is not a normalisation", (unsigned)op);
-    gfp_status st = ref_check_counts(n_in, want_inputs(op), n_out, want_outputs(op), op_name(op));
+    if (!(gfp_op_family_of(op) == GFP_FAMILY_NORM))
+        return pk_fail(GFP_ERR_INTERNAL, "norm: op %u is not a normalisation", (unsigned)op);
+    if (op == GFP_OP_BATCH_NORM_BACKWARD) return ref_norm_bw_launch(in, n_in, out, n_out);
+    gfp_status st = pk_expect_counts(n_in, want_inputs(op), n_out, want_outputs(op), pk_op_name(op));
     if (st != GFP_OK) return st;
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm_launch(in, out, params);

@@ -10,8 +10,6 @@
 
 #define OP_NAME "batch_norm_backward"
 
-bool ref_norm_bw_handles(uint32_t op) { return op == GFP_OP_BATCH_NORM_BACKWARD; }
-
 uint32_t ref_norm_bw_support(const gfp_op_query *q) {
     if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) ||
         q->op != GFP_OP_BATCH_NORM_BACKWARD || q->n_inputs != 5 || q->n_outputs != 3)
@@ -19,7 +17,7 @@ uint32_t ref_norm_bw_support(const gfp_op_query *q) {
     int32_t dt = q->input_dtypes[0];
     if (dt != GFP_F32 && dt != GFP_F64) return GFP_SUPPORT_NONE;
     for (uint32_t i = 1; i < 5; i++)
-        if (q->input_dtypes[i] != dt && !(i == 2 && q->input_dtypes[i] == -1))
+        if (q->input_dtypes[i] != dt && !(i == 4 && q->input_dtypes[i] == -1))
             return GFP_SUPPORT_NONE;
     for (uint32_t i = 0; i < 3; i++)
         if (q->output_dtypes[i] != dt) return GFP_SUPPORT_NONE;
@@ -34,7 +32,7 @@ static void store_c(const gfp_tensor *t, int64_t c, double v) {
 /* Channel c of t [N, C, ...]: every dim, with dim 1 pinned to c. */
 static gfp_tensor channel(const gfp_tensor *t, int64_t c) {
     gfp_tensor v = *t;
-    v.offset = t->offset + (uint64_t)(c * t->strides[1]) * ref_dtype_size(t->dtype);
+    v.offset = t->offset + (uint64_t)(c * t->strides[1]) * pk_dtype_size(t->dtype);
     v.sizes[1] = 1;
     return v;
 }
@@ -43,45 +41,42 @@ static bool is_channel_vector(const gfp_tensor *t, int64_t ch) {
     return t->rank == 1 && t->sizes[0] == ch;
 }
 
-gfp_status ref_norm_bw_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)params;
-    if (op != GFP_OP_BATCH_NORM_BACKWARD)
-        return ref_fail(GFP_ERR_INTERNAL, "%s: op %u routed here", OP_NAME, (unsigned)op);
-    gfp_status st = ref_check_counts(n_in, 5, n_out, 3, OP_NAME);
+gfp_status ref_norm_bw_launch(const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out) {
+    gfp_status st = pk_expect_counts(n_in, 5, n_out, 3, OP_NAME);
     if (st != GFP_OK) return st;
-    static const char *const roles[] = {"grad_y",    "x",           "weight",      "save_mean",
-                                        "save_invstd", "grad_x",    "grad_weight", "grad_bias"};
+    static const char *const roles[] = {"grad_y",      "x",      "save_mean",   "save_invstd",
+                                        "weight",      "grad_x", "grad_weight", "grad_bias"};
     const gfp_tensor *t[8] = {in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]};
     for (int i = 0; i < 8; i++)
-        if (!t[i] && i != 2)
-            return ref_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", OP_NAME,
+        if (!t[i] && i != 4)
+            return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", OP_NAME,
                             roles[i]);
     int32_t dt = t[0]->dtype;
     if (dt != GFP_F32 && dt != GFP_F64)
-        return ref_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32 or f64",
-                        OP_NAME, ref_dtype_name(dt));
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32 or f64",
+                        OP_NAME, pk_dtype_name(dt));
     for (int i = 1; i < 8; i++)
         if (t[i] && t[i]->dtype != dt)
-            return ref_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor "
-                            "must have one dtype", OP_NAME, roles[i], ref_dtype_name(t[i]->dtype),
-                            ref_dtype_name(dt));
-    const gfp_tensor *g = t[0], *x = t[1], *w = t[2], *mean = t[3], *invstd = t[4];
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor "
+                            "must have one dtype", OP_NAME, roles[i], pk_dtype_name(t[i]->dtype),
+                            pk_dtype_name(dt));
+    const gfp_tensor *g = t[0], *x = t[1], *mean = t[2], *invstd = t[3], *w = t[4];
     const gfp_tensor *gx = t[5], *gw = t[6], *gb = t[7];
     if (x->rank < 2)
-        return ref_fail(GFP_ERR_INVALID, "%s: x has rank %d; it must be [N, C, ...] (rank >= 2)",
+        return pk_fail(GFP_ERR_INVALID, "%s: x has rank %d; it must be [N, C, ...] (rank >= 2)",
                         OP_NAME, (int)x->rank);
-    if (!ref_same_shape(x, g) || !ref_same_shape(x, gx))
-        return ref_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", OP_NAME);
+    if (!pk_same_shape(x, g) || !pk_same_shape(x, gx))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", OP_NAME);
     int64_t ch = x->sizes[1];
     const gfp_tensor *per[5] = {w, mean, invstd, gw, gb};
     static const char *const per_role[] = {"weight", "save_mean", "save_invstd", "grad_weight",
                                            "grad_bias"};
     for (int i = 0; i < 5; i++)
         if (per[i] && !is_channel_vector(per[i], ch))
-            return ref_fail(GFP_ERR_INVALID, "%s: %s must be 1-D with C = %lld elements", OP_NAME,
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must be 1-D with C = %lld elements", OP_NAME,
                             per_role[i], (long long)ch);
-    int64_t count = ch ? ref_numel(x) / ch : 0;
+    int64_t count = ch ? pk_numel(x) / ch : 0;
     for (int64_t c = 0; c < ch; c++) {
         gfp_tensor gv = channel(g, c), xv = channel(x, c), gxv = channel(gx, c);
         double m = load_c(mean, c), rs = load_c(invstd, c), wc = w ? load_c(w, c) : 1.0;

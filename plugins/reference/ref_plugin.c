@@ -15,29 +15,26 @@
 #include "ref_internal.h"
 #include "plugin_negotiate.h"
 
-const gfp_host *ref_host;
 
 /* ------------------------------------------------------------ families */
 typedef struct ref_family {
-    bool (*handles)(uint32_t op);
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
     uint32_t (*support)(const gfp_op_query *q);
     gfp_status (*launch)(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } ref_family;
 
-#define REF_FAMILY_ENTRY(f) {ref_##f##_handles, ref_##f##_support, ref_##f##_launch}
-static const ref_family families[] = {
-    REF_FAMILY_ENTRY(elementwise), REF_FAMILY_ENTRY(random), REF_FAMILY_ENTRY(reduce),
-    REF_FAMILY_ENTRY(matmul),      REF_FAMILY_ENTRY(norm),   REF_FAMILY_ENTRY(index),
-    REF_FAMILY_ENTRY(conv),        REF_FAMILY_ENTRY(pool),   REF_FAMILY_ENTRY(norm_bw),
-};
+#define REF_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch},
+static const ref_family families[] = {PK_FAMILIES(REF_FAMILY_ENTRY)};
 #undef REF_FAMILY_ENTRY
 
-static const ref_family *family_of(uint32_t op) {
-    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        if (families[i].handles(op)) return &families[i];
-    return NULL;
-}
+#define REF_DTYPES                                                                        \
+    (GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |           \
+     GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL))
+#define REF_DEVICE_NAME "Reference CPU (plain C)"
+
+static const pk_device_rules rules = {"reference", REF_DEVICE_NAME, REF_DTYPES,
+                                      ref_hostbuf_size_of, NULL};
 
 /* ------------------------------------------------------------ plugin */
 
@@ -53,16 +50,12 @@ static void ref_shutdown(void *plugin_ctx) {
 
 static gfp_status ref_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
-    return ref_hostdev_props(index, props, "Reference CPU (plain C)",
-                             GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) |
-                                 GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
-                                 GFP_DTYPE_BIT(GFP_BOOL),
-                             "");
+    return ref_hostdev_props(index, props, REF_DEVICE_NAME, REF_DTYPES, "");
 }
 
 static gfp_status ref_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
-    if (!device) return ref_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    if (!device) return pk_fail(GFP_ERR_INVALID, "device_open: device is NULL");
     gfp_status st = ref_hostdev_check("device_open", index);
     if (st != GFP_OK) return st;
     *device = ref_hostdev_handle();
@@ -82,7 +75,7 @@ static gfp_status ref_buffer_write(void *device, gfp_buffer buffer, uint64_t off
     gfp_status st = check_range("buffer_write", buffer, offset, n);
     if (st != GFP_OK) return st;
     if (n == 0) return GFP_OK;
-    if (!src) return ref_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
     memcpy((char *)buffer + offset, src, (size_t)n);
     return GFP_OK;
 }
@@ -93,7 +86,7 @@ static gfp_status ref_buffer_read(void *device, gfp_buffer buffer, uint64_t offs
     gfp_status st = check_range("buffer_read", buffer, offset, n);
     if (st != GFP_OK) return st;
     if (n == 0) return GFP_OK;
-    if (!dst) return ref_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    if (!dst) return pk_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
     memcpy(dst, (const char *)buffer + offset, (size_t)n);
     return GFP_OK;
 }
@@ -112,17 +105,11 @@ static gfp_status ref_buffer_copy(void *device, gfp_buffer src, uint64_t src_off
 static gfp_status ref_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uint64_t n,
                                   const void *pattern, uint32_t pattern_size) {
     (void)device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return ref_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     gfp_status st = check_range("buffer_fill", buffer, offset, n);
     if (st != GFP_OK) return st;
     if (n == 0) return GFP_OK;
-    if (!pattern) return ref_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     char *p = (char *)buffer + offset;
     if (pattern_size == 1) {
         memset(p, *(const unsigned char *)pattern, (size_t)n);
@@ -147,70 +134,20 @@ static gfp_status ref_synchronize(void *device) {
 /* ------------------------------------------------------------ ops */
 static gfp_status ref_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
-    if (!support) return ref_fail(GFP_ERR_INVALID, "query_op: support is NULL");
-    *support = GFP_SUPPORT_NONE;
-    if (!q) return ref_fail(GFP_ERR_INVALID, "query_op: query is NULL");
-    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
-        return ref_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
-                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
-    if (q->n_inputs > 8 || q->n_outputs > 4)
-        return ref_fail(GFP_ERR_INVALID,
-                        "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
-                        (unsigned)q->n_inputs, (unsigned)q->n_outputs);
-    const ref_family *f = family_of(q->op);
+    gfp_status st;
+    const ref_family *f = PK_QUERY_ROUTE(families, q, support, REF_DTYPES, &st);
     if (f) *support = f->support(q);
-    return GFP_OK;
-}
-
-/* Checks what every kernel relies on, so a malformed descriptor is an error
- * rather than a wild read: struct_size, rank, dtype, sizes and strides. */
-static gfp_status check_tensor(uint32_t op, const char *role, uint32_t i, const gfp_tensor *t) {
-    if (t->struct_size < GFP_TENSOR_SIZE_V1_0)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has struct_size %u, at least %zu needed",
-                        (unsigned)op, role, (unsigned)i, (unsigned)t->struct_size,
-                        (size_t)GFP_TENSOR_SIZE_V1_0);
-    if (t->rank < 0 || t->rank > GFP_MAX_RANK)
-        return ref_fail(GFP_ERR_INVALID, "op %u: %s %u has rank %d, outside [0, %d]",
-                        (unsigned)op, role, (unsigned)i, (int)t->rank, GFP_MAX_RANK);
-    if (t->dtype < 0 || t->dtype > GFP_BOOL)
-        return ref_fail(GFP_ERR_UNSUPPORTED,
-                        "op %u: %s %u has dtype %d; the reference device stores only f32, f64, "
-                        "i32, i64 and bool",
-                        (unsigned)op, role, (unsigned)i, (int)t->dtype);
-    return ref_hostbuf_check_view(op, role, i, t);
+    return st;
 }
 
 static gfp_status ref_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     (void)device;
-    const ref_family *f = family_of(op);
-    if (!f)
-        return ref_fail(GFP_ERR_UNSUPPORTED,
-                        "op id %u is not an op the reference plugin knows (unknown or newer "
-                        "than ABI %d.%d)",
-                        (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
-    if ((n_inputs && !inputs) || (n_outputs && !outputs))
-        return ref_fail(GFP_ERR_INVALID, "op %u: the inputs or outputs array is NULL",
-                        (unsigned)op);
-    gfp_status st = GFP_OK;
-    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
-        if (inputs[i]) st = check_tensor(op, "input", i, inputs[i]);
-    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
-        if (!outputs[i])
-            return ref_fail(GFP_ERR_INVALID, "op %u: output %u is NULL", (unsigned)op,
-                            (unsigned)i);
-        st = check_tensor(op, "output", i, outputs[i]);
-    }
-    if (st != GFP_OK) return st;
-    return f->launch(op, inputs, n_inputs, outputs, n_outputs, params);
-}
-
-static gfp_status ref_query_extension(void *plugin_ctx, const char *name, void **out) {
-    (void)plugin_ctx;
-    if (out) *out = NULL;
-    return ref_fail(GFP_ERR_NOT_FOUND, "the reference plugin has no extension \"%s\"",
-                    name ? name : "(null)");
+    gfp_status st;
+    const ref_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    return f ? f->launch(op, inputs, n_inputs, outputs, n_outputs, params) : st;
 }
 
 /* ------------------------------------------------------------ negotiation */
@@ -235,14 +172,8 @@ static const gfp_plugin ref_table = {
     .synchronize = ref_synchronize,
     .query_op = ref_query_op,
     .launch = ref_launch,
-    .query_extension = ref_query_extension,
+    .query_extension = pk_no_extension,
     .buffer_wrap_host = ref_hostbuf_wrap,
 };
 
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table);
-
-GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,
-                                             const gfp_plugin **table) {
-    return gfp_plugin_negotiate_common(request, table, &ref_table, &ref_host);
-}
+PK_DEFINE_NEGOTIATE(ref_table)

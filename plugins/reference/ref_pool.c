@@ -20,25 +20,10 @@
 
 #include "ref_internal.h"
 
-static const char *op_name(uint32_t op) {
-    switch (op) {
-    case GFP_OP_MAX_POOL2D: return "max_pool2d";
-    case GFP_OP_MAX_POOL2D_BACKWARD: return "max_pool2d_backward";
-    case GFP_OP_AVG_POOL2D: return "avg_pool2d";
-    case GFP_OP_AVG_POOL2D_BACKWARD: return "avg_pool2d_backward";
-    default: return "pool";
-    }
-}
-
-bool ref_pool_handles(uint32_t op) {
-    return op == GFP_OP_MAX_POOL2D || op == GFP_OP_MAX_POOL2D_BACKWARD ||
-           op == GFP_OP_AVG_POOL2D || op == GFP_OP_AVG_POOL2D_BACKWARD;
-}
-
 uint32_t ref_pool_support(const gfp_op_query *q) {
-    if (!q || !ref_pool_handles(q->op)) return GFP_SUPPORT_NONE;
+    if (!q || !(gfp_op_family_of(q->op) == GFP_FAMILY_POOL)) return GFP_SUPPORT_NONE;
     int32_t dt = q->input_dtypes[0];
-    if (!ref_is_float(dt)) return GFP_SUPPORT_NONE;
+    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
     bool ok;
     switch (q->op) {
     case GFP_OP_MAX_POOL2D: /* x -> y, indices */
@@ -56,126 +41,38 @@ uint32_t ref_pool_support(const gfp_op_query *q) {
     return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
-typedef struct pool_geom {
-    int64_t n, c, h, w, ho, wo;
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    bool ceil_mode, include_pad;
-} pool_geom;
-
-static gfp_status check_pool_params(const char *op, const void *params, bool is_max,
-                                    pool_geom *g) {
-    gfp_status st = ref_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, op);
-    if (st != GFP_OK) return st;
-    const gfp_pool2d_params *p = params;
-    for (int a = 0; a < 2; a++) {
-        if (p->kernel[a] < 1)
-            return ref_fail(GFP_ERR_INVALID, "%s: kernel[%d] is %d; kernel sizes must be >= 1", op,
-                            a, (int)p->kernel[a]);
-        if (p->stride[a] < 1)
-            return ref_fail(GFP_ERR_INVALID, "%s: stride[%d] is %d; strides must be >= 1", op, a,
-                            (int)p->stride[a]);
-        if (p->padding[a] < 0)
-            return ref_fail(GFP_ERR_INVALID, "%s: padding[%d] is %d; padding must be >= 0", op, a,
-                            (int)p->padding[a]);
-        if (p->padding[a] > p->kernel[a] / 2)
-            return ref_fail(GFP_ERR_INVALID,
-                            "%s: padding[%d] is %d but kernel[%d] is %d; padding must be at most "
-                            "half the kernel size (kernel/2 = %d)",
-                            op, a, (int)p->padding[a], a, (int)p->kernel[a], (int)(p->kernel[a] / 2));
-        if (is_max && p->dilation[a] < 1)
-            return ref_fail(GFP_ERR_INVALID, "%s: dilation[%d] is %d; dilations must be >= 1", op,
-                            a, (int)p->dilation[a]);
-    }
-    g->kh = p->kernel[0];
-    g->kw = p->kernel[1];
-    g->sh = p->stride[0];
-    g->sw = p->stride[1];
-    g->ph = p->padding[0];
-    g->pw = p->padding[1];
-    g->dh = is_max ? p->dilation[0] : 1; /* avg pool has no dilation */
-    g->dw = is_max ? p->dilation[1] : 1;
-    g->ceil_mode = p->ceil_mode != 0;
-    g->include_pad = p->count_include_pad != 0;
-    return GFP_OK;
-}
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-    int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-    /* The last window must start inside the input or its left padding. */
-    if (ceil_mode && (out - 1) * s >= in + p) out--;
-    return out;
-}
+typedef pk_pool2d_geom pool_geom; /* validated by the kit (plugin_kit.h) */
 
 static gfp_status check_rank4(const char *op, const gfp_tensor *t, const char *name) {
-    if (!t) return ref_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
+    if (!t) return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
     if (t->rank != 4)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %s must be rank 4 [N, C, H, W] (the core reshapes 3-D input), got "
                         "rank %d",
                         op, name, (int)t->rank);
     for (int d = 0; d < 4; d++)
         if (t->sizes[d] < 0)
-            return ref_fail(GFP_ERR_INVALID, "%s: %s has a negative size %lld in dim %d", op, name,
+            return pk_fail(GFP_ERR_INVALID, "%s: %s has a negative size %lld in dim %d", op, name,
                             (long long)t->sizes[d], d);
     return GFP_OK;
 }
 
-/* x is input-shaped [N, C, H, W], y output-shaped; fills the sizes of g and
- * checks y against the output-size formula. */
-static gfp_status check_pool_shapes(const char *op, const gfp_tensor *x, const char *xname,
-                                    const gfp_tensor *y, const char *yname, pool_geom *g) {
-    gfp_status st;
-    if ((st = check_rank4(op, x, xname)) != GFP_OK) return st;
-    if ((st = check_rank4(op, y, yname)) != GFP_OK) return st;
-    g->n = x->sizes[0];
-    g->c = x->sizes[1];
-    g->h = x->sizes[2];
-    g->w = x->sizes[3];
-    g->ho = pool_out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
-    g->wo = pool_out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
-    if (g->ho < 1 || g->wo < 1)
-        return ref_fail(GFP_ERR_INVALID,
-                        "%s: the output would be %lldx%lld: input %lldx%lld is too small for "
-                        "kernel %lldx%lld, padding %lldx%lld and dilation %lldx%lld",
-                        op, (long long)g->ho, (long long)g->wo, (long long)g->h, (long long)g->w,
-                        (long long)g->kh, (long long)g->kw, (long long)g->ph, (long long)g->pw,
-                        (long long)g->dh, (long long)g->dw);
-    const int64_t *ys = y->sizes;
-    if (ys[0] != g->n || ys[1] != g->c || ys[2] != g->ho || ys[3] != g->wo)
-        return ref_fail(GFP_ERR_INVALID,
-                        "%s: %s has sizes [%lld, %lld, %lld, %lld] but %s [%lld, %lld, %lld, %lld] "
-                        "with kernel %lldx%lld, stride %lldx%lld, padding %lldx%lld, dilation "
-                        "%lldx%lld and ceil_mode %d needs [%lld, %lld, %lld, %lld]",
-                        op, yname, (long long)ys[0], (long long)ys[1], (long long)ys[2],
-                        (long long)ys[3], xname, (long long)g->n, (long long)g->c, (long long)g->h,
-                        (long long)g->w, (long long)g->kh, (long long)g->kw, (long long)g->sh,
-                        (long long)g->sw, (long long)g->ph, (long long)g->pw, (long long)g->dh,
-                        (long long)g->dw, (int)g->ceil_mode, (long long)g->n, (long long)g->c,
-                        (long long)g->ho, (long long)g->wo);
-    return GFP_OK;
-}
-
 static gfp_status check_float(const char *op, const gfp_tensor *t, const char *name, int32_t want) {
-    if (!ref_is_float(t->dtype))
-        return ref_fail(GFP_ERR_UNSUPPORTED,
+    if (!pk_is_float(t->dtype))
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: dtype %s (of %s) is not supported; the reference plugin pools f32 "
                         "and f64",
-                        op, ref_dtype_name(t->dtype), name);
+                        op, pk_dtype_name(t->dtype), name);
     if (want >= 0 && t->dtype != want)
-        return ref_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but must have the input's dtype %s", op,
-                        name, ref_dtype_name(t->dtype), ref_dtype_name(want));
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but must have the input's dtype %s", op,
+                        name, pk_dtype_name(t->dtype), pk_dtype_name(want));
     return GFP_OK;
 }
 
 static gfp_status check_indices(const char *op, const gfp_tensor *t) {
     if (t->dtype != GFP_I64)
-        return ref_fail(GFP_ERR_UNSUPPORTED, "%s: indices are %s; they must be i64", op,
-                        ref_dtype_name(t->dtype));
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: indices are %s; they must be i64", op,
+                        pk_dtype_name(t->dtype));
     return GFP_OK;
 }
 
@@ -237,7 +134,7 @@ static void store_plane(const pool_geom *g, const gfp_tensor *gx, int64_t n, int
 }
 
 static gfp_status out_of_memory(const char *op, const pool_geom *g) {
-    return ref_fail(GFP_ERR_OUT_OF_MEMORY,
+    return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                     "%s: out of host memory for a %lldx%lld accumulation plane", op,
                     (long long)g->h, (long long)g->w);
 }
@@ -252,7 +149,7 @@ static gfp_status max_pool_backward(const char *op, const pool_geom *g, const gf
                 for (int64_t ow = 0; ow < g->wo; ow++) {
                     int64_t k = ref_load_i64(ind, at4(ind, n, c, oh, ow));
                     if (k < -1 || k >= plane_size)
-                        return ref_fail(GFP_ERR_INVALID,
+                        return pk_fail(GFP_ERR_INVALID,
                                         "%s: indices[%lld, %lld, %lld, %lld] is %lld, outside the "
                                         "input plane of %lldx%lld = %lld elements (or -1)",
                                         op, (long long)n, (long long)c, (long long)oh,
@@ -345,15 +242,15 @@ static gfp_status check_max_backward_shapes(const char *op, const gfp_tensor *gy
     if ((st = check_rank4(op, gy, "grad_y")) != GFP_OK) return st;
     if ((st = check_rank4(op, ind, "indices")) != GFP_OK) return st;
     if ((st = check_rank4(op, gx, "grad_x")) != GFP_OK) return st;
-    if (!ref_same_shape(gy, ind))
-        return ref_fail(GFP_ERR_INVALID,
+    if (!pk_same_shape(gy, ind))
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: indices [%lld, %lld, %lld, %lld] must have grad_y's sizes "
                         "[%lld, %lld, %lld, %lld]",
                         op, (long long)ind->sizes[0], (long long)ind->sizes[1],
                         (long long)ind->sizes[2], (long long)ind->sizes[3], (long long)gy->sizes[0],
                         (long long)gy->sizes[1], (long long)gy->sizes[2], (long long)gy->sizes[3]);
     if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1])
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: grad_y is [%lld, %lld, ...] but grad_x is [%lld, %lld, ...]; N and C "
                         "must match",
                         op, (long long)gy->sizes[0], (long long)gy->sizes[1],
@@ -369,28 +266,23 @@ static gfp_status check_max_backward_shapes(const char *op, const gfp_tensor *gy
 
 gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    const char *name = op_name(op);
-    if (!ref_pool_handles(op))
-        return ref_fail(GFP_ERR_UNSUPPORTED, "pool: op %u is not a pooling op", (unsigned)op);
-    uint32_t want_in = op == GFP_OP_MAX_POOL2D_BACKWARD ? 2 : 1;
-    uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
-    gfp_status st = ref_check_counts(n_in, want_in, n_out, want_out, name);
-    if (st != GFP_OK) return st;
-    if (!in || !out) return ref_fail(GFP_ERR_INVALID, "%s: the tensor arrays are NULL", name);
+    const char *name = pk_op_name(op);
+    /* Counts and the params struct: checked by the launch preamble. */
+    (void)n_in;
+    (void)n_out;
+    gfp_status st;
 
     pool_geom g = {0};
     switch (op) {
     case GFP_OP_MAX_POOL2D: {
         const gfp_tensor *x = in[0], *y = out[0], *ind = out[1];
-        if ((st = check_pool_params(name, params, true, &g)) != GFP_OK) return st;
-        if ((st = check_rank4(name, x, "x")) != GFP_OK) return st;
         if ((st = check_rank4(name, ind, "indices")) != GFP_OK) return st;
         if ((st = check_float(name, x, "x", -1)) != GFP_OK) return st;
-        if ((st = check_pool_shapes(name, x, "x", y, "y", &g)) != GFP_OK) return st;
+        if ((st = pk_check_pool2d(op, params, x, "x", y, "y", &g)) != GFP_OK) return st;
         if ((st = check_float(name, y, "y", x->dtype)) != GFP_OK) return st;
         if ((st = check_indices(name, ind)) != GFP_OK) return st;
-        if (!ref_same_shape(ind, y))
-            return ref_fail(GFP_ERR_INVALID, "%s: indices must have the sizes of y", name);
+        if (!pk_same_shape(ind, y))
+            return pk_fail(GFP_ERR_INVALID, "%s: indices must have the sizes of y", name);
         max_pool_forward(&g, x, y, ind);
         return GFP_OK;
     }
@@ -405,22 +297,19 @@ gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     }
     case GFP_OP_AVG_POOL2D: {
         const gfp_tensor *x = in[0], *y = out[0];
-        if ((st = check_pool_params(name, params, false, &g)) != GFP_OK) return st;
-        if ((st = check_rank4(name, x, "x")) != GFP_OK) return st;
         if ((st = check_float(name, x, "x", -1)) != GFP_OK) return st;
-        if ((st = check_pool_shapes(name, x, "x", y, "y", &g)) != GFP_OK) return st;
+        if ((st = pk_check_pool2d(op, params, x, "x", y, "y", &g)) != GFP_OK) return st;
         if ((st = check_float(name, y, "y", x->dtype)) != GFP_OK) return st;
         avg_pool_forward(&g, x, y);
         return GFP_OK;
     }
     default: { /* GFP_OP_AVG_POOL2D_BACKWARD */
         const gfp_tensor *gy = in[0], *gx = out[0];
-        if ((st = check_pool_params(name, params, false, &g)) != GFP_OK) return st;
         if ((st = check_rank4(name, gy, "grad_y")) != GFP_OK) return st;
         if ((st = check_rank4(name, gx, "grad_x")) != GFP_OK) return st;
         if ((st = check_float(name, gy, "grad_y", -1)) != GFP_OK) return st;
         if ((st = check_float(name, gx, "grad_x", gy->dtype)) != GFP_OK) return st;
-        if ((st = check_pool_shapes(name, gx, "grad_x", gy, "grad_y", &g)) != GFP_OK) return st;
+        if ((st = pk_check_pool2d(op, params, gx, "grad_x", gy, "grad_y", &g)) != GFP_OK) return st;
         return avg_pool_backward(name, &g, gy, gx);
     }
     }

@@ -12,36 +12,6 @@
 
 #include "ref_internal.h"
 
-static const char *op_name(uint32_t op) {
-    switch (op) {
-    case GFP_OP_SUM: return "sum";
-    case GFP_OP_MEAN: return "mean";
-    case GFP_OP_PROD: return "prod";
-    case GFP_OP_AMAX: return "amax";
-    case GFP_OP_AMIN: return "amin";
-    case GFP_OP_VAR: return "var";
-    case GFP_OP_LOGSUMEXP: return "logsumexp";
-    case GFP_OP_MAX_DIM: return "max_dim";
-    case GFP_OP_MIN_DIM: return "min_dim";
-    default: return "?";
-    }
-}
-
-bool ref_reduce_handles(uint32_t op) {
-    switch (op) {
-    case GFP_OP_SUM:
-    case GFP_OP_MEAN:
-    case GFP_OP_PROD:
-    case GFP_OP_AMAX:
-    case GFP_OP_AMIN:
-    case GFP_OP_VAR:
-    case GFP_OP_LOGSUMEXP:
-    case GFP_OP_MAX_DIM:
-    case GFP_OP_MIN_DIM: return true;
-    default: return false;
-    }
-}
-
 static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
 
 /* The input dtypes each op takes; the output has the same dtype (indices of
@@ -66,7 +36,7 @@ static bool dtypes_ok(uint32_t op, int32_t in, int32_t out, int32_t indices) {
 }
 
 uint32_t ref_reduce_support(const gfp_op_query *q) {
-    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !ref_reduce_handles(q->op))
+    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !(gfp_op_family_of(q->op) == GFP_FAMILY_REDUCE))
         return GFP_SUPPORT_NONE;
     uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
     if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
@@ -78,7 +48,7 @@ uint32_t ref_reduce_support(const gfp_op_query *q) {
 /* Descriptors were validated by the router (ref_plugin.c: rank, sizes,
  * strides, buffer bounds); only presence is left to check here. */
 static gfp_status require(const gfp_tensor *t, const char *op, const char *role) {
-    return t ? GFP_OK : ref_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
+    return t ? GFP_OK : pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
 }
 
 /* ------------------------------------------------------------------ lines */
@@ -224,36 +194,36 @@ static int64_t arg_extreme(const line *l, bool largest, bool is_float) {
 /* ------------------------------------------------------------------ launch */
 static gfp_status check_shapes(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                                const gfp_tensor *indices, uint32_t dims) {
-    const char *name = op_name(op);
+    const char *name = pk_op_name(op);
     if ((uint64_t)dims >> x->rank != 0)
-        return ref_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
                         name, (unsigned)dims, (int)x->rank);
     if (is_dim_op(op) && (dims == 0 || (dims & (dims - 1)) != 0))
-        return ref_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
                         (unsigned)dims);
     bool ok = y->rank == x->rank;
     for (int d = 0; ok && d < x->rank; d++)
         ok = y->sizes[d] == ((dims >> d) & 1u ? 1 : x->sizes[d]);
     if (!ok)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: the output must have the input's rank (%d) and sizes, "
                         "with size 1 in each reduced dim (mask 0x%x)",
                         name, (int)x->rank, (unsigned)dims);
-    if (indices && !ref_same_shape(indices, y))
-        return ref_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape",
+    if (indices && !pk_same_shape(indices, y))
+        return pk_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape",
                         name);
     return GFP_OK;
 }
 
 gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    if (!ref_reduce_handles(op))
-        return ref_fail(GFP_ERR_INTERNAL, "reduce: op %u is not a reduction", (unsigned)op);
-    const char *name = op_name(op);
+    if (!(gfp_op_family_of(op) == GFP_FAMILY_REDUCE))
+        return pk_fail(GFP_ERR_INTERNAL, "reduce: op %u is not a reduction", (unsigned)op);
+    const char *name = pk_op_name(op);
     bool by_dim = is_dim_op(op);
-    gfp_status st = ref_check_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
+    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
     if (st != GFP_OK) return st;
-    st = ref_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *indices = by_dim ? out[1] : NULL;
@@ -261,10 +231,10 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     if ((st = require(y, name, "output")) != GFP_OK) return st;
     if (by_dim && (st = require(indices, name, "indices")) != GFP_OK) return st;
     if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? indices->dtype : GFP_I64))
-        return ref_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the reference plugin does not reduce %s to %s%s%s", name,
-                        ref_dtype_name(x->dtype), ref_dtype_name(y->dtype), by_dim ? " with indices " : "",
-                        by_dim ? ref_dtype_name(indices->dtype) : "");
+                        pk_dtype_name(x->dtype), pk_dtype_name(y->dtype), by_dim ? " with indices " : "",
+                        by_dim ? pk_dtype_name(indices->dtype) : "");
     if ((st = check_shapes(op, x, y, indices, p->dims)) != GFP_OK) return st;
 
     line l = {.x = x, .n = 1};
@@ -274,13 +244,13 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     }
     bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
     if (extreme && l.n == 0)
-        return ref_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: cannot reduce over zero elements (a reduced dim has size 0); "
                         "the operation has no identity",
                         name);
-    if (ref_numel(y) == 0) return GFP_OK;
+    if (pk_numel(y) == 0) return GFP_OK;
 
-    bool is_float = ref_is_float(x->dtype);
+    bool is_float = pk_is_float(x->dtype);
     int64_t idx[GFP_MAX_RANK] = {0}; /* output index; 0 in reduced dims */
     do {
         l.base = ref_offset(x, idx);

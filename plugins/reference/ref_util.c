@@ -8,41 +8,7 @@
 
 #include "ref_internal.h"
 
-gfp_status ref_fail(gfp_status status, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* ref_host is set by negotiation, which precedes every other call. */
-    if (ref_host && ref_host->set_error) ref_host->set_error(ref_host->host_ctx, msg);
-    return status;
-}
-
 char *ref_base(const gfp_tensor *t) { return (char *)t->buffer + t->offset; }
-
-size_t ref_dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32: return 4;
-    case GFP_F64: return 8;
-    case GFP_I32: return 4;
-    case GFP_I64: return 8;
-    case GFP_BOOL: return 1;
-    case GFP_F16: return 2;
-    case GFP_BF16: return 2;
-    default: return 0;
-    }
-}
-
-/* Only the float dtypes this plugin computes in: F16/BF16 are not stored by
- * the reference device, so kernels may treat "float" as "F32 or F64". */
-bool ref_is_float(int32_t dtype) { return dtype == GFP_F32 || dtype == GFP_F64; }
-
-int64_t ref_numel(const gfp_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= t->sizes[d];
-    return n;
-}
 
 int64_t ref_offset(const gfp_tensor *t, const int64_t *idx) {
     int64_t off = 0;
@@ -121,49 +87,6 @@ void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v) {
     case GFP_I64: ((int64_t *)p)[off] = v; break;
     case GFP_BOOL: ((uint8_t *)p)[off] = v != 0; break;
     default: break;
-    }
-}
-
-gfp_status ref_check_params(const void *params, size_t min_size, const char *op) {
-    if (!params)
-        return ref_fail(GFP_ERR_INVALID, "%s: the parameter struct is NULL; this op needs one",
-                        op);
-    uint32_t size;
-    memcpy(&size, params, sizeof size); /* every params struct starts with it */
-    if (size < min_size)
-        return ref_fail(GFP_ERR_INVALID,
-                        "%s: parameter struct_size is %u bytes, at least %zu are needed "
-                        "(set struct_size = sizeof the struct)",
-                        op, (unsigned)size, min_size);
-    return GFP_OK;
-}
-
-gfp_status ref_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
-                            const char *op) {
-    if (n_in != want_in || n_out != want_out)
-        return ref_fail(GFP_ERR_INVALID, "%s: takes %u input(s) and %u output(s), got %u and %u",
-                        op, (unsigned)want_in, (unsigned)want_out, (unsigned)n_in,
-                        (unsigned)n_out);
-    return GFP_OK;
-}
-
-bool ref_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->sizes[d] != b->sizes[d]) return false;
-    return true;
-}
-
-const char *ref_dtype_name(int32_t dtype) {
-    switch (dtype) {
-    case GFP_F32: return "f32";
-    case GFP_F64: return "f64";
-    case GFP_I32: return "i32";
-    case GFP_I64: return "i64";
-    case GFP_BOOL: return "bool";
-    case GFP_F16: return "f16";
-    case GFP_BF16: return "bf16";
-    default: return "unknown";
     }
 }
 

@@ -180,7 +180,7 @@ gfp_status vkp_batch_params(vkp_device *d, uint32_t bytes, vkp_batch **out, uint
         }
         if ((st = vkp_batch_submit(d)) != GFP_OK) return st;
     }
-    return vkp_fail(GFP_ERR_INTERNAL, "vulkan: %u bytes of parameters do not fit a batch",
+    return pk_fail(GFP_ERR_INTERNAL, "vulkan: %u bytes of parameters do not fit a batch",
                     (unsigned)bytes);
 }
 
@@ -194,7 +194,7 @@ gfp_status vkp_batch_staging(vkp_device *d, uint64_t bytes, vkp_batch **out, VkB
         if (b->n_temps == b->cap_temps) {
             uint32_t cap = b->cap_temps ? 2 * b->cap_temps : 4;
             vkp_hostbuf *t = realloc(b->temps, cap * sizeof *t);
-            if (!t) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+            if (!t) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
             b->temps = t;
             b->cap_temps = cap;
         }
@@ -220,5 +220,5 @@ gfp_status vkp_batch_staging(vkp_device *d, uint64_t bytes, vkp_batch **out, VkB
         }
         if ((st = vkp_batch_submit(d)) != GFP_OK) return st;
     }
-    return vkp_fail(GFP_ERR_INTERNAL, "vulkan: staging space exhausted");
+    return pk_fail(GFP_ERR_INTERNAL, "vulkan: staging space exhausted");
 }

@@ -50,11 +50,11 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
     if (!(types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT))) {
         /* The loader's own notes (no driver found, a bad manifest). */
-        vkp_log(GFP_LOG_WARN, "vulkan: loader: %s", text);
+        pk_log(GFP_LOG_WARN, "vulkan: loader: %s", text);
         return VK_FALSE;
     }
     atomic_fetch_add(&vkp_validation_count, 1);
-    vkp_log(GFP_LOG_ERROR, "vulkan: validation: %s", text);
+    pk_log(GFP_LOG_ERROR, "vulkan: validation: %s", text);
     return VK_FALSE; /* never abort the call that triggered it */
 }
 
@@ -173,7 +173,7 @@ void vkp_instance_init(void) {
     const char *want = secure_getenv("GRAFT_VULKAN_VALIDATION");
     bool validation = want && want[0] && strcmp(want, "0") != 0;
     if (validation && !has_layer(VALIDATION_LAYER)) {
-        vkp_log(GFP_LOG_WARN,
+        pk_log(GFP_LOG_WARN,
                 "vulkan: GRAFT_VULKAN_VALIDATION is set but %s is not installed "
                 "(Debian: vulkan-validationlayers); running without it",
                 VALIDATION_LAYER);

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include "graft_plugin.h"
+#include "plugin_kit.h"
 
 #if defined(__GNUC__)
 #define VKP_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -115,10 +115,6 @@ void vkp_loader_instance(VkInstance instance);
 void vkp_loader_close(void);
 const char *vkp_result_name(VkResult r);
 
-/* ------------------------------------------------------------ messages (vk_plugin.c) */
-extern const gfp_host *vkp_host;
-gfp_status vkp_fail(gfp_status status, const char *fmt, ...) VKP_PRINTF(2, 3);
-void vkp_log(gfp_log_level level, const char *fmt, ...) VKP_PRINTF(2, 3);
 /* GFP_ERR_OUT_OF_MEMORY for the two out-of-memory results, DEVICE otherwise;
  * the message names the call and the VkResult. */
 gfp_status vkp_fail_vk(VkResult r, const char *what);
@@ -341,24 +337,11 @@ uint32_t vkp_groups(const vkp_device *d, uint64_t n, uint32_t per_group);
  * are shared among them; 0 when even the largest is not enough. */
 uint32_t vkp_pick_wg(const vkp_device *d, uint64_t iterations, uint32_t least, uint32_t most);
 
-/* ------------------------------------------------------------ tensors (vk_util.c) */
-size_t vkp_dtype_size(int32_t dtype);
-const char *vkp_dtype_name(int32_t dtype);
-int64_t vkp_numel(const gfp_tensor *t);
 bool vkp_same_shape(const gfp_tensor *a, const gfp_tensor *b);
-bool vkp_is_float(int32_t dtype);
 /* IEEE binary16 bits of v, rounded to nearest even (NaN stays NaN). */
 uint16_t vkp_f64_to_f16(double v);
 /* Element offset of t's element 0 in its block's buffer. */
 uint32_t vkp_elem_offset(const gfp_tensor *t);
-/* Checks a tensor against its buffer (live, of this device, elements in
- * range, offset aligned, within the descriptor range). */
-gfp_status vkp_check_tensor(vkp_device *d, uint32_t op, const char *role, uint32_t i,
-                            const gfp_tensor *t);
-gfp_status vkp_check_params(const void *params, size_t min_size, const char *op);
-gfp_status vkp_check_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
-                            const char *op);
-const char *vkp_op_name(uint32_t op);
 
 /* Merges dims so that every one of n tensors (sharing sizes) is walked with
  * fewer dims: drops size-1 dims, joins dims contiguous in every tensor.
@@ -378,19 +361,16 @@ void vkp_put_f64(vkp_words *p, double v);
 void vkp_put_f32(vkp_words *p, float v);
 
 /* ------------------------------------------------------------ op families */
-#define VKP_FAMILY(f)                                                                    \
-    bool vkp_##f##_handles(uint32_t op);                                                 \
-    uint32_t vkp_##f##_support(vkp_device *d, const gfp_op_query *q);                    \
+/* One handler per family (PK_FAMILIES in plugin_kit.h); vk_ops_conv.c serves
+ * pooling too. */
+#define vkp_pool_support vkp_conv_support
+#define vkp_pool_launch vkp_conv_launch
+#define VKP_FAMILY(f, set)                                                                \
+    uint32_t vkp_##f##_support(vkp_device *d, const gfp_op_query *q);                     \
     gfp_status vkp_##f##_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,  \
                                 uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
                                 const void *params);
-VKP_FAMILY(elementwise) /* COPY FILL ARANGE TRIL TRIU, unary, binary, WHERE */
-VKP_FAMILY(random)      /* RANDOM */
-VKP_FAMILY(reduce)      /* SUM .. MIN_DIM */
-VKP_FAMILY(matmul)      /* MATMUL */
-VKP_FAMILY(norm)        /* SOFTMAX LOG_SOFTMAX LAYER_NORM BATCH_NORM */
-VKP_FAMILY(index)       /* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD */
-VKP_FAMILY(conv)        /* CONV2D and backward, pooling and backward */
+PK_FAMILIES(VKP_FAMILY)
 #undef VKP_FAMILY
 
 /* Dtype bit sets. */

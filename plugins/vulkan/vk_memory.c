@@ -46,7 +46,7 @@ static gfp_status make_buffer(vkp_device *d, uint64_t size, uint32_t mem_type, b
     if (t == UINT32_MAX) {
         vk.DestroyBuffer(d->dev, *buf, NULL);
         *buf = VK_NULL_HANDLE;
-        return vkp_fail(GFP_ERR_DEVICE, "vulkan: no memory type suits a storage buffer");
+        return pk_fail(GFP_ERR_DEVICE, "vulkan: no memory type suits a storage buffer");
     }
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size,
@@ -60,7 +60,7 @@ static gfp_status make_buffer(vkp_device *d, uint64_t size, uint32_t mem_type, b
         *buf = VK_NULL_HANDLE;
         *mem = VK_NULL_HANDLE;
         return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
-                   ? vkp_fail(GFP_ERR_OUT_OF_MEMORY,
+                   ? pk_fail(GFP_ERR_OUT_OF_MEMORY,
                               "vulkan: out of device memory allocating %llu bytes (%s)",
                               (unsigned long long)size, vkp_result_name(r))
                    : vkp_fail_vk(r, "allocating device memory");
@@ -110,12 +110,12 @@ void vkp_memory_shutdown(vkp_device *d) {
 
 static gfp_status block_create(vkp_device *d, uint64_t size, bool dedicated, vkp_block **out) {
     vkp_block *b = calloc(1, sizeof *b);
-    if (!b) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    if (!b) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     gfp_status st = make_buffer(d, size, d->mem_type, d->tensors_mapped, &b->buffer, &b->memory,
                                 &b->map);
     if (st == GFP_OK && !dedicated) {
         b->free = calloc(1, sizeof *b->free);
-        if (!b->free) st = vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+        if (!b->free) st = pk_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
         else b->free->size = size;
     }
     if (st != GFP_OK) {
@@ -186,19 +186,19 @@ gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, v
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_alloc");
     vkp_device *d = device;
     if (!d || !buffer || !host_ptr)
-        return vkp_fail(GFP_ERR_INVALID, "buffer_alloc: device, buffer or host_ptr is NULL");
+        return pk_fail(GFP_ERR_INVALID, "buffer_alloc: device, buffer or host_ptr is NULL");
     *buffer = NULL;
     *host_ptr = NULL;
-    if (nbytes == 0) return vkp_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (must be > 0)");
+    if (nbytes == 0) return pk_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (must be > 0)");
     uint64_t max_bytes = d->max_range & ~(d->align - 1); /* as device_props reports */
     if (nbytes > max_bytes)
-        return vkp_fail(GFP_ERR_OUT_OF_MEMORY,
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: %llu bytes exceed this Vulkan device's maxStorageBufferRange "
                         "of %llu bytes, the most one shader binding can address; use smaller "
                         "tensors (split them) or another device",
                         (unsigned long long)nbytes, (unsigned long long)max_bytes);
     vkp_buf *h = calloc(1, sizeof *h);
-    if (!h) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
+    if (!h) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
     uint64_t size = (nbytes + d->align - 1) & ~(d->align - 1);
     gfp_status st = GFP_OK;
     if (size >= d->block_size / 4) {
@@ -231,11 +231,11 @@ gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, v
 vkp_buf *vkp_buf_check(vkp_device *d, gfp_buffer buffer, const char *what) {
     vkp_buf *b = buffer;
     if (!b) {
-        vkp_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
+        pk_fail(GFP_ERR_INVALID, "%s: buffer is NULL", what);
         return NULL;
     }
     if (b->magic != VKP_BUF_MAGIC) {
-        vkp_fail(GFP_ERR_INVALID, "%s: the buffer is not a live vulkan buffer (freed already, or "
+        pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live vulkan buffer (freed already, or "
                  "from another plugin)", what);
         return NULL;
     }
@@ -255,7 +255,7 @@ void vkp_buffer_free(void *device, gfp_buffer buffer) {
         return;
     }
     if (h->magic != VKP_BUF_MAGIC) {
-        vkp_log(GFP_LOG_ERROR, "vulkan: buffer_free of a handle that is not a live buffer "
+        pk_log(GFP_LOG_ERROR, "vulkan: buffer_free of a handle that is not a live buffer "
                 "(double free?); ignored");
         return;
     }
@@ -290,7 +290,7 @@ static gfp_status check_range(vkp_device *d, const char *what, gfp_buffer buffer
     vkp_buf *b = vkp_buf_check(d, buffer, what);
     if (!b) return GFP_ERR_INVALID;
     if (offset > b->size || n > b->size - offset)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
                         what, (unsigned long long)n, (unsigned long long)offset,
                         (unsigned long long)b->size);
@@ -312,7 +312,7 @@ gfp_status vkp_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, co
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_write", buffer, offset, n, &b);
     if (st != GFP_OK || n == 0) return st;
-    if (!src) return vkp_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
     if (b->block->map && vkp_batch_idle(d)) {
         memcpy((char *)b->block->map + b->offset + offset, src, n);
         return GFP_OK;
@@ -334,7 +334,7 @@ gfp_status vkp_buffer_read(void *device, gfp_buffer buffer, uint64_t offset, voi
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_read", buffer, offset, n, &b);
     if (st != GFP_OK) return st;
-    if (n && !dst) return vkp_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
+    if (n && !dst) return pk_fail(GFP_ERR_INVALID, "buffer_read: dst is NULL");
     if ((st = vkp_batch_finish(d)) != GFP_OK || n == 0) return st;
     if (b->block->map) {
         memcpy(dst, (const char *)b->block->map + b->offset + offset, n);
@@ -372,17 +372,11 @@ gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uin
                            const void *pattern, uint32_t pattern_size) {
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error("buffer_fill");
     vkp_device *d = device;
-    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8)
-        return vkp_fail(GFP_ERR_INVALID, "buffer_fill: pattern_size is %u; it must be 1, 2, 4 or 8",
-                        (unsigned)pattern_size);
-    if (n % pattern_size)
-        return vkp_fail(GFP_ERR_INVALID,
-                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
-                        (unsigned long long)n, (unsigned)pattern_size);
+    gfp_status pst = pk_check_fill_pattern(n, pattern, pattern_size);
+    if (pst != GFP_OK) return pst;
     vkp_buf *b;
     gfp_status st = check_range(d, "buffer_fill", buffer, offset, n, &b);
     if (st != GFP_OK || n == 0) return st;
-    if (!pattern) return vkp_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
     unsigned char p8[8];
     for (uint32_t i = 0; i < 8; i++) p8[i] = ((const unsigned char *)pattern)[i % pattern_size];
     uint64_t at = b->offset + offset;
@@ -401,7 +395,7 @@ gfp_status vkp_buffer_fill(void *device, gfp_buffer buffer, uint64_t offset, uin
     /* Only as much pattern as the fill needs: small fills are the common case. */
     size_t chunk = n < CHUNK ? (size_t)n : CHUNK;
     unsigned char *host = malloc(chunk);
-    if (!host) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_fill: out of host memory");
+    if (!host) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_fill: out of host memory");
     for (size_t i = 0; i < chunk; i++) host[i] = p8[i % 8];
     for (uint64_t done = 0; done < n && st == GFP_OK; done += chunk) {
         uint64_t len = n - done < chunk ? n - done : chunk; /* CHUNK is a multiple of 8 */

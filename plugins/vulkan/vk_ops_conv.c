@@ -10,8 +10,6 @@ static bool is_conv(uint32_t op) {
            op == GFP_OP_CONV2D_BACKWARD_WEIGHT;
 }
 
-bool vkp_conv_handles(uint32_t op) { return op >= GFP_OP_CONV2D && op <= GFP_OP_AVG_POOL2D_BACKWARD; }
-
 uint32_t vkp_conv_support(vkp_device *d, const gfp_op_query *q) {
     int32_t dt = q->input_dtypes[0];
     if ((dt != GFP_F32 && dt != GFP_F64) || !vkp_dtype_ok(d, dt)) return GFP_SUPPORT_NONE;
@@ -44,9 +42,9 @@ uint32_t vkp_conv_support(vkp_device *d, const gfp_op_query *q) {
 }
 
 static gfp_status rank4(const char *op, const gfp_tensor *t, const char *role) {
-    if (!t) return vkp_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, role);
+    if (!t) return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, role);
     if (t->rank != 4)
-        return vkp_fail(GFP_ERR_INVALID, "%s: %s must be rank 4 (NCHW), got rank %d", op, role,
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must be rank 4 (NCHW), got rank %d", op, role,
                         (int)t->rank);
     return GFP_OK;
 }
@@ -55,12 +53,12 @@ static gfp_status float_alike(const char *op, const gfp_tensor *const *ts, int n
     int32_t dt = ts[0]->dtype;
     for (int i = 0; i < n; i++)
         if (ts[i] && ts[i]->dtype != dt)
-            return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: all tensors must share one dtype (f32 or "
-                            "f64); got %s and %s", op, vkp_dtype_name(dt),
-                            vkp_dtype_name(ts[i]->dtype));
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: all tensors must share one dtype (f32 or "
+                            "f64); got %s and %s", op, pk_dtype_name(dt),
+                            pk_dtype_name(ts[i]->dtype));
     if (dt != GFP_F32 && dt != GFP_F64)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the vulkan plugin computes it in f32 "
-                        "and f64", op, vkp_dtype_name(dt));
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the vulkan plugin computes it in f32 "
+                        "and f64", op, pk_dtype_name(dt));
     return GFP_OK;
 }
 
@@ -72,8 +70,8 @@ static gfp_status run(vkp_device *d, uint32_t shader, uint32_t op, int32_t dt, v
                       const gfp_tensor *const *t, uint32_t nt, int64_t items) {
     if (items == 0) return GFP_OK;
     if (items > (int64_t)UINT32_MAX)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %lld outputs are too many for one launch",
-                        vkp_op_name(op), (long long)items);
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %lld outputs are too many for one launch",
+                        pk_op_name(op), (long long)items);
     p->w[0] = (uint32_t)items;
     vkp_dispatch dp = {.shader = shader, .n_spec = 3, .params = p->w, .n_params = p->n,
                        .n_tensors = nt};
@@ -88,11 +86,11 @@ static gfp_status run(vkp_device *d, uint32_t shader, uint32_t op, int32_t dt, v
 static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                               uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                               const void *params) {
-    const char *name = vkp_op_name(op);
+    const char *name = pk_op_name(op);
     if (op == GFP_OP_CONV2D ? ((n_in != 2 && n_in != 3) || n_out != 1) : (n_in != 2 || n_out != 1))
-        return vkp_fail(GFP_ERR_INVALID, "%s: takes %s inputs and 1 output, got %u and %u", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: takes %s inputs and 1 output, got %u and %u", name,
                         op == GFP_OP_CONV2D ? "2 or 3" : "2", (unsigned)n_in, (unsigned)n_out);
-    gfp_status st = vkp_check_params(params, GFP_CONV2D_PARAMS_SIZE_V1_0, name);
+    gfp_status st = pk_check_params(params, GFP_CONV2D_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     const gfp_conv2d_params *cp = params;
     const gfp_tensor *x, *w, *y, *bias = NULL;
@@ -118,26 +116,26 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     if ((st = float_alike(name, all, 4)) != GFP_OK) return st;
     if (cp->groups < 1 || cp->stride[0] < 1 || cp->stride[1] < 1 || cp->dilation[0] < 1 ||
         cp->dilation[1] < 1 || cp->padding[0] < 0 || cp->padding[1] < 0)
-        return vkp_fail(GFP_ERR_INVALID, "%s: groups, strides and dilations must be >= 1 and "
+        return pk_fail(GFP_ERR_INVALID, "%s: groups, strides and dilations must be >= 1 and "
                         "paddings >= 0", name);
     int64_t N = x->sizes[0], CI = x->sizes[1], H = x->sizes[2], W = x->sizes[3];
     int64_t CO = w->sizes[0], KH = w->sizes[2], KW = w->sizes[3], G = cp->groups;
     if (CI % G || CO % G || w->sizes[1] != CI / G || KH < 1 || KW < 1)
-        return vkp_fail(GFP_ERR_INVALID, "%s: channels %lld -> %lld do not fit groups %lld and "
+        return pk_fail(GFP_ERR_INVALID, "%s: channels %lld -> %lld do not fit groups %lld and "
                         "weight [%lld, %lld, %lld, %lld]", name, (long long)CI, (long long)CO,
                         (long long)G, (long long)CO, (long long)w->sizes[1], (long long)KH,
                         (long long)KW);
     int64_t span_h = H + 2 * cp->padding[0] - cp->dilation[0] * (KH - 1) - 1;
     int64_t span_w = W + 2 * cp->padding[1] - cp->dilation[1] * (KW - 1) - 1;
     if (span_h < 0 || span_w < 0)
-        return vkp_fail(GFP_ERR_INVALID, "%s: the dilated kernel is larger than the padded input",
+        return pk_fail(GFP_ERR_INVALID, "%s: the dilated kernel is larger than the padded input",
                         name);
     int64_t HO = span_h / cp->stride[0] + 1, WO = span_w / cp->stride[1] + 1;
     if (y->sizes[0] != N || y->sizes[1] != CO || y->sizes[2] != HO || y->sizes[3] != WO)
-        return vkp_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor must be [%lld, %lld, %lld, "
+        return pk_fail(GFP_ERR_INVALID, "%s: the output-shaped tensor must be [%lld, %lld, %lld, "
                         "%lld]", name, (long long)N, (long long)CO, (long long)HO, (long long)WO);
     if (bias && (bias->rank != 1 || bias->sizes[0] != CO))
-        return vkp_fail(GFP_ERR_INVALID, "%s: bias must be rank 1 with %lld elements", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: bias must be rank 1 with %lld elements", name,
                         (long long)CO);
     vkp_words p = {.n = 0};
     vkp_put(&p, 0); /* items, set by run() */
@@ -162,7 +160,7 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     /* The terms of one output of the forward and input-gradient kernels. */
     int64_t per_out = op == GFP_OP_CONV2D ? (CI / G) * KH * KW : (CO / G) * KH * KW;
     if (op != GFP_OP_CONV2D_BACKWARD_WEIGHT && per_out > (int64_t)d->loop_budget / 2)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %lld terms per output are more loop iterations "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %lld terms per output are more loop iterations "
                         "than this vulkan device runs in one invocation", name,
                         (long long)per_out);
     const gfp_tensor *t[4];
@@ -182,7 +180,7 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
         int64_t terms = N * HO * WO;
         uint32_t wg = terms >= 4096 ? 256 : 64;
         if (terms / wg > (int64_t)d->loop_budget)
-            return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %lld terms per weight are more than this "
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %lld terms per weight are more than this "
                             "device sums in one workgroup", name, (long long)terms);
         if (items == 0) return GFP_OK;
         p.w[0] = (uint32_t)items;
@@ -213,10 +211,10 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t dl,
 static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                               uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                               const void *params) {
-    const char *name = vkp_op_name(op);
+    const char *name = pk_op_name(op);
     uint32_t want_in = op == GFP_OP_MAX_POOL2D_BACKWARD ? 2 : 1;
     uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
-    gfp_status st = vkp_check_counts(n_in, want_in, n_out, want_out, name);
+    gfp_status st = pk_expect_counts(n_in, want_in, n_out, want_out, name);
     if (st != GFP_OK) return st;
     bool is_max = op == GFP_OP_MAX_POOL2D || op == GFP_OP_MAX_POOL2D_BACKWARD;
     /* big: the input-shaped tensor; small: the output-shaped one. */
@@ -247,11 +245,11 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     const gfp_tensor *fl[2] = {big, small};
     if ((st = float_alike(name, fl, 2)) != GFP_OK) return st;
     if (ind && (ind->dtype != GFP_I64 || !vkp_same_shape(ind, small)))
-        return vkp_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
+        return pk_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
     int64_t geo[16] = {big->sizes[0], big->sizes[1], big->sizes[2], big->sizes[3],
                        small->sizes[2], small->sizes[3], 1, 1, 1, 1, 0, 0, 1, 1, 0, 0};
     if (small->sizes[0] != big->sizes[0] || small->sizes[1] != big->sizes[1])
-        return vkp_fail(GFP_ERR_INVALID, "%s: N and C of input and output differ", name);
+        return pk_fail(GFP_ERR_INVALID, "%s: N and C of input and output differ", name);
     /* Max pool's backward takes no parameters (the indices say where each
      * gradient goes), so each grad_x element scans the whole output plane for
      * the indices naming it: right for any indices. On large planes that
@@ -275,24 +273,24 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
                          pp->ceil_mode) == small->sizes[3];
     }
     if (!window_known && geo[4] * geo[5] > (int64_t)d->loop_budget)
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: without the forward's parameters every element scans the %lldx%lld "
                         "output plane, more loop iterations than this device runs in one "
                         "invocation (%u); pass the pooling parameters",
                         name, (long long)geo[4], (long long)geo[5], (unsigned)d->loop_budget);
     if (window_known) {
-        if ((st = vkp_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+        if ((st = pk_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         const gfp_pool2d_params *pp = params;
         for (int a = 0; a < 2; a++)
             if (pp->kernel[a] < 1 || pp->stride[a] < 1 || pp->padding[a] < 0 ||
                 pp->padding[a] > pp->kernel[a] / 2 || (is_max && pp->dilation[a] < 1))
-                return vkp_fail(GFP_ERR_INVALID, "%s: kernel and stride must be >= 1, padding in "
+                return pk_fail(GFP_ERR_INVALID, "%s: kernel and stride must be >= 1, padding in "
                                 "[0, kernel/2], dilation >= 1", name);
         int64_t dh = is_max ? pp->dilation[0] : 1, dw = is_max ? pp->dilation[1] : 1;
         int64_t ho = pool_out(geo[2], pp->kernel[0], pp->stride[0], pp->padding[0], dh, pp->ceil_mode);
         int64_t wo = pool_out(geo[3], pp->kernel[1], pp->stride[1], pp->padding[1], dw, pp->ceil_mode);
         if (ho < 1 || wo < 1 || small->sizes[2] != ho || small->sizes[3] != wo)
-            return vkp_fail(GFP_ERR_INVALID, "%s: the output must be %lldx%lld for this input and "
+            return pk_fail(GFP_ERR_INVALID, "%s: the output must be %lldx%lld for this input and "
                             "these parameters", name, (long long)ho, (long long)wo);
         int64_t rest[10] = {pp->kernel[0], pp->kernel[1], pp->stride[0], pp->stride[1],
                             pp->padding[0], pp->padding[1], dh, dw, pp->ceil_mode != 0,
@@ -337,7 +335,7 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
 gfp_status vkp_conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    if (!in || !out) return vkp_fail(GFP_ERR_INVALID, "%s: the tensor arrays are NULL", vkp_op_name(op));
+    if (!in || !out) return pk_fail(GFP_ERR_INVALID, "%s: the tensor arrays are NULL", pk_op_name(op));
     return is_conv(op) ? conv_launch(d, op, in, n_in, out, n_out, params)
                        : pool_launch(d, op, in, n_in, out, n_out, params);
 }

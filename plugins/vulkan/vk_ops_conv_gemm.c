@@ -29,7 +29,7 @@ static gfp_status aux(vkp_device *d, uint32_t mode, const int64_t *geo, const gf
                       int64_t bias_stride, const uint32_t tile[4], bool acc, uint64_t items) {
     if (items == 0) return GFP_OK;
     if (items > UINT32_MAX)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "conv2d: a tile of %llu elements is too large for "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "conv2d: a tile of %llu elements is too large for "
                         "one launch", (unsigned long long)items);
     vkp_words p = {.n = 0};
     vkp_put(&p, (uint32_t)items);

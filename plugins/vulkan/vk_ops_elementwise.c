@@ -18,52 +18,18 @@
 #define EW_GROUP 256u
 #define EW_SCALAR 46u
 
-typedef enum ew_kind {
-    EW_NONE,
-    EW_COPY,
-    EW_FILL,
-    EW_ARANGE,
-    EW_TRI,
-    EW_UNARY,
-    EW_LOGICAL_NOT,
-    EW_BINARY,
-    EW_COMPARE,
-    EW_LOGICAL,
-    EW_WHERE
-} ew_kind;
+typedef pk_ew_kind ew_kind; /* plugin_kit.h */
 
-static ew_kind kind_of(uint32_t op) {
-    switch (op) {
-    case GFP_OP_COPY: return EW_COPY;
-    case GFP_OP_FILL: return EW_FILL;
-    case GFP_OP_ARANGE: return EW_ARANGE;
-    case GFP_OP_TRIL:
-    case GFP_OP_TRIU: return EW_TRI;
-    case GFP_OP_LOGICAL_NOT: return EW_LOGICAL_NOT;
-    case GFP_OP_EQ:
-    case GFP_OP_NE:
-    case GFP_OP_LT:
-    case GFP_OP_LE:
-    case GFP_OP_GT:
-    case GFP_OP_GE: return EW_COMPARE;
-    case GFP_OP_LOGICAL_AND:
-    case GFP_OP_LOGICAL_OR: return EW_LOGICAL;
-    case GFP_OP_WHERE: return EW_WHERE;
-    default: break;
-    }
-    if (op >= GFP_OP_NEG && op <= GFP_OP_POW_SCALAR) return EW_UNARY;
-    if (op >= GFP_OP_ADD && op <= GFP_OP_MINIMUM) return EW_BINARY;
-    return EW_NONE;
-}
+static ew_kind kind_of(uint32_t op) { return pk_ew_kind_of(op); }
 
 static uint32_t inputs_of(ew_kind k) {
     switch (k) {
-    case EW_FILL:
-    case EW_ARANGE: return 0;
-    case EW_BINARY:
-    case EW_COMPARE:
-    case EW_LOGICAL: return 2;
-    case EW_WHERE: return 3;
+    case PK_EW_FILL:
+    case PK_EW_ARANGE: return 0;
+    case PK_EW_BINARY:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: return 2;
+    case PK_EW_WHERE: return 3;
     default: return 1;
     }
 }
@@ -96,28 +62,26 @@ static bool accepts(const vkp_device *d, uint32_t op, const int32_t *in, const i
     uint32_t all = vkp_device_dtypes(d);
     uint32_t arith = (arith_dtypes(op) | VKP_BIT(GFP_F16)) & all;
     switch (kind_of(op)) {
-    case EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
-    case EW_FILL: return in_set(out[0], all);
-    case EW_ARANGE:
+    case PK_EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
+    case PK_EW_FILL: return in_set(out[0], all);
+    case PK_EW_ARANGE:
         return in_set(out[0], all & ~(VKP_BIT(GFP_BOOL) | VKP_BIT(GFP_F16))) &&
                (d->has_f64 || in_set(out[0], DT_INT));
-    case EW_TRI: return in_set(out[0], all) && in[0] == out[0];
-    case EW_UNARY: return in_set(out[0], arith) && in[0] == out[0];
-    case EW_LOGICAL_NOT: return in_set(in[0], all) && out[0] == GFP_BOOL;
-    case EW_BINARY: return in_set(out[0], arith) && in[0] == out[0] && in[1] == out[0];
-    case EW_COMPARE: return in_set(in[0], all) && in[1] == in[0] && out[0] == GFP_BOOL;
-    case EW_LOGICAL: return in_set(in[0], all) && in_set(in[1], all) && out[0] == GFP_BOOL;
-    case EW_WHERE:
+    case PK_EW_TRI: return in_set(out[0], all) && in[0] == out[0];
+    case PK_EW_UNARY: return in_set(out[0], arith) && in[0] == out[0];
+    case PK_EW_LOGICAL_NOT: return in_set(in[0], all) && out[0] == GFP_BOOL;
+    case PK_EW_BINARY: return in_set(out[0], arith) && in[0] == out[0] && in[1] == out[0];
+    case PK_EW_COMPARE: return in_set(in[0], all) && in[1] == in[0] && out[0] == GFP_BOOL;
+    case PK_EW_LOGICAL: return in_set(in[0], all) && in_set(in[1], all) && out[0] == GFP_BOOL;
+    case PK_EW_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], all) && in[1] == out[0] && in[2] == out[0];
     default: return false;
     }
 }
 
-bool vkp_elementwise_handles(uint32_t op) { return kind_of(op) != EW_NONE; }
-
 uint32_t vkp_elementwise_support(vkp_device *d, const gfp_op_query *q) {
     ew_kind k = kind_of(q->op);
-    if (k == EW_NONE || q->n_inputs != inputs_of(k) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    if (k == PK_EW_NONE || q->n_inputs != inputs_of(k) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
     return accepts(d, q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
                                                                 : GFP_SUPPORT_NONE;
 }
@@ -135,9 +99,9 @@ static gfp_status ew_header(vkp_words *p, const gfp_tensor *const *t, int nt, bo
     for (int k = 0; k < nt; k++)
         for (int dd = 0; dd < rank; dd++) strides[k][dd] = t[k]->strides[dd];
     if (coalesce) vkp_coalesce(&rank, sizes, strides, nt);
-    int64_t n = vkp_numel(t[0]);
+    int64_t n = pk_numel(t[0]);
     if (n > (int64_t)UINT32_MAX)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %lld elements are more than a vulkan launch "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %lld elements are more than a vulkan launch "
                         "indexes (2^32 - 1)", name, (long long)n);
     p->n = 0;
     vkp_put(p, (uint32_t)n);
@@ -165,15 +129,14 @@ static gfp_status run(vkp_device *d, uint32_t shader, const uint32_t *spec, uint
 static gfp_status unary_scalars(vkp_words *p, uint32_t op, const void *params, const char *name) {
     double a = 0, b = 0, lo = 0, hi = 0;
     uint32_t flags = 0;
-    gfp_status st = GFP_OK;
-    if (op == GFP_OP_LEAKY_RELU || op == GFP_OP_ELU || op == GFP_OP_SOFTPLUS ||
-        op == GFP_OP_POW_SCALAR) {
-        if ((st = vkp_check_params(params, GFP_SCALAR_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    /* The params struct the table names was checked by the launch preamble. */
+    (void)name;
+    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (kind == GFP_PARAMS_scalar) {
         const gfp_scalar_params *sp = params;
         a = sp->a;
         b = sp->b;
-    } else if (op == GFP_OP_CLAMP) {
-        if ((st = vkp_check_params(params, GFP_CLAMP_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    } else if (kind == GFP_PARAMS_clamp) {
         const gfp_clamp_params *cp = params;
         flags = (cp->has_min ? 1u : 0u) | (cp->has_max ? 2u : 0u);
         lo = cp->min;
@@ -223,70 +186,70 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
                                   uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                                   const void *params) {
     ew_kind kind = kind_of(op);
-    const char *name = vkp_op_name(op);
-    gfp_status st = vkp_check_counts(n_in, inputs_of(kind), n_out, 1, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, inputs_of(kind), n_out, 1, name);
     if (st != GFP_OK) return st;
     const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
     int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
     for (uint32_t i = 0; i < n_in; i++) {
-        if (!in[i]) return vkp_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
+        if (!in[i]) return pk_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
         t[i + 1] = in[i];
         in_dt[i] = in[i]->dtype;
     }
     if (!accepts(d, op, in_dt, out_dt))
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin does not provide it for input dtypes (%s, %s, %s) "
                         "and output %s on this device (f64 has only the ops GLSL has in double)",
-                        name, n_in > 0 ? vkp_dtype_name(in_dt[0]) : "-",
-                        n_in > 1 ? vkp_dtype_name(in_dt[1]) : "-",
-                        n_in > 2 ? vkp_dtype_name(in_dt[2]) : "-", vkp_dtype_name(out_dt[0]));
+                        name, n_in > 0 ? pk_dtype_name(in_dt[0]) : "-",
+                        n_in > 1 ? pk_dtype_name(in_dt[1]) : "-",
+                        n_in > 2 ? pk_dtype_name(in_dt[2]) : "-", pk_dtype_name(out_dt[0]));
     for (uint32_t k = 1; k <= n_in; k++)
         if (!vkp_same_shape(t[0], t[k]))
-            return vkp_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                             "%s: input %u's shape differs from the output's; elementwise operands "
                             "must have the output's sizes (broadcast with stride 0)",
                             name, (unsigned)k - 1);
-    if (kind == EW_TRI && out[0]->rank < 2)
-        return vkp_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
+    if (kind == PK_EW_TRI && out[0]->rank < 2)
+        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
                         (int)out[0]->rank);
-    if (kind == EW_ARANGE && out[0]->rank != 1)
-        return vkp_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
+    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
+        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
                         (int)out[0]->rank);
     int nt = (int)n_in + 1;
     vkp_words p;
     uint32_t spec[3] = {0, 0, 0};
     uint32_t o = (uint32_t)out_dt[0];
     switch (kind) {
-    case EW_FILL:
-        if ((st = vkp_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    case PK_EW_FILL:
+        if ((st = pk_check_params(params, GFP_FILL_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
-    case EW_ARANGE:
-        if ((st = vkp_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    case PK_EW_ARANGE:
+        if ((st = pk_check_params(params, GFP_ARANGE_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
-    case EW_TRI:
-        if ((st = vkp_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
+    case PK_EW_TRI:
+        if ((st = pk_check_params(params, GFP_TRI_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
         break;
     default: break;
     }
-    if (vkp_numel(out[0]) == 0) return GFP_OK;
-    if ((st = ew_header(&p, t, nt, kind != EW_TRI, name)) != GFP_OK) return st;
+    if (pk_numel(out[0]) == 0) return GFP_OK;
+    if ((st = ew_header(&p, t, nt, kind != PK_EW_TRI, name)) != GFP_OK) return st;
 
     switch (kind) {
-    case EW_COPY:
+    case PK_EW_COPY:
         spec[0] = o;
         spec[1] = (uint32_t)in_dt[0];
         return run(d, VKP_SH_EW_COPY, spec, 2, &p, t, 2);
-    case EW_FILL: {
+    case PK_EW_FILL: {
         fill_bytes(o, params, &p);
-        size_t es = vkp_dtype_size(o);
+        size_t es = pk_dtype_size(o);
         spec[0] = (uint32_t)es;
         return run(d, VKP_SH_EW_FILL, spec, 1, &p, t, 1);
     }
-    case EW_ARANGE: {
+    case PK_EW_ARANGE: {
         const gfp_arange_params *ap = params;
-        bool exact = !vkp_is_float(o) && is_integral(ap->start) && is_integral(ap->step);
+        bool exact = !pk_is_float(o) && is_integral(ap->start) && is_integral(ap->step);
         if (!exact && !d->has_f64)
-            return vkp_fail(GFP_ERR_UNSUPPORTED, "arange: a non-integral start or step needs "
+            return pk_fail(GFP_ERR_UNSUPPORTED, "arange: a non-integral start or step needs "
                             "64-bit floats, which this vulkan device does not have");
         vkp_put_u64(&p, exact ? (uint64_t)(int64_t)ap->start : 0);
         vkp_put_u64(&p, exact ? (uint64_t)(int64_t)ap->step : 0);
@@ -296,32 +259,32 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
         spec[1] = exact ? 1u : 0u;
         return run(d, VKP_SH_EW_ARANGE, spec, 2, &p, t, 1);
     }
-    case EW_TRI:
+    case PK_EW_TRI:
         vkp_put_u64(&p, (uint64_t)((const gfp_tri_params *)params)->diagonal);
         spec[0] = o;
         spec[1] = op == GFP_OP_TRIL ? 1u : 0u;
         return run(d, VKP_SH_EW_TRI, spec, 2, &p, t, 2);
-    case EW_UNARY:
+    case PK_EW_UNARY:
         if ((st = unary_scalars(&p, op, params, name)) != GFP_OK) return st;
         spec[0] = op;
         spec[1] = o;
         return run(d, VKP_SH_EW_UNARY, spec, 2, &p, t, 2);
-    case EW_BINARY:
+    case PK_EW_BINARY:
         spec[0] = op;
         spec[1] = o;
         return run(d, VKP_SH_EW_BINARY, spec, 2, &p, t, 3);
-    case EW_LOGICAL_NOT:
-    case EW_COMPARE:
-    case EW_LOGICAL: {
+    case PK_EW_LOGICAL_NOT:
+    case PK_EW_COMPARE:
+    case PK_EW_LOGICAL: {
         spec[0] = op;
         spec[1] = (uint32_t)in_dt[0];
-        spec[2] = kind == EW_LOGICAL_NOT ? (uint32_t)in_dt[0] : (uint32_t)in_dt[1];
-        const gfp_tensor *tt[3] = {t[0], t[1], kind == EW_LOGICAL_NOT ? t[1] : t[2]};
+        spec[2] = kind == PK_EW_LOGICAL_NOT ? (uint32_t)in_dt[0] : (uint32_t)in_dt[1];
+        const gfp_tensor *tt[3] = {t[0], t[1], kind == PK_EW_LOGICAL_NOT ? t[1] : t[2]};
         return run(d, VKP_SH_EW_PREDICATE, spec, 3, &p, tt, 3);
     }
-    case EW_WHERE:
+    case PK_EW_WHERE:
         spec[0] = o;
         return run(d, VKP_SH_EW_WHERE, spec, 1, &p, t, 4);
-    default: return vkp_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
+    default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
     }
 }

@@ -7,11 +7,6 @@
  * order: race-free, deterministic, and summed in the reference's order. */
 #include "vk_internal.h"
 
-bool vkp_index_handles(uint32_t op) {
-    return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER || op == GFP_OP_SCATTER_ADD ||
-           op == GFP_OP_INDEX_ADD;
-}
-
 static bool dtypes_ok(const vkp_device *d, uint32_t op, int32_t data, int32_t index, int32_t out) {
     bool number = data == GFP_F32 || data == GFP_F64 || data == GFP_I32 || data == GFP_I64;
     bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
@@ -33,7 +28,7 @@ uint32_t vkp_index_support(vkp_device *d, const gfp_op_query *q) {
  * launch, as the ABI wants, on an asynchronous device. */
 static gfp_status check_index_range(vkp_device *d, const gfp_tensor *index, int64_t limit,
                                     const char *name, int dim) {
-    if (vkp_numel(index) == 0) return GFP_OK;
+    if (pk_numel(index) == 0) return GFP_OK;
     gfp_buffer scratch = NULL;
     void *host_ptr;
     gfp_status st = vkp_buffer_alloc(d, 16, &scratch, &host_ptr);
@@ -57,7 +52,7 @@ static gfp_status check_index_range(vkp_device *d, const gfp_tensor *index, int6
     vkp_buffer_free(d, scratch);
     if (st != GFP_OK) return st;
     if (v[0] < 0 || v[1] >= limit)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: index %lld is out of range for dim %d of size %lld (valid range "
                         "[0, %lld))",
                         name, (long long)(v[0] < 0 ? v[0] : v[1]), dim, (long long)limit,
@@ -85,22 +80,22 @@ static bool same_but_dim(const gfp_tensor *a, const gfp_tensor *b, int dim) {
 gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    const char *name = vkp_op_name(op);
-    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, name);
-    if (st == GFP_OK) st = vkp_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
-    if (!in[0] || !in[1]) return vkp_fail(GFP_ERR_INVALID, "%s: an input is NULL", name);
+    if (!in[0] || !in[1]) return pk_fail(GFP_ERR_INVALID, "%s: an input is NULL", name);
     if (!dtypes_ok(d, op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin does not take data %s -> %s with index %s (data "
                         "f32, f64, i32, i64%s alike; index i64)",
-                        name, vkp_dtype_name(in[0]->dtype), vkp_dtype_name(out[0]->dtype),
-                        vkp_dtype_name(in[1]->dtype),
+                        name, pk_dtype_name(in[0]->dtype), pk_dtype_name(out[0]->dtype),
+                        pk_dtype_name(in[1]->dtype),
                         op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER ? " or bool" : "");
     gfp_tensor data = at_least_1d(in[0]), y = at_least_1d(out[0]), index = at_least_1d(in[1]);
     int dim = ((const gfp_dim_params *)params)->dim;
     if (dim < 0 || dim >= data.rank)
-        return vkp_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                         dim, (int)in[0]->rank);
     bool select = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD;
     bool add = op == GFP_OP_SCATTER_ADD || op == GFP_OP_INDEX_ADD;
@@ -108,23 +103,23 @@ gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const 
     const gfp_tensor *walked = add ? &data : &y;  /* src for the adds, y otherwise */
     if (select) {
         if (in[1]->rank > 1)
-            return vkp_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
+            return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
                             (int)in[1]->rank);
         if (!same_but_dim(&data, &y, dim) || walked->sizes[dim] != index.sizes[0])
-            return vkp_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                             "%s: %s must have %s's shape except in dim %d, where its size must be "
                             "the index's length %lld",
                             name, add ? "src" : "y", add ? "y" : "x", dim,
                             (long long)index.sizes[0]);
     } else {
         if (index.rank != data.rank || y.rank != data.rank)
-            return vkp_fail(GFP_ERR_INVALID, "%s: data, index and y must have the same rank", name);
+            return pk_fail(GFP_ERR_INVALID, "%s: data, index and y must have the same rank", name);
         if (!add && !vkp_same_shape(&y, &index))
-            return vkp_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
+            return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
         for (int k = 0; k < index.rank; k++)
             if ((k != dim && index.sizes[k] > indexed->sizes[k]) ||
                 (add && index.sizes[k] > walked->sizes[k]))
-                return vkp_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
+                return pk_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
                                 "the data's", name, (long long)index.sizes[k], k);
     }
     /* The walk: y's shape for the selecting ops, the index's (gather,
@@ -136,10 +131,10 @@ gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const 
         items *= sizes[k];
     }
     if ((st = check_index_range(d, in[1], indexed->sizes[dim], name, dim)) != GFP_OK) return st;
-    if (items == 0 || vkp_numel(&index) == 0) return GFP_OK;
+    if (items == 0 || pk_numel(&index) == 0) return GFP_OK;
     uint64_t loop = add ? (uint64_t)(select ? index.sizes[0] : index.sizes[dim]) : 1;
     if (loop * 2 + 16 > d->loop_budget)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu additions into one line are more loop "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %llu additions into one line are more loop "
                         "iterations than this vulkan device runs in one invocation", name,
                         (unsigned long long)loop);
     vkp_words p = {.n = 0};

@@ -18,8 +18,6 @@ int vkp_matmul_mode;
 #define MM_RW 64u /* matmul_reg: invocations per workgroup, 4 columns each */
 #define MM_RM 8u  /* matmul_reg: rows per workgroup */
 
-bool vkp_matmul_handles(uint32_t op) { return op == GFP_OP_MATMUL; }
-
 static bool dtypes_ok(const vkp_device *d, int32_t a, int32_t b, int32_t y) {
     bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64 || a == GFP_F16;
     return known && vkp_dtype_ok(d, a) && b == a && y == a;
@@ -35,29 +33,29 @@ uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
 /* y = a @ b, or y += a @ b when accumulate. */
 static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                          const gfp_tensor *y, bool accumulate) {
-    if (!a || !b) return vkp_fail(GFP_ERR_INVALID, "matmul: an input is NULL");
+    if (!a || !b) return pk_fail(GFP_ERR_INVALID, "matmul: an input is NULL");
     if (!dtypes_ok(d, a->dtype, b->dtype, y->dtype))
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "matmul: the vulkan plugin does not multiply %s by %s into %s (f32, f64, "
                         "f16, i32 or i64, all three alike)",
-                        vkp_dtype_name(a->dtype), vkp_dtype_name(b->dtype), vkp_dtype_name(y->dtype));
+                        pk_dtype_name(a->dtype), pk_dtype_name(b->dtype), pk_dtype_name(y->dtype));
     int r = a->rank;
     if (r < 2 || b->rank != r || y->rank != r)
-        return vkp_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, %d, %d)",
+        return pk_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, %d, %d)",
                         r, (int)b->rank, (int)y->rank);
     for (int k = 0; k < r - 2; k++)
         if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
-            return vkp_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y %lld)",
+            return pk_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y %lld)",
                             k, (long long)a->sizes[k], (long long)b->sizes[k],
                             (long long)y->sizes[k]);
     int64_t M = a->sizes[r - 2], K = a->sizes[r - 1], N = b->sizes[r - 1];
     if (b->sizes[r - 2] != K || y->sizes[r - 2] != M || y->sizes[r - 1] != N)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "matmul: a [..., %lld, %lld] times b [..., %lld, %lld] cannot give y "
                         "[..., %lld, %lld]",
                         (long long)M, (long long)K, (long long)b->sizes[r - 2],
                         (long long)N, (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
-    int64_t total = vkp_numel(y);
+    int64_t total = pk_numel(y);
     if (total == 0) return GFP_OK;
     int br = r - 2;
     int64_t bs[GFP_MAX_RANK], bst[3][GFP_MAX_RANK];
@@ -129,7 +127,7 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
         outer = ((uint64_t)nb + dp.groups[2] - 1) / dp.groups[2];
     } else {
         if (total > (int64_t)UINT32_MAX)
-            return vkp_fail(GFP_ERR_UNSUPPORTED, "matmul: %lld outputs are too many for one launch",
+            return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: %lld outputs are too many for one launch",
                             (long long)total);
         dp.shader = VKP_SH_MATMUL_NAIVE;
         dp.n_spec = 2;
@@ -161,7 +159,7 @@ gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     (void)op;
     (void)params;
-    gfp_status st = vkp_check_counts(n_in, 2, n_out, 1, "matmul");
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, "matmul");
     if (st != GFP_OK) return st;
     return matmul(d, in[0], in[1], out[0], false);
 }

@@ -6,11 +6,6 @@
 
 #include "vk_internal.h"
 
-bool vkp_norm_handles(uint32_t op) {
-    return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX || op == GFP_OP_LAYER_NORM ||
-           op == GFP_OP_BATCH_NORM;
-}
-
 static uint32_t want_in(uint32_t op) {
     return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
 }
@@ -53,7 +48,7 @@ static uint32_t wg_for(const vkp_device *d, int64_t n, int passes, int dims) {
 }
 
 static gfp_status too_long(const char *name, int64_t n) {
-    return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: groups of %lld elements are more than this vulkan "
+    return pk_fail(GFP_ERR_UNSUPPORTED, "%s: groups of %lld elements are more than this vulkan "
                     "device normalises in one workgroup (its per-invocation loop limit)",
                     name, (long long)n);
 }
@@ -99,8 +94,8 @@ static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
     uint64_t groups = lines * chunks;
     uint64_t gx = groups < 65535 ? groups : 65535, gy = (groups + gx - 1) / gx;
     if (groups > UINT32_MAX || gy > d->max_groups[1])
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
-                        "vulkan device normalises in one launch", vkp_op_name(op),
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
+                        "vulkan device normalises in one launch", pk_op_name(op),
                         (unsigned long long)lines, (unsigned long long)len);
     gfp_buffer scratch = NULL;
     gfp_tensor lv = {.struct_size = sizeof lv, .dtype = GFP_F32, .rank = x->rank};
@@ -156,17 +151,17 @@ static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
 
 static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
-    const char *name = vkp_op_name(op);
-    gfp_status st = vkp_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     int dim = ((const gfp_dim_params *)params)->dim;
     int max_dim = x->rank > 0 ? x->rank : 1;
     if (dim < 0 || dim >= max_dim)
-        return vkp_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
                         dim, (int)x->rank);
     if (!vkp_same_shape(x, y))
-        return vkp_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
-    int64_t numel = vkp_numel(x);
+        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    int64_t numel = pk_numel(x);
     if (numel == 0) return GFP_OK;
     int64_t len = x->rank > 0 ? x->sizes[dim] : 1;
     int lr = 0;
@@ -204,20 +199,20 @@ static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const
 
 static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = vkp_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
+    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
     if (st != GFP_OK) return st;
     const gfp_layer_norm_params *lp = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = lp->normalized_rank, orank = x->rank - nr;
     if (nr < 1 || nr > x->rank)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
                         (int)x->rank);
     const int64_t *inner = x->sizes + orank;
     if (!vkp_same_shape(x, y) || (w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)) ||
         !has_sizes(mean, orank, x->sizes) || !has_sizes(rstd, orank, x->sizes))
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "layer_norm: y must have x's shape, weight and bias that of x's last %d "
                         "dim(s), mean and rstd that of its first %d",
                         nr, orank);
@@ -306,27 +301,27 @@ static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
 
 static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = vkp_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
+    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
     if (st != GFP_OK) return st;
     const gfp_batch_norm_params *bp = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *sm = out[1], *si = out[2];
     if (x->rank < 2)
-        return vkp_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
                         (int)x->rank);
     if (bp->training > 1)
-        return vkp_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
                         (unsigned)bp->training);
     if (!bp->training && (!rm || !rv))
-        return vkp_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
                         "running_mean and running_var");
     if (!vkp_same_shape(x, y))
-        return vkp_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
+        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     const int64_t *chans = &x->sizes[1];
     const gfp_tensor *pc[6] = {w, b, rm, rv, sm, si};
     for (int i = 0; i < 6; i++)
         if (pc[i] && !has_sizes(pc[i], 1, chans))
-            return vkp_fail(GFP_ERR_INVALID,
+            return pk_fail(GFP_ERR_INVALID,
                             "batch_norm: weight, bias, running stats and saved stats must be 1-D "
                             "with C = %lld elements", (long long)*chans);
     if (*chans == 0) return GFP_OK;
@@ -409,17 +404,17 @@ static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
 gfp_status vkp_norm_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    const char *name = vkp_op_name(op);
-    gfp_status st = vkp_check_counts(n_in, want_in(op), n_out, want_out(op), name);
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, want_in(op), n_out, want_out(op), name);
     if (st != GFP_OK) return st;
     int32_t idt[8], odt[4];
-    if (!in[0]) return vkp_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
+    if (!in[0]) return pk_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
     for (uint32_t i = 0; i < n_in; i++) idt[i] = in[i] ? in[i]->dtype : -1;
     for (uint32_t i = 0; i < n_out; i++) odt[i] = out[i]->dtype;
     if (!dtypes_ok(d, op, idt, n_in, odt, n_out))
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin takes f32 or f64, every tensor alike (x is %s)",
-                        name, vkp_dtype_name(idt[0]));
+                        name, pk_dtype_name(idt[0]));
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm(d, in, out, params);
     case GFP_OP_BATCH_NORM: return batch_norm(d, in, out, params);

@@ -7,8 +7,6 @@
 
 #include "vk_internal.h"
 
-bool vkp_random_handles(uint32_t op) { return op == GFP_OP_RANDOM; }
-
 uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
     if (q->n_inputs != 0 || q->n_outputs != 1 || !d->has_f64) return GFP_SUPPORT_NONE;
     return vkp_dtype_ok(d, q->output_dtypes[0]) && q->output_dtypes[0] != GFP_F16
@@ -21,29 +19,29 @@ gfp_status vkp_random_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     (void)op;
     (void)in;
-    gfp_status st = vkp_check_counts(n_in, 0, n_out, 1, "random");
-    if (st == GFP_OK) st = vkp_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
+    gfp_status st = pk_expect_counts(n_in, 0, n_out, 1, "random");
+    if (st == GFP_OK) st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
     if (st != GFP_OK) return st;
     const gfp_random_params *rp = params;
     const gfp_tensor *y = out[0];
     if (rp->kind > GFP_RANDOM_BERNOULLI)
-        return vkp_fail(GFP_ERR_INVALID, "random: kind %u is not uniform (0), normal (1) or "
+        return pk_fail(GFP_ERR_INVALID, "random: kind %u is not uniform (0), normal (1) or "
                         "bernoulli (2)", (unsigned)rp->kind);
     if (y->dtype == GFP_F16)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "random: the vulkan plugin draws f32 and f64 numbers, "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "random: the vulkan plugin draws f32 and f64 numbers, "
                         "not f16: draw f32 and convert");
-    if (rp->kind != GFP_RANDOM_BERNOULLI && !vkp_is_float(y->dtype))
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "random: %s numbers need an f32 or f64 output, got %s "
+    if (rp->kind != GFP_RANDOM_BERNOULLI && !pk_is_float(y->dtype))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "random: %s numbers need an f32 or f64 output, got %s "
                         "(only bernoulli fills integer and bool outputs)",
                         rp->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                        vkp_dtype_name(y->dtype));
+                        pk_dtype_name(y->dtype));
     if (!d->has_f64)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "random: needs 64-bit floats (shaderFloat64) on the "
+        return pk_fail(GFP_ERR_UNSUPPORTED, "random: needs 64-bit floats (shaderFloat64) on the "
                         "vulkan device, to give the reference's numbers");
-    int64_t n = vkp_numel(y);
+    int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     if (n > (int64_t)UINT32_MAX)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "random: %lld elements are too many for one launch",
+        return pk_fail(GFP_ERR_UNSUPPORTED, "random: %lld elements are too many for one launch",
                         (long long)n);
     double scaled = rp->a * 16777216.0; /* exact: a power of two */
     uint32_t threshold = !(rp->a > 0) ? 0 : rp->a >= 1 ? 16777216u : (uint32_t)ceil(scaled);

@@ -11,10 +11,6 @@
 
 #include "vk_internal.h"
 
-bool vkp_reduce_handles(uint32_t op) {
-    return op >= GFP_OP_SUM && op <= GFP_OP_MIN_DIM;
-}
-
 static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
 
 static bool dtype_ok(const vkp_device *d, uint32_t op, int32_t dt) {
@@ -66,7 +62,7 @@ static gfp_status reduce_in_two(vkp_device *d, uint32_t op, const gfp_tensor *x,
     for (int k = 0; k < kr; k++) n_kept *= ks[k];
     gfp_buffer scratch = NULL;
     void *host_ptr = NULL;
-    gfp_status st = vkp_buffer_alloc(d, (uint64_t)(n_kept * chunks) * vkp_dtype_size(x->dtype),
+    gfp_status st = vkp_buffer_alloc(d, (uint64_t)(n_kept * chunks) * pk_dtype_size(x->dtype),
                                      &scratch, &host_ptr);
     if (st != GFP_OK) return st;
     /* x as [kept..., C, L]; partials as [kept..., C, 1], dense */
@@ -184,8 +180,8 @@ static gfp_status reduce_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
     uint64_t gx = groups < 65535 ? groups : 65535, gy = (groups + gx - 1) / gx;
     if (groups > UINT32_MAX || gy > d->max_groups[1] || gx > d->max_groups[0] ||
         (chunks > 1 && chunks / wg + 64 > iters))
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
-                        "vulkan device reduces in one launch", vkp_op_name(op),
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %llu lines of %llu elements are more than this "
+                        "vulkan device reduces in one launch", pk_op_name(op),
                         (unsigned long long)lines, (unsigned long long)len);
     gfp_buffer scratch = NULL;
     gfp_tensor sv = {.struct_size = sizeof sv, .dtype = GFP_F32, .rank = 1,
@@ -236,31 +232,31 @@ static gfp_status reduce_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
 gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    const char *name = vkp_op_name(op);
+    const char *name = pk_op_name(op);
     bool by_dim = is_dim_op(op);
-    gfp_status st = vkp_check_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
-    if (st == GFP_OK) st = vkp_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
+    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
     if (st != GFP_OK) return st;
     const gfp_reduce_params *rp = params;
     const gfp_tensor *x = in[0], *y = out[0], *idx = by_dim ? out[1] : NULL;
-    if (!x) return vkp_fail(GFP_ERR_INVALID, "%s: the input is NULL", name);
+    if (!x) return pk_fail(GFP_ERR_INVALID, "%s: the input is NULL", name);
     if (!dtype_ok(d, op, x->dtype) || y->dtype != x->dtype || (idx && idx->dtype != GFP_I64))
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin does not reduce %s to %s%s",
-                        name, vkp_dtype_name(x->dtype), vkp_dtype_name(y->dtype),
+                        name, pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
                         by_dim ? " with i64 indices" : "");
     uint32_t dims = rp->dims;
     if ((uint64_t)dims >> x->rank != 0)
-        return vkp_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
                         name, (unsigned)dims, (int)x->rank);
     if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return vkp_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
+        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
                         (unsigned)dims);
     bool ok = y->rank == x->rank && (!idx || vkp_same_shape(idx, y));
     for (int k = 0; ok && k < x->rank; k++)
         ok = y->sizes[k] == ((dims >> k) & 1u ? 1 : x->sizes[k]);
     if (!ok)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: the output must have the input's rank (%d) and sizes, with size 1 in "
                         "each reduced dim (mask 0x%x)",
                         name, (int)x->rank, (unsigned)dims);
@@ -281,13 +277,13 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     }
     bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
     if (extreme && len == 0)
-        return vkp_fail(GFP_ERR_INVALID,
+        return pk_fail(GFP_ERR_INVALID,
                         "%s: cannot reduce over zero elements (a reduced dim has size 0); the "
                         "operation has no identity", name);
-    int64_t n_out_el = vkp_numel(y);
+    int64_t n_out_el = pk_numel(y);
     if (n_out_el == 0) return GFP_OK;
     if (len > (int64_t)UINT32_MAX)
-        return vkp_fail(GFP_ERR_UNSUPPORTED, "%s: lines of %lld elements are too long", name,
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: lines of %lld elements are too long", name,
                         (long long)len);
     vkp_coalesce(&kr, ks, kst, 3);
     vkp_coalesce(&rr, rs, rst, 1);
@@ -332,7 +328,7 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
         if (st2 != GFP_ERR_UNSUPPORTED) return st2;
     }
     if (group_mode && wg == 0)
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: lines of %lld elements are longer than this vulkan device reduces "
                         "in one workgroup (its per-invocation loop limit); reduce in steps "
                         "(e.g. over a reshaped view, one dim at a time)",

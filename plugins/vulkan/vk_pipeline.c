@@ -14,7 +14,7 @@
 
 gfp_status vkp_pipeline_init(vkp_device *d) {
     d->pipes = calloc(VKP_PIPE_SLOTS, sizeof *d->pipes);
-    if (!d->pipes) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    if (!d->pipes) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     VkResult r = vk.CreatePipelineCache(d->dev, &pci, NULL, &d->cache);
     if (r != VK_SUCCESS) return vkp_fail_vk(r, "vkCreatePipelineCache");
@@ -65,7 +65,7 @@ static gfp_status module_of(vkp_device *d, uint32_t shader, VkShaderModule *out)
     if (d->has_f16 && vkp_spirv[variant + 2][shader].size) variant += 2;
     const vkp_spirv_blob *blob = &vkp_spirv[variant][shader];
     if (!blob->size)
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
+        return pk_fail(GFP_ERR_UNSUPPORTED,
                         "vulkan: shader %s needs 64-bit floats, which %s does not have",
                         vkp_shader_names[shader], d->phys->props.deviceName);
     VkShaderModuleCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -94,7 +94,7 @@ static gfp_status pipeline_of(vkp_device *d, const vkp_dispatch *dp, VkPipeline 
         }
     }
     if (!e)
-        return vkp_fail(GFP_ERR_INTERNAL, "vulkan: more than %d pipelines", VKP_PIPE_SLOTS);
+        return pk_fail(GFP_ERR_INTERNAL, "vulkan: more than %d pipelines", VKP_PIPE_SLOTS);
     VkShaderModule module = VK_NULL_HANDLE;
     gfp_status st = module_of(d, dp->shader, &module);
     if (st != GFP_OK) return st;
@@ -148,17 +148,17 @@ uint32_t vkp_pick_wg(const vkp_device *d, uint64_t iterations, uint32_t least, u
 
 gfp_status vkp_dispatch_run(vkp_device *d, const vkp_dispatch *dp) {
     if (dp->shader >= VKP_SHADER_COUNT)
-        return vkp_fail(GFP_ERR_INTERNAL, "vulkan: no shader %u", (unsigned)dp->shader);
+        return pk_fail(GFP_ERR_INTERNAL, "vulkan: no shader %u", (unsigned)dp->shader);
     uint32_t nb = vkp_shader_bindings[dp->shader];
     if (dp->n_tensors + 1 != nb || nb > VKP_MAX_BINDINGS)
-        return vkp_fail(GFP_ERR_INTERNAL, "vulkan: shader %s takes %u bindings, given %u",
+        return pk_fail(GFP_ERR_INTERNAL, "vulkan: shader %s takes %u bindings, given %u",
                         vkp_shader_names[dp->shader], (unsigned)nb, (unsigned)dp->n_tensors + 1);
     /* An f16 tensor given to a shader without f16 paths would be skipped
      * silently by the shader: refuse (a family declaring f16 by mistake). */
     for (uint32_t i = 0; i < dp->n_tensors; i++)
         if (dp->tensors[i] && dp->tensors[i]->dtype == GFP_F16 &&
             !vkp_spirv[(d->has_f64 ? 1 : 0) + 2][dp->shader].size)
-            return vkp_fail(GFP_ERR_INTERNAL, "vulkan: shader %s has no f16 build",
+            return pk_fail(GFP_ERR_INTERNAL, "vulkan: shader %s has no f16 build",
                             vkp_shader_names[dp->shader]);
     VkPipeline pipeline = VK_NULL_HANDLE;
     gfp_status st = pipeline_of(d, dp, &pipeline);

@@ -14,54 +14,33 @@
 #include "vk_internal.h"
 #include "plugin_negotiate.h"
 
-const gfp_host *vkp_host;
-
-gfp_status vkp_fail(gfp_status status, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (vkp_host) vkp_host->set_error(vkp_host->host_ctx, msg);
-    return status;
-}
-
-void vkp_log(gfp_log_level level, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (vkp_host) vkp_host->log(vkp_host->host_ctx, level, msg);
-}
 
 gfp_status vkp_fail_vk(VkResult r, const char *what) {
     gfp_status st = (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
                         ? GFP_ERR_OUT_OF_MEMORY
                         : GFP_ERR_DEVICE;
-    return vkp_fail(st, "vulkan: %s failed with %s", what, vkp_result_name(r));
+    return pk_fail(st, "vulkan: %s failed with %s", what, vkp_result_name(r));
 }
 
 /* ------------------------------------------------------------ families */
 typedef struct vkp_family {
-    bool (*handles)(uint32_t op);
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
     uint32_t (*support)(vkp_device *d, const gfp_op_query *q);
     gfp_status (*launch)(vkp_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
 } vkp_family;
 
-#define VKP_FAMILY_ENTRY(f) {vkp_##f##_handles, vkp_##f##_support, vkp_##f##_launch}
-static const vkp_family families[] = {
-    VKP_FAMILY_ENTRY(elementwise), VKP_FAMILY_ENTRY(random), VKP_FAMILY_ENTRY(reduce),
-    VKP_FAMILY_ENTRY(matmul),      VKP_FAMILY_ENTRY(norm),   VKP_FAMILY_ENTRY(index),
-    VKP_FAMILY_ENTRY(conv),
-};
+#define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch},
+static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)};
 #undef VKP_FAMILY_ENTRY
 
-static const vkp_family *family_of(uint32_t op) {
-    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        if (families[i].handles(op)) return &families[i];
-    return NULL;
+/* A live buffer of this plugin: its size. */
+static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size) {
+    (void)ctx;
+    const vkp_buf *b = buffer;
+    if (!b || b->magic != VKP_BUF_MAGIC) return GFP_ERR_INVALID;
+    *size = b->size;
+    return GFP_OK;
 }
 
 uint32_t vkp_device_dtypes(const vkp_device *d) {
@@ -114,7 +93,7 @@ static gfp_status vkp_init(void **plugin_ctx) {
     vkp_instance_init();
     initialised = true;
     if (vkp_ctx.n_phys == 0)
-        vkp_log(GFP_LOG_INFO, "vulkan: no device: %s", vkp_ctx.reason);
+        pk_log(GFP_LOG_INFO, "vulkan: no device: %s", vkp_ctx.reason);
     return GFP_OK;
 }
 
@@ -129,26 +108,26 @@ static void shutdown_all(void) {
         if (vkp_ctx.phys[i].open) vkp_device_close(vkp_ctx.phys[i].open);
     long n = atomic_load(&vkp_validation_count);
     if (n > 0)
-        vkp_log(GFP_LOG_WARN, "vulkan: %ld validation message(s) were reported during the run", n);
+        pk_log(GFP_LOG_WARN, "vulkan: %ld validation message(s) were reported during the run", n);
     vkp_instance_shutdown();
     initialised = false;
 }
 
 static gfp_status vkp_device_count(void *plugin_ctx, uint32_t *count) {
     (void)plugin_ctx;
-    if (!count) return vkp_fail(GFP_ERR_INVALID, "device_count: count is NULL");
+    if (!count) return pk_fail(GFP_ERR_INVALID, "device_count: count is NULL");
     *count = vkp_ctx.n_phys;
-    if (*count == 0 && vkp_host)
-        vkp_host->set_error(vkp_host->host_ctx,
+    if (*count == 0 && pk_host)
+        pk_host->set_error(pk_host->host_ctx,
                             vkp_ctx.reason[0] ? vkp_ctx.reason : "no Vulkan device");
     return GFP_OK;
 }
 
 static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
     (void)plugin_ctx;
-    if (!props) return vkp_fail(GFP_ERR_INVALID, "device_props: props is NULL");
+    if (!props) return pk_fail(GFP_ERR_INVALID, "device_props: props is NULL");
     if (index >= vkp_ctx.n_phys)
-        return vkp_fail(GFP_ERR_NOT_FOUND, "device_props: vulkan device %u does not exist (%u found)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_props: vulkan device %u does not exist (%u found)",
                         (unsigned)index, (unsigned)vkp_ctx.n_phys);
     const vkp_physical *ph = &vkp_ctx.phys[index];
     gfp_device_props full;
@@ -180,12 +159,7 @@ static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_
              (unsigned)(ph->props.limits.maxStorageBufferRange >> 20),
              (unsigned)ph->props.limits.maxComputeWorkGroupInvocations,
              vkp_ctx.validation ? ", validation on" : "");
-    uint32_t size = props->struct_size;
-    size_t n = size < sizeof full ? size : sizeof full;
-    if (n > sizeof full.struct_size)
-        memcpy((char *)props + sizeof full.struct_size, (const char *)&full + sizeof full.struct_size,
-               n - sizeof full.struct_size);
-    return GFP_OK;
+    return pk_copy_props(props, &full);
 }
 
 static uint32_t pick_memory(const vkp_physical *ph, VkMemoryPropertyFlags want,
@@ -199,7 +173,7 @@ static uint32_t pick_memory(const vkp_physical *ph, VkMemoryPropertyFlags want,
 
 static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **out) {
     vkp_device *d = calloc(1, sizeof *d);
-    if (!d) return vkp_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory opening a device");
+    if (!d) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "vulkan: out of host memory opening a device");
     d->phys = ph;
     d->index = index;
     d->has_f64 = ph->has_f64;
@@ -266,7 +240,7 @@ static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **o
     const char *bl = secure_getenv("GRAFT_VULKAN_BATCH");
     if (bl && atoi(bl) > 0) d->batch_limit = (uint32_t)atoi(bl);
     gfp_status st = d->host_type == UINT32_MAX
-                        ? vkp_fail(GFP_ERR_DEVICE, "vulkan: %s has no host-visible coherent memory "
+                        ? pk_fail(GFP_ERR_DEVICE, "vulkan: %s has no host-visible coherent memory "
                                    "for staging", ph->props.deviceName)
                         : GFP_OK;
     if (st == GFP_OK) st = vkp_memory_init(d);
@@ -283,10 +257,10 @@ static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **o
 
 static gfp_status vkp_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
-    if (!device) return vkp_fail(GFP_ERR_INVALID, "device_open: device is NULL");
+    if (!device) return pk_fail(GFP_ERR_INVALID, "device_open: device is NULL");
     *device = NULL;
     if (index >= vkp_ctx.n_phys)
-        return vkp_fail(GFP_ERR_NOT_FOUND, "device_open: vulkan device %u does not exist (%u found)",
+        return pk_fail(GFP_ERR_NOT_FOUND, "device_open: vulkan device %u does not exist (%u found)",
                         (unsigned)index, (unsigned)vkp_ctx.n_phys);
     vkp_physical *ph = &vkp_ctx.phys[index];
     if (ph->open) {
@@ -306,7 +280,7 @@ static void vkp_device_close(void *device) {
         vkp_batch_finish(d);
         vk.DeviceWaitIdle(d->dev);
         if (d->live_buffers > 0)
-            vkp_log(GFP_LOG_WARN, "vulkan: %ld buffer(s) still allocated when the device closed",
+            pk_log(GFP_LOG_WARN, "vulkan: %ld buffer(s) still allocated when the device closed",
                     d->live_buffers);
         vkp_pipeline_shutdown(d);
         vkp_batch_shutdown(d);
@@ -319,66 +293,42 @@ static void vkp_device_close(void *device) {
 
 /* Entry points that would call Vulkan fail once the process is exiting. */
 gfp_status vkp_exiting_error(const char *what) {
-    return vkp_fail(GFP_ERR_DEVICE, "vulkan: %s after exit() began: the driver may be torn down "
+    return pk_fail(GFP_ERR_DEVICE, "vulkan: %s after exit() began: the driver may be torn down "
                     "already; finish device work before exit", what);
 }
 
 static gfp_status vkp_synchronize(void *device) {
-    if (!device) return vkp_fail(GFP_ERR_INVALID, "synchronize: device is NULL");
+    if (!device) return pk_fail(GFP_ERR_INVALID, "synchronize: device is NULL");
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error("synchronize");
     return vkp_batch_finish(device);
 }
 
 /* ------------------------------------------------------------ ops */
 static gfp_status vkp_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
-    if (!support) return vkp_fail(GFP_ERR_INVALID, "query_op: support is NULL");
-    *support = GFP_SUPPORT_NONE;
-    if (!device || !q) return vkp_fail(GFP_ERR_INVALID, "query_op: device or query is NULL");
-    if (q->struct_size < GFP_OP_QUERY_SIZE_V1_0)
-        return vkp_fail(GFP_ERR_INVALID, "query_op: query struct_size is %u, at least %zu needed",
-                        (unsigned)q->struct_size, (size_t)GFP_OP_QUERY_SIZE_V1_0);
-    if (q->n_inputs > 8 || q->n_outputs > 4)
-        return vkp_fail(GFP_ERR_INVALID,
-                        "query_op: %u inputs and %u outputs exceed the query's 8 and 4 slots",
-                        (unsigned)q->n_inputs, (unsigned)q->n_outputs);
     vkp_device *d = device;
-    if (atomic_load(&vkp_exiting)) return GFP_OK; /* none: the device is gone */
-    for (uint32_t i = 0; i < q->n_inputs; i++)
-        if (q->input_dtypes[i] != -1 && !vkp_dtype_ok(d, q->input_dtypes[i])) return GFP_OK;
-    for (uint32_t i = 0; i < q->n_outputs; i++)
-        if (!vkp_dtype_ok(d, q->output_dtypes[i])) return GFP_OK;
-    const vkp_family *f = family_of(q->op);
+    if (!d) return pk_fail(GFP_ERR_INVALID, "query_op: device is NULL");
+    if (atomic_load(&vkp_exiting)) { /* none: the device is gone */
+        if (support) *support = GFP_SUPPORT_NONE;
+        return GFP_OK;
+    }
+    gfp_status st;
+    const vkp_family *f = PK_QUERY_ROUTE(families, q, support, vkp_device_dtypes(d), &st);
     if (f) *support = f->support(d, q);
-    return GFP_OK;
+    return st;
 }
 
 static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     vkp_device *d = device;
-    if (!d) return vkp_fail(GFP_ERR_INVALID, "launch: device is NULL");
-    if (atomic_load(&vkp_exiting)) return vkp_exiting_error(vkp_op_name(op));
-    const vkp_family *f = family_of(op);
-    if (!f)
-        return vkp_fail(GFP_ERR_UNSUPPORTED,
-                        "op id %u is not an op the vulkan plugin knows (unknown or newer than "
-                        "ABI %d.%d)",
-                        (unsigned)op, GFP_ABI_MAJOR, GFP_ABI_MINOR);
-    if ((n_inputs && !inputs) || (n_outputs && !outputs))
-        return vkp_fail(GFP_ERR_INVALID, "%s: the inputs or outputs array is NULL", vkp_op_name(op));
-    if (n_inputs > 8 || n_outputs > 4)
-        return vkp_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs are more than any op takes",
-                        vkp_op_name(op), (unsigned)n_inputs, (unsigned)n_outputs);
-    gfp_status st = GFP_OK;
-    for (uint32_t i = 0; i < n_inputs && st == GFP_OK; i++)
-        if (inputs[i]) st = vkp_check_tensor(d, op, "input", i, inputs[i]);
-    for (uint32_t i = 0; i < n_outputs && st == GFP_OK; i++) {
-        if (!outputs[i])
-            return vkp_fail(GFP_ERR_INVALID, "%s: output %u is NULL", vkp_op_name(op), (unsigned)i);
-        st = vkp_check_tensor(d, op, "output", i, outputs[i]);
-    }
-    if (st != GFP_OK) return st;
-    return f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
+    if (!d) return pk_fail(GFP_ERR_INVALID, "launch: device is NULL");
+    if (atomic_load(&vkp_exiting)) return vkp_exiting_error(pk_op_name(op));
+    const pk_device_rules rules = {"vulkan", d->phys ? d->phys->props.deviceName : "vulkan",
+                                   vkp_device_dtypes(d), buffer_size, NULL};
+    gfp_status st;
+    const vkp_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
+                                          n_outputs, params, &st);
+    return f ? f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params) : st;
 }
 
 /* ------------------------------------------------------------ extension */
@@ -414,7 +364,7 @@ static gfp_status vkp_query_extension(void *plugin_ctx, const char *name, void *
         *out = (void *)&stats_ext;
         return GFP_OK;
     }
-    return vkp_fail(GFP_ERR_NOT_FOUND, "the vulkan plugin has no extension \"%s\" (it has "
+    return pk_fail(GFP_ERR_NOT_FOUND, "the vulkan plugin has no extension \"%s\" (it has "
                     "\"vulkan.stats\")", name ? name : "(null)");
 }
 
@@ -450,6 +400,6 @@ GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *reques
                                              const gfp_plugin **table) {
     const gfp_host *host = NULL;
     gfp_status st = gfp_plugin_negotiate_common(request, table, &vkp_table, &host);
-    if (st == GFP_OK) vkp_host = host;
+    if (st == GFP_OK) pk_host = host;
     return st;
 }

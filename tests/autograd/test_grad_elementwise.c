@@ -90,6 +90,14 @@ static gf_tensor *w_leaky(const gf_tensor *x) { return gf_leaky_relu(x, 0.1); }
 static gf_tensor *w_elu(const gf_tensor *x) { return gf_elu(x, 1.3); }
 static gf_tensor *w_gelu(const gf_tensor *x) { return gf_gelu(x, false); }
 static gf_tensor *w_gelu_tanh(const gf_tensor *x) { return gf_gelu(x, true); }
+/* 2.5 x spreads the values over all three pieces of hardswish (none within
+ * the finite-difference step of -3 or 3). */
+static gf_tensor *w_hardswish(const gf_tensor *x) {
+    gf_tensor *s = gf_mul_scalar(x, 2.5);
+    gf_tensor *y = s ? gf_hardswish(s) : NULL;
+    gf_tensor_release(s);
+    return y;
+}
 static gf_tensor *w_softplus(const gf_tensor *x) { return gf_softplus(x, 2.0, 3.0); }
 static gf_tensor *w_softplus_def(const gf_tensor *x) { return gf_softplus(x, 1.0, 20.0); }
 static gf_tensor *w_softplus_neg(const gf_tensor *x) { return gf_softplus(x, -1.5, 2.0); }
@@ -124,6 +132,11 @@ static double d_gelu(double x) {
     return 0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x * x / 2) / sqrt(2 * PI);
 }
 /* y = x/2 (1 + tanh u), u = k (x + c x^3): y' = (1 + tanh u)/2 + x/2 sech^2(u) u'. */
+/* PyTorch's hardswish_backward, times the 2.5 of w_hardswish. */
+static double d_hardswish(double x) {
+    double u = 2.5 * x;
+    return 2.5 * (u < -3 ? 0 : u <= 3 ? u / 3 + 0.5 : 1);
+}
 static double d_gelu_tanh(double x) {
     double k = sqrt(2 / PI), c = 0.044715, u = k * (x + c * x * x * x);
     double sech2 = 1 / (cosh(u) * cosh(u));
@@ -171,6 +184,7 @@ static const uop UOPS[] = {
     {"gelu", w_gelu, D_ANY, d_gelu, "GeluBackward"},
     {"gelu_tanh", w_gelu_tanh, D_ANY, d_gelu_tanh, "GeluBackward"},
     {"silu", gf_silu, D_ANY, d_silu, "SiluBackward"},
+    {"hardswish", w_hardswish, D_ANY, d_hardswish, "HardswishBackward"},
     {"softplus", w_softplus, D_ANY, d_softplus, "SoftplusBackward"},
     {"softplus_default", w_softplus_def, D_ANY, d_softplus_def, "SoftplusBackward"},
     {"softplus_neg_beta", w_softplus_neg, D_ANY, d_softplus_neg, "SoftplusBackward"},
@@ -274,7 +288,7 @@ static void test_unary_gradcheck(void) {
 /* First-order checks in f32 with loose tolerances. */
 static void test_unary_gradcheck_f32(void) {
     const char *names[] = {"exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "softplus", "log",
-                           "rsqrt", "silu", "erf"};
+                           "rsqrt", "silu", "erf", "hardswish"};
     gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
     for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
         const uop *op = NULL;
@@ -698,6 +712,10 @@ static void test_conventions(void) {
     check_unary_grad(w_pow_2, DV(0, -3), 2, DV(0, -6), "pow_scalar 2");
     check_unary_grad(w_pow_half, DV(0, 4), 2, DV(INFINITY, 0.25), "pow_scalar 0.5");
     check_unary_grad(gf_log, DV(0), 1, DV(INFINITY), "log");
+    /* hardswish: PyTorch's pieces, x < -3 | -3 <= x <= 3 | x > 3, so -1/2 at
+     * -3 and 3/2 at 3 (the middle formula at both ends); NaN passes g. */
+    check_unary_grad(gf_hardswish, DV(-4, -3, 0, 1.5, 3, 4, NAN), 7,
+                     DV(0, -0.5, 0.5, 1, 1.5, 1, 1), "hardswish");
     /* maximum/minimum against a scalar: ties split. */
     check_unary_grad(w_max_s, DV(0, 1, 2), 3, DV(0, 0.5, 1), "maximum_scalar");
     check_unary_grad(w_min_s, DV(0, 1, 2), 3, DV(1, 0.5, 0), "minimum_scalar");

@@ -52,6 +52,7 @@ static const unary_case unary_cases[] = {
     {"leaky_relu", leaky, false, XV_GENERAL},   {"elu", elu, false, XV_GENERAL},
     {"gelu", gelu, false, XV_GENERAL},          {"gelu_tanh", gelu_tanh, false, XV_GENERAL},
     {"silu", gf_silu, false, XV_GENERAL},       {"softplus", softplus, false, XV_GENERAL},
+    {"hardswish", gf_hardswish, false, XV_GENERAL},
     {"erf", gf_erf, false, XV_GENERAL},         {"floor", gf_floor, false, XV_GENERAL},
     {"ceil", gf_ceil, false, XV_GENERAL},       {"round", gf_round, false, XV_GENERAL},
     {"clamp", clamp, true, XV_GENERAL},         {"clamp (min only)", clamp_lo, true, XV_GENERAL},

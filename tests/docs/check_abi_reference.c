@@ -5,7 +5,8 @@
  * The page is written by hand from the header; this program keeps the two
  * in step. It checks:
  *  1. every numeric constant of the header (enum members and #defines such
- *     as GFP_OP_ADD = 60 or GFP_DEVICE_FLAG_THREAD_SAFE 0x2u) has a row
+ *     as GFP_DEVICE_FLAG_THREAD_SAFE 0x2u) and every op id of graft_ops.def
+ *     (GFP_OP_ADD = 60) has a row
  *     "| `NAME` | value |" in the page with that value, and every such row
  *     of the page names a constant of the header (or a struct size below)
  *     with that value;
@@ -24,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graft_plugin.h"
+#include "graft_ops.h"
 
 /* ------------------------------------------------------------ what the compiler knows */
 typedef struct field_info {
@@ -231,6 +232,15 @@ static void header_constants(const char *h) {
         while (*q && *q != ',' && *q != '\n' && *q != '/' && *q != ' ') q++;
         long long val;
         if (parse_int(v, (size_t)(q - v), &val)) add_const(p, len, val);
+    }
+}
+
+/* The op ids, from graft_ops.def (the header builds enum gfp_op from it). */
+static void table_constants(void) {
+    for (int i = 0; i < GFP_OP_ROW_COUNT; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "GFP_OP_%s", gfp_op_table[i].id);
+        add_const(name, (size_t)n, (long long)gfp_op_table[i].op);
     }
 }
 
@@ -490,6 +500,7 @@ int main(int argc, char **argv) {
     }
     char *h = read_file(argv[1]), *doc = read_file(argv[2]);
     header_constants(h);
+    table_constants();
     if (n_consts < 100) fail("only %d constants found in the header", n_consts);
     check_constant_rows(doc);
     for (size_t i = 0; i < N_STRUCTS; i++) {

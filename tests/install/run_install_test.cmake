@@ -49,6 +49,7 @@ if(MODE STREQUAL "prefix")
   foreach(f
       "${INCLUDEDIR}/graft.h" "${INCLUDEDIR}/graft/types.h" "${INCLUDEDIR}/graft/tensor.h"
       "${INCLUDEDIR}/graft/interop.h" "${INCLUDEDIR}/graft/graft_plugin.h"
+      "${INCLUDEDIR}/graft/graft_ops.def" "${INCLUDEDIR}/graft/graft_ops.h"
       "${LIBDIR}/libgraft.so" "${LIBDIR}/libgraft.so.0" "${LIBDIR}/libgraft.so.${VERSION}"
       "${LIBDIR}/graft/plugins/libgraft-reference.so"
       "${BINDIR}/graft-info"

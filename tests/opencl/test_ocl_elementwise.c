@@ -66,6 +66,7 @@ static const unary_case unary_cases[] = {
     {"gelu", gelu, false, XV_GENERAL},
     {"gelu_tanh", gelu_tanh, false, XV_GENERAL},
     {"silu", gf_silu, false, XV_GENERAL},
+    {"hardswish", gf_hardswish, false, XV_GENERAL},
     {"softplus", softplus, false, XV_GENERAL},
     {"erf", gf_erf, false, XV_GENERAL},
     {"floor", gf_floor, false, XV_GENERAL},

@@ -24,6 +24,7 @@ static double r_gelu_tanh(double x) {
     return 0.5 * x * (1 + tanh(sqrt(2 / OT_PI) * (x + 0.044715 * x * x * x)));
 }
 static double r_silu(double x) { return x / (1 + exp(-x)); }
+static double r_hardswish(double x) { return x * fmin(fmax(x + 3, 0), 6) / 6; }
 static double r_softplus(double x) { return log1p(exp(x)); }
 /* beta 2, threshold 1: linear once beta * x > threshold */
 static double r_softplus_b2(double x) { return 2 * x > 1 ? x : log1p(exp(2 * x)) / 2; }
@@ -98,6 +99,7 @@ static const unary_case cases[] = {
     {"gelu", w_gelu, r_gelu, {-3, -1, 0, 0.5, 1, 3}, false},
     {"gelu_tanh", w_gelu_tanh, r_gelu_tanh, {-3, -1, 0, 0.5, 1, 3}, false},
     {"silu", gf_silu, r_silu, {-3, -1, 0, 0.5, 1, 3}, false},
+    {"hardswish", gf_hardswish, r_hardswish, {-4, -3, -1.5, 0.5, 3, 4.5}, false},
     {"softplus", w_softplus, r_softplus, {-3, -1, 0, 0.5, 1, 3}, false},
     {"softplus_beta2", w_softplus_b2, r_softplus_b2, {-3, -1, 0, 0.4, 0.6, 3}, false},
     {"erf", gf_erf, erf, {-2, -0.5, 0, 0.1, 1, 3}, false},

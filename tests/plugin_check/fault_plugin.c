@@ -48,12 +48,12 @@ static gfp_status fault_launch(void *device, uint32_t op, const gfp_tensor *cons
                                uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                                const void *params) {
     gfp_status st = inner->launch(device, op, in, n_in, out, n_out, params);
-    if (st != GFP_OK || n_out < 1 || ref_numel(out[0]) == 0) return st;
+    if (st != GFP_OK || n_out < 1 || pk_numel(out[0]) == 0) return st;
     const gfp_tensor *y = out[0];
 #if defined(FAULT_OOB)
     if (op == GFP_OP_MUL) {
         /* The element after the last one: outside the view, maybe outside the buffer. */
-        size_t es = ref_dtype_size(y->dtype);
+        size_t es = pk_dtype_size(y->dtype);
         memset(ref_base(y) + (last_offset(y) + 1) * (int64_t)es, 0x42, es);
     }
 #elif defined(FAULT_WRONG)

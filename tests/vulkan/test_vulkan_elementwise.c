@@ -54,7 +54,7 @@ static void test_unary_f32(void) {
         {"erf", gf_erf, -4, 4, 2e-6},       {"floor", gf_floor, -9, 9, 0},
         {"ceil", gf_ceil, -9, 9, 0},        {"round", gf_round, -9, 9, 0},
         {"clamp", clamp_both, -3, 3, 0},    {"clamp_min", clamp_min, -3, 3, 0},
-        {"pow_scalar", pow_s, 0, 4, 2e-6},
+        {"pow_scalar", pow_s, 0, 4, 2e-6},  {"hardswish", gf_hardswish, -5, 5, 2e-6},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         run_unary(c[i].n, c[i].f, GF_F32, c[i].lo, c[i].hi, c[i].tol);
@@ -79,7 +79,7 @@ static void test_unary_f64_int(void) {
         {"tanh", gf_tanh, -25, 25},     {"sigmoid", gf_sigmoid, -30, 30}, {"elu", elu, -5, 5},
         {"gelu_tanh", gelu_tanh, -6, 6}, {"silu", gf_silu, -9, 9},     {"softplus", softplus, -4, 4},
         {"pow_scalar", pow_s, 0, 5},    {"pow_scalar3", pow_i, -4, 4},
-        {"erf", gf_erf, -7, 7},         {"gelu", gelu, -6, 6},
+        {"erf", gf_erf, -7, 7},         {"gelu", gelu, -6, 6},        {"hardswish", gf_hardswish, -6, 6},
     };
     for (size_t i = 0; i < sizeof t64 / sizeof t64[0]; i++)
         run_unary(t64[i].n, t64[i].f, GF_F64, t64[i].lo, t64[i].hi, 4e-15);

@@ -106,10 +106,13 @@ static const unary_info unary_table[] = {
 };
 #define N_UNARY (sizeof unary_table / sizeof unary_table[0])
 
+/* An op of the table without a row here gets a domain that covers the
+ * breakpoints of the usual activations and the transcendental tolerance. */
 static const unary_info *unary_of(uint32_t op) {
+    static const unary_info other = {0, PC_GEN_UNIFORM, -5, 5, -100, 100, PC_TOL_TRANSCENDENTAL};
     for (size_t i = 0; i < N_UNARY; i++)
         if (unary_table[i].op == op) return &unary_table[i];
-    return NULL;
+    return &other;
 }
 
 /* Parameter variants of the unary ops that take parameters. */
@@ -246,7 +249,17 @@ static bool build_logical_not(const pc_op *op, const pc_combo *cb, int k, bool q
 }
 
 /* ------------------------------------------------------------ binary */
-static bool is_compare(uint32_t op) { return op >= GFP_OP_EQ && op <= GFP_OP_GE; }
+static bool is_compare(uint32_t op) {
+    switch (op) {
+    case GFP_OP_EQ:
+    case GFP_OP_NE:
+    case GFP_OP_LT:
+    case GFP_OP_LE:
+    case GFP_OP_GT:
+    case GFP_OP_GE: return true;
+    default: return false;
+    }
+}
 static bool is_logical(uint32_t op) { return op == GFP_OP_LOGICAL_AND || op == GFP_OP_LOGICAL_OR; }
 
 static int combos_binary(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
@@ -497,62 +510,40 @@ static bool build_tri(const pc_op *op, const pc_combo *cb, int k, bool quick, pc
     return true;
 }
 
-/* ------------------------------------------------------------ the table */
-#define UNARY(id, name) {id, name, PC_OP_ELEMENTWISE, combos_unary, build_unary}
-#define BINARY(id, name) {id, name, PC_OP_ELEMENTWISE, combos_binary, build_binary}
-const pc_op pc_ops_elementwise[] = {
-    {GFP_OP_COPY, "copy", PC_OP_ELEMENTWISE, combos_copy, build_copy},
-    {GFP_OP_FILL, "fill", PC_OP_ELEMENTWISE, combos_out_only, build_fill},
-    {GFP_OP_ARANGE, "arange", 0, combos_out_only, build_arange},
-    {GFP_OP_RANDOM, "random", 0, combos_out_only, build_random},
-    {GFP_OP_TRIL, "tril", PC_OP_ELEMENTWISE, combos_unary, build_tri},
-    {GFP_OP_TRIU, "triu", PC_OP_ELEMENTWISE, combos_unary, build_tri},
-    UNARY(GFP_OP_NEG, "neg"),
-    UNARY(GFP_OP_ABS, "abs"),
-    UNARY(GFP_OP_SIGN, "sign"),
-    UNARY(GFP_OP_EXP, "exp"),
-    UNARY(GFP_OP_LOG, "log"),
-    UNARY(GFP_OP_LOG1P, "log1p"),
-    UNARY(GFP_OP_EXPM1, "expm1"),
-    UNARY(GFP_OP_SQRT, "sqrt"),
-    UNARY(GFP_OP_RSQRT, "rsqrt"),
-    UNARY(GFP_OP_RECIPROCAL, "reciprocal"),
-    UNARY(GFP_OP_SQUARE, "square"),
-    UNARY(GFP_OP_SIN, "sin"),
-    UNARY(GFP_OP_COS, "cos"),
-    UNARY(GFP_OP_TANH, "tanh"),
-    UNARY(GFP_OP_SIGMOID, "sigmoid"),
-    UNARY(GFP_OP_RELU, "relu"),
-    UNARY(GFP_OP_LEAKY_RELU, "leaky_relu"),
-    UNARY(GFP_OP_ELU, "elu"),
-    UNARY(GFP_OP_GELU, "gelu"),
-    UNARY(GFP_OP_GELU_TANH, "gelu_tanh"),
-    UNARY(GFP_OP_SILU, "silu"),
-    UNARY(GFP_OP_SOFTPLUS, "softplus"),
-    UNARY(GFP_OP_ERF, "erf"),
-    UNARY(GFP_OP_FLOOR, "floor"),
-    UNARY(GFP_OP_CEIL, "ceil"),
-    UNARY(GFP_OP_ROUND, "round"),
-    UNARY(GFP_OP_CLAMP, "clamp"),
-    UNARY(GFP_OP_POW_SCALAR, "pow_scalar"),
-    {GFP_OP_LOGICAL_NOT, "logical_not", PC_OP_ELEMENTWISE, combos_to_bool, build_logical_not},
-    BINARY(GFP_OP_ADD, "add"),
-    BINARY(GFP_OP_SUB, "sub"),
-    BINARY(GFP_OP_MUL, "mul"),
-    BINARY(GFP_OP_DIV, "div"),
-    BINARY(GFP_OP_POW, "pow"),
-    BINARY(GFP_OP_MAXIMUM, "maximum"),
-    BINARY(GFP_OP_MINIMUM, "minimum"),
-    BINARY(GFP_OP_EQ, "eq"),
-    BINARY(GFP_OP_NE, "ne"),
-    BINARY(GFP_OP_LT, "lt"),
-    BINARY(GFP_OP_LE, "le"),
-    BINARY(GFP_OP_GT, "gt"),
-    BINARY(GFP_OP_GE, "ge"),
-    BINARY(GFP_OP_LOGICAL_AND, "logical_and"),
-    BINARY(GFP_OP_LOGICAL_OR, "logical_or"),
-    {GFP_OP_WHERE, "where", PC_OP_ELEMENTWISE, combos_where, build_where},
-};
-#undef UNARY
-#undef BINARY
-const size_t pc_ops_elementwise_count = sizeof pc_ops_elementwise / sizeof pc_ops_elementwise[0];
+/* ------------------------------------------------------------ the families */
+bool pc_cases_elementwise(const gfp_op_info *row, pc_op *op) {
+    op->flags = PC_OP_ELEMENTWISE;
+    switch (row->family) {
+    case GFP_FAMILY_COPY:
+        op->combos = combos_copy;
+        op->build = build_copy;
+        return true;
+    case GFP_FAMILY_CREATE:
+        op->combos = combos_out_only;
+        op->build = row->op == GFP_OP_FILL ? build_fill : build_arange;
+        if (row->op != GFP_OP_FILL) op->flags = 0;
+        return true;
+    case GFP_FAMILY_RANDOM:
+        op->flags = 0;
+        op->combos = combos_out_only;
+        op->build = build_random;
+        return true;
+    case GFP_FAMILY_TRI:
+        op->combos = combos_unary;
+        op->build = build_tri;
+        return true;
+    case GFP_FAMILY_UNARY:
+        op->combos = row->op == GFP_OP_LOGICAL_NOT ? combos_to_bool : combos_unary;
+        op->build = row->op == GFP_OP_LOGICAL_NOT ? build_logical_not : build_unary;
+        return true;
+    case GFP_FAMILY_BINARY:
+        op->combos = combos_binary;
+        op->build = build_binary;
+        return true;
+    case GFP_FAMILY_WHERE:
+        op->combos = combos_where;
+        op->build = build_where;
+        return true;
+    default: return false;
+    }
+}

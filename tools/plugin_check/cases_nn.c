@@ -293,14 +293,21 @@ static bool build_pool(const pc_op *op, const pc_combo *cb, int k, bool quick, p
 }
 
 /* ------------------------------------------------------------ the table */
-const pc_op pc_ops_nn[] = {
-    {GFP_OP_MATMUL, "matmul", 0, combos_same_2, build_matmul},
-    {GFP_OP_CONV2D, "conv2d", 0, combos_conv, build_conv},
-    {GFP_OP_CONV2D_BACKWARD_INPUT, "conv2d_backward_input", 0, combos_conv, build_conv},
-    {GFP_OP_CONV2D_BACKWARD_WEIGHT, "conv2d_backward_weight", 0, combos_conv, build_conv},
-    {GFP_OP_MAX_POOL2D, "max_pool2d", 0, combos_pool, build_pool},
-    {GFP_OP_MAX_POOL2D_BACKWARD, "max_pool2d_backward", 0, combos_pool, build_pool},
-    {GFP_OP_AVG_POOL2D, "avg_pool2d", 0, combos_pool, build_pool},
-    {GFP_OP_AVG_POOL2D_BACKWARD, "avg_pool2d_backward", 0, combos_pool, build_pool},
-};
-const size_t pc_ops_nn_count = sizeof pc_ops_nn / sizeof pc_ops_nn[0];
+bool pc_cases_nn(const gfp_op_info *row, pc_op *op) {
+    op->flags = 0;
+    switch (row->family) {
+    case GFP_FAMILY_MATMUL:
+        op->combos = combos_same_2;
+        op->build = build_matmul;
+        return true;
+    case GFP_FAMILY_CONV:
+        op->combos = combos_conv;
+        op->build = build_conv;
+        return true;
+    case GFP_FAMILY_POOL:
+        op->combos = combos_pool;
+        op->build = build_pool;
+        return true;
+    default: return false;
+    }
+}

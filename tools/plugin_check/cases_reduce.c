@@ -292,7 +292,7 @@ static int combos_batch_norm_backward(const pc_op *op, uint32_t dtypes, pc_combo
     for (int i = 0; i < n && m + 1 < max; i++) {
         out[m++] = tmp[i];
         out[m] = tmp[i];
-        out[m++].in[2] = -1; /* no weight */
+        out[m++].in[4] = -1; /* no weight */
     }
     return m;
 }
@@ -317,9 +317,9 @@ static bool build_batch_norm_backward(const pc_op *op, const pc_combo *cb, int k
     pc_case_init(c, 5, 3);
     pc_arg_set(&c->in[0], cb->in[0], rank, sizes, PC_GEN_UNIFORM, -1, 1);
     pc_arg_set(&c->in[1], cb->in[1], rank, sizes, PC_GEN_UNIFORM, -3, 5);
-    pc_arg_set(&c->in[2], cb->in[2], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 1.5);
-    pc_arg_set(&c->in[3], cb->in[3], 1, &sizes[1], PC_GEN_UNIFORM, 0, 2);
-    pc_arg_set(&c->in[4], cb->in[4], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 2);
+    pc_arg_set(&c->in[2], cb->in[2], 1, &sizes[1], PC_GEN_UNIFORM, 0, 2);     /* mean */
+    pc_arg_set(&c->in[3], cb->in[3], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 2);   /* invstd */
+    pc_arg_set(&c->in[4], cb->in[4], 1, &sizes[1], PC_GEN_UNIFORM, 0.5, 1.5); /* weight */
     pc_arg_set(&c->out[0], cb->out[0], rank, sizes, PC_GEN_ZEROS, 0, 0);
     pc_arg_set(&c->out[1], cb->out[1], 1, &sizes[1], PC_GEN_ZEROS, 0, 0);
     pc_arg_set(&c->out[2], cb->out[2], 1, &sizes[1], PC_GEN_ZEROS, 0, 0);
@@ -328,7 +328,7 @@ static bool build_batch_norm_backward(const pc_op *op, const pc_combo *cb, int k
     char buf[48];
     pc_label(c, "%s%s%s%s", pc_shape_text(buf, sizeof buf, rank, sizes),
              shapes[k].what ? " " : "", shapes[k].what ? shapes[k].what : "",
-             cb->in[2] < 0 ? " no weight" : "");
+             cb->in[4] < 0 ? " no weight" : "");
     return true;
 }
 
@@ -391,25 +391,27 @@ static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, 
 }
 
 /* ------------------------------------------------------------ the table */
-const pc_op pc_ops_reduce[] = {
-    {GFP_OP_SUM, "sum", 0, combos_reduce, build_reduce},
-    {GFP_OP_MEAN, "mean", 0, combos_reduce, build_reduce},
-    {GFP_OP_PROD, "prod", 0, combos_reduce, build_reduce},
-    {GFP_OP_AMAX, "amax", 0, combos_reduce, build_reduce},
-    {GFP_OP_AMIN, "amin", 0, combos_reduce, build_reduce},
-    {GFP_OP_VAR, "var", 0, combos_reduce, build_reduce},
-    {GFP_OP_LOGSUMEXP, "logsumexp", 0, combos_reduce, build_reduce},
-    {GFP_OP_MAX_DIM, "max_dim", 0, combos_reduce, build_reduce},
-    {GFP_OP_MIN_DIM, "min_dim", 0, combos_reduce, build_reduce},
-    {GFP_OP_SOFTMAX, "softmax", 0, combos_same_1, build_softmax},
-    {GFP_OP_LOG_SOFTMAX, "log_softmax", 0, combos_same_1, build_softmax},
-    {GFP_OP_LAYER_NORM, "layer_norm", 0, combos_layer_norm, build_layer_norm},
-    {GFP_OP_BATCH_NORM, "batch_norm", 0, combos_batch_norm, build_batch_norm},
-    {GFP_OP_BATCH_NORM_BACKWARD, "batch_norm_backward", 0, combos_batch_norm_backward,
-     build_batch_norm_backward},
-    {GFP_OP_INDEX_SELECT, "index_select", 0, combos_index, build_index},
-    {GFP_OP_GATHER, "gather", 0, combos_index, build_index},
-    {GFP_OP_SCATTER_ADD, "scatter_add", 0, combos_index, build_index},
-    {GFP_OP_INDEX_ADD, "index_add", 0, combos_index, build_index},
-};
-const size_t pc_ops_reduce_count = sizeof pc_ops_reduce / sizeof pc_ops_reduce[0];
+bool pc_cases_reduce(const gfp_op_info *row, pc_op *op) {
+    op->flags = 0;
+    switch (row->family) {
+    case GFP_FAMILY_REDUCE:
+        op->combos = combos_reduce;
+        op->build = build_reduce;
+        return true;
+    case GFP_FAMILY_NORM:
+        op->combos = row->op == GFP_OP_LAYER_NORM            ? combos_layer_norm
+                     : row->op == GFP_OP_BATCH_NORM          ? combos_batch_norm
+                     : row->op == GFP_OP_BATCH_NORM_BACKWARD ? combos_batch_norm_backward
+                                                             : combos_same_1;
+        op->build = row->op == GFP_OP_LAYER_NORM            ? build_layer_norm
+                    : row->op == GFP_OP_BATCH_NORM          ? build_batch_norm
+                    : row->op == GFP_OP_BATCH_NORM_BACKWARD ? build_batch_norm_backward
+                                                            : build_softmax;
+        return true;
+    case GFP_FAMILY_INDEX:
+        op->combos = combos_index;
+        op->build = build_index;
+        return true;
+    default: return false;
+    }
+}

@@ -426,12 +426,10 @@ void pc_check_errors(pc_ctx *ctx) {
                (unsigned)count, pc_status_name(st), (unsigned)count, pc_status_name(st2),
                (unsigned)count);
 
-    for (size_t f = 0; f < 3; f++) {
-        const pc_op *table = f == 0 ? pc_ops_elementwise : f == 1 ? pc_ops_reduce : pc_ops_nn;
-        size_t n = f == 0 ? pc_ops_elementwise_count : f == 1 ? pc_ops_reduce_count : pc_ops_nn_count;
-        for (size_t i = 0; i < n; i++)
-            if (pc_op_selected(table[i].name)) bad_params(ctx, &table[i]);
-    }
+    size_t n;
+    const pc_op *ops = pc_catalogue(&n);
+    for (size_t i = 0; i < n; i++)
+        if (pc_op_selected(ops[i].name)) bad_params(ctx, &ops[i]);
 }
 
 /* ------------------------------------------------------------ two threads */

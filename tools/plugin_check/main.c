@@ -136,12 +136,15 @@ static int parse_args(int argc, char **argv) {
                    GFP_ABI_MINOR);
             return 0;
         } else if (!strcmp(a, "--list-ops")) {
-            const pc_op *tables[3] = {pc_ops_elementwise, pc_ops_reduce, pc_ops_nn};
-            size_t counts[3] = {pc_ops_elementwise_count, pc_ops_reduce_count, pc_ops_nn_count};
-            for (int t = 0; t < 3; t++)
-                for (size_t k = 0; k < counts[t]; k++)
-                    printf("%u %s\n", (unsigned)tables[t][k].id, tables[t][k].name);
-            return 0;
+            size_t n;
+            const pc_op *ops = pc_catalogue(&n);
+            for (size_t k = 0; k < n; k++) printf("%u %s\n", (unsigned)ops[k].id, ops[k].name);
+            const char *gaps[GFP_OP_ROW_COUNT];
+            size_t n_gaps = pc_catalogue_missing(gaps, GFP_OP_ROW_COUNT);
+            for (size_t k = 0; k < n_gaps; k++)
+                fprintf(stderr, "graft-plugin-check: op %s of graft_ops.def has no cases\n",
+                        gaps[k]);
+            return n_gaps ? 1 : 0;
         } else if (!strcmp(a, "--quick")) {
             pc_opt.quick = true;
         } else if (!strcmp(a, "--brief")) {
@@ -190,11 +193,7 @@ static int parse_args(int argc, char **argv) {
             const char *end = strchr(p, ',');
             size_t len = end ? (size_t)(end - p) : strlen(p);
             snprintf(buf, sizeof buf, "%.*s", (int)(len < 63 ? len : 63), p);
-            bool known = false;
-            for (uint32_t id = 0; id < 256 && !known; id++) {
-                const pc_op *op = pc_op_by_id(id);
-                known = op && !strcmp(op->name, buf);
-            }
+            bool known = pc_op_by_id(gfp_op_by_name(buf)) != NULL;
             if (!known) {
                 fprintf(stderr, "graft-plugin-check: --op: no op named '%s' (see --list-ops)\n", buf);
                 return 2;

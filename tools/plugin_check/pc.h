@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graft_plugin.h"
+#include "graft_ops.h"
 
 #define PC_VERSION "1.0"
 
@@ -282,13 +282,17 @@ typedef struct pc_op {
 
 #define PC_MAX_COMBOS 64
 
-/* The catalogue, one table per file. */
-extern const pc_op pc_ops_elementwise[];
-extern const size_t pc_ops_elementwise_count;
-extern const pc_op pc_ops_reduce[];
-extern const size_t pc_ops_reduce_count;
-extern const pc_op pc_ops_nn[];
-extern const size_t pc_ops_nn_count;
+/* The catalogue: one entry per row of graft_ops.def, in the table's order,
+ * with the name the table gives. Each cases file fills in the combinations
+ * and the case builder of the families it covers (false: not one of them). */
+bool pc_cases_elementwise(const gfp_op_info *row, pc_op *op);
+bool pc_cases_reduce(const gfp_op_info *row, pc_op *op);
+bool pc_cases_nn(const gfp_op_info *row, pc_op *op);
+/* Every op of the table with cases; *n receives the count. */
+const pc_op *pc_catalogue(size_t *n);
+/* The rows no cases file covers (a checker without cases for a new op says
+ * so instead of passing it silently): their count, names in `names`. */
+size_t pc_catalogue_missing(const char **names, size_t max);
 const pc_op *pc_op_by_id(uint32_t id);
 const char *pc_op_name(uint32_t id); /* "op N" for unknown ids */
 

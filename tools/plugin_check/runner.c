@@ -58,20 +58,40 @@ int pc_combos_same(uint32_t dtypes, uint32_t n_in, uint32_t n_out, pc_combo *out
     return n;
 }
 
-static const struct {
-    const pc_op *table;
-    const size_t *count;
-} families[] = {
-    {pc_ops_elementwise, &pc_ops_elementwise_count},
-    {pc_ops_reduce, &pc_ops_reduce_count},
-    {pc_ops_nn, &pc_ops_nn_count},
-};
-#define N_FAMILIES (sizeof families / sizeof families[0])
+static pc_op catalogue[GFP_OP_ROW_COUNT];
+static size_t catalogue_n;
+static const char *missing[GFP_OP_ROW_COUNT];
+static size_t missing_n;
+static pthread_once_t catalogue_once = PTHREAD_ONCE_INIT;
+
+static void catalogue_init(void) {
+    for (int i = 0; i < GFP_OP_ROW_COUNT; i++) {
+        const gfp_op_info *row = &gfp_op_table[i];
+        pc_op op = {row->op, row->name, 0, NULL, NULL};
+        if (pc_cases_elementwise(row, &op) || pc_cases_reduce(row, &op) || pc_cases_nn(row, &op))
+            catalogue[catalogue_n++] = op;
+        else
+            missing[missing_n++] = row->name;
+    }
+}
+
+const pc_op *pc_catalogue(size_t *n) {
+    pthread_once(&catalogue_once, catalogue_init);
+    *n = catalogue_n;
+    return catalogue;
+}
+
+size_t pc_catalogue_missing(const char **names, size_t max) {
+    pthread_once(&catalogue_once, catalogue_init);
+    for (size_t i = 0; i < missing_n && i < max; i++) names[i] = missing[i];
+    return missing_n;
+}
 
 const pc_op *pc_op_by_id(uint32_t id) {
-    for (size_t f = 0; f < N_FAMILIES; f++)
-        for (size_t i = 0; i < *families[f].count; i++)
-            if (families[f].table[i].id == id) return &families[f].table[i];
+    size_t n;
+    const pc_op *ops = pc_catalogue(&n);
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].id == id) return &ops[i];
     return NULL;
 }
 
@@ -654,9 +674,8 @@ static void run_op(pc_ctx *ctx, const pc_op *op) {
 }
 
 void pc_run_ops(pc_ctx *ctx) {
-    for (size_t f = 0; f < N_FAMILIES; f++)
-        for (size_t i = 0; i < *families[f].count; i++) {
-            const pc_op *op = &families[f].table[i];
-            if (pc_op_selected(op->name)) run_op(ctx, op);
-        }
+    size_t n;
+    const pc_op *ops = pc_catalogue(&n);
+    for (size_t i = 0; i < n; i++)
+        if (pc_op_selected(ops[i].name)) run_op(ctx, &ops[i]);
 }

@@ -63,6 +63,8 @@ GF_API gf_tensor *gf_elu(const gf_tensor *x, double alpha);
 /* approximate: false = erf form, true = tanh form. */
 GF_API gf_tensor *gf_gelu(const gf_tensor *x, bool approximate);
 GF_API gf_tensor *gf_silu(const gf_tensor *x);
+/* x * relu6(x + 3) / 6 (PyTorch's hardswish); float dtypes. */
+GF_API gf_tensor *gf_hardswish(const gf_tensor *x);
 GF_API gf_tensor *gf_softplus(const gf_tensor *x, double beta, double threshold);
 GF_API gf_tensor *gf_erf(const gf_tensor *x);
 GF_API gf_tensor *gf_floor(const gf_tensor *x);

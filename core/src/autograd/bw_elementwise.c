@@ -7,10 +7,13 @@
  * relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, sign/floor/ceil/round' = 0,
  * clamp passes the gradient on [min, max] inclusive, maximum/minimum ties
  * give half the gradient to each side. */
+#include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "ag_internal.h"
+#include "graft_ops.h"
 
 #define SQRT1_2 0.70710678118654752440     /* 1/sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
@@ -79,6 +82,14 @@ static gf_tensor *silu_grad(gf_tensor *g, gf_tensor *x) {
     return gf_mul(g, d);
 }
 
+/* PyTorch's hardswish_backward: 0 below -3, g (x / 3 + 1/2) on [-3, 3]
+ * (so -g/2 at -3 and 3g/2 at 3), g above 3 (and for NaN). */
+static gf_tensor *hardswish_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *mid = gf_mul(g, gf_add_scalar(gf_mul_scalar(x, 1.0 / 3.0), 0.5));
+    return gf_where(gf_lt_scalar(x, -3.0), zero_of(g),
+                    gf_where(gf_le_scalar(x, 3.0), mid, g));
+}
+
 /* Pass-through mask of clamp: min <= x <= max (either bound may be absent). */
 static gf_tensor *clamp_grad(gf_tensor *g, gf_tensor *x, double lo, double hi) {
     gf_tensor *in = NULL;
@@ -125,6 +136,7 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     case GFP_OP_GELU: return gelu_grad(g, x);
     case GFP_OP_GELU_TANH: return gelu_tanh_grad(g, x);
     case GFP_OP_SILU: return silu_grad(g, x);
+    case GFP_OP_HARDSWISH: return hardswish_grad(g, x);
     case GFP_OP_SOFTPLUS: {
         /* Above the threshold the forward is the identity. */
         gf_tensor *bx = gf_mul_scalar(x, c->a);
@@ -159,38 +171,36 @@ static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
     return GF_OK;
 }
 
-static const char *unary_name(gfp_op op) {
-    switch (op) {
-    case GFP_OP_NEG: return "NegBackward";
-    case GFP_OP_ABS: return "AbsBackward";
-    case GFP_OP_SIGN: return "SignBackward";
-    case GFP_OP_EXP: return "ExpBackward";
-    case GFP_OP_LOG: return "LogBackward";
-    case GFP_OP_LOG1P: return "Log1pBackward";
-    case GFP_OP_EXPM1: return "Expm1Backward";
-    case GFP_OP_SQRT: return "SqrtBackward";
-    case GFP_OP_RSQRT: return "RsqrtBackward";
-    case GFP_OP_RECIPROCAL: return "ReciprocalBackward";
-    case GFP_OP_SQUARE: return "SquareBackward";
-    case GFP_OP_SIN: return "SinBackward";
-    case GFP_OP_COS: return "CosBackward";
-    case GFP_OP_TANH: return "TanhBackward";
-    case GFP_OP_SIGMOID: return "SigmoidBackward";
-    case GFP_OP_RELU: return "ReluBackward";
-    case GFP_OP_LEAKY_RELU: return "LeakyReluBackward";
-    case GFP_OP_ELU: return "EluBackward";
-    case GFP_OP_GELU:
-    case GFP_OP_GELU_TANH: return "GeluBackward";
-    case GFP_OP_SILU: return "SiluBackward";
-    case GFP_OP_SOFTPLUS: return "SoftplusBackward";
-    case GFP_OP_ERF: return "ErfBackward";
-    case GFP_OP_FLOOR: return "FloorBackward";
-    case GFP_OP_CEIL: return "CeilBackward";
-    case GFP_OP_ROUND: return "RoundBackward";
-    case GFP_OP_CLAMP: return "ClampBackward";
-    case GFP_OP_POW_SCALAR: return "PowBackward";
-    default: return "UnaryBackward";
+/* The grad_fn name of an elementwise op, as PyTorch's less its number: the
+ * table's name in CamelCase with "Backward" (log1p: Log1pBackward). Both
+ * gelu forms are GeluBackward and pow_scalar is PowBackward, as in PyTorch. */
+static char grad_fn_names[GFP_OP_ROW_COUNT][48];
+static pthread_once_t grad_fn_once = PTHREAD_ONCE_INIT;
+
+static void grad_fn_init(void) {
+    for (int i = 0; i < GFP_OP_ROW_COUNT; i++) {
+        const char *s = gfp_op_table[i].name;
+        if (gfp_op_table[i].op == GFP_OP_GELU_TANH) s = "gelu";
+        if (gfp_op_table[i].op == GFP_OP_POW_SCALAR) s = "pow";
+        char *d = grad_fn_names[i];
+        size_t n = 0, cap = sizeof grad_fn_names[i] - sizeof "Backward";
+        for (bool up = true; *s && n < cap; s++) {
+            if (*s == '_') {
+                up = true;
+                continue;
+            }
+            d[n++] = up ? (char)toupper((unsigned char)*s) : *s;
+            up = false;
+        }
+        memcpy(d + n, "Backward", sizeof "Backward");
     }
+}
+
+static const char *grad_fn_name(gfp_op op, const char *otherwise) {
+    const gfp_op_info *info = gfp_op_lookup(op);
+    if (!info) return otherwise;
+    pthread_once(&grad_fn_once, grad_fn_init);
+    return grad_fn_names[info - gfp_op_table];
 }
 
 /* Which of x (input) and y (output) the formula of op reads. Ops that can
@@ -218,7 +228,7 @@ static void unary_needs(gfp_op op, bool *need_x, bool *need_y) {
 gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b) {
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
-    gf_node *n = gf__ag_record(unary_name(op), unary_backward, ins, 1, outs, 1);
+    gf_node *n = gf__ag_record(grad_fn_name(op, "UnaryBackward"), unary_backward, ins, 1, outs, 1);
     if (!n) return GF_OK;
     unary_ctx *c = GF_NODE_CTX(n, unary_ctx);
     c->op = op;
@@ -325,23 +335,10 @@ static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     return GF_OK;
 }
 
-static const char *binary_name(gfp_op op) {
-    switch (op) {
-    case GFP_OP_ADD: return "AddBackward";
-    case GFP_OP_SUB: return "SubBackward";
-    case GFP_OP_MUL: return "MulBackward";
-    case GFP_OP_DIV: return "DivBackward";
-    case GFP_OP_POW: return "PowBackward";
-    case GFP_OP_MAXIMUM: return "MaximumBackward";
-    case GFP_OP_MINIMUM: return "MinimumBackward";
-    default: return "BinaryBackward";
-    }
-}
-
 gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y) {
     const gf_tensor *ins[2] = {a, b};
     gf_tensor *outs[1] = {y};
-    gf_node *n = gf__ag_record(binary_name(op), binary_backward, ins, 2, outs, 1);
+    gf_node *n = gf__ag_record(grad_fn_name(op, "BinaryBackward"), binary_backward, ins, 2, outs, 1);
     if (!n) return GF_OK;
     binary_ctx *c = GF_NODE_CTX(n, binary_ctx);
     c->op = op;

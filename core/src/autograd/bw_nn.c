@@ -430,7 +430,7 @@ static bool fused_batch_norm_backward(gf_tensor *g, gf_tensor *x, gf_tensor *w, 
     gf_tensor *r[3] = {gf__empty(x->sizes, x->rank, x->dtype, dev), NULL, NULL};
     if (r[0]) r[1] = gf__empty(&ch, 1, x->dtype, dev);
     if (r[1]) r[2] = gf__empty(&ch, 1, x->dtype, dev);
-    const gf_tensor *in[5] = {g, x, w, mean, invstd};
+    const gf_tensor *in[5] = {g, x, mean, invstd, w};
     bool fused = false;
     if (!r[2]) {
         *s = gf__status();

@@ -130,7 +130,7 @@ __device__ __forceinline__ void cu_store_i64(void *data, int32_t dt, int64_t off
     }
 }
 
-__host__ __device__ __forceinline__ bool cu_is_float(int32_t dt) {
+__host__ __device__ __forceinline__ bool pk_is_float(int32_t dt) {
     return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
 }
 
@@ -155,7 +155,7 @@ __device__ __forceinline__ void cu_zero_elem(void *dst, int64_t off, int esize) 
     }
 }
 
-__host__ __device__ __forceinline__ int cu_dtype_size(int32_t dt) {
+__host__ __device__ __forceinline__ int pk_dtype_size(int32_t dt) {
     switch (dt) {
     case GFP_F32:
     case GFP_I32: return 4;
@@ -216,7 +216,7 @@ __device__ __forceinline__ int64_t cu_offset_of(const cuk_tensor &t, const int64
     return off;
 }
 
-__device__ __forceinline__ int64_t cu_numel(const cuk_tensor &t) {
+__device__ __forceinline__ int64_t pk_numel(const cuk_tensor &t) {
     int64_t n = 1;
     for (int d = 0; d < t.rank; d++) n *= t.sizes[d];
     return n;

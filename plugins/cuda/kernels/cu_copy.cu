@@ -18,7 +18,7 @@ __global__ void k_copy_same(cuk_iter it) {
 
 __global__ void k_copy_convert(cuk_iter it) {
     const int32_t ydt = it.dtype[0], xdt = it.dtype[1];
-    const bool from_float = cu_is_float(xdt);
+    const bool from_float = pk_is_float(xdt);
     CU_GRID_LOOP(i, it.numel) {
         int64_t off[2];
         cu_iter_offsets<2>(it, i, off);
@@ -80,7 +80,7 @@ __global__ void k_tri(cuk_iter it, int lower, int64_t diagonal, int esize) {
 extern "C" cudaError_t cuk_copy(cudaStream_t s, const cuk_iter *it) {
     unsigned g = cu_blocks(it->numel);
     if (it->dtype[0] == it->dtype[1]) {
-        switch (cu_dtype_size(it->dtype[0])) {
+        switch (pk_dtype_size(it->dtype[0])) {
         case 1: k_copy_same<1><<<g, CU_THREADS, 0, s>>>(*it); break;
         case 2: k_copy_same<2><<<g, CU_THREADS, 0, s>>>(*it); break;
         case 4: k_copy_same<4><<<g, CU_THREADS, 0, s>>>(*it); break;
@@ -118,6 +118,6 @@ extern "C" cudaError_t cuk_arange(cudaStream_t s, const cuk_tensor *y, double st
 
 extern "C" cudaError_t cuk_tri(cudaStream_t s, const cuk_iter *it, int lower, int64_t diagonal) {
     k_tri<<<cu_blocks(it->numel), CU_THREADS, 0, s>>>(*it, lower, diagonal,
-                                                      cu_dtype_size(it->dtype[0]));
+                                                      pk_dtype_size(it->dtype[0]));
     return cu_launched();
 }

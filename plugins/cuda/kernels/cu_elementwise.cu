@@ -243,7 +243,7 @@ __global__ void k_compare(uint32_t op, cuk_iter it) {
         if (dt == GFP_F64) {
             r = compare_f64(op, ((const double *)it.data[1])[off[1]],
                             ((const double *)it.data[2])[off[2]]);
-        } else if (cu_is_float(dt)) {
+        } else if (pk_is_float(dt)) {
             r = compare_f32(op, (float)cu_load_f64(it.data[1], dt, off[1]),
                             (float)cu_load_f64(it.data[2], dt, off[2]));
         } else {
@@ -316,6 +316,6 @@ extern "C" cudaError_t cuk_logical(cudaStream_t s, uint32_t op, const cuk_iter *
 }
 
 extern "C" cudaError_t cuk_where(cudaStream_t s, const cuk_iter *it) {
-    k_where<<<cu_blocks(it->numel), CU_THREADS, 0, s>>>(*it, cu_dtype_size(it->dtype[0]));
+    k_where<<<cu_blocks(it->numel), CU_THREADS, 0, s>>>(*it, pk_dtype_size(it->dtype[0]));
     return cu_launched();
 }

@@ -96,7 +96,7 @@ __global__ void k_gather_like(uint32_t op, cuk_tensor data, cuk_tensor index, cu
 
 extern "C" cudaError_t cuk_index_op(cudaStream_t s, uint32_t op, const cuk_tensor *data,
                                     const cuk_tensor *index, const cuk_tensor *dst, int dim) {
-    int esize = cu_dtype_size(dst->dtype);
+    int esize = pk_dtype_size(dst->dtype);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD) {
         const cuk_tensor *walked = op == GFP_OP_INDEX_SELECT ? dst : data;
         int64_t n = 1;

@@ -188,7 +188,7 @@ __global__ void k_reduce_int(uint32_t op, cuk_lines l) {
 template <int G>
 static void launch_reduce(cudaStream_t s, uint32_t op, const cuk_lines *l) {
     unsigned blocks = cu_group_blocks(l->n_out, G);
-    if (cu_is_float(l->dtype[0]))
+    if (pk_is_float(l->dtype[0]))
         k_reduce_float<G><<<blocks, CU_THREADS, 0, s>>>(op, *l);
     else
         k_reduce_int<G><<<blocks, CU_THREADS, 0, s>>>(op, *l);

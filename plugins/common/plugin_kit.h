@@ -1,0 +1,205 @@
+/* plugin_kit.h — the toolkit every graft plugin in this tree compiles in
+ * (plugin_kit.c; graft_add_plugin adds it): plugins still link nothing of
+ * graft.
+ *
+ * It holds what each plugin would otherwise write again: the host's error
+ * and log slots behind printf-style helpers, the op table's names, the
+ * checks of query_op and of every launch (counts, absent inputs and the
+ * parameter struct from graft_ops.def; tensor descriptors and view extents),
+ * the validation of the conv, pool, reduce and norm parameter structs, and
+ * the router from an op to the plugin's handler of its family. Messages name
+ * an op by its table name and read the same in every plugin. */
+#ifndef GRAFT_PLUGIN_KIT_H
+#define GRAFT_PLUGIN_KIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graft_ops.h"
+
+#if defined(__GNUC__)
+#define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PK_PRINTF(f, a)
+#endif
+
+/* ------------------------------------------------------------ host */
+/* The host table of the latest negotiation (NULL before it). */
+extern const gfp_host *pk_host;
+/* Attaches a printf-style message to the failure and returns status. */
+gfp_status pk_fail(gfp_status status, const char *fmt, ...) PK_PRINTF(2, 3);
+/* A diagnostic through the host's log slot. */
+void pk_log(gfp_log_level level, const char *fmt, ...) PK_PRINTF(2, 3);
+
+/* The plugin's own table, once negotiation handed it out (for its name). */
+extern const gfp_plugin *pk_self;
+/* Defines the one exported symbol: the negotiation of plugin_negotiate.h,
+ * keeping the host in pk_host and the table in pk_self. */
+#define PK_DEFINE_NEGOTIATE(table)                                                        \
+    GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,    \
+                                                 const gfp_plugin **out);                 \
+    GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,    \
+                                                 const gfp_plugin **out) {                \
+        pk_self = &(table);                                                               \
+        return gfp_plugin_negotiate_common(request, out, &(table), &pk_host);             \
+    }
+/* The query_extension slot of a plugin without extensions: NOT_FOUND. */
+gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out);
+/* buffer_fill's pattern: 1, 2, 4 or 8 bytes, and n a multiple of it. */
+gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size);
+
+/* device_props: copies `full` into props as far as props->struct_size covers
+ * (an older core passes a smaller struct); struct_size itself is kept. */
+gfp_status pk_copy_props(gfp_device_props *props, const gfp_device_props *full);
+
+/* ------------------------------------------------------------ names */
+/* The table's name of op; "op N" for a number the table does not hold. */
+const char *pk_op_name(uint32_t op);
+/* "f32" ... "bf16"; "unknown" otherwise. */
+const char *pk_dtype_name(int32_t dtype);
+/* Bytes per element (0 for an unknown dtype). */
+size_t pk_dtype_size(int32_t dtype);
+bool pk_is_float(int32_t dtype); /* f32 or f64 */
+int64_t pk_numel(const gfp_tensor *t);
+bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+
+/* ------------------------------------------------------------ routing */
+/* A plugin's table of family handlers is an array of structs whose first
+ * member is a uint32_t bit set of GFP_FAMILY_BIT()s. pk_route returns the
+ * entry whose set holds op's family, or NULL (an op the table does not hold,
+ * or one no entry serves). */
+const void *pk_route(const void *entries, size_t entry_size, size_t count, uint32_t op);
+/* The handlers of the plugins in this tree, one per file: ENTRY(stem, families). */
+#define PK_FAMILIES(ENTRY)                                                                \
+    ENTRY(elementwise, GFP_FAMILIES_ELEMENTWISE)                                          \
+    ENTRY(random, GFP_FAMILY_BIT(GFP_FAMILY_RANDOM))                                      \
+    ENTRY(reduce, GFP_FAMILY_BIT(GFP_FAMILY_REDUCE))                                      \
+    ENTRY(matmul, GFP_FAMILY_BIT(GFP_FAMILY_MATMUL))                                      \
+    ENTRY(norm, GFP_FAMILY_BIT(GFP_FAMILY_NORM))                                          \
+    ENTRY(index, GFP_FAMILY_BIT(GFP_FAMILY_INDEX))                                        \
+    ENTRY(conv, GFP_FAMILY_BIT(GFP_FAMILY_CONV))                                          \
+    ENTRY(pool, GFP_FAMILY_BIT(GFP_FAMILY_POOL))
+#define PK_ROUTE(array, op) pk_route((array), sizeof((array)[0]), sizeof(array) / sizeof((array)[0]), (op))
+
+/* ------------------------------------------------------------ elementwise */
+/* What an op of the elementwise families computes: from its family
+ * (graft_ops.def) and, for the math, its kind column in op_math.def. */
+typedef enum pk_ew_kind {
+    PK_EW_NONE,
+    PK_EW_COPY,
+    PK_EW_FILL,
+    PK_EW_ARANGE,
+    PK_EW_TRI,
+    PK_EW_UNARY,       /* same dtype in and out */
+    PK_EW_LOGICAL_NOT, /* any in, bool out */
+    PK_EW_BINARY,      /* a, b, out of one dtype */
+    PK_EW_COMPARE,     /* a, b of one dtype, bool out */
+    PK_EW_LOGICAL,     /* a, b of any dtypes, bool out */
+    PK_EW_WHERE        /* bool cond, a, b, out of one dtype */
+} pk_ew_kind;
+pk_ew_kind pk_ew_kind_of(uint32_t op);
+/* True for the UNARY and BINARY ops op_math.def gives an integer formula
+ * (kind NUMERIC); the others compute in floats only. */
+bool pk_ew_numeric(uint32_t op);
+
+/* ------------------------------------------------------------ checks */
+/* What a device stores and how a buffer handle becomes a size. */
+typedef struct pk_device_rules {
+    const char *plugin;   /* "opencl": for messages */
+    const char *device;   /* the device's name for messages */
+    uint32_t dtypes;      /* GFP_DTYPE_BIT set the device stores */
+    /* Byte size of a live buffer of this plugin; GFP_ERR_INVALID (without a
+     * message: the kit writes it) for anything else. */
+    gfp_status (*buffer_size)(const void *ctx, gfp_buffer buffer, uint64_t *size);
+    const void *ctx;
+} pk_device_rules;
+
+/* The checks of query_op before any family is asked: support and query
+ * non-NULL, struct_size, at most 8 inputs and 4 outputs. On GFP_OK *support
+ * is GFP_SUPPORT_NONE. */
+gfp_status pk_query_begin(const gfp_op_query *q, uint32_t *support);
+/* True when every dtype q names (absent inputs are -1) is in `dtypes` and
+ * the counts fit the op's row. */
+bool pk_query_fits(const gfp_op_query *q, uint32_t dtypes);
+
+/* The launch preamble: op in the table, arrays present, counts within the
+ * op's row, absent (NULL) inputs only where the row allows, every output
+ * present, every tensor checked by pk_check_tensor, and the parameter struct
+ * the row names present and large enough. */
+gfp_status pk_launch_begin(const pk_device_rules *r, uint32_t op, const gfp_tensor *const *in,
+                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                           const void *params);
+/* One descriptor: struct_size, rank, a stored dtype, sizes and strides >= 0,
+ * a live buffer, an offset aligned to the element and every element reached
+ * inside the buffer. role is "input" or "output". */
+gfp_status pk_check_tensor(const pk_device_rules *r, uint32_t op, const char *role, uint32_t i,
+                           const gfp_tensor *t);
+/* The element offset of the last element a view reaches (saturating far
+ * beyond any buffer on overflow). */
+uint64_t pk_view_last(const gfp_tensor *t);
+/* Counts as the op's row says them. */
+gfp_status pk_check_counts(uint32_t op, uint32_t n_in, uint32_t n_out);
+/* Counts a kernel wants (a narrower rule than the row's); name: the op's. */
+gfp_status pk_expect_counts(uint32_t n_in, uint32_t want_in, uint32_t n_out, uint32_t want_out,
+                            const char *name);
+/* params non-NULL and struct_size >= min_size; name: the op's. */
+gfp_status pk_check_params(const void *params, size_t min_size, const char *name);
+
+/* ------------------------------------------------------------ routed slots */
+/* query_op's common part: the checks of pk_query_begin, then the entry of
+ * `entries` (see pk_route) serving q->op when q fits the op's row and the
+ * device's dtypes; NULL otherwise (*support is then NONE, or *st a failure). */
+const void *pk_query_route(const gfp_op_query *q, uint32_t *support, uint32_t dtypes,
+                           const void *entries, size_t entry_size, size_t count,
+                           gfp_status *st);
+#define PK_QUERY_ROUTE(array, q, support, dtypes, st)                                     \
+    pk_query_route((q), (support), (dtypes), (array), sizeof((array)[0]),                 \
+                   sizeof(array) / sizeof((array)[0]), (st))
+/* launch's common part: pk_launch_begin, then the entry serving op (NULL
+ * with *st set when a check fails or no entry serves it). */
+const void *pk_launch_route(const pk_device_rules *r, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, const void *entries, size_t entry_size,
+                            size_t count, gfp_status *st);
+#define PK_LAUNCH_ROUTE(array, r, op, in, n_in, out, n_out, params, st)                   \
+    pk_launch_route((r), (op), (in), (n_in), (out), (n_out), (params), (array),           \
+                    sizeof((array)[0]), sizeof(array) / sizeof((array)[0]), (st))
+
+/* ------------------------------------------------------------ parameter structs */
+/* The geometry of a conv2d op, validated (PyTorch's rules): with kernel k,
+ * stride s, padding p, dilation d, out = (in + 2p - d(k-1) - 1) / s + 1. */
+typedef struct pk_conv2d_geom {
+    int64_t n, ci, co, h, w, kh, kw, ho, wo;
+    int64_t groups, cig, cog; /* cig/cog: channels per group */
+    int64_t sh, sw, ph, pw, dh, dw;
+} pk_conv2d_geom;
+/* The three tensors of every conv op by role: input-shaped x [N, Ci, H, W],
+ * weight-shaped w [Co, Ci/g, kh, kw], output-shaped y [N, Co, Ho, Wo] (the
+ * backward ops pass grad_y as y, grad_x as x, grad_w as w); names for
+ * messages. */
+typedef struct pk_conv2d_roles {
+    const gfp_tensor *x, *w, *y;
+    const char *xname, *wname, *yname;
+} pk_conv2d_roles;
+/* params (struct_size included): groups, strides and dilations >= 1,
+ * padding >= 0; then ranks, channels against groups, and y's sizes against
+ * the formula. Fills g. */
+gfp_status pk_check_conv2d(uint32_t op, const void *params, const pk_conv2d_roles *r,
+                           pk_conv2d_geom *g);
+
+/* The geometry of a pool2d op, validated (PyTorch's rules, ceil_mode's last
+ * window starting inside the input or its left padding). */
+typedef struct pk_pool2d_geom {
+    int64_t n, c, h, w, ho, wo;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil_mode, include_pad;
+} pk_pool2d_geom;
+/* params: kernel and stride >= 1, 0 <= padding <= kernel/2, dilation >= 1
+ * for max pooling (avg pooling has none: 1); x [N, C, H, W] input-shaped and
+ * y output-shaped, both rank 4, y of the formula's sizes. Fills g. */
+gfp_status pk_check_pool2d(uint32_t op, const void *params, const gfp_tensor *x,
+                           const char *xname, const gfp_tensor *y, const char *yname,
+                           pk_pool2d_geom *g);
+
+#endif
