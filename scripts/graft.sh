@@ -5,7 +5,8 @@
 #                            install what is missing, build, train the Fashion-MNIST CNN
 #                            (examples/fashion_mnist, given the options) on the device
 #                            GRAFT_DEVICE names (default: cpu) for TRAIN_EPOCHS epochs
-#                            (default 6), and print the test accuracy and the time
+#                            (default 12) with the rate x TRAIN_LR_DECAY per epoch
+#                            (default 0.8), and print the test accuracy and the time
 #   scripts/graft.sh demo    install, build, train the spiral MLP (a few seconds)
 #   scripts/graft.sh test    install what is missing, build, run the whole test suite (CTest)
 #   scripts/graft.sh asan    the same suite built with AddressSanitizer + UBSan
@@ -15,7 +16,7 @@
 #   scripts/graft.sh setup   only install what is missing
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
-# GRAFT_SKIP_SETUP=1 to skip the package step, TRAIN_EPOCHS for train. FUZZ_SECONDS,
+# GRAFT_SKIP_SETUP=1 to skip the package step, TRAIN_EPOCHS and TRAIN_LR_DECAY for train. FUZZ_SECONDS,
 # FUZZ_RUNS, FUZZ_SEED, FUZZ_PLUGINS (default "reference cpu_onednn") and FUZZ_CORPUS (a folder the fuzzer may
 # grow; default a copy of tests/fuzz/corpus in the build folder) for the fuzz command.
 set -euo pipefail
@@ -58,7 +59,8 @@ train)
     build "$dir"
     start=$(date +%s)
     shift
-    "$dir/examples/fashion_mnist" --epochs "${TRAIN_EPOCHS:-6}" "$@"
+    "$dir/examples/fashion_mnist" --epochs "${TRAIN_EPOCHS:-12}" \
+        --lr-decay "${TRAIN_LR_DECAY:-0.8}" "$@"
     echo "graft: trained in $(( $(date +%s) - start )) s (reading the data set included)"
     ;;
 demo)
