@@ -98,9 +98,5 @@ double ref_ksum_value(const ref_ksum *k);
     gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
 PK_FAMILIES(REF_FAMILY)
 #undef REF_FAMILY
-/* BATCH_NORM_BACKWARD (ref_norm_bw.c), served by the norm family's handler. */
-uint32_t ref_norm_bw_support(const gfp_op_query *q);
-gfp_status ref_norm_bw_launch(const gfp_tensor *const *in, uint32_t n_in,
-                              const gfp_tensor *const *out, uint32_t n_out);
 
 #endif
