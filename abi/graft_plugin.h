@@ -1,7 +1,12 @@
 /*
- * graft_plugin.h — the graft device plugin ABI, version 1.1.
+ * graft_plugin.h — the graft device plugin ABI, version 1.2.
  *
  * 1.1 appended one OPTIONAL slot to gfp_plugin: buffer_wrap_host.
+ * 1.2 appended op ids only (abi/graft_ops.def): HARDSWISH 49 and
+ *     BATCH_NORM_BACKWARD 125. No struct, slot or field changed, so a 1.2
+ *     table is exactly as large as a 1.1 one; a plugin of an older minor
+ *     answers NONE from query_op for the new ids and the core composes or
+ *     falls back.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every
@@ -9,7 +14,7 @@
  *
  * Rules (see docs/plugin-authors.md for the walk-through):
  *  - Versions. GFP_ABI_MAJOR changes on any break of layout or meaning.
- *    GFP_ABI_MINOR grows when fields or slots are appended. The core loads any
+ *    GFP_ABI_MINOR grows when fields, slots or op ids are appended. The core loads any
  *    plugin of its own major, whatever the minor: it reads only the fields that
  *    the plugin's struct_size covers, and ignores fields it does not know.
  *  - Every struct that crosses the boundary starts with `uint32_t struct_size`.
@@ -36,7 +41,7 @@ extern "C" {
 #endif
 
 #define GFP_ABI_MAJOR 1
-#define GFP_ABI_MINOR 1
+#define GFP_ABI_MINOR 2
 
 /* The one symbol a plugin exports (type gfp_negotiate_fn). */
 #define GFP_ENTRY_SYMBOL "graft_plugin_negotiate"

@@ -1,4 +1,4 @@
-/* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0 and 1.1.
+/* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0, 1.1 and 1.2.
  *
  * A plugin built against v1.0 keeps working only while every offset, size,
  * field type, slot signature and enum value it was compiled with stays put.
@@ -114,6 +114,8 @@ static void test_op_ids(void) {
         OP(CONV2D, 160), OP(CONV2D_BACKWARD_INPUT, 161), OP(CONV2D_BACKWARD_WEIGHT, 162),
         OP(MAX_POOL2D, 163), OP(MAX_POOL2D_BACKWARD, 164), OP(AVG_POOL2D, 165),
         OP(AVG_POOL2D_BACKWARD, 166),
+        /* 1.2 */
+        OP(HARDSWISH, 49), OP(BATCH_NORM_BACKWARD, 125),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];
@@ -289,7 +291,9 @@ static void test_plugin_table_layout(void) {
     CHECK(GFP_PLUGIN_SIZE_V1_1 == 168);
     CHECK_FIELD(gfp_plugin, buffer_wrap_host, 160, 8,
                 gfp_status (*)(void *, void *, uint64_t, gfp_buffer *));
-    CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 1);
+    /* 1.2 appended op ids only: the table did not grow. */
+    CHECK(sizeof(gfp_plugin) == GFP_PLUGIN_SIZE_V1_1);
+    CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 2);
 }
 
 static void test_negotiate_request_layout(void) {

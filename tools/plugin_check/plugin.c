@@ -109,8 +109,10 @@ static bool slot_set(const gfp_plugin *t, size_t offset) {
 
 /* One negotiate call with the given version. */
 /* The table size of an older minor of this major. */
+/* The table of an older minor ends at that minor's last slot. 1.2 appended
+ * op ids only, so a 1.1 table is as large as a 1.2 one. */
 static size_t older_table_size(uint32_t minor) {
-    return minor == 0 ? (size_t)GFP_PLUGIN_SIZE_V1_0 : sizeof(gfp_plugin);
+    return minor == 0 ? (size_t)GFP_PLUGIN_SIZE_V1_0 : (size_t)GFP_PLUGIN_SIZE_V1_1;
 }
 
 static gfp_status negotiate_with(gfp_negotiate_fn fn, pc_plugin *p, uint32_t major,
