@@ -142,8 +142,9 @@ static gfp_status run(ocl_device *d, const char *stem, int32_t dt, const char *o
     return n ? ocl_call_run1(&c, (uint64_t)n, 64) : c.st;
 }
 
-/* The row kernel (max_pool2d for windows other than 2x2 and 3x3): an item
- * per row of `rows` rows of each of the N * C planes. */
+/* The row kernels (max_pool2d for windows other than 2x2 and 3x3,
+ * pool_zero, max_pool2d_backward, the index check): an item per row of
+ * `rows` rows of each of the N * C planes. */
 static gfp_status run_rows(ocl_call *c, const pool_geom *g, int64_t rows) {
     if (rows == 0 || g->n * g->c == 0) return c->st;
     size_t wg = c->dev->max_wg < 64 ? c->dev->max_wg : 64;
@@ -151,9 +152,9 @@ static gfp_status run_rows(ocl_call *c, const pool_geom *g, int64_t rows) {
     return ocl_call_run(c, 2, global, local);
 }
 
-/* The element kernels (max_pool2d_kK, pool_zero, max_pool2d_backward, the
- * index check): an item per element of a cols x rows plane, for each of the
- * N * C planes; rows of the plane in work-groups of up to 64 items. */
+/* The element kernels (max_pool2d_kK): an item per element of a cols x rows
+ * plane, for each of the N * C planes; rows of the plane in work-groups of
+ * up to 64 items. */
 static gfp_status run_planes(ocl_call *c, const pool_geom *g, int64_t rows, int64_t cols) {
     size_t wg = cols < 16 ? (size_t)cols : 16;
     if (wg > c->dev->max_wg) wg = c->dev->max_wg;
@@ -241,7 +242,7 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
             arg_t4(&c, ind);
             arg_g(&c, &g);
             ocl_arg_mem(&c, d->flag);
-            st = run_planes(&c, &g, g.ho, g.wo);
+            st = run_rows(&c, &g, g.ho);
             bool bad = false;
             int64_t v = 0;
             if (st == GFP_OK) st = ocl_read_flag(d, name, &bad, &v);
@@ -252,10 +253,10 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                                 (long long)g.h, (long long)g.w);
         }
         const gfp_tensor *tz[1] = {gx};
-        st = run_e(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h, g.w);
+        st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
         const gfp_tensor *t[3] = {gy, ind, gx};
         if (st == GFP_OK)
-            st = run_e(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho, g.wo);
+            st = run_r(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho);
         return st;
     }
     case GFP_OP_AVG_POOL2D: {

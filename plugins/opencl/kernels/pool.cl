@@ -31,22 +31,26 @@ long gf_avg_window(long8 g, long8 h, long oh, long ow, long *h0, long *h1, long 
     return INCL ? padded : (he - hs) * (we - ws);
 }
 
-/* Index checks for max_pool2d_backward: -1 or inside the plane; an item per
- * index (dim 0 ow, dim 1 oh, dim 2 the (n, c) plane). */
+/* Index checks for max_pool2d_backward: -1 or inside the plane. The kernels
+ * below walk rows: an item per (row, (n, c)) plane, looping along the row,
+ * so that no division runs per element. */
 __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long8 g,
-                                 __global long *flag) {
+                               __global long *flag) {
     long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5;
-    long ow = get_global_id(0), oh = get_global_id(1), r = get_global_id(2);
-    if (ow >= Wo || oh >= Ho || r >= N * C) return;
-    long n = r / C, c = r - n * C, k = ind[oi + GF_AT4(is, n, c, oh, ow)];
-    if (k < -1 || k >= H * W) {
-        flag[1] = k;
-        flag[0] = 1;
+    long oh = get_global_id(0), r = get_global_id(1);
+    if (oh >= Ho || r >= N * C) return;
+    long n = r / C, c = r - n * C, row = oi + GF_AT4(is, n, c, oh, 0);
+    for (long ow = 0; ow < Wo; ow++) {
+        long k = ind[row + ow * is.s3];
+        if (k < -1 || k >= H * W) {
+            flag[1] = k;
+            flag[0] = 1;
+        }
     }
 }
 
-/* max_pool2d with other windows: an item per (output row, (n, c) plane),
- * looping along the row, so that no division runs per element. */
+/* max_pool2d (windows other than 2x2 and 3x3) and the backward pass walk
+ * rows the same way. */
 #define GF_POOL(DT, T)                                                                     \
     __kernel void max_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
                                   long oy, long4 ys, __global long *ind, long oi, long4 is, \
@@ -75,6 +79,33 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
             }                                                                              \
             y[yr + ow * ys.s3] = best;                                                     \
             ind[ir + ow * is.s3] = bi;                                                     \
+        }                                                                                  \
+    }                                                                                      \
+    /* grad_x is zeroed first (pool_zero, rows of the input); each grad_y     \
+     * element adds itself at its argmax (rows of the output). */                          \
+    __kernel void pool_zero_##DT(__global T *gx, long ogx, long4 gxs, long8 g) {           \
+        long N = g.s0, C = g.s1, H = g.s2, W = g.s3;                                       \
+        long ih = get_global_id(0), r = get_global_id(1);                                  \
+        if (ih >= H || r >= N * C) return;                                                 \
+        long n = r / C, c = r - n * C, row = ogx + GF_AT4(gxs, n, c, ih, 0);               \
+        for (long iw = 0; iw < W; iw++) gx[row + iw * gxs.s3] = 0;                         \
+    }                                                                                      \
+    __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
+                                           __global const long *ind, long oi, long4 is,    \
+                                           __global T *gx, long ogx, long4 gxs, long8 g) { \
+        long N = g.s0, C = g.s1, W = g.s3, Ho = g.s4, Wo = g.s5;                           \
+        long oh = get_global_id(0), r = get_global_id(1);                                  \
+        if (oh >= Ho || r >= N * C) return;                                                \
+        long n = r / C, c = r - n * C;                                                     \
+        long ir = oi + GF_AT4(is, n, c, oh, 0), gr = ogy + GF_AT4(gys, n, c, oh, 0);       \
+        long xp = ogx + GF_AT4(gxs, n, c, 0, 0);                                           \
+        /* a row-major plane: the flat index is the offset */                              \
+        bool flat = gxs.s2 == W * gxs.s3;                                                  \
+        for (long ow = 0; ow < Wo; ow++) {                                                 \
+            long k = ind[ir + ow * is.s3];                                                 \
+            if (k < 0) continue;                                                           \
+            long at = flat ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3;   \
+            gf_atomic_add_##DT(gx + at, gy[gr + ow * gys.s3]);                             \
         }                                                                                  \
     }                                                                                      \
     __kernel void avg_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
@@ -146,38 +177,11 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
         ind[oi + GF_AT4(is, n, c, oh, ow)] = bi;                                           \
     }
 
-/* The backward pass an item per element (dim 0 the column, dim 1 the row,
- * dim 2 the plane): grad_x zeroed, then each grad_y element added at its
- * argmax. */
-#define GF_POOL_BWD_E(DT, T)                                                               \
-    __kernel void pool_zero_##DT(__global T *gx, long ogx, long4 gxs, long8 g) {         \
-        long N = g.s0, C = g.s1, H = g.s2, W = g.s3;                                       \
-        long iw = get_global_id(0), ih = get_global_id(1), r = get_global_id(2);           \
-        if (iw >= W || ih >= H || r >= N * C) return;                                      \
-        long n = r / C, c = r - n * C;                                                     \
-        gx[ogx + GF_AT4(gxs, n, c, ih, iw)] = 0;                                           \
-    }                                                                                      \
-    __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,    \
-                                             __global const long *ind, long oi, long4 is,  \
-                                             __global T *gx, long ogx, long4 gxs, long8 g) { \
-        long N = g.s0, C = g.s1, W = g.s3, Ho = g.s4, Wo = g.s5;                           \
-        long ow = get_global_id(0), oh = get_global_id(1), r = get_global_id(2);           \
-        if (ow >= Wo || oh >= Ho || r >= N * C) return;                                    \
-        long n = r / C, c = r - n * C;                                                     \
-        long k = ind[oi + GF_AT4(is, n, c, oh, ow)];                                       \
-        if (k < 0) return;                                                                 \
-        long xp = ogx + GF_AT4(gxs, n, c, 0, 0);                                           \
-        long at = gxs.s2 == W * gxs.s3 ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3; \
-        gf_atomic_add_##DT(gx + at, gy[ogy + GF_AT4(gys, n, c, oh, ow)]);                  \
-    }
-
 GF_POOL(f32, float)
-GF_POOL_BWD_E(f32, float)
 GF_POOL_K(f32, float, 2)
 GF_POOL_K(f32, float, 3)
 #if GF_HAS_FP64
 GF_POOL(f64, double)
-GF_POOL_BWD_E(f64, double)
 GF_POOL_K(f64, double, 2)
 GF_POOL_K(f64, double, 3)
 #endif
