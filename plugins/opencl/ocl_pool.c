@@ -252,8 +252,22 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                                 "of %lldx%lld elements (or -1)", name, (long long)v,
                                 (long long)g.h, (long long)g.w);
         }
+        /* grad_x zeroed: a fill when it is one dense block, else by rows. */
         const gfp_tensor *tz[1] = {gx};
-        st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
+        ocl_geom gz;
+        ocl_geom_init(&gz, tz, 1);
+        size_t es = pk_dtype_size(gx->dtype);
+        if (gz.contiguous && gx->offset % es == 0) {
+            const double zero = 0.0; /* all bits 0: 0.0 in f32 and f64 */
+            cl_int err = gz.numel == 0 ? CL_SUCCESS
+                                       : ocl.EnqueueFillBuffer(d->queue, ocl_mem(gx), &zero, es,
+                                                               (size_t)gx->offset,
+                                                               (size_t)gz.numel * es, 0, NULL,
+                                                               NULL);
+            st = err == CL_SUCCESS ? GFP_OK : ocl_cl_fail(err, name, "clEnqueueFillBuffer");
+        } else {
+            st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
+        }
         const gfp_tensor *t[3] = {gy, ind, gx};
         if (st == GFP_OK)
             st = run_r(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho);
