@@ -203,7 +203,14 @@ static gfp_status im2col(ocl_device *d, const char *op, const gfp_tensor *x, con
     ocl_arg_i64(&c, (int64_t)(p->col_at / p->es));
     arg_geom(&c, g);
     ocl_arg_long8(&c, t, 8);
-    return run_rows(d, &c, g, p0, np, nb * g->ci * p->KK);
+    /* Rows per item: all the tile's while that leaves 2048 items or more. */
+    int64_t rows = (p0 + np - 1) / g->wo - p0 / g->wo + 1, lines = nb * g->ci * p->KK;
+    int64_t rpi = lines >= 2048 ? rows : rows * lines / 2048;
+    if (rpi < 1) rpi = 1;
+    ocl_arg_i64(&c, rpi);
+    size_t global[2] = {(size_t)((rows + rpi - 1) / rpi), (size_t)lines};
+    size_t local[2] = {1, 64 < d->max_wg ? 64 : d->max_wg};
+    return ocl_call_run(&c, 2, global, local);
 }
 
 static gfp_status col2im(ocl_device *d, const char *op, const gfp_tensor *gx, const conv_geom *g,

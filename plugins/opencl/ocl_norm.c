@@ -54,6 +54,27 @@ static void arg_optional(ocl_call *c, const ocl_device *d, const gfp_tensor *t) 
     ocl_arg_i64(c, t ? ocl_elem_offset(t) : 0);
 }
 
+/* Runs (norm.cl's "_r" kernels): the trailing dims of (sz, xs, ys), rank
+ * n and no size-1 dims, that walk x and y as one contiguous run; returns
+ * its length L and leaves the dims before it in (rsz, rxs, rys, rrank).
+ * L is 1 when the last dim is not contiguous in both. */
+static int64_t runs_of(const int64_t *sz, const int64_t *xs, const int64_t *ys, int n,
+                       int64_t *rsz, int64_t *rxs, int64_t *rys, int *rrank) {
+    int64_t L = 1;
+    int k = n - 1;
+    for (; k >= 0 && xs[k] == L && ys[k] == L; k--) L *= sz[k];
+    for (int i = 0; i <= k; i++) {
+        rsz[i] = sz[i];
+        rxs[i] = xs[i];
+        rys[i] = ys[i];
+    }
+    *rrank = k + 1;
+    return L;
+}
+
+/* The run form pays off from a few vectors per run. */
+#define OCL_RUN_MIN 32
+
 /* ------------------------------------------------------------------ softmax */
 static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
@@ -137,6 +158,66 @@ static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
     int64_t zero[GFP_MAX_RANK] = {0};
     ocl_call c;
     char kname[32];
+    /* The row's dims without size-1 ones; the weight and bias (when there)
+     * contiguous over the row, as the run form reads them. */
+    int64_t isz[GFP_MAX_RANK], ixs[GFP_MAX_RANK], iys[GFP_MAX_RANK], span = 1;
+    int irank = 0;
+    bool wb_flat = true;
+    for (int k = x->rank - 1; k >= orank; k--) {
+        if (x->sizes[k] == 1) continue;
+        wb_flat = wb_flat && (!w || w->strides[k - orank] == span) &&
+                  (!b || b->strides[k - orank] == span);
+        span *= x->sizes[k];
+    }
+    for (int k = orank; k < x->rank; k++) {
+        if (x->sizes[k] == 1) continue;
+        isz[irank] = x->sizes[k];
+        ixs[irank] = x->strides[k];
+        iys[irank] = y->strides[k];
+        irank++;
+    }
+    int64_t rsz[GFP_MAX_RANK], rxs[GFP_MAX_RANK], rys[GFP_MAX_RANK];
+    int rrank = 0;
+    int64_t L = runs_of(isz, ixs, iys, irank, rsz, rxs, rys, &rrank);
+    /* Many rows, each one run, on a CPU: an item per row (no barriers). */
+    bool per_item = (d->type & CL_DEVICE_TYPE_CPU) && rrank == 0 && nouter >= 16;
+    if (wb_flat && L >= OCL_RUN_MIN) {
+        snprintf(kname, sizeof kname, "layer_norm_%s_%c", kdt(x->dtype), per_item ? 'v' : 'r');
+        ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "layer_norm");
+        ocl_arg_mem(&c, ocl_mem(x));
+        ocl_arg_i64(&c, ocl_elem_offset(x));
+        ocl_arg_mem(&c, ocl_mem(y));
+        ocl_arg_i64(&c, ocl_elem_offset(y));
+        arg_optional(&c, d, w);
+        ocl_arg_i32(&c, w != NULL);
+        arg_optional(&c, d, b);
+        ocl_arg_i32(&c, b != NULL);
+        ocl_arg_mem(&c, ocl_mem(mean));
+        ocl_arg_i64(&c, ocl_elem_offset(mean));
+        ocl_arg_mem(&c, ocl_mem(rstd));
+        ocl_arg_i64(&c, ocl_elem_offset(rstd));
+        ocl_arg_long8(&c, x->sizes, orank);
+        ocl_arg_long8(&c, x->strides, orank);
+        ocl_arg_long8(&c, y->strides, orank);
+        ocl_arg_long8(&c, mean->strides, orank);
+        ocl_arg_long8(&c, rstd->strides, orank);
+        ocl_arg_i32(&c, orank);
+        if (per_item) {
+            ocl_arg_i64(&c, nouter);
+            ocl_arg_i64(&c, L);
+            ocl_arg_scalar(&c, x->dtype, p->eps, 0);
+            return ocl_call_run1(&c, (uint64_t)nouter, 1);
+        }
+        ocl_arg_long8(&c, rsz, rrank);
+        ocl_arg_long8(&c, rxs, rrank);
+        ocl_arg_long8(&c, rys, rrank);
+        ocl_arg_i32(&c, rrank);
+        ocl_arg_i64(&c, ninner / L);
+        ocl_arg_i64(&c, L);
+        ocl_arg_scalar(&c, x->dtype, p->eps, 0);
+        size_t global = (size_t)nouter * OCL_NG, local = OCL_NG;
+        return ocl_call_run(&c, 1, &global, &local);
+    }
     snprintf(kname, sizeof kname, "layer_norm_%s", kdt(x->dtype));
     ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "layer_norm");
     ocl_arg_mem(&c, ocl_mem(x));
@@ -211,10 +292,22 @@ static gfp_status batch_norm(ocl_device *d, const gfp_tensor *const *in,
         lys[lrank] = y->strides[k];
         lrank++;
     }
+    /* A channel's elements in runs long enough: the run form. */
+    int64_t rsz[GFP_MAX_RANK], rxs[GFP_MAX_RANK], rys[GFP_MAX_RANK];
+    int rrank = 0;
+    int64_t L = runs_of(lsz, lxs, lys, lrank, rsz, rxs, rys, &rrank);
+    bool by_runs = L >= OCL_RUN_MIN;
+    if (by_runs) {
+        memcpy(lsz, rsz, sizeof lsz);
+        memcpy(lxs, rxs, sizeof lxs);
+        memcpy(lys, rys, sizeof lys);
+        lrank = rrank;
+        nline /= L;
+    }
     ocl_call c;
     char kname[32];
-    snprintf(kname, sizeof kname, "batch_norm_%s_%s", p->training ? "train" : "eval",
-             kdt(x->dtype));
+    snprintf(kname, sizeof kname, "batch_norm_%s_%s%s", p->training ? "train" : "eval",
+             kdt(x->dtype), by_runs ? "_r" : "");
     ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "batch_norm");
     ocl_arg_mem(&c, ocl_mem(x));
     ocl_arg_i64(&c, ocl_elem_offset(x));
@@ -235,6 +328,7 @@ static gfp_status batch_norm(ocl_device *d, const gfp_tensor *const *in,
     ocl_arg_i64(&c, nline);
     ocl_arg_scalar(&c, x->dtype, p->momentum, 0);
     ocl_arg_scalar(&c, x->dtype, p->eps, 0);
+    if (by_runs) ocl_arg_i64(&c, L);
     size_t global = (size_t)*chans * OCL_NG, local = OCL_NG;
     return ocl_call_run(&c, 1, &global, &local);
 }

@@ -142,13 +142,41 @@ static gfp_status run(ocl_device *d, const char *stem, int32_t dt, const char *o
     return n ? ocl_call_run1(&c, (uint64_t)n, 64) : c.st;
 }
 
-/* The row kernels (max_pool2d, pool_zero, max_pool2d_backward, the index
- * check): an item per row of `rows` rows of each of the N * C planes. */
+/* The row kernels (max_pool2d for windows other than 2x2 and 3x3,
+ * pool_zero, max_pool2d_backward, the index check): an item per row of
+ * `rows` rows of each of the N * C planes. */
 static gfp_status run_rows(ocl_call *c, const pool_geom *g, int64_t rows) {
     if (rows == 0 || g->n * g->c == 0) return c->st;
     size_t wg = c->dev->max_wg < 64 ? c->dev->max_wg : 64;
     size_t global[2] = {(size_t)rows, (size_t)(g->n * g->c)}, local[2] = {1, wg};
     return ocl_call_run(c, 2, global, local);
+}
+
+/* The element kernels (max_pool2d_kK): an item per element of a cols x rows
+ * plane, for each of the N * C planes; rows of the plane in work-groups of
+ * up to 64 items. */
+static gfp_status run_planes(ocl_call *c, const pool_geom *g, int64_t rows, int64_t cols) {
+    size_t wg = cols < 16 ? (size_t)cols : 16;
+    if (wg > c->dev->max_wg) wg = c->dev->max_wg;
+    size_t nr = wg ? 64 / wg : 1;
+    if (nr > (size_t)rows) nr = (size_t)rows;
+    if (nr < 1 || nr * wg > c->dev->max_wg) nr = 1;
+    size_t global[3] = {(size_t)cols, (size_t)rows, (size_t)(g->n * g->c)}, local[3] = {wg, nr, 1};
+    if (cols == 0 || rows == 0 || g->n * g->c == 0) return c->st;
+    return ocl_call_run(c, 3, global, local);
+}
+
+static gfp_status run_e(ocl_device *d, const char *stem, int32_t dt, const char *op,
+                        const gfp_tensor *const *t4, int n_t4, const pool_geom *g, bool with_h,
+                        int64_t rows, int64_t cols) {
+    char kname[48];
+    snprintf(kname, sizeof kname, "%s_%s", stem, dt == GFP_F64 ? "f64" : "f32");
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_POOL, kname, op);
+    for (int i = 0; i < n_t4; i++) arg_t4(&c, t4[i]);
+    arg_g(&c, g);
+    if (with_h) arg_h(&c, g);
+    return run_planes(&c, g, rows, cols);
 }
 
 static gfp_status run_r(ocl_device *d, const char *stem, int32_t dt, const char *op,
@@ -182,6 +210,9 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         if (ind->dtype != GFP_I64 || !pk_same_shape(ind, y))
             return pk_fail(GFP_ERR_INVALID, "%s: indices must be i64 with the output's sizes", name);
         const gfp_tensor *t[3] = {x, y, ind};
+        if (g.kh == g.kw && (g.kh == 2 || g.kh == 3))
+            return run_e(d, g.kh == 2 ? "max_pool2d_k2" : "max_pool2d_k3", x->dtype, name, t, 3,
+                         &g, true, g.ho, g.wo);
         return run_r(d, "max_pool2d", x->dtype, name, t, 3, &g, true, g.ho);
     }
     case GFP_OP_MAX_POOL2D_BACKWARD: {
@@ -221,8 +252,22 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                                 "of %lldx%lld elements (or -1)", name, (long long)v,
                                 (long long)g.h, (long long)g.w);
         }
+        /* grad_x zeroed: a fill when it is one dense block, else by rows. */
         const gfp_tensor *tz[1] = {gx};
-        st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
+        ocl_geom gz;
+        ocl_geom_init(&gz, tz, 1);
+        size_t es = pk_dtype_size(gx->dtype);
+        if (gz.contiguous && gx->offset % es == 0) {
+            const double zero = 0.0; /* all bits 0: 0.0 in f32 and f64 */
+            cl_int err = gz.numel == 0 ? CL_SUCCESS
+                                       : ocl.EnqueueFillBuffer(d->queue, ocl_mem(gx), &zero, es,
+                                                               (size_t)gx->offset,
+                                                               (size_t)gz.numel * es, 0, NULL,
+                                                               NULL);
+            st = err == CL_SUCCESS ? GFP_OK : ocl_cl_fail(err, name, "clEnqueueFillBuffer");
+        } else {
+            st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
+        }
         const gfp_tensor *t[3] = {gy, ind, gx};
         if (st == GFP_OK)
             st = run_r(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho);

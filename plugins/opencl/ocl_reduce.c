@@ -117,25 +117,50 @@ static gfp_status launch(ocl_device *d, uint32_t op, int32_t dtype, cl_mem xm, i
 #define OCL_SPLIT_ITEMS 128
 #define OCL_SPLIT_CHUNKS 64
 
-static bool splittable(uint32_t op, int32_t dtype, const dimset *red) {
+static bool split_op(uint32_t op, int32_t dtype) {
     bool op_ok = op == GFP_OP_SUM || op == GFP_OP_MEAN || op == GFP_OP_PROD ||
                  op == GFP_OP_AMAX || op == GFP_OP_AMIN;
-    return op_ok && pk_is_float(dtype) && red->rank == 1 && red->xs[0] == 1 &&
+    return op_ok && pk_is_float(dtype);
+}
+
+static bool splittable(uint32_t op, int32_t dtype, const dimset *red) {
+    return split_op(op, dtype) && red->rank == 1 && red->xs[0] == 1 &&
            red->count >= OCL_SPLIT_MIN;
 }
 
+/* Runs: the innermost reduced dim is contiguous and long enough to fill
+ * vectors, and there are other reduced dims (a bias gradient's sum over N,
+ * H and W of [N, C, H, W]: 784-element runs of 64 images per channel). The
+ * first pass reduces each run (the outer reduced dims join the kept ones),
+ * the second the runs' partials of each output. */
+#define OCL_RUN_MIN 64
+
+static bool runs(uint32_t op, int32_t dtype, const dimset *red) {
+    return split_op(op, dtype) && red->rank >= 2 && red->count > 0 &&
+           red->xs[red->rank - 1] == 1 && red->sizes[red->rank - 1] >= OCL_RUN_MIN;
+}
+
 static gfp_status run_split(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
-                            const dimset *kept, const dimset *red) {
+                            const dimset *kept_in, const dimset *red) {
     const char *name = pk_op_name(op);
-    int64_t len = red->count;
-    int64_t chunks = (OCL_SPLIT_ITEMS + kept->count - 1) / kept->count;
+    /* The lines of the first pass: kept (the outputs), then the outer
+     * reduced dims when red is a set of runs; each line is contiguous. */
+    dimset kept = *kept_in;
+    int64_t outer = 1;
+    for (int i = 0; i < red->rank - 1; i++) {
+        add_dim(&kept, red->sizes[i], red->xs[i], 0, 0);
+        outer *= red->sizes[i];
+    }
+    kept.count *= outer;
+    int64_t len = red->sizes[red->rank - 1], total = red->count;
+    int64_t chunks = (OCL_SPLIT_ITEMS + kept.count - 1) / kept.count;
     if (chunks > OCL_SPLIT_CHUNKS) chunks = OCL_SPLIT_CHUNKS;
     if (chunks > len / OCL_SPLIT_MIN) chunks = len / OCL_SPLIT_MIN;
     if (chunks < 1) chunks = 1;
     int64_t q = (len + chunks - 1) / chunks;
     chunks = (len + q - 1) / q;
     size_t es = pk_dtype_size(x->dtype);
-    gfp_status st = ocl_scratch(d, (uint64_t)(kept->count * chunks) * es, name);
+    gfp_status st = ocl_scratch(d, (uint64_t)(kept.count * chunks) * es, name);
     if (st != GFP_OK) return st;
     uint32_t part_op = op == GFP_OP_MEAN ? GFP_OP_SUM : op;
     char kname[48];
@@ -144,29 +169,30 @@ static gfp_status run_split(ocl_device *d, uint32_t op, const gfp_tensor *x, con
     ocl_call_begin(&c, d, OCL_PROG_REDUCE, kname, name);
     ocl_arg_mem(&c, ocl_mem(x));
     ocl_arg_i64(&c, ocl_elem_offset(x));
-    ocl_arg_long8(&c, kept->sizes, kept->rank);
-    ocl_arg_long8(&c, kept->xs, kept->rank);
-    ocl_arg_i32(&c, kept->rank);
-    ocl_arg_i64(&c, kept->count);
+    ocl_arg_long8(&c, kept.sizes, kept.rank);
+    ocl_arg_long8(&c, kept.xs, kept.rank);
+    ocl_arg_i32(&c, kept.rank);
+    ocl_arg_i64(&c, kept.count);
     ocl_arg_i64(&c, len);
     ocl_arg_i64(&c, q);
     ocl_arg_i64(&c, chunks);
     ocl_arg_mem(&c, d->scratch.mem);
     ocl_arg_i64(&c, 0);
-    ocl_arg_scalar(&c, x->dtype, op == GFP_OP_MEAN ? 1.0 / (double)len : 1.0, 0);
-    st = ocl_call_run1(&c, (uint64_t)(kept->count * chunks), 1);
+    ocl_arg_scalar(&c, x->dtype, op == GFP_OP_MEAN ? 1.0 / (double)total : 1.0, 0);
+    st = ocl_call_run1(&c, (uint64_t)(kept.count * chunks), 1);
     if (st != GFP_OK) return st;
-    /* The partials, [kept..., chunks] row-major, reduced along the chunks. */
-    dimset k2 = *kept, r2 = {0};
-    int64_t stride = chunks;
+    /* The partials, [kept..., outer..., chunks] row-major, reduced along
+     * their last outer * chunks. */
+    dimset k2 = *kept_in, r2 = {0};
+    int64_t stride = outer * chunks;
     for (int i = k2.rank - 1; i >= 0; i--) {
         k2.xs[i] = stride;
         stride *= k2.sizes[i];
     }
     r2.rank = 1;
-    r2.sizes[0] = chunks;
+    r2.sizes[0] = outer * chunks;
     r2.xs[0] = 1;
-    r2.count = chunks;
+    r2.count = outer * chunks;
     return launch(d, part_op, x->dtype, d->scratch.mem, 0, ocl_mem(y), ocl_elem_offset(y), NULL,
                   &k2, &r2, 0.0);
 }
@@ -202,7 +228,8 @@ static gfp_status run_columns(ocl_device *d, uint32_t op, const gfp_tensor *x,
 static gfp_status run_reduce(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                              const gfp_tensor *ind, const dimset *kept, const dimset *red,
                              double correction) {
-    if (splittable(op, x->dtype, red)) return run_split(d, op, x, y, kept, red);
+    if (splittable(op, x->dtype, red) || runs(op, x->dtype, red))
+        return run_split(d, op, x, y, kept, red);
     if (columns(op, x->dtype, kept, red)) return run_columns(d, op, x, y, kept, red);
     return launch(d, op, x->dtype, ocl_mem(x), ocl_elem_offset(x), ocl_mem(y), ocl_elem_offset(y),
                   ind, kept, red, correction);

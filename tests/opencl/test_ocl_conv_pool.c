@@ -77,6 +77,11 @@ static const pool_case pool_cases[] = {
     {{2, 2, 9, 7}, {{3, 2}, {2, 1}, {1, 0}, {2, 1}, false, true}},
     {{1, 3, 6, 5}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
     {{1, 1, 5, 5}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, false, false}},
+    /* 2x2 and 3x3 (their own kernels) dilated, unequal strides, ceil mode;
+     * a 1x4 window (the row kernel) */
+    {{2, 2, 9, 10}, {{2, 2}, {1, 2}, {1, 0}, {2, 3}, true, false}},
+    {{1, 2, 11, 8}, {{3, 3}, {1, 3}, {1, 1}, {2, 2}, false, true}},
+    {{1, 2, 6, 9}, {{1, 4}, {1, 3}, {0, 2}, {1, 1}, true, true}},
 };
 
 static void test_pool(void) {

@@ -153,16 +153,68 @@ static void test_layer_norm(void) {
     }
 }
 
+/* The run forms (norm.cl "_r", "_v"): rows of contiguous runs with a weight
+ * and bias contiguous over the row: an item per row (many rows), a
+ * work-group per row (few), a row of several runs (a narrowed last dim),
+ * run lengths with and without a tail after the vectors, NaN in a row. */
+static void test_layer_norm_runs(void) {
+    for (int di = 0; di < 2; di++) {
+        gf_dtype dt = di ? GF_F64 : GF_F32;
+        if (dt == GF_F64 && !have_f64) continue;
+        xd_tol tol = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : xd_default_tol(dt);
+        const struct {
+            int64_t s[3];
+            int nr;
+            int64_t narrow; /* > 0: the last dim narrowed to this */
+        } cases[] = {{{40, 3, 64}, 1, 0}, {{40, 3, 77}, 1, 0}, {{4, 3, 300}, 2, 0},
+                     {{5, 7, 80}, 2, 67}, {{30, 2, 50}, 2, 37}};
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+            for (int affine = 0; affine < 2; affine++) {
+                xd_seed((uint64_t)(ci * 10 + (size_t)affine + (size_t)di * 100 + 7000));
+                xd_pair full = xd_pair_rand(dt, 3, cases[ci].s, ci == 1 ? XV_GENERAL : XV_PLAIN,
+                                            ci % 2 ? XL_OFFSET : XL_CONTIG);
+                xd_pair x = full;
+                if (cases[ci].narrow) {
+                    x.d = gf_narrow(full.d, 2, 5, cases[ci].narrow);
+                    x.r = gf_narrow(full.r, 2, 5, cases[ci].narrow);
+                }
+                int nr = cases[ci].nr;
+                const int64_t *xs = gf_tensor_sizes(x.r);
+                const int64_t *wsz = nr == 1 ? xs + 2 : xs + 1;
+                xd_pair w = xd_pair_rand(dt, nr, wsz, XV_SMALL, XL_CONTIG);
+                xd_pair b = xd_pair_rand(dt, nr, wsz, XV_SMALL, XL_OFFSET);
+                gf_tensor *mo = NULL, *ro = NULL, *mr = NULL, *rr = NULL;
+                gf_tensor *yo = gf_layer_norm(x.d, nr, affine ? w.d : NULL, affine ? b.d : NULL,
+                                              1e-5, &mo, &ro);
+                gf_tensor *yr = gf_layer_norm(x.r, nr, affine ? w.r : NULL, affine ? b.r : NULL,
+                                              1e-5, &mr, &rr);
+                char what[96];
+                snprintf(what, sizeof what, "layer_norm runs %s case %zu affine %d",
+                         xd_dtn(dt), ci, affine);
+                xd_check_pair_tol(what, yo, yr, tol);
+                xd_check_pair_tol("layer_norm runs mean", mo, mr, tol);
+                xd_check_pair_tol("layer_norm runs rstd", ro, rr, tol);
+                if (cases[ci].narrow) xd_pair_release(x);
+                xd_pair_release(full);
+                xd_pair_release(w);
+                xd_pair_release(b);
+            }
+    }
+}
+
 static void test_batch_norm(void) {
     for (int di = 0; di < 2; di++) {
         gf_dtype dt = di ? GF_F64 : GF_F32;
         if (dt == GF_F64 && !have_f64) continue;
         xd_tol tol = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : xd_default_tol(dt);
-        /* and a plane wider than a work-group (70 x 5) */
-        for (int training = 0; training < 4; training++)
+        /* and a plane wider than a work-group (70 x 5), and more images than
+         * a work-group has items (each item takes whole planes) */
+        for (int training = 0; training < 6; training++)
             for (int L = 0; L < 4; L++) {
                 xd_seed((uint64_t)(training * 10 + L + di * 100));
-                xd_pair x = xd_pair_rand(dt, 4, training < 2 ? SZ(4, 3, 6, 7) : SZ(3, 3, 5, 70),
+                xd_pair x = xd_pair_rand(dt, 4, training < 2   ? SZ(4, 3, 6, 7)
+                                                : training < 4 ? SZ(3, 3, 5, 70)
+                                                               : SZ(70, 3, 5, 9),
                                          XV_PLAIN, (xd_layout)L);
                 xd_pair w = xd_pair_rand(dt, 1, SZ(3), XV_SMALL, XL_STEP);
                 xd_pair b = xd_pair_rand(dt, 1, SZ(3), XV_SMALL, XL_CONTIG);
@@ -235,6 +287,7 @@ int main(void) {
     RUN(test_matmul_extension);
     RUN(test_softmax);
     RUN(test_layer_norm);
+    RUN(test_layer_norm_runs);
     RUN(test_batch_norm);
     return CHECK_REPORT();
 }

@@ -154,6 +154,45 @@ static void test_long_lines(void) {
                           gf_sum(c3.r, d01, 2, false), tol);
         xd_pair_release(c3);
         xd_pair_release(m);
+        /* Runs: the innermost reduced dims contiguous (merged: 3 x 100) with
+         * reduced dims outside them and a kept dim between (a bias
+         * gradient's sum over N, H, W), and runs long enough to be cut in
+         * chunks; every op whose partials combine, NaN and infinities in
+         * some lines, an offset view. */
+        const int d023[3] = {0, 2, 3}, d02[2] = {0, 2};
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            const red_case *rc = &cases[ci];
+            bool prod = !strcmp(rc->name, "prod");
+            xd_seed(ci + 900 * (uint64_t)di);
+            xd_layout L = ci % 2 ? XL_OFFSET : XL_CONTIG;
+            xd_pair r4 = xd_pair_rand(dt, 4, SZ(6, 5, 3, 100), prod ? XV_PLAIN : XV_GENERAL, L);
+            xd_pair r3 = xd_pair_rand(dt, 3, SZ(3, 2, 5003), prod ? XV_PLAIN : XV_GENERAL, L);
+            if (prod) { /* factors near 1: the products stay finite */
+                xd_pair *ps[2] = {&r4, &r3};
+                for (int k = 0; k < 2; k++) {
+                    gf_tensor *a = gf_mul_scalar(ps[k]->d, 1e-4), *b = gf_mul_scalar(ps[k]->r, 1e-4);
+                    gf_tensor *ao = gf_add_scalar(a, 1.0), *br = gf_add_scalar(b, 1.0);
+                    gf_tensor_release(a);
+                    gf_tensor_release(b);
+                    xd_pair_release(*ps[k]);
+                    ps[k]->d = ao;
+                    ps[k]->r = br;
+                }
+            }
+            char what[96];
+            xd_tol tol4 = dt == GF_F32 ? (xd_tol){2e-5, 2e-5} : (xd_tol){1e-11, 1e-11};
+            if (prod && dt == GF_F32) tol4 = (xd_tol){1e-3, 1e-3};
+            snprintf(what, sizeof what, "%s %s over dims 0, 2, 3 of [6, 5, 3, 100]", rc->name,
+                     xd_dtn(dt));
+            xd_check_pair_tol(what, rc->fn(r4.d, d023, 3, true), rc->fn(r4.r, d023, 3, true),
+                              tol4);
+            snprintf(what, sizeof what, "%s %s over dims 0, 2 of [3, 2, 5003]", rc->name,
+                     xd_dtn(dt));
+            xd_check_pair_tol(what, rc->fn(r3.d, d02, 2, false), rc->fn(r3.r, d02, 2, false),
+                              tol4);
+            xd_pair_release(r4);
+            xd_pair_release(r3);
+        }
     }
 }
 

@@ -3,7 +3,8 @@
  *
  *   main.c               command line, threads, devices, the run loop
  *   measure.c            clock, statistics, the repeat policy, progress line
- *   workloads_ops.c      matmul, elementwise, reductions, softmax, conv2d
+ *   workloads_ops.c      matmul, elementwise, reductions, softmax, conv2d,
+ *                        batch_norm, layer_norm, max_pool2d
  *   workloads_train.c    MLP and CNN training steps
  *   workloads_overhead.c per-op dispatch and autograd overhead
  *   workloads_direct.c   the "host" rows: oneDNN and plain C loops called
@@ -197,6 +198,9 @@ void bench_sum_lastdim(bench_run *run, int device, int64_t side);
 void bench_sum_all(bench_run *run, int device, int64_t side);
 void bench_softmax(bench_run *run, int device, int64_t rows);
 void bench_conv2d(bench_run *run, int device, int64_t batch);
+void bench_batch_norm(bench_run *run, int device, int64_t batch);
+void bench_layer_norm(bench_run *run, int device, int64_t rows);
+void bench_max_pool2d(bench_run *run, int device, int64_t batch);
 void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);

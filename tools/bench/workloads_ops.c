@@ -1,6 +1,6 @@
 /* workloads_ops.c — single-op workloads: matmul (f32 and f64), elementwise
  * (add, mul, exp), reductions (sum over the last dim and over all), softmax,
- * conv2d.
+ * conv2d, batch_norm, layer_norm, max_pool2d.
  *
  * Each one times three things separately on one device:
  *   - h2d: writing its inputs from host memory into device tensors
@@ -474,5 +474,150 @@ void bench_conv2d(bench_run *run, int device, int64_t batch) {
     c.host_in[0] = bench_host_values(batch * CONV_CI * CONV_HW * CONV_HW, 7, -1, 1);
     c.host_in[1] = bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
     c.host_in[2] = bench_host_values(CONV_CO, 9, -0.1f, 0.1f);
+    run_case(run, &c);
+}
+
+/* ------------------------------------------------------------ normalizations */
+/* batch_norm in training over [N, 64, 28, 28] (no affine, no running
+ * statistics) and layer_norm over the last dim of [rows, 1024]: GB/s counts
+ * the one read and one write an ideal kernel needs. The check recomputes a
+ * few whole channels / rows in double. */
+enum { BN_C = 64, BN_HW = 28, LN_COLS = 1024 };
+
+static gf_tensor *op_batch_norm(const op_case *c) {
+    return gf_batch_norm(c->in[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5, NULL, NULL);
+}
+static gf_tensor *op_layer_norm(const op_case *c) {
+    return gf_layer_norm(c->in[0], 1, NULL, NULL, 1e-5, NULL, NULL);
+}
+
+/* The n values at x[i * stride + j * inner + k] (i < outer, k < inner, j
+ * fixed by the caller through x) normalized: checks y the same way. */
+static int check_norm(op_case *c, const char *what, int64_t at, int64_t outer, int64_t stride,
+                      int64_t inner) {
+    const float *x = c->host_in[0], *y = c->host_out;
+    double s = 0, q = 0, n = (double)(outer * inner);
+    for (int64_t i = 0; i < outer; i++)
+        for (int64_t k = 0; k < inner; k++) s += x[at + i * stride + k];
+    double mean = s / n;
+    for (int64_t i = 0; i < outer; i++)
+        for (int64_t k = 0; k < inner; k++) {
+            double d = x[at + i * stride + k] - mean;
+            q += d * d;
+        }
+    double rstd = 1.0 / sqrt(q / n + 1e-5);
+    for (int64_t i = 0; i < outer; i++)
+        for (int64_t k = 0; k < inner; k += 7) {
+            int64_t e = at + i * stride + k;
+            double want = (x[e] - mean) * rstd;
+            if (!close_to(y[e], want, 1e-4, 1e-4)) {
+                bench_result_wrong(c->r, "wrong result: %s element %lld = %.7g, expected %.7g",
+                                   what, (long long)e, y[e], want);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+static int check_batch_norm(op_case *c) {
+    int64_t nb = c->in_sizes[0][0], plane = BN_HW * BN_HW;
+    for (int64_t ch = 0; ch < BN_C; ch += 21)
+        if (check_norm(c, "batch_norm", ch * plane, nb, BN_C * plane, plane)) return -1;
+    return 0;
+}
+
+static int check_layer_norm(op_case *c) {
+    int64_t rows = c->in_sizes[0][0];
+    for (int64_t i = 0; i < rows; i += (rows > 8 ? rows / 8 : 1))
+        if (check_norm(c, "layer_norm", i * LN_COLS, 1, LN_COLS, LN_COLS)) return -1;
+    return 0;
+}
+
+void bench_batch_norm(bench_run *run, int device, int64_t batch) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "batch_norm b%lld", (long long)batch);
+    snprintf(detail, sizeof detail, "f32 [%lld,%d,%d,%d], training, no affine",
+             (long long)batch, BN_C, BN_HW, BN_HW);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 1,
+                 .in_sizes = {{batch, BN_C, BN_HW, BN_HW}},
+                 .in_rank = {4},
+                 .op = op_batch_norm,
+                 .check = check_batch_norm};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)batch * BN_C * BN_HW * BN_HW * sizeof(float);
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(batch * BN_C * BN_HW * BN_HW, 10, -2, 3);
+    run_case(run, &c);
+}
+
+void bench_layer_norm(bench_run *run, int device, int64_t rows) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "layer_norm %lld", (long long)rows);
+    snprintf(detail, sizeof detail, "f32 [%lld,%d], over the last dim, no affine",
+             (long long)rows, LN_COLS);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 1,
+                 .in_sizes = {{rows, LN_COLS}},
+                 .in_rank = {2},
+                 .op = op_layer_norm,
+                 .check = check_layer_norm};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)rows * LN_COLS * sizeof(float);
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(rows * LN_COLS, 11, -2, 3);
+    run_case(run, &c);
+}
+
+/* ------------------------------------------------------------ max_pool2d */
+/* 2x2 windows, stride 2, over [N, 32, 56, 56]: GB/s counts reading x and
+ * writing y and the i64 indices. */
+enum { MP_C = 32, MP_HW = 56 };
+
+static gf_tensor *op_max_pool2d(const op_case *c) {
+    const gf_pool2d_opts o = {.kernel = {2, 2}};
+    gf_tensor *ind = NULL;
+    gf_tensor *y = gf_max_pool2d(c->in[0], &o, &ind);
+    gf_tensor_release(ind);
+    return y;
+}
+
+static int check_max_pool2d(op_case *c) {
+    int64_t nb = c->in_sizes[0][0], ho = MP_HW / 2;
+    const float *x = c->host_in[0];
+    for (int s = 0; s < 64; s++) {
+        int64_t n = s % nb, ch = (s * 7 + 3) % MP_C, oh = (s * 13) % ho, ow = (s * 29 + 5) % ho;
+        const float *p = x + ((n * MP_C + ch) * MP_HW + 2 * oh) * MP_HW + 2 * ow;
+        double want = fmax(fmax(p[0], p[1]), fmax(p[MP_HW], p[MP_HW + 1]));
+        double got = c->host_out[((n * MP_C + ch) * ho + oh) * ho + ow];
+        if (got != want) {
+            bench_result_wrong(c->r, "wrong result: y[%lld][%lld][%lld][%lld] = %.7g, expected "
+                               "%.7g", (long long)n, (long long)ch, (long long)oh, (long long)ow,
+                               got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void bench_max_pool2d(bench_run *run, int device, int64_t batch) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "max_pool2d b%lld", (long long)batch);
+    snprintf(detail, sizeof detail, "f32 [%lld,%d,%d,%d], 2x2 windows, stride 2, with indices",
+             (long long)batch, MP_C, MP_HW, MP_HW);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 1,
+                 .in_sizes = {{batch, MP_C, MP_HW, MP_HW}},
+                 .in_rank = {4},
+                 .op = op_max_pool2d,
+                 .check = check_max_pool2d};
+    if (!c.r) return;
+    double n_in = (double)batch * MP_C * MP_HW * MP_HW;
+    c.r->work = n_in * sizeof(float) + n_in / 4 * (sizeof(float) + sizeof(int64_t));
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(batch * MP_C * MP_HW * MP_HW, 12, -1, 1);
     run_case(run, &c);
 }

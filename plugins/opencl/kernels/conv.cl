@@ -101,34 +101,43 @@
          NB = t.s7, KK = KH * KW;
 
 #define GF_CONV_GEMM(DT, T)                                                                \
-    /* One item per (tap row (n, ci, i, jj), output row oh of the tile): the   \
-     * positions of the row in the tile, in three runs (left padding, inside, \
-     * right padding), so the inner loops have no division. */                             \
+    /* One item per (tap row (n, ci, i, jj), RPI output rows of the tile):    \
+     * per row, the positions of the row in the tile in three runs (left      \
+     * padding, inside, right padding), so the inner loops have no division;  \
+     * the divisions that place the tap row are paid once for RPI rows. */    \
     __kernel void conv_im2col_##DT(__global const T *x, long ox, long4 xs, __global T *col, \
-                                   long ocol, long8 g0, long8 g1, long dw, long8 t) {      \
+                                   long ocol, long8 g0, long8 g1, long dw, long8 t,        \
+                                   long rpi) {                                             \
         GF_CONV_GEOM                                                                       \
         GF_CONV_TILE                                                                       \
         long oh_first = P0 / Wo, oh_last = (P0 + NP - 1) / Wo;                             \
-        long oh = oh_first + get_global_id(0), r = get_global_id(1);                       \
-        if (oh > oh_last || r >= NB * Ci * KK) return;                                     \
+        long oh0 = oh_first + get_global_id(0) * rpi, r = get_global_id(1);                \
+        if (oh0 > oh_last || r >= NB * Ci * KK) return;                                    \
+        long oh1 = min(oh0 + rpi - 1, oh_last);                                            \
         long n = r / (Ci * KK), rem = r - n * (Ci * KK);                                   \
         long ci = rem / KK, kk = rem - ci * KK;                                            \
         long i = kk / KW, jj = kk - i * KW;                                                \
         long grp = ci / CIG, row = (ci - grp * CIG) * KK + kk;                             \
-        long lo = oh == oh_first ? P0 - oh * Wo : 0;                                       \
-        long hi = oh == oh_last ? P0 + NP - oh * Wo : Wo;                                  \
-        long ih = oh * SH - PH + i * DH, off = jj * DW - PW;                               \
+        long off = jj * DW - PW, xw = xs.s3;                                               \
         /* Inside: 0 <= ow * SW + off < W. */                                              \
-        long a = -off <= 0 ? 0 : (-off + SW - 1) / SW;                                     \
-        long b = W - off <= 0 ? 0 : (W - off + SW - 1) / SW;                               \
-        if (ih < 0 || ih >= H) a = b = lo;                                                 \
-        a = clamp(a, lo, hi);                                                              \
-        b = clamp(b, a, hi);                                                               \
-        long c0 = ocol + n * S_N + grp * S_G + row * S_ROW + (oh * Wo - P0) * S_Q;         \
-        long x0 = ox + GF_AT4(xs, N0 + n, ci, clamp(ih, 0L, H - 1), 0), xw = xs.s3;        \
-        for (long ow = lo; ow < a; ow++) col[c0 + ow * S_Q] = 0;                           \
-        for (long ow = a; ow < b; ow++) col[c0 + ow * S_Q] = x[x0 + (ow * SW + off) * xw]; \
-        for (long ow = b; ow < hi; ow++) col[c0 + ow * S_Q] = 0;                           \
+        long a0 = -off <= 0 ? 0 : (-off + SW - 1) / SW;                                    \
+        long b0 = W - off <= 0 ? 0 : (W - off + SW - 1) / SW;                              \
+        long cr = ocol + n * S_N + grp * S_G + row * S_ROW;                                \
+        long xc = ox + GF_AT4(xs, N0 + n, ci, 0, 0) + off * xw;                            \
+        for (long oh = oh0; oh <= oh1; oh++) {                                             \
+            long lo = oh == oh_first ? P0 - oh * Wo : 0;                                   \
+            long hi = oh == oh_last ? P0 + NP - oh * Wo : Wo;                              \
+            long ih = oh * SH - PH + i * DH;                                               \
+            long a = a0, b = b0;                                                           \
+            if (ih < 0 || ih >= H) a = b = lo;                                             \
+            a = clamp(a, lo, hi);                                                          \
+            b = clamp(b, a, hi);                                                           \
+            long c0 = cr + (oh * Wo - P0) * S_Q;                                           \
+            long x0 = xc + clamp(ih, 0L, H - 1) * xs.s2;                                   \
+            for (long ow = lo; ow < a; ow++) col[c0 + ow * S_Q] = 0;                       \
+            for (long ow = a; ow < b; ow++) col[c0 + ow * S_Q] = x[x0 + ow * SW * xw];     \
+            for (long ow = b; ow < hi; ow++) col[c0 + ow * S_Q] = 0;                       \
+        }                                                                                  \
     }                                                                                      \
     /* grad_y's tile transposed, gt[n, q, co] = gy[n0 + n, co, p0 + q] (the      \
      * right operand of the weight gradient); one item per (output row of the \

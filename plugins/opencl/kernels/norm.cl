@@ -264,3 +264,248 @@ GF_NORMS(f32, float)
 #if GF_HAS_FP64
 GF_NORMS(f64, double)
 #endif
+
+/* ---------------------------------------------------------------- by runs */
+/* The forms for data in contiguous runs: a batch-norm channel of [N, C, H, W]
+ * is N runs of H * W elements, a layer-norm row one run. A work-group per
+ * channel (row) walks its R runs of L elements, each run indexed by (rsz,
+ * rxs / rys, rrank); its items take VW-lane vectors of each run in turn (no
+ * division per element, one per run), the last L % VW elements go one by
+ * one. Sums stay Neumaier-compensated in every lane, then across lanes and
+ * items (the tree); the variance is the same two-pass formula as above. */
+#define GF_VNADD(VT, s, c, v)                                                              \
+    {                                                                                      \
+        VT t_ = (s) + (v);                                                                 \
+        (c) += select(((v) - t_) + (s), ((s) - t_) + (v), fabs(s) >= fabs(v));            \
+        (s) = t_;                                                                          \
+    }
+/* Folds the lanes of (vs, vc) into the scalar pair (s, c). */
+#define GF_VFOLD(T, VW, VSTORE, vs, vc, s, c)                                              \
+    {                                                                                      \
+        T ls_[VW], lc_[VW];                                                                \
+        VSTORE(vs, 0, ls_);                                                                \
+        VSTORE(vc, 0, lc_);                                                                \
+        for (int i_ = 0; i_ < VW; i_++) {                                                  \
+            NADD(T, s, c, ls_[i_]);                                                        \
+            c += lc_[i_];                                                                  \
+        }                                                                                  \
+    }
+/* Opens the loops over the runs of x and, in each, the item's vectors
+ * (i_ their first element); GF_RUNS_TAIL switches to the tail elements,
+ * GF_RUNS_END closes. With GF_NG runs or more, each item walks whole runs
+ * (contiguous reads); with fewer, the items share each run. */
+#define GF_RUNS_STEPS(VW)                                                                  \
+    bool by_run_ = R >= GF_NG;                                                             \
+    long r_lo_ = by_run_ ? l_ : 0, r_st_ = by_run_ ? GF_NG : 1;                            \
+    long i_lo_ = by_run_ ? 0 : (long)l_ * VW, i_st_ = by_run_ ? VW : GF_NG * VW;           \
+    long t_lo_ = by_run_ ? full_ : full_ + l_, t_st_ = by_run_ ? 1 : GF_NG;
+#define GF_RUNS_BEGIN(T, VW)                                                               \
+    for (long r_ = r_lo_; r_ < R; r_ += r_st_) {                                           \
+        const __global T *xr_ = x + x0 + gf_line_offset(r_, rsz, rxs, rrank);              \
+        for (long i_ = i_lo_; i_ < full_; i_ += i_st_) {
+#define GF_RUNS_TAIL                                                                       \
+        }                                                                                  \
+        for (long i_ = t_lo_; i_ < L; i_ += t_st_) {
+#define GF_RUNS_END                                                                        \
+        }                                                                                  \
+    }
+#define GF_NORM_RUNS(DT, T, VT, VW, VLOAD, VSTORE)                                         \
+    void gf_moments_runs_##DT(__global const T *x, long x0, long8 rsz, long8 rxs,          \
+                              int rrank, long R, long L, __local T *ls, __local T *lc,     \
+                              __local T *ld, __local T *le, T *mean_out, T *m2_out) {      \
+        int l_ = get_local_id(0);                                                          \
+        long full_ = L / VW * VW;                                                          \
+        GF_RUNS_STEPS(VW)                                                                  \
+        VT vs = 0, vc = 0;                                                                 \
+        T s = 0, c = 0;                                                                    \
+        GF_RUNS_BEGIN(T, VW)                                                               \
+            VT v = VLOAD(0, xr_ + i_);                                                     \
+            GF_VNADD(VT, vs, vc, v);                                                       \
+        GF_RUNS_TAIL                                                                       \
+            T v = xr_[i_];                                                                 \
+            NADD(T, s, c, v);                                                              \
+        GF_RUNS_END                                                                        \
+        GF_VFOLD(T, VW, VSTORE, vs, vc, s, c)                                              \
+        ls[l_] = s;                                                                        \
+        lc[l_] = c;                                                                        \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc))                                                  \
+        T n = (T)R * (T)L, mean = NVAL(ls[0], lc[0]) / n;                                  \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        VT vq = 0, vqc = 0, vd = 0, vdc = 0;                                               \
+        T sq = 0, sqc = 0, dv = 0, dvc = 0;                                                \
+        GF_RUNS_BEGIN(T, VW)                                                               \
+            VT d = VLOAD(0, xr_ + i_) - mean, d2 = d * d;                                  \
+            GF_VNADD(VT, vq, vqc, d2);                                                     \
+            GF_VNADD(VT, vd, vdc, d);                                                      \
+        GF_RUNS_TAIL                                                                       \
+            T d = xr_[i_] - mean, d2 = d * d;                                              \
+            NADD(T, sq, sqc, d2);                                                          \
+            NADD(T, dv, dvc, d);                                                           \
+        GF_RUNS_END                                                                        \
+        GF_VFOLD(T, VW, VSTORE, vq, vqc, sq, sqc)                                          \
+        GF_VFOLD(T, VW, VSTORE, vd, vdc, dv, dvc)                                          \
+        ls[l_] = sq;                                                                       \
+        lc[l_] = sqc;                                                                      \
+        ld[l_] = dv;                                                                       \
+        le[l_] = dvc;                                                                      \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc) GF_NSUM_STEP(T, ld, le))                          \
+        T dsum = NVAL(ld[0], le[0]);                                                       \
+        T m2 = NVAL(ls[0], lc[0]) - dsum * dsum / n;                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        *mean_out = mean;                                                                  \
+        *m2_out = m2 < 0 ? (T)0 : m2;                                                      \
+    }                                                                                      \
+    /* y = (x - mu) * a * b + s over the runs (y's runs by rys). */                       \
+    void gf_apply_runs_##DT(__global const T *x, long x0, __global T *y, long y0,          \
+                            long8 rsz, long8 rxs, long8 rys, int rrank, long R, long L,    \
+                            T mu, T a, T b, T sh) {                                        \
+        int l_ = get_local_id(0);                                                          \
+        long full_ = L / VW * VW;                                                          \
+        GF_RUNS_STEPS(VW)                                                                  \
+        for (long r_ = r_lo_; r_ < R; r_ += r_st_) {                                       \
+            const __global T *xr_ = x + x0 + gf_line_offset(r_, rsz, rxs, rrank);          \
+            __global T *yr_ = y + y0 + gf_line_offset(r_, rsz, rys, rrank);                \
+            for (long i_ = i_lo_; i_ < full_; i_ += i_st_)                                 \
+                VSTORE((VLOAD(0, xr_ + i_) - mu) * a * b + sh, 0, yr_ + i_);               \
+            for (long i_ = t_lo_; i_ < L; i_ += t_st_)                                     \
+                yr_[i_] = (xr_[i_] - mu) * a * b + sh;                                     \
+        }                                                                                  \
+    }                                                                                      \
+    /* Batch norm by runs: the arguments of GF_BN_ARGS, with (lsz, lxs, lys,  \
+     * lrank) the runs of a channel, nline their count R and L their length. */              \
+    __kernel void batch_norm_train_##DT##_r(GF_BN_ARGS(T), long L) {                       \
+        __local T ls[GF_NG], lc[GF_NG], ld[GF_NG], le[GF_NG];                              \
+        long c = get_group_id(0), R = nline, n = R * L;                                    \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + c * xc, y0 = oy + c * yc;                                           \
+        T mu, m2;                                                                          \
+        gf_moments_runs_##DT(x, x0, lsz, lxs, lrank, R, L, ls, lc, ld, le, &mu, &m2);       \
+        T invstd = (T)1 / sqrt(m2 / (T)n + eps);                                           \
+        if (l_ == 0 && n > 0 && has_rm)                                                    \
+            rm[orm + c * rms] = (1 - momentum) * rm[orm + c * rms] + momentum * mu;        \
+        if (l_ == 0 && n > 0 && has_rv)                                                    \
+            rv[orv + c * rvs] =                                                            \
+                (1 - momentum) * rv[orv + c * rvs] + momentum * (m2 / (T)(n - 1));         \
+        if (l_ == 0) {                                                                     \
+            sm[osm + c * sms] = mu;                                                        \
+            si[osi + c * sis] = invstd;                                                    \
+        }                                                                                  \
+        T scale = has_w ? w[ow + c * ws] : (T)1, shift = has_b ? b[ob + c * bs] : (T)0;    \
+        gf_apply_runs_##DT(x, x0, y, y0, lsz, lxs, lys, lrank, R, L, mu, invstd, scale,    \
+                           shift);                                                         \
+    }                                                                                      \
+    __kernel void batch_norm_eval_##DT##_r(GF_BN_ARGS(T), long L) {                        \
+        long c = get_group_id(0);                                                          \
+        long x0 = ox + c * xc, y0 = oy + c * yc;                                           \
+        T mu = rm[orm + c * rms], invstd = (T)1 / sqrt(rv[orv + c * rvs] + eps);           \
+        if (get_local_id(0) == 0) {                                                        \
+            sm[osm + c * sms] = mu;                                                        \
+            si[osi + c * sis] = invstd;                                                    \
+        }                                                                                  \
+        T scale = has_w ? w[ow + c * ws] : (T)1, shift = has_b ? b[ob + c * bs] : (T)0;    \
+        gf_apply_runs_##DT(x, x0, y, y0, lsz, lxs, lys, lrank, nline, L, mu, invstd, scale, \
+                           shift);                                                         \
+    }
+#define GF_LAYER_NORM_RUNS(DT, T, VT, VW, VLOAD, VSTORE)                                   \
+    /* Layer norm by runs: a row is R runs of L (rsz, rxs / rys, rrank); the \
+     * weight and bias, when there, are contiguous over the row. */             \
+    __kernel void layer_norm_##DT##_r(                                                     \
+        __global const T *x, long ox, __global T *y, long oy, __global const T *w, long ow, \
+        int has_w, __global const T *b, long obias, int has_b, __global T *mean, long omean, \
+        __global T *rstd, long orstd, long8 osz, long8 oxs, long8 oys, long8 oms, long8 ors, \
+        int orank, long8 rsz, long8 rxs, long8 rys, int rrank, long R, long L, T eps) {    \
+        __local T ls[GF_NG], lc[GF_NG], ld[GF_NG], le[GF_NG];                              \
+        long row = get_group_id(0);                                                        \
+        int l_ = get_local_id(0);                                                          \
+        long x0 = ox + gf_line_offset(row, osz, oxs, orank);                               \
+        long y0 = oy + gf_line_offset(row, osz, oys, orank);                               \
+        T mu, m2;                                                                          \
+        gf_moments_runs_##DT(x, x0, rsz, rxs, rrank, R, L, ls, lc, ld, le, &mu, &m2);       \
+        T rs = (T)1 / sqrt(m2 / ((T)R * (T)L) + eps);                                      \
+        if (l_ == 0) {                                                                     \
+            mean[omean + gf_line_offset(row, osz, oms, orank)] = mu;                       \
+            rstd[orstd + gf_line_offset(row, osz, ors, orank)] = rs;                       \
+        }                                                                                  \
+        long full_ = L / VW * VW;                                                          \
+        GF_RUNS_STEPS(VW)                                                                  \
+        for (long r_ = r_lo_; r_ < R; r_ += r_st_) {                                       \
+            const __global T *xr_ = x + x0 + gf_line_offset(r_, rsz, rxs, rrank);          \
+            __global T *yr_ = y + y0 + gf_line_offset(r_, rsz, rys, rrank);                \
+            const __global T *wr_ = w + ow + r_ * L, *br_ = b + obias + r_ * L;            \
+            for (long i_ = i_lo_; i_ < full_; i_ += i_st_) {                               \
+                VT v = (VLOAD(0, xr_ + i_) - mu) * rs;                                     \
+                if (has_w) v *= VLOAD(0, wr_ + i_);                                        \
+                if (has_b) v += VLOAD(0, br_ + i_);                                        \
+                VSTORE(v, 0, yr_ + i_);                                                    \
+            }                                                                              \
+            for (long i_ = t_lo_; i_ < L; i_ += t_st_) {                                   \
+                T v = (xr_[i_] - mu) * rs;                                                 \
+                if (has_w) v *= wr_[i_];                                                   \
+                if (has_b) v += br_[i_];                                                   \
+                yr_[i_] = v;                                                               \
+            }                                                                              \
+        }                                                                                  \
+    }
+/* Layer norm with an item per row (CPU devices, many rows): the row one
+ * contiguous run of L in x and y, weight and bias contiguous; no barrier, so
+ * no work-group loop of the driver's around each step. */
+#define GF_LAYER_NORM_V(DT, T, VT, VW, VLOAD, VSTORE)                                      \
+    __kernel void layer_norm_##DT##_v(                                                     \
+        __global const T *x, long ox, __global T *y, long oy, __global const T *w, long ow, \
+        int has_w, __global const T *b, long obias, int has_b, __global T *mean, long omean, \
+        __global T *rstd, long orstd, long8 osz, long8 oxs, long8 oys, long8 oms, long8 ors, \
+        int orank, long nouter, long L, T eps) {                                           \
+        long row = get_global_id(0);                                                       \
+        if (row >= nouter) return;                                                         \
+        const __global T *xr = x + ox + gf_line_offset(row, osz, oxs, orank);              \
+        __global T *yr = y + oy + gf_line_offset(row, osz, oys, orank);                    \
+        long full = L / VW * VW;                                                           \
+        VT vs = 0, vc = 0;                                                                 \
+        T s = 0, c = 0;                                                                    \
+        for (long i = 0; i < full; i += VW) {                                              \
+            VT v = VLOAD(0, xr + i);                                                       \
+            GF_VNADD(VT, vs, vc, v);                                                       \
+        }                                                                                  \
+        for (long i = full; i < L; i++) NADD(T, s, c, xr[i]);                              \
+        GF_VFOLD(T, VW, VSTORE, vs, vc, s, c)                                              \
+        T mu = NVAL(s, c) / (T)L;                                                          \
+        VT vq = 0, vqc = 0, vd = 0, vdc = 0;                                               \
+        T sq = 0, sqc = 0, dv = 0, dvc = 0;                                                \
+        for (long i = 0; i < full; i += VW) {                                              \
+            VT d = VLOAD(0, xr + i) - mu, d2 = d * d;                                      \
+            GF_VNADD(VT, vq, vqc, d2);                                                     \
+            GF_VNADD(VT, vd, vdc, d);                                                      \
+        }                                                                                  \
+        for (long i = full; i < L; i++) {                                                  \
+            T d = xr[i] - mu, d2 = d * d;                                                  \
+            NADD(T, sq, sqc, d2);                                                          \
+            NADD(T, dv, dvc, d);                                                           \
+        }                                                                                  \
+        GF_VFOLD(T, VW, VSTORE, vq, vqc, sq, sqc)                                          \
+        GF_VFOLD(T, VW, VSTORE, vd, vdc, dv, dvc)                                          \
+        T dsum = NVAL(dv, dvc), m2 = NVAL(sq, sqc) - dsum * dsum / (T)L;                   \
+        T rs = (T)1 / sqrt((m2 < 0 ? (T)0 : m2) / (T)L + eps);                             \
+        mean[omean + gf_line_offset(row, osz, oms, orank)] = mu;                           \
+        rstd[orstd + gf_line_offset(row, osz, ors, orank)] = rs;                           \
+        const __global T *wr = w + ow, *br = b + obias;                                    \
+        for (long i = 0; i < full; i += VW) {                                              \
+            VT v = (VLOAD(0, xr + i) - mu) * rs;                                           \
+            if (has_w) v *= VLOAD(0, wr + i);                                              \
+            if (has_b) v += VLOAD(0, br + i);                                              \
+            VSTORE(v, 0, yr + i);                                                          \
+        }                                                                                  \
+        for (long i = full; i < L; i++) {                                                  \
+            T v = (xr[i] - mu) * rs;                                                       \
+            if (has_w) v *= wr[i];                                                         \
+            if (has_b) v += br[i];                                                         \
+            yr[i] = v;                                                                     \
+        }                                                                                  \
+    }
+GF_NORM_RUNS(f32, float, float16, 16, vload16, vstore16)
+GF_LAYER_NORM_RUNS(f32, float, float16, 16, vload16, vstore16)
+GF_LAYER_NORM_V(f32, float, float16, 16, vload16, vstore16)
+#if GF_HAS_FP64
+GF_NORM_RUNS(f64, double, double8, 8, vload8, vstore8)
+GF_LAYER_NORM_RUNS(f64, double, double8, 8, vload8, vstore8)
+GF_LAYER_NORM_V(f64, double, double8, 8, vload8, vstore8)
+#endif

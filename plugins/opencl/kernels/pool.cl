@@ -49,6 +49,8 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
     }
 }
 
+/* max_pool2d (windows other than 2x2 and 3x3) and the backward pass walk
+ * rows the same way. */
 #define GF_POOL(DT, T)                                                                     \
     __kernel void max_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
                                   long oy, long4 ys, __global long *ind, long oi, long4 is, \
@@ -141,7 +143,45 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
         gx[ogx + GF_AT4(gxs, n, c, ih, iw)] = acc;                                         \
     }
 
+/* Windows of K x K (2 and 3, the common ones), any stride, padding and
+ * dilation: an item per output (dim 0 ow, dim 1 oh, dim 2 the plane), no
+ * loop left once the window's is unrolled, so a CPU driver vectorizes
+ * across neighbouring outputs. Same order, ties and NaN rule as above. */
+#define GF_POOL_K(DT, T, K)                                                                \
+    __kernel void max_pool2d_k##K##_##DT(__global const T *x, long ox, long4 xs,          \
+                                         __global T *y, long oy, long4 ys,                 \
+                                         __global long *ind, long oi, long4 is, long8 g,   \
+                                         long8 h) {                                        \
+        GF_POOL_GEOM                                                                       \
+        long ow = get_global_id(0), oh = get_global_id(1), r = get_global_id(2);           \
+        if (ow >= Wo || oh >= Ho || r >= N * C) return;                                    \
+        long n = r / C, c = r - n * C, xp = ox + GF_AT4(xs, n, c, 0, 0);                   \
+        long ih0 = oh * SH - PH, iw0 = ow * SW - PW;                                       \
+        T best = (T)-INFINITY;                                                             \
+        long bi = -1;                                                                      \
+        _Pragma("unroll") for (int i = 0; i < K; i++) {                                    \
+            long ih = ih0 + i * DH;                                                        \
+            bool row_in = ih >= 0 && ih < H;                                               \
+            _Pragma("unroll") for (int jj = 0; jj < K; jj++) {                             \
+                long iw = iw0 + jj * DW;                                                   \
+                if (row_in && iw >= 0 && iw < W) {                                         \
+                    T v = x[xp + ih * xs.s2 + iw * xs.s3];                                 \
+                    if (bi < 0 || v > best || v != v) {                                    \
+                        best = v;                                                          \
+                        bi = ih * W + iw;                                                  \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        y[oy + GF_AT4(ys, n, c, oh, ow)] = best;                                           \
+        ind[oi + GF_AT4(is, n, c, oh, ow)] = bi;                                           \
+    }
+
 GF_POOL(f32, float)
+GF_POOL_K(f32, float, 2)
+GF_POOL_K(f32, float, 3)
 #if GF_HAS_FP64
 GF_POOL(f64, double)
+GF_POOL_K(f64, double, 2)
+GF_POOL_K(f64, double, 3)
 #endif
