@@ -317,7 +317,6 @@ typedef struct train_loop {
     int64_t *perm;      /* scratch: n entries */
     float *u;           /* scratch: n entries */
     progress *bar;
-    double label_smoothing; /* of the cross-entropy, as torch's; 0: none */
 } train_loop;
 
 /* One epoch: the n examples in a fresh shuffled order, in mini-batches
@@ -355,8 +354,7 @@ static inline gf_status train_epoch(const train_loop *t, int epoch, double *mean
         gf_tensor *xb = gf_to_device(gf_index_select(t->x, 0, idx), t->dev);
         gf_tensor *yb = gf_to_device(gf_index_select(t->y, 0, idx), t->dev);
         gf_tensor *loss =
-            gf_cross_entropy(t->forward(t->model, xb), yb, NULL, GF_REDUCTION_MEAN, -100,
-                             t->label_smoothing);
+            gf_cross_entropy(t->forward(t->model, xb), yb, NULL, GF_REDUCTION_MEAN, -100, 0.0);
         double lv = 0;
         s = loss ? GF_OK : gf_last_status();
         if (s == GF_OK) s = gf_optimizer_zero_grad(t->opt);
