@@ -17,7 +17,7 @@
  *   conv1 3x3 1->32 (pad 1, no bias), bn1, ReLU, max-pool 2   [N, 32, 14, 14]
  *   conv2 3x3 32->64 (pad 1, no bias), bn2, ReLU, max-pool 2  [N, 64, 7, 7]
  *   flatten, dropout 0.25, fc1 3136->512, ReLU, dropout 0.5, fc2 512->10
- * trained with cross-entropy (label smoothing 0.1) and Adam (lr 1e-3,
+ * trained with cross-entropy and Adam (lr 1e-3,
  * annealed over the --epochs by a cosine: epoch e of E gets
  * lr (1 + cos(pi (e - 1) / E)) / 2, torch's CosineAnnealingLR stepped per
  * epoch; --lr-decay G instead multiplies it by G after each epoch), batch
@@ -69,7 +69,6 @@
 #define HIDDEN 512
 #define DROPOUT_FEATURES 0.25 /* on the flattened conv features */
 #define DROPOUT_HIDDEN 0.5    /* on fc1's output */
-#define LABEL_SMOOTHING 0.1
 #define BN_MOMENTUM 0.1
 #define BN_EPS 1e-5
 #define PIXEL_MEAN 0.2860 /* of the training images, pixels scaled to [0, 1] */
@@ -468,14 +467,13 @@ int main(int argc, char **argv) {
     else
         snprintf(sched, sizeof sched, "cosine over %d epochs", opt.epochs);
     printf("data: %d training and %d test images 1x28x28 (read in %.1f s); conv %d, conv %d, "
-           "linear %d->%d->%d; Adam lr %g, %s, label smoothing %g, batch %d, %d epochs\n",
+           "linear %d->%d->%d; Adam lr %g, %s, batch %d, %d epochs\n",
            n_train, n_test, t_load, C1, C2, FC_IN, HIDDEN, N_CLASSES, opt.lr, sched,
-           LABEL_SMOOTHING, opt.batch, opt.epochs);
+           opt.batch, opt.epochs);
 
     train_loop loop = {.dev = dev, .x = x_train, .y = y_train, .n = n_train, .batch = opt.batch,
                        .forward = model_forward, .model = &m, .opt = adam,
-                       .perm = perm, .u = u, .bar = &bar,
-                       .label_smoothing = LABEL_SMOOTHING};
+                       .perm = perm, .u = u, .bar = &bar};
     double t0 = now_seconds(), train_time = 0;
     int trained = 0;
     for (int epoch = start_epoch + 1; epoch <= opt.epochs; epoch++) {

@@ -34,7 +34,6 @@ DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
 HIDDEN = 512                     # fc1's width, as examples/fashion_mnist.c's
 DROPOUT_FEATURES, DROPOUT_HIDDEN = 0.25, 0.5
-LABEL_SMOOTHING = 0.1
 
 
 def cpu_model():
@@ -111,7 +110,7 @@ def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
     # fashion_mnist's schedules: a cosine over the epochs, or x decay per epoch.
     sched = (torch.optim.lr_scheduler.ExponentialLR(opt, gamma=decay) if decay > 0 else
              torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs))
-    loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING)
+    loss_fn = torch.nn.CrossEntropyLoss()
     times, accs = [], []
     n = len(xtr)
     for epoch in range(1, epochs + 1):
@@ -232,8 +231,8 @@ def main():
           f"oneDNN: {torch.backends.mkldnn.is_available()}); graft {a.graft}")
     sched = f"x {a.lr_decay} per epoch" if a.lr_decay > 0 else f"cosine over {a.epochs} epoch(s)"
     print(f"network: conv 32 + BN, conv 64 + BN, dropout {DROPOUT_FEATURES}, linear "
-          f"3136->{HIDDEN}->10, dropout {DROPOUT_HIDDEN}; cross-entropy, label smoothing "
-          f"{LABEL_SMOOTHING}; Adam lr 0.001, {sched}, batch 128, {a.epochs} epoch(s) of {n} "
+          f"3136->{HIDDEN}->10, dropout {DROPOUT_HIDDEN}; Adam lr 0.001, {sched}, batch 128, "
+          f"{a.epochs} epoch(s) of {n} "
           f"images, seed {a.seed}")
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
