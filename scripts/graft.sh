@@ -5,8 +5,9 @@
 #                            install what is missing, build, train the Fashion-MNIST CNN
 #                            (examples/fashion_mnist, given the options) on the device
 #                            GRAFT_DEVICE names (default: cpu) for TRAIN_EPOCHS epochs
-#                            (default 12) with the rate x TRAIN_LR_DECAY per epoch
-#                            (default 0.8), and print the test accuracy and the time
+#                            (default 10) with the rate annealed by a cosine over them
+#                            (TRAIN_LR_DECAY=G: x G per epoch instead), and print the
+#                            test accuracy and the time
 #   scripts/graft.sh demo    install, build, train the spiral MLP (a few seconds)
 #   scripts/graft.sh test    install what is missing, build, run the whole test suite (CTest)
 #   scripts/graft.sh asan    the same suite built with AddressSanitizer + UBSan
@@ -59,8 +60,8 @@ train)
     build "$dir"
     start=$(date +%s)
     shift
-    "$dir/examples/fashion_mnist" --epochs "${TRAIN_EPOCHS:-12}" \
-        --lr-decay "${TRAIN_LR_DECAY:-0.8}" "$@"
+    "$dir/examples/fashion_mnist" --epochs "${TRAIN_EPOCHS:-10}" \
+        ${TRAIN_LR_DECAY:+--lr-decay "$TRAIN_LR_DECAY"} "$@"
     echo "graft: trained in $(( $(date +%s) - start )) s (reading the data set included)"
     ;;
 demo)

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Time to accuracy on Fashion-MNIST: graft's examples/fashion_mnist against
-PyTorch on the same network, batch size, optimiser, learning rate,
-initialisation and epochs, with 1 and 2 threads, in one run (both sides see
+PyTorch on the same network, loss, batch size, optimiser, learning-rate
+schedule, initialisation and epochs, with 1 and 2 threads, in one run (both sides see
 the same machine load); then a graft checkpoint loaded into the PyTorch
 module through safetensors gives the same test accuracy.
 
     python3 tools/fashion_mnist_torch.py --graft build/examples/fashion_mnist
-        [--epochs 1] [--threads 1,2] [--limit N] [--seed 0] [--work DIR]
+        [--epochs 1] [--threads 1,2] [--limit N] [--seed 0] [--lr-decay G] [--work DIR]
 
 Needs PyTorch and NumPy, and the safetensors package for the checkpoint
 check; none of them is a dependency of graft. Without torch the script says
@@ -32,6 +32,8 @@ import time
 
 DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
+HIDDEN = 512                     # fc1's width, as examples/fashion_mnist.c's
+DROPOUT_FEATURES, DROPOUT_HIDDEN = 0.25, 0.5
 
 
 def cpu_model():
@@ -72,16 +74,17 @@ def torch_model(torch):
             self.bn1 = nn.BatchNorm2d(32)
             self.conv2 = nn.Conv2d(32, 64, 3, padding=1, bias=False)
             self.bn2 = nn.BatchNorm2d(64)
-            self.fc1 = nn.Linear(64 * 7 * 7, 128)
-            self.fc2 = nn.Linear(128, 10)
-            self.drop = nn.Dropout(0.25)
+            self.fc1 = nn.Linear(64 * 7 * 7, HIDDEN)
+            self.fc2 = nn.Linear(HIDDEN, 10)
+            self.drop_features = nn.Dropout(DROPOUT_FEATURES)
+            self.drop_hidden = nn.Dropout(DROPOUT_HIDDEN)
 
         def forward(self, x):
             f = nn.functional
             x = f.max_pool2d(f.relu(self.bn1(self.conv1(x))), 2)
             x = f.max_pool2d(f.relu(self.bn2(self.conv2(x))), 2)
-            x = self.drop(x.flatten(1))
-            x = self.drop(f.relu(self.fc1(x)))
+            x = self.drop_features(x.flatten(1))
+            x = self.drop_hidden(f.relu(self.fc1(x)))
             return self.fc2(x)
 
     return Net()
@@ -104,7 +107,9 @@ def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
     xtr, ytr, xte, yte = data
     model = torch_model(torch)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=decay)
+    # fashion_mnist's schedules: a cosine over the epochs, or x decay per epoch.
+    sched = (torch.optim.lr_scheduler.ExponentialLR(opt, gamma=decay) if decay > 0 else
+             torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs))
     loss_fn = torch.nn.CrossEntropyLoss()
     times, accs = [], []
     n = len(xtr)
@@ -131,7 +136,9 @@ EPOCH_RE = re.compile(r"^epoch +(\d+) .*test accuracy ([0-9.]+) +train ([0-9.]+)
 def graft_run(exe, threads, epochs, seed, limit, decay, save):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.setdefault("GRAFT_DEVICE", "cpu")
-    cmd = [exe, "--epochs", str(epochs), "--seed", str(seed), "--lr-decay", str(decay)]
+    cmd = [exe, "--epochs", str(epochs), "--seed", str(seed)]
+    if decay > 0:
+        cmd += ["--lr-decay", str(decay)]
     if limit:
         cmd += ["--limit", str(limit)]
     if save:
@@ -188,8 +195,9 @@ def main():
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     ap.add_argument("--limit", type=int, default=0, help="first N training images (0: all)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lr-decay", type=float, default=1.0,
-                    help="learning rate factor per epoch, as fashion_mnist's --lr-decay")
+    ap.add_argument("--lr-decay", type=float, default=0,
+                    help="learning rate factor per epoch, as fashion_mnist's --lr-decay "
+                         "(default 0: its cosine over the epochs)")
     ap.add_argument("--work", default="/tmp", help="where the checkpoint is written")
     ap.add_argument("--data", default=DATA)
     a = ap.parse_args()
@@ -221,8 +229,11 @@ def main():
     print(f"CPU: {vendor}, {model}; {os.cpu_count()} logical cores; load average {load:.2f}")
     print(f"PyTorch {torch.__version__} (MKL: {torch.backends.mkl.is_available()}, "
           f"oneDNN: {torch.backends.mkldnn.is_available()}); graft {a.graft}")
-    print(f"network: conv 32 + BN, conv 64 + BN, dropout 0.25, linear 3136->128->10; Adam lr "
-          f"0.001 x {a.lr_decay} per epoch, batch 128, {a.epochs} epoch(s) of {n} images, seed {a.seed}")
+    sched = f"x {a.lr_decay} per epoch" if a.lr_decay > 0 else f"cosine over {a.epochs} epoch(s)"
+    print(f"network: conv 32 + BN, conv 64 + BN, dropout {DROPOUT_FEATURES}, linear "
+          f"3136->{HIDDEN}->10, dropout {DROPOUT_HIDDEN}; Adam lr 0.001, {sched}, batch 128, "
+          f"{a.epochs} epoch(s) of {n} "
+          f"images, seed {a.seed}")
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
     for t in threads:
