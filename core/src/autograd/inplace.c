@@ -126,7 +126,7 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
  * recorded since mark_) and, before it overwrites self, gives every one of
  * them that saved self, or another view of its storage, a copy of that old
  * value instead (as PyTorch saves original_self), so x.mul_(x) or
- * x.add_(x.t()) differentiate with the values they read. */
+ * x.mul_(x.t()) differentiate with the values they read. */
 #define INPLACE_AB(name, expr, self_input, direct, a, b)                 \
     do {                                                                 \
         gf_status s_ = gf__ag_check_inplace(self, name);                 \
