@@ -11,7 +11,8 @@
  *
  * Users: tests/unit (ref_direct.h, the reference plugin's kernels), the
  * formula checks of tests/opencl and tests/cuda, tests/cuda's load test,
- * tests/vulkan/test_vulkan_abi.c and tests/cpu_onednn (onednn_pair.h).
+ * tests/vulkan/test_vulkan_abi.c and tests/abi_pair.h (a plugin against
+ * the reference, tests/cpu_onednn).
  * tools/plugin_check keeps a host of its own: it is an installed tool that
  * links nothing of graft or its tests, and it records what a plugin does
  * wrong during negotiation as findings rather than failing a test. */

@@ -13,9 +13,10 @@
  * particular to it: the plugin, the device to test, and the words used when
  * that device is missing. Without the device a program prints why (the
  * plugin's own reason) and exits with XD_SKIP, which CTest reports as
- * skipped. (tests/cpu_onednn/onednn_pair.h is the same comparison one level
- * down: one op descriptor launched on two plugins through tests/abi_host.h,
- * whole output buffers compared, for what the public API cannot express.) */
+ * skipped. (tests/abi_pair.h is the same comparison one level down: one op
+ * descriptor launched on two plugins through tests/abi_host.h, whole output
+ * buffers compared, sentinels outside the views included, for what the
+ * public API cannot express.) */
 #ifndef GRAFT_TESTS_XD_HARNESS_H
 #define GRAFT_TESTS_XD_HARNESS_H
 

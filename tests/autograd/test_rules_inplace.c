@@ -512,6 +512,60 @@ static void rule14_overlapping_inplace_views(void) {
     gf_tensor_release(x);
 }
 
+/* An in-place op whose other input is self, or another view of self's
+ * storage: the nodes it records keep the old values they read (as PyTorch
+ * saves original_self), not aliases of memory the op then overwrites. A
+ * node recorded before the op still sees the write (rule 12). */
+static void rule14_inplace_whose_other_input_aliases_self(void) {
+    /* y = 2x; y *= y: y = 4 x^2, dy/dx = 8x. */
+    gf_tensor *x = ag_leaf(DV(1, 2, 3), 3);
+    gf_tensor *y = gf_mul_scalar(x, 2.0);
+    CHECK_OK(gf_mul_(y, y));
+    CHECK_VALS(y, DV(4, 16, 36), 3, 0);
+    CHECK_OK(ag_backward_ones(y, -1, false));
+    CHECK_GRAD(x, DV(8, 16, 24), 3, 1e-12);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+
+    /* b = 1x; b *= b^T (a transposed view of b itself): b_ij = x_ij x_ji,
+     * d sum(b) / dx = 2 x^T. */
+    x = ag_leaf_t(DV(1, 2, 3, 4), SZ(2, 2), 2);
+    gf_tensor *b = gf_mul_scalar(x, 1.0);
+    gf_tensor *bt = gf_transpose(b, 0, 1);
+    CHECK_OK(gf_mul_(b, bt));
+    CHECK_VALS(b, DV(1, 6, 6, 16), 4, 0);
+    CHECK_OK(ag_backward_ones(b, -1, false));
+    CHECK_GRAD(x, DV(2, 6, 4, 8), 4, 1e-12);
+    gf_tensor_release(bt);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+
+    /* One view written in place with another view of the same base:
+     * b = 1x; b[0:2] *= b[2:4]: b = [x0 x2, x1 x3, x2, x3]. */
+    x = ag_leaf(DV(1, 2, 3, 4), 4);
+    b = gf_mul_scalar(x, 1.0);
+    gf_tensor *lo = gf_slice(b, 0, 0, 2, 1), *hi = gf_slice(b, 0, 2, 4, 1);
+    CHECK_OK(gf_mul_(lo, hi));
+    CHECK_VALS(b, DV(3, 8, 3, 4), 4, 0);
+    CHECK_OK(ag_backward_ones(b, -1, false));
+    CHECK_GRAD(x, DV(3, 4, 2, 3), 4, 1e-12);
+    gf_tensor_release(hi);
+    gf_tensor_release(lo);
+    gf_tensor_release(b);
+    gf_tensor_release(x);
+
+    /* z = y * y saved y before y *= y: z's backward reports the write. */
+    x = ag_leaf(DV(1, 2, 3), 3);
+    y = gf_mul_scalar(x, 2.0);
+    gf_tensor *z = gf_mul(y, y);
+    CHECK_OK(gf_mul_(y, y));
+    CHECK(ag_backward_ones(z, -1, false) == GF_ERR_AUTOGRAD);
+    CHECK_CONTAINS(gf_last_error(), "modified by an in-place operation");
+    gf_tensor_release(z);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+}
+
 static void rule14_nested_and_transposed_views(void) {
     /* A view of a view: the write rebases the root base. b = 2x;
      * b[1:4][1:3] *= 5 touches b[2:4]. */
@@ -963,6 +1017,7 @@ int main(void) {
     RUN(rule14_view_history_is_regenerated);
     RUN(rule14_inplace_on_nonleaf_and_on_views_of_non_grad_base);
     RUN(rule14_overlapping_inplace_views);
+    RUN(rule14_inplace_whose_other_input_aliases_self);
     RUN(rule14_nested_and_transposed_views);
     RUN(rule14_grad_through_view_written_in_place_matches_backward);
     RUN(rule14_inplace_on_view_with_cast_result);

@@ -3,8 +3,8 @@
  * against the reference plugin through libgraft.
  *
  * The programs run with GRAFT_PLUGINS=cpu_onednn,reference, where cpu:0 is
- * cpu_onednn and cpu:1 the reference. (onednn_pair.h compares the two
- * plugins one level down, through the ABI alone.) */
+ * cpu_onednn and cpu:1 the reference. (tests/abi_pair.h compares the
+ * two plugins one level down, through the ABI alone.) */
 #ifndef GRAFT_TESTS_ONEDNN_XD_H
 #define GRAFT_TESTS_ONEDNN_XD_H
 

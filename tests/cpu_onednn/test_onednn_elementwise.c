@@ -4,7 +4,7 @@
  * contiguous, transposed, step-2, offset, permuted, broadcast, in-place,
  * 0-size, rank-0 and odd shapes, with special values (NaN, infinities, -0). */
 #include "graft_ops.h"
-#include "onednn_pair.h"
+#include "abi_pair.h"
 
 typedef struct shape {
     int rank;
@@ -18,22 +18,24 @@ static const shape shapes[] = {
 #define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
 
 /* Input and output layouts tried for each shape. */
-static const layout in_layouts[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_OFFSET, L_PERMUTED, L_BCAST};
-static const layout out_layouts[] = {L_CONTIG, L_CONTIG, L_STEP, L_TRANSPOSED, L_OFFSET, L_CONTIG};
+static const ap_layout in_layouts[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP,
+                                       AL_OFFSET, AL_PERMUTED,   AL_BCAST};
+static const ap_layout out_layouts[] = {AL_CONTIG,     AL_CONTIG, AL_STEP,
+                                        AL_TRANSPOSED, AL_OFFSET, AL_CONTIG};
 #define N_LAYOUTS 6
 
 
-static domain unary_domain(uint32_t op) {
+static ap_domain unary_domain(uint32_t op) {
     switch (op) {
     case GFP_OP_LOG:
     case GFP_OP_LOG1P:
     case GFP_OP_SQRT:
     case GFP_OP_RSQRT:
-    case GFP_OP_POW_SCALAR: return D_POS;
+    case GFP_OP_POW_SCALAR: return AD_POS;
     case GFP_OP_FLOOR:
     case GFP_OP_CEIL:
-    case GFP_OP_ROUND: return D_WIDE;
-    default: return D_ANY;
+    case GFP_OP_ROUND: return AD_WIDE;
+    default: return AD_ANY;
     }
 }
 
@@ -54,25 +56,25 @@ static const void *unary_params(uint32_t op) {
 }
 
 /* f32 tolerance: oneDNN's vector exp/log/tanh are within a few ulps of libm. */
-static void run_unary(uint32_t op, int32_t dt, const shape *sh, layout li, layout lo, domain dom,
-                      int in_place) {
+static void run_unary(uint32_t op, int32_t dt, const shape *sh, ap_layout li, ap_layout lo,
+                      ap_domain dom, int in_place) {
     char what[160];
     snprintf(what, sizeof what, "%s %s [%d-d %s -> %s]%s%s", gfp_op_name(op),
              dt == GFP_F32 ? "f32" : dt == GFP_F64 ? "f64" : dt == GFP_I32 ? "i32" : "i64",
-             sh->rank, layout_names[li], in_place ? "in place" : layout_names[lo],
-             dom == D_SPECIAL ? " specials" : "", "");
-    ptensor x = pt_make(dt, sh->rank, sh->sizes, in_place ? lo : li, dom);
+             sh->rank, ap_layout_names[li], in_place ? "in place" : ap_layout_names[lo],
+             dom == AD_SPECIAL ? " specials" : "", "");
+    ap_tensor x = ap_make(dt, sh->rank, sh->sizes, in_place ? lo : li, dom);
     double tol = dt == GFP_F32 ? 4e-6 : 1e-14;
     if (in_place) {
-        ptensor *io[1] = {&x};
-        pair_run(what, op, io, 1, io, 1, unary_params(op), tol, tol);
+        ap_tensor *io[1] = {&x};
+        ap_run(what, op, io, 1, io, 1, unary_params(op), tol, tol);
     } else {
-        ptensor y = pt_make(dt, sh->rank, sh->sizes, lo, D_ANY);
-        ptensor *in[1] = {&x}, *out[1] = {&y};
-        pair_run(what, op, in, 1, out, 1, unary_params(op), tol, tol);
-        pt_free(&y);
+        ap_tensor y = ap_make(dt, sh->rank, sh->sizes, lo, AD_ANY);
+        ap_tensor *in[1] = {&x}, *out[1] = {&y};
+        ap_run(what, op, in, 1, out, 1, unary_params(op), tol, tol);
+        ap_free(&y);
     }
-    pt_free(&x);
+    ap_free(&x);
 }
 
 /* The unary float ops: every UNARY row of graft_ops.def but logical_not. */
@@ -90,8 +92,8 @@ static void test_unary_float(void) {
                 for (int l = 0; l < N_LAYOUTS; l++)
                     run_unary(op, dt, &shapes[s], in_layouts[l], out_layouts[l], unary_domain(op),
                               0);
-            run_unary(op, dt, &shapes[1], L_CONTIG, L_CONTIG, unary_domain(op), 1);
-            run_unary(op, dt, &shapes[1], L_CONTIG, L_TRANSPOSED, unary_domain(op), 1);
+            run_unary(op, dt, &shapes[1], AL_CONTIG, AL_CONTIG, unary_domain(op), 1);
+            run_unary(op, dt, &shapes[1], AL_CONTIG, AL_TRANSPOSED, unary_domain(op), 1);
         }
 }
 
@@ -99,8 +101,8 @@ static void test_unary_specials(void) {
     for (int row = 0; row < GFP_OP_ROW_COUNT; row++)
         for (int k = 0; k < 2 && unary_op(row); k++) {
             uint32_t op = unary_op(row);
-            run_unary(op, k ? GFP_F64 : GFP_F32, &shapes[1], L_CONTIG, L_CONTIG, D_SPECIAL, 0);
-            run_unary(op, k ? GFP_F64 : GFP_F32, &shapes[0], L_STEP, L_CONTIG, D_SPECIAL, 0);
+            run_unary(op, k ? GFP_F64 : GFP_F32, &shapes[1], AL_CONTIG, AL_CONTIG, AD_SPECIAL, 0);
+            run_unary(op, k ? GFP_F64 : GFP_F32, &shapes[0], AL_STEP, AL_CONTIG, AD_SPECIAL, 0);
         }
 }
 
@@ -110,14 +112,14 @@ static void test_unary_precision(void) {
                                    GFP_OP_SILU, GFP_OP_ELU,  GFP_OP_SIGMOID, GFP_OP_EXP,
                                    GFP_OP_LOG1P, GFP_OP_EXPM1, GFP_OP_SIN, GFP_OP_ERF};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        domain dom = ops[i] == GFP_OP_LOG ? D_NEAR1 : D_SMALL;
-        ptensor x = pt_make(GFP_F32, 2, SZ(64, 300), L_CONTIG, dom);
-        ptensor y = pt_make(GFP_F32, 2, SZ(64, 300), L_CONTIG, D_ANY);
-        ptensor *in[1] = {&x}, *out[1] = {&y};
+        ap_domain dom = ops[i] == GFP_OP_LOG ? AD_NEAR1 : AD_SMALL;
+        ap_tensor x = ap_make(GFP_F32, 2, SZ(64, 300), AL_CONTIG, dom);
+        ap_tensor y = ap_make(GFP_F32, 2, SZ(64, 300), AL_CONTIG, AD_ANY);
+        ap_tensor *in[1] = {&x}, *out[1] = {&y};
         char what[64];
         snprintf(what, sizeof what, "%s f32 near its zero", gfp_op_name(ops[i]));
-        pair_run(what, ops[i], in, 1, out, 1, unary_params(ops[i]), 0, 2e-6);
-        pt_free(&x), pt_free(&y);
+        ap_run(what, ops[i], in, 1, out, 1, unary_params(ops[i]), 0, 2e-6);
+        ap_free(&x), ap_free(&y);
     }
 }
 
@@ -128,7 +130,7 @@ static void test_unary_int(void) {
         for (int k = 0; k < 2; k++)
             for (int l = 0; l < N_LAYOUTS; l++)
                 run_unary(ops[i], k ? GFP_I64 : GFP_I32, &shapes[0], in_layouts[l],
-                          out_layouts[l], D_INT, 0);
+                          out_layouts[l], AD_INT, 0);
 }
 
 /* ------------------------------------------------------------------ binary */
@@ -136,31 +138,31 @@ static const char *binary_names[] = {"add", "sub", "mul", "div", "pow", "maximum
                                      "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                                      "logical_or"};
 
-static void run_binary(uint32_t op, int32_t dt, const shape *sh, layout la, layout lb, layout ly,
-                       domain dom, int in_place) {
+static void run_binary(uint32_t op, int32_t dt, const shape *sh, ap_layout la, ap_layout lb,
+                       ap_layout ly, ap_domain dom, int in_place) {
     int compare = op >= GFP_OP_EQ;
     int32_t ydt = compare ? GFP_BOOL : dt;
     char what[160];
     snprintf(what, sizeof what, "%s dt%d [%d-d a %s, b %s -> %s]%s",
-             binary_names[op - GFP_OP_ADD], (int)dt, sh->rank, layout_names[la],
-             layout_names[lb], in_place ? "in place" : layout_names[ly],
-             dom == D_SPECIAL ? " specials" : "");
-    domain db = op == GFP_OP_POW && dt != GFP_I32 && dt != GFP_I64 ? D_ANY : dom;
-    ptensor a = pt_make(dt, sh->rank, sh->sizes, in_place ? ly : la,
-                        op == GFP_OP_POW && dom == D_ANY ? D_POS : dom);
-    ptensor b = pt_make(dt, sh->rank, sh->sizes, lb, db);
+             binary_names[op - GFP_OP_ADD], (int)dt, sh->rank, ap_layout_names[la],
+             ap_layout_names[lb], in_place ? "in place" : ap_layout_names[ly],
+             dom == AD_SPECIAL ? " specials" : "");
+    ap_domain db = op == GFP_OP_POW && dt != GFP_I32 && dt != GFP_I64 ? AD_ANY : dom;
+    ap_tensor a = ap_make(dt, sh->rank, sh->sizes, in_place ? ly : la,
+                        op == GFP_OP_POW && dom == AD_ANY ? AD_POS : dom);
+    ap_tensor b = ap_make(dt, sh->rank, sh->sizes, lb, db);
     double tol = dt == GFP_F64 ? 1e-14 : 1e-6;
     if (in_place) {
-        ptensor *in[2] = {&a, &b}, *out[1] = {&a};
-        pair_run(what, op, in, 2, out, 1, NULL, tol, tol);
+        ap_tensor *in[2] = {&a, &b}, *out[1] = {&a};
+        ap_run(what, op, in, 2, out, 1, NULL, tol, tol);
     } else {
-        ptensor y = pt_make(ydt, sh->rank, sh->sizes, ly, D_ANY);
-        ptensor *in[2] = {&a, &b}, *out[1] = {&y};
-        pair_run(what, op, in, 2, out, 1, NULL, tol, tol);
-        pt_free(&y);
+        ap_tensor y = ap_make(ydt, sh->rank, sh->sizes, ly, AD_ANY);
+        ap_tensor *in[2] = {&a, &b}, *out[1] = {&y};
+        ap_run(what, op, in, 2, out, 1, NULL, tol, tol);
+        ap_free(&y);
     }
-    pt_free(&a);
-    pt_free(&b);
+    ap_free(&a);
+    ap_free(&b);
 }
 
 static void test_binary(void) {
@@ -168,20 +170,20 @@ static void test_binary(void) {
     for (uint32_t op = GFP_OP_ADD; op <= GFP_OP_GE; op++)
         for (int k = 0; k < 4; k++) {
             int32_t dt = dts[k];
-            domain dom = dt == GFP_I32 || dt == GFP_I64 ? D_INT : D_ANY;
-            if (op == GFP_OP_DIV && dom == D_INT) dom = D_INT; /* /0 gives 0: covered */
+            ap_domain dom = dt == GFP_I32 || dt == GFP_I64 ? AD_INT : AD_ANY;
+            if (op == GFP_OP_DIV && dom == AD_INT) dom = AD_INT; /* /0 gives 0: covered */
             for (int s = 0; s < N_SHAPES; s++) {
                 const shape *sh = &shapes[s];
-                run_binary(op, dt, sh, L_CONTIG, L_CONTIG, L_CONTIG, dom, 0);
-                run_binary(op, dt, sh, L_BCAST, L_CONTIG, L_CONTIG, dom, 0);   /* a broadcast */
-                run_binary(op, dt, sh, L_CONTIG, L_BCAST, L_CONTIG, dom, 0);   /* b broadcast */
-                run_binary(op, dt, sh, L_TRANSPOSED, L_STEP, L_OFFSET, dom, 0);
-                run_binary(op, dt, sh, L_PERMUTED, L_CONTIG, L_TRANSPOSED, dom, 0);
-                run_binary(op, dt, sh, L_STEP, L_BCAST, L_STEP, dom, 0);
-                if (op < GFP_OP_EQ) run_binary(op, dt, sh, L_CONTIG, L_BCAST, L_CONTIG, dom, 1);
+                run_binary(op, dt, sh, AL_CONTIG, AL_CONTIG, AL_CONTIG, dom, 0);
+                run_binary(op, dt, sh, AL_BCAST, AL_CONTIG, AL_CONTIG, dom, 0);   /* a broadcast */
+                run_binary(op, dt, sh, AL_CONTIG, AL_BCAST, AL_CONTIG, dom, 0);   /* b broadcast */
+                run_binary(op, dt, sh, AL_TRANSPOSED, AL_STEP, AL_OFFSET, dom, 0);
+                run_binary(op, dt, sh, AL_PERMUTED, AL_CONTIG, AL_TRANSPOSED, dom, 0);
+                run_binary(op, dt, sh, AL_STEP, AL_BCAST, AL_STEP, dom, 0);
+                if (op < GFP_OP_EQ) run_binary(op, dt, sh, AL_CONTIG, AL_BCAST, AL_CONTIG, dom, 1);
             }
             if (dt == GFP_F32 || dt == GFP_F64)
-                run_binary(op, dt, &shapes[1], L_CONTIG, L_CONTIG, L_CONTIG, D_SPECIAL, 0);
+                run_binary(op, dt, &shapes[1], AL_CONTIG, AL_CONTIG, AL_CONTIG, AD_SPECIAL, 0);
         }
 }
 
@@ -189,10 +191,10 @@ static void test_binary(void) {
 static void test_binary_core_broadcasts(void) {
     for (int k = 0; k < 2; k++) {
         int32_t dt = k ? GFP_F64 : GFP_F32;
-        ptensor a = pt_make(dt, 2, SZ(256, 1000), L_CONTIG, D_ANY);
-        ptensor row = pt_make(dt, 2, SZ(1, 1000), L_CONTIG, D_ANY);
-        ptensor one = pt_make(dt, 0, SZ(0), L_CONTIG, D_ANY);
-        ptensor y = pt_make(dt, 2, SZ(256, 1000), L_CONTIG, D_ANY);
+        ap_tensor a = ap_make(dt, 2, SZ(256, 1000), AL_CONTIG, AD_ANY);
+        ap_tensor row = ap_make(dt, 2, SZ(1, 1000), AL_CONTIG, AD_ANY);
+        ap_tensor one = ap_make(dt, 0, SZ(0), AL_CONTIG, AD_ANY);
+        ap_tensor y = ap_make(dt, 2, SZ(256, 1000), AL_CONTIG, AD_ANY);
         for (int kk = 0; kk < 2; kk++) {
             row.t[kk].sizes[0] = 256;
             row.t[kk].strides[0] = 0;
@@ -202,11 +204,11 @@ static void test_binary_core_broadcasts(void) {
             one.t[kk].strides[0] = one.t[kk].strides[1] = 0;
         }
         for (uint32_t op = GFP_OP_ADD; op <= GFP_OP_MINIMUM; op++) {
-            ptensor *in1[2] = {&a, &row}, *in2[2] = {&one, &a}, *out[1] = {&y};
-            pair_run("row broadcast", op, in1, 2, out, 1, NULL, 1e-6, 1e-6);
-            pair_run("scalar broadcast", op, in2, 2, out, 1, NULL, 1e-6, 1e-6);
+            ap_tensor *in1[2] = {&a, &row}, *in2[2] = {&one, &a}, *out[1] = {&y};
+            ap_run("row broadcast", op, in1, 2, out, 1, NULL, 1e-6, 1e-6);
+            ap_run("scalar broadcast", op, in2, 2, out, 1, NULL, 1e-6, 1e-6);
         }
-        pt_free(&a), pt_free(&row), pt_free(&one), pt_free(&y);
+        ap_free(&a), ap_free(&row), ap_free(&one), ap_free(&y);
     }
 }
 
@@ -217,19 +219,19 @@ static void test_logical_where(void) {
         for (int s = 0; s < N_SHAPES; s++) {
             const shape *sh = &shapes[s];
             for (int l = 0; l < N_LAYOUTS; l++) {
-                ptensor c = pt_make(GFP_BOOL, sh->rank, sh->sizes, in_layouts[l], D_BOOL);
-                ptensor a = pt_make(dt, sh->rank, sh->sizes, in_layouts[(l + 1) % N_LAYOUTS],
-                                    D_INT);
-                ptensor b = pt_make(dt, sh->rank, sh->sizes, L_CONTIG, D_INT);
-                ptensor y = pt_make(dt, sh->rank, sh->sizes, out_layouts[l], D_INT);
-                ptensor yb = pt_make(GFP_BOOL, sh->rank, sh->sizes, out_layouts[l], D_BOOL);
-                ptensor *in3[3] = {&c, &a, &b}, *out[1] = {&y}, *outb[1] = {&yb};
-                pair_run("where", GFP_OP_WHERE, in3, 3, out, 1, NULL, 0, 0);
-                ptensor *in2[2] = {&a, &b}, *in1[1] = {&a};
-                pair_run("logical_and", GFP_OP_LOGICAL_AND, in2, 2, outb, 1, NULL, 0, 0);
-                pair_run("logical_or", GFP_OP_LOGICAL_OR, in2, 2, outb, 1, NULL, 0, 0);
-                pair_run("logical_not", GFP_OP_LOGICAL_NOT, in1, 1, outb, 1, NULL, 0, 0);
-                pt_free(&c), pt_free(&a), pt_free(&b), pt_free(&y), pt_free(&yb);
+                ap_tensor c = ap_make(GFP_BOOL, sh->rank, sh->sizes, in_layouts[l], AD_BOOL);
+                ap_tensor a = ap_make(dt, sh->rank, sh->sizes, in_layouts[(l + 1) % N_LAYOUTS],
+                                    AD_INT);
+                ap_tensor b = ap_make(dt, sh->rank, sh->sizes, AL_CONTIG, AD_INT);
+                ap_tensor y = ap_make(dt, sh->rank, sh->sizes, out_layouts[l], AD_INT);
+                ap_tensor yb = ap_make(GFP_BOOL, sh->rank, sh->sizes, out_layouts[l], AD_BOOL);
+                ap_tensor *in3[3] = {&c, &a, &b}, *out[1] = {&y}, *outb[1] = {&yb};
+                ap_run("where", GFP_OP_WHERE, in3, 3, out, 1, NULL, 0, 0);
+                ap_tensor *in2[2] = {&a, &b}, *in1[1] = {&a};
+                ap_run("logical_and", GFP_OP_LOGICAL_AND, in2, 2, outb, 1, NULL, 0, 0);
+                ap_run("logical_or", GFP_OP_LOGICAL_OR, in2, 2, outb, 1, NULL, 0, 0);
+                ap_run("logical_not", GFP_OP_LOGICAL_NOT, in1, 1, outb, 1, NULL, 0, 0);
+                ap_free(&c), ap_free(&a), ap_free(&b), ap_free(&y), ap_free(&yb);
             }
         }
     }
@@ -243,30 +245,30 @@ static void test_copy(void) {
             for (int s = 0; s < N_SHAPES; s++)
                 for (int l = 0; l < N_LAYOUTS; l++) {
                     const shape *sh = &shapes[s];
-                    domain dom = dts[i] == GFP_BOOL ? D_BOOL
-                                 : (dts[i] == GFP_F32 || dts[i] == GFP_F64) ? D_SPECIAL : D_INT;
-                    ptensor x = pt_make(dts[i], sh->rank, sh->sizes, in_layouts[l], dom);
-                    ptensor y = pt_make(dts[o], sh->rank, sh->sizes, out_layouts[l], D_ANY);
+                    ap_domain dom = dts[i] == GFP_BOOL ? AD_BOOL
+                                 : (dts[i] == GFP_F32 || dts[i] == GFP_F64) ? AD_SPECIAL : AD_INT;
+                    ap_tensor x = ap_make(dts[i], sh->rank, sh->sizes, in_layouts[l], dom);
+                    ap_tensor y = ap_make(dts[o], sh->rank, sh->sizes, out_layouts[l], AD_ANY);
                     char what[96];
                     snprintf(what, sizeof what, "copy dt%d -> dt%d [%s -> %s]", (int)dts[i],
-                             (int)dts[o], layout_names[in_layouts[l]],
-                             layout_names[out_layouts[l]]);
-                    ptensor *in[1] = {&x}, *out[1] = {&y};
-                    pair_run(what, GFP_OP_COPY, in, 1, out, 1, NULL, 0, 0);
-                    pt_free(&x), pt_free(&y);
+                             (int)dts[o], ap_layout_names[in_layouts[l]],
+                             ap_layout_names[out_layouts[l]]);
+                    ap_tensor *in[1] = {&x}, *out[1] = {&y};
+                    ap_run(what, GFP_OP_COPY, in, 1, out, 1, NULL, 0, 0);
+                    ap_free(&x), ap_free(&y);
                 }
     /* Large float -> int values saturate, as the reference defines. */
     static const double big[] = {3e9, -3e9, 1e19, -1e19, NAN, 2.5, -2.5, 2147483647.5};
-    ptensor x = pt_make(GFP_F64, 1, SZ(8), L_CONTIG, D_ANY);
+    ap_tensor x = ap_make(GFP_F64, 1, SZ(8), AL_CONTIG, AD_ANY);
     for (int k = 0; k < 2; k++)
-        sides[k].P->buffer_write(sides[k].dev, x.t[k].buffer, 0, big, sizeof big);
+        ap_write(&x, k, big, sizeof big);
     for (int o = GFP_F32; o <= GFP_BOOL; o++) {
-        ptensor y = pt_make(o, 1, SZ(8), L_CONTIG, D_ANY);
-        ptensor *in[1] = {&x}, *out[1] = {&y};
-        pair_run("copy of large values", GFP_OP_COPY, in, 1, out, 1, NULL, 0, 0);
-        pt_free(&y);
+        ap_tensor y = ap_make(o, 1, SZ(8), AL_CONTIG, AD_ANY);
+        ap_tensor *in[1] = {&x}, *out[1] = {&y};
+        ap_run("copy of large values", GFP_OP_COPY, in, 1, out, 1, NULL, 0, 0);
+        ap_free(&y);
     }
-    pt_free(&x);
+    ap_free(&x);
 }
 
 static void test_fill(void) {
@@ -282,11 +284,11 @@ static void test_fill(void) {
         for (int s = 0; s < N_SHAPES; s++)
             for (int l = 0; l < 4; l++)
                 for (int v = 0; v < 5; v++) {
-                    const layout ls[4] = {L_CONTIG, L_STEP, L_TRANSPOSED, L_OFFSET};
-                    ptensor y = pt_make(dts[k], shapes[s].rank, shapes[s].sizes, ls[l], D_ANY);
-                    ptensor *out[1] = {&y};
-                    pair_run("fill", GFP_OP_FILL, NULL, 0, out, 1, &values[v], 0, 0);
-                    pt_free(&y);
+                    const ap_layout ls[4] = {AL_CONTIG, AL_STEP, AL_TRANSPOSED, AL_OFFSET};
+                    ap_tensor y = ap_make(dts[k], shapes[s].rank, shapes[s].sizes, ls[l], AD_ANY);
+                    ap_tensor *out[1] = {&y};
+                    ap_run("fill", GFP_OP_FILL, NULL, 0, out, 1, &values[v], 0, 0);
+                    ap_free(&y);
                 }
 }
 
@@ -294,23 +296,23 @@ static void test_buffer_fill(void) {
     static const uint64_t pattern = 0x0102030405060708ull;
     for (uint32_t size = 1; size <= 8; size *= 2)
         for (uint64_t n = 0; n <= 100000; n = n * 7 + size) {
-            ptensor b = pt_make(GFP_BOOL, 1, (int64_t[]){(int64_t)n + 40}, L_CONTIG, D_INT);
+            ap_tensor b = ap_make(GFP_BOOL, 1, (int64_t[]){(int64_t)n + 40}, AL_CONTIG, AD_INT);
             gfp_status st[2];
             for (int k = 0; k < 2; k++)
-                st[k] = sides[k].P->buffer_fill(sides[k].dev, b.t[k].buffer, 8, n - n % size,
+                st[k] = ap_side[k].t->buffer_fill(ap_side[k].dev, b.t[k].buffer, 8, n - n % size,
                                                 &pattern, size);
             CHECK(st[0] == GFP_OK && st[1] == GFP_OK);
             /* every byte compared: the view is the whole buffer */
-            b.t[FAST].sizes[0] = b.storage;
-            CHECK(pt_compare(&b, 0, 0, "buffer_fill") == 0);
-            pt_free(&b);
+            b.t[AP_TEST].sizes[0] = b.storage;
+            CHECK(ap_compare(&b, 0, 0, "buffer_fill") == 0);
+            ap_free(&b);
         }
 }
 
 /* bf16 conversions (the reference has none): against closed forms. */
 static void test_bf16_copy(void) {
     static const int32_t q_in[1] = {GFP_F32}, q_out[1] = {GFP_BF16};
-    if (pair_support(FAST, GFP_OP_COPY, q_in, 1, q_out, 1, GFP_LAYOUT_STRIDED) ==
+    if (ap_support(AP_TEST, GFP_OP_COPY, q_in, 1, q_out, 1, GFP_LAYOUT_STRIDED) ==
         GFP_SUPPORT_NONE) {
         fprintf(stderr, "  bf16 not declared by this CPU: skipped\n");
         return;
@@ -322,19 +324,19 @@ static void test_bf16_copy(void) {
     static const float in[7] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-10f,
                                 -2.75f, NAN, INFINITY, 3.4e38f};
     static const double want[7] = {1.0, 1.015625, 1.0078125, -2.75, NAN, INFINITY, INFINITY};
-    ptensor x = pt_make(GFP_F32, 1, SZ(7), L_CONTIG, D_ANY);
-    ptensor y = pt_make(GFP_BF16, 1, SZ(7), L_STEP, D_ANY);
-    ptensor z = pt_make(GFP_F64, 1, SZ(7), L_CONTIG, D_ANY);
-    sides[FAST].P->buffer_write(sides[FAST].dev, x.t[FAST].buffer, 0, in, sizeof in);
-    const gfp_tensor *xi[1] = {&x.t[FAST]}, *yo[1] = {&y.t[FAST]}, *zo[1] = {&z.t[FAST]};
-    CHECK(sides[FAST].P->launch(sides[FAST].dev, GFP_OP_COPY, xi, 1, yo, 1, NULL) == GFP_OK);
-    const gfp_tensor *yi[1] = {&y.t[FAST]};
-    CHECK(sides[FAST].P->launch(sides[FAST].dev, GFP_OP_COPY, yi, 1, zo, 1, NULL) == GFP_OK);
+    ap_tensor x = ap_make(GFP_F32, 1, SZ(7), AL_CONTIG, AD_ANY);
+    ap_tensor y = ap_make(GFP_BF16, 1, SZ(7), AL_STEP, AD_ANY);
+    ap_tensor z = ap_make(GFP_F64, 1, SZ(7), AL_CONTIG, AD_ANY);
+    ap_write(&x, AP_TEST, in, sizeof in);
+    const gfp_tensor *xi[1] = {&x.t[AP_TEST]}, *yo[1] = {&y.t[AP_TEST]}, *zo[1] = {&z.t[AP_TEST]};
+    CHECK(abi_launch(&ap_side[AP_TEST], GFP_OP_COPY, xi, 1, yo, 1, NULL) == GFP_OK);
+    const gfp_tensor *yi[1] = {&y.t[AP_TEST]};
+    CHECK(abi_launch(&ap_side[AP_TEST], GFP_OP_COPY, yi, 1, zo, 1, NULL) == GFP_OK);
     double got[7];
-    sides[FAST].P->buffer_read(sides[FAST].dev, z.t[FAST].buffer, 0, got, sizeof got);
+    ap_read(&z, AP_TEST, got, sizeof got);
     for (int i = 0; i < 7; i++)
-        CHECK_MSG(pair_close(got[i], want[i], 0, 0), "bf16 %d: %.9g vs %.9g", i, got[i], want[i]);
-    pt_free(&x), pt_free(&y), pt_free(&z);
+        CHECK_MSG(ap_close(got[i], want[i], 0, 0), "bf16 %d: %.9g vs %.9g", i, got[i], want[i]);
+    ap_free(&x), ap_free(&y), ap_free(&z);
 
     /* Transposed views (the tiled path, 2-byte elements too): x^T -> bf16,
      * then the bf16 result read through a transposed view -> bf16 -> f32
@@ -343,36 +345,36 @@ static void test_bf16_copy(void) {
     static float xv[R * C];
     double want2[R * C];
     for (int i = 0; i < R * C; i++) {
-        xv[i] = (float)(pair_uniform() * 8 - 4);
+        xv[i] = (float)(ap_uniform() * 8 - 4);
         unsigned char b[2];
-        pair_encode(GFP_BF16, xv[i], b);
-        want2[i] = pair_decode(GFP_BF16, b);
+        ap_encode(GFP_BF16, xv[i], b);
+        want2[i] = ap_decode(GFP_BF16, b);
     }
-    ptensor a = pt_make(GFP_F32, 2, SZ(R, C), L_CONTIG, D_ANY);
-    ptensor at = pt_make(GFP_BF16, 2, SZ(C, R), L_CONTIG, D_ANY);  /* a^T in bf16 */
-    ptensor back = pt_make(GFP_BF16, 2, SZ(R, C), L_CONTIG, D_ANY); /* (a^T)^T */
-    ptensor f = pt_make(GFP_F64, 2, SZ(R, C), L_CONTIG, D_ANY);
-    sides[FAST].P->buffer_write(sides[FAST].dev, a.t[FAST].buffer, 0, xv, sizeof xv);
-    gfp_tensor av = a.t[FAST], atv = at.t[FAST];
+    ap_tensor a = ap_make(GFP_F32, 2, SZ(R, C), AL_CONTIG, AD_ANY);
+    ap_tensor at = ap_make(GFP_BF16, 2, SZ(C, R), AL_CONTIG, AD_ANY);  /* a^T in bf16 */
+    ap_tensor back = ap_make(GFP_BF16, 2, SZ(R, C), AL_CONTIG, AD_ANY); /* (a^T)^T */
+    ap_tensor f = ap_make(GFP_F64, 2, SZ(R, C), AL_CONTIG, AD_ANY);
+    ap_write(&a, AP_TEST, xv, sizeof xv);
+    gfp_tensor av = a.t[AP_TEST], atv = at.t[AP_TEST];
     av.sizes[0] = C, av.sizes[1] = R, av.strides[0] = 1, av.strides[1] = C; /* a^T */
     atv.sizes[0] = R, atv.sizes[1] = C, atv.strides[0] = 1, atv.strides[1] = R;
-    const gfp_tensor *i1[1] = {&av}, *o1[1] = {&at.t[FAST]};
-    const gfp_tensor *i2[1] = {&atv}, *o2[1] = {&back.t[FAST]};
-    const gfp_tensor *i3[1] = {&back.t[FAST]}, *o3[1] = {&f.t[FAST]};
-    CHECK(sides[FAST].P->launch(sides[FAST].dev, GFP_OP_COPY, i1, 1, o1, 1, NULL) == GFP_OK);
-    CHECK(sides[FAST].P->launch(sides[FAST].dev, GFP_OP_COPY, i2, 1, o2, 1, NULL) == GFP_OK);
-    CHECK(sides[FAST].P->launch(sides[FAST].dev, GFP_OP_COPY, i3, 1, o3, 1, NULL) == GFP_OK);
+    const gfp_tensor *i1[1] = {&av}, *o1[1] = {&at.t[AP_TEST]};
+    const gfp_tensor *i2[1] = {&atv}, *o2[1] = {&back.t[AP_TEST]};
+    const gfp_tensor *i3[1] = {&back.t[AP_TEST]}, *o3[1] = {&f.t[AP_TEST]};
+    CHECK(abi_launch(&ap_side[AP_TEST], GFP_OP_COPY, i1, 1, o1, 1, NULL) == GFP_OK);
+    CHECK(abi_launch(&ap_side[AP_TEST], GFP_OP_COPY, i2, 1, o2, 1, NULL) == GFP_OK);
+    CHECK(abi_launch(&ap_side[AP_TEST], GFP_OP_COPY, i3, 1, o3, 1, NULL) == GFP_OK);
     static double got2[R * C];
-    sides[FAST].P->buffer_read(sides[FAST].dev, f.t[FAST].buffer, 0, got2, sizeof got2);
+    ap_read(&f, AP_TEST, got2, sizeof got2);
     int bad = 0;
     for (int i = 0; i < R * C; i++) bad += got2[i] != want2[i];
     CHECK_MSG(bad == 0, "%d of %d elements differ after the transposed bf16 round trip", bad,
               R * C);
-    pt_free(&a), pt_free(&at), pt_free(&back), pt_free(&f);
+    ap_free(&a), ap_free(&at), ap_free(&back), ap_free(&f);
 }
 
 int main(void) {
-    if (!pair_init()) return 1;
+    if (!ap_init()) return 1;
     RUN(test_unary_float);
     RUN(test_unary_specials);
     RUN(test_unary_precision);

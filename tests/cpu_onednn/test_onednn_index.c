@@ -4,27 +4,27 @@
  * (the accumulating ops must add in the reference's order: results are
  * compared exactly), runs longer than the plugin's chunks, and out-of-range
  * indices, refused with the output untouched. */
-#include "onednn_pair.h"
+#include "abi_pair.h"
 
 /* An i64 index tensor whose every storage element is in [0, limit). */
-static ptensor index_make(int rank, const int64_t *sizes, layout L, int64_t limit) {
-    ptensor p = pt_make(GFP_I64, rank, sizes, L, D_ANY);
+static ap_tensor index_make(int rank, const int64_t *sizes, ap_layout L, int64_t limit) {
+    ap_tensor p = ap_make(GFP_I64, rank, sizes, L, AD_ANY);
     for (int64_t i = 0; i < p.storage; i++) {
-        int64_t v = (int64_t)(pair_uniform() * (double)limit);
+        int64_t v = (int64_t)(ap_uniform() * (double)limit);
         if (v >= limit) v = limit - 1;
         memcpy(p.init + i * 8, &v, 8);
     }
     for (int k = 0; k < 2; k++)
-        sides[k].P->buffer_write(sides[k].dev, p.t[k].buffer, 0, p.init, (size_t)p.storage * 8);
+        ap_write(&p, k, p.init, (size_t)p.storage * 8);
     return p;
 }
 
-static domain dom_of(int32_t dt) {
-    return dt == GFP_BOOL ? D_BOOL : dt == GFP_I32 || dt == GFP_I64 ? D_INT : D_ANY;
+static ap_domain dom_of(int32_t dt) {
+    return dt == GFP_BOOL ? AD_BOOL : dt == GFP_I32 || dt == GFP_I64 ? AD_INT : AD_ANY;
 }
 
 static const int32_t dtypes[] = {GFP_F32, GFP_F64, GFP_I32, GFP_I64, GFP_BOOL};
-static const layout layouts[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_OFFSET};
+static const ap_layout layouts[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_OFFSET};
 
 /* x [sizes] -> y with sizes[dim] = n_index (select), or src -> y (add). */
 static void run_select(uint32_t op, int32_t dt, int rank, const int64_t *sizes, int dim,
@@ -34,32 +34,32 @@ static void run_select(uint32_t op, int32_t dt, int rank, const int64_t *sizes, 
     other[dim] = n_index;
     bool select = op == GFP_OP_INDEX_SELECT;
     /* select: x is `sizes`, y `other`; add: src is `other`, y `sizes` */
-    ptensor data = pt_make(dt, rank, select ? sizes : other, layouts[l], dom_of(dt));
-    ptensor y = pt_make(dt, rank, select ? other : sizes, layouts[(l + 1) % 4], dom_of(dt));
-    ptensor ix = index_make(1, &n_index, l == 2 ? L_STEP : L_CONTIG, sizes[dim]);
+    ap_tensor data = ap_make(dt, rank, select ? sizes : other, layouts[l], dom_of(dt));
+    ap_tensor y = ap_make(dt, rank, select ? other : sizes, layouts[(l + 1) % 4], dom_of(dt));
+    ap_tensor ix = index_make(1, &n_index, l == 2 ? AL_STEP : AL_CONTIG, sizes[dim]);
     gfp_dim_params p = {sizeof p, dim};
-    ptensor *in[2] = {&data, &ix}, *out[1] = {&y};
+    ap_tensor *in[2] = {&data, &ix}, *out[1] = {&y};
     char what[120];
     snprintf(what, sizeof what, "op %u dt%d rank %d dim %d n %lld layout %d", (unsigned)op,
              (int)dt, rank, dim, (long long)n_index, l);
-    pair_run(what, op, in, 2, out, 1, &p, 0, 0);
-    pt_free(&data), pt_free(&y), pt_free(&ix);
+    ap_run(what, op, in, 2, out, 1, &p, 0, 0);
+    ap_free(&data), ap_free(&y), ap_free(&ix);
 }
 
 /* index [isizes] (each <= sizes but in dim) into / from x or y [sizes]. */
 static void run_gather(uint32_t op, int32_t dt, int rank, const int64_t *sizes,
                        const int64_t *isizes, int dim, int l) {
     bool gather = op == GFP_OP_GATHER;
-    ptensor x = pt_make(dt, rank, gather ? sizes : isizes, layouts[l], dom_of(dt));
-    ptensor y = pt_make(dt, rank, gather ? isizes : sizes, layouts[(l + 2) % 4], dom_of(dt));
-    ptensor ix = index_make(rank, isizes, layouts[(l + 1) % 4], sizes[dim]);
+    ap_tensor x = ap_make(dt, rank, gather ? sizes : isizes, layouts[l], dom_of(dt));
+    ap_tensor y = ap_make(dt, rank, gather ? isizes : sizes, layouts[(l + 2) % 4], dom_of(dt));
+    ap_tensor ix = index_make(rank, isizes, layouts[(l + 1) % 4], sizes[dim]);
     gfp_dim_params p = {sizeof p, dim};
-    ptensor *in[2] = {&x, &ix}, *out[1] = {&y};
+    ap_tensor *in[2] = {&x, &ix}, *out[1] = {&y};
     char what[120];
     snprintf(what, sizeof what, "op %u dt%d rank %d dim %d layout %d", (unsigned)op, (int)dt,
              rank, dim, l);
-    pair_run(what, op, in, 2, out, 1, &p, 0, 0);
-    pt_free(&x), pt_free(&y), pt_free(&ix);
+    ap_run(what, op, in, 2, out, 1, &p, 0, 0);
+    ap_free(&x), ap_free(&y), ap_free(&ix);
 }
 
 static void test_select_ops(void) {
@@ -108,35 +108,33 @@ static void test_out_of_range(void) {
     for (int k = 0; k < 4; k++) {
         uint32_t op = ops[k];
         bool one_d = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD;
-        ptensor x = pt_make(GFP_F32, 2, SZ(4, 600), L_CONTIG, D_ANY);
-        ptensor y = pt_make(GFP_F32, 2, SZ(4, 600), L_CONTIG, D_ANY);
-        ptensor ix = one_d ? index_make(1, SZ(4), L_CONTIG, 4)
-                           : index_make(2, SZ(4, 600), L_CONTIG, 4);
+        ap_tensor x = ap_make(GFP_F32, 2, SZ(4, 600), AL_CONTIG, AD_ANY);
+        ap_tensor y = ap_make(GFP_F32, 2, SZ(4, 600), AL_CONTIG, AD_ANY);
+        ap_tensor ix = one_d ? index_make(1, SZ(4), AL_CONTIG, 4)
+                           : index_make(2, SZ(4, 600), AL_CONTIG, 4);
         int64_t bad = 4; /* one past the end of dim 0, at the view's last element */
         size_t at = one_d ? 3 * 8 : (size_t)(4 * 600 - 1) * 8;
         memcpy(ix.init + at, &bad, 8);
         for (int s = 0; s < 2; s++)
-            sides[s].P->buffer_write(sides[s].dev, ix.t[s].buffer, 0, ix.init,
-                                     (size_t)ix.storage * 8);
+            ap_write(&ix, s, ix.init, (size_t)ix.storage * 8);
         gfp_dim_params p = {sizeof p, 0};
-        ptensor *in[2] = {&x, &ix}, *out[1] = {&y};
-        gfp_status sf = pt_launch_side(FAST, op, in, 2, out, 1, &p);
-        gfp_status sr = pt_launch_side(REF, op, in, 2, out, 1, &p);
+        ap_tensor *in[2] = {&x, &ix}, *out[1] = {&y};
+        gfp_status sf = ap_launch_side(AP_TEST, op, in, 2, out, 1, &p);
+        gfp_status sr = ap_launch_side(AP_REF, op, in, 2, out, 1, &p);
         CHECK_MSG(sf == GFP_ERR_INVALID && sr == GFP_ERR_INVALID, "op %u: statuses %d, %d",
                   (unsigned)op, (int)sf, (int)sr);
-        CHECK_CONTAINS(sides[FAST].abi.error, "out of range");
+        CHECK_CONTAINS(ap_side[AP_TEST].error, "out of range");
         unsigned char *got = malloc((size_t)y.storage * 4);
-        sides[FAST].P->buffer_read(sides[FAST].dev, y.t[FAST].buffer, 0, got,
-                                   (size_t)y.storage * 4);
+        ap_read(&y, AP_TEST, got, (size_t)y.storage * 4);
         CHECK_MSG(memcmp(got, y.init, (size_t)y.storage * 4) == 0, "op %u wrote its output",
                   (unsigned)op);
         free(got);
-        pt_free(&x), pt_free(&y), pt_free(&ix);
+        ap_free(&x), ap_free(&y), ap_free(&ix);
     }
 }
 
 int main(void) {
-    if (!pair_init()) return 1;
+    if (!ap_init()) return 1;
     RUN(test_select_ops);
     RUN(test_gather_ops);
     RUN(test_out_of_range);

@@ -5,46 +5,47 @@
  * both of its gradients (stride, padding, dilation, groups, depthwise, 1x1,
  * odd sizes, layouts, with and without bias; f64 in chunks of images) and the
  * four pooling ops (ceil mode, padding, dilation, count_include_pad). */
-#include "onednn_pair.h"
+#include "abi_pair.h"
 
 /* ------------------------------------------------------------------ matmul */
 /* A batch dim of a or b given as broadcast: size kept, stride 0. */
-static void broadcast_dim(ptensor *p, int d) {
+static void broadcast_dim(ap_tensor *p, int d) {
     for (int k = 0; k < 2; k++) p->t[k].strides[d] = 0;
 }
 
 static void run_matmul(int32_t dt, int nb, const int64_t *batch, int64_t m, int64_t k, int64_t n,
-                       layout la, layout lb, layout ly, unsigned bcast_a, unsigned bcast_b) {
+                       ap_layout la, ap_layout lb, ap_layout ly, unsigned bcast_a,
+                       unsigned bcast_b) {
     int64_t as[GFP_MAX_RANK], bs[GFP_MAX_RANK], ys[GFP_MAX_RANK];
     for (int d = 0; d < nb; d++) as[d] = bs[d] = ys[d] = batch[d];
     as[nb] = m, as[nb + 1] = k;
     bs[nb] = k, bs[nb + 1] = n;
     ys[nb] = m, ys[nb + 1] = n;
-    domain dom = dt == GFP_I32 || dt == GFP_I64 ? D_INT : D_ANY;
-    ptensor a = pt_make(dt, nb + 2, as, la, dom), b = pt_make(dt, nb + 2, bs, lb, dom);
-    ptensor y = pt_make(dt, nb + 2, ys, ly, D_ANY);
+    ap_domain dom = dt == GFP_I32 || dt == GFP_I64 ? AD_INT : AD_ANY;
+    ap_tensor a = ap_make(dt, nb + 2, as, la, dom), b = ap_make(dt, nb + 2, bs, lb, dom);
+    ap_tensor y = ap_make(dt, nb + 2, ys, ly, AD_ANY);
     for (int d = 0; d < nb; d++) {
         if (bcast_a >> d & 1) broadcast_dim(&a, d);
         if (bcast_b >> d & 1) broadcast_dim(&b, d);
     }
     char what[160];
     snprintf(what, sizeof what, "matmul dt%d batch %d [%lldx%lldx%lld] a %s%s b %s%s y %s",
-             (int)dt, nb, (long long)m, (long long)k, (long long)n, layout_names[la],
-             bcast_a ? " (bcast)" : "", layout_names[lb], bcast_b ? " (bcast)" : "",
-             layout_names[ly]);
+             (int)dt, nb, (long long)m, (long long)k, (long long)n, ap_layout_names[la],
+             bcast_a ? " (bcast)" : "", ap_layout_names[lb], bcast_b ? " (bcast)" : "",
+             ap_layout_names[ly]);
     /* f32: oneDNN accumulates in f32, the reference in double. */
     double tol = dt == GFP_F32 ? 2e-6 * sqrt((double)k + 1) * 4 : dt == GFP_F64 ? 1e-12 : 0;
-    ptensor *in[2] = {&a, &b}, *out[1] = {&y};
-    pair_run(what, GFP_OP_MATMUL, in, 2, out, 1, NULL, tol, tol);
-    pt_free(&a), pt_free(&b), pt_free(&y);
+    ap_tensor *in[2] = {&a, &b}, *out[1] = {&y};
+    ap_run(what, GFP_OP_MATMUL, in, 2, out, 1, NULL, tol, tol);
+    ap_free(&a), ap_free(&b), ap_free(&y);
 }
 
 static void test_matmul(void) {
     static const int64_t dims[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 31, 13}, {64, 64, 64},
                                       {128, 300, 65}, {1, 257, 1}, {2, 1, 9}};
-    static const layout las[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_OFFSET, L_CONTIG};
-    static const layout lbs[] = {L_CONTIG, L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED};
-    static const layout lys[] = {L_CONTIG, L_STEP, L_CONTIG, L_TRANSPOSED, L_OFFSET};
+    static const ap_layout las[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_OFFSET, AL_CONTIG};
+    static const ap_layout lbs[] = {AL_CONTIG, AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED};
+    static const ap_layout lys[] = {AL_CONTIG, AL_STEP, AL_CONTIG, AL_TRANSPOSED, AL_OFFSET};
     static const int32_t dts[] = {GFP_F32, GFP_F64, GFP_I64};
     for (int t = 0; t < 3; t++)
         for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
@@ -56,7 +57,7 @@ static void test_matmul(void) {
                 run_matmul(dts[t], 2, SZ(2, 3), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1, 0);
                 run_matmul(dts[t], 2, SZ(2, 3), d[0], d[1], d[2], las[l], lbs[l], lys[l], 2, 1);
                 run_matmul(dts[t], 1, SZ(4), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1, 1);
-                run_matmul(dts[t], 1, SZ(5), d[0], d[1], d[2], L_PERMUTED, lbs[l], lys[l], 0, 1);
+                run_matmul(dts[t], 1, SZ(5), d[0], d[1], d[2], AL_PERMUTED, lbs[l], lys[l], 0, 1);
             }
     /* f64 runs on the plugin's blocked GEMM (blocks of 96 rows, 256 of the
      * sum, 512 columns): shapes across every block edge, batched and
@@ -71,14 +72,14 @@ static void test_matmul(void) {
                            2);
         }
     for (int e = 0; e < 3; e++) /* empty M, N, batch */
-        run_matmul(GFP_F64, 1, SZ(e == 2 ? 0 : 2), e == 0 ? 0 : 3, 4, e == 1 ? 0 : 5, L_CONTIG,
-                   L_TRANSPOSED, L_CONTIG, 0, 0);
-    run_matmul(GFP_F64, 0, NULL, 3, 0, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+        run_matmul(GFP_F64, 1, SZ(e == 2 ? 0 : 2), e == 0 ? 0 : 3, 4, e == 1 ? 0 : 5, AL_CONTIG,
+                   AL_TRANSPOSED, AL_CONTIG, 0, 0);
+    run_matmul(GFP_F64, 0, NULL, 3, 0, 5, AL_CONTIG, AL_CONTIG, AL_CONTIG, 0, 0);
     /* 0-size: empty M, N or batch; K = 0 is an empty sum (zeros). */
-    run_matmul(GFP_F32, 0, NULL, 0, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
-    run_matmul(GFP_F32, 1, SZ(0), 3, 4, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
-    run_matmul(GFP_F32, 0, NULL, 3, 0, 5, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
-    run_matmul(GFP_F32, 0, NULL, 3, 4, 0, L_CONTIG, L_CONTIG, L_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 0, NULL, 0, 4, 5, AL_CONTIG, AL_CONTIG, AL_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 1, SZ(0), 3, 4, 5, AL_CONTIG, AL_CONTIG, AL_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 0, NULL, 3, 0, 5, AL_CONTIG, AL_CONTIG, AL_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 0, NULL, 3, 4, 0, AL_CONTIG, AL_CONTIG, AL_CONTIG, 0, 0);
 }
 
 /* ------------------------------------------------------------------ conv */
@@ -100,18 +101,18 @@ static const conv_cfg convs[] = {
 };
 
 static void run_conv(uint32_t op, int32_t dt, const conv_cfg *c, int layout_set, bool bias) {
-    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED, L_OFFSET};
-    static const layout lw[] = {L_CONTIG, L_STEP, L_TRANSPOSED, L_CONTIG, L_PERMUTED};
-    static const layout ly[] = {L_CONTIG, L_CONTIG, L_OFFSET, L_STEP, L_TRANSPOSED};
+    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED, AL_OFFSET};
+    static const ap_layout lw[] = {AL_CONTIG, AL_STEP, AL_TRANSPOSED, AL_CONTIG, AL_PERMUTED};
+    static const ap_layout ly[] = {AL_CONTIG, AL_CONTIG, AL_OFFSET, AL_STEP, AL_TRANSPOSED};
     int64_t ho = (c->h + 2 * c->ph - c->dh * (c->kh - 1) - 1) / c->sh + 1;
     int64_t wo = (c->w + 2 * c->pw - c->dw * (c->kw - 1) - 1) / c->sw + 1;
     int64_t xs[4] = {c->n, c->ci, c->h, c->w}, ws[4] = {c->co, c->ci / c->g, c->kh, c->kw};
     int64_t ys[4] = {c->n, c->co, ho, wo};
     int L = layout_set;
-    ptensor x = pt_make(dt, 4, xs, op == GFP_OP_CONV2D_BACKWARD_INPUT ? ly[L] : lx[L], D_ANY);
-    ptensor w = pt_make(dt, 4, ws, op == GFP_OP_CONV2D_BACKWARD_WEIGHT ? ly[L] : lw[L], D_ANY);
-    ptensor y = pt_make(dt, 4, ys, op == GFP_OP_CONV2D ? ly[L] : lx[L], D_ANY);
-    ptensor b = pt_make(dt, 1, SZ(c->co), L == 2 ? L_STEP : L_CONTIG, D_ANY);
+    ap_tensor x = ap_make(dt, 4, xs, op == GFP_OP_CONV2D_BACKWARD_INPUT ? ly[L] : lx[L], AD_ANY);
+    ap_tensor w = ap_make(dt, 4, ws, op == GFP_OP_CONV2D_BACKWARD_WEIGHT ? ly[L] : lw[L], AD_ANY);
+    ap_tensor y = ap_make(dt, 4, ys, op == GFP_OP_CONV2D ? ly[L] : lx[L], AD_ANY);
+    ap_tensor b = ap_make(dt, 1, SZ(c->co), L == 2 ? AL_STEP : AL_CONTIG, AD_ANY);
     gfp_conv2d_params p = {sizeof p, (int32_t)c->g, {(int32_t)c->sh, (int32_t)c->sw},
                            {(int32_t)c->ph, (int32_t)c->pw}, {(int32_t)c->dh, (int32_t)c->dw}};
     char what[160];
@@ -123,16 +124,16 @@ static void run_conv(uint32_t op, int32_t dt, const conv_cfg *c, int layout_set,
                                                       : c->ci / c->g * c->kh * c->kw * c->co;
     double tol = dt == GFP_F64 ? 1e-12 : 4e-6 * sqrt((double)red + 1) * 4;
     if (op == GFP_OP_CONV2D) {
-        ptensor *in[3] = {&x, &w, bias ? &b : NULL}, *out[1] = {&y};
-        pair_run(what, op, in, 3, out, 1, &p, tol, tol);
+        ap_tensor *in[3] = {&x, &w, bias ? &b : NULL}, *out[1] = {&y};
+        ap_run(what, op, in, 3, out, 1, &p, tol, tol);
     } else if (op == GFP_OP_CONV2D_BACKWARD_INPUT) {
-        ptensor *in[2] = {&y, &w}, *out[1] = {&x};
-        pair_run(what, op, in, 2, out, 1, &p, tol, tol);
+        ap_tensor *in[2] = {&y, &w}, *out[1] = {&x};
+        ap_run(what, op, in, 2, out, 1, &p, tol, tol);
     } else {
-        ptensor *in[2] = {&y, &x}, *out[1] = {&w};
-        pair_run(what, op, in, 2, out, 1, &p, tol, tol);
+        ap_tensor *in[2] = {&y, &x}, *out[1] = {&w};
+        ap_run(what, op, in, 2, out, 1, &p, tol, tol);
     }
-    pt_free(&x), pt_free(&w), pt_free(&y), pt_free(&b);
+    ap_free(&x), ap_free(&w), ap_free(&y), ap_free(&b);
 }
 
 static void test_conv(void) {
@@ -176,8 +177,8 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, 
 }
 
 static void test_pool(void) {
-    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED};
-    static const layout ly[] = {L_CONTIG, L_STEP, L_CONTIG, L_OFFSET};
+    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED};
+    static const ap_layout ly[] = {AL_CONTIG, AL_STEP, AL_CONTIG, AL_OFFSET};
     for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
         for (int k = 0; k < 2; k++)
             for (int l = 0; l < 4; l++) {
@@ -194,24 +195,24 @@ static void test_pool(void) {
                                        (uint32_t)c->ceil_mode,
                                        (uint32_t)c->include_pad};
                 double tol = dt == GFP_F64 ? 1e-13 : 2e-6;
-                /* max pooling: ties are likely in D_INT data (first wins) */
-                ptensor x = pt_make(dt, 4, xs, lx[l], l == 3 ? D_INT : D_ANY);
-                ptensor y = pt_make(dt, 4, ys, ly[l], D_ANY);
-                ptensor ind = pt_make(GFP_I64, 4, ys, ly[(l + 1) % 4], D_INT);
-                ptensor *in[1] = {&x}, *out2[2] = {&y, &ind};
-                pair_run("max_pool2d", GFP_OP_MAX_POOL2D, in, 1, out2, 2, &p, 0, 0);
+                /* max pooling: ties are likely in AD_INT data (first wins) */
+                ap_tensor x = ap_make(dt, 4, xs, lx[l], l == 3 ? AD_INT : AD_ANY);
+                ap_tensor y = ap_make(dt, 4, ys, ly[l], AD_ANY);
+                ap_tensor ind = ap_make(GFP_I64, 4, ys, ly[(l + 1) % 4], AD_INT);
+                ap_tensor *in[1] = {&x}, *out2[2] = {&y, &ind};
+                ap_run("max_pool2d", GFP_OP_MAX_POOL2D, in, 1, out2, 2, &p, 0, 0);
                 /* backward through each side's indices (equal, as just checked) */
-                ptensor gy = pt_make(dt, 4, ys, lx[l], D_ANY);
-                ptensor gx = pt_make(dt, 4, xs, ly[l], D_ANY);
-                ptensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
-                pair_run("max_pool2d_backward", GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL,
+                ap_tensor gy = ap_make(dt, 4, ys, lx[l], AD_ANY);
+                ap_tensor gx = ap_make(dt, 4, xs, ly[l], AD_ANY);
+                ap_tensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
+                ap_run("max_pool2d_backward", GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL,
                          tol, tol);
-                ptensor *aout[1] = {&y};
-                pair_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, aout, 1, &p, tol, tol);
-                ptensor *ain[1] = {&gy};
-                pair_run("avg_pool2d_backward", GFP_OP_AVG_POOL2D_BACKWARD, ain, 1, bout, 1, &p,
+                ap_tensor *aout[1] = {&y};
+                ap_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, aout, 1, &p, tol, tol);
+                ap_tensor *ain[1] = {&gy};
+                ap_run("avg_pool2d_backward", GFP_OP_AVG_POOL2D_BACKWARD, ain, 1, bout, 1, &p,
                          tol, tol);
-                pt_free(&x), pt_free(&y), pt_free(&ind), pt_free(&gy), pt_free(&gx);
+                ap_free(&x), ap_free(&y), ap_free(&ind), ap_free(&gy), ap_free(&gx);
             }
     /* NaN and ties: padding never wins, the first maximum wins, the last NaN
      * wins (the general walk and the 2x2 / stride-2 path). */
@@ -229,12 +230,12 @@ static void test_pool(void) {
             int64_t wo = pool_out(w, p->kernel[1], p->stride[1], p->padding[1], p->dilation[1],
                                   (int)p->ceil_mode);
             for (int dom = 0; dom < 2; dom++) {
-                ptensor x = pt_make(dt, 4, SZ(2, 3, h, w), L_CONTIG, dom ? D_SPECIAL : D_INT);
-                ptensor y = pt_make(dt, 4, SZ(2, 3, ho, wo), L_CONTIG, D_ANY);
-                ptensor ind = pt_make(GFP_I64, 4, SZ(2, 3, ho, wo), L_CONTIG, D_INT);
-                ptensor *in[1] = {&x}, *out[2] = {&y, &ind};
-                pair_run("max_pool2d ties and NaN", GFP_OP_MAX_POOL2D, in, 1, out, 2, p, 0, 0);
-                pt_free(&x), pt_free(&y), pt_free(&ind);
+                ap_tensor x = ap_make(dt, 4, SZ(2, 3, h, w), AL_CONTIG, dom ? AD_SPECIAL : AD_INT);
+                ap_tensor y = ap_make(dt, 4, SZ(2, 3, ho, wo), AL_CONTIG, AD_ANY);
+                ap_tensor ind = ap_make(GFP_I64, 4, SZ(2, 3, ho, wo), AL_CONTIG, AD_INT);
+                ap_tensor *in[1] = {&x}, *out[2] = {&y, &ind};
+                ap_run("max_pool2d ties and NaN", GFP_OP_MAX_POOL2D, in, 1, out, 2, p, 0, 0);
+                ap_free(&x), ap_free(&y), ap_free(&ind);
             }
         }
     /* Hand-made windows of a 2x2 / stride-2 pool, [1, 1, 2, 8] (the last NaN
@@ -244,74 +245,74 @@ static void test_pool(void) {
     static const int64_t want_ind[4] = {1, 10, 4, 15};
     for (int k = 0; k < 2; k++) {
         int32_t dt = k ? GFP_F64 : GFP_F32;
-        ptensor x = pt_make(dt, 4, SZ(1, 1, 2, 8), L_CONTIG, D_ANY);
-        ptensor y = pt_make(dt, 4, SZ(1, 1, 1, 4), L_CONTIG, D_ANY);
-        ptensor ind = pt_make(GFP_I64, 4, SZ(1, 1, 1, 4), L_CONTIG, D_INT);
+        ap_tensor x = ap_make(dt, 4, SZ(1, 1, 2, 8), AL_CONTIG, AD_ANY);
+        ap_tensor y = ap_make(dt, 4, SZ(1, 1, 1, 4), AL_CONTIG, AD_ANY);
+        ap_tensor ind = ap_make(GFP_I64, 4, SZ(1, 1, 1, 4), AL_CONTIG, AD_INT);
         unsigned char bytes[16 * 8];
-        for (int i = 0; i < 16; i++) pair_encode(dt, win[i], bytes + i * pair_esize(dt));
+        for (int i = 0; i < 16; i++) ap_encode(dt, win[i], bytes + i * abi_esize(dt));
         for (int sd = 0; sd < 2; sd++)
-            sides[sd].P->buffer_write(sides[sd].dev, x.t[sd].buffer, 0, bytes,
-                                      16 * pair_esize(dt));
+            ap_write(&x, sd, bytes, 16 * abi_esize(dt));
         gfp_pool2d_params p = {sizeof p, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0};
-        ptensor *in[1] = {&x}, *out[2] = {&y, &ind};
-        pair_run("max_pool2d hand-made windows", GFP_OP_MAX_POOL2D, in, 1, out, 2, &p, 0, 0);
+        ap_tensor *in[1] = {&x}, *out[2] = {&y, &ind};
+        ap_run("max_pool2d hand-made windows", GFP_OP_MAX_POOL2D, in, 1, out, 2, &p, 0, 0);
         int64_t got[4];
-        sides[FAST].P->buffer_read(sides[FAST].dev, ind.t[FAST].buffer, 0, got, sizeof got);
+        ap_read(&ind, AP_TEST, got, sizeof got);
         for (int i = 0; i < 4; i++)
             CHECK_MSG(got[i] == want_ind[i], "window %d: index %lld, expected %lld", i,
                       (long long)got[i], (long long)want_ind[i]);
-        pt_free(&x), pt_free(&y), pt_free(&ind);
+        ap_free(&x), ap_free(&y), ap_free(&ind);
     }
     /* An index out of range is refused by both, with nothing written. */
-    ptensor gy = pt_make(GFP_F32, 4, SZ(1, 1, 2, 2), L_CONTIG, D_ANY);
-    ptensor ind = pt_make(GFP_I64, 4, SZ(1, 1, 2, 2), L_CONTIG, D_INT);
-    ptensor gx = pt_make(GFP_F32, 4, SZ(1, 1, 3, 3), L_CONTIG, D_ANY);
+    ap_tensor gy = ap_make(GFP_F32, 4, SZ(1, 1, 2, 2), AL_CONTIG, AD_ANY);
+    ap_tensor ind = ap_make(GFP_I64, 4, SZ(1, 1, 2, 2), AL_CONTIG, AD_INT);
+    ap_tensor gx = ap_make(GFP_F32, 4, SZ(1, 1, 3, 3), AL_CONTIG, AD_ANY);
     int64_t bad[4] = {0, 4, 9, 2};
     for (int s = 0; s < 2; s++)
-        sides[s].P->buffer_write(sides[s].dev, ind.t[s].buffer, 0, bad, sizeof bad);
-    ptensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
-    gfp_status sf = pt_launch_side(FAST, GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL);
+        ap_write(&ind, s, bad, sizeof bad);
+    ap_tensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
+    gfp_status sf = ap_launch_side(AP_TEST, GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1, NULL);
     CHECK(sf == GFP_ERR_INVALID);
-    CHECK_CONTAINS(sides[FAST].abi.error, "9");
-    CHECK(pt_compare(&gx, 0, 0, "untouched grad_x") == 0); /* the reference's is untouched too */
-    pt_free(&gy), pt_free(&ind), pt_free(&gx);
+    CHECK_CONTAINS(ap_side[AP_TEST].error, "9");
+    CHECK(ap_compare(&gx, 0, 0, "untouched grad_x") == 0); /* the reference's is untouched too */
+    ap_free(&gy), ap_free(&ind), ap_free(&gx);
 }
 
 /* A training loop creates its oneDNN primitives on its first step only:
  * every later step finds them in the cache (new buffers, same geometry). */
 static void one_step(void) {
-    run_matmul(GFP_F32, 0, NULL, 32, 48, 16, L_CONTIG, L_TRANSPOSED, L_CONTIG, 0, 0);
-    run_matmul(GFP_F32, 1, SZ(4), 8, 8, 8, L_TRANSPOSED, L_CONTIG, L_CONTIG, 0, 1);
+    run_matmul(GFP_F32, 0, NULL, 32, 48, 16, AL_CONTIG, AL_TRANSPOSED, AL_CONTIG, 0, 0);
+    run_matmul(GFP_F32, 1, SZ(4), 8, 8, 8, AL_TRANSPOSED, AL_CONTIG, AL_CONTIG, 0, 1);
     for (uint32_t op = GFP_OP_CONV2D; op <= GFP_OP_CONV2D_BACKWARD_WEIGHT; op++)
         run_conv(op, GFP_F32, &convs[6], 0, true);
-    ptensor x = pt_make(GFP_F32, 4, SZ(2, 3, 8, 8), L_CONTIG, D_ANY);
-    ptensor y = pt_make(GFP_F32, 4, SZ(2, 3, 4, 4), L_CONTIG, D_ANY);
+    ap_tensor x = ap_make(GFP_F32, 4, SZ(2, 3, 8, 8), AL_CONTIG, AD_ANY);
+    ap_tensor y = ap_make(GFP_F32, 4, SZ(2, 3, 4, 4), AL_CONTIG, AD_ANY);
     gfp_pool2d_params pp = {sizeof pp, {2, 2}, {2, 2}, {0, 0}, {1, 1}, 0, 0};
-    ptensor *in[1] = {&x}, *out[1] = {&y};
-    pair_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, out, 1, &pp, 1e-6, 1e-6);
-    ptensor big = pt_make(GFP_F32, 2, SZ(64, 100), L_CONTIG, D_ANY);
-    ptensor big_y = pt_make(GFP_F32, 2, SZ(64, 100), L_CONTIG, D_ANY);
-    ptensor *bi[1] = {&big}, *bo[1] = {&big_y};
-    pair_run("tanh", GFP_OP_TANH, bi, 1, bo, 1, NULL, 4e-6, 4e-6);
-    ptensor m = pt_make(GFP_F32, 1, SZ(64), L_CONTIG, D_ANY);
-    ptensor r = pt_make(GFP_F32, 1, SZ(64), L_CONTIG, D_ANY);
+    ap_tensor *in[1] = {&x}, *out[1] = {&y};
+    ap_run("avg_pool2d", GFP_OP_AVG_POOL2D, in, 1, out, 1, &pp, 1e-6, 1e-6);
+    ap_tensor big = ap_make(GFP_F32, 2, SZ(64, 100), AL_CONTIG, AD_ANY);
+    ap_tensor big_y = ap_make(GFP_F32, 2, SZ(64, 100), AL_CONTIG, AD_ANY);
+    ap_tensor *bi[1] = {&big}, *bo[1] = {&big_y};
+    ap_run("tanh", GFP_OP_TANH, bi, 1, bo, 1, NULL, 4e-6, 4e-6);
+    ap_tensor m = ap_make(GFP_F32, 1, SZ(64), AL_CONTIG, AD_ANY);
+    ap_tensor r = ap_make(GFP_F32, 1, SZ(64), AL_CONTIG, AD_ANY);
     gfp_layer_norm_params lp = {sizeof lp, 1, 1e-5};
-    ptensor *li[3] = {&big, NULL, NULL}, *lo[3] = {&big_y, &m, &r};
-    pair_run("layer_norm", GFP_OP_LAYER_NORM, li, 3, lo, 3, &lp, 2e-5, 2e-5);
-    pt_free(&x), pt_free(&y), pt_free(&big), pt_free(&big_y), pt_free(&m), pt_free(&r);
+    ap_tensor *li[3] = {&big, NULL, NULL}, *lo[3] = {&big_y, &m, &r};
+    ap_run("layer_norm", GFP_OP_LAYER_NORM, li, 3, lo, 3, &lp, 2e-5, 2e-5);
+    ap_free(&x), ap_free(&y), ap_free(&big), ap_free(&big_y), ap_free(&m), ap_free(&r);
 }
 
 static void test_primitive_cache(void) {
     one_step();
-    uint64_t after_first = pair_builds();
+    uint64_t after_first = ap_counter("cpu_onednn.primitive_builds");
     CHECK(after_first != UINT64_MAX && after_first > 0);
     for (int step = 0; step < 3; step++) one_step();
-    CHECK_MSG(pair_builds() == after_first, "%llu primitives created after the first step",
-              (unsigned long long)(pair_builds() - after_first));
+    uint64_t after = ap_counter("cpu_onednn.primitive_builds");
+    CHECK_MSG(after == after_first, "%llu primitives created after the first step",
+              (unsigned long long)(after - after_first));
 }
 
 int main(void) {
-    if (!pair_init()) return 1;
+    if (!ap_init()) return 1;
     RUN(test_matmul);
     RUN(test_conv);
     RUN(test_pool);

@@ -4,13 +4,13 @@
  * and batch norm (training and evaluation, with and without affine and
  * running statistics), in f32 and f64, on odd, large, 0-size shapes and
  * special values. */
-#include "onednn_pair.h"
+#include "abi_pair.h"
 
 static const char *reduce_names[] = {"sum", "mean", "prod", "amax", "amin", "var", "logsumexp",
                                      "max_dim", "min_dim"};
 
 static void run_reduce(uint32_t op, int32_t dt, int rank, const int64_t *sizes, uint32_t dims,
-                       layout lx, layout ly, domain dom) {
+                       ap_layout lx, ap_layout ly, ap_domain dom) {
     bool by_dim = op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM;
     int64_t ysz[GFP_MAX_RANK];
     int64_t n_line = 1;
@@ -20,52 +20,55 @@ static void run_reduce(uint32_t op, int32_t dt, int rank, const int64_t *sizes, 
     }
     char what[160];
     snprintf(what, sizeof what, "%s dt%d rank %d dims 0x%x [%s -> %s]%s",
-             reduce_names[op - GFP_OP_SUM], (int)dt, rank, (unsigned)dims, layout_names[lx],
-             layout_names[ly], dom == D_SPECIAL ? " specials" : "");
-    ptensor x = pt_make(dt, rank, sizes, lx, op == GFP_OP_PROD ? D_POS : dom);
-    ptensor y = pt_make(dt, rank, ysz, ly, D_ANY);
-    ptensor ind = pt_make(GFP_I64, rank, ysz, ly, D_INT);
+             reduce_names[op - GFP_OP_SUM], (int)dt, rank, (unsigned)dims, ap_layout_names[lx],
+             ap_layout_names[ly], dom == AD_SPECIAL ? " specials" : "");
+    ap_tensor x = ap_make(dt, rank, sizes, lx, op == GFP_OP_PROD ? AD_POS : dom);
+    ap_tensor y = ap_make(dt, rank, ysz, ly, AD_ANY);
+    ap_tensor ind = ap_make(GFP_I64, rank, ysz, ly, AD_INT);
     gfp_reduce_params p = {sizeof p, dims, 1.0};
-    ptensor *in[1] = {&x}, *out[2] = {&y, &ind};
+    ap_tensor *in[1] = {&x}, *out[2] = {&y, &ind};
     /* f32 sums accumulate in double on both sides; the tolerance covers the
      * order of additions (and exp in logsumexp). */
     double tol = dt == GFP_F64 ? 1e-12 : 2e-6;
     double atol = tol * (n_line > 1 ? sqrt((double)n_line) : 1);
-    pair_run(what, op, in, 1, out, by_dim ? 2 : 1, &p, atol, tol);
-    pt_free(&x), pt_free(&y), pt_free(&ind);
+    ap_run(what, op, in, 1, out, by_dim ? 2 : 1, &p, atol, tol);
+    ap_free(&x), ap_free(&y), ap_free(&ind);
 }
 
 static void test_reduce(void) {
     static const int64_t odd[3] = {5, 7, 9}, big[2] = {300, 257}, wide[2] = {3, 70001};
-    static const layout lxs[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED, L_BCAST, L_OFFSET};
-    static const layout lys[] = {L_CONTIG, L_CONTIG, L_STEP, L_OFFSET, L_CONTIG, L_TRANSPOSED};
+    static const ap_layout lxs[] = {AL_CONTIG,   AL_TRANSPOSED, AL_STEP,
+                                    AL_PERMUTED, AL_BCAST,      AL_OFFSET};
+    static const ap_layout lys[] = {AL_CONTIG, AL_CONTIG, AL_STEP,
+                                    AL_OFFSET, AL_CONTIG, AL_TRANSPOSED};
     for (uint32_t op = GFP_OP_SUM; op <= GFP_OP_MIN_DIM; op++) {
         bool by_dim = op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM;
         for (int k = 0; k < 2; k++) {
             int32_t dt = k ? GFP_F64 : GFP_F32;
             for (uint32_t dims = by_dim ? 1 : 0; dims < 8; dims++) {
                 if (by_dim && (dims & (dims - 1))) continue;
-                for (int l = 0; l < 6; l++) run_reduce(op, dt, 3, odd, dims, lxs[l], lys[l], D_ANY);
+                for (int l = 0; l < 6; l++)
+                    run_reduce(op, dt, 3, odd, dims, lxs[l], lys[l], AD_ANY);
             }
             for (uint32_t dims = 1; dims < 4; dims++) {
                 if (by_dim && dims == 3) continue;
-                run_reduce(op, dt, 2, big, dims, L_CONTIG, L_CONTIG, D_ANY);
-                run_reduce(op, dt, 2, big, dims, L_TRANSPOSED, L_CONTIG, D_ANY);
-                run_reduce(op, dt, 2, wide, dims, L_CONTIG, L_CONTIG, D_ANY);
-                run_reduce(op, dt, 2, big, dims, L_CONTIG, L_CONTIG, D_SPECIAL);
+                run_reduce(op, dt, 2, big, dims, AL_CONTIG, AL_CONTIG, AD_ANY);
+                run_reduce(op, dt, 2, big, dims, AL_TRANSPOSED, AL_CONTIG, AD_ANY);
+                run_reduce(op, dt, 2, wide, dims, AL_CONTIG, AL_CONTIG, AD_ANY);
+                run_reduce(op, dt, 2, big, dims, AL_CONTIG, AL_CONTIG, AD_SPECIAL);
             }
             /* 0-size: no outputs, and empty lines (the reference's identities) */
-            run_reduce(op, dt, 2, SZ(0, 4), 2, L_CONTIG, L_CONTIG, D_ANY);
+            run_reduce(op, dt, 2, SZ(0, 4), 2, AL_CONTIG, AL_CONTIG, AD_ANY);
             if (!by_dim && op != GFP_OP_AMAX && op != GFP_OP_AMIN)
-                run_reduce(op, dt, 2, SZ(3, 0), 2, L_CONTIG, L_CONTIG, D_ANY);
+                run_reduce(op, dt, 2, SZ(3, 0), 2, AL_CONTIG, AL_CONTIG, AD_ANY);
             /* rank 0 and size-1 dims */
-            run_reduce(op, dt, 0, SZ(0), 0, L_CONTIG, L_CONTIG, D_ANY);
-            run_reduce(op, dt, 3, SZ(1, 6, 1), by_dim ? 4 : 5, L_CONTIG, L_CONTIG, D_ANY);
+            run_reduce(op, dt, 0, SZ(0), 0, AL_CONTIG, AL_CONTIG, AD_ANY);
+            run_reduce(op, dt, 3, SZ(1, 6, 1), by_dim ? 4 : 5, AL_CONTIG, AL_CONTIG, AD_ANY);
         }
     }
     /* integers stay with the reference, through the same entry */
     for (uint32_t op = GFP_OP_SUM; op <= GFP_OP_AMIN; op++)
-        if (op != GFP_OP_MEAN) run_reduce(op, GFP_I64, 3, odd, 5, L_STEP, L_CONTIG, D_INT);
+        if (op != GFP_OP_MEAN) run_reduce(op, GFP_I64, 3, odd, 5, AL_STEP, AL_CONTIG, AD_INT);
 }
 
 /* ------------------------------------------------------------------ softmax */
@@ -77,47 +80,46 @@ static void test_softmax(void) {
             double tol = dt == GFP_F64 ? 1e-13 : 2e-6;
             for (int dim = 0; dim < 3; dim++)
                 for (int l = 0; l < 5; l++) {
-                    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED,
-                                                L_BCAST};
-                    static const layout ly[] = {L_CONTIG, L_CONTIG, L_STEP, L_TRANSPOSED,
-                                                L_OFFSET};
-                    ptensor x = pt_make(dt, 3, shape3, lx[l], D_WIDE);
-                    ptensor y = pt_make(dt, 3, shape3, ly[l], D_ANY);
+                    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED,
+                                                AL_BCAST};
+                    static const ap_layout ly[] = {AL_CONTIG, AL_CONTIG, AL_STEP, AL_TRANSPOSED,
+                                                AL_OFFSET};
+                    ap_tensor x = ap_make(dt, 3, shape3, lx[l], AD_WIDE);
+                    ap_tensor y = ap_make(dt, 3, shape3, ly[l], AD_ANY);
                     gfp_dim_params p = {sizeof p, dim};
-                    ptensor *in[1] = {&x}, *out[1] = {&y};
-                    pair_run(op == GFP_OP_SOFTMAX ? "softmax" : "log_softmax", op, in, 1, out, 1,
+                    ap_tensor *in[1] = {&x}, *out[1] = {&y};
+                    ap_run(op == GFP_OP_SOFTMAX ? "softmax" : "log_softmax", op, in, 1, out, 1,
                              &p, tol, tol);
-                    pt_free(&x), pt_free(&y);
+                    ap_free(&x), ap_free(&y);
                 }
             for (int d = 0; d < 2; d++) {
                 for (int spec = 0; spec < 2; spec++) {
-                    ptensor x = pt_make(dt, 2, big, L_CONTIG, spec ? D_SPECIAL : D_WIDE);
-                    ptensor y = pt_make(dt, 2, big, L_CONTIG, D_ANY);
+                    ap_tensor x = ap_make(dt, 2, big, AL_CONTIG, spec ? AD_SPECIAL : AD_WIDE);
+                    ap_tensor y = ap_make(dt, 2, big, AL_CONTIG, AD_ANY);
                     gfp_dim_params p = {sizeof p, d};
-                    ptensor *in[1] = {&x}, *out[1] = {&y}, *io[1] = {&x};
-                    pair_run("softmax large", op, in, 1, out, 1, &p, tol, tol);
-                    pair_run("softmax in place", op, io, 1, io, 1, &p, tol, tol);
-                    pt_free(&x), pt_free(&y);
+                    ap_tensor *in[1] = {&x}, *out[1] = {&y}, *io[1] = {&x};
+                    ap_run("softmax large", op, in, 1, out, 1, &p, tol, tol);
+                    ap_run("softmax in place", op, io, 1, io, 1, &p, tol, tol);
+                    ap_free(&x), ap_free(&y);
                 }
             }
             /* a confident prediction: log_softmax near 0 keeps its digits */
             static const double logits[4] = {20, 0, -3, 1};
-            ptensor x = pt_make(dt, 1, SZ(4), L_CONTIG, D_ANY);
-            ptensor y = pt_make(dt, 1, SZ(4), L_CONTIG, D_ANY);
+            ap_tensor x = ap_make(dt, 1, SZ(4), AL_CONTIG, AD_ANY);
+            ap_tensor y = ap_make(dt, 1, SZ(4), AL_CONTIG, AD_ANY);
             for (int s = 0; s < 2; s++) {
                 unsigned char bytes[32];
-                for (int i = 0; i < 4; i++) pair_encode(dt, logits[i], bytes + i * pair_esize(dt));
-                sides[s].P->buffer_write(sides[s].dev, x.t[s].buffer, 0, bytes,
-                                         4 * pair_esize(dt));
+                for (int i = 0; i < 4; i++) ap_encode(dt, logits[i], bytes + i * abi_esize(dt));
+                ap_write(&x, s, bytes, 4 * abi_esize(dt));
             }
             gfp_dim_params p = {sizeof p, 0};
-            ptensor *in[1] = {&x}, *out[1] = {&y};
-            pair_run("log_softmax confident", op, in, 1, out, 1, &p, 0, tol);
-            ptensor z = pt_make(dt, 2, SZ(0, 5), L_CONTIG, D_ANY);
-            ptensor zy = pt_make(dt, 2, SZ(0, 5), L_CONTIG, D_ANY);
-            ptensor *zi[1] = {&z}, *zo[1] = {&zy};
-            pair_run("softmax 0-size", op, zi, 1, zo, 1, &p, 0, 0);
-            pt_free(&x), pt_free(&y), pt_free(&z), pt_free(&zy);
+            ap_tensor *in[1] = {&x}, *out[1] = {&y};
+            ap_run("log_softmax confident", op, in, 1, out, 1, &p, 0, tol);
+            ap_tensor z = ap_make(dt, 2, SZ(0, 5), AL_CONTIG, AD_ANY);
+            ap_tensor zy = ap_make(dt, 2, SZ(0, 5), AL_CONTIG, AD_ANY);
+            ap_tensor *zi[1] = {&z}, *zo[1] = {&zy};
+            ap_run("softmax 0-size", op, zi, 1, zo, 1, &p, 0, 0);
+            ap_free(&x), ap_free(&y), ap_free(&z), ap_free(&zy);
         }
 }
 
@@ -132,23 +134,24 @@ static void test_layer_norm(void) {
         for (int k = 0; k < 2; k++)
             for (int affine = 0; affine < 4; affine++)
                 for (int l = 0; l < 4; l++) {
-                    static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_PERMUTED};
-                    static const layout ly[] = {L_CONTIG, L_CONTIG, L_STEP, L_OFFSET};
+                    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED};
+                    static const ap_layout ly[] = {AL_CONTIG, AL_CONTIG, AL_STEP, AL_OFFSET};
                     int32_t dt = k ? GFP_F64 : GFP_F32;
                     int rank = cases[c].rank, nr = cases[c].nr;
                     const int64_t *sz = cases[c].sizes;
-                    ptensor x = pt_make(dt, rank, sz, lx[l], D_WIDE);
-                    ptensor y = pt_make(dt, rank, sz, ly[l], D_ANY);
-                    ptensor w = pt_make(dt, nr, sz + rank - nr, L_CONTIG, D_ANY);
-                    ptensor b = pt_make(dt, nr, sz + rank - nr, l == 2 ? L_STEP : L_CONTIG, D_ANY);
-                    ptensor m = pt_make(dt, rank - nr, sz, L_CONTIG, D_ANY);
-                    ptensor r = pt_make(dt, rank - nr, sz, l == 3 ? L_STEP : L_CONTIG, D_ANY);
+                    ap_tensor x = ap_make(dt, rank, sz, lx[l], AD_WIDE);
+                    ap_tensor y = ap_make(dt, rank, sz, ly[l], AD_ANY);
+                    ap_tensor w = ap_make(dt, nr, sz + rank - nr, AL_CONTIG, AD_ANY);
+                    ap_tensor b =
+                        ap_make(dt, nr, sz + rank - nr, l == 2 ? AL_STEP : AL_CONTIG, AD_ANY);
+                    ap_tensor m = ap_make(dt, rank - nr, sz, AL_CONTIG, AD_ANY);
+                    ap_tensor r = ap_make(dt, rank - nr, sz, l == 3 ? AL_STEP : AL_CONTIG, AD_ANY);
                     gfp_layer_norm_params p = {sizeof p, nr, 1e-5};
-                    ptensor *in[3] = {&x, affine & 1 ? &w : NULL, affine & 2 ? &b : NULL};
-                    ptensor *out[3] = {&y, &m, &r};
+                    ap_tensor *in[3] = {&x, affine & 1 ? &w : NULL, affine & 2 ? &b : NULL};
+                    ap_tensor *out[3] = {&y, &m, &r};
                     double tol = dt == GFP_F64 ? 1e-12 : 2e-5;
-                    pair_run("layer_norm", GFP_OP_LAYER_NORM, in, 3, out, 3, &p, tol, tol);
-                    pt_free(&x), pt_free(&y), pt_free(&w), pt_free(&b), pt_free(&m), pt_free(&r);
+                    ap_run("layer_norm", GFP_OP_LAYER_NORM, in, 3, out, 3, &p, tol, tol);
+                    ap_free(&x), ap_free(&y), ap_free(&w), ap_free(&b), ap_free(&m), ap_free(&r);
                 }
 }
 
@@ -164,60 +167,60 @@ static void test_batch_norm(void) {
                 for (int opt = 0; opt < 4; opt++)
                     for (int l = 0; l < 4; l++) {
                         /* broadcast: channels of equal values over the batch */
-                        static const layout lx[] = {L_CONTIG, L_TRANSPOSED, L_STEP, L_BCAST};
+                        static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_BCAST};
                         int32_t dt = k ? GFP_F64 : GFP_F32;
                         int rank = cases[c].rank;
                         const int64_t *sz = cases[c].sizes, *ch = sz + 1;
-                        ptensor x = pt_make(dt, rank, sz, lx[l], D_WIDE);
-                        ptensor y = pt_make(dt, rank, sz, l == 2 ? L_STEP : L_CONTIG, D_ANY);
-                        ptensor w = pt_make(dt, 1, ch, l == 1 ? L_STEP : L_CONTIG, D_ANY);
-                        ptensor b = pt_make(dt, 1, ch, L_CONTIG, D_ANY);
-                        ptensor rm = pt_make(dt, 1, ch, L_CONTIG, D_ANY);
-                        ptensor rv = pt_make(dt, 1, ch, l == 2 ? L_STEP : L_CONTIG, D_POS);
-                        ptensor sm = pt_make(dt, 1, ch, L_CONTIG, D_ANY);
-                        ptensor si = pt_make(dt, 1, ch, L_OFFSET, D_ANY);
+                        ap_tensor x = ap_make(dt, rank, sz, lx[l], AD_WIDE);
+                        ap_tensor y = ap_make(dt, rank, sz, l == 2 ? AL_STEP : AL_CONTIG, AD_ANY);
+                        ap_tensor w = ap_make(dt, 1, ch, l == 1 ? AL_STEP : AL_CONTIG, AD_ANY);
+                        ap_tensor b = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                        ap_tensor rm = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                        ap_tensor rv = ap_make(dt, 1, ch, l == 2 ? AL_STEP : AL_CONTIG, AD_POS);
+                        ap_tensor sm = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                        ap_tensor si = ap_make(dt, 1, ch, AL_OFFSET, AD_ANY);
                         bool running = opt & 2 || !training;
                         gfp_batch_norm_params p = {sizeof p, (uint32_t)training, 0.1, 1e-5};
-                        ptensor *in[5] = {&x, opt & 1 ? &w : NULL, opt & 1 ? &b : NULL,
+                        ap_tensor *in[5] = {&x, opt & 1 ? &w : NULL, opt & 1 ? &b : NULL,
                                           running ? &rm : NULL, running ? &rv : NULL};
-                        ptensor *out[3] = {&y, &sm, &si};
+                        ap_tensor *out[3] = {&y, &sm, &si};
                         double tol = dt == GFP_F64 ? 1e-12 : 3e-5;
-                        pair_run("batch_norm", GFP_OP_BATCH_NORM, in, 5, out, 3, &p, tol, tol);
+                        ap_run("batch_norm", GFP_OP_BATCH_NORM, in, 5, out, 3, &p, tol, tol);
                         /* the running statistics were updated in place on both sides */
                         if (running) {
-                            CHECK(pt_compare(&rm, tol, tol, "running_mean") == 0);
-                            CHECK(pt_compare(&rv, tol, tol, "running_var") == 0);
+                            CHECK(ap_compare(&rm, tol, tol, "running_mean") == 0);
+                            CHECK(ap_compare(&rv, tol, tol, "running_var") == 0);
                         }
-                        pt_free(&x), pt_free(&y), pt_free(&w), pt_free(&b), pt_free(&rm);
-                        pt_free(&rv), pt_free(&sm), pt_free(&si);
+                        ap_free(&x), ap_free(&y), ap_free(&w), ap_free(&b), ap_free(&rm);
+                        ap_free(&rv), ap_free(&sm), ap_free(&si);
                     }
 }
 
 /* Zero variance: rows and channels of equal values normalise to exactly 0
  * (plus the bias), however large 1/sqrt(eps) is. */
 static void test_norm_constant(void) {
-    ptensor x = pt_make(GFP_F32, 2, SZ(8, 300), L_CONTIG, D_WIDE);
+    ap_tensor x = ap_make(GFP_F32, 2, SZ(8, 300), AL_CONTIG, AD_WIDE);
     for (int k = 0; k < 2; k++) x.t[k].strides[1] = 0; /* every row one value */
-    ptensor y = pt_make(GFP_F32, 2, SZ(8, 300), L_CONTIG, D_ANY);
-    ptensor m = pt_make(GFP_F32, 1, SZ(8), L_CONTIG, D_ANY);
-    ptensor r = pt_make(GFP_F32, 1, SZ(8), L_CONTIG, D_ANY);
+    ap_tensor y = ap_make(GFP_F32, 2, SZ(8, 300), AL_CONTIG, AD_ANY);
+    ap_tensor m = ap_make(GFP_F32, 1, SZ(8), AL_CONTIG, AD_ANY);
+    ap_tensor r = ap_make(GFP_F32, 1, SZ(8), AL_CONTIG, AD_ANY);
     gfp_layer_norm_params lp = {sizeof lp, 1, 1e-5};
-    ptensor *in[3] = {&x, NULL, NULL}, *out[3] = {&y, &m, &r};
-    pair_run("layer_norm of constant rows", GFP_OP_LAYER_NORM, in, 3, out, 3, &lp, 0, 1e-6);
-    ptensor xb = pt_make(GFP_F32, 4, SZ(4, 3, 5, 5), L_CONTIG, D_WIDE);
+    ap_tensor *in[3] = {&x, NULL, NULL}, *out[3] = {&y, &m, &r};
+    ap_run("layer_norm of constant rows", GFP_OP_LAYER_NORM, in, 3, out, 3, &lp, 0, 1e-6);
+    ap_tensor xb = ap_make(GFP_F32, 4, SZ(4, 3, 5, 5), AL_CONTIG, AD_WIDE);
     for (int k = 0; k < 2; k++) xb.t[k].strides[0] = xb.t[k].strides[2] = xb.t[k].strides[3] = 0;
-    ptensor yb = pt_make(GFP_F32, 4, SZ(4, 3, 5, 5), L_CONTIG, D_ANY);
-    ptensor sm = pt_make(GFP_F32, 1, SZ(3), L_CONTIG, D_ANY);
-    ptensor si = pt_make(GFP_F32, 1, SZ(3), L_CONTIG, D_ANY);
+    ap_tensor yb = ap_make(GFP_F32, 4, SZ(4, 3, 5, 5), AL_CONTIG, AD_ANY);
+    ap_tensor sm = ap_make(GFP_F32, 1, SZ(3), AL_CONTIG, AD_ANY);
+    ap_tensor si = ap_make(GFP_F32, 1, SZ(3), AL_CONTIG, AD_ANY);
     gfp_batch_norm_params bp = {sizeof bp, 1, 0.1, 1e-5};
-    ptensor *bin[5] = {&xb, NULL, NULL, NULL, NULL}, *bout[3] = {&yb, &sm, &si};
-    pair_run("batch_norm of constant channels", GFP_OP_BATCH_NORM, bin, 5, bout, 3, &bp, 0, 1e-6);
-    pt_free(&x), pt_free(&y), pt_free(&m), pt_free(&r);
-    pt_free(&xb), pt_free(&yb), pt_free(&sm), pt_free(&si);
+    ap_tensor *bin[5] = {&xb, NULL, NULL, NULL, NULL}, *bout[3] = {&yb, &sm, &si};
+    ap_run("batch_norm of constant channels", GFP_OP_BATCH_NORM, bin, 5, bout, 3, &bp, 0, 1e-6);
+    ap_free(&x), ap_free(&y), ap_free(&m), ap_free(&r);
+    ap_free(&xb), ap_free(&yb), ap_free(&sm), ap_free(&si);
 }
 
 int main(void) {
-    if (!pair_init()) return 1;
+    if (!ap_init()) return 1;
     RUN(test_reduce);
     RUN(test_softmax);
     RUN(test_layer_norm);

@@ -297,23 +297,23 @@ static void *ref_run(uint32_t op, int n_in, const int32_t *in_dt, void *const *i
     const gfp_tensor *ins[3];
     gfp_buffer bufs[4] = {0};
     void *host[4] = {0};
-    size_t es[7] = {4, 8, 4, 8, 1, 2, 2};
     bool ok = true;
     for (int i = 0; i <= n_in && ok; i++) {
         int32_t dt = i < n_in ? in_dt[i] : out_dt;
-        ok = ref.t->buffer_alloc(ref.dev, (uint64_t)n * es[dt], &bufs[i], &host[i]) == GFP_OK;
+        ok = ref.t->buffer_alloc(ref.dev, (uint64_t)n * abi_esize(dt), &bufs[i], &host[i]) ==
+             GFP_OK;
         if (!ok) break;
         t[i] = abi_vec(bufs[i], 0, dt, n);
         if (i < n_in) {
-            memcpy(host[i], in_data[i], (size_t)n * es[dt]);
+            memcpy(host[i], in_data[i], (size_t)n * abi_esize(dt));
             ins[i] = &t[i];
         }
     }
     const gfp_tensor *outs[1] = {&t[n_in]};
     void *result = NULL;
     if (ok && ref.t->launch(ref.dev, op, ins, (uint32_t)n_in, outs, 1, params) == GFP_OK) {
-        result = malloc((size_t)n * es[out_dt]);
-        memcpy(result, host[n_in], (size_t)n * es[out_dt]);
+        result = malloc((size_t)n * abi_esize(out_dt));
+        memcpy(result, host[n_in], (size_t)n * abi_esize(out_dt));
     } else {
         fprintf(stderr, "reference launch of op %u failed: %s\n", (unsigned)op, ref.error);
     }

@@ -35,14 +35,6 @@ static int load(void) {
     return 0;
 }
 
-static gfp_tensor tensor1d(gfp_buffer b, uint64_t off, int32_t dt, int64_t n) {
-    gfp_tensor t = {.struct_size = sizeof(gfp_tensor), .dtype = dt, .buffer = b, .offset = off,
-                    .rank = 1};
-    t.sizes[0] = n;
-    t.strides[0] = 1;
-    return t;
-}
-
 static void *dev;
 static const graft_vulkan_stats_ext *ext;
 
@@ -140,7 +132,7 @@ static void test_batching(void) {
     }
     T->buffer_write(dev, xb, 0, x, sizeof x);
     T->buffer_write(dev, yb, 0, y, sizeof y);
-    gfp_tensor tx = tensor1d(xb, 0, GFP_F32, LEN), ty = tensor1d(yb, 0, GFP_F32, LEN);
+    gfp_tensor tx = abi_vec(xb, 0, GFP_F32, LEN), ty = abi_vec(yb, 0, GFP_F32, LEN);
     const gfp_tensor *in[2] = {&ty, &tx}, *out[1] = {&ty};
     T->synchronize(dev);
     uint64_t d0 = ext->dispatches(dev), s0 = ext->submits(dev);
@@ -161,12 +153,12 @@ static void test_errors(void) {
     gfp_buffer b;
     void *hp;
     CHECK(T->buffer_alloc(dev, 64, &b, &hp) == GFP_OK);
-    gfp_tensor t = tensor1d(b, 0, GFP_F32, 100); /* runs past the buffer */
+    gfp_tensor t = abi_vec(b, 0, GFP_F32, 100); /* runs past the buffer */
     const gfp_tensor *in[1] = {&t}, *out[1] = {&t};
     vk.error[0] = '\0';
     CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_INVALID);
     CHECK_CONTAINS(last_error, "past the end");
-    gfp_tensor h = tensor1d(b, 0, GFP_BF16, 4);
+    gfp_tensor h = abi_vec(b, 0, GFP_BF16, 4);
     in[0] = &h;
     out[0] = &h;
     CHECK(T->launch(dev, GFP_OP_NEG, in, 1, out, 1, NULL) == GFP_ERR_UNSUPPORTED);

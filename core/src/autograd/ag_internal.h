@@ -212,18 +212,24 @@ gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int 
 gf_node *gf__ag_saved_output_history(gf_node *n, uint32_t *output_nr);
 
 /* ---- in-place (inplace.c) */
-/* While an in-place op computes its value out of place, the tensor it will
- * overwrite: gf__ag_save stores a copy of it (its old value) instead of
- * aliasing memory that is about to change. */
-void gf__ag_set_inplace_target(const gf_tensor *self);
+/* Where node numbering stands: an in-place op takes a mark before it
+ * computes its value out of place, so that its commit knows which nodes
+ * that computation recorded. */
+uint64_t gf__ag_seq_mark(void);
+/* Before self is overwritten with result: every node recorded since the
+ * mark `since` that result's history reaches, and that saved self or
+ * another view of self's storage (aliasing it), keeps a copy of that old
+ * value instead. Saves through hooks and saved outputs are left alone. */
+gf_status gf__ag_save_originals(const gf_tensor *result, const gf_tensor *self, uint64_t since);
 /* Checks that self may be written in place by op (rules 10, 13, 15). */
 gf_status gf__ag_check_inplace(gf_tensor *self, const char *op);
 /* self was overwritten with the value of result (same shape): bump the
  * version and move result's history onto self (rebasing a view's base).
  * self_input: which edge of result's grad_fn came from self's old value (-1
- * if none). */
+ * if none); recorded_since: the gf__ag_seq_mark taken before result was
+ * computed (gf__ag_save_originals). */
 gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_input,
-                                const char *op);
+                                uint64_t recorded_since, const char *op);
 
 /* ---- engine (engine.c) */
 gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, int n_roots,

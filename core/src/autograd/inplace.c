@@ -61,7 +61,8 @@ gf_status gf__ag_check_inplace(gf_tensor *self, const char *op) {
     return GF_OK;
 }
 
-gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_input, const char *op) {
+gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_input,
+                                uint64_t recorded_since, const char *op) {
     if (result->rank != self->rank ||
         memcmp(result->sizes, self->sizes, sizeof(int64_t) * (size_t)self->rank)) {
         char a[200], b[200];
@@ -70,7 +71,11 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
                          op, gf__shape_str(result->sizes, result->rank, a, sizeof a),
                          gf__shape_str(self->sizes, self->rank, b, sizeof b));
     }
-    gf_status s = result == self ? GF_OK : gf__copy_into(self, result);
+    gf_status s = GF_OK;
+    if (result != self) { /* else the kernel wrote into self: nothing was recorded */
+        s = gf__ag_save_originals(result, self, recorded_since);
+        if (s == GF_OK) s = gf__copy_into(self, result);
+    }
     if (s != GF_OK) return s;
     gf__bump_version(self);
     gf_node *n = result->autograd ? result->autograd->grad_fn : NULL;
@@ -116,21 +121,21 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
  * so the kernel writes into self itself (the result is then self);
  * otherwise dst_ is NULL, the value is computed out of place and copied in,
  * so the node sees self's old value. a and b are the op's other tensor
- * inputs. While expr runs, the recording knows that self is about to be
- * overwritten (gf__ag_set_inplace_target: a node that saves self, or a view
- * of its storage, saves a copy, as PyTorch saves original_self); that one is
- * a thread-local scope because it is read deep inside whichever node the op
- * records (gf__ag_save), not by the op itself. */
+ * inputs. The nodes expr records save what they need as they always do,
+ * aliasing their inputs; the commit is told which nodes those are (the ones
+ * recorded since mark_) and, before it overwrites self, gives every one of
+ * them that saved self, or another view of its storage, a copy of that old
+ * value instead (as PyTorch saves original_self), so x.mul_(x) or
+ * x.mul_(x.t()) differentiate with the values they read. */
 #define INPLACE_AB(name, expr, self_input, direct, a, b)                 \
     do {                                                                 \
         gf_status s_ = gf__ag_check_inplace(self, name);                 \
         if (s_ != GF_OK) return s_;                                      \
         int sc_ = gf__scope_suspend();                                   \
-        gf__ag_set_inplace_target(self);                                 \
+        uint64_t mark_ = gf__ag_seq_mark();                              \
         gf_tensor *dst_ = (direct) && unrecorded(self, (a), (b)) ? self : NULL; \
         (void)dst_;                                                      \
         gf_tensor *r_ = (expr);                                          \
-        gf__ag_set_inplace_target(NULL);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf__status();                                \
         if ((direct) && !castable(r_->dtype, self->dtype)) {             \
@@ -151,7 +156,7 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
              * own edge inside the op */                                \
             si_ = -1;                                                    \
         }                                                                \
-        s_ = gf__ag_commit_inplace(self, c_, si_, name);                 \
+        s_ = gf__ag_commit_inplace(self, c_, si_, mark_, name);          \
         gf_tensor_release(c_);                                           \
         return s_;                                                       \
     } while (0)

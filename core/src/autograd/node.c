@@ -140,9 +140,67 @@ gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *con
     return any ? n : NULL;
 }
 
-static _Thread_local const gf_tensor *tl_inplace_target;
+uint64_t gf__ag_seq_mark(void) { return atomic_load(&g_seq); }
 
-void gf__ag_set_inplace_target(const gf_tensor *self) { tl_inplace_target = self; }
+/* A copy of what saved slot s aliases, kept instead of the alias. */
+static gf_status save_copy(gf_saved *s) {
+    gf_tensor *t = s->data;
+    gf_tensor *c = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
+    if (c && gf__copy_into(c, t) != GF_OK) {
+        gf_tensor_release(c);
+        c = NULL;
+    }
+    if (!c) return gf__status();
+    gf_tensor_release(t);
+    s->data = c;
+    s->version = 0;
+    return GF_OK;
+}
+
+gf_status gf__ag_save_originals(const gf_tensor *result, const gf_tensor *self, uint64_t since) {
+    gf_node *first = result->autograd ? result->autograd->grad_fn : NULL;
+    if (!first || first->seq < since) return GF_OK;
+    /* The nodes recorded since `since` that result's history reaches, in
+     * the order found; few (one per op the in-place op is made of), so a
+     * list searched linearly serves as the visited set. */
+    size_t n = 0, cap = 8;
+    gf_node **list = malloc(cap * sizeof *list);
+    if (!list) return gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for an in-place op");
+    list[n++] = first;
+    gf_status st = GF_OK;
+    for (size_t i = 0; i < n && st == GF_OK; i++) {
+        gf_node *node = list[i];
+        for (int k = 0; k < node->n_saved && st == GF_OK; k++) {
+            gf_saved *s = &node->saved[k];
+            /* Through hooks the pack function decided what was kept; an
+             * output is the node's own; a slot whose storage has moved on
+             * since it was saved stays as it is (backward reports it). */
+            if (!s->defined || s->hooks || s->is_output || !s->data ||
+                s->data->storage != self->storage || gf_tensor_version(s->data) != s->version)
+                continue;
+            st = save_copy(s);
+        }
+        for (int e = 0; e < node->n_next && st == GF_OK; e++) {
+            gf_node *next = node->next[e].node;
+            if (!next || next->seq < since) continue;
+            bool seen = false;
+            for (size_t j = 0; j < n && !seen; j++) seen = list[j] == next;
+            if (seen) continue;
+            if (n == cap) {
+                gf_node **grown = realloc(list, 2 * cap * sizeof *list);
+                if (!grown) {
+                    st = gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for an in-place op");
+                    break;
+                }
+                list = grown;
+                cap *= 2;
+            }
+            list[n++] = next;
+        }
+    }
+    free(list);
+    return st;
+}
 
 gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (i >= n->n_saved) {
@@ -191,18 +249,7 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
                              n->name);
         return GF_OK;
     }
-    if (!is_output && tl_inplace_target && t->storage == tl_inplace_target->storage) {
-        /* The op runs in place on (a view of) this storage: keep its old
-         * value, as PyTorch saves original_self. */
-        s->data = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
-        if (s->data && gf__copy_into(s->data, t) != GF_OK) {
-            gf_tensor_release(s->data);
-            s->data = NULL;
-        }
-        if (s->data) s->version = 0;
-    } else {
-        s->data = gf__ag_alias(t);
-    }
+    s->data = gf__ag_alias(t);
     return s->data ? GF_OK : gf__status();
 }
 
