@@ -83,7 +83,7 @@ static int64_t bound_i64(double v) {
 }
 
 static bool is_float_dtype(int32_t dt) {
-    return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
+    return pk_dtype_in(dt, CU_FLOATS);
 }
 
 /* The parameters of a unary op, as the generated formulas take them. */
@@ -111,19 +111,9 @@ static gfp_status unary_params(uint32_t op, const void *params, int32_t dt, cuk_
 }
 
 static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
-    if (st != GFP_OK) return st;
     const gfp_random_params *p = params;
-    if (p->kind > GFP_RANDOM_BERNOULLI)
-        return pk_fail(GFP_ERR_INVALID,
-                       "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
-                       (unsigned)p->kind);
-    if (p->kind != GFP_RANDOM_BERNOULLI && !is_float_dtype(y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                       "random: %s numbers need a float output, got %s (only bernoulli fills "
-                       "integer and bool outputs)",
-                       p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                       pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_random(params, y, CU_FLOATS);
+    if (st != GFP_OK) return st;
     if (pk_numel(y) == 0) return GFP_OK;
     cuk_tensor v = cu_view(y);
     return cu_check(cuk_random(dev->stream, &v, p->kind, p->seed, p->offset, p->a, p->b),

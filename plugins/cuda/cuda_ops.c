@@ -119,25 +119,13 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
     case K_LOGICAL: return in_set(in[0], S_ALL) && in_set(in[1], S_ALL) && out[0] == GFP_BOOL;
     case K_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], S_ALL) && in[1] == out[0] && in[2] == out[0];
-    case K_REDUCE: {
-        uint32_t set;
-        switch (op) {
-        case GFP_OP_MEAN:
-        case GFP_OP_VAR:
-        case GFP_OP_LOGSUMEXP: set = S_FLOAT; break;
-        case GFP_OP_AMAX:
-        case GFP_OP_AMIN: set = S_FLOAT | S_INT | BIT(GFP_BOOL); break;
-        default: set = S_FLOAT | S_INT; break;
-        }
-        return in_set(in[0], set) && out[0] == in[0] && (n_out < 2 || out[1] == GFP_I64);
-    }
-    case K_MATMUL:
-        return in_set(in[0], S_FLOAT | S_HALF | S_INT) && in[1] == in[0] && out[0] == in[0];
+    case K_REDUCE:
+        return pk_reduce_dtypes_ok(op, in[0], out[0], n_out < 2 ? GFP_I64 : out[1],
+                                   CU_REDUCE_DTYPES, S_FLOAT);
+    case K_MATMUL: return pk_matmul_dtypes_ok(in[0], in[1], out[0], S_FLOAT | S_HALF | S_INT);
     case K_SOFTMAX:
     case K_LAYER_NORM:
-    case K_BATCH_NORM:
-        return in_set(in[0], S_FLOAT) && all_are(in + 1, n_in - 1, in[0], true) &&
-               all_are(out, n_out, in[0], false);
+    case K_BATCH_NORM: return pk_norm_dtypes_ok(op, in, n_in, out, n_out, S_FLOAT);
     case K_INDEX: {
         bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
         return in_set(in[0], selecting ? S_ALL : S_FLOAT | S_INT) && in[1] == GFP_I64 &&
