@@ -2,6 +2,7 @@
  * (the host table) are the plugin's own. */
 #include "plugin_kit.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,28 @@ gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t patte
                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
                        (unsigned long long)n, (unsigned)pattern_size);
     if (n && !pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
+    return GFP_OK;
+}
+
+void *pk_dlopen_first(const char *const *names, size_t count, const char **err) {
+    void *lib = NULL;
+    *err = "not found";
+    for (size_t i = 0; i < count && !lib; i++) {
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *e = dlerror();
+            if (e) *err = e;
+        }
+    }
+    return lib;
+}
+
+gfp_status pk_check_range(const char *what, uint64_t size, uint64_t offset, uint64_t n) {
+    if (offset > size || n > size - offset)
+        return pk_fail(GFP_ERR_INVALID,
+                       "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
+                       what, (unsigned long long)n, (unsigned long long)offset,
+                       (unsigned long long)size);
     return GFP_OK;
 }
 
@@ -104,6 +127,15 @@ bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
     if (a->rank != b->rank) return false;
     for (int d = 0; d < a->rank; d++)
         if (a->sizes[d] != b->sizes[d]) return false;
+    return true;
+}
+
+bool pk_is_contiguous(const gfp_tensor *t) {
+    int64_t expect = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
+        expect *= t->sizes[d];
+    }
     return true;
 }
 

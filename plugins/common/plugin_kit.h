@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "graft_ops.h"
+#include "pk_convert.h" /* pk_trunc_i64, pk_trunc_i32 */
 
 #if defined(__GNUC__)
 #define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -49,6 +50,14 @@ gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out);
 /* buffer_fill's pattern: 1, 2, 4 or 8 bytes, and n a multiple of it. */
 gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size);
 
+/* The n bytes at offset lie inside a buffer of size bytes; what: the slot,
+ * for the message. */
+gfp_status pk_check_range(const char *what, uint64_t size, uint64_t offset, uint64_t n);
+
+/* A runtime library opened by the first of names that dlopen takes (now,
+ * locally); NULL with *err the last dlerror() ("not found" without one). */
+void *pk_dlopen_first(const char *const *names, size_t count, const char **err);
+
 /* device_props: copies `full` into props as far as props->struct_size covers
  * (an older core passes a smaller struct); struct_size itself is kept. */
 gfp_status pk_copy_props(gfp_device_props *props, const gfp_device_props *full);
@@ -63,6 +72,10 @@ size_t pk_dtype_size(int32_t dtype);
 bool pk_is_float(int32_t dtype); /* f32 or f64 */
 int64_t pk_numel(const gfp_tensor *t);
 bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+
+/* Every element of t in row-major order, one after the other (size-1 dims
+ * may have any stride). */
+bool pk_is_contiguous(const gfp_tensor *t);
 
 /* ------------------------------------------------------------ routing */
 /* A plugin's table of family handlers is an array of structs whose first
@@ -279,6 +292,32 @@ gfp_status pk_index_out_of_range(const char *name, int64_t value, int dim, int64
 bool pk_matmul_dtypes_ok(int32_t a, int32_t b, int32_t y, uint32_t dtypes);
 gfp_status pk_check_matmul(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y,
                            uint32_t dtypes);
+
+/* ELEMENTWISE: every input of the output's shape (the core broadcasts with
+ * stride 0); tril and triu rank >= 2, arange 1-D. */
+gfp_status pk_check_elementwise(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                const gfp_tensor *y);
+/* t[0] = y, t[1..] = the inputs (NULL past n_in <= 3): the order kernels
+ * walk them in; in_dt: the inputs' dtypes, -1 past n_in. */
+void pk_ew_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *y,
+                    const gfp_tensor *t[4], int32_t in_dt[3]);
+/* The parameters of a unary op as the formulas of op_math.def take them:
+ * the scalar ops' a and b, or clamp's bounds (a NaN bound is none); ia, ib:
+ * the bounds truncated, for an integer dtype. */
+typedef struct pk_unary_args {
+    double a, b;
+    bool has_a, has_b;
+    int64_t ia, ib;
+} pk_unary_args;
+void pk_unary_args_of(uint32_t op, const void *params, int32_t dtype, pk_unary_args *u);
+/* "f32, i64, -": the dtypes of n tensors (NULL: "-"), for messages. */
+const char *pk_dtypes_text(const gfp_tensor *const *t, uint32_t n, char *buf, size_t len);
+
+/* CONV and POOL queries (counts checked by pk_query_fits): input 0 of
+ * `floats`; conv: weight, bias (when present) and output alike; pool: the
+ * output alike, max_pool2d's indices and max_pool2d_backward's i64. */
+bool pk_conv_dtypes_ok(const gfp_op_query *q, uint32_t floats);
+bool pk_pool_dtypes_ok(const gfp_op_query *q, uint32_t floats);
 
 /* RANDOM: a known kind; uniform and normal into a dtype of `floats`. */
 gfp_status pk_check_random(const void *params, const gfp_tensor *y, uint32_t floats);

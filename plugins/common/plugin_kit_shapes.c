@@ -380,3 +380,95 @@ gfp_status pk_check_random(const void *params, const gfp_tensor *y, uint32_t flo
     }
     return GFP_OK;
 }
+
+/* ------------------------------------------------------------ elementwise */
+static const char *shape_text(const gfp_tensor *t, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < t->rank && n < len; d++)
+        n += (size_t)snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+const char *pk_dtypes_text(const gfp_tensor *const *t, uint32_t n, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, i ? ", %s" : "%s",
+                                 t[i] ? pk_dtype_name(t[i]->dtype) : "-");
+    return buf;
+}
+
+gfp_status pk_check_elementwise(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                const gfp_tensor *y) {
+    const char *name = pk_op_name(op);
+    for (uint32_t k = 0; k < n_in; k++) {
+        if (pk_same_shape(in[k], y)) continue;
+        char a[160], b[160];
+        return pk_fail(GFP_ERR_INVALID,
+                       "%s: input %u has shape %s but the output has shape %s; elementwise "
+                       "operands must have the output's sizes (broadcast with stride 0)",
+                       name, (unsigned)k, shape_text(in[k], a, sizeof a),
+                       shape_text(y, b, sizeof b));
+    }
+    gfp_op_family f = gfp_op_family_of(op);
+    if (f == GFP_FAMILY_TRI && y->rank < 2)
+        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name, (int)y->rank);
+    if (op == GFP_OP_ARANGE && y->rank != 1)
+        return pk_fail(GFP_ERR_INVALID, "%s: the output must be 1-D, got rank %d", name,
+                       (int)y->rank);
+    return GFP_OK;
+}
+
+void pk_ew_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *y,
+                    const gfp_tensor *t[4], int32_t in_dt[3]) {
+    t[0] = y;
+    for (uint32_t i = 0; i < 3; i++) {
+        t[i + 1] = i < n_in ? in[i] : NULL;
+        in_dt[i] = i < n_in ? in[i]->dtype : -1;
+    }
+}
+
+/* ------------------------------------------------------------ conv and pool */
+bool pk_conv_dtypes_ok(const gfp_op_query *q, uint32_t floats) {
+    int32_t dt = q->input_dtypes[0];
+    if (gfp_op_family_of(q->op) != GFP_FAMILY_CONV || !pk_dtype_in(dt, floats)) return false;
+    bool bias_ok = q->op == GFP_OP_CONV2D &&
+                   (q->n_inputs < 3 || q->input_dtypes[2] == -1 || q->input_dtypes[2] == dt);
+    return q->input_dtypes[1] == dt && q->output_dtypes[0] == dt &&
+           (q->n_inputs < 3 || bias_ok);
+}
+
+bool pk_pool_dtypes_ok(const gfp_op_query *q, uint32_t floats) {
+    int32_t dt = q->input_dtypes[0];
+    if (gfp_op_family_of(q->op) != GFP_FAMILY_POOL || !pk_dtype_in(dt, floats)) return false;
+    switch (q->op) {
+    case GFP_OP_MAX_POOL2D: /* x -> y, indices */
+        return q->output_dtypes[0] == dt && q->output_dtypes[1] == GFP_I64;
+    case GFP_OP_MAX_POOL2D_BACKWARD: /* grad_y, indices -> grad_x */
+        return q->input_dtypes[1] == GFP_I64 && q->output_dtypes[0] == dt;
+    default: return q->output_dtypes[0] == dt; /* avg pool and its backward */
+    }
+}
+
+void pk_unary_args_of(uint32_t op, const void *params, int32_t dtype, pk_unary_args *u) {
+    memset(u, 0, sizeof *u);
+    /* The params struct the table names was checked by the launch preamble. */
+    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (kind == GFP_PARAMS_scalar) {
+        const gfp_scalar_params *p = params;
+        u->a = p->a;
+        u->b = p->b;
+    } else if (kind == GFP_PARAMS_clamp) {
+        const gfp_clamp_params *p = params;
+        /* A NaN bound compares false with everything: it bounds nothing. */
+        u->has_a = p->has_min && p->min == p->min;
+        u->has_b = p->has_max && p->max == p->max;
+        u->a = p->min;
+        u->b = p->max;
+        if (!pk_dtype_in(dtype, PK_DT_FLOAT | PK_DT(GFP_F16) | PK_DT(GFP_BF16))) {
+            u->ia = u->has_a ? pk_trunc_i64(p->min) : 0;
+            u->ib = u->has_b ? pk_trunc_i64(p->max) : 0;
+        }
+    }
+}

@@ -155,14 +155,7 @@ gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     return GFP_OK;
 }
 
-bool cu_is_contiguous(const gfp_tensor *t) {
-    int64_t expect = 1;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
-        expect *= t->sizes[d];
-    }
-    return true;
-}
+bool cu_is_contiguous(const gfp_tensor *t) { return pk_is_contiguous(t); }
 
 cuk_tensor cu_view(const gfp_tensor *t) {
     cuk_tensor v;
@@ -187,14 +180,9 @@ static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size
 
 static gfp_status unsupported(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                               const gfp_tensor *const *out, uint32_t n_out) {
-    char ins[96] = "", outs[64] = "";
-    size_t a = 0, b = 0;
-    for (uint32_t i = 0; i < n_in && a < sizeof ins; i++)
-        a += (size_t)snprintf(ins + a, sizeof ins - a, i ? ", %s" : "%s",
-                              in[i] ? pk_dtype_name(in[i]->dtype) : "-");
-    for (uint32_t i = 0; i < n_out && b < sizeof outs; i++)
-        b += (size_t)snprintf(outs + b, sizeof outs - b, i ? ", %s" : "%s",
-                              pk_dtype_name(out[i]->dtype));
+    char ins[96], outs[64];
+    pk_dtypes_text(in, n_in, ins, sizeof ins);
+    pk_dtypes_text(out, n_out, outs, sizeof outs);
     return pk_fail(GFP_ERR_UNSUPPORTED,
                    "%s: the cuda plugin does not provide it for dtypes (%s) -> (%s) (see "
                    "query_op; convert with a COPY first)",
