@@ -3,11 +3,11 @@
  * Element i of the output (row-major order of its shape) depends only on
  * (seed, offset + i), exactly as abi/graft_plugin.h defines it, so every
  * device produces the same numbers and any slice of a stream can be drawn
- * without generating what comes before it (the generator: ref_philox.h). */
+ * without generating what comes before it (the generator: pk_philox.h). */
 #include <math.h>
 
 #include "ref_internal.h"
-#include "ref_philox.h"
+#include "pk_philox.h"
 
 #define TWO_PI 6.28318530717958647692
 
@@ -38,22 +38,22 @@ gfp_status ref_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     do {
         uint64_t c = p->offset + i++; /* wraps modulo 2^64 */
         uint32_t r[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
-        ref_philox4x32_10(r, k0, k1);
+        pk_philox4x32_10(r, k0, k1);
         int64_t off = ref_offset(y, idx);
         double v;
         switch (p->kind) {
         case GFP_RANDOM_UNIFORM:
-            v = p->a + (p->b - p->a) * (is_f32 ? ref_u24(r[0]) : ref_u53(r[0], r[1]));
+            v = p->a + (p->b - p->a) * (is_f32 ? pk_u24(r[0]) : pk_u53(r[0], r[1]));
             break;
         case GFP_RANDOM_NORMAL: {
             /* Box-Muller; u1 in (0, 1] keeps the log finite. */
-            double u1 = 1.0 - (is_f32 ? ref_u24(r[0]) : ref_u53(r[0], r[1]));
-            double u2 = is_f32 ? ref_u24(r[1]) : ref_u53(r[2], r[3]);
+            double u1 = 1.0 - (is_f32 ? pk_u24(r[0]) : pk_u53(r[0], r[1]));
+            double u2 = is_f32 ? pk_u24(r[1]) : pk_u53(r[2], r[3]);
             v = p->a + p->b * sqrt(-2.0 * log(u1)) * cos(TWO_PI * u2);
             break;
         }
         default:
-            ref_store_i64(y, off, ref_u24(r[0]) < p->a ? 1 : 0);
+            ref_store_i64(y, off, pk_u24(r[0]) < p->a ? 1 : 0);
             continue;
         }
         ref_store(y, off, v); /* f32: computed in double, rounded once */
