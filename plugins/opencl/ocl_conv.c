@@ -11,15 +11,7 @@
 
 uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
-    if (q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    bool bias_ok = q->op == GFP_OP_CONV2D;
-    if (q->n_inputs != 2 && !(bias_ok && q->n_inputs == 3)) return GFP_SUPPORT_NONE;
-    int32_t dt = q->input_dtypes[0];
-    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
-    for (uint32_t i = 1; i < q->n_inputs; i++)
-        if (!(i == 2 && q->input_dtypes[i] == -1) && q->input_dtypes[i] != dt)
-            return GFP_SUPPORT_NONE;
-    return q->output_dtypes[0] == dt ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_conv_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 static void arg_t4(ocl_call *c, const gfp_tensor *t) {

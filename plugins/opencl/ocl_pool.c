@@ -11,22 +11,11 @@
 #include "ocl_internal.h"
 
 uint32_t ocl_pool_support(const ocl_device *d, const gfp_op_query *q) {
-    int32_t dt = q->input_dtypes[0];
-    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
-    bool ok;
-    switch (q->op) {
-    case GFP_OP_MAX_POOL2D:
-        ok = q->n_inputs == 1 && q->n_outputs == 2 && q->output_dtypes[0] == dt &&
-             q->output_dtypes[1] == GFP_I64;
-        break;
-    case GFP_OP_MAX_POOL2D_BACKWARD:
-        /* f64 gradients add with 64-bit atomics. */
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == GFP_I64 &&
-             q->output_dtypes[0] == dt && (dt == GFP_F32 || d->int64_atomics);
-        break;
-    default: ok = q->n_inputs == 1 && q->n_outputs == 1 && q->output_dtypes[0] == dt; break;
-    }
-    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    /* f64 gradients of max pooling add with 64-bit atomics. */
+    if (q->op == GFP_OP_MAX_POOL2D_BACKWARD && q->input_dtypes[0] == GFP_F64 &&
+        !d->int64_atomics)
+        return GFP_SUPPORT_NONE;
+    return pk_pool_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 /* The geometry, checked by pk_check_pool2d (plugin_kit.h). */

@@ -21,24 +21,7 @@
 #include "ref_internal.h"
 
 uint32_t ref_pool_support(const gfp_op_query *q) {
-    if (!q || !(gfp_op_family_of(q->op) == GFP_FAMILY_POOL)) return GFP_SUPPORT_NONE;
-    int32_t dt = q->input_dtypes[0];
-    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
-    bool ok;
-    switch (q->op) {
-    case GFP_OP_MAX_POOL2D: /* x -> y, indices */
-        ok = q->n_inputs == 1 && q->n_outputs == 2 && q->output_dtypes[0] == dt &&
-             q->output_dtypes[1] == GFP_I64;
-        break;
-    case GFP_OP_MAX_POOL2D_BACKWARD: /* grad_y, indices -> grad_x */
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == GFP_I64 &&
-             q->output_dtypes[0] == dt;
-        break;
-    default: /* avg pool and its backward: one tensor in, one out */
-        ok = q->n_inputs == 1 && q->n_outputs == 1 && q->output_dtypes[0] == dt;
-        break;
-    }
-    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_pool_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 typedef pk_pool2d_geom pool_geom; /* validated by the kit (plugin_kit.h) */

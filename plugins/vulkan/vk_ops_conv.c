@@ -11,33 +11,9 @@ static bool is_conv(uint32_t op) {
 }
 
 uint32_t vkp_conv_support(vkp_device *d, const gfp_op_query *q) {
-    int32_t dt = q->input_dtypes[0];
-    if ((dt != GFP_F32 && dt != GFP_F64) || !vkp_dtype_ok(d, dt)) return GFP_SUPPORT_NONE;
-    bool ok;
-    switch (q->op) {
-    case GFP_OP_CONV2D:
-        ok = (q->n_inputs == 2 || q->n_inputs == 3) && q->n_outputs == 1 &&
-             q->input_dtypes[1] == dt && (q->n_inputs == 2 || q->input_dtypes[2] == -1 ||
-                                          q->input_dtypes[2] == dt) &&
-             q->output_dtypes[0] == dt;
-        break;
-    case GFP_OP_CONV2D_BACKWARD_INPUT:
-    case GFP_OP_CONV2D_BACKWARD_WEIGHT:
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == dt &&
-             q->output_dtypes[0] == dt;
-        break;
-    case GFP_OP_MAX_POOL2D:
-        ok = q->n_inputs == 1 && q->n_outputs == 2 && q->output_dtypes[0] == dt &&
-             q->output_dtypes[1] == GFP_I64;
-        break;
-    case GFP_OP_MAX_POOL2D_BACKWARD:
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == GFP_I64 &&
-             q->output_dtypes[0] == dt;
-        break;
-    default:
-        ok = q->n_inputs == 1 && q->n_outputs == 1 && q->output_dtypes[0] == dt;
-        break;
-    }
+    uint32_t floats = PK_DT_FLOAT & vkp_device_dtypes(d);
+    bool ok = gfp_op_family_of(q->op) == GFP_FAMILY_CONV ? pk_conv_dtypes_ok(q, floats)
+                                                          : pk_pool_dtypes_ok(q, floats);
     return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
