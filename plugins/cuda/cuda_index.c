@@ -47,8 +47,6 @@ gfp_status cu_check_indices(cu_device *dev, const cuk_tensor *index, int64_t lo,
 gfp_status cu_index_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    (void)n_in;
-    (void)n_out;
     const char *name = pk_op_name(op);
     pk_index_geom g; /* dtypes checked by accepts() (cuda_ops.c) */
     gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], ~0u, &g);

@@ -25,8 +25,6 @@ static gfp_status check_shapes(uint32_t op, const void *params, const gfp_tensor
 gfp_status cu_pool_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params) {
-    (void)n_in;
-    (void)n_out;
     const char *name = pk_op_name(op);
     cuk_pool g = {0};
     gfp_status st;

@@ -58,7 +58,6 @@ static void set_slot(cuk_lines *l, int slot, const gfp_tensor *t) {
 gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    (void)n_in;
     const char *name = pk_op_name(op);
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = n_out == 2 ? out[1] : NULL;

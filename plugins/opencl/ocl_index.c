@@ -131,8 +131,6 @@ static gfp_status gather_like(ocl_device *d, uint32_t op, const gfp_tensor *data
 gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    (void)n_in;
-    (void)n_out;
     if (lacks_atomics(d, op, in[0]->dtype))
         return pk_fail(GFP_ERR_UNSUPPORTED,
                        "%s: %s data needs 64-bit atomic adds (cl_khr_int64_base_atomics), which "

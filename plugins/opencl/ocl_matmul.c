@@ -90,10 +90,6 @@ static gfp_status via_clblast(ocl_device *d, const gfp_tensor *a, const gfp_tens
 gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)params;
-    (void)n_in;
-    (void)n_out;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
     gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
     if (st != GFP_OK) return st;

@@ -96,10 +96,6 @@ static gfp_status write_rowmajor(ocl_device *d, const gfp_tensor *y, const void 
 gfp_status ocl_random_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)in;
-    (void)n_in;
-    (void)n_out;
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
     gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);

@@ -195,8 +195,6 @@ static gfp_status run_reduce(ocl_device *d, uint32_t op, const gfp_tensor *x, co
 gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)n_in;
-    (void)n_out;
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = pk_reduce_by_dim(op) ? out[1] : NULL;
     gfp_status st = pk_check_reduce(op, params, x, y, ind, REDUCE_DTYPES, PK_DT_FLOAT);

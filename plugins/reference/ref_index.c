@@ -110,8 +110,6 @@ static gfp_status gather_like(uint32_t op, const gfp_tensor *data, const gfp_ten
 
 gfp_status ref_index_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)n_in;
-    (void)n_out;
     pk_index_geom g;
     gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], INDEX_DTYPES, &g);
     if (st != GFP_OK) return st;

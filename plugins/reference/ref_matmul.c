@@ -18,10 +18,6 @@ uint32_t ref_matmul_support(const gfp_op_query *q) {
 
 gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)params; /* MATMUL takes none */
-    (void)op;
-    (void)n_in;
-    (void)n_out;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
     gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
     if (st != GFP_OK) return st;

@@ -205,8 +205,6 @@ gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const char *name = pk_op_name(op);
     /* Counts and the params struct: checked by the launch preamble. */
-    (void)n_in;
-    (void)n_out;
     gfp_status st;
 
     pool_geom g = {0};

@@ -15,16 +15,11 @@ uint32_t ref_random_support(const gfp_op_query *q) {
     /* The kit checked op, counts and a stored output dtype. The query carries
      * no params: i32/i64/bool serve bernoulli only, and a uniform or normal
      * launch into them is refused with UNSUPPORTED. */
-    (void)q;
     return GFP_SUPPORT_STRIDED; /* any strides: element i is the i-th in row-major order */
 }
 
 gfp_status ref_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)op;
-    (void)in;
-    (void)n_in;
-    (void)n_out;
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
     gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);

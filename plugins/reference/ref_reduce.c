@@ -168,8 +168,6 @@ static int64_t arg_extreme(const line *l, bool largest, bool is_float) {
 /* ------------------------------------------------------------------ launch */
 gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)n_in;
-    (void)n_out;
     bool by_dim = pk_reduce_by_dim(op);
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *indices = by_dim ? out[1] : NULL;

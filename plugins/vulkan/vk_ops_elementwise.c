@@ -187,7 +187,6 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
                                   const void *params) {
     ew_kind kind = kind_of(op);
     const char *name = pk_op_name(op);
-    (void)n_out; /* counts and presence: checked by the launch preamble */
     gfp_status st;
     const gfp_tensor *t[4];
     int32_t in_dt[3], out_dt[1] = {out[0]->dtype};

@@ -56,8 +56,6 @@ static gfp_status check_index_range(vkp_device *d, const gfp_tensor *index, int6
 gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    (void)n_in;
-    (void)n_out;
     const char *name = pk_op_name(op);
     pk_index_geom g;
     gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d), &g);

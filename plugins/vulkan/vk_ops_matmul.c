@@ -138,10 +138,6 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
 gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)params;
-    (void)n_in;
-    (void)n_out;
     return matmul(d, in[0], in[1], out[0], false);
 }
 

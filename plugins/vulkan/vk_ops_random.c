@@ -17,10 +17,6 @@ uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
 gfp_status vkp_random_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)in;
-    (void)n_in;
-    (void)n_out;
     const gfp_random_params *rp = params;
     const gfp_tensor *y = out[0];
     if (y->dtype == GFP_F16)

@@ -224,8 +224,6 @@ static gfp_status reduce_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
 gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)n_in;
-    (void)n_out;
     const char *name = pk_op_name(op);
     const gfp_reduce_params *rp = params;
     const gfp_tensor *x = in[0], *y = out[0], *idx = pk_reduce_by_dim(op) ? out[1] : NULL;
