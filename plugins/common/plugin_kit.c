@@ -2,6 +2,7 @@
  * (the host table) are the plugin's own. */
 #include "plugin_kit.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +47,28 @@ gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t patte
                        "buffer_fill: %llu bytes is not a multiple of the %u-byte pattern",
                        (unsigned long long)n, (unsigned)pattern_size);
     if (n && !pattern) return pk_fail(GFP_ERR_INVALID, "buffer_fill: pattern is NULL");
+    return GFP_OK;
+}
+
+void *pk_dlopen_first(const char *const *names, size_t count, const char **err) {
+    void *lib = NULL;
+    *err = "not found";
+    for (size_t i = 0; i < count && !lib; i++) {
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *e = dlerror();
+            if (e) *err = e;
+        }
+    }
+    return lib;
+}
+
+gfp_status pk_check_range(const char *what, uint64_t size, uint64_t offset, uint64_t n) {
+    if (offset > size || n > size - offset)
+        return pk_fail(GFP_ERR_INVALID,
+                       "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
+                       what, (unsigned long long)n, (unsigned long long)offset,
+                       (unsigned long long)size);
     return GFP_OK;
 }
 
@@ -104,6 +127,15 @@ bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
     if (a->rank != b->rank) return false;
     for (int d = 0; d < a->rank; d++)
         if (a->sizes[d] != b->sizes[d]) return false;
+    return true;
+}
+
+bool pk_is_contiguous(const gfp_tensor *t) {
+    int64_t expect = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
+        expect *= t->sizes[d];
+    }
     return true;
 }
 
@@ -442,14 +474,14 @@ gfp_status pk_check_conv2d(uint32_t op_id, const void *params, const pk_conv2d_r
 }
 
 /* ------------------------------------------------------------ pool2d */
-static int64_t floor_div(int64_t a, int64_t b) {
+int64_t pk_floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
-                             bool ceil_mode) {
-    int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+int64_t pk_pool2d_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
+                           bool ceil_mode) {
+    int64_t out = pk_floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
     /* The last window must start inside the input or its left padding. */
     if (ceil_mode && (out - 1) * s >= in + p) out--;
     return out;
@@ -500,8 +532,8 @@ gfp_status pk_check_pool2d(uint32_t op_id, const void *params, const gfp_tensor 
     g->c = x->sizes[1];
     g->h = x->sizes[2];
     g->w = x->sizes[3];
-    g->ho = pool_out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
-    g->wo = pool_out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
+    g->ho = pk_pool2d_out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
+    g->wo = pk_pool2d_out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
     if (g->ho < 1 || g->wo < 1)
         return pk_fail(GFP_ERR_INVALID,
                        "%s: the output would be %lldx%lld: input %lldx%lld is too small for "
@@ -521,5 +553,43 @@ gfp_status pk_check_pool2d(uint32_t op_id, const void *params, const gfp_tensor 
                        (long long)g->sw, (long long)g->ph, (long long)g->pw, (long long)g->dh,
                        (long long)g->dw, (int)g->ceil_mode, (long long)g->n, (long long)g->c,
                        (long long)g->ho, (long long)g->wo);
+    return GFP_OK;
+}
+
+gfp_status pk_check_nchw(const char *op, const gfp_tensor *t, const char *name) {
+    return check_rank4(op, t, name, "[N, C, H, W] (the core reshapes 3-D input)");
+}
+
+gfp_status pk_check_max_pool2d_backward(const gfp_tensor *gy, const gfp_tensor *ind,
+                                        const gfp_tensor *gx, pk_pool2d_geom *g) {
+    const char *op = pk_op_name(GFP_OP_MAX_POOL2D_BACKWARD);
+    gfp_status st;
+    if ((st = pk_check_nchw(op, gy, "grad_y")) != GFP_OK) return st;
+    if ((st = pk_check_nchw(op, ind, "indices")) != GFP_OK) return st;
+    if ((st = pk_check_nchw(op, gx, "grad_x")) != GFP_OK) return st;
+    if (ind->dtype != GFP_I64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: indices are %s; they must be i64", op,
+                       pk_dtype_name(ind->dtype));
+    if (!pk_same_shape(gy, ind))
+        return pk_fail(GFP_ERR_INVALID,
+                       "%s: indices [%lld, %lld, %lld, %lld] must have grad_y's sizes "
+                       "[%lld, %lld, %lld, %lld]",
+                       op, (long long)ind->sizes[0], (long long)ind->sizes[1],
+                       (long long)ind->sizes[2], (long long)ind->sizes[3],
+                       (long long)gy->sizes[0], (long long)gy->sizes[1], (long long)gy->sizes[2],
+                       (long long)gy->sizes[3]);
+    if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1])
+        return pk_fail(GFP_ERR_INVALID,
+                       "%s: grad_y is [%lld, %lld, ...] but grad_x is [%lld, %lld, ...]; N and C "
+                       "must match",
+                       op, (long long)gy->sizes[0], (long long)gy->sizes[1],
+                       (long long)gx->sizes[0], (long long)gx->sizes[1]);
+    memset(g, 0, sizeof *g);
+    g->n = gx->sizes[0];
+    g->c = gx->sizes[1];
+    g->h = gx->sizes[2];
+    g->w = gx->sizes[3];
+    g->ho = gy->sizes[2];
+    g->wo = gy->sizes[3];
     return GFP_OK;
 }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "graft_ops.h"
+#include "pk_convert.h" /* pk_trunc_i64, pk_trunc_i32 */
 
 #if defined(__GNUC__)
 #define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -49,6 +50,14 @@ gfp_status pk_no_extension(void *plugin_ctx, const char *name, void **out);
 /* buffer_fill's pattern: 1, 2, 4 or 8 bytes, and n a multiple of it. */
 gfp_status pk_check_fill_pattern(uint64_t n, const void *pattern, uint32_t pattern_size);
 
+/* The n bytes at offset lie inside a buffer of size bytes; what: the slot,
+ * for the message. */
+gfp_status pk_check_range(const char *what, uint64_t size, uint64_t offset, uint64_t n);
+
+/* A runtime library opened by the first of names that dlopen takes (now,
+ * locally); NULL with *err the last dlerror() ("not found" without one). */
+void *pk_dlopen_first(const char *const *names, size_t count, const char **err);
+
 /* device_props: copies `full` into props as far as props->struct_size covers
  * (an older core passes a smaller struct); struct_size itself is kept. */
 gfp_status pk_copy_props(gfp_device_props *props, const gfp_device_props *full);
@@ -63,6 +72,10 @@ size_t pk_dtype_size(int32_t dtype);
 bool pk_is_float(int32_t dtype); /* f32 or f64 */
 int64_t pk_numel(const gfp_tensor *t);
 bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b);
+
+/* Every element of t in row-major order, one after the other (size-1 dims
+ * may have any stride). */
+bool pk_is_contiguous(const gfp_tensor *t);
 
 /* ------------------------------------------------------------ routing */
 /* A plugin's table of family handlers is an array of structs whose first
@@ -201,5 +214,112 @@ typedef struct pk_pool2d_geom {
 gfp_status pk_check_pool2d(uint32_t op, const void *params, const gfp_tensor *x,
                            const char *xname, const gfp_tensor *y, const char *yname,
                            pk_pool2d_geom *g);
+/* t present, rank 4 [N, C, H, W], sizes >= 0; name for messages. */
+gfp_status pk_check_nchw(const char *op, const gfp_tensor *t, const char *name);
+/* max_pool2d_backward has no parameters: grad_y, indices (i64, grad_y's
+ * sizes) and grad_x rank 4, N and C alike. Fills g's sizes (the rest 0). */
+gfp_status pk_check_max_pool2d_backward(const gfp_tensor *gy, const gfp_tensor *ind,
+                                        const gfp_tensor *gx, pk_pool2d_geom *g);
+/* a / b rounded toward minus infinity. */
+int64_t pk_floor_div(int64_t a, int64_t b);
+/* One axis's output size: floor (or ceil) of (in + 2p - d(k-1) - 1) / s, plus
+ * 1; in ceil mode the last window starts inside the input or its left
+ * padding. */
+int64_t pk_pool2d_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
+                           bool ceil_mode);
+
+/* ------------------------------------------------------------ family shapes
+ * plugin_kit_shapes.c: the dtype and shape rules of the norm, reduce, index,
+ * matmul and random families, one copy for every plugin. `dtypes` arguments
+ * are GFP_DTYPE_BIT sets: what the calling plugin computes the op in (a
+ * plugin's own extra limits, a device feature for instance, stay with it).
+ * The launch preamble has checked counts, absent inputs and params' size. */
+#define PK_DT(d) GFP_DTYPE_BIT(d)
+#define PK_DT_FLOAT (PK_DT(GFP_F32) | PK_DT(GFP_F64))
+#define PK_DT_INT (PK_DT(GFP_I32) | PK_DT(GFP_I64))
+/* dt is a dtype of the set. */
+bool pk_dtype_in(int32_t dt, uint32_t dtypes);
+/* t has rank `rank` and sizes[0, rank). */
+bool pk_has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes);
+/* t itself, or for a 0-dim t a 1-D view of its one element. */
+gfp_tensor pk_at_least_1d(const gfp_tensor *t);
+
+/* NORM (softmax, log_softmax, layer_norm, batch_norm; not the backward):
+ * input 0 of `dtypes`, every other tensor present of its dtype (-1: absent). */
+bool pk_norm_dtypes_ok(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t *out,
+                       uint32_t n_out, uint32_t dtypes);
+/* The launch's dtypes by that rule (UNSUPPORTED naming the first tensor
+ * that breaks it), then the op's parameters and shapes. */
+gfp_status pk_check_norm(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params,
+                         uint32_t dtypes);
+
+/* REDUCE: input of `dtypes` narrowed by the op (mean, var and logsumexp
+ * floats only, amax and amin bool too, the others no bool); output alike;
+ * indices i64. floats: the float dtypes of `dtypes`. */
+bool pk_reduce_by_dim(uint32_t op); /* max_dim, min_dim */
+bool pk_reduce_dtypes_ok(uint32_t op, int32_t in, int32_t out, int32_t indices, uint32_t dtypes,
+                         uint32_t floats);
+/* dtypes, the dims mask (one bit for max_dim and min_dim), y of x's rank
+ * with size 1 in reduced dims, indices of y's shape, and no max or min over
+ * zero elements. ind: out[1] of max_dim and min_dim, else NULL. */
+gfp_status pk_check_reduce(uint32_t op, const void *params, const gfp_tensor *x,
+                           const gfp_tensor *y, const gfp_tensor *ind, uint32_t dtypes,
+                           uint32_t floats);
+
+/* INDEX: data of `dtypes` (bool only for the selecting ops, index_select and
+ * gather), index i64, output the data's dtype. */
+bool pk_index_dtypes_ok(uint32_t op, int32_t data, int32_t index, int32_t out, uint32_t dtypes);
+/* What an index op's checks found: dim, and the size of the dim the index
+ * points into (every index must lie in [0, limit)). */
+typedef struct pk_index_geom {
+    int dim;
+    int64_t limit;
+} pk_index_geom;
+/* dtypes, dim within the data's rank (a 0-dim tensor counts as 1-D), and
+ * the shapes: index_select and index_add a 1-D index whose length is the
+ * walked tensor's size in dim, data and y alike elsewhere; gather and
+ * scatter_add one rank, the index no larger than the data (gather: y of the
+ * index's shape). */
+gfp_status pk_check_index(uint32_t op, const void *params, const gfp_tensor *data,
+                          const gfp_tensor *index, const gfp_tensor *y, uint32_t dtypes,
+                          pk_index_geom *g);
+/* The message for an index outside [0, limit). */
+gfp_status pk_index_out_of_range(const char *name, int64_t value, int dim, int64_t limit);
+
+/* MATMUL: a, b, y of one dtype of `dtypes`, one rank >= 2, equal batch
+ * sizes, [.., m, k] @ [.., k, n] -> [.., m, n]. */
+bool pk_matmul_dtypes_ok(int32_t a, int32_t b, int32_t y, uint32_t dtypes);
+gfp_status pk_check_matmul(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y,
+                           uint32_t dtypes);
+
+/* ELEMENTWISE: every input of the output's shape (the core broadcasts with
+ * stride 0); tril and triu rank >= 2, arange 1-D. */
+gfp_status pk_check_elementwise(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                const gfp_tensor *y);
+/* t[0] = y, t[1..] = the inputs (NULL past n_in <= 3): the order kernels
+ * walk them in; in_dt: the inputs' dtypes, -1 past n_in. */
+void pk_ew_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *y,
+                    const gfp_tensor *t[4], int32_t in_dt[3]);
+/* The parameters of a unary op as the formulas of op_math.def take them:
+ * the scalar ops' a and b, or clamp's bounds (a NaN bound is none); ia, ib:
+ * the bounds truncated, for an integer dtype. */
+typedef struct pk_unary_args {
+    double a, b;
+    bool has_a, has_b;
+    int64_t ia, ib;
+} pk_unary_args;
+void pk_unary_args_of(uint32_t op, const void *params, int32_t dtype, pk_unary_args *u);
+/* "f32, i64, -": the dtypes of n tensors (NULL: "-"), for messages. */
+const char *pk_dtypes_text(const gfp_tensor *const *t, uint32_t n, char *buf, size_t len);
+
+/* CONV and POOL queries (counts checked by pk_query_fits): input 0 of
+ * `floats`; conv: weight, bias (when present) and output alike; pool: the
+ * output alike, max_pool2d's indices and max_pool2d_backward's i64. */
+bool pk_conv_dtypes_ok(const gfp_op_query *q, uint32_t floats);
+bool pk_pool_dtypes_ok(const gfp_op_query *q, uint32_t floats);
+
+/* RANDOM: a known kind; uniform and normal into a dtype of `floats`. */
+gfp_status pk_check_random(const void *params, const gfp_tensor *y, uint32_t floats);
 
 #endif

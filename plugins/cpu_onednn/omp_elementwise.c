@@ -29,14 +29,7 @@ void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides) {
     }
 }
 
-bool odn_is_contiguous(const gfp_tensor *t) {
-    int64_t s = 1;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != s) return false;
-        s *= t->sizes[d];
-    }
-    return true;
-}
+bool odn_is_contiguous(const gfp_tensor *t) { return pk_is_contiguous(t); }
 
 gfp_tensor odn_temp_like(const gfp_tensor *t, int32_t dtype, void *ptr) {
     gfp_tensor r = *t;
@@ -386,20 +379,6 @@ static float bf16_to_f32(uint16_t b) {
     return f;
 }
 
-/* float -> integer as ref_util.c defines it. */
-static int64_t trunc_i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-static int32_t trunc_i32(double v) {
-    if (v != v) return 0;
-    if (v >= 2147483648.0) return INT32_MAX;
-    if (v <= -2147483649.0) return INT32_MIN;
-    return (int32_t)v;
-}
-
 typedef uint8_t bool8;
 typedef uint16_t bf16;
 
@@ -436,12 +415,12 @@ CONVERT(cv_b_f32, bool8, float, v != 0)
 CONVERT(cv_i32_f64, int32_t, double, v)
 CONVERT(cv_i64_f64, int64_t, double, v)
 CONVERT(cv_b_f64, bool8, double, v != 0)
-CONVERT(cv_f32_i32, float, int32_t, trunc_i32(v))
-CONVERT(cv_f64_i32, double, int32_t, trunc_i32(v))
+CONVERT(cv_f32_i32, float, int32_t, pk_trunc_i32(v))
+CONVERT(cv_f64_i32, double, int32_t, pk_trunc_i32(v))
 CONVERT(cv_i64_i32, int64_t, int32_t, (int32_t)(uint32_t)(uint64_t)v)
 CONVERT(cv_b_i32, bool8, int32_t, v != 0)
-CONVERT(cv_f32_i64, float, int64_t, trunc_i64(v))
-CONVERT(cv_f64_i64, double, int64_t, trunc_i64(v))
+CONVERT(cv_f32_i64, float, int64_t, pk_trunc_i64(v))
+CONVERT(cv_f64_i64, double, int64_t, pk_trunc_i64(v))
 CONVERT(cv_i32_i64, int32_t, int64_t, v)
 CONVERT(cv_b_i64, bool8, int64_t, v != 0)
 CONVERT(cv_f32_b, float, bool8, v != 0)

@@ -1,6 +1,6 @@
 /* omp_random.c — GFP_OP_RANDOM into contiguous f32/f64 (uniform, bernoulli)
  * and bool (bernoulli) outputs: the reference kernel's generator
- * (ref_philox.h) and formulas, element for element, in vectorised loops
+ * (pk_philox.h) and formulas, element for element, in vectorised loops
  * spread over the OpenMP team. Normal numbers, other dtypes and strided
  * outputs go to the reference kernel (ref_random.c).
  *
@@ -9,14 +9,14 @@
  * 3% of a CNN training step here. Results are bit-identical to the
  * reference's: each element is a pure function of (seed, offset + i). */
 #include "omp_f64.h"
-#include "ref_philox.h"
+#include "pk_philox.h"
 
 /* Elements per chunk of work: a whole number of vector lengths. */
 #define CHUNK 4096
 
 static inline uint32_t word0(uint64_t c, uint32_t k0, uint32_t k1) {
     uint32_t r[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
-    ref_philox4x32_10(r, k0, k1);
+    pk_philox4x32_10(r, k0, k1);
     return r[0];
 }
 
@@ -29,17 +29,17 @@ static void fill_chunk(const gfp_random_params *p, int32_t dtype, void *base, in
         if (dtype == GFP_BOOL) {
             uint8_t *y = (uint8_t *)base + start;
 #pragma omp simd
-            for (int64_t i = 0; i < n; i++) y[i] = ref_u24(word0(first + (uint64_t)i, k0, k1)) < a;
+            for (int64_t i = 0; i < n; i++) y[i] = pk_u24(word0(first + (uint64_t)i, k0, k1)) < a;
         } else if (dtype == GFP_F32) {
             float *y = (float *)base + start;
 #pragma omp simd
             for (int64_t i = 0; i < n; i++)
-                y[i] = ref_u24(word0(first + (uint64_t)i, k0, k1)) < a ? 1.0f : 0.0f;
+                y[i] = pk_u24(word0(first + (uint64_t)i, k0, k1)) < a ? 1.0f : 0.0f;
         } else {
             double *y = (double *)base + start;
 #pragma omp simd
             for (int64_t i = 0; i < n; i++)
-                y[i] = ref_u24(word0(first + (uint64_t)i, k0, k1)) < a ? 1.0 : 0.0;
+                y[i] = pk_u24(word0(first + (uint64_t)i, k0, k1)) < a ? 1.0 : 0.0;
         }
         return;
     }
@@ -48,14 +48,14 @@ static void fill_chunk(const gfp_random_params *p, int32_t dtype, void *base, in
         float *y = (float *)base + start;
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) /* computed in double, rounded once */
-            y[i] = (float)(a + w * ref_u24(word0(first + (uint64_t)i, k0, k1)));
+            y[i] = (float)(a + w * pk_u24(word0(first + (uint64_t)i, k0, k1)));
     } else {
         double *y = (double *)base + start;
         for (int64_t i = 0; i < n; i++) {
             uint64_t c = first + (uint64_t)i;
             uint32_t r[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
-            ref_philox4x32_10(r, k0, k1);
-            y[i] = a + w * ref_u53(r[0], r[1]);
+            pk_philox4x32_10(r, k0, k1);
+            y[i] = a + w * pk_u53(r[0], r[1]);
         }
     }
 }

@@ -19,59 +19,11 @@
 
 #include "onednn_internal.h"
 
-typedef struct pool_geom {
-    int64_t n, c, h, w, ho, wo;
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    bool ceil_mode, include_pad;
-} pool_geom;
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-    int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-    if (ceil_mode && (out - 1) * s >= in + p) out--;
-    return out;
-}
-
-/* Parameters as ref_pool.c accepts them; false: the reference reports. */
-static bool read_params(const void *params, bool is_max, pool_geom *g) {
-    const gfp_pool2d_params *p = params;
-    if (!p || p->struct_size < GFP_POOL2D_PARAMS_SIZE_V1_0) return false;
-    for (int a = 0; a < 2; a++) {
-        if (p->kernel[a] < 1 || p->stride[a] < 1 || p->padding[a] < 0 ||
-            p->padding[a] > p->kernel[a] / 2 || (is_max && p->dilation[a] < 1))
-            return false;
-    }
-    g->kh = p->kernel[0];
-    g->kw = p->kernel[1];
-    g->sh = p->stride[0];
-    g->sw = p->stride[1];
-    g->ph = p->padding[0];
-    g->pw = p->padding[1];
-    g->dh = is_max ? p->dilation[0] : 1;
-    g->dw = is_max ? p->dilation[1] : 1;
-    g->ceil_mode = p->ceil_mode != 0;
-    g->include_pad = p->count_include_pad != 0;
-    return true;
-}
+/* The geometry, checked by pk_check_pool2d (plugin_kit.h): a failure is
+ * the reference's too, so it is reported here rather than falling back. */
+typedef pk_pool2d_geom pool_geom;
 
 static bool rank4(const gfp_tensor *t) { return t && t->rank == 4; }
-
-/* x input-shaped, y output-shaped: sizes consistent with the parameters. */
-static bool geometry(const gfp_tensor *x, const gfp_tensor *y, pool_geom *g) {
-    if (!rank4(x) || !rank4(y)) return false;
-    g->n = x->sizes[0];
-    g->c = x->sizes[1];
-    g->h = x->sizes[2];
-    g->w = x->sizes[3];
-    g->ho = out_size(g->h, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
-    g->wo = out_size(g->w, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
-    return g->ho >= 1 && g->wo >= 1 && y->sizes[0] == g->n && y->sizes[1] == g->c &&
-           y->sizes[2] == g->ho && y->sizes[3] == g->wo;
-}
 
 #define AT(t, base, n, c, i, j)                                                           \
     ((base) + (n) * (t)->strides[0] + (c) * (t)->strides[1] + (i) * (t)->strides[2] +     \
@@ -85,7 +37,7 @@ static bool geometry(const gfp_tensor *x, const gfp_tensor *y, pool_geom *g) {
  * are visited in window order for every output at once, which keeps the
  * reference's rules (first maximum wins, a NaN takes over). best / at hold
  * one plane of outputs per thread. */
-static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -pk_floor_div(-a, b); }
 
 typedef struct tap_range {
     int64_t off, lo, hi; /* iw = ow * sw + off for ow in [lo, hi) */
@@ -139,7 +91,7 @@ typedef struct tap_range {
         }                                                                                 \
         for (int64_t j = 0; j < g->kw; j++) {                                             \
             int64_t off = j * g->dw - g->pw;                                              \
-            int64_t lo = ceil_div(-off, g->sw), hi = floor_div(g->w - 1 - off, g->sw) + 1; \
+            int64_t lo = ceil_div(-off, g->sw), hi = pk_floor_div(g->w - 1 - off, g->sw) + 1; \
             taps[j].off = off;                                                            \
             taps[j].lo = lo < 0 ? 0 : lo;                                                 \
             taps[j].hi = hi > g->wo ? g->wo : hi;                                         \
@@ -365,9 +317,9 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     if (n_in != 1 || n_out != 2 || !in[0]) return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *y = out[0], *ind = out[1];
     pool_geom g;
-    if (!read_params(params, true, &g) || !geometry(x, y, &g) || !rank4(ind) ||
-        !pk_same_shape(ind, y))
-        return ODN_FALLBACK;
+    gfp_status st = pk_check_pool2d(GFP_OP_MAX_POOL2D, params, x, "x", y, "y", &g);
+    if (st != GFP_OK) return st;
+    if (!rank4(ind) || !pk_same_shape(ind, y)) return ODN_FALLBACK;
     if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
         ind->dtype != GFP_I64 || !odn_writable(y) || !odn_writable(ind))
         return ODN_FALLBACK;
@@ -441,7 +393,10 @@ static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t 
     p.src = backward ? out[0] : in[0];
     p.dst = backward ? in[0] : out[0];
     pool_geom g;
-    if (!read_params(params, false, &g) || !geometry(p.src, p.dst, &g)) return ODN_FALLBACK;
+    gfp_status st = pk_check_pool2d(backward ? GFP_OP_AVG_POOL2D_BACKWARD : GFP_OP_AVG_POOL2D,
+                                    params, p.src, backward ? "grad_x" : "x", p.dst,
+                                    backward ? "grad_y" : "y", &g);
+    if (st != GFP_OK) return st;
     if (p.src->dtype != GFP_F32 || p.dst->dtype != GFP_F32 || !odn_writable(out[0]))
         return ODN_FALLBACK;
     if (pk_numel(p.src) == 0 || pk_numel(p.dst) == 0) return ODN_FALLBACK;
@@ -484,7 +439,7 @@ static gfp_status avg_pool(bool backward, const gfp_tensor *const *in, uint32_t 
     odn_key_tensor(&key, p.dst);
     odn_team team = odn_team_begin(pk_numel(p.src) + pk_numel(p.dst));
     const odn_prim *e = odn_cache_get(&key, build_avg, &p);
-    gfp_status st = ODN_FALLBACK;
+    st = ODN_FALLBACK;
     if (e) {
         void *src = (char *)p.src->buffer + p.src->offset;
         void *dst = (char *)p.dst->buffer + p.dst->offset;

@@ -48,82 +48,32 @@ static void make_iter(cuk_iter *it, const gfp_tensor *const *t, int n, bool merg
     it->rank = r;
 }
 
-static const char *shape_text(const gfp_tensor *t, char *buf, size_t len) {
-    size_t n = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < t->rank && n < len; d++)
-        n += (size_t)snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
-    if (n < len) snprintf(buf + n, len - n, "]");
-    return buf;
-}
-
-static gfp_status check_shapes(const char *name, const gfp_tensor *y, const gfp_tensor *const *in,
-                               uint32_t n_in) {
-    for (uint32_t k = 0; k < n_in; k++) {
-        bool same = in[k]->rank == y->rank;
-        for (int d = 0; same && d < y->rank; d++) same = in[k]->sizes[d] == y->sizes[d];
-        if (same) continue;
-        char a[160], b[160];
-        return pk_fail(GFP_ERR_INVALID,
-                       "%s: input %u has shape %s but the output has shape %s; elementwise "
-                       "operands must have the output's sizes (broadcast with stride 0)",
-                       name, (unsigned)k, shape_text(in[k], a, sizeof a), shape_text(y, b, sizeof b));
-    }
-    return GFP_OK;
-}
-
 static bool is_integral(double v) {
     return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == floor(v);
 }
 
-static int64_t bound_i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
 static bool is_float_dtype(int32_t dt) {
-    return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
+    return pk_dtype_in(dt, CU_FLOATS);
 }
 
 /* The parameters of a unary op, as the generated formulas take them. */
 static gfp_status unary_params(uint32_t op, const void *params, int32_t dt, cuk_unary_params *p) {
-    /* The params struct the table names was checked by the launch preamble. */
+    pk_unary_args u;
+    pk_unary_args_of(op, params, dt, &u);
     memset(p, 0, sizeof *p);
-    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
-    if (kind == GFP_PARAMS_scalar) {
-        const gfp_scalar_params *sp = params;
-        p->pa = sp->a;
-        p->pb = sp->b;
-    } else if (kind == GFP_PARAMS_clamp) {
-        const gfp_clamp_params *cp = params;
-        /* A NaN bound compares false with everything: no bound at all. */
-        p->has_pa = cp->has_min && cp->min == cp->min;
-        p->has_pb = cp->has_max && cp->max == cp->max;
-        p->pa = cp->min;
-        p->pb = cp->max;
-        if (!is_float_dtype(dt)) {
-            p->ia = bound_i64(cp->min);
-            p->ib = bound_i64(cp->max);
-        }
-    }
+    p->pa = u.a;
+    p->pb = u.b;
+    p->has_pa = u.has_a;
+    p->has_pb = u.has_b;
+    p->ia = u.ia;
+    p->ib = u.ib;
     return GFP_OK;
 }
 
 static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
-    if (st != GFP_OK) return st;
     const gfp_random_params *p = params;
-    if (p->kind > GFP_RANDOM_BERNOULLI)
-        return pk_fail(GFP_ERR_INVALID,
-                       "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
-                       (unsigned)p->kind);
-    if (p->kind != GFP_RANDOM_BERNOULLI && !is_float_dtype(y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                       "random: %s numbers need a float output, got %s (only bernoulli fills "
-                       "integer and bool outputs)",
-                       p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                       pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_random(params, y, CU_FLOATS);
+    if (st != GFP_OK) return st;
     if (pk_numel(y) == 0) return GFP_OK;
     cuk_tensor v = cu_view(y);
     return cu_check(cuk_random(dev->stream, &v, p->kind, p->seed, p->offset, p->a, p->b),
@@ -133,13 +83,8 @@ static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *pa
 gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                                  uint32_t n_in, const gfp_tensor *y, const void *params) {
     const char *name = pk_op_name(op);
-    gfp_status st = check_shapes(name, y, in, n_in);
+    gfp_status st = pk_check_elementwise(op, in, n_in, y);
     if (st != GFP_OK) return st;
-    if ((op == GFP_OP_TRIL || op == GFP_OP_TRIU) && y->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name, (int)y->rank);
-    if (op == GFP_OP_ARANGE && y->rank != 1)
-        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
-                       (int)y->rank);
     if (op == GFP_OP_RANDOM) return run_random(dev, y, params);
     if (pk_numel(y) == 0) return GFP_OK;
 

@@ -43,6 +43,10 @@
 #endif
 
 #define CU_MAX_DEVICES 64
+/* The float dtypes. */
+#define CU_FLOATS (PK_DT_FLOAT | PK_DT(GFP_F16) | PK_DT(GFP_BF16))
+/* The dtypes the reductions take (plugin_kit.h narrows them per op). */
+#define CU_REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 #define CU_STAGE_BYTES (4u << 20) /* each of the two pinned staging halves */
 
 typedef struct cu_device {

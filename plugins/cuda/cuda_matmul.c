@@ -177,42 +177,12 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
     return st;
 }
 
-static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
-    int r = a->rank;
-    if (r < 2)
-        return pk_fail(GFP_ERR_INVALID, "matmul: a has rank %d; it must be >= 2 (the core "
-                       "promotes 1-D operands)", r);
-    if (b->rank != r || y->rank != r)
-        return pk_fail(GFP_ERR_INVALID,
-                       "matmul: a, b and y must have the same rank (got %d, %d, %d); the core "
-                       "broadcasts batch dims before launch",
-                       r, (int)b->rank, (int)y->rank);
-    for (int d = 0; d < r - 2; d++)
-        if (b->sizes[d] != a->sizes[d] || y->sizes[d] != a->sizes[d])
-            return pk_fail(GFP_ERR_INVALID,
-                           "matmul: batch dim %d differs (a %lld, b %lld, y %lld); broadcast "
-                           "batch dims must come as equal sizes with stride 0",
-                           d, (long long)a->sizes[d], (long long)b->sizes[d],
-                           (long long)y->sizes[d]);
-    int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1];
-    if (b->sizes[r - 2] != k)
-        return pk_fail(GFP_ERR_INVALID,
-                       "matmul: a is [..., %lld, %lld] but b is [..., %lld, %lld]; a's last dim "
-                       "must equal b's second to last",
-                       (long long)m, (long long)k, (long long)b->sizes[r - 2], (long long)n);
-    if (y->sizes[r - 2] != m || y->sizes[r - 1] != n)
-        return pk_fail(GFP_ERR_INVALID, "matmul: y is [..., %lld, %lld]; it must be [..., %lld, %lld]",
-                       (long long)y->sizes[r - 2], (long long)y->sizes[r - 1], (long long)m,
-                       (long long)n);
-    return GFP_OK;
-}
-
 gfp_status cu_matmul_launch(cu_device *dev, const gfp_tensor *const *in, uint32_t n_in,
                             const gfp_tensor *const *out, uint32_t n_out) {
     (void)n_in;
     (void)n_out;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    gfp_status st = check_shapes(a, b, y);
+    gfp_status st = pk_check_matmul(a, b, y, ~0u); /* dtypes: accepts() in cuda_ops.c */
     if (st != GFP_OK || pk_numel(y) == 0) return st;
     int r = a->rank;
     int64_t M = a->sizes[r - 2], K = a->sizes[r - 1], N = b->sizes[r - 1];

@@ -163,12 +163,7 @@ static gfp_status check_range(const char *what, const cu_device *dev, gfp_buffer
                        "already, or from another plugin)", what);
     if (b->dev != dev)
         return pk_fail(GFP_ERR_INVALID, "%s: the buffer belongs to another cuda device", what);
-    if (offset > b->nbytes || n > b->nbytes - offset)
-        return pk_fail(GFP_ERR_INVALID,
-                       "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                       what, (unsigned long long)n, (unsigned long long)offset,
-                       (unsigned long long)b->nbytes);
-    return GFP_OK;
+    return pk_check_range(what, b->nbytes, offset, n);
 }
 
 static char *dptr(gfp_buffer buffer, uint64_t offset) {

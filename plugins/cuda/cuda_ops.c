@@ -119,25 +119,13 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
     case K_LOGICAL: return in_set(in[0], S_ALL) && in_set(in[1], S_ALL) && out[0] == GFP_BOOL;
     case K_WHERE:
         return in[0] == GFP_BOOL && in_set(out[0], S_ALL) && in[1] == out[0] && in[2] == out[0];
-    case K_REDUCE: {
-        uint32_t set;
-        switch (op) {
-        case GFP_OP_MEAN:
-        case GFP_OP_VAR:
-        case GFP_OP_LOGSUMEXP: set = S_FLOAT; break;
-        case GFP_OP_AMAX:
-        case GFP_OP_AMIN: set = S_FLOAT | S_INT | BIT(GFP_BOOL); break;
-        default: set = S_FLOAT | S_INT; break;
-        }
-        return in_set(in[0], set) && out[0] == in[0] && (n_out < 2 || out[1] == GFP_I64);
-    }
-    case K_MATMUL:
-        return in_set(in[0], S_FLOAT | S_HALF | S_INT) && in[1] == in[0] && out[0] == in[0];
+    case K_REDUCE:
+        return pk_reduce_dtypes_ok(op, in[0], out[0], n_out < 2 ? GFP_I64 : out[1],
+                                   CU_REDUCE_DTYPES, S_FLOAT);
+    case K_MATMUL: return pk_matmul_dtypes_ok(in[0], in[1], out[0], S_FLOAT | S_HALF | S_INT);
     case K_SOFTMAX:
     case K_LAYER_NORM:
-    case K_BATCH_NORM:
-        return in_set(in[0], S_FLOAT) && all_are(in + 1, n_in - 1, in[0], true) &&
-               all_are(out, n_out, in[0], false);
+    case K_BATCH_NORM: return pk_norm_dtypes_ok(op, in, n_in, out, n_out, S_FLOAT);
     case K_INDEX: {
         bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
         return in_set(in[0], selecting ? S_ALL : S_FLOAT | S_INT) && in[1] == GFP_I64 &&
@@ -167,14 +155,7 @@ gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     return GFP_OK;
 }
 
-bool cu_is_contiguous(const gfp_tensor *t) {
-    int64_t expect = 1;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
-        expect *= t->sizes[d];
-    }
-    return true;
-}
+bool cu_is_contiguous(const gfp_tensor *t) { return pk_is_contiguous(t); }
 
 cuk_tensor cu_view(const gfp_tensor *t) {
     cuk_tensor v;
@@ -199,14 +180,9 @@ static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size
 
 static gfp_status unsupported(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                               const gfp_tensor *const *out, uint32_t n_out) {
-    char ins[96] = "", outs[64] = "";
-    size_t a = 0, b = 0;
-    for (uint32_t i = 0; i < n_in && a < sizeof ins; i++)
-        a += (size_t)snprintf(ins + a, sizeof ins - a, i ? ", %s" : "%s",
-                              in[i] ? pk_dtype_name(in[i]->dtype) : "-");
-    for (uint32_t i = 0; i < n_out && b < sizeof outs; i++)
-        b += (size_t)snprintf(outs + b, sizeof outs - b, i ? ", %s" : "%s",
-                              pk_dtype_name(out[i]->dtype));
+    char ins[96], outs[64];
+    pk_dtypes_text(in, n_in, ins, sizeof ins);
+    pk_dtypes_text(out, n_out, outs, sizeof outs);
     return pk_fail(GFP_ERR_UNSUPPORTED,
                    "%s: the cuda plugin does not provide it for dtypes (%s) -> (%s) (see "
                    "query_op; convert with a COPY first)",

@@ -54,41 +54,16 @@ static void set_slot(cuk_lines *l, int slot, const gfp_tensor *t) {
     l->dtype[slot] = v.dtype;
 }
 
-static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
-    if (t->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if (t->sizes[d] != sizes[d]) return false;
-    return true;
-}
-
 /* ------------------------------------------------------------ reductions */
 gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    (void)n_in;
     const char *name = pk_op_name(op);
-    gfp_status st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = n_out == 2 ? out[1] : NULL;
-    bool by_dim = op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM;
+    gfp_status st = pk_check_reduce(op, params, x, y, ind, CU_REDUCE_DTYPES, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
     uint32_t dims = p->dims;
-    if ((uint64_t)dims >> x->rank != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
-                       name, (unsigned)dims, (int)x->rank);
-    if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
-                       (unsigned)dims);
-    bool ok = y->rank == x->rank;
-    for (int d = 0; ok && d < x->rank; d++) ok = y->sizes[d] == ((dims >> d) & 1u ? 1 : x->sizes[d]);
-    if (!ok)
-        return pk_fail(GFP_ERR_INVALID,
-                       "%s: the output must have the input's rank (%d) and sizes, with size 1 in "
-                       "each reduced dim (mask 0x%x)",
-                       name, (int)x->rank, (unsigned)dims);
-    if (ind && !has_sizes(ind, y->rank, y->sizes))
-        return pk_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape", name);
-
     cuk_lines l;
     lines_init(&l);
     for (int d = 0; d < x->rank; d++) {
@@ -99,12 +74,6 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
             add_keep(&l, x->sizes[d], str, 3);
         }
     }
-    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
-    if (extreme && l.n_line == 0)
-        return pk_fail(GFP_ERR_INVALID,
-                       "%s: cannot reduce over zero elements (a reduced dim has size 0); the "
-                       "operation has no identity",
-                       name);
     if (l.n_out == 0) return GFP_OK;
     set_slot(&l, 0, x);
     set_slot(&l, 1, y);
@@ -116,16 +85,8 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
 /* ------------------------------------------------------------ softmax */
 static gfp_status softmax_launch(cu_device *dev, uint32_t op, const gfp_tensor *x,
                                  const gfp_tensor *y, const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
+    const char *name = pk_op_name(op); /* checked by pk_check_norm, as the ops below */
     int dim = ((const gfp_dim_params *)params)->dim;
-    int max_dim = x->rank > 0 ? x->rank : 1; /* a 0-dim tensor is one line of one */
-    if (dim < 0 || dim >= max_dim)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
-                       dim, (int)x->rank);
-    if (!has_sizes(y, x->rank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
     if (pk_numel(x) == 0) return GFP_OK;
     cuk_lines l;
     lines_init(&l);
@@ -142,27 +103,10 @@ static gfp_status softmax_launch(cu_device *dev, uint32_t op, const gfp_tensor *
 /* ------------------------------------------------------------ layer norm */
 static gfp_status layer_norm_launch(cu_device *dev, const gfp_tensor *const *in,
                                     const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
-    if (st != GFP_OK) return st;
     const gfp_layer_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = p->normalized_rank, outer = x->rank - nr;
-    if (nr < 1 || nr > x->rank)
-        return pk_fail(GFP_ERR_INVALID,
-                       "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
-                       (int)x->rank);
-    const int64_t *inner = x->sizes + outer;
-    if (!has_sizes(y, x->rank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
-    if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
-        return pk_fail(GFP_ERR_INVALID,
-                       "layer_norm: weight and bias must have the shape of x's last %d dim(s)",
-                       nr);
-    if (!has_sizes(mean, outer, x->sizes) || !has_sizes(rstd, outer, x->sizes))
-        return pk_fail(GFP_ERR_INVALID,
-                       "layer_norm: mean and rstd must have the shape of x's first %d dim(s)",
-                       outer);
     cuk_lines l;
     lines_init(&l);
     for (int d = 0; d < outer; d++) {
@@ -189,32 +133,11 @@ static gfp_status layer_norm_launch(cu_device *dev, const gfp_tensor *const *in,
 /* ------------------------------------------------------------ batch norm */
 static gfp_status batch_norm_launch(cu_device *dev, const gfp_tensor *const *in,
                                     const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
-    if (st != GFP_OK) return st;
     const gfp_batch_norm_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0];
-    if (x->rank < 2)
-        return pk_fail(GFP_ERR_INVALID,
-                       "batch_norm: x has rank %d; it must be [N, C, ...] (rank >= 2)",
-                       (int)x->rank);
-    if (p->training > 1)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
-                       (unsigned)p->training);
-    if (!p->training && (!in[3] || !in[4]))
-        return pk_fail(GFP_ERR_INVALID,
-                       "batch_norm: evaluation mode (training = 0) needs running_mean and "
-                       "running_var");
-    if (!has_sizes(y, x->rank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     /* Slots 2..7: weight, bias, running_mean, running_var, save_mean,
      * save_invstd; each 1-D with C elements. */
     const gfp_tensor *per_c[6] = {in[1], in[2], in[3], in[4], out[1], out[2]};
-    static const char *const roles[6] = {"weight",      "bias",      "running_mean",
-                                         "running_var", "save_mean", "save_invstd"};
-    for (int i = 0; i < 6; i++)
-        if (per_c[i] && !has_sizes(per_c[i], 1, &x->sizes[1]))
-            return pk_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
-                           roles[i], (long long)x->sizes[1]);
     cuk_lines l;
     lines_init(&l);
     int64_t kstr[8] = {x->strides[1], y->strides[1]};
@@ -242,8 +165,8 @@ static gfp_status batch_norm_launch(cu_device *dev, const gfp_tensor *const *in,
 gfp_status cu_norm_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params) {
-    (void)n_in;
-    (void)n_out;
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm_launch(dev, in, out, params);
     case GFP_OP_BATCH_NORM: return batch_norm_launch(dev, in, out, params);

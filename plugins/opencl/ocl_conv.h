@@ -6,9 +6,8 @@
 
 #include "ocl_internal.h"
 
-typedef struct conv_geom {
-    int64_t n, ci, co, h, w, kh, kw, ho, wo, groups, cig, cog, sh, sw, ph, pw, dh, dw;
-} conv_geom;
+/* The geometry, checked by pk_check_conv2d (plugin_kit.h). */
+typedef pk_conv2d_geom conv_geom;
 
 /* The op as a GEMM (im2col, matmul, col2im) in tiles that fit the device's
  * allocation limit. x, w and y are the input-, weight- and output-shaped

@@ -164,14 +164,6 @@ gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tenso
     return run_copy(d, t);
 }
 
-/* float -> int64 as the reference converts: truncate, saturate, NaN -> 0. */
-static int64_t to_i64_trunc(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
 static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, const gfp_fill_params *p) {
     /* The element's bits, made as the reference stores the value. */
     union {
@@ -225,8 +217,8 @@ static gfp_status run_arange(ocl_device *d, const gfp_tensor *y, const gfp_arang
     ocl_arg_i64(&c, y->strides[0]);
     ocl_arg_i64(&c, y->sizes[0]);
     if (exact) {
-        ocl_arg_i64(&c, to_i64_trunc(p->start));
-        ocl_arg_i64(&c, to_i64_trunc(p->step));
+        ocl_arg_i64(&c, pk_trunc_i64(p->start));
+        ocl_arg_i64(&c, pk_trunc_i64(p->step));
     } else if (d->fp64) {
         ocl_arg_f64(&c, p->start);
         ocl_arg_f64(&c, p->step);
@@ -286,38 +278,6 @@ static uint64_t truth_mask(int32_t dtype) {
     }
 }
 
-/* Parameters of the unary ops: pa, pb and the presence flags (CLAMP). */
-typedef struct unary_args {
-    double pa, pb;
-    int64_t ipa, ipb;
-    int flags;
-} unary_args;
-
-static gfp_status unary_params(uint32_t op, const char *name, int32_t dtype, const void *params,
-                               unary_args *a) {
-    memset(a, 0, sizeof *a);
-    /* The params struct the table names was checked by the launch preamble. */
-    (void)name;
-    gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
-    if (kind == GFP_PARAMS_scalar) {
-        const gfp_scalar_params *p = params;
-        a->pa = p->a;
-        a->pb = p->b;
-    } else if (kind == GFP_PARAMS_clamp) {
-        const gfp_clamp_params *p = params;
-        /* A NaN bound compares false with everything: it bounds nothing. */
-        bool lo = p->has_min && p->min == p->min, hi = p->has_max && p->max == p->max;
-        a->flags = (lo ? 1 : 0) | (hi ? 2 : 0);
-        a->pa = p->min;
-        a->pb = p->max;
-        if (!pk_is_float(dtype)) {
-            a->ipa = lo ? to_i64_trunc(p->min) : 0;
-            a->ipb = hi ? to_i64_trunc(p->max) : 0;
-        }
-    }
-    return GFP_OK;
-}
-
 static gfp_status run_math(ocl_device *d, const math_op *m, const gfp_tensor *const *t,
                            const void *params) {
     int n = m->arity + 1;
@@ -340,73 +300,40 @@ static gfp_status run_math(ocl_device *d, const math_op *m, const gfp_tensor *co
         break;
     }
     kernel_name(name, sizeof name, stem, &g);
-    unary_args ua;
-    if (m->arity == 1 && m->kind != MK_LOGICAL) {
-        gfp_status st = unary_params(m->op, m->name, dt, params, &ua);
-        if (st != GFP_OK) return st;
-    }
+    pk_unary_args ua = {0};
+    if (m->arity == 1 && m->kind != MK_LOGICAL) pk_unary_args_of(m->op, params, dt, &ua);
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_MATH, name, m->name);
     arg_all(&c, &g, t, n);
     if (m->kind == MK_LOGICAL) {
         for (int k = 1; k < n; k++) ocl_arg_u64(&c, truth_mask(t[k]->dtype));
     } else if (m->arity == 1) {
-        ocl_arg_scalar(&c, dt, ua.pa, ua.ipa);
-        ocl_arg_scalar(&c, dt, ua.pb, ua.ipb);
-        ocl_arg_i32(&c, ua.flags);
+        ocl_arg_scalar(&c, dt, ua.a, ua.ia);
+        ocl_arg_scalar(&c, dt, ua.b, ua.ib);
+        ocl_arg_i32(&c, (ua.has_a ? 1 : 0) | (ua.has_b ? 2 : 0));
     }
     return ocl_geom_run(&c, &g);
 }
 
 /* ------------------------------------------------------------ launch */
-static const char *dtype_list(const gfp_tensor *const *in, uint32_t n, char *buf, size_t len) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (uint32_t i = 0; i < n && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, i ? ", %s" : "%s",
-                                 pk_dtype_name(in[i]->dtype));
-    return buf;
-}
-
-static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {
-    for (int k = 1; k < n; k++)
-        if (!pk_same_shape(t[0], t[k]))
-            return pk_fail(GFP_ERR_INVALID,
-                            "%s: input %d does not have the output's shape (rank %d vs %d); "
-                            "elementwise operands must have the output's sizes (broadcast with "
-                            "stride 0)",
-                            name, k - 1, (int)t[k]->rank, (int)t[0]->rank);
-    return GFP_OK;
-}
-
 gfp_status ocl_elementwise_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                   uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                                   const void *params) {
     ew_kind kind = kind_of(op);
     const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, inputs_of(op), n_out, 1, name);
-    if (st != GFP_OK) return st;
-    const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
-    int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
-    for (uint32_t i = 0; i < n_in; i++) {
-        if (!in[i]) return pk_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
-        t[i + 1] = in[i];
-        in_dt[i] = in[i]->dtype;
-    }
+    gfp_status st;
+    const gfp_tensor *t[4];
+    int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
+    pk_ew_operands(in, n_in, out[0], t, in_dt);
     if (!accepts(op, in_dt, out_dt)) {
         char ins[64];
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: not provided for input dtype(s) (%s) and output dtype %s (the "
                         "reference plugin's dtype rules apply)",
-                        name, dtype_list(in, n_in, ins, sizeof ins), pk_dtype_name(out[0]->dtype));
+                        name, pk_dtypes_text(in, n_in, ins, sizeof ins),
+                        pk_dtype_name(out[0]->dtype));
     }
-    if ((st = check_shapes(name, t, (int)n_in + 1)) != GFP_OK) return st;
-    if (kind == EW_TRI && out[0]->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
-                        (int)out[0]->rank);
-    if (kind == EW_ARANGE && out[0]->rank != 1)
-        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
-                        (int)out[0]->rank);
+    if ((st = pk_check_elementwise(op, in, n_in, out[0])) != GFP_OK) return st;
     if (pk_numel(out[0]) == 0) return GFP_OK;
     switch (kind) {
     case EW_COPY: return run_copy(d, t);

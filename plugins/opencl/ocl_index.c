@@ -14,30 +14,20 @@
 
 static bool selecting(uint32_t op) { return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER; }
 
-static bool dtypes_ok(const ocl_device *d, uint32_t op, int32_t data_in, int32_t index,
-                      int32_t data_out) {
-    bool number = data_in >= GFP_F32 && data_in <= GFP_I64;
-    if (!selecting(op) && (data_in == GFP_F64 || data_in == GFP_I64) && !d->int64_atomics)
-        return false; /* 64-bit atomic adds are missing */
-    return (number || (selecting(op) && data_in == GFP_BOOL)) && index == GFP_I64 &&
-           data_out == data_in;
+/* The accumulating ops add 64-bit data with atomics only where the device
+ * has cl_khr_int64_base_atomics. */
+static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
+    return !selecting(op) && (data == GFP_F64 || data == GFP_I64) && !d->int64_atomics;
 }
+
+#define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
-    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    return dtypes_ok(d, q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+    if (lacks_atomics(d, q->op, q->input_dtypes[0])) return GFP_SUPPORT_NONE;
+    return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                              INDEX_DTYPES)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
-}
-
-static gfp_tensor at_least_1d(const gfp_tensor *t) {
-    gfp_tensor v = *t;
-    if (v.rank == 0) {
-        v.rank = 1;
-        v.sizes[0] = 1;
-        v.strides[0] = 0;
-    }
-    return v;
 }
 
 static const char *kbits(int32_t dt) {
@@ -66,17 +56,8 @@ static gfp_status check_indices(ocl_device *d, const char *op, const gfp_tensor 
     int64_t v = 0;
     if (st == GFP_OK) st = ocl_read_flag(d, op, &bad, &v);
     if (st == GFP_OK && bad)
-        return pk_fail(GFP_ERR_INVALID, "%s: index %lld is out of range for dim %d of size %lld "
-                        "(valid range [0, %lld))", op, (long long)v, dim, (long long)limit,
-                        (long long)limit);
+        return pk_index_out_of_range(op, v, dim, limit);
     return st;
-}
-
-static bool same_but_dim(const gfp_tensor *a, const gfp_tensor *b, int dim) {
-    if (a->rank != b->rank) return false;
-    for (int k = 0; k < a->rank; k++)
-        if (k != dim && a->sizes[k] != b->sizes[k]) return false;
-    return true;
 }
 
 static const char *kdt(int32_t dt) {
@@ -88,20 +69,13 @@ static const char *kdt(int32_t dt) {
     }
 }
 
-/* INDEX_SELECT and INDEX_ADD: index is 1-D; data is x or src, dst is y. */
+/* INDEX_SELECT and INDEX_ADD: index is 1-D; data is x or src, dst is y.
+ * Shapes checked by pk_check_index (plugin_kit.h), as for gather_like. */
 static gfp_status select_like(ocl_device *d, uint32_t op, const gfp_tensor *data,
                               const gfp_tensor *index, const gfp_tensor *dst, int dim) {
     const char *name = pk_op_name(op);
     bool select = op == GFP_OP_INDEX_SELECT;
     const gfp_tensor *indexed = select ? data : dst, *walked = select ? dst : data;
-    if (index->rank > 1)
-        return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
-                        (int)index->rank);
-    int64_t n_index = pk_numel(index);
-    if (!same_but_dim(data, dst, dim) || walked->sizes[dim] != n_index)
-        return pk_fail(GFP_ERR_INVALID, "%s: %s must have %s's shape except in dim %d, where its "
-                        "size must be the index's length %lld", name, select ? "y" : "src",
-                        select ? "x" : "y", dim, (long long)n_index);
     gfp_status st = check_indices(d, name, index, dim, indexed->sizes[dim]);
     int64_t n = pk_numel(walked);
     if (st != GFP_OK || n == 0) return st;
@@ -130,23 +104,7 @@ static gfp_status gather_like(ocl_device *d, uint32_t op, const gfp_tensor *data
                               const gfp_tensor *index, const gfp_tensor *dst, int dim) {
     const char *name = pk_op_name(op);
     bool gather = op == GFP_OP_GATHER;
-    const gfp_tensor *indexed = gather ? data : dst, *walked = gather ? dst : data;
-    if (index->rank != data->rank || dst->rank != data->rank)
-        return pk_fail(GFP_ERR_INVALID, "%s: %s, index and y must have the same rank (got %d, "
-                        "%d, %d)", name, gather ? "x" : "src", (int)data->rank, (int)index->rank,
-                        (int)dst->rank);
-    if (gather && !pk_same_shape(dst, index))
-        return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
-    for (int k = 0; k < index->rank; k++) {
-        if (k != dim && index->sizes[k] > indexed->sizes[k])
-            return pk_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
-                            "%s's %lld", name, (long long)index->sizes[k], k, gather ? "x" : "y",
-                            (long long)indexed->sizes[k]);
-        if (!gather && index->sizes[k] > walked->sizes[k])
-            return pk_fail(GFP_ERR_INVALID, "scatter_add: index has size %lld in dim %d, larger "
-                            "than src's %lld", (long long)index->sizes[k], k,
-                            (long long)walked->sizes[k]);
-    }
+    const gfp_tensor *indexed = gather ? data : dst;
     gfp_status st = check_indices(d, name, index, dim, indexed->sizes[dim]);
     int64_t n = pk_numel(index);
     if (st != GFP_OK || n == 0) return st;
@@ -173,29 +131,17 @@ static gfp_status gather_like(ocl_device *d, uint32_t op, const gfp_tensor *data
 gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (lacks_atomics(d, op, in[0]->dtype))
+        return pk_fail(GFP_ERR_UNSUPPORTED,
+                       "%s: %s data needs 64-bit atomic adds (cl_khr_int64_base_atomics), which "
+                       "device '%s' lacks",
+                       pk_op_name(op), pk_dtype_name(in[0]->dtype), d->name);
+    pk_index_geom g;
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], INDEX_DTYPES, &g);
     if (st != GFP_OK) return st;
-    if (!in[0] || !in[1])
-        return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name,
-                        in[0] ? "index" : selecting(op) ? "x" : "src");
-    if (!dtypes_ok(d, op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for data %s -> %s with index %s "
-                        "(data f32, f64, i32, i64%s, the same in and out; index i64%s)", name,
-                        pk_dtype_name(in[0]->dtype), pk_dtype_name(out[0]->dtype),
-                        pk_dtype_name(in[1]->dtype), selecting(op) ? " or bool" : "",
-                        selecting(op) || d->int64_atomics
-                            ? ""
-                            : "; 64-bit data needs cl_khr_int64_base_atomics, which this "
-                              "device lacks");
-    gfp_tensor data = at_least_1d(in[0]), dst = at_least_1d(out[0]);
-    int dim = ((const gfp_dim_params *)params)->dim;
-    if (dim < 0 || dim >= data.rank)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d",
-                        name, dim, (int)in[0]->rank);
+    gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)
-        return select_like(d, op, &data, in[1], &dst, dim);
-    gfp_tensor index = at_least_1d(in[1]);
-    return gather_like(d, op, &data, &index, &dst, dim);
+        return select_like(d, op, &data, in[1], &dst, g.dim);
+    gfp_tensor index = pk_at_least_1d(in[1]);
+    return gather_like(d, op, &data, &index, &dst, g.dim);
 }

@@ -16,37 +16,12 @@
 
 #include "ocl_internal.h"
 
-static bool dtypes_ok(int32_t a, int32_t b, int32_t y) {
-    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64;
-    return known && b == a && y == a;
-}
-
 uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
-    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    return dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+    return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                               PK_DT_FLOAT | PK_DT_INT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
-}
-
-static gfp_status check_shapes(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
-    int r = a->rank;
-    if (r < 2 || b->rank != r || y->rank != r)
-        return pk_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, "
-                        "%d, %d); the core broadcasts batch dims before launch",
-                        r, (int)b->rank, (int)y->rank);
-    for (int k = 0; k < r - 2; k++)
-        if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
-            return pk_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y "
-                            "%lld)", k, (long long)a->sizes[k], (long long)b->sizes[k],
-                            (long long)y->sizes[k]);
-    int64_t m = a->sizes[r - 2], kk = a->sizes[r - 1], n = b->sizes[r - 1];
-    if (b->sizes[r - 2] != kk || y->sizes[r - 2] != m || y->sizes[r - 1] != n)
-        return pk_fail(GFP_ERR_INVALID, "matmul: a is [..., %lld, %lld], b [..., %lld, %lld] "
-                        "and y [..., %lld, %lld]; they do not multiply",
-                        (long long)m, (long long)kk, (long long)b->sizes[r - 2], (long long)n,
-                        (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
-    return GFP_OK;
 }
 
 /* The "opencl.gemm" extension's choice (graft_opencl_ext.h): -2 none, else
@@ -115,17 +90,9 @@ static gfp_status via_clblast(ocl_device *d, const gfp_tensor *a, const gfp_tens
 gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)params;
-    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, "matmul");
-    if (st != GFP_OK) return st;
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    if (!a || !b) return pk_fail(GFP_ERR_INVALID, "matmul: an input tensor is NULL");
-    if (!dtypes_ok(a->dtype, b->dtype, y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: not provided for %s @ %s -> %s (f32, f64, "
-                        "i32 or i64, all three alike)", pk_dtype_name(a->dtype),
-                        pk_dtype_name(b->dtype), pk_dtype_name(y->dtype));
-    if ((st = check_shapes(a, b, y)) != GFP_OK) return st;
+    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
+    if (st != GFP_OK) return st;
     int r = a->rank;
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;
     for (int dd = 0; dd < r - 2; dd++) batches *= a->sizes[dd];

@@ -11,41 +11,15 @@
 
 #define OCL_NG 64 /* GF_NG of norm.cl */
 
-static uint32_t want_inputs(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
-}
-static uint32_t want_outputs(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM ? 3 : 1;
-}
-
-/* Every tensor present is f32, or every one f64 (-1: an absent input). */
-static bool dtypes_ok(const int32_t *in, uint32_t n_in, const int32_t *out, uint32_t n_out) {
-    int32_t dt = in[0];
-    if (!pk_is_float(dt)) return false;
-    for (uint32_t i = 1; i < n_in; i++)
-        if (in[i] != -1 && in[i] != dt) return false;
-    for (uint32_t i = 0; i < n_out; i++)
-        if (out[i] != dt) return false;
-    return true;
-}
-
 uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
     if (d->max_wg < OCL_NG) return GFP_SUPPORT_NONE;
-    if (q->n_inputs != want_inputs(q->op) || q->n_outputs != want_outputs(q->op))
-        return GFP_SUPPORT_NONE;
-    return dtypes_ok(q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
+    return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
+                             PK_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
 
 static const char *kdt(int32_t dt) { return dt == GFP_F64 ? "f64" : "f32"; }
-
-static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
-    if (t->rank != rank) return false;
-    for (int k = 0; k < rank; k++)
-        if (t->sizes[k] != sizes[k]) return false;
-    return true;
-}
 
 /* (mem, offset) of an optional tensor, and whether it is there: absent ones
  * pass the device's flag buffer, which the kernel does not touch. */
@@ -76,18 +50,11 @@ static int64_t runs_of(const int64_t *sz, const int64_t *xs, const int64_t *ys, 
 #define OCL_RUN_MIN 32
 
 /* ------------------------------------------------------------------ softmax */
+/* Checked by pk_check_norm (plugin_kit.h), as are the ops below. */
 static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
     const char *name = pk_op_name(op);
-    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
     int dim = ((const gfp_dim_params *)params)->dim;
-    int max_dim = x->rank > 0 ? x->rank : 1;
-    if (dim < 0 || dim >= max_dim)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d",
-                        name, dim, (int)x->rank);
-    if (!pk_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
     if (pk_numel(x) == 0) return GFP_OK;
     int64_t len = x->rank ? x->sizes[dim] : 1;
     int64_t xs = x->rank ? x->strides[dim] : 0, ys = y->rank ? y->strides[dim] : 0;
@@ -132,25 +99,11 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
 /* ------------------------------------------------------------------ layer norm */
 static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
-    if (st != GFP_OK) return st;
     const gfp_layer_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = p->normalized_rank, orank = x->rank - nr;
-    if (nr < 1 || nr > x->rank)
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
-                        (int)x->rank);
     const int64_t *inner = x->sizes + orank;
-    if (!pk_same_shape(x, y)) return pk_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
-    if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: weight and bias must have the shape of x's last %d dim(s)", nr);
-    if (!has_sizes(mean, orank, x->sizes) || !has_sizes(rstd, orank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: mean and rstd must have the shape of x's first %d dim(s)",
-                        orank);
     int64_t nouter = 1, ninner = 1;
     for (int k = 0; k < orank; k++) nouter *= x->sizes[k];
     for (int k = orank; k < x->rank; k++) ninner *= x->sizes[k];
@@ -259,27 +212,10 @@ static void arg_channel(ocl_call *c, const ocl_device *d, const gfp_tensor *t, b
 
 static gfp_status batch_norm(ocl_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
-    if (st != GFP_OK) return st;
     const gfp_batch_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *sm = out[1], *si = out[2];
-    if (x->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
-                        (int)x->rank);
-    if (p->training > 1)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
-                        (unsigned)p->training);
-    if (!p->training && (!rm || !rv))
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
-                        "running_mean and running_var");
-    if (!pk_same_shape(x, y)) return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     const int64_t *chans = &x->sizes[1];
-    const gfp_tensor *per_channel[] = {w, b, rm, rv, sm, si};
-    for (int i = 0; i < 6; i++)
-        if (per_channel[i] && !has_sizes(per_channel[i], 1, chans))
-            return pk_fail(GFP_ERR_INVALID, "batch_norm: per-channel tensors must be 1-D with "
-                            "C = %lld elements", (long long)*chans);
     if (*chans == 0) return GFP_OK;
     int64_t lsz[GFP_MAX_RANK], lxs[GFP_MAX_RANK], lys[GFP_MAX_RANK], nline = 1;
     int lrank = 0;
@@ -337,15 +273,8 @@ gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, want_inputs(op), n_out, want_outputs(op), name);
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
     if (st != GFP_OK) return st;
-    if (!in[0]) return pk_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
-    int32_t in_dt[5], out_dt[3];
-    for (uint32_t i = 0; i < n_in; i++) in_dt[i] = in[i] ? in[i]->dtype : -1;
-    for (uint32_t i = 0; i < n_out; i++) out_dt[i] = out[i]->dtype;
-    if (!dtypes_ok(in_dt, n_in, out_dt, n_out))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: takes f32 or f64, every tensor alike (x is %s)",
-                        name, pk_dtype_name(in[0]->dtype));
     if (d->max_wg < OCL_NG)
         return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
                         "allows %zu", name, OCL_NG, d->name, d->max_wg);

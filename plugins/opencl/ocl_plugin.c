@@ -406,12 +406,7 @@ static gfp_status check_range(const char *what, gfp_buffer buffer, uint64_t offs
     if (!ob)
         return pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live OpenCL buffer (freed "
                         "already, or from another plugin)", what);
-    if (offset > ob->size || n > ob->size - offset)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                        what, (unsigned long long)n, (unsigned long long)offset,
-                        (unsigned long long)ob->size);
-    return GFP_OK;
+    return pk_check_range(what, ob->size, offset, n);
 }
 
 static gfp_status ocl_buffer_write(void *device, gfp_buffer buffer, uint64_t offset,

@@ -96,23 +96,10 @@ static gfp_status write_rowmajor(ocl_device *d, const gfp_tensor *y, const void 
 gfp_status ocl_random_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)in;
-    gfp_status st = pk_expect_counts(n_in, 0, n_out, 1, "random");
-    if (st == GFP_OK) st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
-    if (st != GFP_OK) return st;
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
-    if (p->kind > GFP_RANDOM_BERNOULLI)
-        return pk_fail(GFP_ERR_INVALID,
-                        "random: kind %u is not uniform (0), normal (1) or bernoulli (2)",
-                        (unsigned)p->kind);
-    if (p->kind != GFP_RANDOM_BERNOULLI && !pk_is_float(y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "random: %s numbers need an f32 or f64 output, got %s (only bernoulli "
-                        "fills integer and bool outputs)",
-                        p->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                        pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
     int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     if (p->kind != GFP_RANDOM_BERNOULLI && !d->fp64) {

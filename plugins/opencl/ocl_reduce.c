@@ -16,31 +16,15 @@
 
 #define OCL_RG 64 /* GF_RG of reduce.cl */
 
-static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
-
-static bool input_ok(uint32_t op, int32_t dt) {
-    bool f = pk_is_float(dt), i = dt == GFP_I32 || dt == GFP_I64;
-    switch (op) {
-    case GFP_OP_MEAN:
-    case GFP_OP_VAR:
-    case GFP_OP_LOGSUMEXP: return f;
-    case GFP_OP_AMAX:
-    case GFP_OP_AMIN: return f || i || dt == GFP_BOOL;
-    default: return f || i;
-    }
-}
-
-static bool dtypes_ok(uint32_t op, int32_t in, int32_t out, int32_t indices) {
-    return input_ok(op, in) && out == in && (!is_dim_op(op) || indices == GFP_I64);
-}
+#define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
 uint32_t ocl_reduce_support(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
-    uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
-    if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
-    int32_t indices = want_out == 2 ? q->output_dtypes[1] : GFP_I64;
-    return dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices) ? GFP_SUPPORT_STRIDED
-                                                                              : GFP_SUPPORT_NONE;
+    int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
+    return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
+                               REDUCE_DTYPES, PK_DT_FLOAT)
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
 }
 
 static const char *kdt(int32_t dt) {
@@ -76,7 +60,7 @@ static gfp_status launch(ocl_device *d, uint32_t op, int32_t dtype, cl_mem xm, i
                          cl_mem ym, int64_t yo, const gfp_tensor *ind, const dimset *kept,
                          const dimset *red, double correction) {
     const char *name = pk_op_name(op);
-    bool by_dim = is_dim_op(op);
+    bool by_dim = pk_reduce_by_dim(op);
     /* Long lines and few outputs: a group per output; else an item each. */
     bool group = d->max_wg >= OCL_RG && red->count >= 128 && kept->count < 4096;
     char kname[48];
@@ -238,33 +222,11 @@ static gfp_status run_reduce(ocl_device *d, uint32_t op, const gfp_tensor *x, co
 gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    const char *name = pk_op_name(op);
-    bool by_dim = is_dim_op(op);
-    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
     const gfp_reduce_params *p = params;
-    const gfp_tensor *x = in[0], *y = out[0], *ind = by_dim ? out[1] : NULL;
-    if (!x) return pk_fail(GFP_ERR_INVALID, "%s: the input tensor is missing (NULL)", name);
-    if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? ind->dtype : GFP_I64))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: not provided for %s to %s%s%s", name,
-                        pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
-                        by_dim ? " with indices " : "", by_dim ? pk_dtype_name(ind->dtype) : "");
+    const gfp_tensor *x = in[0], *y = out[0], *ind = pk_reduce_by_dim(op) ? out[1] : NULL;
+    gfp_status st = pk_check_reduce(op, params, x, y, ind, REDUCE_DTYPES, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
     uint32_t dims = p->dims;
-    if ((uint64_t)dims >> x->rank != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
-                        name, (unsigned)dims, (int)x->rank);
-    if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
-                        (unsigned)dims);
-    bool ok = y->rank == x->rank && (!ind || pk_same_shape(ind, y));
-    for (int k = 0; ok && k < x->rank; k++)
-        ok = y->sizes[k] == ((dims >> k) & 1u ? 1 : x->sizes[k]);
-    if (!ok)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: the output%s must have the input's rank (%d) and sizes, with size 1 "
-                        "in each reduced dim (mask 0x%x)",
-                        name, by_dim ? "s" : "", (int)x->rank, (unsigned)dims);
     dimset kept = {0}, red = {0};
     kept.count = red.count = 1;
     for (int k = 0; k < x->rank; k++) {
@@ -282,10 +244,6 @@ gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
             add_dim(&red, x->sizes[k], x->strides[k], 0, 0);
         }
     }
-    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
-    if (extreme && red.count == 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: cannot reduce over zero elements (a reduced dim "
-                        "has size 0); the operation has no identity", name);
     if (kept.count == 0) return GFP_OK;
 
     return run_reduce(d, op, x, y, ind, &kept, &red, p->correction);

@@ -43,17 +43,13 @@ static const struct {
 
 bool ocl_api_load(char *why, size_t len) {
     static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
-    void *lib = NULL;
-    const char *err = "";
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) {
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!lib) err = dlerror();
-    }
+    const char *err;
+    void *lib = pk_dlopen_first(names, sizeof names / sizeof names[0], &err);
     if (!lib) {
         snprintf(why, len,
                  "cannot load the OpenCL ICD loader libOpenCL.so.1 (%s); install one "
                  "(Debian: ocl-icd-libopencl1) and a driver for your device",
-                 err ? err : "not found");
+                 err);
         return false;
     }
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {

@@ -12,17 +12,7 @@
 #include "ref_internal.h"
 
 uint32_t ref_conv_support(const gfp_op_query *q) {
-    if (!q || !(gfp_op_family_of(q->op) == GFP_FAMILY_CONV) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    bool bias_ok = q->op == GFP_OP_CONV2D; /* only conv2d has an optional third input */
-    if (q->n_inputs != 2 && !(bias_ok && q->n_inputs == 3)) return GFP_SUPPORT_NONE;
-    int32_t dt = q->input_dtypes[0];
-    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
-    for (uint32_t i = 1; i < q->n_inputs; i++) {
-        if (i == 2 && q->input_dtypes[i] == -1) continue; /* absent bias */
-        if (q->input_dtypes[i] != dt) return GFP_SUPPORT_NONE;
-    }
-    if (q->output_dtypes[0] != dt) return GFP_SUPPORT_NONE;
-    return GFP_SUPPORT_STRIDED;
+    return pk_conv_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 /* Everything a kernel needs, validated by the kit (plugin_kit.h). */

@@ -445,37 +445,14 @@ static void run_where(const gfp_tensor *const *t) {
 }
 
 /* ------------------------------------------------------------ launch */
-static const char *shape_text(const gfp_tensor *t, char *buf, size_t len) {
-    size_t n = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < t->rank && n < len; d++)
-        n += (size_t)snprintf(buf + n, len - n, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
-    if (n < len) snprintf(buf + n, len - n, "]");
-    return buf;
-}
-
 static gfp_status unsupported(uint32_t op, const char *name, const gfp_tensor *const *in,
                               uint32_t n_in, const gfp_tensor *y) {
-    char ins[64] = "";
-    size_t n = 0;
-    for (uint32_t i = 0; i < n_in && n < sizeof ins; i++)
-        n += (size_t)snprintf(ins + n, sizeof ins - n, i ? ", %s" : "%s",
-                              pk_dtype_name(in[i]->dtype));
+    char ins[64];
+    pk_dtypes_text(in, n_in, ins, sizeof ins);
     return pk_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin does not provide it for input dtype(s) (%s) and "
                     "output dtype %s; it takes %s",
                     name, ins, pk_dtype_name(y->dtype), accepted_text(op));
-}
-
-static gfp_status check_shapes(const char *name, const gfp_tensor *const *t, int n) {
-    for (int k = 1; k < n; k++) {
-        if (pk_same_shape(t[0], t[k])) continue;
-        char a[160], b[160];
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: input %d has shape %s but the output has shape %s; elementwise "
-                        "operands must have the output's sizes (broadcast with stride 0)",
-                        name, k - 1, shape_text(t[k], a, sizeof a), shape_text(t[0], b, sizeof b));
-    }
-    return GFP_OK;
 }
 
 gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
@@ -491,21 +468,12 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     gfp_status st;
 
     /* t[0] = output, t[1..] = inputs: the order the kernels and the iterator use. */
-    const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
-    int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
-    for (uint32_t i = 0; i < n_in; i++) {
-        t[i + 1] = in[i];
-        in_dt[i] = in[i]->dtype;
-    }
+    const gfp_tensor *t[4];
+    int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
+    pk_ew_operands(in, n_in, out[0], t, in_dt);
     if (!accepts(op, in_dt, out_dt)) return unsupported(op, name, in, n_in, out[0]);
-    st = check_shapes(name, t, (int)n_in + 1);
+    st = pk_check_elementwise(op, in, n_in, out[0]);
     if (st != GFP_OK) return st;
-    if (kind == PK_EW_TRI && out[0]->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
-                        (int)out[0]->rank);
-    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
-        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
-                        (int)out[0]->rank);
     if (pk_numel(out[0]) == 0) return GFP_OK;
 
     switch (kind) {

@@ -289,10 +289,5 @@ gfp_status ref_hostbuf_range(const char *what, gfp_buffer buffer, uint64_t offse
     if (ref_hostbuf_size(buffer, &size) != GFP_OK)
         return pk_fail(GFP_ERR_INVALID, "%s: the buffer is not a live %s buffer (freed "
                         "already, or from another plugin)", what, ref_hostbuf_self.plugin);
-    if (offset > size || n > size - offset)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                        what, (unsigned long long)n, (unsigned long long)offset,
-                        (unsigned long long)size);
-    return GFP_OK;
+    return pk_check_range(what, size, offset, n);
 }

@@ -10,83 +10,14 @@
 
 #include "ref_internal.h"
 
-static uint32_t want_inputs(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
-}
-static uint32_t want_outputs(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM ? 3 : 1;
-}
-
-/* Every tensor present is f32, or every one is f64; -1 marks an absent
- * optional input (only inputs after the first may be absent). */
-static bool dtypes_ok(const int32_t *in, uint32_t n_in, const int32_t *out, uint32_t n_out) {
-    int32_t dt = in[0];
-    if (dt != GFP_F32 && dt != GFP_F64) return false;
-    for (uint32_t i = 1; i < n_in; i++)
-        if (in[i] != -1 && in[i] != dt) return false;
-    for (uint32_t i = 0; i < n_out; i++)
-        if (out[i] != dt) return false;
-    return true;
-}
-
 static uint32_t batch_norm_backward_support(const gfp_op_query *q);
 
 uint32_t ref_norm_support(const gfp_op_query *q) {
     if (q->op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_support(q);
-    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !(gfp_op_family_of(q->op) == GFP_FAMILY_NORM) ||
-        q->n_inputs != want_inputs(q->op) || q->n_outputs != want_outputs(q->op))
-        return GFP_SUPPORT_NONE;
-    return dtypes_ok(q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
+    return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
+                             PK_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
-}
-
-/* Descriptors were validated by the router (ref_plugin.c: rank, sizes,
- * strides, buffer bounds); only presence is left to check here. */
-static gfp_status require(const gfp_tensor *t, bool optional, const char *op, const char *role) {
-    if (t || optional) return GFP_OK;
-    return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
-}
-
-/* Checks every tensor of the launch and their dtypes. roles name the inputs
- * then the outputs; optional[i] marks inputs that may be NULL. */
-static gfp_status check_all(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                            const gfp_tensor *const *out, uint32_t n_out, const char *const *roles,
-                            const bool *optional) {
-    const char *name = pk_op_name(op);
-    int32_t in_dt[8], out_dt[4];
-    for (uint32_t i = 0; i < n_in; i++) {
-        gfp_status st = require(in[i], optional[i], name, roles[i]);
-        if (st != GFP_OK) return st;
-        in_dt[i] = in[i] ? in[i]->dtype : -1;
-    }
-    for (uint32_t i = 0; i < n_out; i++) {
-        gfp_status st = require(out[i], false, name, roles[n_in + i]);
-        if (st != GFP_OK) return st;
-        out_dt[i] = out[i]->dtype;
-    }
-    if (dtypes_ok(in_dt, n_in, out_dt, n_out)) return GFP_OK;
-    /* Name the first tensor that breaks the rule. */
-    uint32_t bad = 0;
-    if (in_dt[0] == GFP_F32 || in_dt[0] == GFP_F64) {
-        for (bad = 1; bad < n_in + n_out; bad++) {
-            int32_t dt = bad < n_in ? in_dt[bad] : out_dt[bad - n_in];
-            if (dt != -1 && dt != in_dt[0]) break;
-        }
-    }
-    int32_t bad_dt = bad < n_in ? in_dt[bad] : out_dt[bad - n_in];
-    return pk_fail(GFP_ERR_UNSUPPORTED,
-                    "%s: the reference plugin takes f32 or f64, every tensor alike; "
-                    "%s is %s (%s is %s)",
-                    name, roles[bad], pk_dtype_name(bad_dt), roles[0], pk_dtype_name(in_dt[0]));
-}
-
-/* True when t has rank `rank` and sizes[0, rank). */
-static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
-    if (t->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if (t->sizes[d] != sizes[d]) return false;
-    return true;
 }
 
 /* A view of t: its dims [first, first + rank), starting elem_offset elements
@@ -133,21 +64,8 @@ static moments moments_of(const gfp_tensor *v) {
 /* ------------------------------------------------------------------ softmax */
 static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
                                  const gfp_tensor *const *out, const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
-    static const char *const roles[] = {"input", "output"};
-    static const bool optional[] = {false};
-    if ((st = check_all(op, in, 1, out, 1, roles, optional)) != GFP_OK) return st;
     const gfp_tensor *x = in[0], *y = out[0];
-    int dim = ((const gfp_dim_params *)params)->dim;
-    /* A 0-dim tensor is one line of one element along dim 0. */
-    int max_dim = x->rank > 0 ? x->rank : 1;
-    if (dim < 0 || dim >= max_dim)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
-                        dim, (int)x->rank);
-    if (!pk_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
+    int dim = ((const gfp_dim_params *)params)->dim; /* a 0-dim x: one line of one */
     if (pk_numel(x) == 0) return GFP_OK;
 
     int64_t len = x->rank > 0 ? x->sizes[dim] : 1;
@@ -178,32 +96,11 @@ static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
 /* ------------------------------------------------------------------ layer norm */
 static gfp_status layer_norm_launch(const gfp_tensor *const *in, const gfp_tensor *const *out,
                                     const void *params) {
-    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
-    if (st != GFP_OK) return st;
-    static const char *const roles[] = {"x", "weight", "bias", "y", "mean", "rstd"};
-    static const bool optional[] = {false, true, true};
-    if ((st = check_all(GFP_OP_LAYER_NORM, in, 3, out, 3, roles, optional)) != GFP_OK) return st;
     const gfp_layer_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = p->normalized_rank, outer_rank = x->rank - nr;
-    if (nr < 1 || nr > x->rank)
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
-                        (int)x->rank);
     const int64_t *inner = x->sizes + outer_rank;
-    if (!pk_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "layer_norm: y must have x's shape");
-    if ((w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)))
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: weight and bias must have the shape of x's last %d "
-                        "dim(s)",
-                        nr);
-    if (!has_sizes(mean, outer_rank, x->sizes) || !has_sizes(rstd, outer_rank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: mean and rstd must have the shape of x's first %d "
-                        "dim(s)",
-                        outer_rank);
     int64_t outer_count = 1;
     for (int d = 0; d < outer_rank; d++) outer_count *= x->sizes[d];
     if (outer_count == 0) return GFP_OK;
@@ -237,37 +134,10 @@ static void store_c(const gfp_tensor *t, int64_t c, double v) {
 
 static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tensor *const *out,
                                     const void *params) {
-    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
-    if (st != GFP_OK) return st;
-    static const char *const roles[] = {"x",           "weight", "bias",      "running_mean",
-                                        "running_var", "y",      "save_mean", "save_invstd"};
-    static const bool optional[] = {false, true, true, true, true};
-    if ((st = check_all(GFP_OP_BATCH_NORM, in, 5, out, 3, roles, optional)) != GFP_OK) return st;
     const gfp_batch_norm_params *p = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rmean = in[3], *rvar = in[4];
     const gfp_tensor *y = out[0], *save_mean = out[1], *save_invstd = out[2];
-    if (x->rank < 2)
-        return pk_fail(GFP_ERR_INVALID,
-                        "batch_norm: x has rank %d; it must be [N, C, ...] (rank >= 2)",
-                        (int)x->rank);
-    if (p->training > 1)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
-                        (unsigned)p->training);
-    if (!p->training && (!rmean || !rvar))
-        return pk_fail(GFP_ERR_INVALID,
-                        "batch_norm: evaluation mode (training = 0) needs running_mean "
-                        "and running_var");
-    if (!pk_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     const int64_t *chans = &x->sizes[1];
-    const gfp_tensor *per_channel[] = {w, b, rmean, rvar, save_mean, save_invstd};
-    static const char *const per_channel_role[] = {"weight",      "bias",      "running_mean",
-                                                   "running_var", "save_mean", "save_invstd"};
-    for (int i = 0; i < 6; i++)
-        if (per_channel[i] && !has_sizes(per_channel[i], 1, chans))
-            return pk_fail(GFP_ERR_INVALID, "batch_norm: %s must be 1-D with C = %lld elements",
-                            per_channel_role[i], (long long)*chans);
-
     for (int64_t c = 0; c < *chans; c++) {
         /* Channel c of x and y: every dim but 1, with dim 1 pinned to c. */
         gfp_tensor xv = subview(x, c * x->strides[1], 0, x->rank);
@@ -353,7 +223,7 @@ static gfp_status batch_norm_backward_launch(const gfp_tensor *const *in, uint32
     static const char *const per_role[] = {"weight", "save_mean", "save_invstd", "grad_weight",
                                            "grad_bias"};
     for (int i = 0; i < 5; i++)
-        if (per[i] && !has_sizes(per[i], 1, &x->sizes[1]))
+        if (per[i] && !pk_has_sizes(per[i], 1, &x->sizes[1]))
             return pk_fail(GFP_ERR_INVALID, "%s: %s must be 1-D with C = %lld elements", "batch_norm_backward",
                             per_role[i], (long long)ch);
     int64_t count = ch ? pk_numel(x) / ch : 0;
@@ -393,7 +263,8 @@ gfp_status ref_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     if (!(gfp_op_family_of(op) == GFP_FAMILY_NORM))
         return pk_fail(GFP_ERR_INTERNAL, "norm: op %u is not a normalisation", (unsigned)op);
     if (op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_launch(in, n_in, out, n_out);
-    gfp_status st = pk_expect_counts(n_in, want_inputs(op), n_out, want_outputs(op), pk_op_name(op));
+    /* Checked here for the three below. */
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
     if (st != GFP_OK) return st;
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm_launch(in, out, params);

@@ -21,41 +21,10 @@
 #include "ref_internal.h"
 
 uint32_t ref_pool_support(const gfp_op_query *q) {
-    if (!q || !(gfp_op_family_of(q->op) == GFP_FAMILY_POOL)) return GFP_SUPPORT_NONE;
-    int32_t dt = q->input_dtypes[0];
-    if (!pk_is_float(dt)) return GFP_SUPPORT_NONE;
-    bool ok;
-    switch (q->op) {
-    case GFP_OP_MAX_POOL2D: /* x -> y, indices */
-        ok = q->n_inputs == 1 && q->n_outputs == 2 && q->output_dtypes[0] == dt &&
-             q->output_dtypes[1] == GFP_I64;
-        break;
-    case GFP_OP_MAX_POOL2D_BACKWARD: /* grad_y, indices -> grad_x */
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == GFP_I64 &&
-             q->output_dtypes[0] == dt;
-        break;
-    default: /* avg pool and its backward: one tensor in, one out */
-        ok = q->n_inputs == 1 && q->n_outputs == 1 && q->output_dtypes[0] == dt;
-        break;
-    }
-    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_pool_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 typedef pk_pool2d_geom pool_geom; /* validated by the kit (plugin_kit.h) */
-
-static gfp_status check_rank4(const char *op, const gfp_tensor *t, const char *name) {
-    if (!t) return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", op, name);
-    if (t->rank != 4)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: %s must be rank 4 [N, C, H, W] (the core reshapes 3-D input), got "
-                        "rank %d",
-                        op, name, (int)t->rank);
-    for (int d = 0; d < 4; d++)
-        if (t->sizes[d] < 0)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s has a negative size %lld in dim %d", op, name,
-                            (long long)t->sizes[d], d);
-    return GFP_OK;
-}
 
 static gfp_status check_float(const char *op, const gfp_tensor *t, const char *name, int32_t want) {
     if (!pk_is_float(t->dtype))
@@ -232,51 +201,17 @@ static gfp_status avg_pool_backward(const char *op, const pool_geom *g, const gf
     return GFP_OK;
 }
 
-/* Sizes of grad_x and grad_y must agree on N and C, and grad_y must be
- * rank 4, for max_pool2d_backward, which has no parameters to recompute
- * the output size from. */
-static gfp_status check_max_backward_shapes(const char *op, const gfp_tensor *gy,
-                                            const gfp_tensor *ind, const gfp_tensor *gx,
-                                            pool_geom *g) {
-    gfp_status st;
-    if ((st = check_rank4(op, gy, "grad_y")) != GFP_OK) return st;
-    if ((st = check_rank4(op, ind, "indices")) != GFP_OK) return st;
-    if ((st = check_rank4(op, gx, "grad_x")) != GFP_OK) return st;
-    if (!pk_same_shape(gy, ind))
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: indices [%lld, %lld, %lld, %lld] must have grad_y's sizes "
-                        "[%lld, %lld, %lld, %lld]",
-                        op, (long long)ind->sizes[0], (long long)ind->sizes[1],
-                        (long long)ind->sizes[2], (long long)ind->sizes[3], (long long)gy->sizes[0],
-                        (long long)gy->sizes[1], (long long)gy->sizes[2], (long long)gy->sizes[3]);
-    if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1])
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: grad_y is [%lld, %lld, ...] but grad_x is [%lld, %lld, ...]; N and C "
-                        "must match",
-                        op, (long long)gy->sizes[0], (long long)gy->sizes[1],
-                        (long long)gx->sizes[0], (long long)gx->sizes[1]);
-    g->n = gx->sizes[0];
-    g->c = gx->sizes[1];
-    g->h = gx->sizes[2];
-    g->w = gx->sizes[3];
-    g->ho = gy->sizes[2];
-    g->wo = gy->sizes[3];
-    return GFP_OK;
-}
-
 gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const char *name = pk_op_name(op);
     /* Counts and the params struct: checked by the launch preamble. */
-    (void)n_in;
-    (void)n_out;
     gfp_status st;
 
     pool_geom g = {0};
     switch (op) {
     case GFP_OP_MAX_POOL2D: {
         const gfp_tensor *x = in[0], *y = out[0], *ind = out[1];
-        if ((st = check_rank4(name, ind, "indices")) != GFP_OK) return st;
+        if ((st = pk_check_nchw(name, ind, "indices")) != GFP_OK) return st;
         if ((st = check_float(name, x, "x", -1)) != GFP_OK) return st;
         if ((st = pk_check_pool2d(op, params, x, "x", y, "y", &g)) != GFP_OK) return st;
         if ((st = check_float(name, y, "y", x->dtype)) != GFP_OK) return st;
@@ -289,7 +224,7 @@ gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     case GFP_OP_MAX_POOL2D_BACKWARD: {
         /* Needs no parameters: the indices say where each gradient goes. */
         const gfp_tensor *gy = in[0], *ind = in[1], *gx = out[0];
-        if ((st = check_max_backward_shapes(name, gy, ind, gx, &g)) != GFP_OK) return st;
+        if ((st = pk_check_max_pool2d_backward(gy, ind, gx, &g)) != GFP_OK) return st;
         if ((st = check_float(name, gy, "grad_y", -1)) != GFP_OK) return st;
         if ((st = check_float(name, gx, "grad_x", gy->dtype)) != GFP_OK) return st;
         if ((st = check_indices(name, ind)) != GFP_OK) return st;
@@ -305,8 +240,8 @@ gfp_status ref_pool_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     }
     default: { /* GFP_OP_AVG_POOL2D_BACKWARD */
         const gfp_tensor *gy = in[0], *gx = out[0];
-        if ((st = check_rank4(name, gy, "grad_y")) != GFP_OK) return st;
-        if ((st = check_rank4(name, gx, "grad_x")) != GFP_OK) return st;
+        if ((st = pk_check_nchw(name, gy, "grad_y")) != GFP_OK) return st;
+        if ((st = pk_check_nchw(name, gx, "grad_x")) != GFP_OK) return st;
         if ((st = check_float(name, gy, "grad_y", -1)) != GFP_OK) return st;
         if ((st = check_float(name, gx, "grad_x", gy->dtype)) != GFP_OK) return st;
         if ((st = pk_check_pool2d(op, params, gx, "grad_x", gy, "grad_y", &g)) != GFP_OK) return st;

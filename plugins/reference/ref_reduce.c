@@ -12,43 +12,17 @@
 
 #include "ref_internal.h"
 
-static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
-
-/* The input dtypes each op takes; the output has the same dtype (indices of
- * MAX_DIM / MIN_DIM are i64). Bool AMAX / AMIN are any / all. */
-static bool input_dtype_ok(uint32_t op, int32_t dtype) {
-    bool is_float = dtype == GFP_F32 || dtype == GFP_F64;
-    bool is_int = dtype == GFP_I32 || dtype == GFP_I64;
-    switch (op) {
-    case GFP_OP_MEAN:
-    case GFP_OP_VAR:
-    case GFP_OP_LOGSUMEXP: return is_float;
-    case GFP_OP_AMAX:
-    case GFP_OP_AMIN: return is_float || is_int || dtype == GFP_BOOL;
-    default: return is_float || is_int;
-    }
-}
-
-/* One rule for support() and launch(), so that they never disagree. */
-static bool dtypes_ok(uint32_t op, int32_t in, int32_t out, int32_t indices) {
-    if (!input_dtype_ok(op, in) || out != in) return false;
-    return !is_dim_op(op) || indices == GFP_I64;
-}
+/* The input dtypes each op takes (plugin_kit.h); the output has the same
+ * dtype (indices of MAX_DIM / MIN_DIM are i64). Bool AMAX / AMIN are any /
+ * all. */
+#define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
 uint32_t ref_reduce_support(const gfp_op_query *q) {
-    if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) || !(gfp_op_family_of(q->op) == GFP_FAMILY_REDUCE))
-        return GFP_SUPPORT_NONE;
-    uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
-    if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
-    int32_t indices = want_out == 2 ? q->output_dtypes[1] : GFP_I64;
-    return dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices) ? GFP_SUPPORT_STRIDED
-                                                                              : GFP_SUPPORT_NONE;
-}
-
-/* Descriptors were validated by the router (ref_plugin.c: rank, sizes,
- * strides, buffer bounds); only presence is left to check here. */
-static gfp_status require(const gfp_tensor *t, const char *op, const char *role) {
-    return t ? GFP_OK : pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", op, role);
+    int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
+    return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
+                               REDUCE_DTYPES, PK_DT_FLOAT)
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
 }
 
 /* ------------------------------------------------------------------ lines */
@@ -192,62 +166,19 @@ static int64_t arg_extreme(const line *l, bool largest, bool is_float) {
 }
 
 /* ------------------------------------------------------------------ launch */
-static gfp_status check_shapes(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
-                               const gfp_tensor *indices, uint32_t dims) {
-    const char *name = pk_op_name(op);
-    if ((uint64_t)dims >> x->rank != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
-                        name, (unsigned)dims, (int)x->rank);
-    if (is_dim_op(op) && (dims == 0 || (dims & (dims - 1)) != 0))
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
-                        (unsigned)dims);
-    bool ok = y->rank == x->rank;
-    for (int d = 0; ok && d < x->rank; d++)
-        ok = y->sizes[d] == ((dims >> d) & 1u ? 1 : x->sizes[d]);
-    if (!ok)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: the output must have the input's rank (%d) and sizes, "
-                        "with size 1 in each reduced dim (mask 0x%x)",
-                        name, (int)x->rank, (unsigned)dims);
-    if (indices && !pk_same_shape(indices, y))
-        return pk_fail(GFP_ERR_INVALID, "%s: the indices output must have the values' shape",
-                        name);
-    return GFP_OK;
-}
-
 gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    if (!(gfp_op_family_of(op) == GFP_FAMILY_REDUCE))
-        return pk_fail(GFP_ERR_INTERNAL, "reduce: op %u is not a reduction", (unsigned)op);
-    const char *name = pk_op_name(op);
-    bool by_dim = is_dim_op(op);
-    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
-    if (st != GFP_OK) return st;
-    st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
+    bool by_dim = pk_reduce_by_dim(op);
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *indices = by_dim ? out[1] : NULL;
-    if ((st = require(x, name, "input")) != GFP_OK) return st;
-    if ((st = require(y, name, "output")) != GFP_OK) return st;
-    if (by_dim && (st = require(indices, name, "indices")) != GFP_OK) return st;
-    if (!dtypes_ok(op, x->dtype, y->dtype, by_dim ? indices->dtype : GFP_I64))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "%s: the reference plugin does not reduce %s to %s%s%s", name,
-                        pk_dtype_name(x->dtype), pk_dtype_name(y->dtype), by_dim ? " with indices " : "",
-                        by_dim ? pk_dtype_name(indices->dtype) : "");
-    if ((st = check_shapes(op, x, y, indices, p->dims)) != GFP_OK) return st;
+    gfp_status st = pk_check_reduce(op, params, x, y, indices, REDUCE_DTYPES, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
 
     line l = {.x = x, .n = 1};
     for (int d = 0; d < x->rank; d++) {
         l.sizes[d] = (p->dims >> d) & 1u ? x->sizes[d] : 1;
         l.n *= l.sizes[d];
     }
-    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
-    if (extreme && l.n == 0)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: cannot reduce over zero elements (a reduced dim has size 0); "
-                        "the operation has no identity",
-                        name);
     if (pk_numel(y) == 0) return GFP_OK;
 
     bool is_float = pk_is_float(x->dtype);

@@ -24,23 +24,8 @@ bool ref_next_index(int64_t *idx, const int64_t *sizes, int rank) {
     return false;
 }
 
-/* float -> integer conversion. C leaves out-of-range and NaN undefined, and
- * hardware disagrees (x86 gives INT_MIN, CUDA and ARM saturate), so the
- * reference defines it: truncate toward zero, saturate, NaN -> 0. */
-static int64_t to_i64_trunc(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX; /* 2^63 */
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
-static int32_t to_i32_trunc(double v) {
-    if (v != v) return 0;
-    if (v >= 2147483648.0) return INT32_MAX;
-    if (v <= -2147483649.0) return INT32_MIN;
-    return (int32_t)v;
-}
-
+/* float -> integer conversion (C leaves out-of-range and NaN undefined):
+ * pk_trunc_i64 / pk_trunc_i32 of plugin_kit.h, as the ABI defines it. */
 double ref_load(const gfp_tensor *t, int64_t off) {
     const char *p = ref_base(t);
     switch (t->dtype) {
@@ -58,8 +43,8 @@ void ref_store(const gfp_tensor *t, int64_t off, double v) {
     switch (t->dtype) {
     case GFP_F32: ((float *)p)[off] = (float)v; break;
     case GFP_F64: ((double *)p)[off] = v; break;
-    case GFP_I32: ((int32_t *)p)[off] = to_i32_trunc(v); break;
-    case GFP_I64: ((int64_t *)p)[off] = to_i64_trunc(v); break;
+    case GFP_I32: ((int32_t *)p)[off] = pk_trunc_i32(v); break;
+    case GFP_I64: ((int64_t *)p)[off] = pk_trunc_i64(v); break;
     case GFP_BOOL: ((uint8_t *)p)[off] = v != 0; break; /* NaN is true */
     default: break;
     }
@@ -68,8 +53,8 @@ void ref_store(const gfp_tensor *t, int64_t off, double v) {
 int64_t ref_load_i64(const gfp_tensor *t, int64_t off) {
     const char *p = ref_base(t);
     switch (t->dtype) {
-    case GFP_F32: return to_i64_trunc(((const float *)p)[off]);
-    case GFP_F64: return to_i64_trunc(((const double *)p)[off]);
+    case GFP_F32: return pk_trunc_i64(((const float *)p)[off]);
+    case GFP_F64: return pk_trunc_i64(((const double *)p)[off]);
     case GFP_I32: return ((const int32_t *)p)[off];
     case GFP_I64: return ((const int64_t *)p)[off];
     case GFP_BOOL: return ((const uint8_t *)p)[off] != 0;

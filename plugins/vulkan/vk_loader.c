@@ -14,17 +14,14 @@ static void *loader_lib;
 
 bool vkp_loader_open(char *reason, size_t len) {
     if (loader_lib) return true;
-    const char *names[] = {"libvulkan.so.1", "libvulkan.so"};
-    const char *err = "";
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !loader_lib; i++) {
-        loader_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!loader_lib) err = dlerror();
-    }
+    static const char *const names[] = {"libvulkan.so.1", "libvulkan.so"};
+    const char *err;
+    loader_lib = pk_dlopen_first(names, sizeof names / sizeof names[0], &err);
     if (!loader_lib) {
         snprintf(reason, len,
                  "the Vulkan loader libvulkan.so.1 could not be opened (%s); install it "
                  "(Debian: libvulkan1) and a driver (mesa-vulkan-drivers)",
-                 err ? err : "not found");
+                 err);
         return false;
     }
     /* dlsym returns void *; the ABI makes function pointers of the same size. */

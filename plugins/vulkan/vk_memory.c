@@ -289,13 +289,8 @@ static gfp_status check_range(vkp_device *d, const char *what, gfp_buffer buffer
                               uint64_t n, vkp_buf **out) {
     vkp_buf *b = vkp_buf_check(d, buffer, what);
     if (!b) return GFP_ERR_INVALID;
-    if (offset > b->size || n > b->size - offset)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: %llu bytes at offset %llu run past the end of a %llu-byte buffer",
-                        what, (unsigned long long)n, (unsigned long long)offset,
-                        (unsigned long long)b->size);
     *out = b;
-    return GFP_OK;
+    return pk_check_range(what, b->size, offset, n);
 }
 
 static void record_copy(vkp_batch *bt, VkBuffer src, uint64_t soff, VkBuffer dst, uint64_t doff,

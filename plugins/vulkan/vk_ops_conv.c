@@ -11,33 +11,9 @@ static bool is_conv(uint32_t op) {
 }
 
 uint32_t vkp_conv_support(vkp_device *d, const gfp_op_query *q) {
-    int32_t dt = q->input_dtypes[0];
-    if ((dt != GFP_F32 && dt != GFP_F64) || !vkp_dtype_ok(d, dt)) return GFP_SUPPORT_NONE;
-    bool ok;
-    switch (q->op) {
-    case GFP_OP_CONV2D:
-        ok = (q->n_inputs == 2 || q->n_inputs == 3) && q->n_outputs == 1 &&
-             q->input_dtypes[1] == dt && (q->n_inputs == 2 || q->input_dtypes[2] == -1 ||
-                                          q->input_dtypes[2] == dt) &&
-             q->output_dtypes[0] == dt;
-        break;
-    case GFP_OP_CONV2D_BACKWARD_INPUT:
-    case GFP_OP_CONV2D_BACKWARD_WEIGHT:
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == dt &&
-             q->output_dtypes[0] == dt;
-        break;
-    case GFP_OP_MAX_POOL2D:
-        ok = q->n_inputs == 1 && q->n_outputs == 2 && q->output_dtypes[0] == dt &&
-             q->output_dtypes[1] == GFP_I64;
-        break;
-    case GFP_OP_MAX_POOL2D_BACKWARD:
-        ok = q->n_inputs == 2 && q->n_outputs == 1 && q->input_dtypes[1] == GFP_I64 &&
-             q->output_dtypes[0] == dt;
-        break;
-    default:
-        ok = q->n_inputs == 1 && q->n_outputs == 1 && q->output_dtypes[0] == dt;
-        break;
-    }
+    uint32_t floats = PK_DT_FLOAT & vkp_device_dtypes(d);
+    bool ok = gfp_op_family_of(q->op) == GFP_FAMILY_CONV ? pk_conv_dtypes_ok(q, floats)
+                                                          : pk_pool_dtypes_ok(q, floats);
     return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
@@ -197,17 +173,6 @@ static gfp_status conv_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     return run(d, VKP_SH_CONV, op, x->dtype, &p, t, 4, items);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t dl, bool ceil_mode) {
-    int64_t o = floor_div(in + 2 * p - dl * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-    if (ceil_mode && (o - 1) * s >= in + p) o--;
-    return o;
-}
-
 static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                               uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                               const void *params) {
@@ -216,7 +181,6 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
     uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
     gfp_status st = pk_expect_counts(n_in, want_in, n_out, want_out, name);
     if (st != GFP_OK) return st;
-    bool is_max = op == GFP_OP_MAX_POOL2D || op == GFP_OP_MAX_POOL2D_BACKWARD;
     /* big: the input-shaped tensor; small: the output-shaped one. */
     const gfp_tensor *big, *small, *ind = NULL;
     const gfp_tensor *t[3];
@@ -267,10 +231,10 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
                            pp->padding[a] <= pp->kernel[a] / 2 && pp->dilation[a] >= 1;
         if (window_known)
             window_known =
-                pool_out(geo[2], pp->kernel[0], pp->stride[0], pp->padding[0], pp->dilation[0],
-                         pp->ceil_mode) == small->sizes[2] &&
-                pool_out(geo[3], pp->kernel[1], pp->stride[1], pp->padding[1], pp->dilation[1],
-                         pp->ceil_mode) == small->sizes[3];
+                pk_pool2d_out_size(geo[2], pp->kernel[0], pp->stride[0], pp->padding[0],
+                                   pp->dilation[0], pp->ceil_mode) == small->sizes[2] &&
+                pk_pool2d_out_size(geo[3], pp->kernel[1], pp->stride[1], pp->padding[1],
+                                   pp->dilation[1], pp->ceil_mode) == small->sizes[3];
     }
     if (!window_known && geo[4] * geo[5] > (int64_t)d->loop_budget)
         return pk_fail(GFP_ERR_UNSUPPORTED,
@@ -279,22 +243,12 @@ static gfp_status pool_launch(vkp_device *d, uint32_t op, const gfp_tensor *cons
                         "invocation (%u); pass the pooling parameters",
                         name, (long long)geo[4], (long long)geo[5], (unsigned)d->loop_budget);
     if (window_known) {
-        if ((st = pk_check_params(params, GFP_POOL2D_PARAMS_SIZE_V1_0, name)) != GFP_OK) return st;
-        const gfp_pool2d_params *pp = params;
-        for (int a = 0; a < 2; a++)
-            if (pp->kernel[a] < 1 || pp->stride[a] < 1 || pp->padding[a] < 0 ||
-                pp->padding[a] > pp->kernel[a] / 2 || (is_max && pp->dilation[a] < 1))
-                return pk_fail(GFP_ERR_INVALID, "%s: kernel and stride must be >= 1, padding in "
-                                "[0, kernel/2], dilation >= 1", name);
-        int64_t dh = is_max ? pp->dilation[0] : 1, dw = is_max ? pp->dilation[1] : 1;
-        int64_t ho = pool_out(geo[2], pp->kernel[0], pp->stride[0], pp->padding[0], dh, pp->ceil_mode);
-        int64_t wo = pool_out(geo[3], pp->kernel[1], pp->stride[1], pp->padding[1], dw, pp->ceil_mode);
-        if (ho < 1 || wo < 1 || small->sizes[2] != ho || small->sizes[3] != wo)
-            return pk_fail(GFP_ERR_INVALID, "%s: the output must be %lldx%lld for this input and "
-                            "these parameters", name, (long long)ho, (long long)wo);
-        int64_t rest[10] = {pp->kernel[0], pp->kernel[1], pp->stride[0], pp->stride[1],
-                            pp->padding[0], pp->padding[1], dh, dw, pp->ceil_mode != 0,
-                            pp->count_include_pad != 0};
+        pk_pool2d_geom g; /* the kit's checks of params and shapes */
+        if ((st = pk_check_pool2d(op, params, big, "the input-shaped tensor", small,
+                                  "the output-shaped tensor", &g)) != GFP_OK)
+            return st;
+        int64_t rest[10] = {g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ceil_mode,
+                            g.include_pad};
         for (int i = 0; i < 10; i++) geo[6 + i] = rest[i];
     }
     vkp_words p = {.n = 0};

@@ -187,15 +187,10 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
                                   const void *params) {
     ew_kind kind = kind_of(op);
     const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, inputs_of(kind), n_out, 1, name);
-    if (st != GFP_OK) return st;
-    const gfp_tensor *t[4] = {out[0], NULL, NULL, NULL};
-    int32_t in_dt[3] = {-1, -1, -1}, out_dt[1] = {out[0]->dtype};
-    for (uint32_t i = 0; i < n_in; i++) {
-        if (!in[i]) return pk_fail(GFP_ERR_INVALID, "%s: input %u is NULL", name, (unsigned)i);
-        t[i + 1] = in[i];
-        in_dt[i] = in[i]->dtype;
-    }
+    gfp_status st;
+    const gfp_tensor *t[4];
+    int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
+    pk_ew_operands(in, n_in, out[0], t, in_dt);
     if (!accepts(d, op, in_dt, out_dt))
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin does not provide it for input dtypes (%s, %s, %s) "
@@ -203,18 +198,7 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
                         name, n_in > 0 ? pk_dtype_name(in_dt[0]) : "-",
                         n_in > 1 ? pk_dtype_name(in_dt[1]) : "-",
                         n_in > 2 ? pk_dtype_name(in_dt[2]) : "-", pk_dtype_name(out_dt[0]));
-    for (uint32_t k = 1; k <= n_in; k++)
-        if (!vkp_same_shape(t[0], t[k]))
-            return pk_fail(GFP_ERR_INVALID,
-                            "%s: input %u's shape differs from the output's; elementwise operands "
-                            "must have the output's sizes (broadcast with stride 0)",
-                            name, (unsigned)k - 1);
-    if (kind == PK_EW_TRI && out[0]->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: needs rank >= 2, got rank %d", name,
-                        (int)out[0]->rank);
-    if (kind == PK_EW_ARANGE && out[0]->rank != 1)
-        return pk_fail(GFP_ERR_INVALID, "arange: the output must be 1-D, got rank %d",
-                        (int)out[0]->rank);
+    if ((st = pk_check_elementwise(op, in, n_in, out[0])) != GFP_OK) return st;
     int nt = (int)n_in + 1;
     vkp_words p;
     uint32_t spec[3] = {0, 0, 0};

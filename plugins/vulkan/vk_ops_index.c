@@ -7,16 +7,13 @@
  * order: race-free, deterministic, and summed in the reference's order. */
 #include "vk_internal.h"
 
-static bool dtypes_ok(const vkp_device *d, uint32_t op, int32_t data, int32_t index, int32_t out) {
-    bool number = data == GFP_F32 || data == GFP_F64 || data == GFP_I32 || data == GFP_I64;
-    bool selecting = op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER;
-    return vkp_dtype_ok(d, data) && (number || (selecting && data == GFP_BOOL)) &&
-           index == GFP_I64 && out == data;
+static uint32_t index_dtypes(const vkp_device *d) {
+    return (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL)) & vkp_device_dtypes(d);
 }
 
 uint32_t vkp_index_support(vkp_device *d, const gfp_op_query *q) {
-    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    return dtypes_ok(d, q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+    return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                              index_dtypes(d))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -52,76 +49,23 @@ static gfp_status check_index_range(vkp_device *d, const gfp_tensor *index, int6
     vkp_buffer_free(d, scratch);
     if (st != GFP_OK) return st;
     if (v[0] < 0 || v[1] >= limit)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: index %lld is out of range for dim %d of size %lld (valid range "
-                        "[0, %lld))",
-                        name, (long long)(v[0] < 0 ? v[0] : v[1]), dim, (long long)limit,
-                        (long long)limit);
+        return pk_index_out_of_range(name, v[0] < 0 ? v[0] : v[1], dim, limit);
     return GFP_OK;
-}
-
-static gfp_tensor at_least_1d(const gfp_tensor *t) {
-    gfp_tensor v = *t;
-    if (v.rank == 0) {
-        v.rank = 1;
-        v.sizes[0] = 1;
-        v.strides[0] = 0;
-    }
-    return v;
-}
-
-static bool same_but_dim(const gfp_tensor *a, const gfp_tensor *b, int dim) {
-    if (a->rank != b->rank) return false;
-    for (int k = 0; k < a->rank; k++)
-        if (k != dim && a->sizes[k] != b->sizes[k]) return false;
-    return true;
 }
 
 gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
     const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    pk_index_geom g;
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d), &g);
     if (st != GFP_OK) return st;
-    if (!in[0] || !in[1]) return pk_fail(GFP_ERR_INVALID, "%s: an input is NULL", name);
-    if (!dtypes_ok(d, op, in[0]->dtype, in[1]->dtype, out[0]->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "%s: the vulkan plugin does not take data %s -> %s with index %s (data "
-                        "f32, f64, i32, i64%s alike; index i64)",
-                        name, pk_dtype_name(in[0]->dtype), pk_dtype_name(out[0]->dtype),
-                        pk_dtype_name(in[1]->dtype),
-                        op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER ? " or bool" : "");
-    gfp_tensor data = at_least_1d(in[0]), y = at_least_1d(out[0]), index = at_least_1d(in[1]);
-    int dim = ((const gfp_dim_params *)params)->dim;
-    if (dim < 0 || dim >= data.rank)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
-                        dim, (int)in[0]->rank);
+    gfp_tensor data = pk_at_least_1d(in[0]), y = pk_at_least_1d(out[0]);
+    gfp_tensor index = pk_at_least_1d(in[1]);
+    int dim = g.dim;
     bool select = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD;
     bool add = op == GFP_OP_SCATTER_ADD || op == GFP_OP_INDEX_ADD;
     const gfp_tensor *indexed = add ? &y : &data; /* the tensor index points into */
-    const gfp_tensor *walked = add ? &data : &y;  /* src for the adds, y otherwise */
-    if (select) {
-        if (in[1]->rank > 1)
-            return pk_fail(GFP_ERR_INVALID, "%s: index must be 1-D; it has rank %d", name,
-                            (int)in[1]->rank);
-        if (!same_but_dim(&data, &y, dim) || walked->sizes[dim] != index.sizes[0])
-            return pk_fail(GFP_ERR_INVALID,
-                            "%s: %s must have %s's shape except in dim %d, where its size must be "
-                            "the index's length %lld",
-                            name, add ? "src" : "y", add ? "y" : "x", dim,
-                            (long long)index.sizes[0]);
-    } else {
-        if (index.rank != data.rank || y.rank != data.rank)
-            return pk_fail(GFP_ERR_INVALID, "%s: data, index and y must have the same rank", name);
-        if (!add && !vkp_same_shape(&y, &index))
-            return pk_fail(GFP_ERR_INVALID, "gather: y must have the index's shape");
-        for (int k = 0; k < index.rank; k++)
-            if ((k != dim && index.sizes[k] > indexed->sizes[k]) ||
-                (add && index.sizes[k] > walked->sizes[k]))
-                return pk_fail(GFP_ERR_INVALID, "%s: index has size %lld in dim %d, larger than "
-                                "the data's", name, (long long)index.sizes[k], k);
-    }
     /* The walk: y's shape for the selecting ops, the index's (gather,
      * scatter) or src's (index_add) with dim folded into the loop for adds. */
     const gfp_tensor *shape = op == GFP_OP_INDEX_SELECT ? &y : op == GFP_OP_INDEX_ADD ? &data : &index;

@@ -18,14 +18,13 @@ int vkp_matmul_mode;
 #define MM_RW 64u /* matmul_reg: invocations per workgroup, 4 columns each */
 #define MM_RM 8u  /* matmul_reg: rows per workgroup */
 
-static bool dtypes_ok(const vkp_device *d, int32_t a, int32_t b, int32_t y) {
-    bool known = a == GFP_F32 || a == GFP_F64 || a == GFP_I32 || a == GFP_I64 || a == GFP_F16;
-    return known && vkp_dtype_ok(d, a) && b == a && y == a;
+static uint32_t matmul_dtypes(const vkp_device *d) {
+    return (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_F16)) & vkp_device_dtypes(d);
 }
 
 uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
-    if (q->n_inputs != 2 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    return dtypes_ok(d, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0])
+    return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                               matmul_dtypes(d))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -33,28 +32,10 @@ uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
 /* y = a @ b, or y += a @ b when accumulate. */
 static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                          const gfp_tensor *y, bool accumulate) {
-    if (!a || !b) return pk_fail(GFP_ERR_INVALID, "matmul: an input is NULL");
-    if (!dtypes_ok(d, a->dtype, b->dtype, y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "matmul: the vulkan plugin does not multiply %s by %s into %s (f32, f64, "
-                        "f16, i32 or i64, all three alike)",
-                        pk_dtype_name(a->dtype), pk_dtype_name(b->dtype), pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_matmul(a, b, y, matmul_dtypes(d));
+    if (st != GFP_OK) return st;
     int r = a->rank;
-    if (r < 2 || b->rank != r || y->rank != r)
-        return pk_fail(GFP_ERR_INVALID, "matmul: a, b and y must have one rank >= 2 (got %d, %d, %d)",
-                        r, (int)b->rank, (int)y->rank);
-    for (int k = 0; k < r - 2; k++)
-        if (b->sizes[k] != a->sizes[k] || y->sizes[k] != a->sizes[k])
-            return pk_fail(GFP_ERR_INVALID, "matmul: batch dim %d differs (a %lld, b %lld, y %lld)",
-                            k, (long long)a->sizes[k], (long long)b->sizes[k],
-                            (long long)y->sizes[k]);
     int64_t M = a->sizes[r - 2], K = a->sizes[r - 1], N = b->sizes[r - 1];
-    if (b->sizes[r - 2] != K || y->sizes[r - 2] != M || y->sizes[r - 1] != N)
-        return pk_fail(GFP_ERR_INVALID,
-                        "matmul: a [..., %lld, %lld] times b [..., %lld, %lld] cannot give y "
-                        "[..., %lld, %lld]",
-                        (long long)M, (long long)K, (long long)b->sizes[r - 2],
-                        (long long)N, (long long)y->sizes[r - 2], (long long)y->sizes[r - 1]);
     int64_t total = pk_numel(y);
     if (total == 0) return GFP_OK;
     int br = r - 2;
@@ -157,10 +138,6 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
 gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)params;
-    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, "matmul");
-    if (st != GFP_OK) return st;
     return matmul(d, in[0], in[1], out[0], false);
 }
 

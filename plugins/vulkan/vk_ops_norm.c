@@ -6,30 +6,16 @@
 
 #include "vk_internal.h"
 
-static uint32_t want_in(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM ? 3 : op == GFP_OP_BATCH_NORM ? 5 : 1;
-}
-static uint32_t want_out(uint32_t op) {
-    return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM ? 3 : 1;
-}
-
-static bool dtypes_ok(const vkp_device *d, uint32_t op, const int32_t *in, uint32_t n_in,
-                      const int32_t *out, uint32_t n_out) {
-    int32_t dt = in[0];
-    /* f16 (computed in f32) for softmax and log_softmax. */
-    bool f16 = dt == GFP_F16 && (op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX);
-    if (dt != GFP_F32 && dt != GFP_F64 && !f16) return false;
-    if (!vkp_dtype_ok(d, dt)) return false;
-    for (uint32_t i = 1; i < n_in; i++)
-        if (in[i] != -1 && in[i] != dt) return false;
-    for (uint32_t i = 0; i < n_out; i++)
-        if (out[i] != dt) return false;
-    return true;
+/* f32 and f64 the device has; f16 (computed in f32) for softmax and
+ * log_softmax. */
+static uint32_t norm_dtypes(const vkp_device *d, uint32_t op) {
+    bool f16 = op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX;
+    return (PK_DT_FLOAT | (f16 ? PK_DT(GFP_F16) : 0u)) & vkp_device_dtypes(d);
 }
 
 uint32_t vkp_norm_support(vkp_device *d, const gfp_op_query *q) {
-    if (q->n_inputs != want_in(q->op) || q->n_outputs != want_out(q->op)) return GFP_SUPPORT_NONE;
-    return dtypes_ok(d, q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs)
+    return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
+                             norm_dtypes(d, q->op))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -57,13 +43,6 @@ static void grid_2d(vkp_dispatch *dp, uint64_t groups) {
     uint64_t gx = groups < 65535 ? groups : 65535;
     dp->groups[0] = (uint32_t)gx;
     dp->groups[1] = (uint32_t)((groups + gx - 1) / gx);
-}
-
-static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
-    if (t->rank != rank) return false;
-    for (int k = 0; k < rank; k++)
-        if (t->sizes[k] != sizes[k]) return false;
-    return true;
 }
 
 /* f32 softmax / log_softmax through shaders/softmax_fast_body.glsl: a
@@ -151,16 +130,8 @@ static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
 
 static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
+    const char *name = pk_op_name(op); /* checked by pk_check_norm, as the ops below */
     int dim = ((const gfp_dim_params *)params)->dim;
-    int max_dim = x->rank > 0 ? x->rank : 1;
-    if (dim < 0 || dim >= max_dim)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
-                        dim, (int)x->rank);
-    if (!vkp_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "%s: the output must have the input's shape", name);
     int64_t numel = pk_numel(x);
     if (numel == 0) return GFP_OK;
     int64_t len = x->rank > 0 ? x->sizes[dim] : 1;
@@ -199,23 +170,11 @@ static gfp_status softmax(vkp_device *d, uint32_t op, const gfp_tensor *x, const
 
 static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, "layer_norm");
-    if (st != GFP_OK) return st;
     const gfp_layer_norm_params *lp = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *y = out[0], *mean = out[1],
                      *rstd = out[2];
     int nr = lp->normalized_rank, orank = x->rank - nr;
-    if (nr < 1 || nr > x->rank)
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: normalized_rank %d must be in [1, %d] (the rank of x)", nr,
-                        (int)x->rank);
     const int64_t *inner = x->sizes + orank;
-    if (!vkp_same_shape(x, y) || (w && !has_sizes(w, nr, inner)) || (b && !has_sizes(b, nr, inner)) ||
-        !has_sizes(mean, orank, x->sizes) || !has_sizes(rstd, orank, x->sizes))
-        return pk_fail(GFP_ERR_INVALID,
-                        "layer_norm: y must have x's shape, weight and bias that of x's last %d "
-                        "dim(s), mean and rstd that of its first %d",
-                        nr, orank);
     int64_t groups = 1, n = 1;
     for (int k = 0; k < orank; k++) groups *= x->sizes[k];
     for (int k = 0; k < nr; k++) n *= inner[k];
@@ -301,29 +260,11 @@ static gfp_status layer_norm(vkp_device *d, const gfp_tensor *const *in,
 
 static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
-    gfp_status st = pk_check_params(params, GFP_BATCH_NORM_PARAMS_SIZE_V1_0, "batch_norm");
-    if (st != GFP_OK) return st;
     const gfp_batch_norm_params *bp = params;
     const gfp_tensor *x = in[0], *w = in[1], *b = in[2], *rm = in[3], *rv = in[4];
     const gfp_tensor *y = out[0], *sm = out[1], *si = out[2];
-    if (x->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: x has rank %d; it must be [N, C, ...]",
-                        (int)x->rank);
-    if (bp->training > 1)
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: training is %u; it must be 0 or 1",
-                        (unsigned)bp->training);
-    if (!bp->training && (!rm || !rv))
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: evaluation mode (training = 0) needs "
-                        "running_mean and running_var");
-    if (!vkp_same_shape(x, y))
-        return pk_fail(GFP_ERR_INVALID, "batch_norm: y must have x's shape");
     const int64_t *chans = &x->sizes[1];
     const gfp_tensor *pc[6] = {w, b, rm, rv, sm, si};
-    for (int i = 0; i < 6; i++)
-        if (pc[i] && !has_sizes(pc[i], 1, chans))
-            return pk_fail(GFP_ERR_INVALID,
-                            "batch_norm: weight, bias, running stats and saved stats must be 1-D "
-                            "with C = %lld elements", (long long)*chans);
     if (*chans == 0) return GFP_OK;
     int r = 0;
     int64_t s[GFP_MAX_RANK], st2[2][GFP_MAX_RANK], n = 1;
@@ -404,17 +345,8 @@ static gfp_status batch_norm(vkp_device *d, const gfp_tensor *const *in,
 gfp_status vkp_norm_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, want_in(op), n_out, want_out(op), name);
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, norm_dtypes(d, op));
     if (st != GFP_OK) return st;
-    int32_t idt[8], odt[4];
-    if (!in[0]) return pk_fail(GFP_ERR_INVALID, "%s: x is NULL", name);
-    for (uint32_t i = 0; i < n_in; i++) idt[i] = in[i] ? in[i]->dtype : -1;
-    for (uint32_t i = 0; i < n_out; i++) odt[i] = out[i]->dtype;
-    if (!dtypes_ok(d, op, idt, n_in, odt, n_out))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "%s: the vulkan plugin takes f32 or f64, every tensor alike (x is %s)",
-                        name, pk_dtype_name(idt[0]));
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm(d, in, out, params);
     case GFP_OP_BATCH_NORM: return batch_norm(d, in, out, params);

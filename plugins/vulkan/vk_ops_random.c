@@ -8,7 +8,7 @@
 #include "vk_internal.h"
 
 uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
-    if (q->n_inputs != 0 || q->n_outputs != 1 || !d->has_f64) return GFP_SUPPORT_NONE;
+    if (!d->has_f64) return GFP_SUPPORT_NONE;
     return vkp_dtype_ok(d, q->output_dtypes[0]) && q->output_dtypes[0] != GFP_F16
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
@@ -17,24 +17,13 @@ uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
 gfp_status vkp_random_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    (void)op;
-    (void)in;
-    gfp_status st = pk_expect_counts(n_in, 0, n_out, 1, "random");
-    if (st == GFP_OK) st = pk_check_params(params, GFP_RANDOM_PARAMS_SIZE_V1_0, "random");
-    if (st != GFP_OK) return st;
     const gfp_random_params *rp = params;
     const gfp_tensor *y = out[0];
-    if (rp->kind > GFP_RANDOM_BERNOULLI)
-        return pk_fail(GFP_ERR_INVALID, "random: kind %u is not uniform (0), normal (1) or "
-                        "bernoulli (2)", (unsigned)rp->kind);
     if (y->dtype == GFP_F16)
         return pk_fail(GFP_ERR_UNSUPPORTED, "random: the vulkan plugin draws f32 and f64 numbers, "
                         "not f16: draw f32 and convert");
-    if (rp->kind != GFP_RANDOM_BERNOULLI && !pk_is_float(y->dtype))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "random: %s numbers need an f32 or f64 output, got %s "
-                        "(only bernoulli fills integer and bool outputs)",
-                        rp->kind == GFP_RANDOM_UNIFORM ? "uniform" : "normal",
-                        pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
     if (!d->has_f64)
         return pk_fail(GFP_ERR_UNSUPPORTED, "random: needs 64-bit floats (shaderFloat64) on the "
                         "vulkan device, to give the reference's numbers");

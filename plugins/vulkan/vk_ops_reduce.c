@@ -11,29 +11,21 @@
 
 #include "vk_internal.h"
 
-static bool is_dim_op(uint32_t op) { return op == GFP_OP_MAX_DIM || op == GFP_OP_MIN_DIM; }
-
-static bool dtype_ok(const vkp_device *d, uint32_t op, int32_t dt) {
-    if (!vkp_dtype_ok(d, dt)) return false;
-    bool is_float = dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16; /* f16 computes in f32 */
-    bool is_int = dt == GFP_I32 || dt == GFP_I64;
-    switch (op) {
-    case GFP_OP_MEAN:
-    case GFP_OP_VAR: return is_float;
-    case GFP_OP_LOGSUMEXP: return is_float; /* f64: glsl_dmath.glsl's exp and log */
-    case GFP_OP_AMAX:
-    case GFP_OP_AMIN: return is_float || is_int || dt == GFP_BOOL;
-    default: return is_float || is_int;
-    }
+/* The floats: f32, f64 (logsumexp through glsl_dmath.glsl's exp and log)
+ * and f16 (computed in f32), as far as the device has them. */
+static uint32_t floats(const vkp_device *d) {
+    return (PK_DT_FLOAT | PK_DT(GFP_F16)) & vkp_device_dtypes(d);
+}
+static uint32_t reduce_dtypes(const vkp_device *d) {
+    return floats(d) | ((PK_DT_INT | PK_DT(GFP_BOOL)) & vkp_device_dtypes(d));
 }
 
 uint32_t vkp_reduce_support(vkp_device *d, const gfp_op_query *q) {
-    uint32_t want_out = is_dim_op(q->op) ? 2 : 1;
-    if (q->n_inputs != 1 || q->n_outputs != want_out) return GFP_SUPPORT_NONE;
-    if (!dtype_ok(d, q->op, q->input_dtypes[0]) || q->output_dtypes[0] != q->input_dtypes[0])
-        return GFP_SUPPORT_NONE;
-    if (want_out == 2 && q->output_dtypes[1] != GFP_I64) return GFP_SUPPORT_NONE;
-    return GFP_SUPPORT_STRIDED;
+    int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
+    return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
+                               reduce_dtypes(d), floats(d))
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
 }
 
 /* Lines too long for one workgroup's loop budget (lavapipe ends an
@@ -233,33 +225,11 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
     const char *name = pk_op_name(op);
-    bool by_dim = is_dim_op(op);
-    gfp_status st = pk_expect_counts(n_in, 1, n_out, by_dim ? 2 : 1, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_REDUCE_PARAMS_SIZE_V1_0, name);
-    if (st != GFP_OK) return st;
     const gfp_reduce_params *rp = params;
-    const gfp_tensor *x = in[0], *y = out[0], *idx = by_dim ? out[1] : NULL;
-    if (!x) return pk_fail(GFP_ERR_INVALID, "%s: the input is NULL", name);
-    if (!dtype_ok(d, op, x->dtype) || y->dtype != x->dtype || (idx && idx->dtype != GFP_I64))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "%s: the vulkan plugin does not reduce %s to %s%s",
-                        name, pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
-                        by_dim ? " with i64 indices" : "");
+    const gfp_tensor *x = in[0], *y = out[0], *idx = pk_reduce_by_dim(op) ? out[1] : NULL;
+    gfp_status st = pk_check_reduce(op, params, x, y, idx, reduce_dtypes(d), floats(d));
+    if (st != GFP_OK) return st;
     uint32_t dims = rp->dims;
-    if ((uint64_t)dims >> x->rank != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x names a dim >= the input's rank %d",
-                        name, (unsigned)dims, (int)x->rank);
-    if (by_dim && (dims == 0 || (dims & (dims - 1)) != 0))
-        return pk_fail(GFP_ERR_INVALID, "%s: dims mask 0x%x must have exactly one bit set", name,
-                        (unsigned)dims);
-    bool ok = y->rank == x->rank && (!idx || vkp_same_shape(idx, y));
-    for (int k = 0; ok && k < x->rank; k++)
-        ok = y->sizes[k] == ((dims >> k) & 1u ? 1 : x->sizes[k]);
-    if (!ok)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: the output must have the input's rank (%d) and sizes, with size 1 in "
-                        "each reduced dim (mask 0x%x)",
-                        name, (int)x->rank, (unsigned)dims);
     int kr = 0, rr = 0;
     int64_t ks[GFP_MAX_RANK], kst[3][GFP_MAX_RANK], rs[GFP_MAX_RANK], rst[1][GFP_MAX_RANK];
     int64_t len = 1;
@@ -275,11 +245,6 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
             kst[2][kr++] = idx ? idx->strides[k] : 0;
         }
     }
-    bool extreme = op == GFP_OP_AMAX || op == GFP_OP_AMIN || by_dim;
-    if (extreme && len == 0)
-        return pk_fail(GFP_ERR_INVALID,
-                        "%s: cannot reduce over zero elements (a reduced dim has size 0); the "
-                        "operation has no identity", name);
     int64_t n_out_el = pk_numel(y);
     if (n_out_el == 0) return GFP_OK;
     if (len > (int64_t)UINT32_MAX)

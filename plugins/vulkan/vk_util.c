@@ -27,12 +27,7 @@ uint16_t vkp_f64_to_f16(double v) {
     return (uint16_t)(s | h);
 }
 
-bool vkp_same_shape(const gfp_tensor *a, const gfp_tensor *b) {
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->sizes[d] != b->sizes[d]) return false;
-    return true;
-}
+bool vkp_same_shape(const gfp_tensor *a, const gfp_tensor *b) { return pk_same_shape(a, b); }
 
 uint32_t vkp_elem_offset(const gfp_tensor *t) {
     const vkp_buf *b = t->buffer;

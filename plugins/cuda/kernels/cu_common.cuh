@@ -13,6 +13,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "pk_convert.h"
+
 #include "cuda_kernels.h"
 
 #define CU_THREADS 256
@@ -33,18 +35,7 @@ static inline unsigned cu_blocks(int64_t n, int threads = CU_THREADS) {
 static inline cudaError_t cu_launched(void) { return cudaGetLastError(); }
 
 /* ------------------------------------------------------------ conversions */
-__device__ __forceinline__ int64_t cu_f2i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-__device__ __forceinline__ int32_t cu_f2i32(double v) {
-    if (v != v) return 0;
-    if (v >= 2147483648.0) return INT32_MAX;
-    if (v <= -2147483649.0) return INT32_MIN;
-    return (int32_t)v;
-}
+/* float -> integer: pk_trunc_i64 and pk_trunc_i32 of pk_convert.h. */
 
 __device__ __forceinline__ float cu_h2f(uint16_t bits) {
     return __half2float(__ushort_as_half(bits));
@@ -77,13 +68,13 @@ __device__ __forceinline__ double cu_load_f64(const void *data, int32_t dt, int6
 
 __device__ __forceinline__ int64_t cu_load_i64(const void *data, int32_t dt, int64_t off) {
     switch (dt) {
-    case GFP_F32: return cu_f2i64(((const float *)data)[off]);
-    case GFP_F64: return cu_f2i64(((const double *)data)[off]);
+    case GFP_F32: return pk_trunc_i64(((const float *)data)[off]);
+    case GFP_F64: return pk_trunc_i64(((const double *)data)[off]);
     case GFP_I32: return ((const int32_t *)data)[off];
     case GFP_I64: return ((const int64_t *)data)[off];
     case GFP_BOOL: return ((const uint8_t *)data)[off] != 0;
-    case GFP_F16: return cu_f2i64(cu_h2f(((const uint16_t *)data)[off]));
-    case GFP_BF16: return cu_f2i64(cu_b2f(((const uint16_t *)data)[off]));
+    case GFP_F16: return pk_trunc_i64(cu_h2f(((const uint16_t *)data)[off]));
+    case GFP_BF16: return pk_trunc_i64(cu_b2f(((const uint16_t *)data)[off]));
     default: return 0;
     }
 }
@@ -107,8 +98,8 @@ __device__ __forceinline__ void cu_store_f64(void *data, int32_t dt, int64_t off
     switch (dt) {
     case GFP_F32: ((float *)data)[off] = (float)v; break;
     case GFP_F64: ((double *)data)[off] = v; break;
-    case GFP_I32: ((int32_t *)data)[off] = cu_f2i32(v); break;
-    case GFP_I64: ((int64_t *)data)[off] = cu_f2i64(v); break;
+    case GFP_I32: ((int32_t *)data)[off] = pk_trunc_i32(v); break;
+    case GFP_I64: ((int64_t *)data)[off] = pk_trunc_i64(v); break;
     case GFP_BOOL: ((uint8_t *)data)[off] = v != 0; break;
     case GFP_F16: ((uint16_t *)data)[off] = cu_d2h(v); break;
     case GFP_BF16: ((uint16_t *)data)[off] = cu_d2b(v); break;
