@@ -113,7 +113,7 @@ static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
     char kname[32];
     /* The row's dims without size-1 ones; the weight and bias (when there)
      * contiguous over the row, as the run form reads them. */
-    int64_t isz[GFP_MAX_RANK], ixs[GFP_MAX_RANK], iys[GFP_MAX_RANK], span = 1;
+    int64_t isz[GFP_MAX_RANK] = {0}, ixs[GFP_MAX_RANK] = {0}, iys[GFP_MAX_RANK] = {0}, span = 1;
     int irank = 0;
     bool wb_flat = true;
     for (int k = x->rank - 1; k >= orank; k--) {
