@@ -169,7 +169,7 @@ bool vkp_batch_idle(vkp_device *d) {
 gfp_status vkp_batch_params(vkp_device *d, uint32_t bytes, vkp_batch **out, uint64_t *offset) {
     uint64_t need = (bytes + d->align - 1) & ~(d->align - 1);
     for (int attempt = 0; attempt < 2; attempt++) {
-        vkp_batch *b;
+        vkp_batch *b = NULL;
         gfp_status st = vkp_batch_open(d, &b);
         if (st != GFP_OK) return st;
         if (b->params_used + need <= b->params.size && b->sets_used < VKP_SETS_PER_BATCH) {

@@ -389,6 +389,12 @@ uint32_t vkp_tree_wg(const vkp_device *d);
 /* y += a @ b (vk_ops_matmul.c; the convolutions' GEMMs accumulate tiles). */
 gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                  const gfp_tensor *y);
+/* y = a @ b + bias[(batch % bias_groups) * M + m] (f32; the convolution's
+ * bias): *bias_done false when the chosen shader took no bias (the caller
+ * adds it). */
+gfp_status vkp_matmul_bias(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                           const gfp_tensor *y, const gfp_tensor *bias, uint32_t bias_groups,
+                           bool *bias_done);
 /* CONV2D and its gradients as GEMMs through the matmul (vk_ops_conv_gemm.c):
  * *done false (and GFP_OK) when the shapes or layouts are not for it, and
  * the direct kernels run. */

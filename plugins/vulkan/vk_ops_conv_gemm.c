@@ -2,7 +2,8 @@
  * the plugin's own matmul (vk_ops_matmul.c), for every stride, padding,
  * dilation and group setting. With K = Ci/groups * Kh * Kw and P = Ho * Wo,
  * per group g and image n:
- *   forward       y[n, g]  (Cog x P)  = W[g] (Cog x K) @ im2col(x[n, g]) (K x P), + bias
+ *   forward       y[n, g]  (Cog x P)  = W[g] (Cog x K) @ im2col(x[n, g]) (K x P) + bias[g]
+ *                 (the bias added by the matmul as it stores, where its shader can)
  *   grad input    col (K x P)         = W[g]^T @ dy[n, g], then col2im (a gather) into dx
  *   grad weight   dW[g] (Cog x K)    += dy[g] (Cog x nP) @ im2col(x[g])^T (nP x K), the
  *                                       images of a tile side by side in the GEMM's K
@@ -152,7 +153,12 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
                          (uint64_t)(nt * G * K * rows));
                 int64_t as[4] = {nt, G, COG, K}, ast[4] = {0, COG * wsd[0], wsd[0], wsd[3]};
                 gfp_tensor at = view(w, 4, as, ast, 0);
-                if (st == GFP_OK) st = matmul_into(d, &at, &ct, &yt, false);
+                bool fused = false;
+                if (st == GFP_OK)
+                    st = vkp_matmul_bias(d, &at, &ct, &yt, bias, (uint32_t)G, &fused);
+                if (st == GFP_OK && bias && !fused)
+                    st = aux(d, CG_BIAS, geo, y, bias, NULL, y, bias->strides[0], tile, false,
+                             (uint64_t)(nt * CO * rows));
             } else if (op == GFP_OP_CONV2D_BACKWARD_INPUT) {
                 int64_t as[4] = {nt, G, K, COG}, ast[4] = {0, COG * wsd[0], wsd[3], wsd[0]};
                 gfp_tensor at = view(w, 4, as, ast, 0);
@@ -176,11 +182,6 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
             }
             first = false;
         }
-    }
-    if (st == GFP_OK && op == GFP_OP_CONV2D && bias) {
-        uint32_t tile[4] = {0, 0, 0, 0};
-        st = aux(d, CG_BIAS, geo, y, bias, NULL, y, bias->strides[0], tile, false,
-                 (uint64_t)(N * CO * HO));
     }
     /* Freed at once: later work is queued behind the dispatches reading them. */
     vkp_buffer_free(d, col_buf);

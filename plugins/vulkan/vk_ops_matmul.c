@@ -29,9 +29,27 @@ uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
                : GFP_SUPPORT_NONE;
 }
 
-/* y = a @ b, or y += a @ b when accumulate. */
+/* Invocations per workgroup of matmul_reg (4 columns each): MM_RW, or fewer
+ * where N is not a multiple of 4 * MM_RW and the last workgroup would
+ * compute mostly padding (conv2d's GEMMs, N = Ho * Wo = 784: 1,024 columns
+ * in 4 workgroups of 64, 832 in 13 of 16; the GEMM of a 16x16x28x28 conv
+ * took about 18% less CPU time with 16 or 8 on lavapipe, matmul 1024 the
+ * same). The widest whose padding is at most N / 16, else 8. */
+static uint32_t reg_width(int64_t n) {
+    for (uint32_t rw = MM_RW; rw > 8; rw /= 2) {
+        uint64_t cols = 4u * rw, pad = ((uint64_t)n + cols - 1) / cols * cols - (uint64_t)n;
+        if (pad * 16 <= (uint64_t)n) return rw;
+    }
+    return 8;
+}
+
+/* y = a @ b, or y += a @ b when accumulate; with bias (f32, on the
+ * register-blocked shader only; *bias_done says whether it was added),
+ * y = a @ b + bias[(batch % bias_groups) * M + m] for row m. */
 static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
-                         const gfp_tensor *y, bool accumulate) {
+                         const gfp_tensor *y, bool accumulate, const gfp_tensor *bias,
+                         uint32_t bias_groups, bool *bias_done) {
+    if (bias_done) *bias_done = false;
     gfp_status st = pk_check_matmul(a, b, y, matmul_dtypes(d));
     if (st != GFP_OK) return st;
     int r = a->rank;
@@ -68,6 +86,11 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
         for (int k = 0; k < 8; k++) vkp_put(&p, k < br ? (uint32_t)bst[t][k] : 0);
 
     vkp_put(&p, accumulate ? 1u : 0u); /* MM_ACC: add to y (and later K chunks) */
+    uint32_t acc_word = p.n - 1, bias_word = p.n;
+    vkp_put(&p, 0); /* MM_BIAS, set below when the shader takes it */
+    vkp_put(&p, bias ? vkp_elem_offset(bias) : 0);
+    vkp_put(&p, bias ? (uint32_t)bias->strides[0] : 0);
+    vkp_put(&p, bias_groups ? bias_groups : 1);
     vkp_dispatch dp = {.params = p.w, .n_params = p.n, .n_tensors = 3, .tensors = {y, a, b}};
     bool blocked = (a->dtype == GFP_F32 || a->dtype == GFP_F16) &&
                    (vkp_matmul_mode >= 2 || (vkp_matmul_mode == 0 && M * N >= 64 * 64 && K >= 16));
@@ -78,7 +101,8 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
     bool tiled = blocked && !reg;
     uint64_t gx = ((uint64_t)N + 4 * MM_WX - 1) / (4 * MM_WX);
     uint64_t gy = ((uint64_t)M + 4 * MM_WY - 1) / (4 * MM_WY);
-    uint64_t rgx = ((uint64_t)N + 4 * MM_RW - 1) / (4 * MM_RW), rgy = ((uint64_t)M + MM_RM - 1) / MM_RM;
+    uint32_t rw = reg_width(N);
+    uint64_t rgx = ((uint64_t)N + 4 * rw - 1) / (4 * rw), rgy = ((uint64_t)M + MM_RM - 1) / MM_RM;
     if (tiled && (gx > d->max_groups[0] || gy > d->max_groups[1])) tiled = false;
     if (reg && (rgx > d->max_groups[0] || rgy > d->max_groups[1])) reg = false;
     /* K in chunks, each a dispatch adding into y, so that no invocation
@@ -87,7 +111,13 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
     if (reg) {
         dp.shader = VKP_SH_MATMUL_REG;
         dp.n_spec = 3;
-        dp.spec[0] = MM_RW;
+        dp.spec[0] = rw;
+        dp.n_tensors = 4;
+        dp.tensors[3] = bias; /* NULL: y's buffer, unread */
+        if (bias && bias->dtype == GFP_F32 && a->dtype == GFP_F32) {
+            p.w[bias_word] = 1;
+            if (bias_done) *bias_done = true;
+        }
         dp.spec[1] = (uint32_t)a->dtype;
         dp.spec[2] = MM_RM;
         dp.groups[0] = (uint32_t)rgx;
@@ -129,7 +159,8 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
         /* The chunk starts k0 elements along a's columns and b's rows. */
         p.w[5] = vkp_elem_offset(a) + (uint32_t)(k0 * (uint64_t)a->strides[r - 1]);
         p.w[6] = vkp_elem_offset(b) + (uint32_t)(k0 * (uint64_t)b->strides[r - 2]);
-        p.w[p.n - 1] = k0 > 0 || accumulate ? 1u : 0u;
+        p.w[acc_word] = k0 > 0 || accumulate ? 1u : 0u;
+        if (k0 > 0) p.w[bias_word] = 0; /* the bias once, with the first chunk */
         st2 = vkp_dispatch_run(d, &dp);
     }
     return st2;
@@ -138,10 +169,16 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
 gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
-    return matmul(d, in[0], in[1], out[0], false);
+    return matmul(d, in[0], in[1], out[0], false, NULL, 0, NULL);
 }
 
 gfp_status vkp_matmul_accumulate(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                  const gfp_tensor *y) {
-    return matmul(d, a, b, y, true);
+    return matmul(d, a, b, y, true, NULL, 0, NULL);
+}
+
+gfp_status vkp_matmul_bias(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                           const gfp_tensor *y, const gfp_tensor *bias, uint32_t bias_groups,
+                           bool *bias_done) {
+    return matmul(d, a, b, y, false, bias, bias_groups, bias_done);
 }

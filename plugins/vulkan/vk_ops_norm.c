@@ -120,6 +120,16 @@ static gfp_status softmax_fast(vkp_device *d, uint32_t op, const gfp_tensor *x,
     dp.spec[1] = op;
     dp.spec[2] = fused ? 0u : 1u;
     dp.spec[3] = vec ? 1u : 0u;
+    /* Lines of a few vec4s per invocation stay in registers (one read of x,
+     * one exp per softmax output): up to 32 on CPU devices (lavapipe spills
+     * to its stack, still in cache), 8 on GPUs (register pressure). As a
+     * power of two, for fewer pipelines. */
+    uint64_t per_inv = (len / 4 + wg - 1) / wg, regs = 1;
+    while (regs < per_inv) regs *= 2;
+    if (vec && fused && per_inv > 0 && regs <= (cpu_like ? 32u : 8u)) {
+        dp.n_spec = 5;
+        dp.spec[4] = (uint32_t)regs;
+    }
     dp.groups[0] = (uint32_t)gx;
     dp.groups[1] = (uint32_t)gy;
     gfp_status st = vkp_dispatch_run(d, &dp);

@@ -128,22 +128,25 @@ static void test_softmax_lines(void) {
             }
             vt_release(x);
         }
-    /* A NaN line, a line with -inf, an all -inf line. */
-    int64_t sz[2] = {3, 3000};
-    double *v = malloc(9000 * sizeof(double));
-    for (int i = 0; i < 9000; i++) v[i] = vt_value(GF_F32, i, 4, -3, 3);
-    v[17] = NAN;
-    v[3000 + 5] = -INFINITY;
-    for (int j = 0; j < 3000; j++) v[6000 + j] = -INFINITY;
-    vt_pair x = vt_make(GF_F32, 2, sz, v, 0, 0, 0, VT_CONTIG);
-    free(v);
-    gf_tensor *r = gf_softmax(x.c, 1), *g = gf_softmax(x.v, 1);
-    gf_tensor *rl = gf_log_softmax(x.c, 1), *gl = gf_log_softmax(x.v, 1);
-    VT_COMPARE("softmax with NaN / -inf", r, g, 1e-9, 2e-5);
-    VT_COMPARE("log_softmax with NaN / -inf", rl, gl, 1e-6, 2e-5);
-    gf_tensor *all[] = {r, g, rl, gl};
-    for (int k = 0; k < 4; k++) gf_tensor_release(all[k]);
-    vt_release(x);
+    /* A NaN line, a line with -inf, an all -inf line: lines kept in
+     * registers (1,000) and lines in three passes (3,000). */
+    for (int64_t len = 1000; len <= 3000; len += 2000) {
+        int64_t sz[2] = {3, len};
+        double *v = malloc((size_t)(3 * len) * sizeof(double));
+        for (int64_t i = 0; i < 3 * len; i++) v[i] = vt_value(GF_F32, i, 4, -3, 3);
+        v[17] = NAN;
+        v[len + 5] = -INFINITY;
+        for (int64_t j = 0; j < len; j++) v[2 * len + j] = -INFINITY;
+        vt_pair x = vt_make(GF_F32, 2, sz, v, 0, 0, 0, VT_CONTIG);
+        free(v);
+        gf_tensor *r = gf_softmax(x.c, 1), *g = gf_softmax(x.v, 1);
+        gf_tensor *rl = gf_log_softmax(x.c, 1), *gl = gf_log_softmax(x.v, 1);
+        VT_COMPARE("softmax with NaN / -inf", r, g, 1e-9, 2e-5);
+        VT_COMPARE("log_softmax with NaN / -inf", rl, gl, 1e-6, 2e-5);
+        gf_tensor *all[] = {r, g, rl, gl};
+        for (int k = 0; k < 4; k++) gf_tensor_release(all[k]);
+        vt_release(x);
+    }
 }
 
 /* layer_norm by lines: vec4 with weight and bias, strided, offset by one,

@@ -9,7 +9,8 @@
 // is at most Wo long: the host keeps Wo within the device's loop budget).
 //   1 col2im:   x[n, ci, ih, iw] (=, or += when ACC) = the sum of i1's im2col
 //               entries that read it (gather form: no two invocations write one element)
-//   2 bias:     y[n, co, oh, ow] += bias[co] (every image, every position)
+//   2 bias:     y[n, co, oh, ow] += bias[co] (the tile's images and positions; where
+//               the matmul did not add it)
 //   3 pack dy:  o[(g * Cog + co) * (nb * pc) + nl * pc + pl] = dy[n, g * Cog + co, p]
 //   4 im2colT:  o[(g * (nb * pc) + nl * pc + pl) * K + kk] = x[...] as in 0
 // Params: 0 items  1..18 n ci co h w kh kw ho wo groups cig cog sh sw ph pw dh dw
@@ -87,12 +88,14 @@ void main() {
             uint xo = oo + x_at(n0 + nl, ci, ih, iw);
             o_f32[xo] = P.w[38] != 0u ? o_f32[xo] + acc : acc;
         } else if (MODE == 2u) {
-            // An invocation per (image, channel, row).
+            // An invocation per (image, channel, row) of the tile.
             uint CO = G(2);
-            uint oh = it % HO, co = (it / HO) % CO, n = it / (HO * CO);
-            uint yo = oo + n * P.w[27] + co * P.w[28] + oh * P.w[29];
+            uint r = it % rows, co = (it / rows) % CO, nl = it / (rows * CO);
+            uint oh = r0 + r;
+            uint owa = oh * WO < p0 ? p0 - oh * WO : 0u, owb = min(WO, p0 + pc - oh * WO);
+            uint yo = oo + (n0 + nl) * P.w[27] + co * P.w[28] + oh * P.w[29];
             float b = i1_f32[io + co * P.w[31]];
-            for (uint ow = 0u; ow < WO; ow++) o_f32[yo + ow * P.w[30]] += b;
+            for (uint ow = owa; ow < owb; ow++) o_f32[yo + ow * P.w[30]] += b;
         } else if (MODE == 3u) {
             // An invocation per (channel, image, row) of the tile.
             uint r = it % rows, nl = (it / rows) % nb, cg = it / (rows * nb); // cg = g * Cog + co

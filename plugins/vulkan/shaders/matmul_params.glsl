@@ -3,6 +3,8 @@
 //   8 a_m  9 a_k  10 b_k  11 b_n  12 y_m  13 y_n
 //   14.. batch sizes[8], a / b / y batch strides[8] each
 //   46 accumulate: add to y (the later chunks of a long K)
+//   47 bias (matmul_reg only): 1 when y = a @ b + bias[row], the row of batch bi
+//      being (bi % [50]) * M + m  48 bias offset  49 bias stride  50 bias groups
 #define MM_M 0u
 #define MM_N 1u
 #define MM_K 2u
@@ -18,6 +20,7 @@
 #define MM_BSIZE 14u
 #define MM_BSTR 22u
 #define MM_ACC 46u
+#define MM_BIAS 47u
 
 void batch_offsets(uint bi, out uint ao, out uint bo, out uint yo) {
     ao = P.w[MM_OFF];

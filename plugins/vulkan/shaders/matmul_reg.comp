@@ -1,5 +1,5 @@
 #version 450
-// graft: bindings 4
+// graft: bindings 5
 // graft: f16
 // f32 matmul (f16 too: loaded as f32, accumulated in f32, rounded once)
 // blocked in registers, for CPU-like devices (lavapipe): each invocation
@@ -7,6 +7,8 @@
 // their a values are the same in every invocation (uniform loads, which a
 // SIMD compiler loads once for all lanes), and only the 4 b values of each k
 // differ between invocations. No shared memory, no barriers. Any strides.
+// With MM_BIAS, a bias per row of y is added to the sums as they are stored
+// (conv2d's bias: vk_ops_conv_gemm.c).
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DT = 0u; // DT_F32 or DT_F16
@@ -20,6 +22,7 @@ TENSOR_F32_IO(b)
 // b as vec4s: one 16-byte load per invocation and k instead of four, when
 // b's rows are contiguous f32 and 16-byte aligned (checked below).
 layout(std430, set = 0, binding = 3) readonly buffer BV4_ { vec4 b_v4[]; };
+layout(std430, set = 0, binding = 4) readonly buffer BIAS_ { float bias_f32[]; };
 #include "matmul_params.glsl"
 
 void main() {
@@ -58,9 +61,12 @@ void main() {
                 pa += ak;
             }
         }
+        bool bias = P.w[MM_BIAS] != 0u;
+        uint brow = bias ? P.w[MM_BIAS + 1u] + (bi % P.w[MM_BIAS + 3u]) * M * P.w[MM_BIAS + 2u] : 0u;
         [[unroll]] for (uint i = 0u; i < 8u; i++) {
             uint m = m0 + i;
             if (i >= RM || m >= M) continue;
+            if (bias) acc[i] += bias_f32[brow + m * P.w[MM_BIAS + 2u]];
             [[unroll]] for (uint j = 0u; j < 4u; j++) {
                 if (n + j >= N) continue;
                 uint py = yo + m * P.w[MM_YM] + (n + j) * P.w[MM_YN];

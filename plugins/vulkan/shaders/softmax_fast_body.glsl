@@ -5,7 +5,11 @@
 // budget: a workgroup per chunk of a line writes exp(x - lse) or x - lse
 // with the line's logsumexp computed before (reduce_fast, binding 3). vec4
 // loads and stores when VEC (stride 1 in x and y, lines and chunks starting
-// at multiples of 4). Params: 0 lines  1 len  2 kept rank  3 x offset
+// at multiples of 4). REGS > 0 (VEC lines of at most REGS vec4s per
+// invocation): STAGE 0 loads the line once into registers, and softmax
+// computes each exp once (the max, then exp(x - max) kept for the
+// division); the same values in the same order as the three passes.
+// Params: 0 lines  1 len  2 kept rank  3 x offset
 //   4 y offset  5 x stride along the dim  6 chunk length  7 chunks  8 -
 //   9.. kept sizes[8], 17.. kept x strides[8], 25.. kept y strides[8]
 //   33 lse offset  34 y stride along the dim
@@ -15,6 +19,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 121u;
 layout(constant_id = 2) const uint STAGE = 0u;
 layout(constant_id = 3) const uint VEC = 0u;
+layout(constant_id = 4) const uint REGS = 0u; // at most SM_REGS
+#define SM_REGS 32u
 TENSOR(1, y)
 TENSOR(2, x)
 TENSOR(3, l)
@@ -70,6 +76,52 @@ void main() {
     if (g >= lines) return;
     uint xb, yb;
     line_bases(g, xb, yb);
+    if (VEC != 0u && REGS > 0u) {
+        // The line in registers: invocation lid holds vec4s lid, lid + wg, ...
+        uint b4 = xb / 4u, yb4 = yb / 4u, nv = len / 4u;
+        vec4 r[SM_REGS];
+        vec4 rm = vec4(-1.0 / 0.0);
+        bvec4 rn = bvec4(false);
+        [[unroll]] for (uint i = 0u; i < SM_REGS; i++) {
+            if (i >= REGS) break;
+            uint v = lid + i * wg;
+            r[i] = v < nv ? x_v4[b4 + v] : vec4(-1.0 / 0.0);
+            rn = bvec4(uvec4(rn) | uvec4(isnan(r[i])));
+            rm = max(rm, r[i]);
+        }
+        // The tail (len not a multiple of 4) as in the passes below.
+        uint rtail = nv * 4u;
+        for (uint j = rtail + lid; j < len; j += wg) {
+            float t = x_f32[xb + j];
+            rn.x = rn.x || isnan(t);
+            rm.x = max(rm.x, t);
+        }
+        bool rnan = any(rn);
+        float mx = gf_group_max(rnan ? -1.0 / 0.0 : max(max(rm.x, rm.y), max(rm.z, rm.w)));
+        if (gf_group_max(rnan ? 1.0 : 0.0) != 0.0) mx = 0.0 / 0.0;
+        vec4 rs = vec4(0.0), rc = vec4(0.0), rs1 = vec4(0.0), rc1 = vec4(0.0);
+        [[unroll]] for (uint i = 0u; i < SM_REGS; i++) {
+            if (i >= REGS) break;
+            if (lid + i * wg < nv) {
+                vec4 e = exp(r[i] - mx);
+                if (OP != OP_LOG_SOFTMAX) r[i] = e;
+                gf_ksum4(rs, rc, e);
+            }
+        }
+        for (uint j = rtail + lid; j < len; j += wg)
+            gf_ksum4(rs1, rc1, vec4(exp(x_f32[xb + j] - mx), 0.0, 0.0, 0.0));
+        float rt = gf_group_sum(gf_kfold4(rs, rc) + gf_kfold4(rs1, rc1)), rl = log(rt);
+        [[unroll]] for (uint i = 0u; i < SM_REGS; i++) {
+            if (i >= REGS) break;
+            uint v = lid + i * wg;
+            if (v < nv) y_v4[yb4 + v] = OP == OP_LOG_SOFTMAX ? (r[i] - mx) - rl : r[i] / rt;
+        }
+        for (uint j = rtail + lid; j < len; j += wg) {
+            float z = x_f32[xb + j] - mx;
+            y_f32[yb + j] = OP == OP_LOG_SOFTMAX ? z - rl : exp(z) / rt;
+        }
+        return;
+    }
     // The max; a NaN anywhere makes the line NaN.
     vec4 m4 = vec4(-1.0 / 0.0);
     bvec4 n4 = bvec4(false);
