@@ -2,11 +2,11 @@
  * graft_plugin.h — the graft device plugin ABI, version 1.2.
  *
  * 1.1 appended one OPTIONAL slot to gfp_plugin: buffer_wrap_host.
- * 1.2 appended op ids only (abi/graft_ops.def): HARDSWISH 49 and
- *     BATCH_NORM_BACKWARD 125. No struct, slot or field changed, so a 1.2
- *     table is exactly as large as a 1.1 one; a plugin of an older minor
- *     answers NONE from query_op for the new ids and the core composes or
- *     falls back.
+ * 1.2 appended op ids only (abi/graft_ops.def): HARDSWISH 49, ASIN 50,
+ *     ACOS 51, ATAN 52, ATAN2 76 and BATCH_NORM_BACKWARD 125. No struct,
+ *     slot or field changed, so a 1.2 table is exactly as large as a 1.1
+ *     one; a plugin of an older minor answers NONE from query_op for the new
+ *     ids and the core composes or falls back.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every

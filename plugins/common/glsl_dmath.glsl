@@ -2,7 +2,8 @@
 // no double exp, log, trigonometry or pow), for graft-opgen-glsl's f64
 // formulas and the Vulkan RANDOM shader. Ports of the classic fdlibm
 // algorithms (e_exp.c, e_log.c, k_cos.c, k_sin.c, the medium path of
-// e_rem_pio2.c, s_tanh.c, s_erf.c), accurate to about 1 ulp; log1p and expm1 use
+// e_rem_pio2.c, s_tanh.c, s_erf.c, e_asin.c, e_acos.c, s_atan.c, e_atan2.c),
+// accurate to about 1 ulp; log1p and expm1 use
 // Kahan's corrections of log(1 + x) and exp(x) - 1 (a few ulp). Temporaries
 // are `precise`: no contraction into fma, no reassociation.
 // Limits: sin and cos reduce their argument exactly for |x| < 2^19 pi/2
@@ -311,4 +312,173 @@ double gf_derf(double x) {
     precise double z = packDouble2x32(uvec2(0u, gf_dhi(ax))); // ax with its low word cleared
     precise double r = gf_dexp(-z * z - 0.5625lf) * gf_dexp((z - ax) * (z + ax) + R / S);
     return neg ? r / ax - 1.0lf : 1.0lf - r / ax;
+}
+
+// Inverse trigonometry (fdlibm e_asin.c, e_acos.c, s_atan.c, e_atan2.c),
+// about 1 ulp. asin and acos: x + x R(x^2) on |x| < 0.5 with R a rational
+// approximation of (asin(x) - x) / x^3; beyond, asin x = pi/2 - 2 asin(s)
+// with s = sqrt((1 - |x|) / 2), s split into a 32-bit head and a corrected
+// tail so the subtraction keeps full precision.
+const double GF_DPIO2_HI = 1.57079632679489655800e+00lf, GF_DPIO2_LO = 6.12323399573676603587e-17lf,
+             GF_DPIO4_HI = 7.85398163397448278999e-01lf, GF_DPI = 3.14159265358979311600e+00lf,
+             GF_DPI_LO = 1.22464679914735317720e-16lf;
+
+double gf_dasin_r(double t) {
+    precise double p = t * (1.66666666666666657415e-01lf +
+                            t * (-3.25565818622400915405e-01lf +
+                                 t * (2.01212532134862925881e-01lf +
+                                      t * (-4.00555345006794114027e-02lf +
+                                           t * (7.91534994289814532176e-04lf +
+                                                t * 3.47933107596021167570e-05lf)))));
+    precise double q = 1.0lf + t * (-2.40339491173441421878e+00lf +
+                                    t * (2.02094576023350569471e+00lf +
+                                         t * (-6.88283971605453293030e-01lf +
+                                              t * 7.70381505559019352791e-02lf)));
+    return p / q;
+}
+
+double gf_dclear_lo(double x) { return packDouble2x32(uvec2(0u, gf_dhi(x))); }
+
+double gf_dasin(double x) {
+    if (isnan(x)) return x;
+    double ax = abs(x);
+    if (ax > 1.0lf) return GF_DNAN;
+    if (ax == 1.0lf) return x * GF_DPIO2_HI + x * GF_DPIO2_LO;
+    if (ax < 0.5lf) {
+        if (ax < 7.450580596923828e-09lf) return x; // 2^-27
+        precise double r = x + x * gf_dasin_r(x * x);
+        return r;
+    }
+    precise double t = (1.0lf - ax) * 0.5lf;
+    precise double r = gf_dasin_r(t);
+    precise double s = sqrt(t);
+    precise double res;
+    if (ax >= 0.975lf) {
+        res = GF_DPIO2_HI - (2.0lf * (s + s * r) - GF_DPIO2_LO);
+    } else {
+        precise double w = gf_dclear_lo(s);
+        precise double c = (t - w * w) / (s + w);
+        precise double p = 2.0lf * s * r - (GF_DPIO2_LO - 2.0lf * c);
+        precise double q = GF_DPIO4_HI - 2.0lf * w;
+        res = GF_DPIO4_HI - (p - q);
+    }
+    return x < 0.0lf ? -res : res;
+}
+
+double gf_dacos(double x) {
+    if (isnan(x)) return x;
+    double ax = abs(x);
+    if (ax > 1.0lf) return GF_DNAN;
+    if (x == 1.0lf) return 0.0lf;
+    if (x == -1.0lf) return GF_DPI + 2.0lf * GF_DPIO2_LO;
+    if (ax < 0.5lf) {
+        if (ax <= 6.938893903907228e-18lf) return GF_DPIO2_HI + GF_DPIO2_LO; // 2^-57
+        precise double r = GF_DPIO2_HI - (x - (GF_DPIO2_LO - x * gf_dasin_r(x * x)));
+        return r;
+    }
+    if (x < 0.0lf) { // acos x = pi - 2 asin(sqrt((1 + x) / 2))
+        precise double z = (1.0lf + x) * 0.5lf;
+        precise double s = sqrt(z);
+        precise double w = gf_dasin_r(z) * s - GF_DPIO2_LO;
+        precise double r = GF_DPI - 2.0lf * (s + w);
+        return r;
+    }
+    precise double z = (1.0lf - x) * 0.5lf; // acos x = 2 asin(sqrt((1 - x) / 2))
+    precise double s = sqrt(z);
+    precise double df = gf_dclear_lo(s);
+    precise double c = (z - df * df) / (s + df);
+    precise double w = gf_dasin_r(z) * s + c;
+    precise double r = 2.0lf * (df + w);
+    return r;
+}
+
+// atan: |x| reduced to [-7/16, 7/16] around atan(0.5), atan(1), atan(1.5)
+// or atan(inf), whose values are kept in two parts; an odd polynomial there.
+double gf_datan(double x) {
+    if (isnan(x)) return x;
+    const double atanhi[4] = double[4](4.63647609000806093515e-01lf, 7.85398163397448278999e-01lf,
+                                       9.82793723247329054082e-01lf, 1.57079632679489655800e+00lf);
+    const double atanlo[4] = double[4](2.26987774529616870924e-17lf, 3.06161699786838301793e-17lf,
+                                       1.39033110312309984516e-17lf, 6.12323399573676603587e-17lf);
+    precise double ax = abs(x);
+    int id;
+    if (ax >= 7.378697629483821e19lf) { // 2^66, and inf
+        double r = atanhi[3] + atanlo[3];
+        return x < 0.0lf ? -r : r;
+    }
+    if (ax < 0.4375lf) {
+        if (ax < 1.862645149230957e-09lf) return x; // 2^-29
+        id = -1;
+        ax = x;
+    } else if (ax < 0.6875lf) {
+        id = 0;
+        ax = (2.0lf * ax - 1.0lf) / (2.0lf + ax);
+    } else if (ax < 1.1875lf) {
+        id = 1;
+        ax = (ax - 1.0lf) / (ax + 1.0lf);
+    } else if (ax < 2.4375lf) {
+        id = 2;
+        ax = (ax - 1.5lf) / (1.0lf + 1.5lf * ax);
+    } else {
+        id = 3;
+        ax = -1.0lf / ax;
+    }
+    precise double z = ax * ax;
+    precise double w = z * z;
+    precise double s1 = z * (3.33333333333329318027e-01lf +
+                             w * (1.42857142725034663711e-01lf +
+                                  w * (9.09088713343650656196e-02lf +
+                                       w * (6.66107313738753120669e-02lf +
+                                            w * (4.97687799461593236017e-02lf +
+                                                 w * 1.62858201153657823623e-02lf)))));
+    precise double s2 = w * (-1.99999999998764832476e-01lf +
+                             w * (-1.11111104054623557880e-01lf +
+                                  w * (-7.69187620504482999495e-02lf +
+                                       w * (-5.83357013379057348645e-02lf +
+                                            w * -3.65315727442169155270e-02lf))));
+    if (id < 0) {
+        precise double r = ax - ax * (s1 + s2);
+        return r;
+    }
+    precise double r = atanhi[id] - ((ax * (s1 + s2) - atanlo[id]) - ax);
+    return x < 0.0lf ? -r : r;
+}
+
+// atan2 with C's special cases: the signs of zeros pick the half-plane.
+double gf_datan2(double y, double x) {
+    if (isnan(x) || isnan(y)) return x + y;
+    uint m = (gf_dhi(y) >> 31) | ((gf_dhi(x) >> 30) & 2u); // bit 0: y < 0, bit 1: x < 0
+    double pio2 = GF_DPIO2_HI + GF_DPIO2_LO;
+    if (y == 0.0lf) return m < 2u ? y : m == 2u ? GF_DPI : -GF_DPI;
+    if (x == 0.0lf) return (m & 1u) != 0u ? -pio2 : pio2;
+    if (isinf(x)) {
+        if (isinf(y)) {
+            double r = m < 2u ? GF_DPIO4_HI : 3.0lf * GF_DPIO4_HI;
+            return (m & 1u) != 0u ? -r : r;
+        }
+        return m == 0u ? 0.0lf : m == 1u ? -0.0lf : m == 2u ? GF_DPI : -GF_DPI;
+    }
+    if (isinf(y)) return (m & 1u) != 0u ? -pio2 : pio2;
+    int k = int((gf_dhi(y) >> 20) & 0x7ffu) - int((gf_dhi(x) >> 20) & 0x7ffu);
+    precise double z;
+    if (k > 60) { // |y / x| > 2^60
+        z = GF_DPIO2_HI + 0.5lf * GF_DPI_LO;
+        m &= 1u;
+    } else if (m >= 2u && k < -60) {
+        z = 0.0lf; // |y / x| < 2^-60 and x < 0: pi, less nothing
+    } else {
+        z = gf_datan(abs(y / x));
+    }
+    switch (m) {
+    case 0u: return z;
+    case 1u: return -z;
+    case 2u: {
+        precise double r = GF_DPI - (z - GF_DPI_LO);
+        return r;
+    }
+    default: {
+        precise double r = (z - GF_DPI_LO) - GF_DPI;
+        return r;
+    }
+    }
 }

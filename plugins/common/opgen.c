@@ -52,9 +52,10 @@ static const op_def ops[] = {
 typedef enum ctype { CT_F32, CT_F64, CT_INT, CT_BOOL, CT_COUNT } ctype;
 static const char *const ct_name[CT_COUNT] = {"f32", "f64", "int", "bool"};
 
-static const char *const float_functions[] = {"exp",  "log",   "log1p", "expm1", "sqrt",
-                                              "sin",  "cos",   "tanh",  "erf",   "floor",
-                                              "ceil", "rint",  "fabs",  "pow",   "isnan"};
+static const char *const float_functions[] = {"exp",  "log",  "log1p", "expm1", "sqrt",
+                                              "sin",  "cos",  "tanh",  "erf",   "floor",
+                                              "ceil", "rint", "fabs",  "pow",   "isnan",
+                                              "asin", "acos", "atan",  "atan2"};
 static const char *const int_functions[] = {"wneg", "wadd", "wsub", "wmul", "idiv", "ipow"};
 
 static bool in_list(const char *s, const char *const *list, size_t n) {

@@ -9,8 +9,9 @@
  * are the very code that writes the OpenCL and CUDA kernels. What is GLSL's:
  *  - the spelling: float/double/int64_t, bool predicates, 1.0 / 1.0lf / 1l
  *    literals, and a prelude with what GLSL lacks in f32 (log1p, expm1, erf,
- *    an overflow-free tanh, sin and cos with exact argument reduction, pow
- *    with C's special cases) and the wrapping integer helpers;
+ *    an overflow-free tanh, sin and cos with exact argument reduction, pow,
+ *    asin, acos, atan and atan2 with C's special cases) and the wrapping
+ *    integer helpers;
  *  - f64: GLSL has no double exp, log, sin, erf, pow...; glsl_dmath.glsl
  *    (beside this file, #included by the output) provides them. An op whose
  *    f64 formula would call a function missing there gets its f64 function
@@ -218,6 +219,73 @@ static void glsl_prelude(FILE *o) {
         "    case 2: return -cos(r);\n"
         "    default: return sin(r);\n"
         "    }\n"
+        "}\n"
+        "/* Inverse trigonometry with C's special cases, about 2 ulp: GLSL leaves\n"
+        " * atan(0, 0) undefined and its asin, acos and atan loosely specified.\n"
+        " * atan: |x| reduced to [0, tan(pi/8)] by pi/4 + atan((x-1)/(x+1)) or\n"
+        " * pi/2 + atan(-1/x), then an odd minimax polynomial; asin: s + s z P(z)\n"
+        " * on |x| <= 0.5, pi/2 - 2 asin(sqrt((1 - |x|) / 2)) above. */\n"
+        "float gf_atan(float x) {\n"
+        "    if (isnan(x) || x == 0.0) return x; /* keeps the sign of -0 */\n"
+        "    float ax = abs(x), y = 0.0, r = ax;\n"
+        "    if (ax > 2.414213562373095) {\n"
+        "        y = 1.5707963267948966;\n"
+        "        r = -1.0 / ax;\n"
+        "    } else if (ax > 0.4142135623730950) {\n"
+        "        y = 0.7853981633974483;\n"
+        "        r = (ax - 1.0) / (ax + 1.0);\n"
+        "    }\n"
+        "    float z = r * r;\n"
+        "    y += (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z -\n"
+        "          3.33329491539e-1) * z * r + r;\n"
+        "    return x < 0.0 ? -y : y;\n"
+        "}\n"
+        "float gf_asin(float x) {\n"
+        "    if (isnan(x) || x == 0.0) return x;\n"
+        "    float a = abs(x), z, s;\n"
+        "    if (a > 1.0) return GF_NAN;\n"
+        "    bool big = a > 0.5;\n"
+        "    if (big) {\n"
+        "        z = 0.5 * (1.0 - a);\n"
+        "        s = sqrt(z);\n"
+        "    } else {\n"
+        "        s = a;\n"
+        "        z = a * a;\n"
+        "    }\n"
+        "    float r = ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z +\n"
+        "                7.4953002686e-2) * z + 1.6666752422e-1) * z * s + s;\n"
+        "    if (big) r = 1.5707963267948966 - (r + r);\n"
+        "    return x < 0.0 ? -r : r;\n"
+        "}\n"
+        "float gf_acos(float x) {\n"
+        "    if (isnan(x)) return x;\n"
+        "    if (abs(x) > 1.0) return GF_NAN;\n"
+        "    if (x < -0.5) return 3.14159265358979 - 2.0 * gf_asin(sqrt(0.5 * (1.0 + x)));\n"
+        "    if (x > 0.5) return 2.0 * gf_asin(sqrt(0.5 * (1.0 - x)));\n"
+        "    return 1.5707963267948966 - gf_asin(x);\n"
+        "}\n"
+        "/* bit 0 of m: y is negative (-0 included), bit 1: x is; pi_lo = pi - float(pi). */\n"
+        "float gf_atan2(float y, float x) {\n"
+        "    if (isnan(x) || isnan(y)) return x + y;\n"
+        "    const float pi = 3.14159274101257, pi_lo = -8.7422776573e-08, pio2 = 1.5707963267948966;\n"
+        "    uint m = (floatBitsToUint(y) >> 31) | ((floatBitsToUint(x) >> 30) & 2u);\n"
+        "    if (y == 0.0) return m < 2u ? y : m == 2u ? pi : -pi;\n"
+        "    if (x == 0.0) return (m & 1u) != 0u ? -pio2 : pio2;\n"
+        "    if (isinf(x)) {\n"
+        "        if (isinf(y)) {\n"
+        "            float r = m < 2u ? 0.7853981633974483 : 2.356194490192345;\n"
+        "            return (m & 1u) != 0u ? -r : r;\n"
+        "        }\n"
+        "        return m == 0u ? 0.0 : m == 1u ? -0.0 : m == 2u ? pi : -pi;\n"
+        "    }\n"
+        "    if (isinf(y)) return (m & 1u) != 0u ? -pio2 : pio2;\n"
+        "    float z = gf_atan(abs(y / x));\n"
+        "    switch (m) {\n"
+        "    case 0u: return z;\n"
+        "    case 1u: return -z;\n"
+        "    case 2u: return pi - (z - pi_lo);\n"
+        "    default: return (z - pi_lo) - pi;\n"
+        "    }\n"
         "}\n",
         o);
 }
@@ -233,9 +301,9 @@ static void glsl_literal(FILE *o, const char *text, ctype t) {
 
 /* The functions there are in double: GLSL's own, and glsl_dmath.glsl's
  * (GLSL.std.450 has no double exp, log, trigonometry, erf or pow). */
-static const char *const glsl_f64_functions[] = {"sqrt", "floor", "ceil", "rint",  "fabs",
-                                                 "isnan", "exp", "log",  "log1p", "expm1",
-                                                 "sin",  "cos",  "tanh", "erf",   "pow"};
+static const char *const glsl_f64_functions[] = {
+    "sqrt", "floor", "ceil", "rint", "fabs", "isnan", "exp",  "log",  "log1p",
+    "expm1", "sin",  "cos",  "tanh", "erf",  "pow",   "asin", "acos", "atan", "atan2"};
 
 static const char *glsl_function(const char *f, ctype t) {
     static char buf[32];
@@ -247,7 +315,8 @@ static const char *glsl_function(const char *f, ctype t) {
     if (!strcmp(f, "fabs")) return "abs";
     if (t == CT_F32 && (!strcmp(f, "log1p") || !strcmp(f, "expm1") || !strcmp(f, "erf") ||
                         !strcmp(f, "tanh") || !strcmp(f, "pow") || !strcmp(f, "sin") ||
-                        !strcmp(f, "cos"))) {
+                        !strcmp(f, "cos") || !strcmp(f, "asin") || !strcmp(f, "acos") ||
+                        !strcmp(f, "atan") || !strcmp(f, "atan2"))) {
         snprintf(buf, sizeof buf, "gf_%s", f);
         return buf;
     }

@@ -67,7 +67,10 @@ static inline double clamp_f64(double x, const unary_args *p) {
     X(ceil, 1, F(ceil)(x))                                                               \
     X(round, 1, F(nearbyint)(x))                                                         \
     X(clamp, 1, F(clamp_)(x, P))                                                         \
-    X(pow_scalar, 16, F(pow)(x, (T)P->a))
+    X(pow_scalar, 16, F(pow)(x, (T)P->a))                                                \
+    X(asin, 16, F(asin)(x))                                                              \
+    X(acos, 16, F(acos)(x))                                                              \
+    X(atan, 16, F(atan)(x))
 
 #define UNARY_KERNEL(NAME, TYPE, EXPR)                                                   \
     ODN_EW_INLINE void NAME##_1d(char *const *p, const int64_t *s, int64_t n,        \
@@ -107,6 +110,9 @@ static inline double clamp_f64(double x, const unary_args *p) {
 #define F_ceil ceilf
 #define F_nearbyint nearbyintf
 #define F_pow powf
+#define F_asin asinf
+#define F_acos acosf
+#define F_atan atanf
 #define F_clamp_ clamp_f32
 #define X_F32(name, cost, expr) UNARY_KERNEL(u_##name##_f32, float, expr)
 UNARY_OPS(X_F32)
@@ -126,6 +132,9 @@ UNARY_OPS(X_F32)
 #define G_ceil ceil
 #define G_nearbyint nearbyint
 #define G_pow pow
+#define G_asin asin
+#define G_acos acos
+#define G_atan atan
 #define G_clamp_ clamp_f64
 #define X_F64(name, cost, expr) UNARY_KERNEL(u_##name##_f64, double, expr)
 UNARY_OPS(X_F64)
@@ -174,16 +183,17 @@ static const unary_entry unary_table[] = {UNARY_OPS(X_ENTRY)};
     }                                                                                    \
     ODN_EW_KERNEL_2D(NAME)
 
-#define FLOAT_BINARY(TYPE, TAG, POW)                                                     \
+#define FLOAT_BINARY(TYPE, TAG, POW, ATAN2)                                              \
     BINARY_KERNEL(b_add_##TAG, TYPE, a + b)                                              \
     BINARY_KERNEL(b_sub_##TAG, TYPE, a - b)                                              \
     BINARY_KERNEL(b_mul_##TAG, TYPE, a * b)                                              \
     BINARY_KERNEL(b_div_##TAG, TYPE, a / b)                                              \
     BINARY_KERNEL(b_pow_##TAG, TYPE, POW(a, b))                                          \
     BINARY_KERNEL(b_max_##TAG, TYPE, a != a ? a : b != b ? b : a > b ? a : b)            \
-    BINARY_KERNEL(b_min_##TAG, TYPE, a != a ? a : b != b ? b : a < b ? a : b)
-FLOAT_BINARY(float, f32, powf)
-FLOAT_BINARY(double, f64, pow)
+    BINARY_KERNEL(b_min_##TAG, TYPE, a != a ? a : b != b ? b : a < b ? a : b)            \
+    BINARY_KERNEL(b_atan2_##TAG, TYPE, ATAN2(a, b))
+FLOAT_BINARY(float, f32, powf, atan2f)
+FLOAT_BINARY(double, f64, pow, atan2)
 
 /* Integers wrap: the arithmetic goes through the unsigned type. */
 #define INT_BINARY(TYPE, UTYPE, TAG)                                                     \
@@ -208,6 +218,7 @@ static const binary_entry binary_table[] = {
     {"pow", {b_pow_f32, b_pow_f64, NULL, NULL}},
     {"maximum", {b_max_f32, b_max_f64, b_max_i32, b_max_i64}},
     {"minimum", {b_min_f32, b_min_f64, b_min_i32, b_min_i64}},
+    {"atan2", {b_atan2_f32, b_atan2_f64, NULL, NULL}},
 };
 
 static const unary_entry *unary_of(uint32_t op) {
@@ -268,7 +279,7 @@ gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, con
         if (!fn) return ODN_FALLBACK;
         odn_ew g;
         odn_ew_init(&g, t, 3);
-        odn_ew_run(&g, fn, NULL, op == GFP_OP_POW ? 16 : 1);
+        odn_ew_run(&g, fn, NULL, op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1);
         return GFP_OK;
     }
     return ODN_FALLBACK;

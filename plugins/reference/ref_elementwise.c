@@ -181,6 +181,9 @@ typedef struct unary_args {
             r6 = r6 < (T)0 ? (T)0 : r6 > (T)6 ? (T)6 : r6;                               \
             return x * r6 / (T)6;                                                        \
         }                                                                                \
+        case GFP_OP_ASIN: return FN(asin)(x); /* NaN outside [-1, 1] */                  \
+        case GFP_OP_ACOS: return FN(acos)(x);                                            \
+        case GFP_OP_ATAN: return FN(atan)(x);                                            \
         default: return x;                                                               \
         }                                                                                \
     }
@@ -222,6 +225,7 @@ static int64_t unary_int(uint32_t op, int64_t x, int64_t lo, int64_t hi, const u
         case GFP_OP_POW: return FN(pow)(a, b);                                      \
         case GFP_OP_MAXIMUM: return a != a ? a : b != b ? b : a > b ? a : b;        \
         case GFP_OP_MINIMUM: return a != a ? a : b != b ? b : a < b ? a : b;        \
+        case GFP_OP_ATAN2: return FN(atan2)(a, b);                                  \
         default: return a;                                                          \
         }                                                                           \
     }

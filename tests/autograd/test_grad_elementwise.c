@@ -26,13 +26,15 @@ static const double GV[NG] = {-1.83, -1.27, -0.71, -0.33, 0.22, 0.68, 1.17, 1.79
                               -0.87, 0.37,  -1.62, 1.34,  -0.28, 0.77, -1.13, 1.63,
                               0.31,  -0.62, 1.24,  -1.72, 0.86,  -0.19, 1.71, -0.77};
 
-enum { D_ANY, D_POS, D_SHIFT };
+enum { D_ANY, D_POS, D_SHIFT, D_UNIT };
 /* Value i of a domain; D_SHIFT is off every D_ANY value by 0.013 mod 0.01, so
- * maximum/minimum never tie. */
+ * maximum/minimum never tie; D_UNIT (half of D_ANY) lies within (-0.92, 0.92),
+ * where asin and acos are smooth. */
 static double value(int dom, int64_t i, int off) {
     double v = GV[(off + 5 * i) % NG];
     if (dom == D_POS) return fabs(v) + 0.1;
     if (dom == D_SHIFT) return v + 0.013;
+    if (dom == D_UNIT) return v / 2;
     return v;
 }
 
@@ -132,6 +134,9 @@ static double d_gelu(double x) {
     return 0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x * x / 2) / sqrt(2 * PI);
 }
 /* y = x/2 (1 + tanh u), u = k (x + c x^3): y' = (1 + tanh u)/2 + x/2 sech^2(u) u'. */
+static double d_asin(double x) { return 1 / sqrt(1 - x * x); }
+static double d_acos(double x) { return -1 / sqrt(1 - x * x); }
+static double d_atan(double x) { return 1 / (1 + x * x); }
 /* PyTorch's hardswish_backward, times the 2.5 of w_hardswish. */
 static double d_hardswish(double x) {
     double u = 2.5 * x;
@@ -185,6 +190,9 @@ static const uop UOPS[] = {
     {"gelu_tanh", w_gelu_tanh, D_ANY, d_gelu_tanh, "GeluBackward"},
     {"silu", gf_silu, D_ANY, d_silu, "SiluBackward"},
     {"hardswish", w_hardswish, D_ANY, d_hardswish, "HardswishBackward"},
+    {"asin", gf_asin, D_UNIT, d_asin, "AsinBackward"},
+    {"acos", gf_acos, D_UNIT, d_acos, "AcosBackward"},
+    {"atan", gf_atan, D_ANY, d_atan, "AtanBackward"},
     {"softplus", w_softplus, D_ANY, d_softplus, "SoftplusBackward"},
     {"softplus_default", w_softplus_def, D_ANY, d_softplus_def, "SoftplusBackward"},
     {"softplus_neg_beta", w_softplus_neg, D_ANY, d_softplus_neg, "SoftplusBackward"},
@@ -288,7 +296,7 @@ static void test_unary_gradcheck(void) {
 /* First-order checks in f32 with loose tolerances. */
 static void test_unary_gradcheck_f32(void) {
     const char *names[] = {"exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "softplus", "log",
-                           "rsqrt", "silu", "erf", "hardswish"};
+                           "rsqrt", "silu", "erf", "hardswish", "asin", "acos", "atan"};
     gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
     for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
         const uop *op = NULL;
@@ -321,6 +329,8 @@ static double b_pow_a(double a, double b) { return b * pow(a, b - 1); }
 static double b_pow_b(double a, double b) { return pow(a, b) * log(a); }
 static double b_max_a(double a, double b) { return a > b ? 1 : a == b ? 0.5 : 0; }
 static double b_max_b(double a, double b) { return b > a ? 1 : a == b ? 0.5 : 0; }
+static double b_atan2_a(double a, double b) { return b / (a * a + b * b); }
+static double b_atan2_b(double a, double b) { return -a / (a * a + b * b); }
 
 typedef struct bop {
     const char *name;
@@ -338,6 +348,7 @@ static const bop BOPS[] = {
     {"pow", gf_pow, D_POS, D_ANY, b_pow_a, b_pow_b, "PowBackward"},
     {"maximum", gf_maximum, D_ANY, D_SHIFT, b_max_a, b_max_b, "MaximumBackward"},
     {"minimum", gf_minimum, D_ANY, D_SHIFT, b_max_b, b_max_a, "MinimumBackward"},
+    {"atan2", gf_atan2, D_ANY, D_SHIFT, b_atan2_a, b_atan2_b, "Atan2Backward"},
 };
 #define N_BOPS ((int)(sizeof BOPS / sizeof BOPS[0]))
 
@@ -712,6 +723,14 @@ static void test_conventions(void) {
     check_unary_grad(w_pow_2, DV(0, -3), 2, DV(0, -6), "pow_scalar 2");
     check_unary_grad(w_pow_half, DV(0, 4), 2, DV(INFINITY, 0.25), "pow_scalar 0.5");
     check_unary_grad(gf_log, DV(0), 1, DV(INFINITY), "log");
+    /* asin, acos: PyTorch's g * rsqrt(1 - x^2), so inf at +-1 and NaN
+     * outside [-1, 1]; atan's 1 / (1 + x^2) is 0 at +-inf. */
+    check_unary_grad(gf_asin, DV(-1, 0, 0.6, 1, 2, NAN), 6,
+                     DV(INFINITY, 1, 1.25, INFINITY, NAN, NAN), "asin");
+    check_unary_grad(gf_acos, DV(-1, 0, 0.6, 1, -2), 5,
+                     DV(-INFINITY, -1, -1.25, -INFINITY, NAN), "acos");
+    check_unary_grad(gf_atan, DV(0, 1, -3, INFINITY, -INFINITY), 5, DV(1, 0.5, 0.1, 0, 0),
+                     "atan");
     /* hardswish: PyTorch's pieces, x < -3 | -3 <= x <= 3 | x > 3, so -1/2 at
      * -3 and 3/2 at 3 (the middle formula at both ends); NaN passes g. */
     check_unary_grad(gf_hardswish, DV(-4, -3, 0, 1.5, 3, 4, NAN), 7,
@@ -762,6 +781,23 @@ static void test_conventions(void) {
         CHECK_MSG(check_close_(got_b[i], want_b[i], 1e-15, 1e-15), "pow d/db[%d] = %.17g", i,
                   got_b[i]);
     }
+    gf_tensor_release(ga);
+    gf_tensor_release(gb);
+    gf_tensor_release(s);
+    gf_tensor_release(y);
+    gf_tensor_release(a);
+    gf_tensor_release(b);
+
+    /* atan2(a, b): PyTorch's g b / (a^2 + b^2) and -g a / (a^2 + b^2), NaN
+     * at the origin (0 * inf), finite on the axes. */
+    a = make(GF_F64, 1, SZ(4), DV(0, 3, 0, 1), true);
+    b = make(GF_F64, 1, SZ(4), DV(0, 4, -2, 0), true);
+    y = gf_atan2(a, b);
+    s = gf_sum(y, NULL, 0, false);
+    CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
+    ga = gf_tensor_grad(a), gb = gf_tensor_grad(b);
+    check_vals(ga, DV(NAN, 0.16, -0.5, 0), 4, 1e-15);
+    check_vals(gb, DV(NAN, -0.12, 0, -1), 4, 1e-15);
     gf_tensor_release(ga);
     gf_tensor_release(gb);
     gf_tensor_release(s);

@@ -36,6 +36,17 @@ static gf_tensor *clamp_hi(const gf_tensor *x) { return gf_clamp(x, NAN, 1.0); }
 static gf_tensor *clamp_crossed(const gf_tensor *x) { return gf_clamp(x, 2.0, -1.0); }
 static gf_tensor *pow_frac(const gf_tensor *x) { return gf_pow_scalar(x, 2.5); }
 static gf_tensor *pow_neg(const gf_tensor *x) { return gf_pow_scalar(x, -1.0); }
+/* asin and acos of x / 4 (exact), so most of XV_GENERAL lands in [-1, 1]. */
+static gf_tensor *asin_q(const gf_tensor *x) {
+    gf_tensor *q = gf_mul_scalar(x, 0.25), *y = q ? gf_asin(q) : NULL;
+    gf_tensor_release(q);
+    return y;
+}
+static gf_tensor *acos_q(const gf_tensor *x) {
+    gf_tensor *q = gf_mul_scalar(x, 0.25), *y = q ? gf_acos(q) : NULL;
+    gf_tensor_release(q);
+    return y;
+}
 
 typedef struct unary_case {
     const char *name;
@@ -67,6 +78,11 @@ static const unary_case unary_cases[] = {
     {"gelu_tanh", gelu_tanh, false, XV_GENERAL},
     {"silu", gf_silu, false, XV_GENERAL},
     {"hardswish", gf_hardswish, false, XV_GENERAL},
+    {"asin", gf_asin, false, XV_GENERAL},
+    {"asin [-1, 1]", asin_q, false, XV_GENERAL},
+    {"acos", gf_acos, false, XV_GENERAL},
+    {"acos [-1, 1]", acos_q, false, XV_GENERAL},
+    {"atan", gf_atan, false, XV_GENERAL},
     {"softplus", softplus, false, XV_GENERAL},
     {"erf", gf_erf, false, XV_GENERAL},
     {"floor", gf_floor, false, XV_GENERAL},
@@ -129,6 +145,7 @@ static const binary_case binary_cases[] = {
     {"ge", gf_ge, true, true, XV_GENERAL},
     {"logical_and", gf_logical_and, true, true, XV_GENERAL},
     {"logical_or", gf_logical_or, true, true, XV_GENERAL},
+    {"atan2", gf_atan2, true, true, XV_GENERAL}, /* integers and bool: in f32 */
 };
 
 /* Operand shape pairs: equal, broadcast both ways, scalar, 0-size. */

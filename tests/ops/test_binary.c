@@ -21,6 +21,7 @@ static double r_ge(double a, double b) { return a >= b; }
 static double r_and(double a, double b) { return a != 0 && b != 0; }
 static double r_or(double a, double b) { return a != 0 || b != 0; }
 
+/* K_DIV: integer inputs are computed in f32 and give f32 (div, atan2). */
 enum { K_ARITH, K_DIV, K_BOOL };
 typedef struct binary_case {
     const char *name;
@@ -39,6 +40,7 @@ static const binary_case cases[] = {
     {"le", gf_le, r_le, K_BOOL, true},           {"gt", gf_gt, r_gt, K_BOOL, true},
     {"ge", gf_ge, r_ge, K_BOOL, true},           {"logical_and", gf_logical_and, r_and, K_BOOL, true},
     {"logical_or", gf_logical_or, r_or, K_BOOL, true},
+    {"atan2", gf_atan2, atan2, K_DIV, false},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 

@@ -115,7 +115,8 @@ static void test_op_ids(void) {
         OP(MAX_POOL2D, 163), OP(MAX_POOL2D_BACKWARD, 164), OP(AVG_POOL2D, 165),
         OP(AVG_POOL2D_BACKWARD, 166),
         /* 1.2 */
-        OP(HARDSWISH, 49), OP(BATCH_NORM_BACKWARD, 125),
+        OP(HARDSWISH, 49), OP(ASIN, 50), OP(ACOS, 51), OP(ATAN, 52), OP(ATAN2, 76),
+        OP(BATCH_NORM_BACKWARD, 125),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];

@@ -55,6 +55,9 @@ static void test_unary_f32(void) {
         {"ceil", gf_ceil, -9, 9, 0},        {"round", gf_round, -9, 9, 0},
         {"clamp", clamp_both, -3, 3, 0},    {"clamp_min", clamp_min, -3, 3, 0},
         {"pow_scalar", pow_s, 0, 4, 2e-6},  {"hardswish", gf_hardswish, -5, 5, 2e-6},
+        {"asin", gf_asin, -1, 1, 2e-6},     {"acos", gf_acos, -1, 1, 2e-6},
+        {"asin (beyond 1)", gf_asin, -3, 3, 2e-6}, {"atan", gf_atan, -40, 40, 2e-6},
+        {"atan (large)", gf_atan, -1e30, 1e30, 2e-6},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         run_unary(c[i].n, c[i].f, GF_F32, c[i].lo, c[i].hi, c[i].tol);
@@ -80,6 +83,8 @@ static void test_unary_f64_int(void) {
         {"gelu_tanh", gelu_tanh, -6, 6}, {"silu", gf_silu, -9, 9},     {"softplus", softplus, -4, 4},
         {"pow_scalar", pow_s, 0, 5},    {"pow_scalar3", pow_i, -4, 4},
         {"erf", gf_erf, -7, 7},         {"gelu", gelu, -6, 6},        {"hardswish", gf_hardswish, -6, 6},
+        {"asin", gf_asin, -1, 1},       {"acos", gf_acos, -1, 1},     {"acos (beyond 1)", gf_acos, -3, 3},
+        {"atan", gf_atan, -40, 40},     {"atan (large)", gf_atan, -1e30, 1e30},
     };
     for (size_t i = 0; i < sizeof t64 / sizeof t64[0]; i++)
         run_unary(t64[i].n, t64[i].f, GF_F64, t64[i].lo, t64[i].hi, 4e-15);
@@ -191,6 +196,9 @@ static void test_binary(void) {
     run_binary("pow", gf_pow, GF_F32, 0.1, 3, 2e-6);
     run_binary("pow", gf_pow, GF_F64, 0.1, 3, 4e-15);
     run_binary("pow", gf_pow, GF_I64, 0, 0, 0);
+    run_binary("atan2", gf_atan2, GF_F32, -5, 5, 2e-6);
+    run_binary("atan2", gf_atan2, GF_F64, -5, 5, 4e-15);
+    run_binary("atan2", gf_atan2, GF_I32, 0, 0, 2e-6); /* computed in f32 */
     run_binary("eq", gf_eq, GF_BOOL, 0, 0, 0);
     run_binary("logical_or", gf_logical_or, GF_BOOL, 0, 0, 0);
 }

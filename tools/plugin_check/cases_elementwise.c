@@ -103,6 +103,10 @@ static const unary_info unary_table[] = {
     {GFP_OP_ROUND, PC_GEN_QUARTERS, -10, 10, 0, 0, PC_TOL_EXACT},
     {GFP_OP_CLAMP, PC_GEN_UNIFORM, -2, 2, -30, 30, PC_TOL_ELEMENTWISE},
     {GFP_OP_POW_SCALAR, PC_GEN_UNIFORM, -3, 3, 0, 0, PC_TOL_TRANSCENDENTAL},
+    /* mostly inside [-1, 1], a little beyond (NaN there) */
+    {GFP_OP_ASIN, PC_GEN_UNIFORM, -1.2, 1.2, 0, 0, PC_TOL_TRANSCENDENTAL},
+    {GFP_OP_ACOS, PC_GEN_UNIFORM, -1.2, 1.2, 0, 0, PC_TOL_TRANSCENDENTAL},
+    {GFP_OP_ATAN, PC_GEN_UNIFORM, -20, 20, 0, 0, PC_TOL_TRANSCENDENTAL},
 };
 #define N_UNARY (sizeof unary_table / sizeof unary_table[0])
 
@@ -300,6 +304,7 @@ static void binary_ranges(uint32_t op, bool is_float, pc_gen *gen, double r[4], 
         break;
     case GFP_OP_MAXIMUM:
     case GFP_OP_MINIMUM: *tol = PC_TOL_EXACT; break;
+    case GFP_OP_ATAN2: *tol = PC_TOL_TRANSCENDENTAL; break; /* all four quadrants */
     default:
         if (is_compare(op) || is_logical(op)) {
             /* Small integers in every dtype: ties and zeros. */

@@ -55,6 +55,14 @@ GF_API gf_tensor *gf_reciprocal(const gf_tensor *x);
 GF_API gf_tensor *gf_square(const gf_tensor *x);
 GF_API gf_tensor *gf_sin(const gf_tensor *x);
 GF_API gf_tensor *gf_cos(const gf_tensor *x);
+/* Inverse trigonometry, as torch.asin / acos / atan: asin in [-pi/2, pi/2],
+ * acos in [0, pi], NaN outside [-1, 1] for both; atan in [-pi/2, pi/2]
+ * (+-pi/2 at +-inf). Integer and bool x give f32. Gradients as PyTorch's:
+ * asin' = 1 / sqrt(1 - x^2) (inf at +-1, NaN beyond), acos' its negative,
+ * atan' = 1 / (1 + x^2). */
+GF_API gf_tensor *gf_asin(const gf_tensor *x);
+GF_API gf_tensor *gf_acos(const gf_tensor *x);
+GF_API gf_tensor *gf_atan(const gf_tensor *x);
 GF_API gf_tensor *gf_tanh(const gf_tensor *x);
 GF_API gf_tensor *gf_sigmoid(const gf_tensor *x);
 GF_API gf_tensor *gf_relu(const gf_tensor *x);
@@ -94,6 +102,12 @@ GF_API gf_tensor *gf_div(const gf_tensor *a, const gf_tensor *b); /* true divisi
 GF_API gf_tensor *gf_pow(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_maximum(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_minimum(const gf_tensor *a, const gf_tensor *b);
+/* torch.atan2(a, b): the angle of the point (b, a) in [-pi, pi], with C's
+ * atan2 at signed zeros and infinities (atan2(+-0, -0) = +-pi, atan2(+-0,
+ * +0) = +-0). Broadcasts; integer and bool inputs give f32. Gradients as
+ * PyTorch's: g b / (a^2 + b^2) for a, -g a / (a^2 + b^2) for b (NaN at the
+ * origin). */
+GF_API gf_tensor *gf_atan2(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_eq(const gf_tensor *a, const gf_tensor *b); /* comparisons: bool */
 GF_API gf_tensor *gf_ne(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_lt(const gf_tensor *a, const gf_tensor *b);

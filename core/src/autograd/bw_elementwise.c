@@ -127,6 +127,11 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     case GFP_OP_SQUARE: return gf_mul(g, gf_mul_scalar(x, 2.0));
     case GFP_OP_SIN: return gf_mul(g, gf_cos(x));
     case GFP_OP_COS: return gf_mul(g, gf_neg(gf_sin(x)));
+    /* PyTorch's: g (1 - x^2)^(-1/2), negated for acos (inf at +-1, NaN
+     * beyond, where the forward is NaN too); g / (1 + x^2). */
+    case GFP_OP_ASIN: return gf_mul(g, gf_rsqrt(gf_rsub_scalar(gf_square(x), 1.0)));
+    case GFP_OP_ACOS: return gf_mul(g, gf_neg(gf_rsqrt(gf_rsub_scalar(gf_square(x), 1.0))));
+    case GFP_OP_ATAN: return gf_div(g, gf_add_scalar(gf_square(x), 1.0));
     case GFP_OP_TANH: return gf_mul(g, gf_rsub_scalar(gf_square(y), 1.0));
     case GFP_OP_SIGMOID: return gf_mul(g, gf_mul(y, gf_rsub_scalar(y, 1.0)));
     case GFP_OP_RELU: return keep_where(gf_gt_scalar(y, 0.0), g); /* 0 at 0 */
@@ -299,6 +304,13 @@ static void binary_formula(const binary_ctx *c, const char *name, gf_tensor *g, 
     case GFP_OP_POW: pow_grads(g, a, b, y, need_a, need_b, ga, gb); break;
     case GFP_OP_MAXIMUM: minmax_grads(true, g, a, b, need_a, need_b, ga, gb); break;
     case GFP_OP_MINIMUM: minmax_grads(false, g, a, b, need_a, need_b, ga, gb); break;
+    case GFP_OP_ATAN2: {
+        /* PyTorch's atan2_backward: r = 1 / (a^2 + b^2); g b r, -g a r. */
+        gf_tensor *r = gf_reciprocal(gf_add(gf_square(a), gf_square(b)));
+        if (need_a) *ga = gf_mul(gf_mul(g, b), r);
+        if (need_b) *gb = gf_mul(gf_mul(gf_neg(g), a), r);
+        break;
+    }
     default: gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", name); break;
     }
 }
@@ -365,7 +377,8 @@ gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b
         save_y = need_b;
         break;
     case GFP_OP_MAXIMUM:
-    case GFP_OP_MINIMUM: save_a = save_b = true; break;
+    case GFP_OP_MINIMUM:
+    case GFP_OP_ATAN2: save_a = save_b = true; break;
     default: break;
     }
     gf_status s = GF_OK;
