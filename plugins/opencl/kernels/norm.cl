@@ -93,7 +93,10 @@
     }
 
 /* _v: one work-item per line, the line contiguous in x and y, vectorized by
- * hand (VW lanes; the tail of a line goes scalar). */
+ * hand (VW lanes; the tail of a line goes scalar). Softmax writes each exp to
+ * y as it sums them and then divides y in place, so an element costs one exp
+ * (the same value as before, the same quotient) and the last pass reads a
+ * line that is still in cache. */
 #define GF_NVMAXN(a, b) select(fmax((a), (b)), (a) + (b), isnan(a) | isnan(b))
 #define GF_SOFTMAX_V(DT, T, VT, VW, VLOAD, VSTORE)                                         \
     __kernel void softmax_##DT##_v(GF_SOFTMAX_ARGS(T)) {                                   \
@@ -113,6 +116,7 @@
             VT e = exp(VLOAD(0, xl + i) - m), t = vs + e;                                  \
             vc += select((e - t) + vs, (vs - t) + e, fabs(vs) >= fabs(e));                 \
             vs = t;                                                                        \
+            if (!logsm) VSTORE(e, 0, yl + i); /* kept for the last pass */                 \
         }                                                                                  \
         T s = 0, c = 0, ls[VW], lcs[VW];                                                   \
         VSTORE(vs, 0, ls);                                                                 \
@@ -124,17 +128,20 @@
         for (long i = full; i < len; i++) {                                                \
             T e = exp(xl[i] - m);                                                          \
             NADD(T, s, c, e);                                                              \
+            if (!logsm) yl[i] = e;                                                         \
         }                                                                                  \
         s = NVAL(s, c);                                                                    \
+        if (!logsm) { /* y holds each exp, read back while the line is in cache */          \
+            for (long i = 0; i < full; i += VW) VSTORE(VLOAD(0, yl + i) / s, 0, yl + i);   \
+            for (long i = full; i < len; i++) yl[i] = yl[i] / s;                           \
+            return;                                                                        \
+        }                                                                                  \
         T log_s = log(s);                                                                  \
         for (long i = 0; i < full; i += VW) {                                              \
             VT z = VLOAD(0, xl + i) - m;                                                   \
-            VSTORE(logsm ? z - log_s : exp(z) / s, 0, yl + i);                             \
+            VSTORE(z - log_s, 0, yl + i);                                                  \
         }                                                                                  \
-        for (long i = full; i < len; i++) {                                                \
-            T z = xl[i] - m;                                                               \
-            yl[i] = logsm ? z - log_s : exp(z) / s;                                        \
-        }                                                                                  \
+        for (long i = full; i < len; i++) yl[i] = xl[i] - m - log_s;                       \
     }
 GF_SOFTMAX_V(f32, float, float16, 16, vload16, vstore16)
 #if GF_HAS_FP64
