@@ -97,6 +97,33 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
 }
 
 /* ------------------------------------------------------------------ layer norm */
+/* Begins a call of a layer-norm kernel and passes the arguments every form
+ * takes first: x, y, the optional weight and bias, mean, rstd, and the
+ * geometry of the leading (row-indexing) dims. */
+static void layer_norm_begin(ocl_call *c, ocl_device *d, const char *kname, const gfp_tensor *x,
+                             const gfp_tensor *y, const gfp_tensor *w, const gfp_tensor *b,
+                             const gfp_tensor *mean, const gfp_tensor *rstd, int orank) {
+    ocl_call_begin(c, d, OCL_PROG_NORM, kname, "layer_norm");
+    ocl_arg_mem(c, ocl_mem(x));
+    ocl_arg_i64(c, ocl_elem_offset(x));
+    ocl_arg_mem(c, ocl_mem(y));
+    ocl_arg_i64(c, ocl_elem_offset(y));
+    arg_optional(c, d, w);
+    ocl_arg_i32(c, w != NULL);
+    arg_optional(c, d, b);
+    ocl_arg_i32(c, b != NULL);
+    ocl_arg_mem(c, ocl_mem(mean));
+    ocl_arg_i64(c, ocl_elem_offset(mean));
+    ocl_arg_mem(c, ocl_mem(rstd));
+    ocl_arg_i64(c, ocl_elem_offset(rstd));
+    ocl_arg_long8(c, x->sizes, orank);
+    ocl_arg_long8(c, x->strides, orank);
+    ocl_arg_long8(c, y->strides, orank);
+    ocl_arg_long8(c, mean->strides, orank);
+    ocl_arg_long8(c, rstd->strides, orank);
+    ocl_arg_i32(c, orank);
+}
+
 static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
                              const gfp_tensor *const *out, const void *params) {
     const gfp_layer_norm_params *p = params;
@@ -136,25 +163,7 @@ static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
     bool per_item = (d->type & CL_DEVICE_TYPE_CPU) && rrank == 0 && nouter >= 16;
     if (wb_flat && L >= OCL_RUN_MIN) {
         snprintf(kname, sizeof kname, "layer_norm_%s_%c", kdt(x->dtype), per_item ? 'v' : 'r');
-        ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "layer_norm");
-        ocl_arg_mem(&c, ocl_mem(x));
-        ocl_arg_i64(&c, ocl_elem_offset(x));
-        ocl_arg_mem(&c, ocl_mem(y));
-        ocl_arg_i64(&c, ocl_elem_offset(y));
-        arg_optional(&c, d, w);
-        ocl_arg_i32(&c, w != NULL);
-        arg_optional(&c, d, b);
-        ocl_arg_i32(&c, b != NULL);
-        ocl_arg_mem(&c, ocl_mem(mean));
-        ocl_arg_i64(&c, ocl_elem_offset(mean));
-        ocl_arg_mem(&c, ocl_mem(rstd));
-        ocl_arg_i64(&c, ocl_elem_offset(rstd));
-        ocl_arg_long8(&c, x->sizes, orank);
-        ocl_arg_long8(&c, x->strides, orank);
-        ocl_arg_long8(&c, y->strides, orank);
-        ocl_arg_long8(&c, mean->strides, orank);
-        ocl_arg_long8(&c, rstd->strides, orank);
-        ocl_arg_i32(&c, orank);
+        layer_norm_begin(&c, d, kname, x, y, w, b, mean, rstd, orank);
         if (per_item) {
             ocl_arg_i64(&c, nouter);
             ocl_arg_i64(&c, L);
@@ -172,25 +181,7 @@ static gfp_status layer_norm(ocl_device *d, const gfp_tensor *const *in,
         return ocl_call_run(&c, 1, &global, &local);
     }
     snprintf(kname, sizeof kname, "layer_norm_%s", kdt(x->dtype));
-    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, "layer_norm");
-    ocl_arg_mem(&c, ocl_mem(x));
-    ocl_arg_i64(&c, ocl_elem_offset(x));
-    ocl_arg_mem(&c, ocl_mem(y));
-    ocl_arg_i64(&c, ocl_elem_offset(y));
-    arg_optional(&c, d, w);
-    ocl_arg_i32(&c, w != NULL);
-    arg_optional(&c, d, b);
-    ocl_arg_i32(&c, b != NULL);
-    ocl_arg_mem(&c, ocl_mem(mean));
-    ocl_arg_i64(&c, ocl_elem_offset(mean));
-    ocl_arg_mem(&c, ocl_mem(rstd));
-    ocl_arg_i64(&c, ocl_elem_offset(rstd));
-    ocl_arg_long8(&c, x->sizes, orank);
-    ocl_arg_long8(&c, x->strides, orank);
-    ocl_arg_long8(&c, y->strides, orank);
-    ocl_arg_long8(&c, mean->strides, orank);
-    ocl_arg_long8(&c, rstd->strides, orank);
-    ocl_arg_i32(&c, orank);
+    layer_norm_begin(&c, d, kname, x, y, w, b, mean, rstd, orank);
     ocl_arg_long8(&c, inner, nr);
     ocl_arg_long8(&c, x->strides + orank, nr);
     ocl_arg_long8(&c, y->strides + orank, nr);
