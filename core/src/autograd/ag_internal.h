@@ -221,6 +221,14 @@ uint64_t gf__ag_seq_mark(void);
  * another view of self's storage (aliasing it), keeps a copy of that old
  * value instead. Saves through hooks and saved outputs are left alone. */
 gf_status gf__ag_save_originals(const gf_tensor *result, const gf_tensor *self, uint64_t since);
+/* The storage an in-place op of this thread is about to overwrite while it
+ * computes its value out of place (NULL outside one): the commit will move
+ * the recorded node's history onto self, so a save through hooks of self's
+ * old value packs a copy without history (PyTorch's original_self), never
+ * self itself, which would then hold the very node that holds it. Returns
+ * the previous target, to be given back to gf__ag_inplace_target_set. */
+const gf_storage *gf__ag_inplace_target_set(const gf_storage *target);
+bool gf__ag_is_inplace_target(const gf_tensor *t);
 /* Checks that self may be written in place by op (rules 10, 13, 15). */
 gf_status gf__ag_check_inplace(gf_tensor *self, const char *op);
 /* self was overwritten with the value of result (same shape): bump the

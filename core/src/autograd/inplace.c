@@ -135,7 +135,9 @@ static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
         uint64_t mark_ = gf__ag_seq_mark();                              \
         gf_tensor *dst_ = (direct) && unrecorded(self, (a), (b)) ? self : NULL; \
         (void)dst_;                                                      \
+        const gf_storage *tgt_ = gf__ag_inplace_target_set(self->storage); \
         gf_tensor *r_ = (expr);                                          \
+        gf__ag_inplace_target_set(tgt_);                                 \
         gf__scope_resume(sc_);                                           \
         if (!r_) return gf__status();                                \
         if ((direct) && !castable(r_->dtype, self->dtype)) {             \

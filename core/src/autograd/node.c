@@ -142,14 +142,33 @@ gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *con
 
 uint64_t gf__ag_seq_mark(void) { return atomic_load(&g_seq); }
 
-/* A copy of what saved slot s aliases, kept instead of the alias. */
-static gf_status save_copy(gf_saved *s) {
-    gf_tensor *t = s->data;
+static _Thread_local const gf_storage *tl_inplace_target;
+
+const gf_storage *gf__ag_inplace_target_set(const gf_storage *target) {
+    const gf_storage *prev = tl_inplace_target;
+    tl_inplace_target = target;
+    return prev;
+}
+
+bool gf__ag_is_inplace_target(const gf_tensor *t) {
+    return tl_inplace_target && t->storage == tl_inplace_target;
+}
+
+/* A copy of t's values in a tensor of its own, without history (NULL on
+ * failure, the error set). */
+static gf_tensor *plain_copy(const gf_tensor *t) {
     gf_tensor *c = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
     if (c && gf__copy_into(c, t) != GF_OK) {
         gf_tensor_release(c);
         c = NULL;
     }
+    return c;
+}
+
+/* A copy of what saved slot s aliases, kept instead of the alias. */
+static gf_status save_copy(gf_saved *s) {
+    gf_tensor *t = s->data;
+    gf_tensor *c = plain_copy(t);
     if (!c) return gf__status();
     gf_tensor_release(t);
     s->data = c;
@@ -172,8 +191,8 @@ gf_status gf__ag_save_originals(const gf_tensor *result, const gf_tensor *self, 
         gf_node *node = list[i];
         for (int k = 0; k < node->n_saved && st == GF_OK; k++) {
             gf_saved *s = &node->saved[k];
-            /* Through hooks the pack function decided what was kept; an
-             * output is the node's own; a slot whose storage has moved on
+            /* Through hooks the pack function was given a copy already (at
+             * save time: gf__ag_is_inplace_target); an output is the node's own; a slot whose storage has moved on
              * since it was saved stays as it is (backward reports it). */
             if (!s->defined || s->hooks || s->is_output || !s->data ||
                 s->data->storage != self->storage || gf_tensor_version(s->data) != s->version)
@@ -238,8 +257,13 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
          * node, so hooks that keep what they are given would otherwise make
          * node and output hold each other, and a graph dropped without
          * backward would never be freed nor its packed values released. */
-        gf_tensor *alias = is_output ? gf__ag_alias(t) : NULL;
-        if (is_output && !alias) return gf__status();
+        /* Likewise self's old value inside an in-place op (or another view
+         * of its storage): the commit gives self this node's history, and
+         * overwrites the values, so the hooks get a copy of them. */
+        gf_tensor *alias = is_output             ? gf__ag_alias(t)
+                           : gf__ag_is_inplace_target(t) ? plain_copy(t)
+                                                         : NULL;
+        if ((is_output || gf__ag_is_inplace_target(t)) && !alias) return gf__status();
         int sc = gf__scope_suspend();
         s->packed = h->pack(alias ? alias : t, h->user);
         gf__scope_resume(sc);
