@@ -166,6 +166,83 @@ static void rule25_gradients_are_right(void) {
     gf_tensor_release(x);
 }
 
+/* A leaf's .grad made with create_graph carries history that reaches the
+ * leaf's own accumulator (PyTorch warns of the cycle this makes there).
+ * graft's accumulator refers to its leaf weakly: releasing the leaf frees
+ * it, its .grad and that graph. Adopted memory shows it: its owner's release
+ * runs exactly when graft drops the storage. */
+static int adopted_released;
+static void adopted_release(void *ctx) {
+    (void)ctx;
+    adopted_released++;
+}
+static void *pack_detached(const gf_tensor *t, void *user) {
+    (void)user;
+    return gf_scope_keep(gf_detach(t));
+}
+static gf_tensor *unpack_kept(void *pk, void *user) {
+    (void)user;
+    return gf_tensor_retain(pk);
+}
+static void release_kept(void *pk, void *user) {
+    (void)user;
+    gf_tensor_release(pk);
+}
+
+static void rule25_create_graph_grad_does_not_keep_its_leaf(void) {
+    uint64_t base = ag_bytes_in_use();
+    for (int mode = 0; mode < 3; mode++) {
+        static double v[2];
+        v[0] = 2;
+        v[1] = -3;
+        adopted_released = 0;
+        /* case 1 as found: a 0-dim x */
+        gf_tensor *x = mode == 1 ? gf_from_host_memory(v, NULL, NULL, 0, GF_F64, NULL, adopted_release, NULL)
+                                 : gf_from_host_memory(v, SZ(2), NULL, 1, GF_F64, NULL, adopted_release, NULL);
+        CHECK(x && gf_tensor_set_requires_grad(x, true) == GF_OK);
+        gf_backward_opts o = {1, true};
+        if (mode == 0) { /* x * x: .grad = 2x, with history */
+            gf_tensor *y = gf_mul(x, x);
+            CHECK_OK(ag_backward_ones(y, 1, true));
+            CHECK_GRAD(x, DV(4, -6), 2, 0);
+            gf_tensor_release(y);
+        } else if (mode == 1) {
+            /* sum(x) with x itself as grad_output, in a scope, with hooks
+             * that keep what they pack in the scope (the sequence that
+             * first showed the adopted buffer never released) */
+            gf_saved_tensor_hooks h = {pack_detached, unpack_kept, release_kept, NULL};
+            CHECK_OK(gf_saved_tensor_hooks_push(&h));
+            gf_scope_begin();
+            gf_tensor *root = gf_sum(x, NULL, 0, false);
+            CHECK_OK(gf_backward(root, x, &o));
+            gf_scope_end();
+            CHECK_OK(gf_saved_tensor_hooks_pop());
+            /* .grad is a copy of x, never x nor x's memory: accumulating
+             * into it again leaves x as it was */
+            CHECK_GRAD(x, DV(2), 1, 0);
+            gf_tensor *r2 = gf_sum(x, NULL, 0, false);
+            CHECK_OK(gf_backward(r2, x, NULL));
+            gf_tensor_release(r2);
+            CHECK_GRAD(x, DV(4), 1, 0);
+            CHECK_VALS(x, DV(2), 1, 0);
+        } else { /* the leaf released before backward: the others still get theirs */
+            gf_tensor *w = ag_leaf(DV(1, 1), 2);
+            gf_tensor *y = gf_mul(x, w);
+            gf_tensor_release(x);
+            x = NULL;
+            CHECK(adopted_released == 0); /* the graph still reads x's values */
+            CHECK_OK(ag_backward_ones(y, 0, false));
+            CHECK_GRAD(w, DV(2, -3), 2, 0);
+            gf_tensor_release(y);
+            gf_tensor_release(w);
+        }
+        gf_tensor_release(x);
+        CHECK_MSG(adopted_released == 1, "case %d: the adopted memory was released %d times",
+                  mode, adopted_released);
+        CHECK_MSG(ag_bytes_in_use() == base, "case %d", mode);
+    }
+}
+
 int main(void) {
     gf_tensor *warm = gf_zeros(SZ(1), 1, GF_F32, NULL); /* load the plugin first */
     gf_tensor_release(warm);
@@ -173,5 +250,6 @@ int main(void) {
     RUN(rule25_backward_releases_saved_tensors_and_peak_is_bounded);
     RUN(rule25_dropping_the_output_frees_the_whole_graph);
     RUN(rule25_retain_graph_keeps_saved_tensors_until_dropped);
+    RUN(rule25_create_graph_grad_does_not_keep_its_leaf);
     return ag_finish();
 }

@@ -2,8 +2,8 @@
  *
  * Ownership: a tensor's autograd meta holds a reference to its grad_fn node;
  * a node holds references to the nodes its edges lead to, and an accumulator
- * node holds a reference to its leaf. So a graph lives exactly as long as an
- * output refers to it. A node saves its own outputs without a reference back
+ * node refers to its leaf weakly (a leaf's .grad may hold the graph that
+ * reaches it). So a graph lives exactly as long as an output refers to it. A node saves its own outputs without a reference back
  * to itself (no cycle). Nodes are freed iteratively (no recursion).
  *
  * Op wrappers record history like this:
@@ -71,7 +71,13 @@ struct gf_node {
     bool ever_saved;
     pthread_mutex_t lock; /* one run at a time; saved-tensor release */
     gf_hook *hooks;       /* tensor pre-hooks, node pre/post hooks, retain_grad */
-    gf_tensor *leaf;      /* accumulator nodes: the leaf (reference) */
+    /* Accumulator nodes: their leaf, weak. The leaf's .grad may carry
+     * history that reaches this node (backward with create_graph, as
+     * PyTorch warns), so a strong reference would be a cycle: leaf, .grad,
+     * its graph, this node, the leaf. The leaf's death clears it under the
+     * accumulator lock; gf__ag_accumulator_leaf takes a reference to run. */
+    gf_tensor *leaf;
+    bool accumulates; /* an accumulator node (AccumulateGrad) */
     char *anomaly_trace;  /* where the node was created, in anomaly mode */
     void *ext;            /* op-specific extra data (freed by release_ctx) */
     gf_node *dying_next;  /* release list (node.c) */
@@ -200,6 +206,9 @@ gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind k
 gf_node *gf__ag_view_regen_node(gf_tensor *view, gf_tensor *base);
 /* A leaf's gradient accumulator node n is going away (node.c tells meta.c). */
 void gf__ag_accumulator_dying(gf_node *n);
+/* Accumulator n's leaf, a new reference; NULL when the leaf is gone (no one
+ * can read its gradient any more: the engine skips the node). */
+gf_tensor *gf__ag_accumulator_leaf(gf_node *n);
 /* base's new history after op (a node whose output was written into view, a
  * view of base) ran in place. */
 gf_status gf__ag_copy_slices(gf_tensor *base, gf_tensor *view, gf_node *op, int self_input);

@@ -207,11 +207,15 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
     gf_node *n = t->node;
     gf_tensor **grads = t->buf;
     gf_status s;
-    if (n->leaf) { /* AccumulateGrad */
-        if ((s = gf__ag_run_leaf_hooks(n->leaf, &grads[0])) != GF_OK) return s;
-        if ((s = gf__ag_run_pre_hooks(n, grads)) != GF_OK) return s;
-        if (grads[0] && (s = gf__ag_accumulate(n->leaf, grads[0], create_graph)) != GF_OK) return s;
-        return gf__ag_run_post_hooks(n, grad_inputs, grads);
+    if (n->accumulates) { /* AccumulateGrad */
+        gf_tensor *leaf = gf__ag_accumulator_leaf(n);
+        if (!leaf) return GF_OK; /* released: its gradient has no reader */
+        s = gf__ag_run_leaf_hooks(leaf, &grads[0]);
+        if (s == GF_OK) s = gf__ag_run_pre_hooks(n, grads);
+        if (s == GF_OK && grads[0]) s = gf__ag_accumulate(leaf, grads[0], create_graph);
+        if (s == GF_OK) s = gf__ag_run_post_hooks(n, grad_inputs, grads);
+        gf_tensor_release(leaf);
+        return s;
     }
     if ((s = gf__ag_run_pre_hooks(n, grads)) != GF_OK) return s;
     if ((s = gf__ag_run_retain_grad(n, grads)) != GF_OK) return s;
@@ -381,7 +385,13 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
         if (t->capture) {
             /* gf_grad: the gradient of an input is what flows into its
              * edge, after the hooks registered on that tensor. */
-            s = n->leaf ? gf__ag_run_leaf_hooks(n->leaf, &t->buf[0]) : gf__ag_run_tensor_hooks(n, t->buf);
+            if (n->accumulates) {
+                gf_tensor *leaf = gf__ag_accumulator_leaf(n);
+                s = leaf ? gf__ag_run_leaf_hooks(leaf, &t->buf[0]) : GF_OK;
+                gf_tensor_release(leaf);
+            } else {
+                s = gf__ag_run_tensor_hooks(n, t->buf);
+            }
             for (int k = 0; k < n_capture && s == GF_OK; k++)
                 if (capture[k].node == n && !captured[k])
                     captured[k] = gf_tensor_retain(t->buf[capture[k].input_nr]);
@@ -390,7 +400,7 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
             free_buf(t);
             continue;
         }
-        if (!t->capture && !n->leaf && (s = gf__ag_run_tensor_hooks(n, t->buf)) != GF_OK) break;
+        if (!t->capture && !n->accumulates && (s = gf__ag_run_tensor_hooks(n, t->buf)) != GF_OK) break;
         free(grad_inputs);
         grad_inputs = calloc((size_t)(n->n_next ? n->n_next : 1), sizeof *grad_inputs);
         if (!grad_inputs) {

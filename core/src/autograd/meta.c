@@ -27,6 +27,12 @@ gf_autograd_meta *gf__ag_meta(gf_tensor *t) {
 
 void gf__ag_meta_free(gf_tensor *t) {
     gf_autograd_meta *m = t->autograd;
+    /* Before anything here can drop the accumulator (through .grad's own
+     * history): it must no longer refer to this dying tensor. */
+    pthread_mutex_lock(&g_acc_lock);
+    if (m->accumulator) m->accumulator->leaf = NULL;
+    m->accumulator = NULL;
+    pthread_mutex_unlock(&g_acc_lock);
     t->autograd = NULL;
     if (m->retain_hook) m->retain_hook->target = NULL; /* owned by grad_fn, still alive */
     gf_tensor_release(m->grad);
@@ -77,7 +83,8 @@ static gf_node *accumulator_for(gf_tensor *leaf) {
         n = gf__ag_node_new("AccumulateGrad", NULL, 0, 1);
         if (n) {
             n->seq = UINT64_MAX; /* leaves first among ready nodes */
-            n->leaf = gf_tensor_retain(leaf);
+            n->leaf = leaf; /* weak: see gf_node.leaf */
+            n->accumulates = true;
             n->outputs[0].rank = leaf->rank;
             memcpy(n->outputs[0].sizes, leaf->sizes, sizeof leaf->sizes);
             n->outputs[0].dtype = leaf->dtype;
@@ -94,6 +101,21 @@ void gf__ag_accumulator_dying(gf_node *n) {
     if (n->leaf && n->leaf->autograd && n->leaf->autograd->accumulator == n)
         n->leaf->autograd->accumulator = NULL;
     pthread_mutex_unlock(&g_acc_lock);
+}
+
+gf_tensor *gf__ag_accumulator_leaf(gf_node *n) {
+    pthread_mutex_lock(&g_acc_lock);
+    gf_tensor *t = n->leaf;
+    if (t) {
+        /* A leaf whose count already reached zero is being freed: its
+         * gf__ag_meta_free waits for this lock to clear n->leaf. */
+        long c = atomic_load(&t->refcount);
+        while (c > 0 && !atomic_compare_exchange_weak(&t->refcount, &c, c + 1)) {
+        }
+        if (c <= 0) t = NULL;
+    }
+    pthread_mutex_unlock(&g_acc_lock);
+    return t;
 }
 
 gf_edge gf__ag_gradient_edge(gf_tensor *t) {
@@ -172,8 +194,11 @@ gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
         /* The engine hands over its reference. A gradient that anything
          * else may still read or write (another reference, a storage shared
          * with another tensor, an expanded or partial view of a buffer) is
-         * copied, so .grad never aliases it and can later be added into. */
-        if (!create_graph && !stealable(g)) next = gf_clone(g);
+         * copied, so .grad never aliases it and can later be added into;
+         * with create_graph too (a differentiable copy, as PyTorch's
+         * clone): backward(sum(x), grad_output = x) hands over x itself, and
+         * .grad must not be x, nor share x's memory. */
+        if (!stealable(g)) next = gf_clone(g);
         else next = gf_tensor_retain(g);
         if (!create_graph && next && next->autograd) {
             gf_tensor *d = gf_detach(next);

@@ -79,7 +79,6 @@ static void destroy(gf_node *n) {
     free(n->outputs);
     if (n->release_ctx) n->release_ctx(n);
     gf__ag_hooks_free(n->hooks);
-    gf_tensor_release(n->leaf);
     gf__ag_node_release(n->wrapped);
     free(n->anomaly_trace);
     pthread_mutex_destroy(&n->lock);
@@ -94,7 +93,7 @@ static _Thread_local bool tl_draining;
 void gf__ag_node_release(gf_node *n) {
     if (!n) return;
     if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (n->leaf) gf__ag_accumulator_dying(n);
+    if (n->accumulates) gf__ag_accumulator_dying(n);
     n->dying_next = tl_dying;
     tl_dying = n;
     if (tl_draining) return;
