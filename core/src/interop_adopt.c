@@ -34,6 +34,13 @@ gf_tensor *gf__adopt_host(void *data, const int64_t *sizes, const int64_t *strid
     if (gf__ensure_init() != GF_OK) return NULL;
     gf_device *target = dev ? dev : gf_device_default();
     if (!target) return NULL;
+    /* As gf_empty: a tensor of a dtype the device does not store could be
+     * made here, but nothing could compute on it, and a file graft wrote
+     * from it would not load back. */
+    if (!(target->props.dtypes & GFP_DTYPE_BIT(dtype))) {
+        gf__dtype_not_stored(target, dtype);
+        return NULL;
+    }
     if (numel == 0) {
         /* Nothing to share: an empty tensor, and the memory goes back now. */
         gf_tensor *t = gf__empty(sizes, rank, dtype, target);

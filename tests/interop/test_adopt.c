@@ -170,6 +170,34 @@ static void test_errors(void) {
     refused(buf, SZ(2), NULL, 1, (gf_dtype)99, GF_ERR_DTYPE, "dtype");
     refused(buf, SZ(INT64_C(1) << 40, INT64_C(1) << 40), SZ(INT64_C(1) << 40, 1), 2, GF_F32,
             GF_ERR_OVERFLOW, "");
+    /* A dtype the device does not store is refused as gf_empty refuses it
+     * (else a safetensors file written from it would not load back); one it
+     * stores is adopted, and a file written from it loads back. */
+    gf_device_info info;
+    CHECK(gf_device_get_info(cpu, &info) == GF_OK);
+    const gf_dtype sixteen[] = {GF_BF16, GF_F16};
+    for (int i = 0; i < 2; i++) {
+        gf_dtype d = sixteen[i];
+        if (!(info.dtypes & (1u << d))) {
+            refused(buf, SZ(2), NULL, 1, d, GF_ERR_DTYPE, "does not store dtype");
+            gf_tensor *e = gf_empty(SZ(2), 1, d, cpu);
+            CHECK(e == NULL);
+            CHECK_FAILS(GF_ERR_DTYPE, "does not store dtype");
+            continue;
+        }
+        owner o = {0};
+        gf_tensor *t = gf_from_host_memory(buf, SZ(2), NULL, 1, d, cpu, on_release, &o);
+        CHECK(t != NULL);
+        const char *path = "test_adopt_16bit.safetensors";
+        const char *names[] = {"t"};
+        CHECK(gf_save_safetensors(names, (const gf_tensor *const[]){t}, 1, path) == GF_OK);
+        gf_tensor_dict *dict = gf_load_safetensors(path, cpu);
+        CHECK_MSG(dict != NULL, "%s", gf_last_error());
+        gf_tensor_dict_destroy(dict);
+        remove(path);
+        gf_tensor_release(t);
+        CHECK(o.released == 1);
+    }
 }
 
 int main(void) {
