@@ -20,7 +20,8 @@
  * The repeats are a fixed number (--repeats, default 20 after 3 warm-ups):
  * every rank must run the same collectives. Rank 0 prints, with the load
  * average at the start and at the end (other processes skew timings).
- * --threads N sets the plugins' thread variables as graft-bench's option. */
+ * --threads N sets the plugins' thread variables as graft-bench's option
+ * (restarting the process before MPI_Init when they differ). */
 #define _DEFAULT_SOURCE /* getloadavg */
 #include <errno.h>
 #include <stdlib.h>
