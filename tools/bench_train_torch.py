@@ -26,6 +26,14 @@ with the wall time). Both run with OMP_WAIT_POLICY=passive unless it is set
 and inherited by graft's run): with OpenMP's default spinning on a busy
 machine, threads waiting at a barrier take the CPU from the thread they wait
 for. The policy is printed in the header line.
+Thread counts: OpenMP and OpenBLAS read theirs (OMP_NUM_THREADS,
+OPENBLAS_NUM_THREADS, MKL_NUM_THREADS) when they load, and
+torch.set_num_threads does not reach a pthreads OpenBLAS; so each count of
+--threads runs in a new Python process started with those variables set
+before torch is imported (and torch.set_num_threads as well), and graft-bench
+gets --threads (it restarts itself with the variables set). A count either
+library did not use (graft-bench's openmp_threads, torch.get_num_threads())
+is reported on stderr.
 PyTorch's speed on the MLP depends on the BLAS that provides libblas.so.3
 (printed in the header line): with Debian's reference BLAS it is ~30x slower,
 not a fair comparison. Without changing the system's alternative, OpenBLAS
@@ -38,6 +46,7 @@ dependency (Debian: apt-get install python3-torch; or pip install torch
 --index-url https://download.pytorch.org/whl/cpu).
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -95,6 +104,7 @@ def torch_blas(torch):
 
 
 ROWS = {"mlp train step": "mlp", "cnn train step": "cnn"}
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def graft_times(bench, device, threads, reps):
@@ -104,8 +114,13 @@ def graft_times(bench, device, threads, reps):
            "--warmup", "2", "--repeats", str(reps), "--max-repeats", str(reps),
            "--min-time", "0", "--no-progress", "--json"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    report = json.loads(out)
+    omp = report.get("openmp_threads")
+    if omp is not None and omp != threads:
+        print("bench_train_torch.py: graft-bench --threads %d ran OpenMP with %d threads"
+              % (threads, omp), file=sys.stderr)
     found = {}
-    for row in json.loads(out)["results"]:
+    for row in report["results"]:
         name = ROWS.get(row["workload"])
         if name and row["status"] == "ok" and not row.get("variant"):
             t = row["time_s"]
@@ -122,28 +137,49 @@ def main():
     ap.add_argument("--device", default="cpu", help="the graft device (default cpu)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    counts = [int(t) for t in args.threads.split(",")]
+    if min(counts) < 1:
+        ap.error("--threads: counts from 1")
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    try:
-        import torch
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("bench_train_torch.py: PyTorch is not installed; nothing to compare")
         return 0
-    print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
-        torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
-    print("%-4s %7s %10s %10s %11s %14s %18s   %s" % (
-        "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
-        "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
-    for threads in [int(t) for t in args.threads.split(",")]:
-        torch.set_num_threads(threads)
-        graft = graft_times(args.bench, args.device, threads, args.reps)
-        for name in ("mlp", "cnn"):
-            tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
-            gm, gmin, gl0, gl1, gc = graft[name]
-            print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
-                  "%.4f -> %.4f | %.4f -> %.4f" % (
-                      name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3,
-                      gc * 1e3, tc * 1e3, tc / gc, gl0, gl1, tl0, tl1))
+    if len(counts) > 1 or any(os.environ.get(v) != str(counts[0]) for v in THREAD_VARS):
+        # One process per count, started with the variables set (they are
+        # equal there, so it runs the count itself).
+        for i, n in enumerate(counts):
+            env = dict(os.environ, **{v: str(n) for v in THREAD_VARS})
+            cmd = [sys.executable, os.path.abspath(__file__), args.bench, "--device",
+                   args.device, "--threads", str(n), "--reps", str(args.reps)]
+            if i or args.no_header:
+                cmd.append("--no-header")
+            sys.stdout.flush()
+            rc = subprocess.run(cmd, env=env).returncode
+            if rc:
+                return rc
+        return 0
+    import torch
+    threads = counts[0]
+    torch.set_num_threads(threads)
+    if torch.get_num_threads() != threads:
+        print("bench_train_torch.py: torch.get_num_threads() is %d, not %d"
+              % (torch.get_num_threads(), threads), file=sys.stderr)
+    if not args.no_header:
+        print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
+            torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
+        print("%-4s %7s %10s %10s %11s %14s %18s   %s" % (
+            "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
+            "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
+    graft = graft_times(args.bench, args.device, threads, args.reps)
+    for name in ("mlp", "cnn"):
+        tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
+        gm, gmin, gl0, gl1, gc = graft[name]
+        print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
+              "%.4f -> %.4f | %.4f -> %.4f" % (
+                  name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3,
+                  gc * 1e3, tc * 1e3, tc / gc, gl0, gl1, tl0, tl1))
     return 0
 
 

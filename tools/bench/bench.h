@@ -109,6 +109,7 @@ typedef struct bench_run {
     int n_results, cap_results;
     char threads[512]; /* what the thread settings were, for the outputs */
     int cpus_online;
+    int openmp_threads; /* omp_get_max_threads() after --threads; 0 without OpenMP */
     double load_start, load_end; /* 1-minute load average, -1 when unknown */
     /* progress line */
     int task, n_tasks;
@@ -231,8 +232,9 @@ int bench_chain_once(const bench_chain *ch, gf_device *dev, gf_tensor *x, bool c
                      double *fwd, double *bwd, double *nograd, char *why, size_t why_len);
 int bench_autograd_command(int argc, char **argv); /* autograd_cmd.c */
 int bench_dist_command(int argc, char **argv);     /* dist_cmd.c */
-/* Sets the thread variables of --threads (threads > 0) and describes them
- * into run->threads (main.c). */
+/* Sets the thread variables of --threads (threads > 0), restarting the
+ * process when they differ (OpenMP reads its variable at start, main.c), and
+ * describes them into run->threads. Call it before anything else. */
 void bench_setup_threads(bench_run *run, long threads);
 
 /* ---- outputs */

@@ -20,7 +20,8 @@
  * The repeats are a fixed number (--repeats, default 20 after 3 warm-ups):
  * every rank must run the same collectives. Rank 0 prints, with the load
  * average at the start and at the end (other processes skew timings).
- * --threads N sets the plugins' thread variables as graft-bench's option. */
+ * --threads N sets the plugins' thread variables as graft-bench's option
+ * (restarting the process before MPI_Init when they differ). */
 #define _DEFAULT_SOURCE /* getloadavg */
 #include <errno.h>
 #include <stdlib.h>
@@ -157,18 +158,23 @@ int bench_dist_command(int argc, char **argv) {
     bench_mlp_step(&run, 0, global[0] / world);
     bench_cnn_step(&run, 0, global[1] / world);
     bench_train_dist_active = NULL;
-    if (rank == 0) printf("%-16s %-62s %10s %12s\n", "step", "per rank", "median", "samples/s");
+    /* cpu: rank 0's process CPU time per step (every thread of it). */
+    if (rank == 0)
+        printf("%-16s %-62s %10s %12s %18s\n", "step", "per rank", "median", "samples/s",
+               "cpu (x wall)");
     for (int i = 0; i < run.n_results; i++) {
         const bench_result *r = &run.results[i];
-        char tb[32];
+        char tb[32], cb[32], cpu[48];
         if (r->state != BENCH_OK) {
             if (rank == 0) printf("%-16s failed: %s\n", r->name, r->note);
             goto out;
         }
+        snprintf(cpu, sizeof cpu, "%s (%.2fx)", bench_fmt_time(r->time.cpu, cb, sizeof cb),
+                 r->time.median > 0 ? r->time.cpu / r->time.median : 0.0);
         if (rank == 0)
-            printf("%-16s %-62s %10s %12.1f\n", r->name, r->detail,
+            printf("%-16s %-62s %10s %12.1f %18s\n", r->name, r->detail,
                    bench_fmt_time(r->time.median, tb, sizeof tb),
-                   (double)global[i] / r->time.median);
+                   (double)global[i] / r->time.median, cpu);
     }
 
     /* ---- all_reduce: graft against MPI */

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef GRAFT_BENCH_OPENMP
+#include <omp.h>
+#endif
 
 #include "bench.h"
 
@@ -57,6 +60,13 @@ static const char *const THREAD_VARS[] = {"OMP_NUM_THREADS", "POCL_MAX_PTHREAD_C
                                           "POCL_CPU_MAX_CU_NUM", "LP_NUM_THREADS"};
 #define N_THREAD_VARS (int)(sizeof THREAD_VARS / sizeof THREAD_VARS[0])
 
+/* Set in the environment of the re-executed process (see threads_reexec),
+ * so that it never executes itself a second time. */
+#define REEXEC_MARK "GRAFT_BENCH_THREADS_REEXEC"
+
+/* main's argv, for threads_reexec. */
+static char **main_argv;
+
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
         "usage: %s [options]\n"
@@ -80,7 +90,8 @@ static void usage(FILE *out, const char *argv0) {
         "  --no-variants    only graft's own choice of kernel, not the variants a plugin\n"
         "                   offers through its extension (Vulkan shaders, OpenCL GEMMs)\n"
         "  --threads N      set OMP_NUM_THREADS, POCL_MAX_PTHREAD_COUNT, POCL_CPU_MAX_CU_NUM\n"
-        "                   and LP_NUM_THREADS to N before the plugins load\n"
+        "                   and LP_NUM_THREADS to N (graft-bench restarts itself with them\n"
+        "                   when they differ, as OpenMP reads its variable at start)\n"
         "  --quick          small shapes, 2 timed runs: a smoke test of a few seconds\n"
         "  --warmup N       untimed runs before the timed ones (default 1)\n"
         "  --repeats N      timed runs, at least (default 3; quick 2)\n"
@@ -323,13 +334,49 @@ static void list_workloads(void) {
 }
 
 /* ------------------------------------------------------------ threads and devices */
+/* graft-bench links libgomp (and oneDNN) itself, and libgomp reads
+ * OMP_NUM_THREADS once, when it loads, before main runs: a setenv in main
+ * comes too late for it. So when the environment does not hold the values of
+ * --threads yet, they are set and graft-bench executes itself again with the
+ * same arguments, before anything else happened (no plugin loaded, no
+ * MPI_Init: under mpirun the rank stays the same process). Returns only when
+ * that was not needed or not possible; the variables are set either way. */
+static void threads_reexec(const char *val) {
+    bool held = true;
+    for (int i = 0; i < N_THREAD_VARS; i++) {
+        const char *v = getenv(THREAD_VARS[i]);
+        held &= v && !strcmp(v, val);
+    }
+    if (held) return;
+    for (int i = 0; i < N_THREAD_VARS; i++) setenv(THREAD_VARS[i], val, 1);
+    if (!main_argv || getenv(REEXEC_MARK)) return; /* once, never in a loop */
+    setenv(REEXEC_MARK, "1", 1);
+    fflush(NULL);
+    execv("/proc/self/exe", main_argv);
+    /* No /proc: OpenMP is told in this process instead (bench_setup_threads). */
+    fprintf(stderr, "graft-bench: --threads: could not restart with the thread variables set "
+            "(%s); OpenMP's count is set by omp_set_num_threads instead\n", strerror(errno));
+    unsetenv(REEXEC_MARK);
+}
+
 void bench_setup_threads(bench_run *run, long threads) {
     char val[24];
     snprintf(val, sizeof val, "%ld", threads);
-    if (threads > 0)
-        for (int i = 0; i < N_THREAD_VARS; i++) setenv(THREAD_VARS[i], val, 1);
+    if (threads > 0) {
+        threads_reexec(val);
+#ifdef GRAFT_BENCH_OPENMP
+        /* Already so after the restart; what holds where it was not possible. */
+        omp_set_num_threads((int)threads);
+#endif
+    }
+    unsetenv(REEXEC_MARK); /* not for the processes this one starts */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     run->cpus_online = cpus > 0 ? (int)cpus : 0;
+#ifdef GRAFT_BENCH_OPENMP
+    /* What the OpenMP runtime of this process (the one oneDNN and the
+     * cpu_onednn plugin use) will run a parallel region with. */
+    run->openmp_threads = omp_get_max_threads();
+#endif
     size_t len = 0, cap = sizeof run->threads;
     for (int i = 0; i < N_THREAD_VARS && len < cap; i++) {
         const char *v = getenv(THREAD_VARS[i]);
@@ -337,8 +384,12 @@ void bench_setup_threads(bench_run *run, long threads) {
                                 THREAD_VARS[i], v ? v : "(unset)");
     }
     if (len < cap)
-        snprintf(run->threads + len, cap - len, "%s; %d CPUs online",
-                 threads > 0 ? " (set by --threads)" : "", run->cpus_online);
+        len += (size_t)snprintf(run->threads + len, cap - len, "%s",
+                                threads > 0 ? " (set by --threads)" : "");
+    if (len < cap && run->openmp_threads > 0)
+        len += (size_t)snprintf(run->threads + len, cap - len, "; OpenMP runs %d thread%s",
+                                run->openmp_threads, run->openmp_threads == 1 ? "" : "s");
+    if (len < cap) snprintf(run->threads + len, cap - len, "; %d CPUs online", run->cpus_online);
 }
 
 static void fill_device(bench_device *d, gf_device *dev) {
@@ -448,6 +499,7 @@ static int write_profile(const cli *c, const char *family, const char *spec) {
 
 /* ------------------------------------------------------------ main */
 int main(int argc, char **argv) {
+    main_argv = argv;
     if (argc >= 2 && !strcmp(argv[1], "dist")) {
         int rc = bench_dist_command(argc - 2, argv + 2);
         if (rc == 2) usage(stderr, argv[0]);

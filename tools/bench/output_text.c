@@ -167,8 +167,10 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
     cell(out, buf, 11, true);
     if (r->has_loss) {
         char t[32];
-        fprintf(out, "  loss %.4g -> %.4g, cpu %s/step, %.0f faults/step", r->loss_first,
-                r->loss_last, bench_fmt_time(r->time.cpu, t, sizeof t), r->time.faults);
+        fprintf(out, "  loss %.4g -> %.4g, cpu %s/step", r->loss_first, r->loss_last,
+                bench_fmt_time(r->time.cpu, t, sizeof t));
+        if (r->time.median > 0) fprintf(out, " (%.2fx wall)", r->time.cpu / r->time.median);
+        fprintf(out, ", %.0f faults/step", r->time.faults);
     }
     fprintf(out, "\n");
 }
@@ -219,7 +221,8 @@ void bench_print_table(const bench_run *run, FILE *out) {
             "(f64: of half of it). first run: the first warm-up run's excess over\n  the median "
             "(kernel compiles, first touches of memory). A device followed by a\n  variant is "
             "the plugin's other kernel forced through its extension; host rows\n  are "
-            "libraries and loops called without graft.\n",
+            "libraries and loops called without graft. cpu: the process's CPU time (every\n"
+            "  thread) per training step, and its ratio to the wall time.\n",
             run->devices[run->baseline].spec);
 }
 
@@ -340,6 +343,9 @@ static void json_row(const bench_run *run, const bench_result *r, bool first, vo
         if (peak > 0) fprintf(out, ", \"fraction_of_peak\": %.6g", peak);
         fprintf(out, ", \"first_run_s\": %.6g, \"cpu_median_s\": %.6g, \"faults_per_run\": %.6g",
                 r->time.first, r->time.cpu, r->time.faults);
+        /* Above 1: more than one thread busy (or spinning) during a run. */
+        if (r->time.median > 0 && r->time.cpu > 0)
+            fprintf(out, ", \"cpu_to_wall\": %.4g", r->time.cpu / r->time.median);
         if (r->has_loss)
             fprintf(out, ", \"loss_first\": %.6g, \"loss_last\": %.6g", r->loss_first,
                     r->loss_last);
@@ -356,8 +362,10 @@ void bench_print_json(const bench_run *run, FILE *out) {
             "\"min_time_s\": %g},\n", o->warmup, o->min_repeats, o->max_repeats, o->min_time);
     fprintf(out, "  \"threads\": ");
     json_text(out, run->threads);
-    fprintf(out, ",\n  \"cpus_online\": %d,\n  \"load_average_1min\": {\"start\": %.2f, "
-            "\"end\": %.2f},\n  \"baseline\": ", run->cpus_online, run->load_start, run->load_end);
+    fprintf(out, ",\n  \"cpus_online\": %d,\n", run->cpus_online);
+    if (run->openmp_threads > 0) fprintf(out, "  \"openmp_threads\": %d,\n", run->openmp_threads);
+    fprintf(out, "  \"load_average_1min\": {\"start\": %.2f, \"end\": %.2f},\n  \"baseline\": ",
+            run->load_start, run->load_end);
     json_text(out, run->devices[run->baseline].spec);
     fprintf(out, ",\n  \"devices\": [\n");
     for (int d = 0; d < run->n_devices; d++) {
