@@ -152,9 +152,9 @@ static double d_softplus(double x) { return 2 * x > 3 ? 1 : sigm(2 * x); }
 static double d_softplus_def(double x) { return x > 20 ? 1 : sigm(x); }
 static double d_softplus_neg(double x) { return -1.5 * x > 2 ? 1 : sigm(-1.5 * x); }
 static double d_erf(double x) { return 2 / sqrt(PI) * exp(-x * x); }
-static double d_clamp(double x) { return x >= -1 && x <= 1; }
-static double d_clamp_min(double x) { return x >= -0.5; }
-static double d_clamp_max(double x) { return x <= 0.5; }
+static double d_clamp(double x) { return x > -1 && x < 1; }
+static double d_clamp_min(double x) { return x > -0.5; }
+static double d_clamp_max(double x) { return x < 0.5; }
 static double d_pow_2_5(double x) { return 2.5 * pow(x, 1.5); }
 static double d_pow_3(double x) { return 3 * x * x; }
 static double d_pow_m1_5(double x) { return -1.5 * pow(x, -2.5); }
@@ -707,11 +707,12 @@ static void test_conventions(void) {
     check_unary_grad(gf_floor, DV(-1, 0, 1.5, 2), 4, DV(0, 0, 0, 0), "floor");
     check_unary_grad(gf_ceil, DV(-1, 0, 1.5, 2), 4, DV(0, 0, 0, 0), "ceil");
     check_unary_grad(gf_round, DV(-0.5, 0.5, 1.5, 2), 4, DV(0, 0, 0, 0), "round");
-    /* clamp passes the gradient on [min, max], bounds included. */
-    check_unary_grad(w_clamp, DV(-1.5, -1, 0, 1, 1.5), 5, DV(0, 1, 1, 1, 0), "clamp");
-    check_unary_grad(w_clamp_min, DV(-0.75, -0.5, 3), 3, DV(0, 1, 1), "clamp min");
-    check_unary_grad(w_clamp_max, DV(-3, 0.5, 0.75), 3, DV(1, 1, 0), "clamp max");
-    check_unary_grad(w_clamp_eq, DV(1, 2, 3), 3, DV(0, 1, 0), "clamp min == max");
+    /* clamp passes the gradient strictly inside (min, max), none on a bound
+     * (PyTorch 2.x; 1.13 included the bounds). */
+    check_unary_grad(w_clamp, DV(-1.5, -1, 0, 1, 1.5), 5, DV(0, 0, 1, 0, 0), "clamp");
+    check_unary_grad(w_clamp_min, DV(-0.75, -0.5, 3), 3, DV(0, 0, 1), "clamp min");
+    check_unary_grad(w_clamp_max, DV(-3, 0.5, 0.75), 3, DV(1, 0, 0), "clamp max");
+    check_unary_grad(w_clamp_eq, DV(1, 2, 3), 3, DV(0, 0, 0), "clamp min == max");
     /* min > max: every element is max and nothing passes (as PyTorch). */
     check_unary_grad(w_clamp_inv, DV(-2, 0, 2), 3, DV(0, 0, 0), "clamp min > max");
     /* leaky_relu'(0) = slope, elu'(0) = alpha (the x <= 0 branch). */
@@ -735,7 +736,8 @@ static void test_conventions(void) {
      * -3 and 3/2 at 3 (the middle formula at both ends); NaN passes g. */
     check_unary_grad(gf_hardswish, DV(-4, -3, 0, 1.5, 3, 4, NAN), 7,
                      DV(0, -0.5, 0.5, 1, 1.5, 1, 1), "hardswish");
-    /* maximum/minimum against a scalar: ties split. */
+    /* maximum/minimum against a scalar: ties split (clamp with the same
+     * bound gives x nothing there). */
     check_unary_grad(w_max_s, DV(0, 1, 2), 3, DV(0, 0.5, 1), "maximum_scalar");
     check_unary_grad(w_min_s, DV(0, 1, 2), 3, DV(1, 0.5, 0), "minimum_scalar");
 

@@ -5,8 +5,9 @@
  * only what its formula reads: the input x, the output y, or both.
  * Non-differentiable points follow PyTorch (docs/autograd.md, rule 24):
  * relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, sign/floor/ceil/round' = 0,
- * clamp passes the gradient on [min, max] inclusive, maximum/minimum ties
- * give half the gradient to each side. */
+ * clamp passes the gradient only strictly inside (min, max) (none at a
+ * bound, as PyTorch 2.x), maximum/minimum ties give half the gradient to
+ * each side. */
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
@@ -90,13 +91,15 @@ static gf_tensor *hardswish_grad(gf_tensor *g, gf_tensor *x) {
                     gf_where(gf_le_scalar(x, 3.0), mid, g));
 }
 
-/* Pass-through mask of clamp: min <= x <= max (either bound may be absent). */
+/* Pass-through mask of clamp: min < x < max, strictly (either bound may be
+ * absent). PyTorch 2.x's clamp_backward: x on a bound, x = NaN and every x
+ * when min >= max get 0 (1.13 passed the gradient on the bounds). */
 static gf_tensor *clamp_grad(gf_tensor *g, gf_tensor *x, double lo, double hi) {
     gf_tensor *in = NULL;
-    if (!isnan(lo)) in = gf_ge_scalar(x, lo);
+    if (!isnan(lo)) in = gf_gt_scalar(x, lo);
     if (!isnan(hi)) {
-        gf_tensor *le = gf_le_scalar(x, hi);
-        in = in ? gf_logical_and(in, le) : le;
+        gf_tensor *lt = gf_lt_scalar(x, hi);
+        in = in ? gf_logical_and(in, lt) : lt;
     }
     return keep_where(in, g);
 }
