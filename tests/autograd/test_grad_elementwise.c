@@ -140,7 +140,7 @@ static double d_atan(double x) { return 1 / (1 + x * x); }
 /* PyTorch's hardswish_backward, times the 2.5 of w_hardswish. */
 static double d_hardswish(double x) {
     double u = 2.5 * x;
-    return 2.5 * (u < -3 ? 0 : u <= 3 ? u / 3 + 0.5 : 1);
+    return 2.5 * (u <= -3 ? 0 : u < 3 ? u / 3 + 0.5 : 1);
 }
 static double d_gelu_tanh(double x) {
     double k = sqrt(2 / PI), c = 0.044715, u = k * (x + c * x * x * x);
@@ -700,7 +700,7 @@ static gf_tensor *w_max_s(const gf_tensor *x) { return gf_maximum_scalar(x, 1.0)
 static gf_tensor *w_min_s(const gf_tensor *x) { return gf_minimum_scalar(x, 1.0); }
 
 static void test_conventions(void) {
-    check_unary_grad(gf_relu, DV(-1, 0, 2), 3, DV(0, 0, 1), "relu");
+    check_unary_grad(gf_relu, DV(-1, 0, 2, NAN), 4, DV(0, 0, 1, 1), "relu");
     check_unary_grad(gf_abs, DV(-2, 0, 3), 3, DV(-1, 0, 1), "abs");
     check_unary_grad(gf_sqrt, DV(0, 4), 2, DV(INFINITY, 0.25), "sqrt");
     check_unary_grad(gf_sign, DV(-2, 0, 3), 3, DV(0, 0, 0), "sign");
@@ -732,10 +732,10 @@ static void test_conventions(void) {
                      DV(-INFINITY, -1, -1.25, -INFINITY, NAN), "acos");
     check_unary_grad(gf_atan, DV(0, 1, -3, INFINITY, -INFINITY), 5, DV(1, 0.5, 0.1, 0, 0),
                      "atan");
-    /* hardswish: PyTorch's pieces, x < -3 | -3 <= x <= 3 | x > 3, so -1/2 at
-     * -3 and 3/2 at 3 (the middle formula at both ends); NaN passes g. */
+    /* hardswish: PyTorch 2.x's pieces, x <= -3 | -3 < x < 3 | x >= 3, so 0
+     * at -3 and 1 at 3; NaN passes g. */
     check_unary_grad(gf_hardswish, DV(-4, -3, 0, 1.5, 3, 4, NAN), 7,
-                     DV(0, -0.5, 0.5, 1, 1.5, 1, 1), "hardswish");
+                     DV(0, 0, 0.5, 1, 1, 1, 1), "hardswish");
     /* maximum/minimum against a scalar: ties split (clamp with the same
      * bound gives x nothing there). */
     check_unary_grad(w_max_s, DV(0, 1, 2), 3, DV(0, 0.5, 1), "maximum_scalar");
@@ -790,16 +790,16 @@ static void test_conventions(void) {
     gf_tensor_release(a);
     gf_tensor_release(b);
 
-    /* atan2(a, b): PyTorch's g b / (a^2 + b^2) and -g a / (a^2 + b^2), NaN
-     * at the origin (0 * inf), finite on the axes. */
+    /* atan2(a, b): PyTorch's g b / (a^2 + b^2) and -g a / (a^2 + b^2), 0 at
+     * the origin (PyTorch 2.x), finite on the axes. */
     a = make(GF_F64, 1, SZ(4), DV(0, 3, 0, 1), true);
     b = make(GF_F64, 1, SZ(4), DV(0, 4, -2, 0), true);
     y = gf_atan2(a, b);
     s = gf_sum(y, NULL, 0, false);
     CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
     ga = gf_tensor_grad(a), gb = gf_tensor_grad(b);
-    check_vals(ga, DV(NAN, 0.16, -0.5, 0), 4, 1e-15);
-    check_vals(gb, DV(NAN, -0.12, 0, -1), 4, 1e-15);
+    check_vals(ga, DV(0, 0.16, -0.5, 0), 4, 1e-15);
+    check_vals(gb, DV(0, -0.12, 0, -1), 4, 1e-15);
     gf_tensor_release(ga);
     gf_tensor_release(gb);
     gf_tensor_release(s);
