@@ -354,6 +354,22 @@ static gf_tensor *reasoned_null_fn(gf_tensor *const *in, int n, void *user) {
     return NULL;
 }
 
+/* A new integer tensor: the only reference to it is the one returned. */
+static gf_tensor *int_output_fn(gf_tensor *const *in, int n, void *user) {
+    return gf_to_dtype(in[0], GF_I64);
+}
+
+/* The dtype named in the message is read before the output is released
+ * (the function's output may be its only reference). */
+static void rule23_gradcheck_rejects_an_integer_output(void) {
+    gf_tensor *x = ag_leaf(DV(1, 2), 2);
+    CHECK_ERR(gf_gradcheck(int_output_fn, &x, 1, NULL, NULL), GF_ERR_DTYPE,
+              "gf_gradcheck: the function's output is i64", "floating point", "gf_to_dtype");
+    CHECK_ERR(gf_gradgradcheck(int_output_fn, &x, 1, NULL, NULL), GF_ERR_DTYPE,
+              "gf_gradgradcheck: the function's output is i64", "floating point");
+    gf_tensor_release(x);
+}
+
 static void rule23_gradcheck_function_errors_are_its_own(void) {
     gf_tensor *x = ag_leaf(DV(1, 2), 2);
     fail_and_read_an_unrelated_call();
@@ -683,6 +699,7 @@ int main(void) {
     RUN(rule20_failing_callbacks_are_errors_naming_the_function);
     RUN(rule20_callback_errors_are_their_own_never_an_older_one);
     RUN(rule23_gradcheck_function_errors_are_its_own);
+    RUN(rule23_gradcheck_rejects_an_integer_output);
     RUN(rule20_mark_non_differentiable);
     RUN(rule20_mark_dirty);
     RUN(rule20_once_differentiable_double_backward_is_error);

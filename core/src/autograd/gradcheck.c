@@ -90,9 +90,11 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
     gf_tensor *out = call_fn(fn, inputs, n, user);
     if (!out) return gf__status();
     if (!gf_dtype_is_float(out->dtype)) {
+        /* read before the release: out may be the only reference */
+        const char *dt = gf_dtype_name(out->dtype);
         gf_tensor_release(out);
         return gf__error(GF_ERR_DTYPE, "gf_gradcheck: the function's output is %s; it must be "
-                         "floating point", gf_dtype_name(out->dtype));
+                         "floating point (convert it with gf_to_dtype)", dt);
     }
     int64_t n_out = gf__numel(out);
     gf_tensor **rg = calloc((size_t)n, sizeof *rg);
@@ -314,6 +316,12 @@ static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, in
     if (s != GF_OK) return s;
     gf_tensor *out = call_fn(fn, inputs, n, user);
     if (!out) return gf__status();
+    if (!gf_dtype_is_float(out->dtype)) {
+        const char *dt = gf_dtype_name(out->dtype);
+        gf_tensor_release(out);
+        return gf__error(GF_ERR_DTYPE, "gf_gradgradcheck: the function's output is %s; it must "
+                         "be floating point (convert it with gf_to_dtype)", dt);
+    }
     uint64_t state = 0x9E3779B97F4A7C15ull;
     gg_ctx c = {.fn = fn, .user = user};
     c.v = random_like(out, &state);
