@@ -53,7 +53,7 @@ gf_tensor *gf_from_data(const void *data, const int64_t *sizes, int rank, gf_dty
     size_t n = (size_t)gf__numel(t) * gf_dtype_size(dtype);
     if (n && !data) {
         gf_tensor_release(t);
-        gf__null_arg("gf_from_data", "data");
+        gf__null_arg_of("gf_from_data", "data", GF__ARG_HOST);
         return NULL;
     }
     if (gf__dev_write(dev, t->storage->buffer, 0, data, n) != GF_OK) {
@@ -197,7 +197,7 @@ gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev) {
         return NULL;
     }
     if (!dev) {
-        gf__null_arg("gf_to_device", "dev");
+        gf__null_arg_of("gf_to_device", "dev", GF__ARG_DEVICE);
         return NULL;
     }
     if (t->storage->device == dev) return gf__ret(gf_tensor_retain((gf_tensor *)t));

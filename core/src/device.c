@@ -82,7 +82,7 @@ static int find_one(const char *s, size_t len, gf_device **out) {
 gf_device *gf_device_find(const char *spec) {
     gf__ensure_init();
     if (!spec) {
-        gf__null_arg("gf_device_find", "spec");
+        gf__null_arg_of("gf_device_find", "spec", GF__ARG_STRING);
         return NULL;
     }
     const char *s = spec;
@@ -148,6 +148,6 @@ gf_status gf_device_get_info(const gf_device *dev, gf_device_info *info) {
 }
 
 gf_status gf_device_synchronize(gf_device *dev) {
-    if (!dev) return gf__null_arg("gf_device_synchronize", "dev");
+    if (!dev) return gf__null_arg_of("gf_device_synchronize", "dev", GF__ARG_DEVICE);
     return gf__dev_sync(dev);
 }

@@ -205,9 +205,9 @@ gf_status gf__dev_sync(gf_device *d) {
 /* ------------------------------------------------------------ extensions */
 gf_status gf_device_query_extension(const gf_device *dev, const char *name, void **out) {
     if (out) *out = NULL;
-    if (!dev) return gf__null_arg("gf_device_query_extension", "dev");
-    if (!name) return gf__null_arg("gf_device_query_extension", "name");
-    if (!out) return gf__null_arg("gf_device_query_extension", "out");
+    if (!dev) return gf__null_arg_of("gf_device_query_extension", "dev", GF__ARG_DEVICE);
+    if (!name) return gf__null_arg_of("gf_device_query_extension", "name", GF__ARG_STRING);
+    if (!out) return gf__null_arg_of("gf_device_query_extension", "out", GF__ARG_OUT);
     if (!*name)
         return gf__error(GF_ERR_INVALID, "gf_device_query_extension: the name is empty; "
                          "extensions are named \"<plugin>.<feature>\"");

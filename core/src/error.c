@@ -84,7 +84,33 @@ gf_status gf__callback_failed(gf_status s, uint64_t seq, const char *fmt, ...) {
 
 bool gf__error_pending(void) { return tl_status != GF_OK; }
 
+static const char *const null_remedy[] = {
+    [GF__ARG_TENSOR] = "pass a valid tensor; if it came from an earlier graft call, that call "
+                       "failed",
+    [GF__ARG_DEVICE] = "pass a device from gf_device_default or gf_device_find; if it came from "
+                       "an earlier graft call, that call failed",
+    [GF__ARG_DICT] = "pass a valid tensor dict; if it came from an earlier graft call, that "
+                     "call failed",
+    [GF__ARG_ARRAY] = "pass an array with as many elements as the call says",
+    [GF__ARG_FUNCTION] = "pass the function to call",
+    [GF__ARG_OUT] = "pass the address of the variable that receives the result",
+    [GF__ARG_STRING] = "pass a NUL-terminated string",
+    [GF__ARG_HOST] = "pass host memory holding the bytes the call reads",
+    [GF__ARG_OPTIONS] = "pass an options struct, set up from its defaults initialiser",
+};
+
 gf_status gf__null_arg(const char *op, const char *what) {
+    return gf__null_arg_of(op, what, GF__ARG_TENSOR);
+}
+
+gf_status gf__null_arg_of(const char *op, const char *what, gf__arg_kind kind) {
+    bool made_by_graft = kind == GF__ARG_TENSOR || kind == GF__ARG_DEVICE || kind == GF__ARG_DICT;
+    const char *remedy = (unsigned)kind < sizeof null_remedy / sizeof null_remedy[0] &&
+                                 null_remedy[kind]
+                             ? null_remedy[kind]
+                             : null_remedy[GF__ARG_TENSOR];
+    if (!made_by_graft)
+        return gf__error(GF_ERR_INVALID, "%s: %s is NULL (%s)", op, what, remedy);
     /* NULL propagation: a NULL argument is usually the result of an earlier
      * failed call, whose error is the one worth reporting. Once the user
      * has read it, a NULL may also be a new mistake: the message says both. */
@@ -97,8 +123,7 @@ gf_status gf__null_arg(const char *op, const char *what) {
         return gf__error(tl_status, "%s: %s is NULL; the thread's last error (already read) "
                          "may be why: %s", op, what, earlier);
     }
-    return gf__error(GF_ERR_INVALID, "%s: %s is NULL (pass a valid tensor; if it came from an "
-                     "earlier graft call, that call failed)", op, what);
+    return gf__error(GF_ERR_INVALID, "%s: %s is NULL (%s)", op, what, remedy);
 }
 
 const char *gf__message(void) { return tl_status == GF_OK ? "" : tl_message; }

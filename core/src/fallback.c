@@ -312,7 +312,7 @@ gf_status gf_fallback_get_stats(const gf_device *dev, gf_fallback_stats *stats) 
 }
 
 gf_status gf_fallback_reset_stats(gf_device *dev) {
-    if (!dev) return gf__null_arg("gf_fallback_reset_stats", "dev");
+    if (!dev) return gf__null_arg_of("gf_fallback_reset_stats", "dev", GF__ARG_DEVICE);
     pthread_mutex_lock(&g_lock);
     struct gf_fallback_rec *r = dev->fallback;
     if (r) {

@@ -52,6 +52,22 @@ gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
 /* Records INVALID "<op>: <what> is NULL" unless an error is already pending
  * from an earlier failed call (NULL propagation keeps the first error). */
 gf_status gf__null_arg(const char *op, const char *what);
+/* What a NULL argument should have been: picks the remedy of its message. */
+typedef enum gf__arg_kind {
+    GF__ARG_TENSOR,   /* a tensor: gf__null_arg's kind */
+    GF__ARG_DEVICE,   /* a gf_device */
+    GF__ARG_DICT,     /* a gf_tensor_dict */
+    GF__ARG_ARRAY,    /* an array (sizes, dims, a list of tensors) */
+    GF__ARG_FUNCTION, /* a callback */
+    GF__ARG_OUT,      /* where a result is written */
+    GF__ARG_STRING,   /* a NUL-terminated string */
+    GF__ARG_HOST,     /* host memory that is read */
+    GF__ARG_OPTIONS,  /* an options struct */
+} gf__arg_kind;
+/* gf__null_arg for an argument of the given kind. A NULL tensor, device or
+ * dict may be the result of an earlier failed call (whose unread error is
+ * kept); the other kinds are always the caller's mistake. */
+gf_status gf__null_arg_of(const char *op, const char *what, gf__arg_kind kind);
 /* The thread's error as gf_last_status / gf_last_error give it, without
  * marking it read (the library's own uses must not end NULL propagation). */
 gf_status gf__status(void);

@@ -18,7 +18,7 @@ gf_tensor *gf__adopt_host(void *data, const int64_t *sizes, const int64_t *strid
         return NULL;
     }
     if (rank > 0 && !sizes) {
-        gf__null_arg(op, "sizes");
+        gf__null_arg_of(op, "sizes", GF__ARG_ARRAY);
         return NULL;
     }
     int64_t numel = gf__checked_numel(sizes, rank, op);

@@ -392,7 +392,7 @@ int gf_tensor_dict_size(const gf_tensor_dict *d) { return d ? d->n : 0; }
 
 static bool dict_index_ok(const gf_tensor_dict *d, int i, const char *op) {
     if (!d) {
-        gf__null_arg(op, "d");
+        gf__null_arg_of(op, "d", GF__ARG_DICT);
         return false;
     }
     if (i < 0 || i >= d->n) {
@@ -412,7 +412,7 @@ gf_tensor *gf_tensor_dict_at(const gf_tensor_dict *d, int i) {
 
 gf_tensor *gf_tensor_dict_get(const gf_tensor_dict *d, const char *name) {
     if (!d) {
-        gf__null_arg("gf_tensor_dict_get", "d");
+        gf__null_arg_of("gf_tensor_dict_get", "d", GF__ARG_DICT);
         return NULL;
     }
     if (!name) {

@@ -338,7 +338,7 @@ static gf_tensor *einsum(sh_tmps *L, const char *op, const char *eq, gf_tensor *
 gf_tensor *gf_einsum(const char *equation, gf_tensor *const *operands, int n) {
     const char *op = "einsum";
     if (!equation) {
-        gf__null_arg(op, "equation");
+        gf__null_arg_of(op, "equation", GF__ARG_STRING);
         return NULL;
     }
     if (n < 1 || n > 32 || !operands) {

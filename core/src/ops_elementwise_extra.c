@@ -115,7 +115,11 @@ static gf_grad_mode no_grad_begin(void) {
 static void no_grad_end(gf_grad_mode prev) { gf_grad_mode_set(prev); }
 
 /* ------------------------------------------------------------ activations */
-static gf_tensor *hardtanh_impl(const gf_tensor *x, double lo, double hi, const char *op) {
+/* nan_passes: a NaN x keeps the gradient (hardtanh, relu6: PyTorch's
+ * hardtanh_backward zeroes only x <= min and x >= max) or loses it
+ * (hardsigmoid: its backward passes only -3 < x < 3). */
+static gf_tensor *hardtanh_impl(const gf_tensor *x, double lo, double hi, bool nan_passes,
+                                const char *op) {
     if (!null_check(op, x, "x")) return NULL;
     if (x->dtype == GF_BOOL) {
         gf__error(GF_ERR_DTYPE, "%s: bool inputs are not supported (as PyTorch); convert with "
@@ -133,7 +137,10 @@ static gf_tensor *hardtanh_impl(const gf_tensor *x, double lo, double hi, const 
     /* x strictly inside carries the gradient; elsewhere the clamped value
      * comes from outside the graph (gradient 0 at the bounds, as PyTorch's
      * hardtanh_backward). */
-    gf_tensor *inside = T(gf_logical_and(T(gf_gt_scalar(x, lo)), T(gf_lt_scalar(x, hi))));
+    gf_tensor *inside =
+        nan_passes
+            ? T(gf_logical_not(T(gf_logical_or(T(gf_le_scalar(x, lo)), T(gf_ge_scalar(x, hi))))))
+            : T(gf_logical_and(T(gf_gt_scalar(x, lo)), T(gf_lt_scalar(x, hi))));
     gf_grad_mode m = no_grad_begin();
     gf_tensor *c = T(gf_clamp(x, lo, hi));
     no_grad_end(m);
@@ -148,16 +155,16 @@ gf_tensor *gf_hardtanh(const gf_tensor *x, double min_val, double max_val) {
                   max_val);
         return NULL;
     }
-    return hardtanh_impl(x, min_val, max_val, "gf_hardtanh");
+    return hardtanh_impl(x, min_val, max_val, true, "gf_hardtanh");
 }
 
-gf_tensor *gf_relu6(const gf_tensor *x) { return hardtanh_impl(x, 0.0, 6.0, "gf_relu6"); }
+gf_tensor *gf_relu6(const gf_tensor *x) { return hardtanh_impl(x, 0.0, 6.0, true, "gf_relu6"); }
 
 gf_tensor *gf_hardsigmoid(const gf_tensor *x) {
     if (!null_check("gf_hardsigmoid", x, "x")) return NULL;
     BEGIN;
     gf_tensor *xf = T(as_float(x));
-    gf_tensor *h = T(hardtanh_impl(T(gf_add_scalar(xf, 3.0)), 0.0, 6.0, "gf_hardsigmoid"));
+    gf_tensor *h = T(hardtanh_impl(T(gf_add_scalar(xf, 3.0)), 0.0, 6.0, false, "gf_hardsigmoid"));
     gf_tensor *y = T(gf_div_scalar(h, 6.0));
     END(y);
 }

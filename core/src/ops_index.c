@@ -433,7 +433,7 @@ static bool legacy_empty(const gf_tensor *t) { return t->rank == 1 && t->sizes[0
 gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
     const char *op = "cat";
     if (!tensors) {
-        gf__null_arg(op, "tensors");
+        gf__null_arg_of(op, "tensors", GF__ARG_ARRAY);
         return NULL;
     }
     if (n <= 0) {
@@ -521,7 +521,7 @@ gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
 gf_tensor *gf_stack(gf_tensor *const *tensors, int n, int dim) {
     const char *op = "stack";
     if (!tensors) {
-        gf__null_arg(op, "tensors");
+        gf__null_arg_of(op, "tensors", GF__ARG_ARRAY);
         return NULL;
     }
     if (n <= 0) {

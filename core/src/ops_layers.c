@@ -532,7 +532,7 @@ static bool adaptive_front(const char *op, const gf_tensor *x, const int64_t *ou
                            int64_t *o) {
     char b[128];
     if (!output_size) {
-        gf__null_arg(op, "output_size");
+        gf__null_arg_of(op, "output_size", GF__ARG_ARRAY);
         return false;
     }
     if (x->rank != 3 && x->rank != 4) {
@@ -831,7 +831,7 @@ static gf_tensor *resample_axis(tmps *L, gf_tensor *y, int axis, int64_t in, int
 gf_tensor *gf_interpolate(const gf_tensor *x, const gf_interpolate_opts *opts) {
     const char *op = "interpolate";
     if (!x || !opts) {
-        gf__null_arg(op, !x ? "x" : "opts");
+        gf__null_arg_of(op, !x ? "x" : "opts", !x ? GF__ARG_TENSOR : GF__ARG_OPTIONS);
         return NULL;
     }
     char b[128];

@@ -4,6 +4,7 @@
  * div...), so their gradients come from those ops' rules and no loss needs
  * a kernel or a backward of its own. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -106,13 +107,20 @@ static void target_range_error(const gf_tensor *safe, int64_t classes, int64_t i
     gf_tensor *b = a ? gf_amax(safe, NULL, 0, false) : NULL;
     double mn = 0, mx = 0;
     bool ok = b && gf_tensor_item(a, &mn) == GF_OK && gf_tensor_item(b, &mx) == GF_OK;
+    /* An i64 id is read exactly: as a double, INT64_MAX rounds to 2^63,
+     * which no long long holds. */
+    int64_t exact = 0;
+    bool have_exact = ok && safe->dtype == GF_I64 &&
+                      gf_tensor_to_host(mn < 0 ? a : b, &exact, sizeof exact) == GF_OK;
     gf_tensor_release(a);
     gf_tensor_release(b);
     if (!ok || (mn >= 0 && mx < (double)classes)) return; /* keep gather's error */
+    char bad[32];
+    if (have_exact) snprintf(bad, sizeof bad, "%lld", (long long)exact);
+    else snprintf(bad, sizeof bad, "%.0f", mn < 0 ? mn : mx);
     gf__error(GF_ERR_INDEX,
-              "%s: target %lld is out of bounds: class ids must be in [0, %lld) or equal "
-              "ignore_index (%lld)", op, (long long)(mn < 0 ? mn : mx), (long long)classes,
-              (long long)ignore_index);
+              "%s: target %s is out of bounds: class ids must be in [0, %lld) or equal "
+              "ignore_index (%lld)", op, bad, (long long)classes, (long long)ignore_index);
 }
 
 /* Call with the scope suspended. Ignored positions read class 0 (a safe

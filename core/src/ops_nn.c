@@ -216,7 +216,7 @@ static gf_status conv_backward_front(const gf_tensor *grad_y, const gf_tensor *o
     char b[128];
     if (!grad_y || !other)
         return gf__null_arg(op, !grad_y ? "grad_y" : other_name);
-    if (!sizes) return gf__null_arg(op, sizes_name);
+    if (!sizes) return gf__null_arg_of(op, sizes_name, GF__ARG_ARRAY);
     if (grad_y->rank != 4)
         return gf__error(GF_ERR_SHAPE, "%s: grad_y must be 4-D [N, Co, Ho, Wo], got %s", op,
                          gf__shape_str(grad_y->sizes, grad_y->rank, b, sizeof b));

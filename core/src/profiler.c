@@ -425,7 +425,7 @@ void gf__prof_span_end(const char *cat, const char *name, uint64_t t0) {
 
 /* ------------------------------------------------------------ output */
 gf_status gf_profiler_write(const char *path) {
-    if (!path) return gf__null_arg("gf_profiler_write", "path");
+    if (!path) return gf__null_arg_of("gf_profiler_write", "path", GF__ARG_STRING);
     FILE *f = fopen(path, "w");
     if (!f)
         return gf__error(GF_ERR_INVALID, "gf_profiler_write: cannot open '%s' for writing; check "

@@ -263,7 +263,7 @@ const char *gf_tensor_describe(const gf_tensor *t, char *buf, size_t len) {
 /* ------------------------------------------------------------ host transfer */
 gf_status gf_tensor_to_host(const gf_tensor *t, void *dst, size_t nbytes) {
     if (!t) return gf__null_arg("gf_tensor_to_host", "t");
-    if (!dst && nbytes) return gf__null_arg("gf_tensor_to_host", "dst");
+    if (!dst && nbytes) return gf__null_arg_of("gf_tensor_to_host", "dst", GF__ARG_OUT);
     size_t want = (size_t)gf__numel(t) * gf_dtype_size(t->dtype);
     if (nbytes != want)
         return gf__error(GF_ERR_INVALID, "gf_tensor_to_host: nbytes is %zu but the tensor holds "
@@ -279,7 +279,7 @@ gf_status gf_tensor_to_host(const gf_tensor *t, void *dst, size_t nbytes) {
 
 gf_status gf_tensor_from_host(gf_tensor *t, const void *src, size_t nbytes) {
     if (!t) return gf__null_arg("gf_tensor_from_host", "t");
-    if (!src && nbytes) return gf__null_arg("gf_tensor_from_host", "src");
+    if (!src && nbytes) return gf__null_arg_of("gf_tensor_from_host", "src", GF__ARG_HOST);
     size_t want = (size_t)gf__numel(t) * gf_dtype_size(t->dtype);
     if (nbytes != want)
         return gf__error(GF_ERR_INVALID, "gf_tensor_from_host: nbytes is %zu but the tensor "
@@ -312,7 +312,7 @@ static double load_as_double(const void *p, gf_dtype dt) {
 
 gf_status gf_tensor_item(const gf_tensor *t, double *value) {
     if (!t) return gf__null_arg("gf_tensor_item", "t");
-    if (!value) return gf__null_arg("gf_tensor_item", "value");
+    if (!value) return gf__null_arg_of("gf_tensor_item", "value", GF__ARG_OUT);
     if (gf__numel(t) != 1) {
         char buf[200];
         return gf__error(GF_ERR_SHAPE, "gf_tensor_item: the tensor has %lld elements (sizes %s); "
@@ -325,7 +325,8 @@ gf_status gf_tensor_item(const gf_tensor *t, double *value) {
 
 gf_status gf_tensor_get(const gf_tensor *t, const int64_t *index, double *value) {
     if (!t) return gf__null_arg("gf_tensor_get", "t");
-    if ((!index && t->rank) || !value) return gf__null_arg("gf_tensor_get", "index or value");
+    if ((!index && t->rank) || !value) return gf__null_arg_of("gf_tensor_get", !value ? "value" : "index",
+                        !value ? GF__ARG_OUT : GF__ARG_ARRAY);
     if (gf_dtype_size(t->dtype) > 8 || t->dtype == GF_F16 || t->dtype == GF_BF16)
         return gf__error(GF_ERR_DTYPE, "gf_tensor_get: dtype %s cannot be read as a double",
                          gf_dtype_name(t->dtype));

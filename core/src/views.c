@@ -155,7 +155,7 @@ gf_tensor *gf_transpose(const gf_tensor *t, int dim0, int dim1) {
 gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims) {
     NEED(t, "gf_permute");
     if (!dims && ndims) {
-        gf__null_arg("gf_permute", "dims");
+        gf__null_arg_of("gf_permute", "dims", GF__ARG_ARRAY);
         return NULL;
     }
     if (ndims != t->rank) {
@@ -375,7 +375,7 @@ gf_tensor *gf_diagonal(const gf_tensor *t, int64_t offset, int dim1, int dim2) {
 gf_status gf_split(const gf_tensor *t, int64_t split_size, int dim, gf_tensor **out, int max_out,
                    int *n) {
     if (!t) return gf__null_arg("gf_split", "tensor");
-    if (!out || !n) return gf__null_arg("gf_split", "out or n");
+    if (!out || !n) return gf__null_arg_of("gf_split", !out ? "out" : "n", GF__ARG_OUT);
     *n = 0;
     if (t->rank == 0) return gf__error(GF_ERR_INDEX, "gf_split: cannot split a 0-dim tensor");
     int d = gf__norm_dim(dim, t->rank, "gf_split");

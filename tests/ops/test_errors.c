@@ -1,6 +1,7 @@
 /* test_errors.c — one test per error class: the status and the key words of
  * the message (what happened, with the values that matter). */
 #include <pthread.h>
+#include <string.h>
 
 #include "ops_test.h"
 
@@ -133,6 +134,47 @@ static void test_null_arguments(void) {
     gf_tensor_release(NULL); /* harmless */
     gf_clear_error();
     CHECK(gf_tensor_rank(NULL) == 0 && gf_tensor_sizes(NULL) == NULL);
+    gf_tensor_release(t);
+}
+
+/* The remedy of a NULL argument fits its kind: a function, an output, a
+ * string, an array are not tensors (and, never made by graft, are not
+ * hidden behind an unread earlier error). */
+static void test_null_argument_remedies(void) {
+    gf_tensor *t = gf_ones(SZ(2), 1, GF_F32, NULL);
+    CHECK(t && gf_tensor_set_requires_grad(t, true) == GF_OK);
+    gf_clear_error();
+    CHECK(gf_tensor_register_post_accumulate_hook(t, NULL, NULL) == 0);
+    CHECK(gf_last_status() == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "gf_tensor_register_post_accumulate_hook: fn is NULL");
+    CHECK_CONTAINS(gf_last_error(), "pass the function to call");
+    CHECK(strstr(gf_last_error(), "tensor;") == NULL);
+    gf_clear_error();
+    CHECK(gf_tensor_register_hook(t, NULL, NULL) == 0);
+    CHECK_CONTAINS(gf_last_error(), "fn is NULL (pass the function to call)");
+    /* a NULL tensor keeps the tensor remedy */
+    gf_clear_error();
+    CHECK(gf_tensor_register_hook(NULL, NULL, NULL) == 0);
+    CHECK_CONTAINS(gf_last_error(), "t is NULL (pass a valid tensor");
+    gf_clear_error();
+    CHECK(gf_tensor_item(t, NULL) == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "value is NULL (pass the address of the variable");
+    gf_clear_error();
+    CHECK(gf_tensor_to_host(t, NULL, 8) == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "dst is NULL (pass the address");
+    EXPECT_ERR(gf_einsum(NULL, &t, 1), GF_ERR_INVALID, "equation is NULL",
+               "NUL-terminated string");
+    EXPECT_ERR(gf_permute(t, NULL, 1), GF_ERR_INVALID, "dims is NULL", "array");
+    EXPECT_ERR(gf_from_data(NULL, SZ(2), 1, GF_F32, NULL), GF_ERR_INVALID, "data is NULL",
+               "host memory");
+    EXPECT_ERR(gf_to_device(t, NULL), GF_ERR_INVALID, "dev is NULL", "gf_device_find");
+    /* an unread error does not hide a NULL function: that one is new */
+    gf_clear_error();
+    CHECK(gf_select(t, 0, 9) == NULL && gf_last_status() == GF_ERR_INDEX);
+    CHECK(gf_tensor_register_hook(t, NULL, NULL) == 0);
+    CHECK(gf_last_status() == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "fn is NULL");
+    gf_clear_error();
     gf_tensor_release(t);
 }
 
@@ -290,6 +332,7 @@ int main(void) {
     RUN(test_bad_sizes);
     RUN(test_bad_dtype_values);
     RUN(test_null_arguments);
+    RUN(test_null_argument_remedies);
     RUN(test_first_error_kept);
     RUN(test_device_strings);
     RUN(test_requires_integer_index);

@@ -272,6 +272,24 @@ static void test_adopted_huge_stride(void) {
     REL(t, v, r, u, s, f, e, one, dg, sum);
 }
 
+/* A class id at the ends of int64: the message names it exactly (read as a
+ * double, INT64_MAX rounds to 2^63, which converting back to long long
+ * would not survive). */
+static void test_cross_entropy_extreme_target(void) {
+    gf_tensor *lg = gf_zeros(SZ(1, 3), 2, GF_F32, NULL);
+    int64_t n1 = 1;
+    gf_tensor *tmax = gf_from_data((const int64_t[]){INT64_MAX}, &n1, 1, GF_I64, NULL);
+    gf_tensor *tmin = gf_from_data((const int64_t[]){INT64_MIN}, &n1, 1, GF_I64, NULL);
+    CHECK_MSG(lg && tmax && tmin, "%s", gf_last_error());
+    EXPECT_ERR(gf_cross_entropy(lg, tmax, NULL, GF_REDUCTION_MEAN, -100, 0), GF_ERR_INDEX,
+               "target 9223372036854775807 is out of bounds", "[0, 3)");
+    EXPECT_ERR(gf_cross_entropy(lg, tmin, NULL, GF_REDUCTION_MEAN, -100, 0), GF_ERR_INDEX,
+               "target -9223372036854775808 is out of bounds");
+    EXPECT_ERR(gf_nll_loss(lg, tmax, NULL, GF_REDUCTION_SUM, -100), GF_ERR_INDEX,
+               "target 9223372036854775807");
+    REL(lg, tmax, tmin);
+}
+
 int main(void) {
     RUN(test_fill_value_out_of_range);
     RUN(test_zero_dim_next_to_huge);
@@ -283,5 +301,6 @@ int main(void) {
     RUN(test_pool_huge_kernel);
     RUN(test_cat_size_sum);
     RUN(test_adopted_huge_stride);
+    RUN(test_cross_entropy_extreme_target);
     return ot_finish();
 }

@@ -79,7 +79,9 @@ GF_API gf_tensor *gf_floor(const gf_tensor *x);
 GF_API gf_tensor *gf_ceil(const gf_tensor *x);
 GF_API gf_tensor *gf_round(const gf_tensor *x); /* half to even */
 /* Either bound may be NAN for "none"; fails INVALID when both are NAN.
- * Double bounds: an integer or bool x gives f32 (see the scalar rule). */
+ * Double bounds: an integer or bool x gives f32 (see the scalar rule).
+ * The gradient passes only where min < x < max: none on a bound, none for
+ * min >= max (PyTorch 2.x; docs/autograd.md rule 24). */
 GF_API gf_tensor *gf_clamp(const gf_tensor *x, double min, double max);
 /* int64 bounds: an integer x keeps its dtype (bool gives i64), clamped
  * exactly; INT64_MIN / INT64_MAX mean "no bound" (a bound outside x's range
@@ -126,7 +128,7 @@ GF_API gf_tensor *gf_masked_fill(const gf_tensor *x, const gf_tensor *mask, doub
  * (the _int forms: an integer x keeps its dtype, bool gives i64). rsub is
  * s - x; comparisons give bool. The gradient of maximum/minimum_scalar
  * where x equals s is half the incoming one, as torch.maximum's at ties
- * (docs/autograd.md rule 24); gf_clamp passes it all on its bounds. */
+ * (docs/autograd.md rule 24); gf_clamp gives x none on its bounds. */
 GF_API gf_tensor *gf_add_scalar(const gf_tensor *x, double s);
 GF_API gf_tensor *gf_add_scalar_int(const gf_tensor *x, int64_t s);
 GF_API gf_tensor *gf_sub_scalar(const gf_tensor *x, double s);

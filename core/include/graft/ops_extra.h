@@ -29,8 +29,8 @@ extern "C" {
 /* ---- activations */
 /* torch.nn.functional.hardtanh (defaults min_val -1, max_val 1): x clamped
  * to [min_val, max_val]. The gradient is 0 at the bounds themselves and
- * outside, the incoming one strictly inside (PyTorch's hardtanh_backward;
- * gf_clamp passes it at the bounds). Integer x keeps its dtype with the
+ * outside, the incoming one strictly inside and at NaN (PyTorch's
+ * hardtanh_backward; gf_clamp gives 0 at NaN). Integer x keeps its dtype with the
  * bounds truncated toward zero (as PyTorch); bool fails DTYPE. min_val >
  * max_val or a NaN bound fails INVALID. */
 GF_API gf_tensor *gf_hardtanh(const gf_tensor *x, double min_val, double max_val);
@@ -99,8 +99,10 @@ GF_API gf_tensor *gf_addcdiv(const gf_tensor *self, const gf_tensor *tensor1,
 /* torch.clamp(x, min=Tensor, max=Tensor): minimum(maximum(x, min), max);
  * either bound may be NULL (both NULL fails INVALID); all broadcast and
  * promote together (integers exact); NaN in any propagates; where min > max
- * the result is max. Gradients as PyTorch: x gets it where min <= x <= max
- * (ties included), min where x < min < max, max where x > max or max < min. */
+ * the result is max. Gradients as PyTorch 2.x: x gets it where min < x <
+ * max, min where x < min <= max, max where x > max >= min or max < min; a
+ * tie x == min < max (or min < max == x) gives half to x and half to the
+ * bound; x == min == max gives all to x. With one bound the tie splits too. */
 GF_API gf_tensor *gf_clamp_tensor(const gf_tensor *x, const gf_tensor *min,
                                   const gf_tensor *max);
 

@@ -5,8 +5,9 @@
  * only what its formula reads: the input x, the output y, or both.
  * Non-differentiable points follow PyTorch (docs/autograd.md, rule 24):
  * relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, sign/floor/ceil/round' = 0,
- * clamp passes the gradient on [min, max] inclusive, maximum/minimum ties
- * give half the gradient to each side. */
+ * clamp passes the gradient only strictly inside (min, max) (none at a
+ * bound, as PyTorch 2.x), maximum/minimum ties give half the gradient to
+ * each side. */
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
@@ -82,21 +83,24 @@ static gf_tensor *silu_grad(gf_tensor *g, gf_tensor *x) {
     return gf_mul(g, d);
 }
 
-/* PyTorch's hardswish_backward: 0 below -3, g (x / 3 + 1/2) on [-3, 3]
- * (so -g/2 at -3 and 3g/2 at 3), g above 3 (and for NaN). */
+/* PyTorch 2.x's hardswish_backward: 0 up to -3 (0 at -3), g (x / 3 + 1/2)
+ * on the open (-3, 3), g from 3 on (g at 3) and for NaN. (1.13 used the
+ * middle formula on the closed [-3, 3]: -g/2 at -3, 3g/2 at 3.) */
 static gf_tensor *hardswish_grad(gf_tensor *g, gf_tensor *x) {
     gf_tensor *mid = gf_mul(g, gf_add_scalar(gf_mul_scalar(x, 1.0 / 3.0), 0.5));
-    return gf_where(gf_lt_scalar(x, -3.0), zero_of(g),
-                    gf_where(gf_le_scalar(x, 3.0), mid, g));
+    return gf_where(gf_le_scalar(x, -3.0), zero_of(g),
+                    gf_where(gf_lt_scalar(x, 3.0), mid, g));
 }
 
-/* Pass-through mask of clamp: min <= x <= max (either bound may be absent). */
+/* Pass-through mask of clamp: min < x < max, strictly (either bound may be
+ * absent). PyTorch 2.x's clamp_backward: x on a bound, x = NaN and every x
+ * when min >= max get 0 (1.13 passed the gradient on the bounds). */
 static gf_tensor *clamp_grad(gf_tensor *g, gf_tensor *x, double lo, double hi) {
     gf_tensor *in = NULL;
-    if (!isnan(lo)) in = gf_ge_scalar(x, lo);
+    if (!isnan(lo)) in = gf_gt_scalar(x, lo);
     if (!isnan(hi)) {
-        gf_tensor *le = gf_le_scalar(x, hi);
-        in = in ? gf_logical_and(in, le) : le;
+        gf_tensor *lt = gf_lt_scalar(x, hi);
+        in = in ? gf_logical_and(in, lt) : lt;
     }
     return keep_where(in, g);
 }
@@ -134,7 +138,9 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     case GFP_OP_ATAN: return gf_div(g, gf_add_scalar(gf_square(x), 1.0));
     case GFP_OP_TANH: return gf_mul(g, gf_rsub_scalar(gf_square(y), 1.0));
     case GFP_OP_SIGMOID: return gf_mul(g, gf_mul(y, gf_rsub_scalar(y, 1.0)));
-    case GFP_OP_RELU: return keep_where(gf_gt_scalar(y, 0.0), g); /* 0 at 0 */
+    /* PyTorch's threshold_backward: 0 where y <= 0 (so at 0), g elsewhere,
+     * also at NaN. */
+    case GFP_OP_RELU: return gf_where(gf_le_scalar(y, 0.0), zero_of(g), g);
     case GFP_OP_LEAKY_RELU: return gf_where(gf_gt_scalar(x, 0.0), g, gf_mul_scalar(g, c->a));
     case GFP_OP_ELU:
         return gf_where(gf_le_scalar(x, 0.0), gf_mul(g, gf_mul_scalar(gf_exp(x), c->a)), g);
@@ -305,10 +311,15 @@ static void binary_formula(const binary_ctx *c, const char *name, gf_tensor *g, 
     case GFP_OP_MAXIMUM: minmax_grads(true, g, a, b, need_a, need_b, ga, gb); break;
     case GFP_OP_MINIMUM: minmax_grads(false, g, a, b, need_a, need_b, ga, gb); break;
     case GFP_OP_ATAN2: {
-        /* PyTorch's atan2_backward: r = 1 / (a^2 + b^2); g b r, -g a r. */
-        gf_tensor *r = gf_reciprocal(gf_add(gf_square(a), gf_square(b)));
-        if (need_a) *ga = gf_mul(gf_mul(g, b), r);
-        if (need_b) *gb = gf_mul(gf_mul(gf_neg(g), a), r);
+        /* PyTorch's atan2_backward: r = 1 / (a^2 + b^2); g b r, -g a r,
+         * and 0 for both at the origin, as PyTorch 2.x (not 0 * inf). The
+         * denominator there is replaced by 1 so that no branch holds inf. */
+        gf_tensor *d = gf_add(gf_square(a), gf_square(b));
+        gf_tensor *origin = gf_eq_scalar(d, 0.0);
+        gf_tensor *r = gf_reciprocal(
+            gf_where(origin, gf_scalar(1.0, gf_tensor_dtype(d), gf_tensor_device(d)), d));
+        if (need_a) *ga = keep_where(gf_logical_not(origin), gf_mul(gf_mul(g, b), r));
+        if (need_b) *gb = keep_where(gf_logical_not(origin), gf_mul(gf_mul(gf_neg(g), a), r));
         break;
     }
     default: gf__error(GF_ERR_UNSUPPORTED, "%s: backward not implemented", name); break;

@@ -44,20 +44,35 @@ static void mod_grads(const extra_ctx *c, gf_tensor *g, gf_tensor *a, gf_tensor 
     out[1] = gf_neg(gf_mul(g, r));
 }
 
-/* PyTorch's clamp_backward and clamp_backward_min_max. */
+/* PyTorch 2.x's clamp_backward and clamp_backward_min_max. A tie of x with
+ * a bound splits the gradient evenly between them (as maximum / minimum),
+ * except that with both bounds a tie counts only when min < max: for
+ * min == max == x all of it goes to x; for min > max all of it goes to max
+ * (the output is max). Below min it goes to min, above max to max (min
+ * wins for min == max > x). With one bound, a NaN on either side passes the
+ * whole gradient to both, as PyTorch's maximum / minimum. */
 static void clamp_grads(const extra_ctx *c, gf_tensor *g, gf_tensor *x, gf_tensor *lo,
                         gf_tensor *hi, gf_tensor **out) {
     gf_tensor *zero = gf_zeros_like(g);
+    gf_tensor *half = gf_mul_scalar(g, 0.5);
     if (lo && hi) {
-        out[0] = gf_where(gf_logical_and(gf_ge(x, lo), gf_le(x, hi)), g, zero);
-        out[1] = gf_where(gf_logical_and(gf_lt(x, lo), gf_lt(lo, hi)), g, zero);
-        out[2] = gf_where(gf_logical_or(gf_gt(x, hi), gf_lt(hi, lo)), g, zero);
-    } else if (lo) {
-        out[0] = gf_where(gf_ge(x, lo), g, zero);
-        out[1] = gf_where(gf_lt(x, lo), g, zero);
+        gf_tensor *ordered = gf_lt(lo, hi), *not_crossed = gf_le(lo, hi);
+        gf_tensor *below = gf_lt(x, lo), *above = gf_gt(x, hi);
+        gf_tensor *tie_lo = gf_logical_and(gf_eq(x, lo), ordered);
+        gf_tensor *tie_hi = gf_logical_and(gf_eq(x, hi), ordered);
+        out[0] = gf_where(gf_logical_or(below, above), zero,
+                          gf_where(gf_logical_or(tie_lo, tie_hi), half, g));
+        out[1] = gf_where(gf_logical_and(below, not_crossed), g, gf_where(tie_lo, half, zero));
+        out[2] = gf_where(gf_logical_or(gf_gt(lo, hi), gf_logical_and(above, not_crossed)), g,
+                          gf_where(tie_hi, half, zero));
     } else {
-        out[0] = gf_where(gf_le(x, hi), g, zero);
-        out[1] = gf_where(gf_gt(x, hi), g, zero);
+        /* min only: maximum(x, min); max only: minimum(x, max). */
+        gf_tensor *b = lo ? lo : hi;
+        gf_tensor *x_loses = lo ? gf_lt(x, b) : gf_gt(x, b);
+        gf_tensor *b_loses = lo ? gf_gt(x, b) : gf_lt(x, b);
+        gf_tensor *tie = gf_eq(x, b);
+        out[0] = gf_where(x_loses, zero, gf_where(tie, half, g));
+        out[1] = gf_where(b_loses, zero, gf_where(tie, half, g));
     }
     (void)c;
 }

@@ -82,7 +82,8 @@ static void append(gf_hook **list, gf_hook *h) {
 /* ------------------------------------------------------------ registration */
 gf_hook_handle gf_tensor_register_hook(gf_tensor *t, gf_tensor_hook_fn fn, void *user) {
     if (!t || !fn) {
-        gf__null_arg("gf_tensor_register_hook", !t ? "t" : "fn");
+        gf__null_arg_of("gf_tensor_register_hook", !t ? "t" : "fn",
+                        !t ? GF__ARG_TENSOR : GF__ARG_FUNCTION);
         return 0;
     }
     if (!gf__ag_requires_grad(t)) {
@@ -108,7 +109,8 @@ gf_hook_handle gf_tensor_register_hook(gf_tensor *t, gf_tensor_hook_fn fn, void 
 gf_hook_handle gf_tensor_register_post_accumulate_hook(gf_tensor *t, gf_post_accumulate_hook_fn fn,
                                                        void *user) {
     if (!t || !fn) {
-        gf__null_arg("gf_tensor_register_post_accumulate_hook", !t ? "t" : "fn");
+        gf__null_arg_of("gf_tensor_register_post_accumulate_hook", !t ? "t" : "fn",
+                        !t ? GF__ARG_TENSOR : GF__ARG_FUNCTION);
         return 0;
     }
     if (!gf__ag_requires_grad(t) || !gf_tensor_is_leaf(t)) {
@@ -126,7 +128,7 @@ gf_hook_handle gf_tensor_register_post_accumulate_hook(gf_tensor *t, gf_post_acc
 static gf_hook_handle node_hook(gf_tensor *t, gf_hook_kind kind, gf_node_pre_hook_fn pre,
                                 gf_node_post_hook_fn post, void *user, const char *op) {
     if (!t || (!pre && !post)) {
-        gf__null_arg(op, !t ? "t" : "fn");
+        gf__null_arg_of(op, !t ? "t" : "fn", !t ? GF__ARG_TENSOR : GF__ARG_FUNCTION);
         return 0;
     }
     if (!gf__ag_requires_grad(t)) {
