@@ -19,20 +19,22 @@
  * larger tensor are still passed where graft must refuse them (products past
  * 2^59), and the result is not kept.
  *
+ * Saved-tensor hooks of four kinds (keeping the very tensor they get, a
+ * copy, a detached alias kept in the open scope, and one whose pack fails)
+ * are pushed and popped by the input, so every op and in-place op may run
+ * under them, inside a scope or not; after each input every pack must have
+ * been released. Memory adopted from the host (gf_from_host_memory, with a
+ * release callback) must be given back by the end of each input, and
+ * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
+ * work, fail, or return an integer output.
+ *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
  *    keeping an outer tensor): scopes here are never nested.
- *  - saved-tensor pack hooks (recording on inside hooks; cycles through a
- *    hook that keeps its tensor): not used.
  *  - custom functions (once_differentiable name): not used.
  *  - gf_tensor_set_grad(t, t or a view of t): not used.
  *  - in-place ops on a view that was itself made a requires-grad leaf:
- *    requires_grad is set only on tensors made by a creation function.
- *  - turning requires_grad off on a leaf already used in a graph, then an
- *    in-place op on it with an operand from that graph (x.requires_grad
- *    off, x.div_(x.sum())): x's new history leads to x's accumulator, which
- *    holds x, a reference cycle that leaks both (found by this target, not
- *    fixed yet): requires_grad is only ever turned on. */
+ *    requires_grad is set only on tensors made by a creation function. */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
@@ -80,8 +82,12 @@ static int64_t int_arg(reader *r) { return k_ints[pick(r, sizeof k_ints / sizeof
 static double dbl_arg(reader *r) { return k_dbls[pick(r, sizeof k_dbls / sizeof k_dbls[0])]; }
 static int dim_arg(reader *r) { return pick(r, 11) - 5; }
 static gf_dtype dtype_arg(reader *r) {
-    static const gf_dtype d[] = {GF_F32, GF_F64, GF_I32, GF_I64, GF_BOOL, GF_F32, GF_F64};
-    return d[pick(r, 7)];
+    static const gf_dtype d[] = {GF_F32, GF_F64, GF_I32, GF_I64, GF_BOOL, GF_F32, GF_F64,
+                                 GF_F16, GF_BF16};
+    /* the 16-bit floats rarely: where the device does not store them every
+     * call must refuse them */
+    int i = pick(r, 32);
+    return i < 7 ? d[i] : i == 7 ? GF_F16 : i == 8 ? GF_BF16 : d[i % 7];
 }
 
 static gf_tensor *pool[POOL];
@@ -179,6 +185,53 @@ static gf_status hook_pre(const char *name, gf_tensor **g, int n, void *user) {
     return GF_OK;
 }
 
+/* Saved-tensor hooks: every pack must be released by the end of an input. */
+static long packs, pack_releases;
+static void *pack_keep(const gf_tensor *t, void *user) {
+    (void)user;
+    packs++;
+    return gf_tensor_retain((gf_tensor *)t);
+}
+static void *pack_copy(const gf_tensor *t, void *user) {
+    (void)user;
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_tensor *c = gf_clone(t);
+    gf_grad_mode_set(prev);
+    if (c) packs++;
+    return c;
+}
+static void *pack_detach_kept(const gf_tensor *t, void *user) {
+    (void)user;
+    gf_tensor *d = gf_scope_keep(gf_detach(t));
+    if (d) packs++;
+    return d;
+}
+static void *pack_fail(const gf_tensor *t, void *user) {
+    (void)t, (void)user;
+    return NULL; /* the op that saves must fail cleanly */
+}
+static gf_tensor *unpack_tensor(void *p, void *user) {
+    (void)user;
+    return gf_tensor_retain((gf_tensor *)p);
+}
+static gf_tensor *unpack_detached(void *p, void *user) {
+    (void)user;
+    return gf_detach((gf_tensor *)p);
+}
+static void release_tensor(void *p, void *user) {
+    (void)user;
+    pack_releases++;
+    gf_tensor_release((gf_tensor *)p);
+}
+static int hooks_depth;
+
+/* Host memory adopted by graft: each buffer is freed by its release. */
+static long adopted, adopted_released;
+static void adopt_release(void *ctx) {
+    adopted_released++;
+    free(ctx);
+}
+
 /* ------------------------------------------------------------ actions */
 static void act_create(reader *r) {
     int rank = pick(r, 5);
@@ -214,7 +267,19 @@ static void act_create(reader *r) {
             for (uint64_t i = 0; i < n; i++) ((int64_t *)buf)[i] = (int64_t)buf[i];
         else if (dt == GF_F32)
             for (uint64_t i = 0; i < n; i++) ((float *)buf)[i] = (float)buf[i];
-        put_fresh(gf_from_data(buf, s, rank, dt, NULL));
+        if (pick(r, 2)) {
+            put_fresh(gf_from_data(buf, s, rank, dt, NULL));
+            break;
+        }
+        /* adopted: graft shares the memory and calls release when done */
+        size_t es = gf_dtype_size(dt), nb = (size_t)(n ? n : 1) * (es ? es : 1);
+        void *mem = malloc(nb);
+        if (!mem) break;
+        memcpy(mem, buf, nb < sizeof buf ? nb : sizeof buf);
+        gf_tensor *t = gf_from_host_memory(mem, s, NULL, rank, dt, NULL, adopt_release, mem);
+        if (t) adopted++;
+        else free(mem); /* on failure the memory stays the caller's */
+        put_fresh(t);
     }
     }
 }
@@ -473,7 +538,12 @@ static void act_nn(reader *r) {
 static void act_inplace(reader *r) {
     gf_tensor *t = get(r), *o = get(r);
     if (!t) return;
-    switch (pick(r, 12)) {
+    switch (pick(r, 17)) {
+    case 12: gf_sigmoid_(t); break;
+    case 13: gf_tanh_(t); break;
+    case 14: gf_mul_scalar_(t, dbl_arg(r)); break;
+    case 15: gf_index_add_(t, dim_arg(r), o, get(r)); break;
+    case 16: gf_scatter_add_(t, dim_arg(r), o, get(r)); break;
     case 0: gf_add_(t, o); break;
     case 1: gf_mul_(t, o); break;
     case 2: gf_sub_(t, o); break;
@@ -495,14 +565,17 @@ static void act_autograd(reader *r) {
     if (!t) return;
     switch (pick(r, 10)) {
     case 0:
-        /* leaves only on tensors a creation function made, and never turned
-         * off again (see the header) */
-        if (fresh[k] && track(t)) gf_tensor_set_requires_grad(t, true);
+        /* leaves only on tensors a creation function made; turned off
+         * again now and then (then used in place with operands from its
+         * old graph: x.div_(x.sum())) */
+        if (fresh[k] && track(t)) gf_tensor_set_requires_grad(t, pick(r, 4) != 0);
         break;
     case 1: {
         gf_backward_opts o = {.retain_graph = pick(r, 3) - 1, .create_graph = pick(r, 2)};
         gf_tensor *s = gf_sum(t, NULL, 0, false);
-        gf_backward(pick(r, 2) ? s : t, NULL, &o);
+        /* grad_output: none, or a pooled tensor (t itself included) */
+        gf_tensor *go = pick(r, 3) ? NULL : get(r);
+        gf_backward(pick(r, 2) ? s : t, go, &o);
         if (scope_depth) gf_scope_keep(s);
         gf_tensor_release(s);
         break;
@@ -549,6 +622,55 @@ static void act_autograd(reader *r) {
     }
 }
 
+static void act_hooks(reader *r) {
+    static const gf_saved_tensor_hooks kinds[] = {
+        {pack_keep, unpack_tensor, release_tensor, NULL},
+        {pack_copy, unpack_detached, release_tensor, NULL},
+        {pack_detach_kept, unpack_tensor, release_tensor, NULL},
+        {pack_fail, unpack_tensor, release_tensor, NULL},
+    };
+    if (hooks_depth && pick(r, 2)) {
+        if (gf_saved_tensor_hooks_pop() == GF_OK) hooks_depth--;
+        return;
+    }
+    if (gf_saved_tensor_hooks_push(&kinds[pick(r, 4)]) == GF_OK) hooks_depth++;
+}
+
+/* Functions for gradcheck: a smooth one, one that fails, one with an
+ * integer output (refused, naming its dtype), one of two inputs. */
+static gf_tensor *check_exp_sum(gf_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    gf_tensor *e = gf_exp(in[0]);
+    gf_tensor *s = e ? gf_sum(e, NULL, 0, false) : NULL;
+    gf_tensor_release(e);
+    return s;
+}
+static gf_tensor *check_fails(gf_tensor *const *in, int n, void *user) {
+    (void)in, (void)n, (void)user;
+    gf_set_error(GF_ERR_INVALID, "fuzz: the function under test fails");
+    return NULL;
+}
+static gf_tensor *check_integer(gf_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    return gf_to_dtype(in[0], GF_I64);
+}
+static gf_tensor *check_mul(gf_tensor *const *in, int n, void *user) {
+    (void)user;
+    return gf_mul(in[0], in[n > 1 ? 1 : 0]);
+}
+
+static void act_check(reader *r) {
+    static const gf_check_fn fns[] = {check_exp_sum, check_fails, check_integer, check_mul};
+    gf_tensor *in[2] = {get(r), get(r)};
+    if (!in[0] || !in[1]) return;
+    /* gradcheck evaluates fn once per element and input: small tensors only */
+    if (gf_tensor_numel(in[0]) > 16 || gf_tensor_numel(in[1]) > 16) return;
+    gf_check_fn fn = fns[pick(r, 4)];
+    int n = 1 + pick(r, 2);
+    if (pick(r, 2)) gf_gradcheck(fn, in, n, NULL, NULL);
+    else gf_gradgradcheck(fn, in, n, NULL, NULL);
+}
+
 static void act_scope(reader *r) {
     (void)r;
     if (scope_depth) {
@@ -569,6 +691,10 @@ static void cleanup(void) {
     n_tracked = 0;
     if (scope_depth) gf_scope_end();
     scope_depth = 0;
+    while (hooks_depth) {
+        gf_saved_tensor_hooks_pop();
+        hooks_depth--;
+    }
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     gf_clear_error();
 }
@@ -598,7 +724,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     for (int steps = 0; r.n && steps < 64; steps++) {
         if (trace) fprintf(stderr, "\nstep %d:", steps);
-        switch (pick(&r, 10)) {
+        switch (pick(&r, 12)) {
+        case 10: act_hooks(&r); break;
+        case 11: act_check(&r); break;
         case 0: act_create(&r); break;
         case 1: act_view(&r); break;
         case 2: act_unary(&r); break;
@@ -612,6 +740,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     cleanup();
+    if (packs != pack_releases) {
+        fprintf(stderr, "fuzz_api: %ld saved-tensor packs, %ld released: a node (and what its "
+                "hooks keep) leaked\n", packs, pack_releases);
+        abort();
+    }
+    if (adopted != adopted_released) {
+        fprintf(stderr, "fuzz_api: %ld host buffers adopted, %ld released: a tensor over "
+                "adopted memory leaked\n", adopted, adopted_released);
+        abort();
+    }
     uint64_t now = in_use();
     if (now != baseline) {
         fprintf(stderr, "fuzz_api: %llu device bytes in use after the input, %llu before: a "
