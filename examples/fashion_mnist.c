@@ -73,7 +73,6 @@
 #define BN_EPS 1e-5
 #define PIXEL_MEAN 0.2860 /* of the training images, pixels scaled to [0, 1] */
 #define PIXEL_STD 0.3530
-#define EVAL_CHUNK 500   /* test images per forward pass */
 #define OPT_PREFIX "optimizer.state."
 
 static const char *const class_names[N_CLASSES] = {
@@ -182,7 +181,9 @@ static int check_data(const char *dir, char paths[4][1024]) {
 }
 
 /* Images [n, 1, 28, 28] f32, normalised, of the first n (<= 0: all) in the
- * IDX file path; *count gets n. The file must hold [N, 28, 28] bytes. */
+ * IDX file path; *count gets n. The file must hold [N, 28, 28] bytes. At
+ * most two copies of the images live at once (the file's and the f32 one,
+ * normalised in place): the peak memory of loading. */
 static gf_tensor *load_images(const char *path, int n, int *count, gf_device *dev) {
     gf_tensor *x = NULL;
     gf_scope_begin();
@@ -195,9 +196,13 @@ static gf_tensor *load_images(const char *path, int n, int *count, gf_device *de
     if (raw) {
         int64_t all = gf_tensor_size(raw, 0);
         *count = n > 0 && n < all ? n : (int)all;
-        gf_tensor *f = gf_to_dtype(gf_narrow(raw, 0, 0, *count), GF_F32);
-        f = gf_mul_scalar(gf_add_scalar(f, -PIXEL_MEAN * 255.0), 1.0 / (PIXEL_STD * 255.0));
-        x = gf_scope_keep(gf_reshape(f, (const int64_t[]){*count, 1, SIDE, SIDE}, 4));
+        gf_tensor *f = gf_scope_keep(gf_to_dtype(gf_narrow(raw, 0, 0, *count), GF_F32));
+        gf_scope_end(); /* the file's copy goes */
+        gf_scope_begin();
+        if (f && gf_add_scalar_(f, -PIXEL_MEAN * 255.0) == GF_OK &&
+            gf_mul_scalar_(f, 1.0 / (PIXEL_STD * 255.0)) == GF_OK)
+            x = gf_scope_keep(gf_reshape(f, (const int64_t[]){*count, 1, SIDE, SIDE}, 4));
+        gf_tensor_release(f);
     }
     gf_scope_end();
     return x;
@@ -294,11 +299,15 @@ static gf_tensor *model_forward(const void *mp, const gf_tensor *x) {
 }
 
 /* The test accuracy (per class too) of the n test images x, labels y. */
-static gf_status evaluate(model *m, const gf_tensor *x, const int64_t *labels, int n,
+/* Test images go through in chunks of the training batch: the forward pass
+ * then takes the blocks a training step freed (the same shapes), instead of
+ * a second working set of other sizes that the caching allocator would keep
+ * beside the first. */
+static gf_status evaluate(model *m, const gf_tensor *x, const int64_t *labels, int n, int chunk,
                           int64_t *pred, double *acc, double *per_class) {
     m->training = false;
-    for (int first = 0; first < n; first += EVAL_CHUNK) {
-        int len = n - first < EVAL_CHUNK ? n - first : EVAL_CHUNK;
+    for (int first = 0; first < n; first += chunk) {
+        int len = n - first < chunk ? n - first : chunk;
         gf_status s = train_predict(model_forward, m, x, first, len, pred + first);
         if (s != GF_OK) return s;
     }
@@ -447,7 +456,7 @@ int main(int argc, char **argv) {
     if (ex.eval) {
         TRY(load_checkpoint(&m, NULL, NULL, ex.eval, dev) == GF_OK);
         double t0 = now_seconds();
-        TRY(evaluate(&m, x_test, labels, n_test, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         for (int k = 0; k < N_CLASSES; k++) printf("  %-12s %.4f\n", class_names[k], per_class[k]);
         printf("checkpoint %s: test accuracy %.4f (%ld of %d images), %.1f s\n", ex.eval, acc,
                lround(acc * n_test), n_test, now_seconds() - t0);
@@ -488,14 +497,14 @@ int main(int argc, char **argv) {
         te = now_seconds() - te;
         train_time += te;
         trained++;
-        TRY(evaluate(&m, x_test, labels, n_test, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         progress_line(&bar, "epoch %3d  lr %.2e  loss %.4f  test accuracy %.4f  train %.1f s "
                       "(%.0f images/s)  total %.1f s", epoch, lr, loss, acc, te, n_train / te,
                       now_seconds() - t0);
         if (ex.save) TRY(save_checkpoint(&m, adam, epoch, ex.save) == GF_OK);
     }
     if (!trained) {
-        TRY(evaluate(&m, x_test, labels, n_test, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         printf("the checkpoint has %d epochs already (--epochs %d): nothing to train\n",
                start_epoch, opt.epochs);
     }

@@ -18,11 +18,17 @@ into a virtual environment from PyPI:
 PyTorch's official x86 wheels compute with MKL / oneDNN, which pick slower
 code paths on AMD processors than on Intel ones: the header names the CPU's
 vendor and model so that figures from different machines are read right.
-graft's threads are set with OMP_NUM_THREADS (its cpu plugin's OpenMP),
-PyTorch's with torch.set_num_threads. Timings are medians of the epochs'
-training times (the test pass is not timed)."""
+graft's threads are set with OMP_NUM_THREADS (its cpu plugin's OpenMP).
+PyTorch runs in a process of its own per thread count, started with
+OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS set before torch
+loads, and torch.set_num_threads. Timings are medians of the epochs'
+training times (the test pass is not timed). Each side's peak resident
+memory (the kernel's maximum RSS of its process, as /usr/bin/time -v
+reports it) is printed beside its times: both hold the same data as f32
+tensors and train the same network on the same batches."""
 import argparse
 import gzip
+import json
 import os
 import re
 import statistics
@@ -143,11 +149,11 @@ def graft_run(exe, threads, epochs, seed, limit, decay, save):
         cmd += ["--limit", str(limit)]
     if save:
         cmd += ["--save", save]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    out, rc, rss_mb = run_measured(cmd, env)
+    if rc:
+        sys.exit(f"{' '.join(cmd)} failed ({rc}):\n{out}")
     times, acc = [], None
-    for line in p.stdout.splitlines():
+    for line in out.splitlines():
         m = EPOCH_RE.match(line)
         if m:
             times.append(float(m.group(3)))
@@ -156,8 +162,42 @@ def graft_run(exe, threads, epochs, seed, limit, decay, save):
             print(f"  graft  {threads} thread(s) epoch {m.group(1)}: {times[-1]:.1f} s, "
                   f"{n / times[-1]:.0f} images/s, test accuracy {acc:.4f}", flush=True)
     if not times:
-        sys.exit(f"no epoch lines in the output of {' '.join(cmd)}:\n{p.stdout}")
-    return times, acc
+        sys.exit(f"no epoch lines in the output of {' '.join(cmd)}:\n{out}")
+    print(f"  graft  {threads} thread(s): peak resident memory {rss_mb:.0f} MB", flush=True)
+    return times, acc, rss_mb
+
+
+def run_measured(cmd, env):
+    """Runs cmd; its output (stdout and stderr), exit status and peak RSS in MB
+    (ru_maxrss of that one child, from wait4)."""
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    out = p.stdout.read()
+    p.stdout.close()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return out, p.returncode, usage.ru_maxrss / 1024
+
+
+def torch_child(a, threads):
+    """PyTorch's side in a process of its own (thread variables set before
+    torch loads): its times, accuracy and peak RSS."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads))
+    cmd = [sys.executable, os.path.abspath(__file__), "--graft", a.graft, "--epochs",
+           str(a.epochs), "--limit", str(a.limit), "--seed", str(a.seed), "--lr-decay",
+           str(a.lr_decay), "--data", a.data, "--torch-child", str(threads)]
+    out, rc, rss_mb = run_measured(cmd, env)
+    result = None
+    for line in out.splitlines():
+        if line.startswith("TORCH_RESULT "):
+            result = json.loads(line[len("TORCH_RESULT "):])
+        else:
+            print(line, flush=True)
+    if rc or result is None:
+        sys.exit(f"the PyTorch run failed ({rc}):\n{out}")
+    print(f"  torch  {threads} thread(s): peak resident memory {rss_mb:.0f} MB", flush=True)
+    return result["times"], result["acc"], rss_mb
 
 
 def checkpoint_check(torch, exe, path, data):
@@ -200,6 +240,7 @@ def main():
                          "(default 0: its cosine over the epochs)")
     ap.add_argument("--work", default="/tmp", help="where the checkpoint is written")
     ap.add_argument("--data", default=DATA)
+    ap.add_argument("--torch-child", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
     vendor, model = cpu_model()
     try:
@@ -224,6 +265,12 @@ def main():
 
     data = (images(raw[0][:n]), torch.from_numpy(raw[1][:n].astype(np.int64)),
             images(raw[2]), torch.from_numpy(raw[3].astype(np.int64)))
+    del raw
+    if a.torch_child:
+        times, acc = torch_run(torch, data, a.torch_child, a.epochs, a.seed, 1e-3, a.lr_decay,
+                               128)
+        print("TORCH_RESULT " + json.dumps({"times": times, "acc": acc}), flush=True)
+        return 0
     threads = [int(t) for t in a.threads.split(",")]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"CPU: {vendor}, {model}; {os.cpu_count()} logical cores; load average {load:.2f}")
@@ -237,17 +284,19 @@ def main():
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
     for t in threads:
-        g_times, g_acc = graft_run(a.graft, t, a.epochs, a.seed, a.limit, a.lr_decay,
-                                   ckpt if t == threads[-1] else None)
-        t_times, t_acc = torch_run(torch, data, t, a.epochs, a.seed, 1e-3, a.lr_decay, 128)
-        rows.append((t, statistics.median(g_times), g_acc, statistics.median(t_times), t_acc))
+        g_times, g_acc, g_rss = graft_run(a.graft, t, a.epochs, a.seed, a.limit, a.lr_decay,
+                                          ckpt if t == threads[-1] else None)
+        t_times, t_acc, t_rss = torch_child(a, t)
+        rows.append((t, statistics.median(g_times), g_acc, statistics.median(t_times), t_acc,
+                     g_rss, t_rss))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nmedian epoch training time, {n} images (load average now {load:.2f}):")
     print(f"{'threads':>7} {'graft s':>8} {'img/s':>7} {'acc':>7} {'torch s':>8} {'img/s':>7} "
-          f"{'acc':>7} {'graft/torch speed':>18}")
-    for t, gt, ga, tt, ta in rows:
+          f"{'acc':>7} {'graft/torch speed':>18} {'graft MB':>9} {'torch MB':>9} "
+          f"{'graft/torch RSS':>16}")
+    for t, gt, ga, tt, ta, gr, tr in rows:
         print(f"{t:>7} {gt:>8.1f} {n / gt:>7.0f} {ga:>7.4f} {tt:>8.1f} {n / tt:>7.0f} "
-              f"{ta:>7.4f} {tt / gt:>17.2f}x")
+              f"{ta:>7.4f} {tt / gt:>17.2f}x {gr:>9.0f} {tr:>9.0f} {gr / tr:>15.2f}x")
     ok = checkpoint_check(torch, a.graft, ckpt, data)
     os.remove(ckpt)
     return 0 if ok else 1

@@ -2,7 +2,15 @@
  *
  * Freed blocks are kept per device and reused for requests of the same
  * rounded size class, so a training step does not call the plugin's
- * buffer_alloc per op. gf_memory_empty_cache returns them to the plugin. */
+ * buffer_alloc per op. gf_memory_empty_cache returns them to the plugin.
+ *
+ * The cache is bounded (gf_memory_set_cache_limit, GRAFT_CACHE_LIMIT): when
+ * a freed block takes it past its limit, the blocks freed longest ago go
+ * back to the plugin first. A training step frees and takes again the same
+ * sizes every step, so it keeps its blocks; blocks of sizes that never come
+ * back (loading a data set, a one-off evaluation) leave as the cache fills,
+ * instead of holding host memory for the rest of the process. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,12 +21,57 @@ struct gf_block {
     gfp_buffer buffer;
     void *host_ptr;
     uint64_t size;
-    gf_block *next;
+    gf_block *next;                /* in its free list (while cached) */
+    gf_block *lru_newer, *lru_older; /* in the allocator's LRU order (while cached) */
 };
 
-void gf__allocator_init(gf_allocator *a) {
+/* The default limit of a device's cache: 256 MiB where the device's memory
+ * is host memory (a CPU device: cached blocks are resident memory the rest
+ * of the process cannot use), none elsewhere (a GPU's memory serves graft
+ * alone, and reuse is what makes its allocation cheap). GRAFT_CACHE_LIMIT
+ * sets it for every device: bytes with an optional K, M or G suffix (powers
+ * of 1024), 0 to cache nothing, or "none" for no limit. */
+#define GF_HOST_CACHE_LIMIT (UINT64_C(256) << 20)
+
+static bool parse_limit(const char *v, uint64_t *out) {
+    if (!strcmp(v, "none") || !strcmp(v, "unlimited")) {
+        *out = UINT64_MAX;
+        return true;
+    }
+    if (*v < '0' || *v > '9') return false;
+    errno = 0;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno) return false;
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    else if (*end == 'M' || *end == 'm') shift = 20;
+    else if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || (shift && n > (UINT64_MAX >> shift))) return false;
+    *out = (uint64_t)n << shift;
+    return true;
+}
+
+void gf__allocator_init(gf_allocator *a, const gfp_device_props *props) {
     memset(a, 0, sizeof *a);
     pthread_mutex_init(&a->lock, NULL);
+    a->cache_limit = props->flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE ? GF_HOST_CACHE_LIMIT
+                                                                    : UINT64_MAX;
+    const char *env = gf__getenv("GRAFT_CACHE_LIMIT");
+    if (env && *env && !parse_limit(env, &a->cache_limit))
+        gf__log(GFP_LOG_WARN, "GRAFT_CACHE_LIMIT='%s' is not a size (bytes, with an optional "
+                "K, M or G suffix, 0, or 'none'); %s keeps its default cache limit", env,
+                props->name);
+}
+
+static void lru_unlink(gf_allocator *a, gf_block *b) {
+    if (b->lru_newer) b->lru_newer->lru_older = b->lru_older;
+    else a->lru_newest = b->lru_older;
+    if (b->lru_older) b->lru_older->lru_newer = b->lru_newer;
+    else a->lru_oldest = b->lru_newer;
+    b->lru_newer = b->lru_older = NULL;
 }
 
 /* Size classes: multiples of 512 bytes up to 1 MiB, then of 1/8 of the
@@ -43,11 +96,29 @@ static gf_block *take_cached(gf_allocator *a, uint64_t size) {
     for (gf_block *b = *head; b; pp = &b->next, b = b->next) {
         if (b->size == size) {
             *pp = b->next;
+            lru_unlink(a, b);
             a->bytes_cached -= b->size;
             return b;
         }
     }
     return NULL;
+}
+
+/* Gives the oldest cached blocks back to the plugin until the cache is
+ * within its limit. Under the allocator's lock. */
+static void trim_locked(gf_device *dev) {
+    gf_allocator *a = &dev->alloc;
+    while (a->bytes_cached > a->cache_limit && a->lru_oldest) {
+        gf_block *b = a->lru_oldest;
+        gf_block **pp = &a->free_lists[bucket_of(b->size)];
+        while (*pp != b) pp = &(*pp)->next;
+        *pp = b->next;
+        lru_unlink(a, b);
+        a->bytes_cached -= b->size;
+        gf__dev_free(dev, b->buffer);
+        a->plugin_frees++;
+        free(b);
+    }
 }
 
 static void release_cache_locked(gf_device *dev) {
@@ -64,6 +135,7 @@ static void release_cache_locked(gf_device *dev) {
             b = next;
         }
     }
+    a->lru_newest = a->lru_oldest = NULL;
 }
 
 gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_buffer *buf,
@@ -121,11 +193,18 @@ void gf__free_block(gf_device *dev, gf_block *b) {
     pthread_mutex_lock(&a->lock);
     a->bytes_in_use -= b->size;
     a->live_blocks--;
+    uint64_t size = b->size;
     gf_block **head = &a->free_lists[bucket_of(b->size)];
     b->next = *head;
     *head = b;
+    b->lru_older = a->lru_newest;
+    b->lru_newer = NULL;
+    if (a->lru_newest) a->lru_newest->lru_newer = b;
+    else a->lru_oldest = b;
+    a->lru_newest = b;
     a->bytes_cached += b->size;
-    uint64_t size = b->size, in_use = a->bytes_in_use, cached = a->bytes_cached;
+    trim_locked(dev); /* b itself goes when it alone is over the limit */
+    uint64_t in_use = a->bytes_in_use, cached = a->bytes_cached;
     pthread_mutex_unlock(&a->lock);
     if (gf__prof_on()) gf__prof_alloc(dev, size, GF_PROF_FREE, in_use, cached);
 }
@@ -214,6 +293,27 @@ gf_status gf_memory_reset_peak(gf_device *dev) {
     pthread_mutex_lock(&dev->alloc.lock);
     dev->alloc.peak = dev->alloc.bytes_in_use;
     pthread_mutex_unlock(&dev->alloc.lock);
+    return GF_OK;
+}
+
+gf_status gf_memory_set_cache_limit(gf_device *dev, uint64_t bytes) {
+    if (!dev) return gf__error(GF_ERR_INVALID, "gf_memory_set_cache_limit: dev is NULL (pass a device)");
+    pthread_mutex_lock(&dev->alloc.lock);
+    dev->alloc.cache_limit = bytes;
+    trim_locked(dev);
+    pthread_mutex_unlock(&dev->alloc.lock);
+    return GF_OK;
+}
+
+gf_status gf_memory_get_cache_limit(const gf_device *dev, uint64_t *bytes) {
+    if (!dev) return gf__error(GF_ERR_INVALID, "gf_memory_get_cache_limit: dev is NULL (pass a device)");
+    if (!bytes)
+        return gf__error(GF_ERR_INVALID, "gf_memory_get_cache_limit: bytes is NULL (pass where "
+                         "to write the limit)");
+    gf_allocator *a = (gf_allocator *)&dev->alloc;
+    pthread_mutex_lock(&a->lock);
+    *bytes = a->cache_limit;
+    pthread_mutex_unlock(&a->lock);
     return GF_OK;
 }
 

@@ -103,8 +103,10 @@ typedef struct gf_block gf_block; /* allocator block, alloc.c */
 typedef struct gf_allocator {
     pthread_mutex_t lock;
     gf_block *free_lists[GF_ALLOC_BUCKETS]; /* cached blocks, hashed by size class */
+    gf_block *lru_newest, *lru_oldest;      /* the same blocks, by the time they were freed */
     uint64_t bytes_in_use, peak, bytes_cached, plugin_allocs, plugin_frees;
     uint64_t live_blocks; /* blocks handed out and not yet returned */
+    uint64_t cache_limit; /* bytes_cached never exceeds it (UINT64_MAX: no limit) */
 } gf_allocator;
 
 struct gf_device {
@@ -266,7 +268,7 @@ void gf__storage_release(gf_storage *s);
 gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_buffer *buf,
                           void **host_ptr);
 void gf__free_block(gf_device *dev, gf_block *b);
-void gf__allocator_init(gf_allocator *a);
+void gf__allocator_init(gf_allocator *a, const gfp_device_props *props);
 void gf__allocator_release_all(gf_device *dev); /* empty cache */
 
 /* ------------------------------------------------------------ tensors (tensor.c) */

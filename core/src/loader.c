@@ -228,7 +228,7 @@ static void open_devices(gf_plugin_rec *p) {
         pthread_mutex_init(&d->open_lock, NULL);
         pthread_mutex_init(&d->call_lock, NULL);
         pthread_mutex_init(&d->cap_lock, NULL);
-        gf__allocator_init(&d->alloc);
+        gf__allocator_init(&d->alloc, &d->props);
         p->n_devices++;
     }
 }

@@ -51,7 +51,6 @@ static void odn_shutdown(void *plugin_ctx) {
     (void)plugin_ctx;
     odn_runtime_close();
     ref_hostdev_report_leaks();
-    ref_hostbuf_trim();
 }
 
 static uint32_t stored_dtypes(void) {
@@ -79,8 +78,7 @@ static gfp_status odn_device_open(void *plugin_ctx, uint32_t index, void **devic
 }
 
 /* ------------------------------------------------------------ memory */
-const ref_hostbuf_kind ref_hostbuf_self = {"cpu_onednn", 0x6f646e6e62756621ull /* "odnnbuf!" */,
-                                           true};
+const ref_hostbuf_kind ref_hostbuf_self = {"cpu_onednn", 0x6f646e6e62756621ull /* "odnnbuf!" */};
 
 #define check_range ref_hostbuf_range
 

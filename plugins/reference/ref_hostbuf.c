@@ -10,22 +10,15 @@
  *    no room for a header, so such handles are kept in a small hash table
  *    (address -> size). The table is consulted first, and only when it is
  *    not empty: buffers that were never adopted cost one atomic load.
- *  - Kept blocks (ref_hostbuf_self.cache): a freed block of 256 KiB or more
- *    goes to a free list of its size class (eighths of a power of two) and
- *    serves the next allocation of that class. Training allocates the same
- *    few large sizes every step; from the C library each came back as fresh
- *    pages, whose faults and zeroing were 8% of a CNN step on cpu_onednn.
- *    At most 1/4 of the machine's memory (GRAFT_CPU_CACHE_MB sets the cap,
- *    0 turns it off) is kept; it is freed when an allocation fails and at
- *    shutdown. A kept block's magic differs from a live one's, so using or
- *    freeing a handle after its free is still caught. Off under
- *    AddressSanitizer, which must see every free. */
+ *  - Freed blocks go back to the C library at once: reuse is the core's
+ *    caching allocator's (core/src/alloc.c), which keeps the blocks a
+ *    training step takes again and bounds what it keeps, so a second cache
+ *    here would only hold memory past that bound. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ref_internal.h"
 
@@ -60,95 +53,6 @@ static size_t bucket_of(const void *p) {
 
 uint64_t ref_hostbuf_max_alloc(void) { return HB_MAX_ALLOC; }
 
-/* ------------------------------------------------------------ kept blocks */
-#define HB_KEEP_MIN ((uint64_t)1 << 18)
-#define HB_KEPT_MAGIC 0x6b65707462756621ull /* "keptbuf!" */
-#define HB_CLASSES (64 * 8)
-
-typedef struct hb_kept {
-    struct hb_kept *next; /* in the block's first bytes after the header */
-} hb_kept;
-
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static hb_kept *kept[HB_CLASSES];
-static uint64_t kept_bytes, kept_cap;
-static bool kept_init;
-
-/* The class of a block of n >= HB_KEEP_MIN bytes: n rounded up to an eighth
- * of its power of two; *cap is the rounded size. */
-static int size_class(uint64_t n, uint64_t *cap) {
-    int e = 63 - __builtin_clzll(n); /* 2^e <= n < 2^(e+1) */
-    uint64_t step = (uint64_t)1 << (e - 3);
-    uint64_t q = (n + step - 1) / step; /* 8..16 */
-    *cap = q * step;
-    return q == 16 ? (e + 1) * 8 : e * 8 + (int)(q - 8); /* 16 eighths: the next power */
-}
-
-static uint64_t keep_cap(void) {
-#if defined(__SANITIZE_ADDRESS__)
-    return 0;
-#else
-    if (!ref_hostbuf_self.cache) return 0;
-    const char *env = getenv("GRAFT_CPU_CACHE_MB");
-    if (env && *env) {
-        char *end;
-        unsigned long long mb = strtoull(env, &end, 10);
-        if (*end == '\0') return mb > ((uint64_t)1 << 40) ? (uint64_t)1 << 60 : (uint64_t)mb << 20;
-    }
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || psize <= 0) return (uint64_t)1 << 30;
-    return (uint64_t)pages * (uint64_t)psize / 4;
-#endif
-}
-
-/* A kept block of n's class, or NULL. */
-static char *take_kept(uint64_t n) {
-    uint64_t cap;
-    int c = size_class(n, &cap);
-    pthread_mutex_lock(&kept_lock);
-    hb_kept *k = kept[c];
-    if (k) {
-        kept[c] = k->next;
-        kept_bytes -= cap;
-    }
-    pthread_mutex_unlock(&kept_lock);
-    return k ? (char *)k - HB_HEADER : NULL;
-}
-
-/* Keeps the block (header h, of class capacity) if there is room. */
-static bool keep_block(hb_header *h) {
-    uint64_t cap;
-    int c = size_class(h->nbytes, &cap);
-    bool kept_it = false;
-    pthread_mutex_lock(&kept_lock);
-    if (!kept_init) {
-        kept_cap = keep_cap();
-        kept_init = true;
-    }
-    if (kept_bytes + cap <= kept_cap) {
-        h->magic = HB_KEPT_MAGIC;
-        hb_kept *k = (hb_kept *)((char *)h + HB_HEADER);
-        k->next = kept[c];
-        kept[c] = k;
-        kept_bytes += cap;
-        kept_it = true;
-    }
-    pthread_mutex_unlock(&kept_lock);
-    return kept_it;
-}
-
-void ref_hostbuf_trim(void) {
-    pthread_mutex_lock(&kept_lock);
-    for (int c = 0; c < HB_CLASSES; c++)
-        while (kept[c]) {
-            hb_kept *k = kept[c];
-            kept[c] = k->next;
-            free((char *)k - HB_HEADER);
-        }
-    kept_bytes = 0;
-    pthread_mutex_unlock(&kept_lock);
-}
-
 long ref_hostbuf_live(void) { return atomic_load(&live_own) + atomic_load(&wrapped_count); }
 
 /* Size of an adopted buffer, or false when the handle is not one. */
@@ -180,17 +84,10 @@ gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, 
                         "size is probably miscomputed",
                         (unsigned long long)nbytes, ref_hostbuf_self.plugin);
     uint64_t rounded = (nbytes + 63) & ~(uint64_t)63; /* aligned_alloc wants a multiple */
-    bool keepable = ref_hostbuf_self.cache && nbytes >= HB_KEEP_MIN;
-    if (keepable) size_class(nbytes, &rounded); /* a multiple of 2^15: of 64 too */
     if (rounded + HB_HEADER > (uint64_t)SIZE_MAX)
         return pk_fail(GFP_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes do not fit in memory",
                         (unsigned long long)nbytes);
-    char *block = keepable ? take_kept(nbytes) : NULL;
-    if (!block) block = aligned_alloc(64, (size_t)(rounded + HB_HEADER));
-    if (!block && keepable) {
-        ref_hostbuf_trim(); /* the kept blocks are the first memory to give back */
-        block = aligned_alloc(64, (size_t)(rounded + HB_HEADER));
-    }
+    char *block = aligned_alloc(64, (size_t)(rounded + HB_HEADER));
     if (!block)
         return pk_fail(GFP_ERR_OUT_OF_MEMORY,
                         "buffer_alloc: out of host memory allocating %llu bytes",
@@ -262,7 +159,6 @@ void ref_hostbuf_free(void *device, gfp_buffer buffer) {
         return;
     }
     atomic_fetch_sub(&live_own, 1);
-    if (ref_hostbuf_self.cache && h->nbytes >= HB_KEEP_MIN && keep_block(h)) return;
     h->magic = 0;
     free(h);
 }

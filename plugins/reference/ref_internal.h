@@ -31,13 +31,8 @@
 typedef struct ref_hostbuf_kind {
     const char *plugin;
     uint64_t magic;
-    /* Keep freed blocks of 256 KiB and more for reuse (ref_hostbuf.c): the
-     * fast plugin's choice; the reference frees at once. */
-    bool cache;
 } ref_hostbuf_kind;
 extern const ref_hostbuf_kind ref_hostbuf_self;
-/* Frees the blocks kept for reuse (at shutdown, and when memory runs out). */
-void ref_hostbuf_trim(void);
 /* The slots buffer_alloc, buffer_free and buffer_wrap_host (ABI 1.1) of a
  * plugin with one host device (the device handle is not used). */
 gfp_status ref_hostbuf_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, void **host_ptr);

@@ -64,8 +64,7 @@ static gfp_status ref_device_open(void *plugin_ctx, uint32_t index, void **devic
 
 /* ------------------------------------------------------------ memory */
 /* 64 bytes in front of byte 0 keep the alignment of the user area. */
-const ref_hostbuf_kind ref_hostbuf_self = {"reference", 0x7265666275666621ull /* "refbuff!" */,
-                                           false};
+const ref_hostbuf_kind ref_hostbuf_self = {"reference", 0x7265666275666621ull /* "refbuff!" */};
 
 #define check_range ref_hostbuf_range
 

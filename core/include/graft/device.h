@@ -72,6 +72,16 @@ GF_API gf_status gf_memory_get_stats(const gf_device *dev, gf_memory_stats *stat
 GF_API gf_status gf_memory_reset_peak(gf_device *dev);
 /* Returns every cached block to the plugin. */
 GF_API gf_status gf_memory_empty_cache(gf_device *dev);
+/* The most bytes the device's cache keeps (blocks freed by graft, kept for
+ * reuse): when a freed block takes it past the limit, the blocks freed
+ * longest ago go back to the plugin. 0 caches nothing; UINT64_MAX sets no
+ * limit. Default: 256 MiB on a device whose memory is host memory
+ * (GFP_DEVICE_FLAG_HOST_ADDRESSABLE: the CPU plugins), no limit elsewhere;
+ * the environment variable GRAFT_CACHE_LIMIT ("512M", "0", "none") sets it for
+ * every device when graft starts. Lowering it gives the excess back at once.
+ * Fails: INVALID (NULL argument). */
+GF_API gf_status gf_memory_set_cache_limit(gf_device *dev, uint64_t bytes);
+GF_API gf_status gf_memory_get_cache_limit(const gf_device *dev, uint64_t *bytes);
 
 /* ---- fallback: ops a device lacks run on another device
  *
