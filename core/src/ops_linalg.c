@@ -15,13 +15,15 @@ gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b) {
         return NULL;
     }
     if (!gf__same_device(a, b, "matmul")) return NULL;
+    /* The shapes are formatted for a message only: snprintf costs more than
+     * a small matmul's whole launch. */
     char sa[128], sb[128];
-    gf__shape_str(a->sizes, a->rank, sa, sizeof sa);
-    gf__shape_str(b->sizes, b->rank, sb, sizeof sb);
+#define SA gf__shape_str(a->sizes, a->rank, sa, sizeof sa)
+#define SB gf__shape_str(b->sizes, b->rank, sb, sizeof sb)
     if (a->rank == 0 || b->rank == 0) {
         gf__error(GF_ERR_SHAPE,
                   "matmul: both arguments need at least 1 dim, got shapes %s and %s; use "
-                  "gf_mul to multiply by a scalar", sa, sb);
+                  "gf_mul to multiply by a scalar", SA, SB);
         return NULL;
     }
     if (a->dtype != b->dtype) {
@@ -39,7 +41,7 @@ gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b) {
         gf__error(GF_ERR_SHAPE,
                   "matmul: shapes %s and %s cannot be multiplied (%lld != %lld): the last "
                   "dim of a must equal the %s dim of b",
-                  sa, sb, (long long)K, (long long)Kb, rb == 1 ? "only" : "second-to-last");
+                  SA, SB, (long long)K, (long long)Kb, rb == 1 ? "only" : "second-to-last");
         return NULL;
     }
     int64_t batch[GF_MAX_RANK];
@@ -48,9 +50,11 @@ gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b) {
                              batch, &nb, "matmul") != GF_OK) {
         gf__error(GF_ERR_SHAPE,
                   "matmul: the batch dims (all but the last two) of shapes %s and %s cannot "
-                  "be broadcast together; sizes must match or one must be 1", sa, sb);
+                  "be broadcast together; sizes must match or one must be 1", SA, SB);
         return NULL;
     }
+#undef SA
+#undef SB
 
     /* 2-D (or more) views of 1-D operands: a [K] -> [1, K], b [K] -> [K, 1]. */
     gf_tensor *a2 = NULL, *b2 = NULL, *ae = NULL, *be = NULL, *y = NULL, *res = NULL;

@@ -80,26 +80,28 @@ static gf_status conv_params(const gf_conv2d_opts *o, const char *op, gfp_conv2d
  * kh, kw]; checks groups, channels and kernel fit with PyTorch's messages. */
 static gf_status conv_geometry(const int64_t *xs, const int64_t *ws, const gfp_conv2d_params *p,
                                const char *op, int64_t *ho, int64_t *wo) {
+    /* The shapes are formatted for a message only: snprintf costs more than
+     * a small convolution's whole launch. */
     char bx[128], bw[128];
-    gf__shape_str(xs, 4, bx, sizeof bx);
-    gf__shape_str(ws, 4, bw, sizeof bw);
+#define BX gf__shape_str(xs, 4, bx, sizeof bx)
+#define BW gf__shape_str(ws, 4, bw, sizeof bw)
     int64_t g = p->groups, cin, kh, kw, ph, pw;
     if (ws[0] < g || ws[0] % g != 0)
         return gf__error(GF_ERR_SHAPE,
                          "%s: given groups=%lld, expected weight to be at least %lld and "
                          "divisible by %lld at dim 0, but got weight of size %s", op,
-                         (long long)g, (long long)g, (long long)g, bw);
+                         (long long)g, (long long)g, (long long)g, BW);
     /* The sizes may be any the caller passed to a gradient kernel: every
      * product and sum is checked. */
     if (!gf__mul_ok(ws[1], g, &cin) || xs[1] != cin)
         return gf__error(GF_ERR_SHAPE,
                          "%s: given groups=%lld, weight of size %s, expected input %s to have "
                          "%lld x %lld channels, but got %lld channels instead", op,
-                         (long long)g, bw, bx, (long long)ws[1], (long long)g,
+                         (long long)g, BW, BX, (long long)ws[1], (long long)g,
                          (long long)xs[1]);
     if (ws[2] < 1 || ws[3] < 1)
         return gf__error(GF_ERR_SHAPE, "%s: the kernel size (dims 2, 3 of weight %s) must be "
-                         "at least 1x1", op, bw);
+                         "at least 1x1", op, BW);
     /* kernel extent: dilation * (k - 1) + 1 */
     if (!gf__mul_ok(p->dilation[0], ws[2] - 1, &kh) || !gf__add_ok(kh, 1, &kh) ||
         !gf__mul_ok(p->dilation[1], ws[3] - 1, &kw) || !gf__add_ok(kw, 1, &kw) ||
@@ -107,7 +109,7 @@ static gf_status conv_geometry(const int64_t *xs, const int64_t *ws, const gfp_c
         !gf__add_ok(xs[3], 2 * (int64_t)p->padding[1], &pw))
         return gf__error(GF_ERR_OVERFLOW,
                          "%s: input %s, weight %s, dilation (%d, %d) and padding (%d, %d) give a "
-                         "geometry beyond int64; pass the sizes of real tensors", op, bx, bw,
+                         "geometry beyond int64; pass the sizes of real tensors", op, BX, BW,
                          (int)p->dilation[0], (int)p->dilation[1], (int)p->padding[0],
                          (int)p->padding[1]);
     if (ph < kh || pw < kw)
@@ -119,6 +121,8 @@ static gf_status conv_geometry(const int64_t *xs, const int64_t *ws, const gfp_c
     *ho = (ph - kh) / p->stride[0] + 1;
     *wo = (pw - kw) / p->stride[1] + 1;
     return GF_OK;
+#undef BX
+#undef BW
 }
 
 /* y = empty-input result: zeros plus the bias (no kernel sees empty data). */

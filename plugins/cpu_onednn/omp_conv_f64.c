@@ -70,8 +70,7 @@ static void im2col(const conv64 *c, const gfp_tensor *x, int64_t n0, int64_t nc,
     const int64_t *s = x->strides;
     int64_t rows = c->ci * c->kh * c->kw;
     int threads = odn_threads(rows * ld);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t r = 0; r < rows; r++) {
+    ODN_PARALLEL_FOR(threads, , for (int64_t r = 0; r < rows; r++) {
         int64_t ch = r / (c->kh * c->kw), ki = r / c->kw % c->kh, kj = r % c->kw;
         for (int64_t i = 0; i < nc; i++) {
             const double *plane = xb + (n0 + i) * s[0] + ch * s[1];
@@ -90,7 +89,7 @@ static void im2col(const conv64 *c, const gfp_tensor *x, int64_t n0, int64_t nc,
                 }
             }
         }
-    }
+    });
 }
 
 /* gx[n0 + i] = the sum of gcol's entries over every place each input element
@@ -100,8 +99,7 @@ static void col2im(const conv64 *c, const double *gcol, int64_t ld, const gfp_te
     double *xb = base_of(gx);
     const int64_t *s = gx->strides;
     int threads = odn_threads(c->ci * c->kh * c->kw * ld);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t q = 0; q < nc * c->ci; q++) {
+    ODN_PARALLEL_FOR(threads, , for (int64_t q = 0; q < nc * c->ci; q++) {
         int64_t i = q / c->ci, ch = q % c->ci;
         double *plane = xb + (n0 + i) * s[0] + ch * s[1];
         for (int64_t ih = 0; ih < c->h; ih++)
@@ -119,7 +117,7 @@ static void col2im(const conv64 *c, const double *gcol, int64_t ld, const gfp_te
                     }
                 }
             }
-    }
+    });
 }
 
 /* buf[ch * ld + i * P + p] <-> t[n0 + i, ch] (an output-shaped tensor):
@@ -130,8 +128,7 @@ static void plane_copy(const conv64 *c, const gfp_tensor *t, int64_t n0, int64_t
     const int64_t *s = t->strides;
     const double *bb = bias ? base_of(bias) : NULL;
     int threads = odn_threads(c->co * ld);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t q = 0; q < c->co * nc; q++) {
+    ODN_PARALLEL_FOR(threads, , for (int64_t q = 0; q < c->co * nc; q++) {
         int64_t ch = q / nc, i = q % nc;
         double *plane = tb + (n0 + i) * s[0] + ch * s[1], *b = buf + ch * ld + i * c->p;
         double add = bb ? bb[ch * bias->strides[0]] : 0;
@@ -141,7 +138,7 @@ static void plane_copy(const conv64 *c, const gfp_tensor *t, int64_t n0, int64_t
                 if (to_buf) b[oh * c->wo + ow] = *e;
                 else *e = b[oh * c->wo + ow] + add;
             }
-    }
+    });
 }
 
 /* wp[o * Kc + r] <-> w[o, c', ki, kj], r = (c' * kh + ki) * kw + kj. */

@@ -267,12 +267,21 @@ void odn_ew_run(const odn_ew *g_in, odn_ew_fn fn, const void *ctx, int64_t cost)
         g.sizes[r - 2] = sz;
         int64_t tiles = total / (g.sizes[r - 2] * g.sizes[r - 1]) *
                         ((g.sizes[r - 2] + TILE - 1) / TILE) * ((g.sizes[r - 1] + TILE - 1) / TILE);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-        {
-            int64_t k = omp_get_num_threads(), t = omp_get_thread_num();
+        ODN_PARALLEL(nt, ti, tn, {
+            int64_t k = tn, t = ti;
             int64_t lo = tiles / k * t, hi = t + 1 == k ? tiles : tiles / k * (t + 1);
             run_tiles(&g, fn, ctx, lo, hi);
+        });
+        return;
+    }
+    if (nt <= 1 && g_in->rank == 1) { /* one run (every dense launch): run_range's call */
+        char *p[4] = {NULL, NULL, NULL, NULL};
+        int64_t s[4] = {0, 0, 0, 0}, os[4] = {0, 0, 0, 0};
+        for (int k = 0; k < g_in->n; k++) {
+            p[k] = g_in->base[k];
+            s[k] = g_in->strides[k][0];
         }
+        fn(p, s, total, os, 1, ctx);
         return;
     }
     if (nt <= 1) {
@@ -293,9 +302,8 @@ void odn_ew_run(const odn_ew *g_in, odn_ew_fn fn, const void *ctx, int64_t cost)
 void odn_fill_pattern(char *dst, uint64_t n, const void *pattern, uint32_t size) {
     int nt = odn_threads((int64_t)(n / 16));
     uint64_t units = n / size;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        uint64_t k = (uint64_t)omp_get_num_threads(), t = (uint64_t)omp_get_thread_num();
+    ODN_PARALLEL(nt, ti, tn, {
+        uint64_t k = (uint64_t)tn, t = (uint64_t)ti;
         uint64_t lo = units / k * t, hi = t + 1 == k ? units : units / k * (t + 1);
         char *p = dst + lo * size;
         uint64_t len = (hi - lo) * size;
@@ -310,7 +318,7 @@ void odn_fill_pattern(char *dst, uint64_t n, const void *pattern, uint32_t size)
                 done += c;
             }
         }
-    }
+    });
 }
 
 #define STRIDED_STORE(T)                                                                 \
@@ -451,12 +459,11 @@ static odn_ew_fn const converters[GFP_DTYPE_COUNT][GFP_DTYPE_COUNT] = {
 /* One contiguous same-dtype block: a plain parallel memcpy. */
 static void copy_block(char *dst, const char *src, size_t n) {
     int nt = odn_threads((int64_t)(n / 16));
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        size_t t = (size_t)omp_get_thread_num(), k = (size_t)omp_get_num_threads();
+    ODN_PARALLEL(nt, ti, tn, {
+        size_t t = (size_t)ti, k = (size_t)tn;
         size_t lo = n / k * t, hi = t + 1 == k ? n : n / k * (t + 1);
         memcpy(dst + lo, src + lo, hi - lo);
-    }
+    });
 }
 
 gfp_status odn_copy(const gfp_tensor *y, const gfp_tensor *x) {

@@ -172,15 +172,15 @@ gfp_status odn_gemm_f64(odn_ctx *ctx, const odn_gemm *g) {
     if (tasks < threads) threads = (int)tasks;
     double *scratch = odn_arena_alloc(ctx, sizeof(double) * PACK_DOUBLES * (size_t)threads);
     if (!scratch) return GFP_ERR_OUT_OF_MEMORY;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
-    for (int64_t t = 0; t < tasks; t++) {
+    ODN_PARALLEL_FOR(threads, schedule(dynamic, 1), for (int64_t t = 0; t < tasks; t++) {
         int64_t ms = t % m_split, nb = (t / m_split) % n_blocks, bi = t / (m_split * n_blocks);
         /* rows: whole MC blocks shared out evenly */
         int64_t m0 = (m_blocks * ms / m_split) * MC, m1 = (m_blocks * (ms + 1) / m_split) * MC;
         if (m1 > g->m) m1 = g->m;
         int64_t j0 = nb * NC, nc = g->n - j0 < NC ? g->n - j0 : NC;
-        if (m0 < m1) run_task(g, bi, j0, nc, m0, m1, scratch + PACK_DOUBLES * (size_t)omp_get_thread_num());
-    }
+        double *pack = scratch + PACK_DOUBLES * (size_t)odn_team_thread(threads);
+        if (m0 < m1) run_task(g, bi, j0, nc, m0, m1, pack);
+    });
     return GFP_OK;
 }
 

@@ -36,8 +36,7 @@ static bool indices_ok(const gfp_tensor *index, int64_t limit) {
     int64_t n = pk_numel(index), bad = 0;
     int r = index->rank;
     int nt = odn_threads(n);
-#pragma omp parallel for num_threads(nt) if (nt > 1) reduction(+ : bad) schedule(static)
-    for (int64_t i = 0; i < n; i++) {
+    ODN_PARALLEL_FOR(nt, reduction(+ : bad) schedule(static), for (int64_t i = 0; i < n; i++) {
         int64_t off = 0, j = i;
         for (int d = r - 1; d >= 0; d--) {
             off += (j % index->sizes[d]) * index->strides[d];
@@ -45,7 +44,7 @@ static bool indices_ok(const gfp_tensor *index, int64_t limit) {
         }
         int64_t v = ib[off];
         bad += v < 0 || v >= limit;
-    }
+    });
     return bad == 0;
 }
 
@@ -103,8 +102,7 @@ static void run_select(const ix_plan *p) {
     /* selecting: every (position, chunk, i) is a unit; adding: i in order */
     int64_t per = add ? 1 : n_index, units = p->positions * p->n_chunks * per;
     int nt = odn_threads(p->positions * p->run_len * n_index);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t u = 0; u < units; u++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t u = 0; u < units; u++) {
         int64_t pos = u / (p->n_chunks * per), c = u / per % p->n_chunks, i0 = u % per;
         int64_t lo = c * CHUNK, hi = lo + CHUNK < p->run_len ? lo + CHUNK : p->run_len;
         int64_t xo = pos_offset(p, walked, x, pos), yo = pos_offset(p, walked, y, pos);
@@ -115,7 +113,7 @@ static void run_select(const ix_plan *p) {
             int64_t xd = (add ? i : k) * x->strides[p->dim], yd = (add ? k : i) * y->strides[p->dim];
             row(p->dst->dtype, yb, yo + yd + lo * yr, yr, xb, xo + xd + lo * xr, xr, hi - lo, add);
         }
-    }
+    });
 }
 
 /* GATHER (y[q] = x[q with q[dim] = index[q]]) and SCATTER_ADD
@@ -129,8 +127,7 @@ static void run_gather(const ix_plan *p) {
     int64_t n_dim = ix->sizes[p->dim], per = add ? 1 : n_dim;
     int64_t units = p->positions * p->n_chunks * per;
     int nt = odn_threads(pk_numel(ix));
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t u = 0; u < units; u++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t u = 0; u < units; u++) {
         int64_t pos = u / (p->n_chunks * per), c = u / per % p->n_chunks, i0 = u % per;
         int64_t lo = c * CHUNK, hi = lo + CHUNK < p->run_len ? lo + CHUNK : p->run_len;
         int64_t xo = pos_offset(p, ix, x, pos), yo = pos_offset(p, ix, y, pos);
@@ -145,7 +142,7 @@ static void run_gather(const ix_plan *p) {
                 int64_t yd = (add ? k : i) * y->strides[p->dim];
                 row(p->dst->dtype, yb, yo + yd + j * yr, 0, xb, xo + xd + j * xr, 0, 1, add);
             }
-    }
+    });
 }
 
 /* The walk over `walked` (y for the selecting ops, src / index for the

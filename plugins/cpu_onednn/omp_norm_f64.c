@@ -96,8 +96,7 @@ static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
     const double *xp = base_of(&xt), *wp = w ? base_of(&wt) : NULL, *bp = b ? base_of(&bt) : NULL;
     double *yp = base_of(&yt), *mp = base_of(mean), *rp = base_of(rstd), eps = lp->eps;
     int nt = odn_threads(outer * inner * 4);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t r = 0; r < outer; r++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t r = 0; r < outer; r++) {
         const double *row = xp + r * inner;
         double *yr = yp + r * inner, m, m2;
         walk one = {0, NULL, NULL, 1, inner, 1};
@@ -111,7 +110,7 @@ static gfp_status layer_norm(const gfp_tensor *const *in, uint32_t n_in,
             if (bp) v += bp[i];
             yr[i] = v;
         }
-    }
+    });
     if (yp != base_of(y)) st = odn_copy(y, &yt);
     return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
 }
@@ -164,8 +163,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     double count = (double)(xw->runs * xw->len), mom = bp->momentum, eps = bp->eps;
     int nt = odn_threads(pk_numel(x) * 4);
     if (nt > chans) nt = (int)chans;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
-    for (int64_t ch = 0; ch < chans; ch++) {
+    ODN_PARALLEL_FOR(nt, schedule(dynamic, 1), for (int64_t ch = 0; ch < chans; ch++) {
         double m, invstd;
         if (bp->training) {
             double m2;
@@ -189,7 +187,7 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
             for (int64_t i = 0; i < xw->len; i++)
                 q[i * yw->step] = (p[i * xw->step] - m) * invstd * scale + shift;
         }
-    }
+    });
     return GFP_OK;
 }
 

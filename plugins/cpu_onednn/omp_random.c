@@ -78,10 +78,9 @@ gfp_status odn_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     int64_t chunks = (n + CHUNK - 1) / CHUNK;
     /* ~40 cycles an element: count it as several elements of copy-like work. */
     int nt = odn_threads(n * 8);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t k = 0; k < chunks; k++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t k = 0; k < chunks; k++) {
         int64_t start = k * CHUNK, len = n - start < CHUNK ? n - start : CHUNK;
         fill_chunk(p, y->dtype, base, start, len);
-    }
+    });
     return GFP_OK;
 }

@@ -304,12 +304,11 @@ static void run_columns(const red_plan *p) {
         bw = ((p->outputs + nt - 1) / nt + 15) & ~(int64_t)15;
         blocks = (p->outputs + bw - 1) / bw;
     }
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t b = 0; b < blocks; b++) {
         int64_t c0 = b * bw, c1 = c0 + bw < p->outputs ? c0 + bw : p->outputs;
         if (p->dtype == GFP_F32) columns_f32(p, c0, c1);
         else columns_f64(p, c0, c1);
-    }
+    });
 }
 
 /* ------------------------------------------------------------ launch */
@@ -383,11 +382,10 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         }
         return GFP_OK;
     }
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t o = 0; o < p.outputs; o++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t o = 0; o < p.outputs; o++) {
         int64_t index = 0;
         double v = reduce_line(&p, group_offset(&p.kept, o, false), 1, &index);
         store(&p, o, v, index);
-    }
+    });
     return GFP_OK;
 }

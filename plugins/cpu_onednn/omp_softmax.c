@@ -76,8 +76,7 @@ gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t
     char *yb = (char *)y->buffer + y->offset;
     int64_t sx = x->strides[dim], sy = y->strides[dim];
     int nt = odn_threads(total * 4);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t l = 0; l < lines; l++) {
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t l = 0; l < lines; l++) {
         int64_t xo = 0, yo = 0, j = l;
         for (int d = orank - 1; d >= 0; d--) {
             xo += (j % osz[d]) * oxs[d];
@@ -88,6 +87,6 @@ gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t
         void *yp = yb + yo * (int64_t)es;
         if (f32) line_f32(xp, sx, yp, sy, n, log_out);
         else line_f64(xp, sx, yp, sy, n, log_out);
-    }
+    });
     return GFP_OK;
 }

@@ -68,6 +68,16 @@ dnnl_status_t odc_memory(dnnl_memory_t *mem, const odc_md *md, dnnl_engine_t eng
     return dnnl_memory_create(mem, &md->md, engine, ptr);
 }
 
+dnnl_status_t odc_memory_set_ptr(dnnl_memory_t mem, void *ptr, dnnl_stream_t stream) {
+    return dnnl_memory_set_data_handle_v2(mem, ptr, stream);
+}
+
+bool odc_memory_has_md(const_dnnl_memory_t mem, const odc_md *md) {
+    const dnnl_memory_desc_t *have = NULL;
+    return dnnl_memory_get_memory_desc(mem, &have) == dnnl_success && have &&
+           dnnl_memory_desc_equal(have, &md->md) != 0;
+}
+
 dnnl_status_t odc_attr_default(dnnl_primitive_attr_t *attr) {
     dnnl_status_t st = dnnl_primitive_attr_create(attr);
     if (st != dnnl_success) return st;

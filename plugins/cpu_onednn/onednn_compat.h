@@ -48,6 +48,11 @@ bool odc_pd_is_slow(const_dnnl_primitive_desc_t pd);
 
 /* A memory object over host memory described by md. */
 dnnl_status_t odc_memory(dnnl_memory_t *mem, const odc_md *md, dnnl_engine_t engine, void *ptr);
+/* Points an existing memory object at ptr, as creating it with ptr would
+ * (a padded layout's padding is zeroed on stream). */
+dnnl_status_t odc_memory_set_ptr(dnnl_memory_t mem, void *ptr, dnnl_stream_t stream);
+/* True when mem was created with a descriptor equal to md. */
+bool odc_memory_has_md(const_dnnl_memory_t mem, const odc_md *md);
 
 /* Attributes every graft primitive uses: a user-provided scratchpad, so one
  * primitive can run on several threads at once, each with its own. */

@@ -23,6 +23,7 @@
 #ifndef GRAFT_ONEDNN_INTERNAL_H
 #define GRAFT_ONEDNN_INTERNAL_H
 
+#include <omp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,6 +51,44 @@ dnnl_engine_t odn_engine(void);
  * inside an enclosing parallel region (so oneDNN and the loops never nest),
  * else the OpenMP maximum (OMP_NUM_THREADS, default: the cores we may use). */
 int odn_threads(int64_t work);
+
+/* Parallel regions only where they pay. libgomp's region costs a futex wake
+ * at its closing barrier even for a team of one (an if(0) clause included):
+ * about 0.5 us, several times a tiny op's whole kernel. So a team of nt <= 1
+ * runs no region at all: ODN_PARALLEL_FOR(nt, clauses, for-statement) runs
+ * the loop under `omp parallel for num_threads(nt) clauses` when nt > 1 and
+ * as a plain loop otherwise (the same iterations in the same order, so the
+ * same results); ODN_PARALLEL(nt, t, k, block) runs block on each thread
+ * of the team with t its index and k the team's size (0 and 1 without a
+ * region). Inside either, odn_team_thread(nt) is the thread's index, 0
+ * without a region (omp_get_thread_num() would be the index in an
+ * enclosing team there). */
+#define ODN_PRAGMA(x) _Pragma(#x)
+#define ODN_PARALLEL_FOR(nt, clauses, ...)                                               \
+    do {                                                                                 \
+        if ((nt) > 1) {                                                                  \
+            ODN_PRAGMA(omp parallel for num_threads(nt) clauses)                         \
+            __VA_ARGS__                                                                  \
+        } else {                                                                         \
+            __VA_ARGS__                                                                  \
+        }                                                                                \
+    } while (0)
+#define ODN_PARALLEL(nt, t, k, ...)                                                      \
+    do {                                                                                 \
+        if ((nt) > 1) {                                                                  \
+            ODN_PRAGMA(omp parallel num_threads(nt))                                     \
+            {                                                                            \
+                const int t = omp_get_thread_num(), k = omp_get_num_threads();           \
+                (void)t, (void)k;                                                        \
+                __VA_ARGS__                                                              \
+            }                                                                            \
+        } else {                                                                         \
+            const int t = 0, k = 1;                                                      \
+            (void)t, (void)k;                                                            \
+            __VA_ARGS__                                                                  \
+        }                                                                                \
+    } while (0)
+static inline int odn_team_thread(int nt) { return nt > 1 ? omp_get_thread_num() : 0; }
 
 /* oneDNN runs every primitive on all of OpenMP's threads, however small:
  * below odn_threads' grain a launch makes (and finds in the cache) a

@@ -41,31 +41,36 @@ static dnnl_status_t build_ln(odn_prim *e, const void *ctx) {
     return st;
 }
 
-/* Mean and biased variance of every row of the dense [outer, inner] x, in
+/* Mean and biased variance of row r of the dense [outer, inner] x, in
  * double with the reference's corrected two-pass formula; f32 copies for
  * oneDNN. */
+static void row_moment(const float *x, int64_t r, int64_t inner, double *mean, double *var,
+                       float *mean32, float *var32) {
+    const float *row = x + r * inner;
+    double s = 0, d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < inner; i++) s += (double)row[i];
+    double m = s / (double)inner;
+#pragma omp simd reduction(+ : d1, d2)
+    for (int64_t i = 0; i < inner; i++) {
+        double d = (double)row[i] - m;
+        d1 += d;
+        d2 += d * d;
+    }
+    double v = (d2 - d1 * d1 / (double)inner) / (double)inner;
+    mean[r] = m;
+    var[r] = v < 0 ? 0 : v;
+    mean32[r] = (float)m;
+    var32[r] = (float)var[r];
+}
+
+/* row_moment of every row. */
 static void row_moments(const float *x, int64_t outer, int64_t inner, double *mean, double *var,
                         float *mean32, float *var32) {
     int nt = odn_threads(outer * inner * 2);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t r = 0; r < outer; r++) {
-        const float *row = x + r * inner;
-        double s = 0, d1 = 0, d2 = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t i = 0; i < inner; i++) s += (double)row[i];
-        double m = s / (double)inner;
-#pragma omp simd reduction(+ : d1, d2)
-        for (int64_t i = 0; i < inner; i++) {
-            double d = (double)row[i] - m;
-            d1 += d;
-            d2 += d * d;
-        }
-        double v = (d2 - d1 * d1 / (double)inner) / (double)inner;
-        mean[r] = m;
-        var[r] = v < 0 ? 0 : v;
-        mean32[r] = (float)m;
-        var32[r] = (float)var[r];
-    }
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t r = 0; r < outer; r++) {
+        row_moment(x, r, inner, mean, var, mean32, var32);
+    });
 }
 
 /* graft's outputs mean and rstd from the row statistics. */
@@ -322,13 +327,12 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     walk_init(&wk, x, y);
     int nt = odn_threads(pk_numel(x) * 2);
     /* Channels are independent: each thread reads and writes whole ones. */
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
-    for (int64_t i = 0; i < ch; i++) {
+    ODN_PARALLEL_FOR(nt, schedule(dynamic, 1), for (int64_t i = 0; i < ch; i++) {
         if (bp->training) channel_moments(x, &wk, i, &dmean[i], &dm2[i]);
         double inv = 1.0 / sqrt(dm2[i] / div + bp->eps);
         double scale = w ? load_c(w, i) : 1.0, shift = b ? load_c(b, i) : 0.0;
         channel_apply(x, y, &wk, i, (float)dmean[i], (float)(scale * inv), (float)shift);
-    }
+    });
     double mom = bp->momentum;
     for (int64_t i = 0; i < ch; i++) {
         store_c(smean, i, dmean[i]);
@@ -424,8 +428,7 @@ static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in
     for (int d = 0; d < wgx.r; d++) wgx.ys[d] = wg.xs[d];
     wgx.ystep = wg.xstep;
     int nt = odn_threads(pk_numel(x) * 3);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 1)
-    for (int64_t c = 0; c < ch; c++) {
+    ODN_PARALLEL_FOR(nt, schedule(dynamic, 1), for (int64_t c = 0; c < ch; c++) {
         double m = load_c(mean, c), rs = load_c(invstd, c), wc = w ? load_c(w, c) : 1.0;
         double sg, sgx;
         channel_grad_sums(g, x, &wgx, c, m, &sg, &sgx);
@@ -434,7 +437,7 @@ static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in
         store_c(gw, c, dw);
         channel_grad_x(g, x, gx, &wg, &wx, c, (float)m, (float)(wc * rs),
                        (float)(-wc * rs * rs * mgx), (float)(-wc * rs * mg));
-    }
+    });
     return GFP_OK;
 }
 

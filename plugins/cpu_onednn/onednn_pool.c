@@ -98,9 +98,8 @@ typedef struct tap_range {
             for (int64_t i = 0; i < g->kh; i++) /* flat index of tap (i, j) at output 0 */ \
                 tap_off[i * g->kw + j] = i * g->dh * g->w + off;                          \
         }                                                                                 \
-        _Pragma("omp parallel for num_threads(nt) if (nt > 1) schedule(static)")          \
-        for (int64_t pl = 0; pl < planes; pl++) {                                         \
-            int64_t n = pl / g->c, c = pl % g->c, t = omp_get_thread_num();               \
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {  \
+            int64_t n = pl / g->c, c = pl % g->c, t = odn_team_thread(nt);                \
             T *best = best_all + t * outs;                                                \
             TAP *at = at_all + t * outs;                                                  \
             const T *plane = xb + n * x->strides[0] + c * x->strides[1];                  \
@@ -115,7 +114,7 @@ typedef struct tap_range {
                     ir[ow * ind->strides[3]] = tp < 0 ? -1 : row0 + tap_off[tp] + ow * g->sw; \
                 }                                                                         \
             }                                                                             \
-        }                                                                                 \
+        });                                                                               \
         free(best_all), free(at_all), free(taps), free(tap_off);                          \
         return true;                                                                      \
     }
@@ -235,8 +234,7 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
         int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);
         int64_t planes = g->n * g->c;
         int nt = odn_threads(planes * g->ho * g->wo * 4);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-        for (int64_t pl = 0; pl < planes; pl++) {
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
             int64_t n = pl / g->c, c = pl % g->c;
             const float *plane = xb + n * x->strides[0] + c * x->strides[1];
             for (int64_t oh = 0; oh < g->ho; oh++)
@@ -244,7 +242,7 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
                                         plane + (2 * oh + 1) * x->strides[2],
                                         AT(y, yb, n, c, oh, 0), AT(ind, ib, n, c, oh, 0), g->wo,
                                         2 * oh * g->w, g->w);
-        }
+        });
         return;
     }
 #endif
@@ -296,19 +294,23 @@ static bool indices_valid(const pool_geom *g, const gfp_tensor *ind) {
         ind->strides[0] == g->c * g->ho * g->wo) {
         /* dense (as max_pool2d makes them): one vectorisable pass */
         int64_t total = planes * g->ho * g->wo;
-#pragma omp parallel for simd num_threads(nt) if (nt > 1) reduction(+ : bad)
-        for (int64_t i = 0; i < total; i++) bad += (ib[i] < -1) | (ib[i] >= plane);
+        if (nt > 1) {
+#pragma omp parallel for simd num_threads(nt) reduction(+ : bad)
+            for (int64_t i = 0; i < total; i++) bad += (ib[i] < -1) | (ib[i] >= plane);
+        } else { /* no region for one thread (ODN_PARALLEL_FOR) */
+#pragma omp simd reduction(+ : bad)
+            for (int64_t i = 0; i < total; i++) bad += (ib[i] < -1) | (ib[i] >= plane);
+        }
         return bad == 0;
     }
-#pragma omp parallel for num_threads(nt) if (nt > 1) reduction(+ : bad)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    ODN_PARALLEL_FOR(nt, reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
         int64_t n = pl / g->c, c = pl % g->c;
         for (int64_t oh = 0; oh < g->ho; oh++)
             for (int64_t ow = 0; ow < g->wo; ow++) {
                 int64_t k = *AT(ind, ib, n, c, oh, ow);
                 if (k < -1 || k >= plane) bad++;
             }
-    }
+    });
     return bad == 0;
 }
 

@@ -67,8 +67,22 @@ typedef struct arena_block {
     char *data; /* 64-byte aligned */
 } arena_block;
 
+/* Memory objects kept per thread, keyed by the descriptor they were made
+ * for: creating and destroying one per argument per launch (an allocation
+ * each) cost more than a small primitive's execution. */
+#define ODN_MEM_SLOTS 64
+#define ODN_MEM_WAYS 4
+
+typedef struct mem_slot {
+    const odc_md *md;  /* key: a descriptor of a primitive (checked by value on a hit) */
+    dnnl_memory_t mem;
+    uint64_t used;     /* the odn_exec call that last used it */
+} mem_slot;
+
 struct odn_ctx {
     dnnl_stream_t stream;
+    mem_slot mems[ODN_MEM_SLOTS];
+    uint64_t execs;
     arena_block *blocks; /* newest first */
     size_t peak;         /* largest total asked between two resets */
     size_t asked;
@@ -93,6 +107,10 @@ static void free_blocks(arena_block *b) {
 /* Drops what refers to the engine or holds memory; the struct itself stays
  * (the thread still points at it) until its thread exits. */
 static void ctx_clear(odn_ctx *c) {
+    for (int i = 0; i < ODN_MEM_SLOTS; i++) {
+        if (c->mems[i].mem) dnnl_memory_destroy(c->mems[i].mem);
+        c->mems[i] = (mem_slot){0};
+    }
     if (c->stream) dnnl_stream_destroy(c->stream);
     c->stream = NULL;
     free_blocks(c->blocks);
@@ -323,22 +341,56 @@ void odn_prim_release(const odn_prim *p) {
 }
 
 /* ------------------------------------------------------------ execution */
+/* A memory object for md at ptr: the thread's kept one for md when there is
+ * one (*temp false), else a new one, kept when a slot of md's set is free of
+ * this call's objects (*temp false) and destroyed after the call otherwise
+ * (*temp true). A descriptor freed and another allocated at its address
+ * fails the check by value, and its slot is remade. */
+static dnnl_status_t exec_memory(odn_ctx *c, const odc_md *md, void *ptr, dnnl_memory_t *mem,
+                                 bool *temp) {
+    size_t set = ((uintptr_t)md >> 6) % (ODN_MEM_SLOTS / ODN_MEM_WAYS) * ODN_MEM_WAYS;
+    mem_slot *victim = NULL;
+    *temp = false;
+    for (size_t w = 0; w < ODN_MEM_WAYS; w++) {
+        mem_slot *s = &c->mems[set + w];
+        if (s->md == md && s->used != c->execs && odc_memory_has_md(s->mem, md)) {
+            dnnl_status_t st = odc_memory_set_ptr(s->mem, ptr, c->stream);
+            if (st != dnnl_success) return st;
+            s->used = c->execs;
+            *mem = s->mem;
+            return dnnl_success;
+        }
+        if (s->used != c->execs && (!victim || s->used < victim->used)) victim = s;
+    }
+    dnnl_status_t st = odc_memory(mem, md, odn_engine(), ptr);
+    if (st != dnnl_success) return st;
+    if (!victim) {
+        *temp = true;
+        return dnnl_success;
+    }
+    if (victim->mem) dnnl_memory_destroy(victim->mem);
+    *victim = (mem_slot){md, *mem, c->execs};
+    return dnnl_success;
+}
+
 gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args, int n,
                     const char *what) {
     dnnl_exec_arg_t ea[12];
+    bool temp[12];
     int m = 0;
     gfp_status result = GFP_OK;
     dnnl_status_t st = dnnl_success;
     if (n > 11) return pk_fail(GFP_ERR_INTERNAL, "%s: too many arguments", what);
+    c->execs++; /* slots used before this call may be taken; 0 marks a never-used slot */
     for (int i = 0; i < n && st == dnnl_success; i++) {
-        st = odc_memory(&ea[m].memory, args[i].md, odn_engine(), args[i].ptr);
+        st = exec_memory(c, args[i].md, args[i].ptr, &ea[m].memory, &temp[m]);
         if (st == dnnl_success) ea[m++].arg = args[i].arg;
     }
     if (st == dnnl_success && p->scratch[slot]) {
         void *sp = odn_arena_alloc(c, p->scratch[slot]);
         if (!sp) result = GFP_ERR_OUT_OF_MEMORY;
         else {
-            st = odc_memory(&ea[m].memory, &p->scratch_md[slot], odn_engine(), sp);
+            st = exec_memory(c, &p->scratch_md[slot], sp, &ea[m].memory, &temp[m]);
             if (st == dnnl_success) ea[m++].arg = DNNL_ARG_SCRATCHPAD;
         }
     }
@@ -346,7 +398,8 @@ gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args
         st = dnnl_primitive_execute(p->p[slot], c->stream, m, ea);
         if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
     }
-    for (int i = 0; i < m; i++) dnnl_memory_destroy(ea[i].memory);
+    for (int i = 0; i < m; i++)
+        if (temp[i]) dnnl_memory_destroy(ea[i].memory);
     if (st != dnnl_success)
         return pk_fail(GFP_ERR_DEVICE, "%s: oneDNN failed to run its primitive (status %d)",
                         what, (int)st);
