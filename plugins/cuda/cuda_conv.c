@@ -35,11 +35,11 @@ typedef struct dnn_call {
 } dnn_call;
 
 static void dnn_release(cu_device *dev, dnn_call *c) {
-    if (c->x) cudnnDestroyTensorDescriptor(c->x);
-    if (c->y) cudnnDestroyTensorDescriptor(c->y);
-    if (c->bias) cudnnDestroyTensorDescriptor(c->bias);
-    if (c->w) cudnnDestroyFilterDescriptor(c->w);
-    if (c->conv) cudnnDestroyConvolutionDescriptor(c->conv);
+    if (c->x) cu_dnn.cudnnDestroyTensorDescriptor(c->x);
+    if (c->y) cu_dnn.cudnnDestroyTensorDescriptor(c->y);
+    if (c->bias) cu_dnn.cudnnDestroyTensorDescriptor(c->bias);
+    if (c->w) cu_dnn.cudnnDestroyFilterDescriptor(c->w);
+    if (c->conv) cu_dnn.cudnnDestroyConvolutionDescriptor(c->conv);
     for (int i = 0; i < 4; i++) cu_temp_free(dev, c->owned[i]);
 }
 
@@ -94,25 +94,25 @@ static gfp_status dnn_conv(cu_device *dev, uint32_t op, const cuk_conv *g, const
         dnn_release(dev, &c);
         return st;
     }
-    cudnnStatus_t s = cudnnCreateTensorDescriptor(&c.x);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateTensorDescriptor(&c.y);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateFilterDescriptor(&c.w);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateConvolutionDescriptor(&c.conv);
+    cudnnStatus_t s = cu_dnn.cudnnCreateTensorDescriptor(&c.x);
+    if (s == CUDNN_STATUS_SUCCESS) s = cu_dnn.cudnnCreateTensorDescriptor(&c.y);
+    if (s == CUDNN_STATUS_SUCCESS) s = cu_dnn.cudnnCreateFilterDescriptor(&c.w);
+    if (s == CUDNN_STATUS_SUCCESS) s = cu_dnn.cudnnCreateConvolutionDescriptor(&c.conv);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, dt, (int)g->n, (int)g->ci,
-                                       (int)g->h, (int)g->w);
+        s = cu_dnn.cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, dt, (int)g->n, (int)g->ci,
+                                              (int)g->h, (int)g->w);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, dt, (int)g->n, (int)g->co,
-                                       (int)g->ho, (int)g->wo);
+        s = cu_dnn.cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, dt, (int)g->n, (int)g->co,
+                                              (int)g->ho, (int)g->wo);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NCHW, (int)g->co, (int)g->cig,
-                                       (int)g->kh, (int)g->kw);
+        s = cu_dnn.cudnnSetFilter4dDescriptor(c.w, dt, CUDNN_TENSOR_NCHW, (int)g->co, (int)g->cig,
+                                              (int)g->kh, (int)g->kw);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetConvolution2dDescriptor(c.conv, (int)g->ph, (int)g->pw, (int)g->sh,
-                                            (int)g->sw, (int)g->dh, (int)g->dw,
-                                            CUDNN_CROSS_CORRELATION, dt);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionGroupCount(c.conv, (int)g->groups);
-    if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH);
+        s = cu_dnn.cudnnSetConvolution2dDescriptor(c.conv, (int)g->ph, (int)g->pw, (int)g->sh,
+                                                   (int)g->sw, (int)g->dh, (int)g->dw,
+                                                   CUDNN_CROSS_CORRELATION, dt);
+    if (s == CUDNN_STATUS_SUCCESS) s = cu_dnn.cudnnSetConvolutionGroupCount(c.conv, (int)g->groups);
+    if (s == CUDNN_STATUS_SUCCESS) s = cu_dnn.cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH);
     if (s != CUDNN_STATUS_SUCCESS) {
         st = cu_check_dnn(s, name, "setting up the cuDNN descriptors");
         dnn_release(dev, &c);
@@ -129,52 +129,54 @@ static gfp_status dnn_conv(cu_device *dev, uint32_t op, const cuk_conv *g, const
     s = CUDNN_STATUS_NOT_SUPPORTED;
     if (op == GFP_OP_CONV2D) {
         cudnnConvolutionFwdAlgoPerf_t perf[N_ALGO];
-        cudnnStatus_t hs = cudnnGetConvolutionForwardAlgorithm_v7(dev->dnn, c.x, c.w, c.conv, c.y,
-                                                                  N_ALGO, &found, perf);
+        cudnnStatus_t hs = cu_dnn.cudnnGetConvolutionForwardAlgorithm_v7(dev->dnn, c.x, c.w, c.conv,
+                                                                         c.y, N_ALGO, &found, perf);
         if (hs != CUDNN_STATUS_SUCCESS) s = hs;
         for (int i = 0; hs == CUDNN_STATUS_SUCCESS && i < found; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
             void *ws = NULL;
             if (perf[i].memory && cu_temp_alloc(dev, perf[i].memory, &ws, name) != GFP_OK) continue;
-            s = cudnnConvolutionForward(dev->dnn, one, c.x, c.tx.data, c.w, c.tw.data, c.conv,
-                                        perf[i].algo, ws, perf[i].memory, zero, c.y, c.ty.data);
+            s = cu_dnn.cudnnConvolutionForward(dev->dnn, one, c.x, c.tx.data, c.w, c.tw.data,
+                                               c.conv, perf[i].algo, ws, perf[i].memory, zero, c.y,
+                                               c.ty.data);
             cu_temp_free(dev, ws);
             if (s == CUDNN_STATUS_SUCCESS || (int)s / 1000 != 3) break;
         }
         if (s == CUDNN_STATUS_SUCCESS && bias) {
-            s = cudnnCreateTensorDescriptor(&c.bias);
+            s = cu_dnn.cudnnCreateTensorDescriptor(&c.bias);
             if (s == CUDNN_STATUS_SUCCESS)
-                s = cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, dt, 1, (int)g->co, 1, 1);
+                s = cu_dnn.cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, dt, 1, (int)g->co,
+                                                      1, 1);
             if (s == CUDNN_STATUS_SUCCESS)
-                s = cudnnAddTensor(dev->dnn, one, c.bias, c.tb.data, one, c.y, c.ty.data);
+                s = cu_dnn.cudnnAddTensor(dev->dnn, one, c.bias, c.tb.data, one, c.y, c.ty.data);
         }
     } else if (op == GFP_OP_CONV2D_BACKWARD_INPUT) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[N_ALGO];
-        cudnnStatus_t hs = cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        cudnnStatus_t hs = cu_dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
             dev->dnn, c.w, c.y, c.conv, c.x, N_ALGO, &found, perf);
         if (hs != CUDNN_STATUS_SUCCESS) s = hs;
         for (int i = 0; hs == CUDNN_STATUS_SUCCESS && i < found; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
             void *ws = NULL;
             if (perf[i].memory && cu_temp_alloc(dev, perf[i].memory, &ws, name) != GFP_OK) continue;
-            s = cudnnConvolutionBackwardData(dev->dnn, one, c.w, c.tw.data, c.y, c.ty.data, c.conv,
-                                             perf[i].algo, ws, perf[i].memory, zero, c.x,
-                                             c.tx.data);
+            s = cu_dnn.cudnnConvolutionBackwardData(dev->dnn, one, c.w, c.tw.data, c.y, c.ty.data,
+                                                    c.conv, perf[i].algo, ws, perf[i].memory, zero,
+                                                    c.x, c.tx.data);
             cu_temp_free(dev, ws);
             if (s == CUDNN_STATUS_SUCCESS || (int)s / 1000 != 3) break;
         }
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[N_ALGO];
-        cudnnStatus_t hs = cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        cudnnStatus_t hs = cu_dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             dev->dnn, c.x, c.y, c.conv, c.w, N_ALGO, &found, perf);
         if (hs != CUDNN_STATUS_SUCCESS) s = hs;
         for (int i = 0; hs == CUDNN_STATUS_SUCCESS && i < found; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
             void *ws = NULL;
             if (perf[i].memory && cu_temp_alloc(dev, perf[i].memory, &ws, name) != GFP_OK) continue;
-            s = cudnnConvolutionBackwardFilter(dev->dnn, one, c.x, c.tx.data, c.y, c.ty.data,
-                                               c.conv, perf[i].algo, ws, perf[i].memory, zero,
-                                               c.w, c.tw.data);
+            s = cu_dnn.cudnnConvolutionBackwardFilter(dev->dnn, one, c.x, c.tx.data, c.y, c.ty.data,
+                                                      c.conv, perf[i].algo, ws, perf[i].memory,
+                                                      zero, c.w, c.tw.data);
             cu_temp_free(dev, ws);
             if (s == CUDNN_STATUS_SUCCESS || (int)s / 1000 != 3) break;
         }

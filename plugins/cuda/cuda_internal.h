@@ -4,8 +4,9 @@
  * plus CUDA kernels (kernels/ *.cu, behind cuda_kernels.h). It links the CUDA
  * runtime statically: the runtime opens the driver (libcuda.so.1) lazily, so
  * the plugin loads where there is no driver and reports zero devices with the
- * reason. cuBLAS and, when the build found it, cuDNN are linked dynamically;
- * neither needs the driver to load.
+ * reason. cuBLAS and, when the build found it, cuDNN are opened at run time
+ * by the first device_open (cuda_libs.h), so a process that opens no CUDA
+ * device never loads them.
  *
  * One graft device per usable CUDA device, each with one non-blocking stream
  * on which everything is enqueued in order: kernels, cuBLAS and cuDNN calls,
@@ -24,17 +25,13 @@
 #ifndef GRAFT_CUDA_INTERNAL_H
 #define GRAFT_CUDA_INTERNAL_H
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "cuda_kernels.h"
+#include "cuda_libs.h" /* cuBLAS and cuDNN: their headers, and the tables to call them by */
 #include "plugin_kit.h"
-
-#ifdef GRAFT_CUDA_HAVE_CUDNN
-#include <cudnn.h>
-#endif
 
 #if defined(__GNUC__)
 #define CU_PRINTF(a, b) __attribute__((format(printf, a, b)))

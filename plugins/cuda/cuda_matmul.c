@@ -136,10 +136,10 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
         long long sp = bd->n ? bd->str[kp][0] : 0, sq = bd->n ? bd->str[kq][0] : 0;
         long long sy = bd->n ? bd->str[2][0] : 0;
         return cu_check_blas(
-            cublasGemmStridedBatchedEx(dev->blas, ta, tb, (int)m, (int)n, (int)K, alpha, p->t.data,
-                                       type, (int)p->ld, sp, q->t.data, type, (int)q->ld, sq, beta,
-                                       y->t.data, type, (int)y->ld, sy, (int)bd->count, compute,
-                                       CUBLAS_GEMM_DEFAULT),
+            cu_blas.cublasGemmStridedBatchedEx(dev->blas, ta, tb, (int)m, (int)n, (int)K, alpha,
+                                               p->t.data, type, (int)p->ld, sp, q->t.data, type,
+                                               (int)q->ld, sq, beta, y->t.data, type, (int)y->ld,
+                                               sy, (int)bd->count, compute, CUBLAS_GEMM_DEFAULT),
             "matmul", "cublasGemmStridedBatchedEx");
     }
     /* Several batch dims that do not merge: one pointer per matrix. */
@@ -166,12 +166,12 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
     free(host);
     if (st == GFP_OK) {
         void **dp = ptrs;
-        st = cu_check_blas(cublasGemmBatchedEx(dev->blas, ta, tb, (int)m, (int)n, (int)K, alpha,
-                                               (const void *const *)dp, type, (int)p->ld,
-                                               (const void *const *)(dp + count), type, (int)q->ld,
-                                               beta, dp + 2 * count, type, (int)y->ld, (int)count,
-                                               compute, CUBLAS_GEMM_DEFAULT),
-                           "matmul", "cublasGemmBatchedEx");
+        st = cu_check_blas(
+            cu_blas.cublasGemmBatchedEx(
+                dev->blas, ta, tb, (int)m, (int)n, (int)K, alpha, (const void *const *)dp, type,
+                (int)p->ld, (const void *const *)(dp + count), type, (int)q->ld, beta,
+                dp + 2 * count, type, (int)y->ld, (int)count, compute, CUBLAS_GEMM_DEFAULT),
+            "matmul", "cublasGemmBatchedEx");
     }
     cu_temp_free(dev, ptrs); /* stream-ordered: after the gemm has read it */
     return st;

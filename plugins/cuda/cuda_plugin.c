@@ -6,7 +6,8 @@
  * a GPU, gets zero devices and the reason, shown by graft-info. Devices whose
  * compute capability this build has no code for are left out, with the
  * reason. device_open() creates the stream, the cuBLAS and cuDNN handles and
- * the staging memory. */
+ * the staging memory; the first one also loads cuBLAS and cuDNN themselves
+ * (cuda_libs.h). */
 #define _GNU_SOURCE /* secure_getenv */
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,8 +77,8 @@ gfp_status cu_check_blas(cublasStatus_t s, const char *op, const char *what) {
     else if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
         st = GFP_ERR_UNSUPPORTED;
     else if (s == CUBLAS_STATUS_INVALID_VALUE) st = GFP_ERR_INVALID;
-    return pk_fail(st, "%s: %s failed: %s (%s)", op, what, cublasGetStatusName(s),
-                   cublasGetStatusString(s));
+    return pk_fail(st, "%s: %s failed: %s (%s)", op, what, cu_blas.cublasGetStatusName(s),
+                   cu_blas.cublasGetStatusString(s));
 }
 
 #ifdef GRAFT_CUDA_HAVE_CUDNN
@@ -90,7 +91,7 @@ gfp_status cu_check_dnn(cudnnStatus_t s, const char *op, const char *what) {
         st = GFP_ERR_OUT_OF_MEMORY;
     else if (category == 3000) st = GFP_ERR_UNSUPPORTED;
     else if (category == 2000) st = GFP_ERR_INVALID;
-    return pk_fail(st, "%s: %s failed: %s", op, what, cudnnGetErrorString(s));
+    return pk_fail(st, "%s: %s failed: %s", op, what, cu_dnn.cudnnGetErrorString(s));
 }
 #endif
 
@@ -256,14 +257,34 @@ static void close_device(cu_device *dev) {
     cudaSetDevice(dev->ordinal);
     if (dev->stream) cudaStreamSynchronize(dev->stream);
 #ifdef GRAFT_CUDA_HAVE_CUDNN
-    if (dev->dnn) cudnnDestroy(dev->dnn);
+    if (dev->dnn) cu_dnn.cudnnDestroy(dev->dnn);
 #endif
-    if (dev->blas) cublasDestroy(dev->blas);
+    if (dev->blas) cu_blas.cublasDestroy(dev->blas);
     cu_memory_close(dev);
     if (dev->stream) cudaStreamDestroy(dev->stream);
     (void)cudaGetLastError();
     free(dev);
 }
+
+#ifdef GRAFT_CUDA_HAVE_CUDNN
+/* dev's cuDNN handle; without one (no cuDNN library, or no handle) dev->dnn
+ * stays NULL and convolutions run on the plugin's own kernels. */
+static void open_dnn(cu_device *dev) {
+    const char *why = cu_dnn_load();
+    if (why) {
+        pk_log(GFP_LOG_WARN, "cuda: %s: convolutions use the plugin's own kernels", why);
+        return;
+    }
+    cudnnStatus_t ds = cu_dnn.cudnnCreate(&dev->dnn);
+    if (ds == CUDNN_STATUS_SUCCESS) ds = cu_dnn.cudnnSetStream(dev->dnn, dev->stream);
+    if (ds != CUDNN_STATUS_SUCCESS) {
+        pk_log(GFP_LOG_WARN, "cuda: device %d: cuDNN unusable (%s): convolutions use the "
+               "plugin's own kernels", dev->ordinal, cu_dnn.cudnnGetErrorString(ds));
+        if (dev->dnn) cu_dnn.cudnnDestroy(dev->dnn);
+        dev->dnn = NULL;
+    }
+}
+#endif
 
 static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device) {
     (void)plugin_ctx;
@@ -309,21 +330,16 @@ static gfp_status cu_device_open(void *plugin_ctx, uint32_t index, void **device
         }
         (void)cudaGetLastError();
     }
-    if (st == GFP_OK) st = cu_check_blas(cublasCreate(&dev->blas), "device_open", "cublasCreate");
+    /* cuBLAS and cuDNN are opened here, by the first device_open, not when
+     * the plugin loads (cuda_libs.h). */
+    if (st == GFP_OK) st = cu_blas_load("device_open");
     if (st == GFP_OK)
-        st = cu_check_blas(cublasSetStream(dev->blas, dev->stream), "device_open",
+        st = cu_check_blas(cu_blas.cublasCreate(&dev->blas), "device_open", "cublasCreate");
+    if (st == GFP_OK)
+        st = cu_check_blas(cu_blas.cublasSetStream(dev->blas, dev->stream), "device_open",
                            "cublasSetStream");
 #ifdef GRAFT_CUDA_HAVE_CUDNN
-    if (st == GFP_OK && cu_cudnn_wanted()) {
-        cudnnStatus_t ds = cudnnCreate(&dev->dnn);
-        if (ds == CUDNN_STATUS_SUCCESS) ds = cudnnSetStream(dev->dnn, dev->stream);
-        if (ds != CUDNN_STATUS_SUCCESS) {
-            pk_log(GFP_LOG_WARN, "cuda: device %d: cuDNN unusable (%s): convolutions use the "
-                   "plugin's own kernels", dev->ordinal, cudnnGetErrorString(ds));
-            if (dev->dnn) cudnnDestroy(dev->dnn);
-            dev->dnn = NULL;
-        }
-    }
+    if (st == GFP_OK && cu_cudnn_wanted()) open_dnn(dev);
 #endif
     if (st == GFP_OK) st = cu_memory_open(dev);
     if (st != GFP_OK) {

@@ -1,6 +1,9 @@
 # The cuda plugin must load where there is no NVIDIA driver: it may not name
 # libcuda.so.1 among its DT_NEEDED libraries (the static CUDA runtime opens
-# the driver itself, at run time). Run with -DOBJDUMP=... -DPLUGIN=...
+# the driver itself, at run time). Nor may it name cuBLAS or cuDNN: every
+# graft process loads every plugin, and the plugin opens them on first use
+# (cuda_libs.c) so that a process without a CUDA device does not pay for
+# them. Run with -DOBJDUMP=... -DPLUGIN=...
 if(NOT OBJDUMP)
   find_program(OBJDUMP NAMES objdump)
 endif()
@@ -14,8 +17,8 @@ endif()
 string(REGEX MATCHALL "NEEDED +[^\n]+" needed "${out}")
 string(REPLACE ";" "\n  " shown "${needed}")
 message(STATUS "${PLUGIN}:\n  ${shown}")
-if(NOT needed MATCHES "libcublas")
-  message(FATAL_ERROR "the dynamic section was not read as expected (no libcublas among: ${needed})")
+if(NOT needed MATCHES "libc\\.so")
+  message(FATAL_ERROR "the dynamic section was not read as expected (no libc among: ${needed})")
 endif()
 if(needed MATCHES "libcuda\\.so")
   message(FATAL_ERROR "the cuda plugin links the driver library (libcuda.so) directly: it would "
@@ -23,4 +26,8 @@ if(needed MATCHES "libcuda\\.so")
 endif()
 if(needed MATCHES "libcudart\\.so")
   message(FATAL_ERROR "the cuda plugin links the shared CUDA runtime; the static one is expected")
+endif()
+if(needed MATCHES "libcublas|libcudnn")
+  message(FATAL_ERROR "the cuda plugin links cuBLAS or cuDNN: it must open them at run time "
+    "(cuda_libs.c), or every graft process pays for them, GPU or not")
 endif()

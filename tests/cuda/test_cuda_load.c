@@ -56,10 +56,26 @@ static void test_negotiation(void) {
           p->query_op && p->query_extension);
 }
 
+/* True when a file whose name contains `name` is mapped into this process
+ * (false where /proc cannot be read). */
+static int mapped(const char *name) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+
 static void test_devices(void) {
     CHECK(cu.t->init(&cu.ctx) == GFP_OK);
     cu.error[0] = '\0';
     CHECK(cu.t->device_count(cu.ctx, &n_devices) == GFP_OK);
+    /* cuBLAS and cuDNN wait for the first device_open (cuda_libs.c): a
+     * process that only loads the plugin must not pay for them. */
+    CHECK_MSG(!mapped("libcublas"), "libcublas is loaded before any device was opened");
+    CHECK_MSG(!mapped("libcudnn"), "libcudnn is loaded before any device was opened");
     gfp_device_props props;
     memset(&props, 0, sizeof props);
     props.struct_size = sizeof props;
