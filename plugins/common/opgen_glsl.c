@@ -9,9 +9,10 @@
  * are the very code that writes the OpenCL and CUDA kernels. What is GLSL's:
  *  - the spelling: float/double/int64_t, bool predicates, 1.0 / 1.0lf / 1l
  *    literals, and a prelude with what GLSL lacks in f32 (log1p, expm1, erf,
- *    an overflow-free tanh, sin and cos with exact argument reduction, pow,
- *    asin, acos, atan and atan2 with C's special cases) and the wrapping
- *    integer helpers;
+ *    an overflow-free tanh, pow, asin, acos, atan and atan2 with C's special
+ *    cases) and the wrapping integer helpers; f32 exp, log, sin and cos come
+ *    from glsl_fmath.glsl (beside this file, #included by the output), since
+ *    GLSL's are a few ulp off;
  *  - f64: GLSL has no double exp, log, sin, erf, pow...; glsl_dmath.glsl
  *    (beside this file, #included by the output) provides them. An op whose
  *    f64 formula would call a function missing there gets its f64 function
@@ -49,6 +50,7 @@ static unsigned id_of(const op_def *op) {
 
 static void glsl_prelude(FILE *o) {
     fputs(
+        "#include \"glsl_fmath.glsl\" /* plugins/common: f32 exp, log, sin, cos in 1 ulp */\n"
         "#if GF_F64\n"
         "#include \"glsl_dmath.glsl\" /* plugins/common: double exp, log, sin, ... */\n"
         "#endif\n"
@@ -70,19 +72,23 @@ static void glsl_prelude(FILE *o) {
         "/* f32 functions GLSL lacks, or defines only loosely. */\n"
         "#define GF_NAN uintBitsToFloat(0x7fc00000u)\n"
         "#define GF_INF uintBitsToFloat(0x7f800000u)\n"
+        "/* Kahan's corrections of log(1 + x) and exp(x) - 1; `precise`, or the\n"
+        " * compiler folds (1 + x) - 1 into x. */\n"
         "float gf_log1p(float x) {\n"
         "    if (x < -1.0) return GF_NAN;\n"
-        "    float u = 1.0 + x;\n"
+        "    precise float u = 1.0 + x;\n"
         "    if (u == 1.0) return x;\n"
         "    if (isinf(u)) return u;\n"
-        "    return log(u) * (x / (u - 1.0)); /* corrects the rounding of 1 + x */\n"
+        "    precise float y = gf_log(u) * (x / (u - 1.0)); /* corrects the rounding of 1 + x */\n"
+        "    return y;\n"
         "}\n"
         "float gf_expm1(float x) {\n"
         "    if (abs(x) < 1e-5) return x + 0.5 * x * x;\n"
-        "    float u = exp(x);\n"
+        "    if (x < -17.5) return -1.0; /* exp(x) below half an ulp of 1 */\n"
+        "    precise float u = gf_exp(x);\n"
         "    if (isinf(u)) return u;\n"
-        "    if (u == 0.0) return -1.0;\n"
-        "    return (u - 1.0) * (x / log(u));\n"
+        "    precise float y = (u - 1.0) * (x / gf_log(u));\n"
+        "    return y;\n"
         "}\n"
         "/* About 1 ulp: a minimax pair, 1 - exp(p(|x|)) above 0.93. */\n"
         "float gf_erf(float a) {\n"
@@ -95,7 +101,7 @@ static void glsl_prelude(FILE *o) {
         "        r = fma(r, t, -6.34846687e-1);\n"
         "        r = fma(r, t, -1.28717512e-1);\n"
         "        r = fma(r, t, -t);\n"
-        "        r = 1.0 - exp(r);\n"
+        "        r = 1.0 - gf_exp(r);\n"
         "        return a < 0.0 ? -r : r;\n"
         "    }\n"
         "    r = -5.96761703e-4;\n"
@@ -158,67 +164,6 @@ static void glsl_prelude(FILE *o) {
         "        return y_odd ? -r : r;\n"
         "    }\n"
         "    return pow(x, y);\n"
-        "}\n"
-        "/* sin and cos: x * 2/pi in fixed point from 2/pi's bits (Payne-Hanek),\n"
-        " * so large arguments keep full accuracy; GLSL's are exact only near 0. */\n"
-        "const uint GF_2_OVER_PI[10] = uint[10](0x00000000u, 0x28be60dbu, 0x9391054au,\n"
-        "    0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u, 0x4f10e410u, 0x7f9458eau, 0xf7aef158u,\n"
-        "    0x6dc91b8eu);\n"
-        "float gf_reduce_pio2(float a, out int quadrant) {\n"
-        "    int e;\n"
-        "    float m = frexp(a, e);\n"
-        "    uint ia = uint(abs(m) * 4294967296.0);\n"
-        "    uint i = uint(max(e, 0)) >> 5, sh = uint(max(e, 0)) & 31u;\n"
-        "    uint hi, mid, lo;\n"
-        "    if (sh != 0u) {\n"
-        "        hi = (GF_2_OVER_PI[i] << sh) | (GF_2_OVER_PI[i + 1u] >> (32u - sh));\n"
-        "        mid = (GF_2_OVER_PI[i + 1u] << sh) | (GF_2_OVER_PI[i + 2u] >> (32u - sh));\n"
-        "        lo = (GF_2_OVER_PI[i + 2u] << sh) | (GF_2_OVER_PI[i + 3u] >> (32u - sh));\n"
-        "    } else {\n"
-        "        hi = GF_2_OVER_PI[i];\n"
-        "        mid = GF_2_OVER_PI[i + 1u];\n"
-        "        lo = GF_2_OVER_PI[i + 2u];\n"
-        "    }\n"
-        "    uint64_t p = uint64_t(ia) * uint64_t(lo);\n"
-        "    p = uint64_t(ia) * uint64_t(mid) + (p >> 32);\n"
-        "    p = (uint64_t(ia * hi) << 32) + p;\n"
-        "    int q = int(p >> 62);\n"
-        "    p &= 0x3ffffffffffffffful;\n"
-        "    if ((p & 0x2000000000000000ul) != 0ul) {\n"
-        "        p -= 0x4000000000000000ul;\n"
-        "        q += 1;\n"
-        "    }\n"
-        "#if GF_F64\n"
-        "    float r = float(double(int64_t(p)) * 3.4061215800865545e-19lf);\n"
-        "#else\n"
-        "    float r = float(int(int64_t(p) >> 32)) * 3.6572124e-10;\n"
-        "#endif\n"
-        "    quadrant = a < 0.0 ? -q : q;\n"
-        "    return a < 0.0 ? -r : r;\n"
-        "}\n"
-        "float gf_sin(float x) {\n"
-        "    if (isnan(x) || isinf(x)) return isnan(x) ? x : GF_NAN;\n"
-        "    if (abs(x) < 0.785398) return sin(x);\n"
-        "    int q;\n"
-        "    float r = gf_reduce_pio2(x, q);\n"
-        "    switch (q & 3) {\n"
-        "    case 0: return sin(r);\n"
-        "    case 1: return cos(r);\n"
-        "    case 2: return -sin(r);\n"
-        "    default: return -cos(r);\n"
-        "    }\n"
-        "}\n"
-        "float gf_cos(float x) {\n"
-        "    if (isnan(x) || isinf(x)) return isnan(x) ? x : GF_NAN;\n"
-        "    if (abs(x) < 0.785398) return cos(x);\n"
-        "    int q;\n"
-        "    float r = gf_reduce_pio2(x, q);\n"
-        "    switch (q & 3) {\n"
-        "    case 0: return cos(r);\n"
-        "    case 1: return -sin(r);\n"
-        "    case 2: return -cos(r);\n"
-        "    default: return sin(r);\n"
-        "    }\n"
         "}\n"
         "/* Inverse trigonometry with C's special cases, about 2 ulp: GLSL leaves\n"
         " * atan(0, 0) undefined and its asin, acos and atan loosely specified.\n"
@@ -313,7 +258,7 @@ static const char *glsl_function(const char *f, ctype t) {
     }
     if (!strcmp(f, "rint")) return "roundEven";
     if (!strcmp(f, "fabs")) return "abs";
-    if (t == CT_F32 && (!strcmp(f, "log1p") || !strcmp(f, "expm1") || !strcmp(f, "erf") ||
+    if (t == CT_F32 && (!strcmp(f, "exp") || !strcmp(f, "log") || !strcmp(f, "log1p") || !strcmp(f, "expm1") || !strcmp(f, "erf") ||
                         !strcmp(f, "tanh") || !strcmp(f, "pow") || !strcmp(f, "sin") ||
                         !strcmp(f, "cos") || !strcmp(f, "asin") || !strcmp(f, "acos") ||
                         !strcmp(f, "atan") || !strcmp(f, "atan2"))) {
@@ -325,7 +270,7 @@ static const char *glsl_function(const char *f, ctype t) {
         snprintf(buf, sizeof buf, "gf_d%s", f); /* glsl_dmath.glsl */
         return buf;
     }
-    return f; /* exp, log, sqrt, floor, ceil, isnan: GLSL built-ins */
+    return f; /* sqrt, floor, ceil, isnan: GLSL built-ins */
 }
 
 static const dialect glsl_dialect = {.name = "glsl",
