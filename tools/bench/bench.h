@@ -199,6 +199,7 @@ void bench_sum_lastdim(bench_run *run, int device, int64_t side);
 void bench_sum_all(bench_run *run, int device, int64_t side);
 void bench_softmax(bench_run *run, int device, int64_t rows);
 void bench_conv2d(bench_run *run, int device, int64_t batch);
+void bench_conv2d_bwd(bench_run *run, int device, int64_t batch);
 void bench_batch_norm(bench_run *run, int device, int64_t batch);
 void bench_layer_norm(bench_run *run, int device, int64_t rows);
 void bench_max_pool2d(bench_run *run, int device, int64_t batch);

@@ -43,6 +43,7 @@ static const bench_workload WORKLOADS[] = {
     {"sum", bench_sum_all, 4096, 256, NULL},
     {"softmax", bench_softmax, 4096, 64, NULL},
     {"conv2d", bench_conv2d, 16, 2, NULL},
+    {"conv2d_bwd", bench_conv2d_bwd, 16, 2, NULL},
     {"batch_norm", bench_batch_norm, 64, 2, NULL},
     {"layer_norm", bench_layer_norm, 4096, 64, NULL},
     {"max_pool2d", bench_max_pool2d, 32, 2, NULL},

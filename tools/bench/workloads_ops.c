@@ -1,6 +1,6 @@
 /* workloads_ops.c — single-op workloads: matmul (f32 and f64), elementwise
  * (add, mul, exp), reductions (sum over the last dim and over all), softmax,
- * conv2d, batch_norm, layer_norm, max_pool2d.
+ * conv2d and its two gradient kernels, batch_norm, layer_norm, max_pool2d.
  *
  * Each one times three things separately on one device:
  *   - h2d: writing its inputs from host memory into device tensors
@@ -475,6 +475,107 @@ void bench_conv2d(bench_run *run, int device, int64_t batch) {
     c.host_in[1] = bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
     c.host_in[2] = bench_host_values(CONV_CO, 9, -0.1f, 0.1f);
     run_case(run, &c);
+}
+
+/* The two gradient kernels of that layer, as backward runs them: grad_x from
+ * grad_y [N, 32, 28, 28] and w, grad_w from grad_y and x. Each does the
+ * forward's multiply-adds, so GFLOP/s counts the same 2·N·Co·H·W·Ci·9. */
+static const gf_conv2d_opts conv_same = {.padding = {1, 1}};
+
+static gf_tensor *op_conv2d_bwd_input(const op_case *c) {
+    const int64_t xs[4] = {c->in_sizes[0][0], CONV_CI, CONV_HW, CONV_HW};
+    return gf_conv2d_backward_input(c->in[0], c->in[1], xs, &conv_same);
+}
+
+static gf_tensor *op_conv2d_bwd_weight(const op_case *c) {
+    const int64_t ws[4] = {CONV_CO, CONV_CI, CONV_K, CONV_K};
+    return gf_conv2d_backward_weight(c->in[0], c->in[1], ws, &conv_same);
+}
+
+/* grad_x[n][ci][ih][iw] = sum over co, kh, kw of gy[n][co][ih-kh+1][iw-kw+1] w[co][ci][kh][kw]. */
+static int check_conv2d_bwd_input(op_case *c) {
+    int64_t nb = c->in_sizes[0][0];
+    const float *gy = c->host_in[0], *w = c->host_in[1];
+    for (int s = 0; s < 64; s++) {
+        int64_t n = s % nb, ci = (s * 5 + 3) % CONV_CI;
+        int64_t ih = (s * 13) % CONV_HW, iw = (s * 29 + 5) % CONV_HW;
+        if (s < 4) ih = s & 1 ? CONV_HW - 1 : 0;
+        double want = 0, mag = 0;
+        for (int co = 0; co < CONV_CO; co++)
+            for (int kh = 0; kh < CONV_K; kh++)
+                for (int kw = 0; kw < CONV_K; kw++) {
+                    int64_t oh = ih - kh + 1, ow = iw - kw + 1;
+                    if (oh < 0 || ow < 0 || oh >= CONV_HW || ow >= CONV_HW) continue;
+                    double t = (double)gy[((n * CONV_CO + co) * CONV_HW + oh) * CONV_HW + ow] *
+                               w[((co * CONV_CI + ci) * CONV_K + kh) * CONV_K + kw];
+                    want += t;
+                    mag += fabs(t);
+                }
+        double got = c->host_out[((n * CONV_CI + ci) * CONV_HW + ih) * CONV_HW + iw];
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+            bench_result_wrong(c->r, "wrong result: grad_x[%lld][%lld][%lld][%lld] = %.7g, expected "
+                               "%.7g", (long long)n, (long long)ci, (long long)ih, (long long)iw,
+                               got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* grad_w[co][ci][kh][kw] = sum over n, oh, ow of gy[n][co][oh][ow] x[n][ci][oh+kh-1][ow+kw-1]. */
+static int check_conv2d_bwd_weight(op_case *c) {
+    int64_t nb = c->in_sizes[0][0];
+    const float *gy = c->host_in[0], *x = c->host_in[1];
+    for (int s = 0; s < 16; s++) {
+        int co = (s * 7 + 1) % CONV_CO, ci = (s * 5 + 3) % CONV_CI;
+        int kh = s % CONV_K, kw = (s / CONV_K) % CONV_K;
+        double want = 0, mag = 0;
+        for (int64_t n = 0; n < nb; n++)
+            for (int64_t oh = 0; oh < CONV_HW; oh++)
+                for (int64_t ow = 0; ow < CONV_HW; ow++) {
+                    int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                    if (ih < 0 || iw < 0 || ih >= CONV_HW || iw >= CONV_HW) continue;
+                    double t = (double)gy[((n * CONV_CO + co) * CONV_HW + oh) * CONV_HW + ow] *
+                               x[((n * CONV_CI + ci) * CONV_HW + ih) * CONV_HW + iw];
+                    want += t;
+                    mag += fabs(t);
+                }
+        double got = c->host_out[((co * CONV_CI + ci) * CONV_K + kh) * CONV_K + kw];
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+            bench_result_wrong(c->r, "wrong result: grad_w[%d][%d][%d][%d] = %.7g, expected %.7g",
+                               co, ci, kh, kw, got, want);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void bench_conv2d_bwd(bench_run *run, int device, int64_t batch) {
+    for (int which = 0; which < 2; which++) {
+        char name[48], detail[112];
+        snprintf(name, sizeof name, "conv2d backward %s b%lld", which ? "weight" : "input",
+                 (long long)batch);
+        snprintf(detail, sizeof detail, "f32 grad_y [%lld,%d,%d,%d], %s, x [%lld,%d,%d,%d] "
+                 "w [%d,%d,%d,%d], padding 1", (long long)batch, CONV_CO, CONV_HW, CONV_HW,
+                 which ? "x" : "w", (long long)batch, CONV_CI, CONV_HW, CONV_HW, CONV_CO,
+                 CONV_CI, CONV_K, CONV_K);
+        op_case c = {.r = bench_result_add(run, device, name, detail),
+                     .dev = run->devices[device].dev,
+                     .n_in = 2,
+                     .in_sizes = {{batch, CONV_CO, CONV_HW, CONV_HW},
+                                  {which ? batch : CONV_CO, CONV_CI, which ? CONV_HW : CONV_K,
+                                   which ? CONV_HW : CONV_K}},
+                     .in_rank = {4, 4},
+                     .op = which ? op_conv2d_bwd_weight : op_conv2d_bwd_input,
+                     .check = which ? check_conv2d_bwd_weight : check_conv2d_bwd_input};
+        if (!c.r) return;
+        c.r->work = 2.0 * (double)batch * CONV_CO * CONV_HW * CONV_HW * CONV_CI * CONV_K * CONV_K;
+        c.r->rate_unit = "GFLOP/s";
+        c.host_in[0] = bench_host_values(batch * CONV_CO * CONV_HW * CONV_HW, 10, -1, 1);
+        c.host_in[1] = which ? bench_host_values(batch * CONV_CI * CONV_HW * CONV_HW, 7, -1, 1)
+                             : bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
+        run_case(run, &c);
+    }
 }
 
 /* ------------------------------------------------------------ normalizations */
