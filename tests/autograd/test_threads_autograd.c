@@ -332,9 +332,49 @@ static void rule21_reentrant_backward_in_several_threads(void) {
     for (int k = 0; k < N_THREADS; k++) CHECK_MSG(t[k].failures == 0, "thread %d: %d", k, t[k].failures);
 }
 
+/* ------------------------------------------------------------ a leaf released during backward */
+/* A graph refers to its leaves weakly (docs/autograd.md section 7): one
+ * thread releases the last reference to x while another runs backward
+ * through x's accumulator. The accumulator either takes x for the time it
+ * runs or finds it gone; never a freed x, and nothing is left behind. */
+typedef struct leaf_race {
+    gf_tensor *y, *w;
+    gf_status status;
+} leaf_race;
+
+static void *leaf_race_backward(void *arg) {
+    leaf_race *t = arg;
+    pthread_barrier_wait(&g_barrier);
+    t->status = ag_backward_ones(t->y, 0, true); /* .grad with history: no cycle */
+    return NULL;
+}
+
+static void rule21_leaf_released_while_backward_runs(void) {
+    uint64_t base = ag_bytes_in_use();
+    for (int r = 0; r < ROUNDS; r++) {
+        gf_tensor *x = ag_leaf(DV(1, 2), 2), *w = ag_leaf(DV(3, 4), 2);
+        gf_tensor *h = gf_mul(x, w);
+        leaf_race t = {gf_mul(h, x), w, GF_OK}; /* x * w * x */
+        gf_tensor_release(h);
+        pthread_t th;
+        pthread_barrier_init(&g_barrier, NULL, 2);
+        CHECK(pthread_create(&th, NULL, leaf_race_backward, &t) == 0);
+        pthread_barrier_wait(&g_barrier);
+        gf_tensor_release(x); /* the graph still reads x's values */
+        pthread_join(th, NULL);
+        pthread_barrier_destroy(&g_barrier);
+        CHECK_MSG(t.status == GF_OK, "round %d: %s", r, gf_last_error());
+        CHECK_GRAD(w, DV(1, 4), 2, 0); /* x^2, whatever became of x */
+        gf_tensor_release(t.y);
+        gf_tensor_release(w);
+        CHECK_MSG(ag_bytes_in_use() == base, "round %d", r);
+    }
+}
+
 int main(void) {
     RUN(rule21_independent_graphs_match_serial);
     RUN(rule21_shared_leaf_receives_every_gradient);
+    RUN(rule21_leaf_released_while_backward_runs);
     RUN(rule21_shared_subgraph_without_retain_graph_fails_in_all_but_one);
     RUN(rule21_grad_modes_do_not_leak_between_threads);
     RUN(rule21_backward_called_from_a_hook);
