@@ -723,7 +723,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     for (int steps = 0; r.n && steps < 64; steps++) {
-        if (trace) fprintf(stderr, "\nstep %d:", steps);
+        if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
         switch (pick(&r, 12)) {
         case 10: act_hooks(&r); break;
         case 11: act_check(&r); break;

@@ -251,20 +251,20 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
     if (h) {
         s->hooks_copy = *h;
         s->hooks = &s->hooks_copy;
-        /* An output of the node itself is packed as an alias without its
-         * history (as PyTorch packs its tensor_data): its history is this
-         * node, so hooks that keep what they are given would otherwise make
-         * node and output hold each other, and a graph dropped without
-         * backward would never be freed nor its packed values released. */
-        /* Likewise self's old value inside an in-place op (or another view
-         * of its storage): the commit gives self this node's history, and
-         * overwrites the values, so the hooks get a copy of them. */
-        gf_tensor *alias = is_output             ? gf__ag_alias(t)
-                           : gf__ag_is_inplace_target(t) ? plain_copy(t)
-                                                         : NULL;
-        if ((is_output || gf__ag_is_inplace_target(t)) && !alias) return gf__status();
+        /* pack gets a tensor without history: an alias of t's memory (as
+         * PyTorch packs an output's tensor_data), never t itself. Hooks that
+         * keep what they are given would otherwise tie t's history to this
+         * node: an output's history is this node; an input's may become a
+         * node that leads here later (a.add_(silu(a)) rebases a onto a node
+         * whose edge reaches silu's, which saved a). Either way node and
+         * tensor would hold each other, and a graph dropped without backward
+         * would never be freed nor its packed values released. Inside an
+         * in-place op, self's old value (or another view of its storage) is
+         * about to be overwritten: the hooks get a copy of it instead. */
+        gf_tensor *alias = gf__ag_is_inplace_target(t) ? plain_copy(t) : gf__ag_alias(t);
+        if (!alias) return gf__status();
         int sc = gf__scope_suspend();
-        s->packed = h->pack(alias ? alias : t, h->user);
+        s->packed = h->pack(alias, h->user);
         gf__scope_resume(sc);
         gf_tensor_release(alias); /* the hooks retained it if they keep it */
         if (!s->packed)
