@@ -531,10 +531,6 @@ typedef struct packed {
     int rank;
 } packed;
 
-typedef struct pack_counts {
-    int packs, unpacks, releases;
-} pack_counts;
-
 static void *pack_host(const gf_tensor *t, void *user) {
     pack_counts *c = user;
     packed *p = calloc(1, sizeof *p);
@@ -781,24 +777,11 @@ static void rule19_hooks_run_outside_graft_scopes_in_gradgradcheck(void) {
  * packed value must not hold the output's history (the node itself), or
  * node and output hold each other: dropping the graph without backward
  * would never free it nor run release. */
-static void *pack_keep(const gf_tensor *t, void *user) {
-    ((pack_counts *)user)->packs++;
-    return gf_tensor_retain((gf_tensor *)t);
-}
-static gf_tensor *unpack_keep(void *pk, void *user) {
-    ((pack_counts *)user)->unpacks++;
-    return gf_tensor_retain(pk);
-}
-static void release_keep(void *pk, void *user) {
-    ((pack_counts *)user)->releases++;
-    gf_tensor_release(pk);
-}
-
 typedef gf_tensor *(*unary_op)(const gf_tensor *);
 
 static void rule19_hooks_keeping_a_saved_output_make_no_cycle(void) {
     pack_counts cnt = {0, 0, 0};
-    gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, &cnt};
+    gf_saved_tensor_hooks h = {ag_pack_keep, ag_unpack_keep, ag_release_keep, &cnt};
     gf_tensor *x = ag_leaf(DV(-1, 0.5), 2);
     uint64_t base = ag_bytes_in_use();
     const unary_op ops[] = {gf_relu, gf_exp, gf_sigmoid, gf_tanh};

@@ -19,23 +19,6 @@
 
 #include "autograd/test_rules_util.h"
 
-typedef struct {
-    int packs, unpacks, releases;
-} counts;
-
-static void *pack_keep(const gf_tensor *t, void *user) {
-    ((counts *)user)->packs++;
-    return gf_tensor_retain((gf_tensor *)t);
-}
-static gf_tensor *unpack_keep(void *pk, void *user) {
-    ((counts *)user)->unpacks++;
-    return gf_tensor_retain(pk);
-}
-static void release_keep(void *pk, void *user) {
-    ((counts *)user)->releases++;
-    gf_tensor_release(pk);
-}
-
 /* The in-place families. self holds {1.5, 2, 3, 4} (or a view of those
  * values), w = {0.5, -1, 2, 0.25} requires grad. */
 enum { N = 4 };
@@ -114,8 +97,8 @@ static gf_tensor *make_aux(aux_kind k) {
  * gradients in *gw / *gx (x: the leaf of the non-leaf cases) and returns
  * the value self holds afterwards in out[]. */
 static void run_case(const family *f, self_kind k, bool hooks, double *out, double *gw,
-                     double *gx, counts *cnt) {
-    gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, cnt};
+                     double *gx, pack_counts *cnt) {
+    gf_saved_tensor_hooks h = {ag_pack_keep, ag_unpack_keep, ag_release_keep, cnt};
     gf_tensor *w = ag_leaf(w_vals, N);
     gf_tensor *x = k >= SELF_NONLEAF ? ag_leaf(self_vals, N) : NULL;
     gf_tensor *aux = make_aux(f->aux);
@@ -177,7 +160,7 @@ static void every_family_on_every_kind_of_self(void) {
     for (int fi = 0; fi < AG_N(families); fi++) {
         const family *f = &families[fi];
         for (int k = SELF_PLAIN; k <= SELF_VIEW_OF_NONLEAF; k++) {
-            counts cnt = {0, 0, 0}, none = {0, 0, 0};
+            pack_counts cnt = {0, 0, 0}, none = {0, 0, 0};
             double v_hooks[N], gw_hooks[N], gx_hooks[N], v[N], gw[N], gx[N];
             run_case(f, (self_kind)k, true, v_hooks, gw_hooks, gx_hooks, &cnt);
             CHECK_MSG(cnt.releases == cnt.packs, "%s on %s: %d packs, %d releases", f->name,
@@ -205,8 +188,8 @@ static void every_family_on_every_kind_of_self(void) {
  * without backward. Then the gradient through the kept value: it is
  * self's value before the write, d(c / b)/db = -c_old / b^2. */
 static void div_into_a_tensor_without_grad_frees_everything(void) {
-    counts cnt = {0, 0, 0};
-    gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, &cnt};
+    pack_counts cnt = {0, 0, 0};
+    gf_saved_tensor_hooks h = {ag_pack_keep, ag_unpack_keep, ag_release_keep, &cnt};
     uint64_t bytes = ag_bytes_in_use();
     gf_tensor *a = gf_ones(NULL, 0, GF_F32, NULL), *b = gf_ones(NULL, 0, GF_F32, NULL);
     CHECK_OK(gf_tensor_set_requires_grad(b, true));
@@ -257,8 +240,8 @@ static void a_saved_earlier_then_written_in_place(void) {
     for (int i = 0; i < AG_N(ops); i++) {
         for (int with_backward = 0; with_backward <= 1; with_backward++) {
             for (int hooks = 0; hooks <= 1; hooks++) {
-                counts cnt = {0, 0, 0};
-                gf_saved_tensor_hooks h = {pack_keep, unpack_keep, release_keep, &cnt};
+                pack_counts cnt = {0, 0, 0};
+                gf_saved_tensor_hooks h = {ag_pack_keep, ag_unpack_keep, ag_release_keep, &cnt};
                 gf_tensor *x = ag_leaf(self_vals, N);
                 gf_tensor *a = gf_mul_scalar(x, 1.0); /* a non-leaf */
                 if (hooks) CHECK_OK(gf_saved_tensor_hooks_push(&h));

@@ -165,6 +165,26 @@ static inline gf_tensor *ag_grad1(gf_tensor *y, gf_tensor *x, const gf_tensor *g
     return r;
 }
 
+/* Saved-tensor hooks (rule 19) that count their calls: pack_counts is their
+ * user pointer. The keep hooks are the simplest there are: pack keeps a
+ * reference to the very tensor it is given, unpack returns it, release lets
+ * it go. */
+typedef struct pack_counts {
+    int packs, unpacks, releases;
+} pack_counts;
+static inline void *ag_pack_keep(const gf_tensor *t, void *user) {
+    ((pack_counts *)user)->packs++;
+    return gf_tensor_retain((gf_tensor *)t);
+}
+static inline gf_tensor *ag_unpack_keep(void *pk, void *user) {
+    ((pack_counts *)user)->unpacks++;
+    return gf_tensor_retain(pk);
+}
+static inline void ag_release_keep(void *pk, void *user) {
+    ((pack_counts *)user)->releases++;
+    gf_tensor_release(pk);
+}
+
 /* Bytes the device's allocator holds for live storages. */
 static inline uint64_t ag_bytes_in_use(void) {
     gf_memory_stats st = {0};
