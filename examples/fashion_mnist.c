@@ -225,6 +225,20 @@ static gf_tensor *load_labels(const char *path, int n, gf_device *dev, int64_t *
     return y;
 }
 
+/* The process's peak resident memory in KiB (VmHWM: of this program's own
+ * memory map, from its exec on; getrusage's ru_maxrss would also count the
+ * parent's pages before the exec), or -1 where /proc does not say. */
+static long peak_resident_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
 /* ------------------------------------------------------------ model */
 /* A parameter that requires grad: U(-bound, bound), or filled with `fill`
  * when bound is 0. */
@@ -514,6 +528,8 @@ int main(int argc, char **argv) {
            acc, lround(acc * n_test), n_test, opt.epochs > start_epoch ? opt.epochs : start_epoch,
            now_seconds() - t0, train_time,
            train_time > 0 ? (double)n_train * trained / train_time : 0.0);
+    long peak_kb = peak_resident_kb();
+    if (peak_kb > 0) printf("peak resident memory %.0f MB\n", peak_kb / 1024.0);
     rc = train_check_accuracy(TRAIN_PROG, "final test accuracy", acc, opt.min_accuracy);
 fail:
     gf_optimizer_destroy(adam);

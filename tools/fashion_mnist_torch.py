@@ -23,8 +23,8 @@ PyTorch runs in a process of its own per thread count, started with
 OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS set before torch
 loads, and torch.set_num_threads. Timings are medians of the epochs'
 training times (the test pass is not timed). Each side's peak resident
-memory (the kernel's maximum RSS of its process, as /usr/bin/time -v
-reports it) is printed beside its times: both hold the same data as f32
+memory (VmHWM of its own process: fashion_mnist prints it, the PyTorch
+process reads it at its end) is printed beside its times: both hold the same data as f32
 tensors and train the same network on the same batches."""
 import argparse
 import gzip
@@ -136,6 +136,7 @@ def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
     return times, accs[-1]
 
 
+RSS_RE = re.compile(r"^peak resident memory ([0-9.]+) MB")
 EPOCH_RE = re.compile(r"^epoch +(\d+) .*test accuracy ([0-9.]+) +train ([0-9.]+) s")
 
 
@@ -149,11 +150,14 @@ def graft_run(exe, threads, epochs, seed, limit, decay, save):
         cmd += ["--limit", str(limit)]
     if save:
         cmd += ["--save", save]
-    out, rc, rss_mb = run_measured(cmd, env)
+    out, rc = run_captured(cmd, env)
     if rc:
         sys.exit(f"{' '.join(cmd)} failed ({rc}):\n{out}")
-    times, acc = [], None
+    times, acc, rss_mb = [], None, float("nan")
     for line in out.splitlines():
+        m = RSS_RE.match(line)
+        if m:
+            rss_mb = float(m.group(1))
         m = EPOCH_RE.match(line)
         if m:
             times.append(float(m.group(3)))
@@ -167,16 +171,20 @@ def graft_run(exe, threads, epochs, seed, limit, decay, save):
     return times, acc, rss_mb
 
 
-def run_measured(cmd, env):
-    """Runs cmd; its output (stdout and stderr), exit status and peak RSS in MB
-    (ru_maxrss of that one child, from wait4)."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True)
-    out = p.stdout.read()
-    p.stdout.close()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return out, p.returncode, usage.ru_maxrss / 1024
+def run_captured(cmd, env):
+    """Runs cmd; its output (stdout and stderr) and exit status."""
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.stdout, p.returncode
+
+
+def peak_rss_mb():
+    """This process's peak resident memory (VmHWM: its own memory map since
+    its exec; ru_maxrss would count the parent's pages before the exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def torch_child(a, threads):
@@ -187,7 +195,7 @@ def torch_child(a, threads):
     cmd = [sys.executable, os.path.abspath(__file__), "--graft", a.graft, "--epochs",
            str(a.epochs), "--limit", str(a.limit), "--seed", str(a.seed), "--lr-decay",
            str(a.lr_decay), "--data", a.data, "--torch-child", str(threads)]
-    out, rc, rss_mb = run_measured(cmd, env)
+    out, rc = run_captured(cmd, env)
     result = None
     for line in out.splitlines():
         if line.startswith("TORCH_RESULT "):
@@ -196,6 +204,7 @@ def torch_child(a, threads):
             print(line, flush=True)
     if rc or result is None:
         sys.exit(f"the PyTorch run failed ({rc}):\n{out}")
+    rss_mb = result["rss_mb"]
     print(f"  torch  {threads} thread(s): peak resident memory {rss_mb:.0f} MB", flush=True)
     return result["times"], result["acc"], rss_mb
 
@@ -269,7 +278,8 @@ def main():
     if a.torch_child:
         times, acc = torch_run(torch, data, a.torch_child, a.epochs, a.seed, 1e-3, a.lr_decay,
                                128)
-        print("TORCH_RESULT " + json.dumps({"times": times, "acc": acc}), flush=True)
+        print("TORCH_RESULT " + json.dumps({"times": times, "acc": acc, "rss_mb": peak_rss_mb()}),
+              flush=True)
         return 0
     threads = [int(t) for t in a.threads.split(",")]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
