@@ -28,6 +28,7 @@ typedef enum gfp_op_family {
     GFP_FAMILY_INDEX,
     GFP_FAMILY_CONV,
     GFP_FAMILY_POOL,
+    GFP_FAMILY_OPTIM,   /* optimiser updates (1.3) */
     GFP_FAMILY_COUNT
 } gfp_op_family;
 
@@ -53,6 +54,7 @@ typedef enum gfp_params_kind {
     GFP_PARAMS_conv2d,
     GFP_PARAMS_pool2d,
     GFP_PARAMS_random,
+    GFP_PARAMS_adam,
     GFP_PARAMS_COUNT
 } gfp_params_kind;
 
@@ -115,7 +117,8 @@ static inline uint32_t gfp_op_by_name(const char *name) {
     return 0;
 }
 
-/* The v1.0 size of a parameter struct: what a launch's params must cover. */
+/* The first size of a parameter struct (v1.0, or the minor that added it):
+ * what a launch's params must cover. */
 static inline size_t gfp_params_min_size(gfp_params_kind k) {
     switch (k) {
     case GFP_PARAMS_scalar: return GFP_SCALAR_PARAMS_SIZE_V1_0;
@@ -130,6 +133,7 @@ static inline size_t gfp_params_min_size(gfp_params_kind k) {
     case GFP_PARAMS_conv2d: return GFP_CONV2D_PARAMS_SIZE_V1_0;
     case GFP_PARAMS_pool2d: return GFP_POOL2D_PARAMS_SIZE_V1_0;
     case GFP_PARAMS_random: return GFP_RANDOM_PARAMS_SIZE_V1_0;
+    case GFP_PARAMS_adam: return GFP_ADAM_PARAMS_SIZE_V1_3; /* its first version */
     default: return 0;
     }
 }
@@ -140,7 +144,7 @@ static inline const char *gfp_params_name(gfp_params_kind k) {
         "", "gfp_scalar_params", "gfp_fill_params", "gfp_arange_params",
         "gfp_clamp_params", "gfp_tri_params", "gfp_reduce_params", "gfp_dim_params",
         "gfp_layer_norm_params", "gfp_batch_norm_params", "gfp_conv2d_params",
-        "gfp_pool2d_params", "gfp_random_params"};
+        "gfp_pool2d_params", "gfp_random_params", "gfp_adam_params"};
     return (unsigned)k < GFP_PARAMS_COUNT ? names[k] : "";
 }
 

@@ -1,5 +1,5 @@
 /*
- * graft_plugin.h — the graft device plugin ABI, version 1.2.
+ * graft_plugin.h — the graft device plugin ABI, version 1.3.
  *
  * 1.1 appended one OPTIONAL slot to gfp_plugin: buffer_wrap_host.
  * 1.2 appended op ids only (abi/graft_ops.def): HARDSWISH 49, ASIN 50,
@@ -7,6 +7,12 @@
  *     slot or field changed, so a 1.2 table is exactly as large as a 1.1
  *     one; a plugin of an older minor answers NONE from query_op for the new
  *     ids and the core composes or falls back.
+ * 1.3 appended the op ADAM_UPDATE 167 with its parameter struct
+ *     gfp_adam_params and the flag GFP_ADAM_DECOUPLED_WEIGHT_DECAY. No
+ *     existing struct, slot or field changed: a 1.3 table is as large as a
+ *     1.1 one, and a plugin of an older minor answers NONE from query_op for
+ *     the op (or refuses its launch as UNSUPPORTED), after which the core
+ *     composes the update from other ops on the same device.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every
@@ -41,7 +47,7 @@ extern "C" {
 #endif
 
 #define GFP_ABI_MAJOR 1
-#define GFP_ABI_MINOR 2
+#define GFP_ABI_MINOR 3
 
 /* The one symbol a plugin exports (type gfp_negotiate_fn). */
 #define GFP_ENTRY_SYMBOL "graft_plugin_negotiate"
@@ -299,6 +305,25 @@ typedef struct gfp_random_params {
 } gfp_random_params;
 #define GFP_RANDOM_PARAMS_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_random_params, b)
 
+/* ADAM_UPDATE (1.3): one step of torch.optim.Adam / AdamW (not amsgrad, not
+ * maximize) for one parameter. The core computes the bias corrections in
+ * double from the parameter's step count t: bias_correction1 = 1 - beta1^t,
+ * bias_correction2_sqrt = sqrt(1 - beta2^t). The formula, the rounding of
+ * each constant and the order of operations are in graft_ops.def. */
+#define GFP_ADAM_DECOUPLED_WEIGHT_DECAY 0x1u /* flags: AdamW's decay */
+typedef struct gfp_adam_params {
+    uint32_t struct_size;
+    uint32_t flags; /* GFP_ADAM_* */
+    double lr;
+    double beta1;
+    double beta2;
+    double eps;
+    double weight_decay; /* 0: no decay of either kind */
+    double bias_correction1;
+    double bias_correction2_sqrt;
+} gfp_adam_params;
+#define GFP_ADAM_PARAMS_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_adam_params, bias_correction2_sqrt)
+
 /* ------------------------------------------------------------------ capability */
 /* What the core asks before the first launch of an (op, dtypes, layout). */
 #define GFP_LAYOUT_CONTIGUOUS 0u /* every tensor row-major contiguous */
@@ -470,6 +495,7 @@ GFP_STATIC_ASSERT(GFP_NEGOTIATE_REQUEST_SIZE_V1_0 == 24, "gfp_negotiate_request 
 GFP_STATIC_ASSERT(GFP_RANDOM_PARAMS_SIZE_V1_0 == 40, "gfp_random_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_CONV2D_PARAMS_SIZE_V1_0 == 32, "gfp_conv2d_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_POOL2D_PARAMS_SIZE_V1_0 == 44, "gfp_pool2d_params v1.0 layout moved");
+GFP_STATIC_ASSERT(GFP_ADAM_PARAMS_SIZE_V1_3 == 64, "gfp_adam_params v1.3 layout moved");
 #endif
 
 #ifdef __cplusplus

@@ -71,6 +71,10 @@ static const field_info fields[] = {
     F(gfp_pool2d_params, ceil_mode), F(gfp_pool2d_params, count_include_pad),
     F(gfp_random_params, struct_size), F(gfp_random_params, kind), F(gfp_random_params, seed),
     F(gfp_random_params, offset), F(gfp_random_params, a), F(gfp_random_params, b),
+    F(gfp_adam_params, struct_size), F(gfp_adam_params, flags), F(gfp_adam_params, lr),
+    F(gfp_adam_params, beta1), F(gfp_adam_params, beta2), F(gfp_adam_params, eps),
+    F(gfp_adam_params, weight_decay), F(gfp_adam_params, bias_correction1),
+    F(gfp_adam_params, bias_correction2_sqrt),
 
     F(gfp_op_query, struct_size), F(gfp_op_query, op), F(gfp_op_query, layout),
     F(gfp_op_query, n_inputs), F(gfp_op_query, n_outputs), F(gfp_op_query, input_dtypes),
@@ -116,6 +120,7 @@ static const struct_info structs[] = {
     S(gfp_conv2d_params, GFP_CONV2D_PARAMS_SIZE_V1_0),
     S(gfp_pool2d_params, GFP_POOL2D_PARAMS_SIZE_V1_0),
     S(gfp_random_params, GFP_RANDOM_PARAMS_SIZE_V1_0),
+    S(gfp_adam_params, GFP_ADAM_PARAMS_SIZE_V1_3),
     S(gfp_op_query, GFP_OP_QUERY_SIZE_V1_0),
     S(gfp_plugin, GFP_PLUGIN_SIZE_V1_1),
     S(gfp_negotiate_request, GFP_NEGOTIATE_REQUEST_SIZE_V1_0),

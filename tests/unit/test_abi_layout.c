@@ -1,4 +1,4 @@
-/* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0, 1.1 and 1.2.
+/* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0 to 1.3.
  *
  * A plugin built against v1.0 keeps working only while every offset, size,
  * field type, slot signature and enum value it was compiled with stays put.
@@ -117,6 +117,8 @@ static void test_op_ids(void) {
         /* 1.2 */
         OP(HARDSWISH, 49), OP(ASIN, 50), OP(ACOS, 51), OP(ATAN, 52), OP(ATAN2, 76),
         OP(BATCH_NORM_BACKWARD, 125),
+        /* 1.3 */
+        OP(ADAM_UPDATE, 167),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];
@@ -241,6 +243,20 @@ static void test_params_layout(void) {
     CHECK_FIELD(gfp_random_params, offset, 16, 8, uint64_t);
     CHECK_FIELD(gfp_random_params, a, 24, 8, double);
     CHECK_FIELD(gfp_random_params, b, 32, 8, double);
+
+    /* 1.3 */
+    CHECK(GFP_ADAM_PARAMS_SIZE_V1_3 == 64);
+    CHECK(sizeof(gfp_adam_params) == 64);
+    CHECK_FIELD(gfp_adam_params, struct_size, 0, 4, uint32_t);
+    CHECK_FIELD(gfp_adam_params, flags, 4, 4, uint32_t);
+    CHECK_FIELD(gfp_adam_params, lr, 8, 8, double);
+    CHECK_FIELD(gfp_adam_params, beta1, 16, 8, double);
+    CHECK_FIELD(gfp_adam_params, beta2, 24, 8, double);
+    CHECK_FIELD(gfp_adam_params, eps, 32, 8, double);
+    CHECK_FIELD(gfp_adam_params, weight_decay, 40, 8, double);
+    CHECK_FIELD(gfp_adam_params, bias_correction1, 48, 8, double);
+    CHECK_FIELD(gfp_adam_params, bias_correction2_sqrt, 56, 8, double);
+    CHECK(GFP_ADAM_DECOUPLED_WEIGHT_DECAY == 0x1u);
 }
 
 static void test_op_query_layout(void) {
@@ -292,9 +308,10 @@ static void test_plugin_table_layout(void) {
     CHECK(GFP_PLUGIN_SIZE_V1_1 == 168);
     CHECK_FIELD(gfp_plugin, buffer_wrap_host, 160, 8,
                 gfp_status (*)(void *, void *, uint64_t, gfp_buffer *));
-    /* 1.2 appended op ids only: the table did not grow. */
+    /* 1.2 appended op ids only, 1.3 an op with its own parameter struct:
+     * the table did not grow. */
     CHECK(sizeof(gfp_plugin) == GFP_PLUGIN_SIZE_V1_1);
-    CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 2);
+    CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 3);
 }
 
 static void test_negotiate_request_layout(void) {

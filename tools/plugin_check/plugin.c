@@ -109,8 +109,9 @@ static bool slot_set(const gfp_plugin *t, size_t offset) {
 
 /* One negotiate call with the given version. */
 /* The table size of an older minor of this major. */
-/* The table of an older minor ends at that minor's last slot. 1.2 appended
- * op ids only, so a 1.1 table is as large as a 1.2 one. */
+/* The table of an older minor ends at that minor's last slot. 1.2 and 1.3
+ * appended op ids (and 1.3 a parameter struct) only, so a 1.1 or 1.2 table
+ * is as large as a 1.3 one. */
 static size_t older_table_size(uint32_t minor) {
     return minor == 0 ? (size_t)GFP_PLUGIN_SIZE_V1_0 : (size_t)GFP_PLUGIN_SIZE_V1_1;
 }
