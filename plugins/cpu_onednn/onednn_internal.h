@@ -263,6 +263,7 @@ ODN_FAMILY(conv)        /* onednn_conv.c */
 ODN_FAMILY(pool)        /* onednn_pool.c */
 ODN_FAMILY(index)       /* omp_index.c */
 ODN_FAMILY(random)      /* omp_random.c */
+ODN_FAMILY(optim)       /* omp_optim.c */
 #undef ODN_FAMILY
 
 /* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */

@@ -31,7 +31,8 @@ typedef struct family {
 
 /* The reference's families, each with the accelerated kernels in front. */
 #define ODN_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch, odn_##f##_launch},
-static const family families[] = {PK_FAMILIES(ODN_FAMILY_ENTRY)};
+static const family families[] = {
+    PK_FAMILIES(ODN_FAMILY_ENTRY) ODN_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))};
 #undef ODN_FAMILY_ENTRY
 
 /* ------------------------------------------------------------ plugin */
