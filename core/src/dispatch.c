@@ -460,7 +460,8 @@ gf_status gf__unsupported_error(gf_device *d, gfp_op op, const char *opname,
  * profiler is what it was before the profiler existed. */
 static inline __attribute__((always_inline)) gf_status
 launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
-            gf_tensor *const *out, int n_out, const void *params, bool *strided_out) {
+            gf_tensor *const *out, int n_out, const void *params, bool *strided_out,
+            bool own_device) {
     if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4)
         return gf__error(GF_ERR_INVALID, "%s: internal: bad tensor counts", opname);
     gf_device *d = out[0]->storage->device;
@@ -492,7 +493,7 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
     s = query_support(d, &q, &support);
     if (s != GF_OK) return s;
     if (support == GFP_SUPPORT_NONE) {
-        gf_device *fb = gf__fallback_for(d);
+        gf_device *fb = own_device ? NULL : gf__fallback_for(d);
         if (fb) return gf__fallback_run(d, fb, op, opname, in, n_in, out, n_out, params, false);
         return gf__unsupported_error(d, op, opname, in, n_in, out, n_out, strided, "");
     }
@@ -500,7 +501,7 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
     else s = launch_contiguous(d, op, opname, in, n_in, out, n_out, params);
     if (s == GF_ERR_UNSUPPORTED) {
         /* The launch itself refused (a size, a parameter the kernel lacks). */
-        gf_device *fb = gf__fallback_for(d);
+        gf_device *fb = own_device ? NULL : gf__fallback_for(d);
         if (fb) return gf__fallback_run(d, fb, op, opname, in, n_in, out, n_out, params, true);
     }
     return s;
@@ -509,11 +510,11 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
 /* gf__launch with the profiler's hooks around it (out of line). */
 static __attribute__((noinline, cold)) gf_status
 launch_observed(int prof, gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
-                gf_tensor *const *out, int n_out, const void *params) {
+                gf_tensor *const *out, int n_out, const void *params, bool own_device) {
     bool strided = false;
     gf_prof_frame f;
     gf__prof_op_begin(&f, prof);
-    gf_status s = launch_impl(op, opname, in, n_in, out, n_out, params, &strided);
+    gf_status s = launch_impl(op, opname, in, n_in, out, n_out, params, &strided, own_device);
     gf_device *d = n_out > 0 && out[0] ? out[0]->storage->device : NULL;
     if ((prof & GF_PROF_SYNC) && s == GF_OK && d) s = gf__dev_sync(d);
     if (d) gf__prof_op_end(&f, d, gf__op_display(op, opname), in, n_in, out, n_out, strided, s);
@@ -524,7 +525,16 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *in, 
                      gf_tensor *const *out, int n_out, const void *params) {
     if (__builtin_expect(__atomic_load_n(&gf__prof_flags, __ATOMIC_RELAXED) != 0, 0)) {
         int prof = gf__prof_on();
-        if (prof) return launch_observed(prof, op, opname, in, n_in, out, n_out, params);
+        if (prof) return launch_observed(prof, op, opname, in, n_in, out, n_out, params, false);
     }
-    return launch_impl(op, opname, in, n_in, out, n_out, params, NULL);
+    return launch_impl(op, opname, in, n_in, out, n_out, params, NULL, false);
+}
+
+gf_status gf__launch_own(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
+                         gf_tensor *const *out, int n_out, const void *params) {
+    if (__builtin_expect(__atomic_load_n(&gf__prof_flags, __ATOMIC_RELAXED) != 0, 0)) {
+        int prof = gf__prof_on();
+        if (prof) return launch_observed(prof, op, opname, in, n_in, out, n_out, params, true);
+    }
+    return launch_impl(op, opname, in, n_in, out, n_out, params, NULL, true);
 }

@@ -189,6 +189,12 @@ gf_status gf__launch(gfp_op op, const char *opname, const gf_tensor *const *inpu
  * next). */
 bool gf__dev_has_op(gfp_op op, const gf_tensor *const *inputs, int n_in,
                     gf_tensor *const *outputs, int n_out);
+/* gf__launch on the tensors' own device only: where that device lacks the
+ * op or its launch refuses it, GF_ERR_UNSUPPORTED (with its message), and
+ * no fallback device runs it, nothing is counted as a fallback. For a core
+ * that has a composed formula to run instead on the same device. */
+gf_status gf__launch_own(gfp_op op, const char *opname, const gf_tensor *const *inputs, int n_in,
+                         gf_tensor *const *outputs, int n_out, const void *params);
 
 /* ------------------------------------------------------------ fallback (fallback.c) */
 /* The device that runs an op d lacks, or NULL: strict mode, d is itself the

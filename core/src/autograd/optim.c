@@ -307,21 +307,67 @@ static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g)
     return update_(GFP_OP_SUB, p, gf_mul_scalar(d, o->lr));
 }
 
+/* Whether t has p's dtype, device and sizes, is contiguous, and shares no
+ * storage with the tensors before it in ts. */
+static bool fusable_with(gf_tensor *const *ts, int i) {
+    const gf_tensor *p = ts[0], *t = ts[i];
+    if (!t || t->dtype != p->dtype || t->storage->device != p->storage->device ||
+        t->rank != p->rank || !gf__is_contiguous(t))
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->sizes[d] != p->sizes[d]) return false;
+    for (int k = 0; k < i; k++)
+        if (ts[k]->storage == t->storage) return false;
+    return true;
+}
+
+/* The device's ADAM_UPDATE, when it has one for these tensors: the whole
+ * update in one pass over p, g, m and v, where the composition below takes
+ * about 35. Only for contiguous tensors of one dtype in four storages (what
+ * the op's row lets the core pass). An older plugin answers NONE, and a
+ * launch it refuses is not run elsewhere (gf__launch_own): the composition
+ * then runs on the same device. False: compose (s untouched); true: *s says
+ * how the kernel went. */
+static bool fused_adam(const gf_adam_opts *o, param_state *st, gf_tensor *g, double bc1,
+                       double bc2_sqrt, gf_status *s) {
+    gf_tensor *ts[4] = {st->param, g, st->buf1, st->buf2};
+    if (!gf_dtype_is_float(st->param->dtype) || !gf__is_contiguous(st->param)) return false;
+    for (int i = 1; i < 4; i++)
+        if (!fusable_with(ts, i)) return false;
+    const gf_tensor *in[4] = {ts[0], ts[1], ts[2], ts[3]};
+    gf_tensor *out[3] = {ts[0], ts[2], ts[3]};
+    if (!gf__dev_has_op(GFP_OP_ADAM_UPDATE, in, 4, out, 3)) return false;
+    for (int i = 0; i < 3; i++)
+        if ((*s = gf__ag_check_inplace(out[i], "Adam.step")) != GF_OK) return true;
+    gfp_adam_params prm = {
+        .struct_size = (uint32_t)sizeof prm,
+        .flags = o->decoupled_weight_decay ? GFP_ADAM_DECOUPLED_WEIGHT_DECAY : 0u,
+        .lr = o->lr,
+        .beta1 = o->beta1,
+        .beta2 = o->beta2,
+        .eps = o->eps,
+        .weight_decay = o->weight_decay,
+        .bias_correction1 = bc1,
+        .bias_correction2_sqrt = bc2_sqrt,
+    };
+    *s = gf__launch_own(GFP_OP_ADAM_UPDATE, "adam_update", in, 4, out, 3, &prm);
+    if (*s == GF_ERR_UNSUPPORTED) {
+        gf_clear_error();
+        return false;
+    }
+    if (*s == GF_OK)
+        for (int i = 0; i < 3; i++) gf__bump_version(out[i]);
+    return true;
+}
+
 /* PyTorch's Adam/AdamW: (AdamW: p *= 1 - lr * wd; Adam: g += wd * p);
  * m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
- * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+ * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ * The device's ADAM_UPDATE computes the same in one kernel when it has one;
+ * else the composition below, operation for operation the same. */
 static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *g) {
     gf_tensor *p = st->param;
     gf_status s;
-    if (o->weight_decay != 0) {
-        if (o->decoupled_weight_decay) {
-            s = scale_(p, 1.0 - o->lr * o->weight_decay);
-            if (s != GF_OK) return s;
-        } else {
-            g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
-            if (!g) return failed();
-        }
-    }
     if (!st->buf1) {
         gf_tensor *m = gf_zeros_like(p);
         if (!m) return failed();
@@ -331,13 +377,23 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
         st->buf2 = gf_scope_keep(v);
     }
     st->step++;
+    double bc1 = 1.0 - pow(o->beta1, (double)st->step);
+    double bc2 = 1.0 - pow(o->beta2, (double)st->step);
+    if (fused_adam(o, st, g, bc1, sqrt(bc2), &s)) return s;
+    if (o->weight_decay != 0) {
+        if (o->decoupled_weight_decay) {
+            s = scale_(p, 1.0 - o->lr * o->weight_decay);
+            if (s != GF_OK) return s;
+        } else {
+            g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
+            if (!g) return failed();
+        }
+    }
     if ((s = scale_(st->buf1, o->beta1)) != GF_OK) return s;
     if ((s = update_(GFP_OP_ADD, st->buf1, gf_mul_scalar(g, 1.0 - o->beta1))) != GF_OK) return s;
     if ((s = scale_(st->buf2, o->beta2)) != GF_OK) return s;
     if ((s = update_(GFP_OP_ADD, st->buf2, gf_mul_scalar(gf_mul(g, g), 1.0 - o->beta2))) != GF_OK)
         return s;
-    double bc1 = 1.0 - pow(o->beta1, (double)st->step);
-    double bc2 = 1.0 - pow(o->beta2, (double)st->step);
     gf_tensor *denom = gf_add_scalar(gf_div_scalar(gf_sqrt(st->buf2), sqrt(bc2)), o->eps);
     return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1));
 }
