@@ -56,7 +56,9 @@ static gf_tensor *make_param(const double *p0, gf_dtype dt, bool transposed) {
             for (int c = 0; c < COLS; c++) t[c * ROWS + r] = p0[r * COLS + c];
         gf_tensor *base = host_tensor(t, COLS, ROWS, dt);
         free(t);
-        p = base ? gf_detach(gf_transpose(base, 0, 1)) : NULL;
+        gf_tensor *view = base ? gf_transpose(base, 0, 1) : NULL;
+        p = view ? gf_detach(view) : NULL;
+        gf_tensor_release(view);
         gf_tensor_release(base);
         CHECK(p && !gf_tensor_is_contiguous(p));
     }
@@ -205,13 +207,15 @@ static void test_version_bumped(void) {
     gf_tensor *a = make_param(p0, GF_F32, false);
     gf_adam_opts o = {.lr = 1e-3};
     gf_optimizer *opt = gf_adam_create(&a, 1, &o);
-    gf_tensor *y = gf_sum(gf_mul(a, a), NULL, 0, false); /* saves a */
+    gf_tensor *sq = gf_mul(a, a); /* saves a */
+    gf_tensor *y = gf_sum(sq, NULL, 0, false);
     gf_tensor *g = host_tensor(p0, ROWS, COLS, GF_F32);
     CHECK(y && gf_tensor_set_grad(a, g) == GF_OK);
     CHECK(gf_optimizer_step(opt) == GF_OK);
     CHECK(gf_backward(y, NULL, NULL) != GF_OK); /* a moved since it was saved */
     gf_clear_error();
     gf_tensor_release(y);
+    gf_tensor_release(sq);
     gf_tensor_release(g);
     gf_optimizer_destroy(opt);
     gf_tensor_release(a);
