@@ -26,7 +26,8 @@
  * been released. Memory adopted from the host (gf_from_host_memory, with a
  * release callback) must be given back by the end of each input, and
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
- * work, fail, or return an integer output.
+ * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
+ * RMSprop, Adagrad) step pooled tensors with whatever gradients they hold.
  *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
@@ -671,6 +672,54 @@ static void act_check(reader *r) {
     else gf_gradgradcheck(fn, in, n, NULL, NULL);
 }
 
+/* An optimiser over one or two pooled tensors (refused unless they are
+ * float leaves requiring grad), stepped with whatever .grad they have (none,
+ * broadcast, another dtype, from create_graph), its state saved and loaded
+ * back, then destroyed: Adam and AdamW take the device's fused update where
+ * it has one. */
+static void act_optim(reader *r) {
+    gf_tensor *p[2] = {get(r), get(r)};
+    int n = 1 + pick(r, 2);
+    if (!p[0] || (n == 2 && !p[1])) return;
+    gf_optimizer *opt = NULL;
+    switch (pick(r, 4)) {
+    case 0: {
+        gf_adam_opts o = {.lr = dbl_arg(r), .beta1 = dbl_arg(r), .beta2 = dbl_arg(r),
+                          .eps = dbl_arg(r), .weight_decay = dbl_arg(r),
+                          .decoupled_weight_decay = pick(r, 2)};
+        opt = gf_adam_create(p, n, &o);
+        break;
+    }
+    case 1: {
+        gf_sgd_opts o = {.lr = dbl_arg(r), .momentum = dbl_arg(r), .dampening = dbl_arg(r),
+                         .weight_decay = dbl_arg(r), .nesterov = pick(r, 2)};
+        opt = gf_sgd_create(p, n, &o);
+        break;
+    }
+    case 2: {
+        gf_rmsprop_opts o = {.lr = dbl_arg(r), .alpha = dbl_arg(r), .momentum = dbl_arg(r),
+                             .centered = pick(r, 2)};
+        opt = gf_rmsprop_create(p, n, &o);
+        break;
+    }
+    default: {
+        gf_adagrad_opts o = {.lr = dbl_arg(r), .lr_decay = dbl_arg(r)};
+        opt = gf_adagrad_create(p, n, &o);
+        break;
+    }
+    }
+    if (!opt) return;
+    for (int steps = 1 + pick(r, 3); steps > 0; steps--) gf_optimizer_step(opt);
+    if (pick(r, 2)) {
+        gf_tensor_dict *d = gf_optimizer_state_dict(opt, pick(r, 2) ? "o." : NULL);
+        if (d) gf_optimizer_load_state_dict(opt, d, pick(r, 4) ? "o." : NULL);
+        gf_tensor_dict_destroy(d);
+        gf_optimizer_step(opt);
+    }
+    if (pick(r, 4) == 0) gf_optimizer_zero_grad(opt);
+    gf_optimizer_destroy(opt);
+}
+
 static void act_scope(reader *r) {
     (void)r;
     if (scope_depth) {
@@ -724,7 +773,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     for (int steps = 0; r.n && steps < 64; steps++) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
-        switch (pick(&r, 12)) {
+        /* byte % 12 as before the optimisers came (the seeds keep their
+         * programs), the top 16 byte values for them */
+        uint8_t b = u8(&r);
+        int act = b >= 240 ? 12 : b % 12;
+        if (trace) fprintf(stderr, " %d/13", act);
+        switch (act) {
+        case 12: act_optim(&r); break;
         case 10: act_hooks(&r); break;
         case 11: act_check(&r); break;
         case 0: act_create(&r); break;
