@@ -87,7 +87,13 @@ typedef enum gfp_dtype {
     GFP_BOOL = 4, /* one byte, 0 or 1 */
     GFP_F16 = 5,  /* reserved: for plugins that have it */
     GFP_BF16 = 6, /* reserved: for plugins that have it */
-    GFP_DTYPE_COUNT = 7
+    /* Appended in 1.3. Interleaved (re, im) pairs, the layout of C99's
+     * float complex / double complex. Stored only by plugins that set their
+     * bits in gfp_device_props.dtypes; a plugin of an older minor never does,
+     * so the core never gives it such a tensor. */
+    GFP_C64 = 7,  /* two f32: re, im */
+    GFP_C128 = 8, /* two f64: re, im */
+    GFP_DTYPE_COUNT = 9
 } gfp_dtype;
 
 #define GFP_DTYPE_BIT(d) (1u << (unsigned)(d))

@@ -146,6 +146,7 @@ gf_tensor *gf_rand_normal(const int64_t *sizes, int rank, double mean, double st
     return random_tensor(sizes, rank, GFP_RANDOM_NORMAL, mean, std, dtype, dev, "rand_normal");
 }
 gf_tensor *gf_randn(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *dev) {
+    if (gf_dtype_is_complex(dtype)) return gf_randn_complex(sizes, rank, dtype, dev);
     return gf_rand_normal(sizes, rank, 0.0, 1.0, dtype, dev);
 }
 gf_tensor *gf_bernoulli(const int64_t *sizes, int rank, double p, gf_dtype dtype, gf_device *dev) {

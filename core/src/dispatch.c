@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "complex/complex_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
 
@@ -465,12 +466,13 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
     if (n_in < 0 || n_in > 8 || n_out < 1 || n_out > 4)
         return gf__error(GF_ERR_INVALID, "%s: internal: bad tensor counts", opname);
     gf_device *d = out[0]->storage->device;
-    bool strided = false, any_out = false;
+    bool strided = false, any_out = false, cx = false;
     gfp_op_query q = {.struct_size = sizeof q, .op = (uint32_t)op, .n_inputs = (uint32_t)n_in,
                       .n_outputs = (uint32_t)n_out};
     for (int i = 0; i < n_in; i++) {
         q.input_dtypes[i] = in[i] ? (int32_t)in[i]->dtype : -1;
         if (!in[i]) continue;
+        cx = cx || gf_dtype_is_complex(in[i]->dtype);
         if (in[i]->storage->device != d)
             return gf__error(GF_ERR_DEVICE, "%s: inputs are on %s and %s; move them to one "
                              "device with gf_to_device", opname, in[i]->storage->device->spec,
@@ -479,12 +481,17 @@ launch_impl(gfp_op op, const char *opname, const gf_tensor *const *in, int n_in,
     }
     for (int i = 0; i < n_out; i++) {
         q.output_dtypes[i] = (int32_t)out[i]->dtype;
+        cx = cx || gf_dtype_is_complex(out[i]->dtype);
         if (out[i]->storage->device != d)
             return gf__error(GF_ERR_DEVICE, "%s: outputs on different devices", opname);
         if (!gf__is_contiguous(out[i])) strided = true;
         if (gf__numel(out[i]) > 0) any_out = true;
     }
     if (strided_out) *strided_out = strided;
+    if (__builtin_expect(cx, 0)) {
+        gf_status cs = gf__complex_check_launch(op, opname, &q);
+        if (cs != GF_OK) return cs;
+    }
     if (!any_out) return GF_OK; /* nothing to write */
     q.layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS;
     gf_status s = gf__dev_open(d);

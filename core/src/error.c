@@ -147,12 +147,22 @@ static const struct {
     const char *name;
     size_t size;
     bool is_float;
+    bool is_complex;
+    gf_dtype real;    /* the dtype of the parts (itself when real) */
+    gf_dtype complex; /* the complex dtype of these parts */
 } dtype_table[] = {
-    [GF_F32] = {"f32", 4, true},   [GF_F64] = {"f64", 8, true},  [GF_I32] = {"i32", 4, false},
-    [GF_I64] = {"i64", 8, false},  [GF_BOOL] = {"bool", 1, false}, [GF_F16] = {"f16", 2, true},
-    [GF_BF16] = {"bf16", 2, true},
+    [GF_F32] = {"f32", 4, true, false, GF_F32, GF_C64},
+    [GF_F64] = {"f64", 8, true, false, GF_F64, GF_C128},
+    [GF_I32] = {"i32", 4, false, false, GF_I32, GF_C64},
+    [GF_I64] = {"i64", 8, false, false, GF_I64, GF_C64},
+    [GF_BOOL] = {"bool", 1, false, false, GF_BOOL, GF_C64},
+    [GF_F16] = {"f16", 2, true, false, GF_F16, GF_C64},
+    [GF_BF16] = {"bf16", 2, true, false, GF_BF16, GF_C64},
+    [GF_C64] = {"c64", 8, false, true, GF_F32, GF_C64},
+    [GF_C128] = {"c128", 16, false, true, GF_F64, GF_C128},
 };
 #define N_DTYPES ((int)(sizeof dtype_table / sizeof dtype_table[0]))
+_Static_assert(N_DTYPES == GFP_DTYPE_COUNT, "one row per ABI dtype");
 
 const char *gf_dtype_name(gf_dtype d) {
     return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].name : "?";
@@ -160,6 +170,15 @@ const char *gf_dtype_name(gf_dtype d) {
 size_t gf_dtype_size(gf_dtype d) { return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].size : 0; }
 bool gf_dtype_is_float(gf_dtype d) {
     return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].is_float : false;
+}
+bool gf_dtype_is_complex(gf_dtype d) {
+    return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].is_complex : false;
+}
+gf_dtype gf_dtype_to_real(gf_dtype d) {
+    return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].real : d;
+}
+gf_dtype gf_dtype_to_complex(gf_dtype d) {
+    return ((int)d >= 0 && (int)d < N_DTYPES) ? dtype_table[d].complex : d;
 }
 
 /* ---- environment and logging */

@@ -54,6 +54,8 @@ static bool to_dl_dtype(gf_dtype dt, DLDataType *out) {
     case GF_I32: out->code = kDLInt; out->bits = 32; return true;
     case GF_I64: out->code = kDLInt; out->bits = 64; return true;
     case GF_BOOL: out->code = GF_DL_BOOL; out->bits = 8; return true;
+    case GF_C64:
+    case GF_C128: return false; /* complex interop is not provided yet */
     }
     return false;
 }

@@ -40,6 +40,8 @@ static const char *st_name_of(gf_dtype dt) {
     case GF_F64: return "F64";
     case GF_I32: return "I32";
     case GF_I64: return "I64";
+    case GF_C64:
+    case GF_C128: break; /* safetensors has no complex dtype */
     }
     return NULL;
 }

@@ -50,9 +50,15 @@ static gf_tensor *run_unary_ab(const gf_tensor *x, gfp_op op, const char *name, 
         gf__null_arg(name, "x");
         return NULL;
     }
+    bool cx = gf_dtype_is_complex(x->dtype);
+    if (cx && op == GFP_OP_ABS) return gf__complex_abs(x); /* a real result */
+    if (cx && kind == K_ROUNDING) {
+        gf__complex_refused(name, x->dtype);
+        return NULL;
+    }
     if (kind == K_ROUNDING && !gf_dtype_is_float(x->dtype)) return gf__ret(gf__contig(x));
     gf_dtype in_dt = x->dtype;
-    if (kind == K_FLOAT && !gf_dtype_is_float(in_dt)) in_dt = GF_F32;
+    if (kind == K_FLOAT && !gf_dtype_is_float(in_dt) && !cx) in_dt = GF_F32;
     if (kind == K_NUMERIC && x->dtype == GF_BOOL) {
         gf__error(GF_ERR_DTYPE, "%s: does not take bool tensors; convert with gf_to_dtype", name);
         return NULL;
@@ -166,6 +172,7 @@ gf_tensor *gf_clamp(const gf_tensor *x, double min, double max) {
 }
 
 gf_tensor *gf__clamp_into(gf_tensor *dst, const gf_tensor *x, double min, double max) {
+    if (gf__refuse_complex(x, "gf_clamp") != GF_OK) return NULL;
     if (isnan(min) && isnan(max)) {
         gf__error(GF_ERR_INVALID, "gf_clamp: at least one of min and max must be given (both are "
                   "NAN)");
@@ -192,6 +199,7 @@ gf_tensor *gf__clamp_int_into(gf_tensor *dst, const gf_tensor *x, int64_t min, i
         gf__null_arg("gf_clamp_int", "x");
         return NULL;
     }
+    if (gf__refuse_complex(x, "gf_clamp_int") != GF_OK) return NULL;
     if (gf_dtype_is_float(x->dtype))
         return clamp_run(x, min == INT64_MIN ? NAN : (double)min, max == INT64_MAX ? NAN : (double)max,
                          "gf_clamp_int", dst);
@@ -260,10 +268,14 @@ static gf_tensor *binary(const gf_tensor *a, const gf_tensor *b, gfp_op op, cons
     gf_dtype out = dt;
     switch (kind) {
     case K_FLOAT:
+        if (gf_dtype_is_complex(dt)) {
+            gf__complex_refused(name, dt);
+            return NULL;
+        }
         if (!gf_dtype_is_float(dt)) dt = out = GF_F32;
         break;
     case K_TRUEDIV:
-        if (!gf_dtype_is_float(dt)) dt = out = GF_F32;
+        if (!gf_dtype_is_float(dt) && !gf_dtype_is_complex(dt)) dt = out = GF_F32;
         break;
     case K_NUMERIC:
         if (dt == GF_BOOL) {
@@ -315,7 +327,9 @@ BINARY(gf_logical_or, GFP_OP_LOGICAL_OR, K_LOGICAL)
  * the tensor's dtype. An int64 scalar keeps an integer tensor's dtype, gives
  * i64 with a bool tensor, and takes a float tensor's dtype. Comparisons run
  * in that dtype and give bool. */
-static gf_dtype double_scalar_dtype(gf_dtype x) { return gf_dtype_is_float(x) ? x : GF_F32; }
+static gf_dtype double_scalar_dtype(gf_dtype x) {
+    return gf_dtype_is_float(x) || gf_dtype_is_complex(x) ? x : GF_F32;
+}
 
 static gf_tensor *with_scalar(const gf_tensor *x, double s, bool scalar_first, binary_to_fn fn,
                               const char *name, gf_tensor *dst) {
@@ -344,7 +358,7 @@ static gf_tensor *int_scalar(int64_t v, gf_dtype dt, gf_device *dev, const char 
                   "convert the tensor with gf_to_dtype(x, GF_I64) first", name, (long long)v);
         return NULL;
     }
-    if (gf_dtype_is_float(dt)) return gf__scalar((double)v, dt, dev);
+    if (gf_dtype_is_float(dt) || gf_dtype_is_complex(dt)) return gf__scalar((double)v, dt, dev);
     gf_tensor *t = gf__empty(NULL, 0, dt, dev);
     if (!t) return NULL;
     unsigned char pat[8];
@@ -430,7 +444,8 @@ gf_tensor *gf_pow_scalar_int(const gf_tensor *x, int64_t s) {
         gf__null_arg("gf_pow_scalar_int", "x");
         return NULL;
     }
-    if (gf_dtype_is_float(x->dtype)) return gf_pow_scalar(x, (double)s);
+    if (gf_dtype_is_float(x->dtype) || gf_dtype_is_complex(x->dtype))
+        return gf_pow_scalar(x, (double)s);
     if (s < 0) {
         gf__error(GF_ERR_INVALID, "gf_pow_scalar_int: integers to negative integer powers are "
                   "not allowed (%s tensor, exponent %lld); convert the tensor to a float dtype "

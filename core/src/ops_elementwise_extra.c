@@ -90,7 +90,9 @@ static bool null_check(const char *op, const gf_tensor *x, const char *name) {
 
 /* x in a float dtype: x itself, or in f32 for integer and bool x. */
 static gf_tensor *as_float(const gf_tensor *x) {
-    return gf_dtype_is_float(x->dtype) ? gf_tensor_retain((gf_tensor *)x) : gf_to_dtype(x, GF_F32);
+    return gf_dtype_is_float(x->dtype) || gf_dtype_is_complex(x->dtype)
+               ? gf_tensor_retain((gf_tensor *)x)
+               : gf_to_dtype(x, GF_F32);
 }
 
 static gf_tensor *zero_of(tmps *L, const gf_tensor *like) {
@@ -610,7 +612,9 @@ static gf_tensor *const_bool(const gf_tensor *x, bool value) {
 
 gf_tensor *gf_isnan(const gf_tensor *x) {
     if (!null_check("gf_isnan", x, "x")) return NULL;
-    return gf_dtype_is_float(x->dtype) ? gf_ne(x, x) : const_bool(x, false);
+    /* complex: NaN in either part (z != z then, as C99 compares them) */
+    return gf_dtype_is_float(x->dtype) || gf_dtype_is_complex(x->dtype) ? gf_ne(x, x)
+                                                                       : const_bool(x, false);
 }
 
 gf_tensor *gf_isposinf(const gf_tensor *x) {
@@ -625,7 +629,8 @@ gf_tensor *gf_isneginf(const gf_tensor *x) {
 
 gf_tensor *gf_isinf(const gf_tensor *x) {
     if (!null_check("gf_isinf", x, "x")) return NULL;
-    if (!gf_dtype_is_float(x->dtype)) return const_bool(x, false);
+    if (!gf_dtype_is_float(x->dtype) && !gf_dtype_is_complex(x->dtype))
+        return const_bool(x, false); /* complex: |z| is inf iff a part is */
     BEGIN;
     gf_tensor *y = T(gf_eq_scalar(T(gf_abs(x)), INFINITY));
     END(y);
@@ -633,6 +638,12 @@ gf_tensor *gf_isinf(const gf_tensor *x) {
 
 gf_tensor *gf_isfinite(const gf_tensor *x) {
     if (!null_check("gf_isfinite", x, "x")) return NULL;
+    if (gf_dtype_is_complex(x->dtype)) { /* both parts finite (|z| may overflow) */
+        BEGIN;
+        gf_tensor *y = T(gf_logical_and(T(gf_isfinite(T(gf_real(x)))),
+                                        T(gf_isfinite(T(gf_imag(x))))));
+        END(y);
+    }
     if (!gf_dtype_is_float(x->dtype)) return const_bool(x, true);
     BEGIN;
     gf_tensor *y = T(gf_lt_scalar(T(gf_abs(x)), INFINITY));
@@ -771,6 +782,12 @@ static gf_tensor *half_exp_abs(tmps *L, gf_tensor *xb) {
 
 static gf_tensor *sinh_cosh(const gf_tensor *x, bool is_sinh, const char *op) {
     if (!null_check(op, x, "x")) return NULL;
+    if (gf_dtype_is_complex(x->dtype)) { /* (e^z -+ e^-z) / 2, differentiable through exp */
+        BEGIN;
+        gf_tensor *ep = T(gf_exp(x)), *em = T(gf_exp(T(gf_neg(x))));
+        gf_tensor *y = T(gf_mul_scalar(T(is_sinh ? gf_sub(ep, em) : gf_add(ep, em)), 0.5));
+        END(y);
+    }
     BEGIN;
     gf_tensor *xf = T(as_float(x));
     gf_tensor *zero = zero_of(L, xf);

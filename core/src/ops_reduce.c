@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "complex/complex_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -134,6 +135,7 @@ static gf_tensor *reduce_run(gfp_op op, const char *name, const gf_tensor *x, ui
 
 static gf_status check_float(const gf_tensor *x, const char *op) {
     if (gf_dtype_is_float(x->dtype)) return GF_OK;
+    if (gf_dtype_is_complex(x->dtype)) return gf__complex_refused(op, x->dtype);
     return gf__error(GF_ERR_DTYPE,
                      "%s: input must have a float dtype, got %s; convert it first with "
                      "gf_to_dtype(x, GF_F32)", op, gf_dtype_name(x->dtype));
@@ -151,6 +153,9 @@ static gf_tensor *reduce_op(gfp_op op, const char *name, const gf_tensor *x, con
     gf_dtype out_dtype = x->dtype;
     switch (op) {
     case GFP_OP_MEAN:
+        if (gf_dtype_is_complex(x->dtype)) break; /* complex mean: as PyTorch */
+        if (check_float(x, name) != GF_OK) return NULL;
+        break;
     case GFP_OP_VAR:
     case GFP_OP_LOGSUMEXP:
         if (check_float(x, name) != GF_OK) return NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "complex/complex_internal.h"
 #include "shape_internal.h"
 
 /* ------------------------------------------------------------ host sort */
@@ -136,7 +137,8 @@ static gf_tensor *index_tensor(const gf_tensor *x, int d, const int64_t *v, int6
 }
 
 static bool sort_args(const char *op, const gf_tensor *x, int dim, int *d) {
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return false;
+    if (sh_null(op, x, "x") || gf__refuse_complex(x, op) != GF_OK || !sh_check_dtype(x, op, false))
+        return false;
     *d = gf__norm_dim(dim, x->rank, op);
     return *d >= 0;
 }

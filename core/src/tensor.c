@@ -327,6 +327,10 @@ gf_status gf_tensor_get(const gf_tensor *t, const int64_t *index, double *value)
     if (!t) return gf__null_arg("gf_tensor_get", "t");
     if ((!index && t->rank) || !value) return gf__null_arg_of("gf_tensor_get", !value ? "value" : "index",
                         !value ? GF__ARG_OUT : GF__ARG_ARRAY);
+    if (gf_dtype_is_complex(t->dtype))
+        return gf__error(GF_ERR_DTYPE, "gf_tensor_get: dtype %s is complex and cannot be read as "
+                         "one double; use gf_tensor_get_complex or gf_tensor_item_complex",
+                         gf_dtype_name(t->dtype));
     if (gf_dtype_size(t->dtype) > 8 || t->dtype == GF_F16 || t->dtype == GF_BF16)
         return gf__error(GF_ERR_DTYPE, "gf_tensor_get: dtype %s cannot be read as a double",
                          gf_dtype_name(t->dtype));

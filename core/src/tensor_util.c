@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "complex/complex_internal.h"
 #include "internal.h"
 
 static int promote_rank(gf_dtype d) {
@@ -14,12 +15,15 @@ static int promote_rank(gf_dtype d) {
     case GF_BF16: return 3;
     case GF_F32: return 4;
     case GF_F64: return 5;
+    case GF_C64:
+    case GF_C128: break; /* gf__promote_complex */
     }
     return 0;
 }
 
 gf_dtype gf__promote(gf_dtype a, gf_dtype b) {
     if (a == b) return a;
+    if (gf_dtype_is_complex(a) || gf_dtype_is_complex(b)) return gf__promote_complex(a, b);
     if ((a == GF_F16 && b == GF_BF16) || (a == GF_BF16 && b == GF_F16)) return GF_F32;
     return promote_rank(a) >= promote_rank(b) ? a : b;
 }
@@ -66,6 +70,10 @@ gf_tensor *gf__expand_to(const gf_tensor *t, const int64_t *sizes, int rank) {
 }
 
 gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
+    if (gf_dtype_is_complex(src->dtype) && !gf_dtype_is_complex(dst->dtype))
+        return gf__error(GF_ERR_DTYPE, "cannot convert %s to %s: a complex value does not fit a "
+                         "real dtype; take its parts with gf_real / gf_imag or its modulus with "
+                         "gf_abs", gf_dtype_name(src->dtype), gf_dtype_name(dst->dtype));
     /* Same dtype, same shape, both dense, different storages: a byte copy
      * (the plugin's buffer_copy, or its documented default). */
     if (src->dtype == dst->dtype && src->rank == dst->rank && src->storage != dst->storage &&
@@ -105,7 +113,8 @@ gf_status gf__check_value(double value, gf_dtype dtype, const char *op) {
 gf_status gf__fill(gf_tensor *t, double value) {
     gf_status chk = gf__check_value(value, t->dtype, "fill");
     if (chk != GF_OK) return chk;
-    if (gf__is_contiguous(t) && t->dtype != GF_F16 && t->dtype != GF_BF16) {
+    if (gf__is_contiguous(t) && t->dtype != GF_F16 && t->dtype != GF_BF16 &&
+        !gf_dtype_is_complex(t->dtype)) {
         /* A dense fill is a byte pattern: the plugin's buffer_fill (or its
          * documented default). */
         unsigned char pat[8];
@@ -177,6 +186,34 @@ static void extent(const gf_tensor *t, uint64_t *lo, uint64_t *hi) {
 }
 
 static void convert(void *dst, gf_dtype dd, const void *src, gf_dtype sd) {
+    if (sd == dd) { /* exact for every dtype */
+        memcpy(dst, src, gf_dtype_size(dd));
+        return;
+    }
+    if (gf_dtype_is_complex(dd)) { /* real or complex in: re, then im (0 for a real) */
+        double re = 0, im = 0;
+        if (sd == GF_C64) {
+            float f[2];
+            memcpy(f, src, 8);
+            re = f[0];
+            im = f[1];
+        } else if (sd == GF_C128) {
+            double d[2];
+            memcpy(d, src, 16);
+            re = d[0];
+            im = d[1];
+        } else {
+            convert(&re, GF_F64, src, sd);
+        }
+        if (dd == GF_C64) {
+            float f[2] = {(float)re, (float)im};
+            memcpy(dst, f, 8);
+        } else {
+            double d[2] = {re, im};
+            memcpy(dst, d, 16);
+        }
+        return;
+    }
     bool s_int = sd == GF_I32 || sd == GF_I64 || sd == GF_BOOL;
     int64_t iv = 0;
     double fv = 0;

@@ -291,6 +291,8 @@ MPI_Datatype gd_mpi_type(gf_dtype dtype) {
     case GF_BOOL: return MPI_UINT8_T; /* graft's bool is one byte, 0 or 1 */
     case GF_F16:
     case GF_BF16: return MPI_UINT16_T;
+    case GF_C64: return MPI_C_FLOAT_COMPLEX;
+    case GF_C128: return MPI_C_DOUBLE_COMPLEX;
     }
     return MPI_DATATYPE_NULL;
 }
@@ -301,7 +303,7 @@ MPI_Op gd_mpi_op(gf_dtype dtype, gf_reduce_op op, const char *fn) {
                  fn, (int)op);
         return MPI_OP_NULL;
     }
-    if (op == GF_REDUCE_MEAN && !gf_dtype_is_float(dtype)) {
+    if (op == GF_REDUCE_MEAN && !gf_dtype_is_float(dtype) && !gf_dtype_is_complex(dtype)) {
         gd_error(GF_ERR_DTYPE, "%s: GF_REDUCE_MEAN of a %s tensor would not be exact: reduce "
                  "with GF_REDUCE_SUM and divide, or convert to a float dtype first", fn,
                  gf_dtype_name(dtype));
@@ -316,6 +318,13 @@ MPI_Op gd_mpi_op(gf_dtype dtype, gf_reduce_op op, const char *fn) {
     case GF_F64:
     case GF_I32:
     case GF_I64: return k == 0 ? MPI_SUM : k == 1 ? MPI_MAX : MPI_MIN;
+    case GF_C64:
+    case GF_C128:
+        if (k == 0) return MPI_SUM;
+        gd_error(GF_ERR_DTYPE, "%s: GF_REDUCE_MAX / MIN are not defined for complex tensors (%s "
+                 "has no ordering); reduce gf_real / gf_abs of it instead", fn,
+                 gf_dtype_name(dtype));
+        return MPI_OP_NULL;
     }
     gd_error(GF_ERR_DTYPE, "%s: unknown dtype %d", fn, (int)dtype);
     return MPI_OP_NULL;
@@ -328,6 +337,12 @@ void gd_scale_host(void *data, int64_t n, gf_dtype dtype, double div) {
         break;
     case GF_F64:
         for (int64_t i = 0; i < n; i++) ((double *)data)[i] /= div;
+        break;
+    case GF_C64: /* both parts */
+        for (int64_t i = 0; i < 2 * n; i++) ((float *)data)[i] = (float)(((float *)data)[i] / div);
+        break;
+    case GF_C128:
+        for (int64_t i = 0; i < 2 * n; i++) ((double *)data)[i] /= div;
         break;
     case GF_F16:
         for (int64_t i = 0; i < n; i++) {

@@ -98,6 +98,8 @@ const char *pk_dtype_name(int32_t dtype) {
     case GFP_BOOL: return "bool";
     case GFP_F16: return "f16";
     case GFP_BF16: return "bf16";
+    case GFP_C64: return "c64";
+    case GFP_C128: return "c128";
     default: return "unknown";
     }
 }
@@ -107,7 +109,9 @@ size_t pk_dtype_size(int32_t dtype) {
     case GFP_F32:
     case GFP_I32: return 4;
     case GFP_F64:
-    case GFP_I64: return 8;
+    case GFP_I64:
+    case GFP_C64: return 8;
+    case GFP_C128: return 16;
     case GFP_BOOL: return 1;
     case GFP_F16:
     case GFP_BF16: return 2;

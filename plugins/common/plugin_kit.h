@@ -237,6 +237,7 @@ int64_t pk_pool2d_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t 
 #define PK_DT(d) GFP_DTYPE_BIT(d)
 #define PK_DT_FLOAT (PK_DT(GFP_F32) | PK_DT(GFP_F64))
 #define PK_DT_INT (PK_DT(GFP_I32) | PK_DT(GFP_I64))
+#define PK_DT_COMPLEX (PK_DT(GFP_C64) | PK_DT(GFP_C128))
 /* dt is a dtype of the set. */
 bool pk_dtype_in(int32_t dt, uint32_t dtypes);
 /* t has rank `rank` and sizes[0, rank). */

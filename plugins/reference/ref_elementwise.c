@@ -24,6 +24,8 @@ static uint32_t inputs_of(uint32_t op) { return gfp_op_lookup(op)->in_min; }
 #define DT_FLOAT (DT_BIT(GFP_F32) | DT_BIT(GFP_F64))
 #define DT_NUMERIC (DT_FLOAT | DT_BIT(GFP_I32) | DT_BIT(GFP_I64))
 #define DT_ALL (DT_NUMERIC | DT_BIT(GFP_BOOL))
+/* What byte-copying kernels (TRIL/TRIU, WHERE) take: every stored dtype. */
+#define DT_STORED (DT_ALL | PK_DT_COMPLEX)
 
 /* The dtypes an op of kind UNARY or BINARY computes in. */
 static uint32_t arith_dtypes(uint32_t op) {
@@ -35,12 +37,22 @@ static bool in_set(int32_t d, uint32_t set) {
 }
 
 /* True when launch runs op with these dtypes (counts already match). */
+static bool any_complex(uint32_t op, const int32_t *in, const int32_t *out) {
+    uint32_t n = inputs_of(op);
+    for (uint32_t i = 0; i < n; i++)
+        if (ref_is_complex(in[i])) return true;
+    return ref_is_complex(out[0]);
+}
+
 static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
-    switch (kind_of(op)) {
+    ew_kind k = kind_of(op);
+    if (k != PK_EW_TRI && k != PK_EW_WHERE && any_complex(op, in, out))
+        return ref_complex_accepts(op, in, out); /* ref_complex.c */
+    switch (k) {
     case PK_EW_COPY: return in_set(in[0], DT_ALL) && in_set(out[0], DT_ALL);
     case PK_EW_FILL: return in_set(out[0], DT_ALL);
     case PK_EW_ARANGE: return in_set(out[0], DT_NUMERIC);
-    case PK_EW_TRI: return in_set(out[0], DT_ALL) && in[0] == out[0];
+    case PK_EW_TRI: return in_set(out[0], DT_STORED) && in[0] == out[0];
     case PK_EW_UNARY: return in_set(out[0], arith_dtypes(op)) && in[0] == out[0];
     case PK_EW_LOGICAL_NOT: return in_set(in[0], DT_ALL) && out[0] == GFP_BOOL;
     case PK_EW_BINARY:
@@ -49,7 +61,8 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
     case PK_EW_LOGICAL:
         return in_set(in[0], DT_ALL) && in_set(in[1], DT_ALL) && out[0] == GFP_BOOL;
     case PK_EW_WHERE:
-        return in[0] == GFP_BOOL && in_set(out[0], DT_ALL) && in[1] == out[0] && in[2] == out[0];
+        return in[0] == GFP_BOOL && in_set(out[0], DT_STORED) && in[1] == out[0] &&
+               in[2] == out[0];
     default: return false;
     }
 }
@@ -453,6 +466,13 @@ static gfp_status unsupported(uint32_t op, const char *name, const gfp_tensor *c
                               uint32_t n_in, const gfp_tensor *y) {
     char ins[64];
     pk_dtypes_text(in, n_in, ins, sizeof ins);
+    bool cx = ref_is_complex(y->dtype);
+    for (uint32_t i = 0; i < n_in; i++) cx = cx || (in[i] && ref_is_complex(in[i]->dtype));
+    if (cx && kind_of(op) != PK_EW_TRI && kind_of(op) != PK_EW_WHERE)
+        return pk_fail(GFP_ERR_UNSUPPORTED,
+                       "%s: the reference plugin does not provide it for input dtype(s) (%s) and "
+                       "output dtype %s; with complex dtypes it takes %s",
+                       name, ins, pk_dtype_name(y->dtype), ref_complex_accepted_text(op));
     return pk_fail(GFP_ERR_UNSUPPORTED,
                     "%s: the reference plugin does not provide it for input dtype(s) (%s) and "
                     "output dtype %s; it takes %s",
@@ -479,6 +499,8 @@ gfp_status ref_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     st = pk_check_elementwise(op, in, n_in, out[0]);
     if (st != GFP_OK) return st;
     if (pk_numel(out[0]) == 0) return GFP_OK;
+    if (kind != PK_EW_TRI && kind != PK_EW_WHERE && any_complex(op, in_dt, out_dt))
+        return ref_complex_run(op, t, (int)n_in + 1, params);
 
     switch (kind) {
     case PK_EW_COPY: run_copy(t); return GFP_OK;

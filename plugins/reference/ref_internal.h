@@ -77,6 +77,22 @@ void ref_store(const gfp_tensor *t, int64_t off, double v);
 int64_t ref_load_i64(const gfp_tensor *t, int64_t off);
 void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v);
 
+/* ---- complex dtypes (ref_complex.c) */
+/* ref_complex.c includes <complex.h>; the other files see the values as
+ * the C99 type too. */
+#include <complex.h>
+bool ref_is_complex(int32_t dtype);
+/* Element at off as a complex number (a real dtype gives value + 0i). */
+double complex ref_load_c(const gfp_tensor *t, int64_t off);
+/* Stores v, rounding each part once; a real t takes the real part. */
+void ref_store_c(const gfp_tensor *t, int64_t off, double complex v);
+/* The elementwise family on complex dtypes: what it takes (dtype arrays as
+ * in gfp_op_query), that said for a message, and the kernel (t[0] the
+ * output, t[1..n) the inputs, of the output's shape; numel > 0). */
+bool ref_complex_accepts(uint32_t op, const int32_t *in, const int32_t *out);
+const char *ref_complex_accepted_text(uint32_t op);
+gfp_status ref_complex_run(uint32_t op, const gfp_tensor *const *t, int n, const void *params);
+
 /* Neumaier's compensated sum: the rounding error of every addition is
  * carried apart, so the result is close to the exact sum rounded once. */
 typedef struct ref_ksum {

@@ -4,14 +4,14 @@
  * core expresses broadcast batch dims as stride 0. Floating products are
  * accumulated in double and rounded once, which makes this the more accurate
  * answer that faster devices (accumulating in the input dtype) are compared
- * against. Integer products wrap modulo 2^64 and narrow on store. */
+ * against. Complex products accumulate in double complex. Integer products wrap modulo 2^64 and narrow on store. */
 #include <stddef.h>
 
 #include "ref_internal.h"
 
 uint32_t ref_matmul_support(const gfp_op_query *q) {
     return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                               PK_DT_FLOAT | PK_DT_INT)
+                               PK_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -19,7 +19,7 @@ uint32_t ref_matmul_support(const gfp_op_query *q) {
 gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
+    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX);
     if (st != GFP_OK) return st;
 
     int r = a->rank;
@@ -28,7 +28,7 @@ gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     int64_t b_k = b->strides[r - 2], b_n = b->strides[r - 1];
     int64_t y_m = y->strides[r - 2], y_n = y->strides[r - 1];
     if (pk_numel(y) == 0) return GFP_OK;
-    bool is_float = pk_is_float(a->dtype);
+    bool is_float = pk_is_float(a->dtype), is_complex = ref_is_complex(a->dtype);
 
     /* idx walks the batch dims; its last two entries stay 0, so ref_offset
      * gives the offset of each operand's [0, 0] element in that batch. */
@@ -38,7 +38,13 @@ gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         for (int64_t i = 0; i < m_size; i++) {
             for (int64_t j = 0; j < n_size; j++) {
                 int64_t yoff = y0 + i * y_m + j * y_n;
-                if (is_float) {
+                if (is_complex) { /* plain products: no conjugation */
+                    double complex acc = 0;
+                    for (int64_t k = 0; k < k_size; k++)
+                        acc += ref_load_c(a, a0 + i * a_m + k * a_k) *
+                               ref_load_c(b, b0 + k * b_k + j * b_n);
+                    ref_store_c(y, yoff, acc);
+                } else if (is_float) {
                     double acc = 0;
                     for (int64_t k = 0; k < k_size; k++)
                         acc += ref_load(a, a0 + i * a_m + k * a_k) *

@@ -17,7 +17,16 @@
  * all. */
 #define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
+/* Complex inputs: SUM, MEAN and PROD only (the others need an order), the
+ * output of the input's dtype. */
+static bool complex_ok(uint32_t op, int32_t in, int32_t out) {
+    return (op == GFP_OP_SUM || op == GFP_OP_MEAN || op == GFP_OP_PROD) && out == in;
+}
+
 uint32_t ref_reduce_support(const gfp_op_query *q) {
+    if (ref_is_complex(q->input_dtypes[0]) || ref_is_complex(q->output_dtypes[0]))
+        return complex_ok(q->op, q->input_dtypes[0], q->output_dtypes[0]) ? GFP_SUPPORT_STRIDED
+                                                                          : GFP_SUPPORT_NONE;
     int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
     return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
                                REDUCE_DTYPES, PK_DT_FLOAT)
@@ -165,13 +174,38 @@ static int64_t arg_extreme(const line *l, bool largest, bool is_float) {
     return best;
 }
 
+/* Complex SUM / MEAN / PROD in double complex; sums compensate each part. */
+static double complex reduce_complex(uint32_t op, const line *l) {
+    if (op == GFP_OP_PROD) {
+        double complex p = 1.0;
+        for (int64_t j = 0; j < l->n; j++) p *= ref_load_c(l->x, line_offset(l, j));
+        return p;
+    }
+    if (op == GFP_OP_MEAN && l->n == 0) return CMPLX(NAN, NAN);
+    ref_ksum re = {0, 0}, im = {0, 0};
+    for (int64_t j = 0; j < l->n; j++) {
+        double complex v = ref_load_c(l->x, line_offset(l, j));
+        ref_ksum_add(&re, creal(v));
+        ref_ksum_add(&im, cimag(v));
+    }
+    double complex s = CMPLX(ref_ksum_value(&re), ref_ksum_value(&im));
+    return op == GFP_OP_MEAN ? s / (double)l->n : s;
+}
+
 /* ------------------------------------------------------------------ launch */
 gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     bool by_dim = pk_reduce_by_dim(op);
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *indices = by_dim ? out[1] : NULL;
-    gfp_status st = pk_check_reduce(op, params, x, y, indices, REDUCE_DTYPES, PK_DT_FLOAT);
+    bool cx = ref_is_complex(x->dtype);
+    if (cx && !complex_ok(op, x->dtype, y->dtype))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the reference plugin takes complex dtypes for "
+                       "sum, mean and prod only, with the input's dtype as output (got %s in, "
+                       "%s out)", pk_op_name(op), pk_dtype_name(x->dtype), pk_dtype_name(y->dtype));
+    gfp_status st = pk_check_reduce(op, params, x, y, indices,
+                                    REDUCE_DTYPES | (cx ? PK_DT_COMPLEX : 0u),
+                                    PK_DT_FLOAT | (cx ? PK_DT_COMPLEX : 0u));
     if (st != GFP_OK) return st;
 
     line l = {.x = x, .n = 1};
@@ -186,7 +220,9 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     do {
         l.base = ref_offset(x, idx);
         int64_t yoff = ref_offset(y, idx);
-        if (by_dim) {
+        if (cx) {
+            ref_store_c(y, yoff, reduce_complex(op, &l));
+        } else if (by_dim) {
             int64_t at = arg_extreme(&l, op == GFP_OP_MAX_DIM, is_float);
             /* Copy the winner itself: exact for every dtype, NaN included. */
             if (is_float)

@@ -85,6 +85,14 @@ static inline void dt_put(void *buf, gf_dtype dt, int64_t i, double v) {
     case GF_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
     case GF_F16:
     case GF_BF16: ((uint16_t *)buf)[i] = dt_to_half(v, dt); break;
+    case GF_C64: /* v + 0i */
+        ((float *)buf)[2 * i] = (float)v;
+        ((float *)buf)[2 * i + 1] = 0;
+        break;
+    case GF_C128:
+        ((double *)buf)[2 * i] = v;
+        ((double *)buf)[2 * i + 1] = 0;
+        break;
     }
 }
 
@@ -97,6 +105,8 @@ static inline double dt_get(const void *buf, gf_dtype dt, int64_t i) {
     case GF_BOOL: return ((const uint8_t *)buf)[i];
     case GF_F16:
     case GF_BF16: return dt_from_half(((const uint16_t *)buf)[i], dt);
+    case GF_C64: return ((const float *)buf)[2 * i]; /* the real part */
+    case GF_C128: return ((const double *)buf)[2 * i];
     }
     return 0;
 }

@@ -58,7 +58,9 @@ static void test_dtype_values(void) {
     CHECK(GFP_BOOL == 4);
     CHECK(GFP_F16 == 5);
     CHECK(GFP_BF16 == 6);
-    CHECK(GFP_DTYPE_COUNT == 7);
+    CHECK(GFP_C64 == 7);
+    CHECK(GFP_C128 == 8);
+    CHECK(GFP_DTYPE_COUNT == 9);
     CHECK(GFP_DTYPE_BIT(GFP_F32) == 0x1u);
     CHECK(GFP_DTYPE_BIT(GFP_BOOL) == 0x10u);
     CHECK(GFP_DTYPE_BIT(GFP_BF16) == 0x40u);
@@ -70,6 +72,8 @@ static void test_dtype_values(void) {
     CHECK((int)GF_BOOL == (int)GFP_BOOL);
     CHECK((int)GF_F16 == (int)GFP_F16);
     CHECK((int)GF_BF16 == (int)GFP_BF16);
+    CHECK((int)GF_C64 == (int)GFP_C64);
+    CHECK((int)GF_C128 == (int)GFP_C128);
 }
 
 static void test_other_constants(void) {

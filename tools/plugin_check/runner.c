@@ -42,7 +42,9 @@ void pc_label(pc_case *c, const char *fmt, ...) {
     va_end(ap);
 }
 
-uint32_t pc_stored_dtypes(uint32_t dtypes) { return dtypes & ((1u << GFP_DTYPE_COUNT) - 1u); }
+/* The checker's cases cover the real dtypes; complex ones (c64, c128) are
+ * not generated yet, so a plugin that stores them is checked on the rest. */
+uint32_t pc_stored_dtypes(uint32_t dtypes) { return dtypes & ((1u << GFP_C64) - 1u); }
 
 int pc_combos_same(uint32_t dtypes, uint32_t n_in, uint32_t n_out, pc_combo *out, int max) {
     int n = 0;

@@ -18,7 +18,9 @@ size_t pc_dtype_size(int32_t dt) {
     case GFP_F32:
     case GFP_I32: return 4;
     case GFP_F64:
-    case GFP_I64: return 8;
+    case GFP_I64:
+    case GFP_C64: return 8;
+    case GFP_C128: return 16;
     case GFP_BOOL: return 1;
     case GFP_F16:
     case GFP_BF16: return 2;
@@ -27,7 +29,9 @@ size_t pc_dtype_size(int32_t dt) {
 }
 
 const char *pc_dtype_name(int32_t dt) {
-    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16"};
+    static const char *const names[] = {"f32", "f64", "i32", "i64", "bool", "f16", "bf16",
+                                          "c64", "c128"};
+    _Static_assert(sizeof names / sizeof names[0] == GFP_DTYPE_COUNT, "a name per dtype");
     if (dt == -1) return "-";
     return dt >= 0 && dt < GFP_DTYPE_COUNT ? names[dt] : "?";
 }

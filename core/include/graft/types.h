@@ -41,7 +41,11 @@ typedef enum gf_dtype {
     GF_I64 = 3,
     GF_BOOL = 4,
     GF_F16 = 5,  /* storage only, on plugins that declare it */
-    GF_BF16 = 6
+    GF_BF16 = 6,
+    /* Complex: interleaved (re, im) as C99's float complex / double complex;
+     * on plugins that declare them (the reference plugin does). */
+    GF_C64 = 7,
+    GF_C128 = 8
 } gf_dtype;
 
 #define GF_MAX_RANK 8
@@ -50,7 +54,17 @@ typedef enum gf_dtype {
 GF_API const char *gf_dtype_name(gf_dtype dtype);
 /* Bytes per element, 0 for an unknown dtype. */
 GF_API size_t gf_dtype_size(gf_dtype dtype);
+/* True for the real floating-point dtypes (f32, f64, f16, bf16); false for
+ * complex ones, which gf_dtype_is_complex names. */
 GF_API bool gf_dtype_is_float(gf_dtype dtype);
+/* True for c64 and c128. */
+GF_API bool gf_dtype_is_complex(gf_dtype dtype);
+/* The real dtype of a complex one's parts (c64 -> f32, c128 -> f64); a
+ * real dtype is returned unchanged. */
+GF_API gf_dtype gf_dtype_to_real(gf_dtype dtype);
+/* The complex dtype whose parts have this real dtype (f32 -> c64, f64 ->
+ * c128; f16, bf16, integers and bool -> c64); a complex dtype unchanged. */
+GF_API gf_dtype gf_dtype_to_complex(gf_dtype dtype);
 
 /* The calling thread's last error message ("" when none). Never NULL; valid
  * until the thread's next failing graft call. */

@@ -13,7 +13,7 @@ static gf_status copy_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **
     const copy_ctx *c = GF_NODE_CTX(n, copy_ctx);
     gf_tensor *g = gf_tensor_retain(grads[0]);
     if (g->dtype != c->dtype) {
-        gf_tensor *t = gf_to_dtype(g, c->dtype);
+        gf_tensor *t = gf__grad_to_dtype(g, c->dtype);
         gf_tensor_release(g);
         g = t;
     }

@@ -39,7 +39,7 @@ static gf_tensor *to_input(const gf_tensor *g, const int64_t *sizes, int rank, g
     gf_tensor *r = gf__ag_sum_to(g, sizes, rank);
     if (r && r->dtype != dt) {
         int saved = gf__scope_suspend();
-        gf_tensor *c = gf_to_dtype(r, dt);
+        gf_tensor *c = gf__grad_to_dtype(r, dt);
         gf__scope_resume(saved);
         gf_tensor_release(r);
         r = c;
@@ -173,7 +173,15 @@ static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
         return s;
     }
     gf_scope_begin();
-    gf_tensor *r = gf_scope_keep(unary_formula(c, n->name, grads[0], x, y));
+    /* A holomorphic f with real coefficients has conj(f'(z)) = f'(conj z),
+     * so PyTorch's g * conj(f'(z)) is the real formula on conj(x), conj(y)
+     * (the ops below refuse complex before recording: no other op needs
+     * more). */
+    gf_tensor *xc = x, *yc = y;
+    if (x && gf_dtype_is_complex(x->dtype)) xc = gf__ret(gf__conj_if_complex(x));
+    if (y && gf_dtype_is_complex(y->dtype)) yc = gf__ret(gf__conj_if_complex(y));
+    gf_tensor *r = (x && !xc) || (y && !yc) ? NULL : unary_formula(c, n->name, grads[0], xc, yc);
+    r = gf_scope_keep(r);
     gf_scope_end();
     gf_tensor_release(x);
     gf_tensor_release(y);
@@ -285,6 +293,21 @@ static void pow_grads(gf_tensor *g, gf_tensor *a, gf_tensor *b, gf_tensor *y, bo
     }
 }
 
+/* pow_grads for complex (a, b, y already conjugated): PyTorch's rules with
+ * the conditions on b's real part (0 where b == 0; for the exponent, 0
+ * where a == 0 and re(b) >= 0). */
+static void complex_pow_grads(gf_tensor *g, gf_tensor *a, gf_tensor *b, gf_tensor *y, bool need_a,
+                              bool need_b, gf_tensor **ga, gf_tensor **gb) {
+    if (need_a) {
+        gf_tensor *d = gf_mul(b, gf_pow(a, gf_sub_scalar(b, 1.0)));
+        *ga = gf_where(gf_eq_scalar(b, 0.0), zero_of(g), gf_mul(g, d));
+    }
+    if (need_b) {
+        gf_tensor *at_zero = gf_logical_and(gf_eq_scalar(a, 0.0), gf_ge_scalar(gf_real(b), 0.0));
+        *gb = gf_mul(g, gf_where(at_zero, zero_of(g), gf_mul(y, gf_log(a))));
+    }
+}
+
 /* Unreduced gradients of a and b (of the broadcast shape, or g itself);
  * inside a scope. */
 static void binary_formula(const binary_ctx *c, const char *name, gf_tensor *g, gf_tensor *a,
@@ -341,7 +364,19 @@ static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     bool need_a = n->next[0].node != NULL, need_b = n->next[1].node != NULL;
     gf_tensor *ga = NULL, *gb = NULL;
     gf_scope_begin();
-    binary_formula(c, n->name, grads[0], a, b, y, need_a, need_b, &ga, &gb);
+    /* Complex: mul, div and pow are holomorphic in each argument, so
+     * g * conj(dy/da) is the real formula on the conjugates. */
+    bool cx = gf_dtype_is_complex(grads[0]->dtype);
+    gf_tensor *ac = cx && a ? gf__ret(gf__conj_if_complex(a)) : a;
+    gf_tensor *bc = cx && b ? gf__ret(gf__conj_if_complex(b)) : b;
+    gf_tensor *yc = cx && y ? gf__ret(gf__conj_if_complex(y)) : y;
+    if ((a && !ac) || (b && !bc) || (y && !yc)) {
+        /* a conjugate failed: ga, gb stay NULL and the error is reported below */
+    } else if (cx && c->op == GFP_OP_POW) {
+        complex_pow_grads(grads[0], ac, bc, yc, need_a, need_b, &ga, &gb);
+    } else {
+        binary_formula(c, n->name, grads[0], ac, bc, yc, need_a, need_b, &ga, &gb);
+    }
     gf_tensor *ra = (need_a && ga) ? to_input(ga, c->a_sizes, c->a_rank, c->a_dtype) : NULL;
     gf_tensor *rb = (need_b && gb) ? to_input(gb, c->b_sizes, c->b_rank, c->b_dtype) : NULL;
     gf_scope_end();

@@ -24,7 +24,7 @@ static gf_tensor *to_input(const extra_ctx *c, int i, const gf_tensor *g) {
     gf_tensor *r = gf__ag_sum_to(g, c->sizes[i], c->rank[i]);
     if (r && r->dtype != c->dtype[i]) {
         int saved = gf__scope_suspend();
-        gf_tensor *t = gf_to_dtype(r, c->dtype[i]);
+        gf_tensor *t = gf__grad_to_dtype(r, c->dtype[i]);
         gf__scope_resume(saved);
         gf_tensor_release(r);
         r = t;

@@ -189,7 +189,7 @@ static gf_status cat_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
         int64_t empty = 0;
         gf_tensor *r = p->skipped ? zeros_as(grads[0], &empty, 1)
                                   : gf_narrow(grads[0], c->dim, p->start, p->len);
-        if (r && gf_tensor_dtype(r) != p->dtype) r = gf_to_dtype(r, p->dtype);
+        if (r && gf_tensor_dtype(r) != p->dtype) r = gf__ret(gf__grad_to_dtype(r, p->dtype));
         if (!keep(r, &out[i])) s = gf__status();
     }
     gf_scope_end();

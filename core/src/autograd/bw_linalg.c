@@ -74,6 +74,17 @@ static gf_status matmul_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
     }
     gf_tensor *ra = NULL, *rb = NULL;
     gf_scope_begin();
+    /* Complex: ga = g b^H, gb = a^H g (conjugate transposes). */
+    if (a && gf_dtype_is_complex(a->dtype)) {
+        gf_tensor *t = gf__conj_if_complex(a);
+        gf_tensor_release(a);
+        a = t;
+    }
+    if (b && gf_dtype_is_complex(b->dtype)) {
+        gf_tensor *t = gf__conj_if_complex(b);
+        gf_tensor_release(b);
+        b = t;
+    }
     gf_tensor *g2 = grads[0]; /* [batch..., M, N] with the promoted dims back */
     if (c->b_rank == 1) g2 = gf_unsqueeze(g2, -1);
     if (c->a_rank == 1) g2 = gf_unsqueeze(g2, -2);

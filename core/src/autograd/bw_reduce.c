@@ -149,7 +149,12 @@ static gf_status reduce_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
         return s;
     }
     gf_scope_begin();
-    gf_tensor *r = gf_scope_keep(reduce_formula(c, n->name, grads[0], x, y));
+    /* Complex (sum, mean, prod): g * conj(dy/dx) is the formula on the
+     * conjugates (prod's derivative is a product with real coefficients). */
+    gf_tensor *xc = x && gf_dtype_is_complex(x->dtype) ? gf__ret(gf__conj_if_complex(x)) : x;
+    gf_tensor *yc = y && gf_dtype_is_complex(y->dtype) ? gf__ret(gf__conj_if_complex(y)) : y;
+    gf_tensor *r = (x && !xc) || (y && !yc) ? NULL : reduce_formula(c, n->name, grads[0], xc, yc);
+    r = gf_scope_keep(r);
     gf_scope_end();
     gf_tensor_release(x);
     gf_tensor_release(y);

@@ -173,9 +173,19 @@ static gf_status buffer_add(task *t, uint32_t nr, gf_tensor *g) {
     return GF_OK;
 }
 
-static gf_status check_grad(const gf_node *n, int i, const gf_tensor *g, const gf_edge *e) {
+static gf_status check_grad(const gf_node *n, int i, gf_tensor **gp, const gf_edge *e) {
     const gf_output_meta *m = &e->node->outputs[e->input_nr];
     if (!m->device) return GF_OK;
+    if (gf_dtype_is_complex((*gp)->dtype) && !gf_dtype_is_complex(m->dtype)) {
+        /* A complex gradient for a real tensor: its real part, as PyTorch
+         * (the imaginary part is the derivative along a direction the
+         * real tensor cannot move in). */
+        gf_tensor *r = gf__grad_to_dtype(*gp, m->dtype);
+        if (!r) return gf__status();
+        gf_tensor_release(*gp);
+        *gp = r;
+    }
+    const gf_tensor *g = *gp;
     if (g->rank != m->rank || memcmp(g->sizes, m->sizes, sizeof(int64_t) * (size_t)m->rank)) {
         char a[200], b[200];
         return gf__error(GF_ERR_AUTOGRAD, "%s returned an invalid gradient at index %d: got "
@@ -249,7 +259,7 @@ static gf_status run_node(task *t, bool keep_graph, bool create_graph, gf_tensor
             grad_inputs[i] = NULL;
             continue;
         }
-        if ((s = check_grad(n, i, grad_inputs[i], &n->next[i])) != GF_OK) return s;
+        if ((s = check_grad(n, i, &grad_inputs[i], &n->next[i])) != GF_OK) return s;
         if (gf__ag_anomaly() && (s = check_nan(n, i, grad_inputs[i])) != GF_OK) return s;
     }
     return gf__ag_run_post_hooks(n, grad_inputs, grads);

@@ -210,7 +210,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
     bool record = gf__ag_any_requires_grad((const gf_tensor *const *)inputs, n_inputs);
     for (int i = 0; i < n_inputs; i++) {
         c->needs_input_grad[i] = record && inputs[i] && gf__ag_requires_grad(inputs[i]);
-        c->differentiable[i] = inputs[i] && gf_dtype_is_float(inputs[i]->dtype);
+        c->differentiable[i] = inputs[i] && gf__dtype_differentiable(inputs[i]->dtype);
     }
 
     /* Edges are taken before forward: a dirty input's history changes after. */
@@ -222,7 +222,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
             return gf__status();
         }
         for (int i = 0; i < n_inputs; i++)
-            if (inputs[i] && gf_dtype_is_float(inputs[i]->dtype))
+            if (inputs[i] && gf__dtype_differentiable(inputs[i]->dtype))
                 n->next[i] = gf__ag_gradient_edge(inputs[i]);
     }
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
@@ -274,7 +274,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
         memcpy(m->sizes, o->sizes, sizeof m->sizes);
         m->dtype = o->dtype;
         m->device = o->storage->device;
-        if (!gf_dtype_is_float(o->dtype) || contains(c->non_diff, c->n_non_diff, o)) continue;
+        if (!gf__dtype_differentiable(o->dtype) || contains(c->non_diff, c->n_non_diff, o)) continue;
         gf_autograd_meta *om = o->autograd;
         if (om && om->base && contains(c->dirty, c->n_dirty, o)) {
             /* A view written in place: as for the built-in in-place ops, the

@@ -53,6 +53,12 @@ gf_status gf__ag_check_inplace(gf_tensor *self, const char *op) {
         if (m->view_creation == GF_VIEW_INFERENCE && base_rg)
             return gf__error(GF_ERR_AUTOGRAD, "%s: this view was created in inference mode and is "
                              "being modified in place with grad mode on; gf_clone it first", op);
+        if (m->view_creation == GF_VIEW_DTYPE && base_rg)
+            return gf__error(GF_ERR_AUTOGRAD, "%s: this tensor is a view with another dtype than "
+                             "its base (gf_view_as_real, gf_view_as_complex, gf_real, gf_imag, "
+                             "or a view of one), and in-place writes through such views are not "
+                             "supported while the base requires grad; gf_clone it first, or write "
+                             "under no-grad mode", op);
         if (m->view_creation == GF_VIEW_MULTI_OUTPUT && base_rg)
             return gf__error(GF_ERR_AUTOGRAD, "%s: this view is one of several returned by "
                              "gf_split/gf_chunk, and such views cannot be modified in place while "

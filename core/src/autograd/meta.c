@@ -122,7 +122,10 @@ gf_edge gf__ag_gradient_edge(gf_tensor *t) {
     gf_edge e = {NULL, 0};
     gf_autograd_meta *m = t ? t->autograd : NULL;
     if (!m) return e;
-    if (m->base && gf_tensor_version(t) != m->attr_version && m->base->autograd &&
+    /* (A view with another dtype keeps its history: regions are counted in
+     * elements of one dtype; inplace.c refuses the writes that need it.) */
+    if (m->base && m->view_creation != GF_VIEW_DTYPE && gf_tensor_version(t) != m->attr_version &&
+        m->base->autograd &&
         (m->base->autograd->requires_grad || m->base->autograd->grad_fn)) {
         /* The base was modified in place since this view's history was set:
          * the view's gradient now flows through the base's new history. */
@@ -236,9 +239,9 @@ gf_status gf_tensor_set_requires_grad(gf_tensor *t, bool requires_grad) {
         return gf__error(GF_ERR_AUTOGRAD, "gf_tensor_set_requires_grad: an inference tensor "
                          "(created in inference mode) cannot require grad; make a normal copy "
                          "with gf_clone outside inference mode first");
-    if (requires_grad && !gf_dtype_is_float(t->dtype))
+    if (requires_grad && !gf__dtype_differentiable(t->dtype))
         return gf__error(GF_ERR_AUTOGRAD, "gf_tensor_set_requires_grad: only floating-point "
-                         "tensors can require gradients (this one is %s); convert it with "
+                         "and complex tensors can require gradients (this one is %s); convert it with "
                          "gf_to_dtype first", gf_dtype_name(t->dtype));
     gf_autograd_meta *m = t->autograd;
     if (!requires_grad && m && m->grad_fn)

@@ -120,7 +120,7 @@ gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *con
     gf_node *n = gf__ag_node_new(name, fn, n_in, n_out);
     if (!n) return NULL;
     for (int i = 0; i < n_in; i++)
-        if (inputs[i] && gf_dtype_is_float(inputs[i]->dtype))
+        if (inputs[i] && gf__dtype_differentiable(inputs[i]->dtype))
             n->next[i] = gf__ag_gradient_edge((gf_tensor *)inputs[i]);
     bool any = false;
     for (int j = 0; j < n_out; j++) {
@@ -130,7 +130,7 @@ gf_node *gf__ag_record(const char *name, gf_backward_fn fn, const gf_tensor *con
         memcpy(m->sizes, outputs[j]->sizes, sizeof m->sizes);
         m->dtype = outputs[j]->dtype;
         m->device = outputs[j]->storage->device;
-        if (gf_dtype_is_float(outputs[j]->dtype)) {
+        if (gf__dtype_differentiable(outputs[j]->dtype)) {
             gf__ag_set_history(outputs[j], n, (uint32_t)j);
             any = true;
         }

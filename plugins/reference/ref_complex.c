@@ -1,0 +1,210 @@
+/* ref_complex.c — the complex dtypes (c64, c128) of the elementwise family,
+ * and the complex element access the other families use.
+ *
+ * Every complex value is computed in C99 double complex (<complex.h>, with
+ * its Annex G treatment of infinities and NaNs) and rounded once, part by
+ * part, into the output dtype. What is provided:
+ *   COPY   real or complex in, complex out (a real value x becomes x + 0i);
+ *          complex -> real is not a copy: the core goes through views of
+ *          the parts (gf_real / gf_imag) or ABS instead
+ *   FILL   complex out: value + 0i
+ *   unary  NEG EXP LOG LOG1P EXPM1 SQRT RSQRT RECIPROCAL SQUARE SIN COS TANH
+ *          SIGMOID POW_SCALAR ASIN ACOS ATAN, complex in and the same out;
+ *          ABS complex in, its real dtype out (the modulus)
+ *   binary ADD SUB MUL DIV POW on one complex dtype; EQ NE to bool
+ *   TRIL/TRIU and WHERE are byte copies and run in ref_elementwise.c. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "ref_internal.h"
+
+bool ref_is_complex(int32_t dtype) { return dtype == GFP_C64 || dtype == GFP_C128; }
+
+/* The real dtype of a complex dtype's parts. */
+static int32_t part_dtype(int32_t dtype) { return dtype == GFP_C64 ? GFP_F32 : GFP_F64; }
+
+double complex ref_load_c(const gfp_tensor *t, int64_t off) {
+    const char *p = ref_base(t);
+    switch (t->dtype) {
+    case GFP_C64: {
+        const float *e = (const float *)p + 2 * off;
+        return CMPLX((double)e[0], (double)e[1]);
+    }
+    case GFP_C128: {
+        const double *e = (const double *)p + 2 * off;
+        return CMPLX(e[0], e[1]);
+    }
+    default: return CMPLX(ref_load(t, off), 0.0);
+    }
+}
+
+void ref_store_c(const gfp_tensor *t, int64_t off, double complex v) {
+    char *p = ref_base(t);
+    switch (t->dtype) {
+    case GFP_C64: {
+        float *e = (float *)p + 2 * off;
+        e[0] = (float)creal(v);
+        e[1] = (float)cimag(v);
+        break;
+    }
+    case GFP_C128: {
+        double *e = (double *)p + 2 * off;
+        e[0] = creal(v);
+        e[1] = cimag(v);
+        break;
+    }
+    default: ref_store(t, off, creal(v)); break;
+    }
+}
+
+/* ------------------------------------------------------------ what is provided */
+static bool complex_unary(uint32_t op) {
+    switch (op) {
+    case GFP_OP_NEG:
+    case GFP_OP_EXP:
+    case GFP_OP_LOG:
+    case GFP_OP_LOG1P:
+    case GFP_OP_EXPM1:
+    case GFP_OP_SQRT:
+    case GFP_OP_RSQRT:
+    case GFP_OP_RECIPROCAL:
+    case GFP_OP_SQUARE:
+    case GFP_OP_SIN:
+    case GFP_OP_COS:
+    case GFP_OP_TANH:
+    case GFP_OP_SIGMOID:
+    case GFP_OP_POW_SCALAR:
+    case GFP_OP_ASIN:
+    case GFP_OP_ACOS:
+    case GFP_OP_ATAN: return true;
+    default: return false;
+    }
+}
+
+static bool complex_binary(uint32_t op) {
+    switch (op) {
+    case GFP_OP_ADD:
+    case GFP_OP_SUB:
+    case GFP_OP_MUL:
+    case GFP_OP_DIV:
+    case GFP_OP_POW: return true;
+    default: return false;
+    }
+}
+
+static bool real_stored(int32_t d) {
+    return d == GFP_F32 || d == GFP_F64 || d == GFP_I32 || d == GFP_I64 || d == GFP_BOOL;
+}
+
+bool ref_complex_accepts(uint32_t op, const int32_t *in, const int32_t *out) {
+    switch (pk_ew_kind_of(op)) {
+    case PK_EW_COPY: return ref_is_complex(out[0]) && (ref_is_complex(in[0]) || real_stored(in[0]));
+    case PK_EW_FILL: return ref_is_complex(out[0]);
+    case PK_EW_UNARY:
+        if (op == GFP_OP_ABS) return ref_is_complex(in[0]) && out[0] == part_dtype(in[0]);
+        return complex_unary(op) && ref_is_complex(out[0]) && in[0] == out[0];
+    case PK_EW_BINARY:
+        return complex_binary(op) && ref_is_complex(out[0]) && in[0] == out[0] && in[1] == out[0];
+    case PK_EW_COMPARE:
+        return (op == GFP_OP_EQ || op == GFP_OP_NE) && ref_is_complex(in[0]) && in[1] == in[0] &&
+               out[0] == GFP_BOOL;
+    default: return false;
+    }
+}
+
+const char *ref_complex_accepted_text(uint32_t op) {
+    switch (pk_ew_kind_of(op)) {
+    case PK_EW_COPY: return "a complex output from a complex or real input";
+    case PK_EW_FILL: return "a complex output";
+    case PK_EW_UNARY:
+        if (op == GFP_OP_ABS) return "a complex input and its real dtype as output";
+        return complex_unary(op) ? "one complex dtype for input and output"
+                                 : "no complex dtype (the op needs an ordering)";
+    case PK_EW_BINARY:
+        return complex_binary(op) ? "one complex dtype for both inputs and the output"
+                                  : "no complex dtype (the op needs an ordering)";
+    case PK_EW_COMPARE:
+        return op == GFP_OP_EQ || op == GFP_OP_NE ? "two inputs of one complex dtype, bool out"
+                                                  : "no complex dtype (complex has no order)";
+    default: return "no complex dtype";
+    }
+}
+
+/* ------------------------------------------------------------ formulas */
+static double complex unary_c(uint32_t op, double complex z, double a) {
+    switch (op) {
+    case GFP_OP_NEG: return -z;
+    case GFP_OP_EXP: return cexp(z);
+    case GFP_OP_LOG: return clog(z);
+    case GFP_OP_LOG1P: return clog(1.0 + z);
+    case GFP_OP_EXPM1: return cexp(z) - 1.0;
+    case GFP_OP_SQRT: return csqrt(z);
+    case GFP_OP_RSQRT: return 1.0 / csqrt(z);
+    case GFP_OP_RECIPROCAL: return 1.0 / z;
+    case GFP_OP_SQUARE: return z * z;
+    case GFP_OP_SIN: return csin(z);
+    case GFP_OP_COS: return ccos(z);
+    case GFP_OP_TANH: return ctanh(z);
+    case GFP_OP_SIGMOID: return 1.0 / (1.0 + cexp(-z));
+    case GFP_OP_POW_SCALAR:
+        /* Small integral exponents by repeated products (exact where the
+         * products are), as cpow's log/exp path would blur 0 and signs. */
+        if (a == floor(a) && fabs(a) <= 64) {
+            double complex r = 1.0, base = a < 0 ? 1.0 / z : z;
+            for (int i = 0; i < (int)fabs(a); i++) r *= base;
+            return r;
+        }
+        return cpow(z, a);
+    case GFP_OP_ASIN: return casin(z);
+    case GFP_OP_ACOS: return cacos(z);
+    case GFP_OP_ATAN: return catan(z);
+    default: return z;
+    }
+}
+
+static double complex binary_c(uint32_t op, double complex a, double complex b) {
+    switch (op) {
+    case GFP_OP_ADD: return a + b;
+    case GFP_OP_SUB: return a - b;
+    case GFP_OP_MUL: return a * b;
+    case GFP_OP_DIV: return a / b;
+    case GFP_OP_POW: return b == 0 ? 1.0 : cpow(a, b);
+    default: return a;
+    }
+}
+
+/* ------------------------------------------------------------ launch */
+/* t[0] is the output, t[1..n) the inputs, all of the output's shape. */
+gfp_status ref_complex_run(uint32_t op, const gfp_tensor *const *t, int n, const void *params) {
+    const gfp_tensor *y = t[0];
+    double a = 0, fill = 0;
+    gfp_params_kind pk = (gfp_params_kind)gfp_op_lookup(op)->params;
+    if (pk == GFP_PARAMS_scalar) a = ((const gfp_scalar_params *)params)->a;
+    if (pk == GFP_PARAMS_fill) fill = ((const gfp_fill_params *)params)->value;
+    pk_ew_kind kind = pk_ew_kind_of(op);
+    int64_t idx[GFP_MAX_RANK] = {0};
+    do {
+        int64_t yo = ref_offset(y, idx);
+        int64_t xo = n > 1 ? ref_offset(t[1], idx) : 0;
+        switch (kind) {
+        case PK_EW_COPY: ref_store_c(y, yo, ref_load_c(t[1], xo)); break;
+        case PK_EW_FILL: ref_store_c(y, yo, CMPLX(fill, 0.0)); break;
+        case PK_EW_UNARY:
+            if (op == GFP_OP_ABS) ref_store(y, yo, cabs(ref_load_c(t[1], xo)));
+            else ref_store_c(y, yo, unary_c(op, ref_load_c(t[1], xo), a));
+            break;
+        case PK_EW_BINARY:
+            ref_store_c(y, yo, binary_c(op, ref_load_c(t[1], xo),
+                                        ref_load_c(t[2], ref_offset(t[2], idx))));
+            break;
+        case PK_EW_COMPARE: {
+            bool eq = ref_load_c(t[1], xo) == ref_load_c(t[2], ref_offset(t[2], idx));
+            ((uint8_t *)ref_base(y))[yo] = op == GFP_OP_EQ ? eq : !eq;
+            break;
+        }
+        default: return pk_fail(GFP_ERR_INTERNAL, "%s: no complex kernel", pk_op_name(op));
+        }
+    } while (ref_next_index(idx, y->sizes, y->rank));
+    return GFP_OK;
+}
