@@ -347,7 +347,7 @@ gf_tensor *gf_einsum(const char *equation, gf_tensor *const *operands, int n) {
     }
     for (int k = 0; k < n; k++) {
         if (sh_null(op, operands[k], "an operand")) return NULL;
-        if (!sh_check_dtype(operands[k], op, false)) return NULL;
+        if (!sh_check_dtype_moved(operands[k], op)) return NULL;
         if (k && !gf__same_device(operands[0], operands[k], op)) return NULL;
         if (operands[k]->dtype != operands[0]->dtype) {
             gf__error(GF_ERR_DTYPE, "einsum: operands must have one dtype, got %s and %s",

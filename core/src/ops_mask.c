@@ -98,7 +98,7 @@ static bool check_mask_dtype(const char *op, const gf_tensor *m) {
 
 static gf_tensor *scatter(const char *op, const gf_tensor *x, int dim, const gf_tensor *index,
                           const gf_tensor *src, double value) {
-    if (sh_null(op, x, "x") || sh_null(op, index, "index") || !sh_check_dtype(x, op, false) ||
+    if (sh_null(op, x, "x") || sh_null(op, index, "index") || !sh_check_dtype_moved(x, op) ||
         !check_index_dtype(op, index, "index") || !gf__same_device(x, index, op))
         return NULL;
     if (src && (!gf__same_device(x, src, op) || !check_same_dtype(op, x, src, "src")))
@@ -244,7 +244,7 @@ static bool broadcast_pair(sh_tmps *L, const char *op, const gf_tensor *x, const
 
 gf_tensor *gf_masked_select(const gf_tensor *x, const gf_tensor *mask) {
     const char *op = "masked_select";
-    if (sh_null(op, x, "x") || sh_null(op, mask, "mask") || !sh_check_dtype(x, op, false) ||
+    if (sh_null(op, x, "x") || sh_null(op, mask, "mask") || !sh_check_dtype_moved(x, op) ||
         !check_mask_dtype(op, mask) || !gf__same_device(x, mask, op))
         return NULL;
     int s = gf__scope_suspend();
@@ -272,7 +272,7 @@ gf_tensor *gf_masked_select(const gf_tensor *x, const gf_tensor *mask) {
 gf_tensor *gf_masked_scatter(const gf_tensor *x, const gf_tensor *mask, const gf_tensor *source) {
     const char *op = "masked_scatter";
     if (sh_null(op, x, "x") || sh_null(op, mask, "mask") || sh_null(op, source, "source") ||
-        !sh_check_dtype(x, op, false) || !check_mask_dtype(op, mask) ||
+        !sh_check_dtype_moved(x, op) || !check_mask_dtype(op, mask) ||
         !gf__same_device(x, mask, op) || !gf__same_device(x, source, op) ||
         !check_same_dtype(op, x, source, "source"))
         return NULL;
@@ -318,7 +318,7 @@ gf_tensor *gf_masked_scatter(const gf_tensor *x, const gf_tensor *mask, const gf
 gf_tensor *gf_index_put(const gf_tensor *x, gf_tensor *const *indices, int n,
                         const gf_tensor *values, bool accumulate) {
     const char *op = "index_put";
-    if (sh_null(op, x, "x") || sh_null(op, values, "values") || !sh_check_dtype(x, op, false) ||
+    if (sh_null(op, x, "x") || sh_null(op, values, "values") || !sh_check_dtype_moved(x, op) ||
         !gf__same_device(x, values, op) || !check_same_dtype(op, x, values, "values"))
         return NULL;
     if (n < 1 || !indices) {

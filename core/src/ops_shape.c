@@ -33,7 +33,7 @@ static int64_t *alloc_idx(int64_t n, const char *op) {
 gf_tensor *gf_flip(const gf_tensor *x, const int *dims, int ndims) {
     const char *op = "flip";
     bool red[GF_MAX_RANK];
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     if (ndims > 0 && !dims) {
         gf__error(GF_ERR_INVALID, "flip: dims is NULL with ndims %d", ndims);
         return NULL;
@@ -79,7 +79,7 @@ static gf_tensor *roll1(sh_tmps *L, gf_tensor *x, int d, int64_t shift) {
 gf_tensor *gf_roll(const gf_tensor *x, const int64_t *shifts, int nshifts, const int *dims,
                    int ndims) {
     const char *op = "roll";
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     if (!shifts || nshifts < 1) {
         gf__error(GF_ERR_INVALID, "roll: shifts must hold at least one shift");
         return NULL;
@@ -113,7 +113,7 @@ gf_tensor *gf_roll(const gf_tensor *x, const int64_t *shifts, int nshifts, const
 
 gf_tensor *gf_repeat(const gf_tensor *x, const int64_t *repeats, int nrep) {
     const char *op = "repeat";
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     if (nrep < x->rank || nrep > GF_MAX_RANK || (nrep > 0 && !repeats)) {
         gf__error(GF_ERR_INVALID, "repeat: the number of repeats (%d) must be at least the rank "
                   "of x (%d) and at most %d", nrep, x->rank, GF_MAX_RANK);
@@ -233,14 +233,14 @@ static gf_tensor *interleave(const char *op, const gf_tensor *x, const int64_t *
 
 gf_tensor *gf_repeat_interleave(const gf_tensor *x, int64_t repeats, int dim) {
     const char *op = "repeat_interleave";
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     if (dim != GF_DIM_ALL && gf__norm_dim(dim, x->rank, op) < 0) return NULL;
     return interleave(op, x, &repeats, 1, dim);
 }
 
 gf_tensor *gf_repeat_interleave_tensor(const gf_tensor *x, const gf_tensor *repeats, int dim) {
     const char *op = "repeat_interleave";
-    if (sh_null(op, x, "x") || sh_null(op, repeats, "repeats") || !sh_check_dtype(x, op, false))
+    if (sh_null(op, x, "x") || sh_null(op, repeats, "repeats") || !sh_check_dtype_moved(x, op))
         return NULL;
     if (dim != GF_DIM_ALL && gf__norm_dim(dim, x->rank, op) < 0) return NULL;
     if ((repeats->dtype != GF_I64 && repeats->dtype != GF_I32) || repeats->rank > 1) {
@@ -273,7 +273,7 @@ static int64_t pad_src(gf_pad_mode m, int64_t j, int64_t n) {
 gf_tensor *gf_pad(const gf_tensor *x, const int64_t *pad, int npad, gf_pad_mode mode,
                   double value) {
     const char *op = "pad";
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     if ((unsigned)mode > GF_PAD_CIRCULAR) {
         gf__error(GF_ERR_INVALID, "pad: mode %d is not one of GF_PAD_CONSTANT, REFLECT, "
                   "REPLICATE, CIRCULAR", (int)mode);
@@ -432,7 +432,7 @@ gf_status gf_split_with_sizes(const gf_tensor *x, const int64_t *sizes, int nsiz
 
 gf_tensor *gf_unfold(const gf_tensor *x, int dim, int64_t size, int64_t step) {
     const char *op = "unfold";
-    if (sh_null(op, x, "x") || !sh_check_dtype(x, op, false)) return NULL;
+    if (sh_null(op, x, "x") || !sh_check_dtype_moved(x, op)) return NULL;
     int d = gf__norm_dim(dim, x->rank, op);
     if (d < 0) return NULL;
     int64_t n = x->rank > 0 ? x->sizes[d] : 1;

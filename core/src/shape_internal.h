@@ -67,6 +67,13 @@ static inline bool sh_check_dtype(const gf_tensor *x, const char *op, bool float
     return false;
 }
 
+/* sh_check_dtype for ops that only move or copy elements (flip, roll,
+ * repeat, pad, unfold, scatter, masked_select...): complex dtypes too. */
+static inline bool sh_check_dtype_moved(const gf_tensor *x, const char *op) {
+    if (x->dtype == GF_C64 || x->dtype == GF_C128) return true;
+    return sh_check_dtype(x, op, false);
+}
+
 /* A 1-D i64 tensor holding v[0..n) on dev. */
 static inline gf_tensor *sh_i64_1d(const int64_t *v, int64_t n, gf_device *dev) {
     const int64_t z = 0;

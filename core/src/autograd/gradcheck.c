@@ -5,7 +5,15 @@
  * grad_output) against central differences of the forward. gradgradcheck
  * runs gradcheck on the scalar sum_i <d(v . f)/d x_i, w_i> for fixed
  * pseudo-random v and w, which exercises every second-derivative formula
- * through create_graph. */
+ * through create_graph.
+ *
+ * Complex tensors are checked in real coordinates, as PyTorch's gradcheck
+ * does: a complex input of n elements is 2n real coordinates (re, im of
+ * each), each perturbed on its own, so both Wirtinger derivatives are
+ * checked; a complex output is 2n real outputs, whose one-hot grad_outputs
+ * are 1 and i. In PyTorch's convention the gradient of a complex input is
+ * then d/dre + i d/dim of the real output coordinate, which its (re, im)
+ * pair gives directly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +26,16 @@ typedef struct host_vec {
     int64_t n;
 } host_vec;
 
-/* Reads t as f64 into a new host buffer (row-major). */
-static gf_status to_host(const gf_tensor *t, host_vec *out) {
+/* t itself, or for a complex t the real view of its (re, im) pairs: the
+ * real coordinates the check works in. New reference, no history. */
+static gf_tensor *coords(const gf_tensor *t) {
+    return gf_dtype_is_complex(t->dtype) ? gf__parts_view(t) : gf__ag_alias(t);
+}
+
+/* Reads t's real coordinates as f64 into a new host buffer (row-major). */
+static gf_status to_host(const gf_tensor *t_in, host_vec *out) {
+    gf_tensor *t = coords(t_in);
+    if (!t) return gf__status();
     out->n = gf__numel(t);
     out->v = malloc((size_t)(out->n ? out->n : 1) * sizeof(double));
     if (!out->v) return gf__error(GF_ERR_OUT_OF_MEMORY, "gradcheck: out of host memory");
@@ -28,11 +44,20 @@ static gf_status to_host(const gf_tensor *t, host_vec *out) {
     gf__scope_resume(saved);
     gf_status s = d ? gf_tensor_to_host(d, out->v, (size_t)out->n * sizeof(double)) : gf__status();
     gf_tensor_release(d);
+    gf_tensor_release(t);
     return s;
 }
 
-/* Writes host f64 values into t (any dtype, any strides), without history. */
-static gf_status from_host(gf_tensor *t, const double *v) {
+/* Real coordinates of t: numel, twice that for a complex t. */
+static int64_t n_coords(const gf_tensor *t) {
+    return gf__numel(t) * (gf_dtype_is_complex(t->dtype) ? 2 : 1);
+}
+
+/* Writes host f64 values into t's real coordinates (any dtype, any
+ * strides), without history. */
+static gf_status from_host(gf_tensor *t_in, const double *v) {
+    gf_tensor *t = coords(t_in);
+    if (!t) return gf__status();
     int64_t n = gf__numel(t);
     int64_t one = n;
     gf_tensor *d = gf__empty(&one, 1, GF_F64, t->storage->device);
@@ -48,6 +73,7 @@ static gf_status from_host(gf_tensor *t, const double *v) {
     }
     gf_tensor_release(d);
     if (s == GF_OK) gf__bump_version(t);
+    gf_tensor_release(t);
     return s;
 }
 
@@ -89,14 +115,14 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
 
     gf_tensor *out = call_fn(fn, inputs, n, user);
     if (!out) return gf__status();
-    if (!gf_dtype_is_float(out->dtype)) {
+    if (!gf__dtype_differentiable(out->dtype)) {
         /* read before the release: out may be the only reference */
         const char *dt = gf_dtype_name(out->dtype);
         gf_tensor_release(out);
         return gf__error(GF_ERR_DTYPE, "gf_gradcheck: the function's output is %s; it must be "
-                         "floating point (convert it with gf_to_dtype)", dt);
+                         "floating point or complex (convert it with gf_to_dtype)", dt);
     }
-    int64_t n_out = gf__numel(out);
+    int64_t n_out = n_coords(out);
     gf_tensor **rg = calloc((size_t)n, sizeof *rg);
     int *rg_index = calloc((size_t)n, sizeof *rg_index);
     gf_tensor **res = calloc((size_t)n, sizeof *res), **res2 = calloc((size_t)n, sizeof *res2);
@@ -105,13 +131,13 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
         s = gf__error(GF_ERR_OUT_OF_MEMORY, "gf_gradcheck: out of host memory");
     int m = 0;
     for (int i = 0; i < n && s == GF_OK; i++)
-        if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype)) {
+        if (gf__ag_requires_grad(inputs[i]) && gf__dtype_differentiable(inputs[i]->dtype)) {
             rg[m] = inputs[i];
             rg_index[m++] = i;
         }
     /* Analytical Jacobian, row by row: analytic[k].v[o * numel_k + j]. */
     for (int k = 0; k < m && s == GF_OK; k++) {
-        int64_t nk = gf__numel(rg[k]);
+        int64_t nk = n_coords(rg[k]);
         analytic[k].n = nk * n_out;
         analytic[k].v = calloc((size_t)(analytic[k].n ? analytic[k].n : 1), sizeof(double));
         if (!analytic[k].v) s = gf__error(GF_ERR_OUT_OF_MEMORY, "gf_gradcheck: out of host memory");
@@ -217,7 +243,7 @@ static double lcg(uint64_t *state) {
 
 static gf_tensor *random_like(const gf_tensor *t, uint64_t *state) {
     gf_tensor *r = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
-    int64_t n = gf__numel(t);
+    int64_t n = n_coords(t);
     double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
     gf_status s = (r && h) ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory");
     for (int64_t i = 0; i < n && s == GF_OK; i++) h[i] = lcg(state);
@@ -316,11 +342,11 @@ static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, in
     if (s != GF_OK) return s;
     gf_tensor *out = call_fn(fn, inputs, n, user);
     if (!out) return gf__status();
-    if (!gf_dtype_is_float(out->dtype)) {
+    if (!gf__dtype_differentiable(out->dtype)) {
         const char *dt = gf_dtype_name(out->dtype);
         gf_tensor_release(out);
         return gf__error(GF_ERR_DTYPE, "gf_gradgradcheck: the function's output is %s; it must "
-                         "be floating point (convert it with gf_to_dtype)", dt);
+                         "be floating point or complex (convert it with gf_to_dtype)", dt);
     }
     uint64_t state = 0x9E3779B97F4A7C15ull;
     gg_ctx c = {.fn = fn, .user = user};
@@ -330,7 +356,7 @@ static gf_status gradgradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, in
     if (!c.v || !c.w) s = c.v ? gf__error(GF_ERR_OUT_OF_MEMORY, "gradgradcheck: out of memory")
                                : gf__status();
     for (int i = 0; i < n && s == GF_OK; i++)
-        if (gf__ag_requires_grad(inputs[i]) && gf_dtype_is_float(inputs[i]->dtype) &&
+        if (gf__ag_requires_grad(inputs[i]) && gf__dtype_differentiable(inputs[i]->dtype) &&
             !(c.w[i] = random_like(inputs[i], &state)))
             s = gf__status();
     if (s == GF_OK) s = gradcheck_impl(gg_fn, inputs, n, &c, opts);
