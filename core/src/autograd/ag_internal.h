@@ -91,8 +91,7 @@ typedef enum gf_view_creation {
     GF_VIEW_DEFAULT = 0,
     GF_VIEW_NO_GRAD = 1,      /* created in no-grad mode from a base requiring grad */
     GF_VIEW_INFERENCE = 2,
-    GF_VIEW_MULTI_OUTPUT = 3, /* one of several views returned by split/chunk */
-    GF_VIEW_DTYPE = 4         /* another dtype over the base's storage (view_as_real...) */
+    GF_VIEW_MULTI_OUTPUT = 3  /* one of several views returned by split/chunk */
 } gf_view_creation;
 
 struct gf_autograd_meta {

@@ -53,7 +53,9 @@ gf_status gf__ag_check_inplace(gf_tensor *self, const char *op) {
         if (m->view_creation == GF_VIEW_INFERENCE && base_rg)
             return gf__error(GF_ERR_AUTOGRAD, "%s: this view was created in inference mode and is "
                              "being modified in place with grad mode on; gf_clone it first", op);
-        if (m->view_creation == GF_VIEW_DTYPE && base_rg)
+        /* view_as_real and kin: the base's history cannot be rebased from a
+         * region counted in elements of another dtype. */
+        if (m->base->dtype != self->dtype && base_rg)
             return gf__error(GF_ERR_AUTOGRAD, "%s: this tensor is a view with another dtype than "
                              "its base (gf_view_as_real, gf_view_as_complex, gf_real, gf_imag, "
                              "or a view of one), and in-place writes through such views are not "

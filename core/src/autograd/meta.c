@@ -122,9 +122,10 @@ gf_edge gf__ag_gradient_edge(gf_tensor *t) {
     gf_edge e = {NULL, 0};
     gf_autograd_meta *m = t ? t->autograd : NULL;
     if (!m) return e;
-    /* (A view with another dtype keeps its history: regions are counted in
-     * elements of one dtype; inplace.c refuses the writes that need it.) */
-    if (m->base && m->view_creation != GF_VIEW_DTYPE && gf_tensor_version(t) != m->attr_version &&
+    /* (A view with another dtype than its base keeps its history: regions
+     * are counted in elements of one dtype; inplace.c refuses the writes
+     * that would need it.) */
+    if (m->base && m->base->dtype == t->dtype && gf_tensor_version(t) != m->attr_version &&
         m->base->autograd &&
         (m->base->autograd->requires_grad || m->base->autograd->grad_fn)) {
         /* The base was modified in place since this view's history was set:

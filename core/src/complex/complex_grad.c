@@ -76,7 +76,7 @@ gf_status gf__cx_record_view(const gf_tensor *in, gf_tensor *out, gf_cx_view kin
      * counter are shared; in-place writes through it while the base needs
      * a gradient are refused (inplace.c), since the base's history cannot
      * be rebased across dtypes. */
-    if (gf__ag_on_view(in, out, GF_VIEW_DTYPE) != GF_OK) return gf__status();
+    if (gf__ag_on_view(in, out, GF_VIEW_DEFAULT) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {in};
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(cx_view_name(kind), cx_view_backward, ins, 1, outs, 1);
