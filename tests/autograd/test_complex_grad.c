@@ -100,6 +100,25 @@ static void test_real_to_real(void) {
     gf_tensor_release(y);
 }
 
+/* A complex root needs an explicit grad_output, as in PyTorch. */
+static void test_complex_root(void) {
+    const double complex v[1] = {CMPLX(1, 2)};
+    int64_t n = 1;
+    gf_tensor *z = leaf_c(v, &n, 1);
+    gf_scope_begin();
+    gf_tensor *l = gf_sum(gf_square(z), NULL, 0, false);
+    CHECK(gf_backward(l, NULL, NULL) == GF_ERR_AUTOGRAD);
+    CHECK_CONTAINS(gf_last_error(), "real outputs");
+    CHECK_CONTAINS(gf_last_error(), "c128");
+    /* with grad_output = 1: L = re(z^2), .grad = conj(2z) = 2 - 4i */
+    gf_tensor *one = gf_ones_like(l);
+    CHECK_MSG(gf_backward(l, one, NULL) == GF_OK, "%s", gf_last_error());
+    gf_tensor *g = gf_tensor_grad(z);
+    CHECK(g && cabs(get_c(g, 0) - CMPLX(2, -4)) < 1e-14);
+    gf_scope_end();
+    gf_tensor_release(z);
+}
+
 /* abs'(0) = 0 (PyTorch's sgn(0) = 0). */
 static void test_abs_at_zero(void) {
     const double complex v[2] = {0, CMPLX(3, 4)};
@@ -173,6 +192,26 @@ static gf_tensor *f_movement(gf_tensor *const *in) {
     gf_tensor *ts[2] = {gf_flip(in[0], &d, 1), in[1]};
     return gf_cat(ts, 2, 0);
 }
+/* roll, pad (constant and reflect), gather, scatter_add, stack, tril */
+static gf_tensor *f_movement2(gf_tensor *const *in) {
+    int64_t sh = 1;
+    int d = 1;
+    gf_tensor *r = gf_roll(in[0], &sh, 1, &d, 1);
+    const int64_t pads[2] = {1, 1};
+    gf_tensor *p = gf_pad(r, pads, 2, GF_PAD_CONSTANT, 0.5);
+    gf_tensor *q = gf_pad(in[1], pads, 2, GF_PAD_REFLECT, 0.0);
+    const int64_t iv[4] = {0, 3, 2, 1};
+    int64_t s22[2] = {2, 2};
+    gf_tensor *idx = gf_from_data(iv, s22, 2, GF_I64, gf_tensor_device(in[0]));
+    gf_tensor *g = gf_gather(p, 1, idx);
+    const int64_t jv[2] = {1, 0};
+    int64_t s21[2] = {2, 1};
+    gf_tensor *jdx = gf_from_data(jv, s21, 2, GF_I64, gf_tensor_device(in[0]));
+    gf_tensor *sa = gf_scatter_add(g, 1, jdx, gf_narrow(q, 1, 0, 1));
+    gf_tensor *st[2] = {gf_tril(sa, 0), in[1]};
+    return gf_stack(st, 2, 0);
+}
+
 /* a real loss of complex inputs */
 static gf_tensor *f_loss(gf_tensor *const *in) {
     gf_tensor *p = gf_matmul(in[0], gf_conj(in[1]));
@@ -226,6 +265,7 @@ static void test_gradchecks(void) {
         {"conj", f_conj, true},       {"complex", f_complex, true},
         {"polar", f_polar, true},     {"real_times_complex", f_real_times_complex, true},
         {"where", f_where, true},     {"flip_cat", f_movement, true},
+        {"roll_pad_gather_scatter_stack_tril", f_movement2, true},
         {"loss", f_loss, true},
     };
     gf_gradcheck_opts o = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
@@ -342,6 +382,7 @@ int main(void) {
     RUN(test_abs_squared);
     RUN(test_real_to_real);
     RUN(test_abs_at_zero);
+    RUN(test_complex_root);
     RUN(test_gradchecks);
     RUN(test_gradcheck_catches_missing_conj);
     RUN(test_views_inplace);

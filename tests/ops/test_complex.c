@@ -262,6 +262,9 @@ static void test_reduce_matmul_index(void) {
             for (int k = 0; k < 3; k++) mw[i * 2 + j] += m[i * 3 + k] * m[k * 2 + j];
         }
     check_c("matmul", mm, mw, 4, 1e-13);
+    gf_tensor *ops2[2] = {a, b};
+    gf_tensor *es = gf_einsum("ij,jk->ik", ops2, 2);
+    check_c("einsum", es, mw, 4, 1e-13);
     /* index and selection ops copy complex elements whole */
     const int64_t iv[2] = {2, 0};
     int64_t n2 = 2;
@@ -284,7 +287,7 @@ static void test_reduce_matmul_index(void) {
     gf_tensor *mf = gf_masked_fill(a, mask, 7.0);
     double complex mfw[6] = {7, 7, m[2], 7, 7, 7};
     check_c("masked_fill", mf, mfw, 6, 0);
-    gf_tensor *ts[] = {a, b, s, mn, pr, s1, mm, idx, sel, cat, fl, are, ac, mask, wh, mf};
+    gf_tensor *ts[] = {a, b, s, mn, pr, s1, mm, es, idx, sel, cat, fl, are, ac, mask, wh, mf};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
 

@@ -455,6 +455,12 @@ static gf_tensor *default_grad(gf_tensor *out, const char *op) {
                   gf__shape_str(out->sizes, out->rank, a, sizeof a));
         return NULL;
     }
+    if (gf_dtype_is_complex(out->dtype)) {
+        gf__error(GF_ERR_AUTOGRAD, "%s: a gradient can be created implicitly only for real "
+                  "outputs (as PyTorch); this output is %s: reduce it to a real loss (gf_real, "
+                  "gf_abs) or pass grad_output", op, gf_dtype_name(out->dtype));
+        return NULL;
+    }
     return gf__ones_like_raw(out);
 }
 
