@@ -134,6 +134,59 @@ static void test_abs_at_zero(void) {
     gf_tensor_release(z);
 }
 
+/* In-place ops on complex tensors: into a view of a non-leaf (CopySlices,
+ * regions of complex elements), their dtype rules, and hooks. */
+static gf_tensor *f_inplace(gf_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    gf_scope_begin();
+    gf_tensor *y = gf_mul_scalar(in[0], 1.0);
+    gf_tensor *row = gf_select(y, 0, 1);
+    gf_status s = gf_mul_(row, gf_select(in[1], 0, 0));
+    if (s == GF_OK) s = gf_exp_(row);
+    gf_tensor *r = s == GF_OK ? gf_scope_keep(gf_mul(y, in[1])) : NULL;
+    gf_scope_end();
+    return r;
+}
+
+static int hook_calls;
+static gf_tensor *hook_double(const gf_tensor *grad, void *user) {
+    (void)user;
+    hook_calls += gf_tensor_dtype(grad) == GF_C128;
+    return gf_mul_scalar(grad, 2.0);
+}
+
+static void test_inplace_and_hooks(void) {
+    const double complex a[4] = {CMPLX(0.8, 0.3), CMPLX(-0.4, 0.9), CMPLX(1.2, -0.5),
+                                 CMPLX(0.6, 0.7)};
+    const double complex b[4] = {CMPLX(0.5, -0.6), CMPLX(1.1, 0.2), CMPLX(-0.3, -0.8),
+                                 CMPLX(0.9, 0.4)};
+    int64_t s22[2] = {2, 2};
+    gf_tensor *in[2] = {leaf_c(a, s22, 2), leaf_c(b, s22, 2)};
+    gf_gradcheck_opts o = {.atol = 1e-6, .rtol = 1e-4};
+    CHECK_MSG(gf_gradcheck(f_inplace, in, 2, NULL, &o) == GF_OK, "%s", gf_last_error());
+    CHECK_MSG(gf_gradgradcheck(f_inplace, in, 2, NULL, &o) == GF_OK, "%s", gf_last_error());
+    gf_scope_begin();
+    /* dtype rules of in-place writes */
+    gf_tensor *x = gf_ones(s22, 2, GF_F64, dev), *zc = gf_clone(in[0]);
+    CHECK(gf_mul_(x, in[1]) == GF_ERR_DTYPE);
+    CHECK_CONTAINS(gf_last_error(), "complex result into a real tensor");
+    uint64_t v = gf_tensor_version(zc);
+    CHECK_MSG(gf_add_(zc, x) == GF_OK, "%s", gf_last_error()); /* real into complex: fine */
+    CHECK(gf_tensor_version(zc) == v + 1);
+    /* a tensor hook sees the complex gradient and may replace it */
+    gf_tensor *y = gf_mul(in[0], in[1]);
+    CHECK(gf_tensor_register_hook(y, hook_double, NULL) != 0);
+    gf_tensor *l = gf_sum(gf_real(y), NULL, 0, false);
+    CHECK(gf_tensor_set_grad(in[0], NULL) == GF_OK);
+    CHECK_MSG(gf_backward(l, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    CHECK(hook_calls == 1);
+    gf_tensor *g = gf_flatten(gf_tensor_grad(in[0])); /* 2 conj(b) */
+    for (int k = 0; g && k < 4; k++) CHECK(cabs(get_c(g, k) - 2 * conj(b[k])) < 1e-14);
+    gf_scope_end();
+    gf_tensor_release(in[0]);
+    gf_tensor_release(in[1]);
+}
+
 /* ---- gradcheck and gradgradcheck of every rule */
 typedef gf_tensor *(*cfn)(gf_tensor *const *in);
 
@@ -383,6 +436,7 @@ int main(void) {
     RUN(test_real_to_real);
     RUN(test_abs_at_zero);
     RUN(test_complex_root);
+    RUN(test_inplace_and_hooks);
     RUN(test_gradchecks);
     RUN(test_gradcheck_catches_missing_conj);
     RUN(test_views_inplace);

@@ -110,15 +110,18 @@ static bool unrecorded(const gf_tensor *self, const gf_tensor *a, const gf_tenso
 }
 
 /* PyTorch's rule for writing an op's result into self: not to a lower
- * kind (bool < integer < float). A float result does not go into an integer
- * tensor, nor a number into a bool one; within a kind any width goes. */
-static int dtype_kind(gf_dtype d) { return d == GF_BOOL ? 0 : gf_dtype_is_float(d) ? 2 : 1; }
+ * kind (bool < integer < float < complex). A float result does not go into
+ * an integer tensor, nor a complex one into a real tensor, nor a number
+ * into a bool one; within a kind any width goes. */
+static int dtype_kind(gf_dtype d) {
+    return d == GF_BOOL ? 0 : gf_dtype_is_complex(d) ? 3 : gf_dtype_is_float(d) ? 2 : 1;
+}
 static bool castable(gf_dtype from, gf_dtype to) { return dtype_kind(from) <= dtype_kind(to); }
 
 static gf_status cast_refused(const char *op, gf_dtype result, gf_dtype self) {
     return gf__error(GF_ERR_DTYPE, "%s: the result is %s, which cannot be written in place into "
-                     "a %s tensor (as in PyTorch: no float result into an integer tensor, no "
-                     "number into a bool one); use the out-of-place op, or convert the tensor "
+                     "a %s tensor (as in PyTorch: no complex result into a real tensor, no "
+                     "float result into an integer tensor, no number into a bool one); use the out-of-place op, or convert the tensor "
                      "first with gf_to_dtype", op, gf_dtype_name(result), gf_dtype_name(self));
 }
 
