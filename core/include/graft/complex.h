@@ -56,10 +56,12 @@ GF_API gf_tensor *gf_real(const gf_tensor *z);
 GF_API gf_tensor *gf_imag(const gf_tensor *z);
 
 /* The complex conjugate, materialised: a new tensor (graft has no lazy
- * conjugate bit). A real t gives a new reference to t. */
+ * conjugate bit). A real t gives a new reference to t. Fails: only as any
+ * op does (out of memory, the device). */
 GF_API gf_tensor *gf_conj(const gf_tensor *z);
 /* The argument atan2(im, re) in (-pi, pi], of z's real dtype; for a real
- * tensor, 0 for x >= 0 and pi for x < 0 (as torch.angle). */
+ * tensor, 0 for x >= 0 and pi for x < 0 (as torch.angle). Returns a new
+ * tensor. Fails: as the elementwise ops (DEVICE, DTYPE for f16/bf16). */
 GF_API gf_tensor *gf_angle(const gf_tensor *z);
 /* gf_abs (ops.h) of a complex z is |z|, of z's real dtype; its gradient is
  * g z / |z|, 0 at z = 0. */

@@ -61,6 +61,11 @@ static gf_status check_params(const char *op, gf_tensor *const *params, int n) {
     for (int i = 0; i < n; i++) {
         const gf_tensor *p = params[i];
         if (!p) return gf__error(GF_ERR_INVALID, "%s: parameter %d is NULL", op, i);
+        if (gf_dtype_is_complex(p->dtype))
+            return gf__error(GF_ERR_INVALID, "%s: parameter %d is complex (%s), which graft's "
+                             "optimisers do not take yet; keep the parameter as a real tensor "
+                             "with a last dim of 2 and use gf_view_as_complex of it in the "
+                             "model", op, i, gf_dtype_name(p->dtype));
         if (!gf_dtype_is_float(p->dtype))
             return gf__error(GF_ERR_INVALID, "%s: parameter %d has dtype %s; only floating-point "
                              "tensors can be optimised", op, i, gf_dtype_name(p->dtype));
