@@ -236,6 +236,9 @@ static gf_tensor *f_polar(gf_tensor *const *in) {
     return gf_polar(gf_abs(in[0]), in[4]);
 }
 static gf_tensor *f_real_times_complex(gf_tensor *const *in) { return gf_mul(in[3], in[0]); }
+static gf_tensor *f_to_complex(gf_tensor *const *in) {
+    return gf_mul(gf_to_dtype(in[3], GF_C128), gf_sin(in[0])); /* real -> complex copy */
+}
 static gf_tensor *f_where(gf_tensor *const *in) {
     gf_tensor *mask = gf_gt_scalar(in[3], 0.0);
     return gf_where(mask, in[0], gf_exp(in[1]));
@@ -319,6 +322,7 @@ static void test_gradchecks(void) {
         {"polar", f_polar, true},     {"real_times_complex", f_real_times_complex, true},
         {"where", f_where, true},     {"flip_cat", f_movement, true},
         {"roll_pad_gather_scatter_stack_tril", f_movement2, true},
+        {"to_dtype_real_to_complex", f_to_complex, true},
         {"loss", f_loss, true},
     };
     gf_gradcheck_opts o = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
