@@ -286,6 +286,12 @@ struct gf_tensor {
      * that would leave fewer references than the scopes hold is an
      * over-release, refused with an error (tensor.c). */
     atomic_long scope_refs;
+    /* How many are graft's own long-lived holds that a caller can also be
+     * handed a reference to (a leaf's .grad slot): counted like the scopes'
+     * in that check, so releasing gf_tensor_grad's result inside a scope is
+     * refused rather than freeing the gradient under its slot. Taken and
+     * given back only through gf__hold_adopt / gf__hold_release. */
+    atomic_long held_refs;
     gf_storage *storage;
     gf_dtype dtype;
     int rank;
@@ -307,6 +313,12 @@ bool gf__is_contiguous(const gf_tensor *t);
 void gf__contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
 void gf__desc(const gf_tensor *t, gfp_tensor *d);
 void gf__bump_version(gf_tensor *t);
+/* The caller's reference to t becomes one of graft's holds (held_refs);
+ * returns t (NULL passes). */
+gf_tensor *gf__hold_adopt(gf_tensor *t);
+/* Gives back a hold taken by gf__hold_adopt: the count first, then the
+ * reference (NULL passes). */
+void gf__hold_release(gf_tensor *t);
 /* Normalises a possibly negative dim for a tensor of rank `rank`; returns -1
  * with an INDEX error naming op when out of range. rank 0 accepts 0 and -1. */
 int gf__norm_dim(int dim, int rank, const char *op);

@@ -20,9 +20,10 @@ typedef struct gf_tensor gf_tensor;
 
 GF_API gf_tensor *gf_tensor_retain(gf_tensor *t); /* returns t */
 /* NULL is harmless. Releasing a reference that an open scope holds (the
- * scope would release it again) is refused: INVALID recorded for the thread
- * and logged, the tensor left to the scope. Detected when nothing else holds
- * the tensor; see gf_scope_begin. */
+ * scope would release it again), or one that would leave fewer references
+ * than graft's own holds (a .grad released twice), is refused: INVALID
+ * recorded for the thread and logged, the tensor left as it was. See
+ * gf_scope_begin for the one case counts cannot tell. */
 GF_API void gf_tensor_release(gf_tensor *t);
 
 /* ---- creation. dev NULL = gf_device_default(). All return a new reference.
@@ -148,9 +149,13 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
  * reference for good: no scope releases it). Scopes nest. Tensors written to
  * out-parameters (gf_grad, gf_max_dim, gf_split, gf_layer_norm's statistics,
  * ...) are recorded too. Inside a scope, do not release what graft returned:
- * when nothing else holds the tensor, such a release is refused with an
- * error (gf_tensor_release); when graft holds it too (a leaf in a graph, a
- * .grad), it cannot be detected and gf_scope_end releases it once too often. */
+ * such a release is refused with an error (gf_tensor_release), also for
+ * gf_tensor_grad's result, which the .grad slot holds too. One case remains
+ * that reference counts cannot tell from a correct release: a function that
+ * returns its own argument as a new reference (gf_to_dtype or gf_to_device
+ * to what the tensor already is, gf_dropout in eval mode) hands back an
+ * object the caller also holds; releasing that result inside the scope
+ * spends the caller's own reference. */
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);
