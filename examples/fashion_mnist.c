@@ -478,7 +478,9 @@ int main(int argc, char **argv) {
         goto fail;
     }
 
-    adam = gf_adam_create(m.p, N_PARAMS, &(gf_adam_opts){.lr = opt.lr});
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = opt.lr;
+    adam = gf_adam_create(m.p, N_PARAMS, &ao);
     TRY(adam != NULL);
     if (ex.resume) {
         TRY(load_checkpoint(&m, adam, &start_epoch, ex.resume, dev) == GF_OK);

@@ -247,8 +247,9 @@ int main(int argc, char **argv) {
     rng = seed * 2654435761ULL + 1;
     make_batch(ex, ey, N_EVAL); /* held out: drawn first, never trained on */
     if (!model_init(&m, dev, decay, &nd, rest, &nr)) goto fail;
-    opt = gf_adam_create(decay, nd, &(gf_adam_opts){.lr = lr, .weight_decay = 0.01,
-                                                    .decoupled_weight_decay = true});
+    gf_adam_opts aw = GF_ADAMW_OPTS_DEFAULT; /* weight_decay 0.01, as torch.optim.AdamW */
+    aw.lr = lr;
+    opt = gf_adam_create(decay, nd, &aw);
     if (!opt || gf_optimizer_add_param_group(opt, rest, nr, NAN, 0.0) != GF_OK) goto fail;
     int64_t warm = steps / 10;
     gf_lr_scheduler *parts[2] = {gf_lr_linear_create(opt, 0.01, 1.0, warm),

@@ -52,6 +52,9 @@ gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
 /* Records INVALID "<op>: <what> is NULL" unless an error is already pending
  * from an earlier failed call (NULL propagation keeps the first error). */
 gf_status gf__null_arg(const char *op, const char *what);
+/* INVALID unless init is GF_OPTS_INIT (graft/types.h): the struct was not
+ * started from its _DEFAULT initialiser (macro, e.g. "GF_ADAM_OPTS_DEFAULT"). */
+gf_status gf__opts_check(const char *op, const char *type, const char *macro, uint32_t init);
 /* What a NULL argument should have been: picks the remedy of its message. */
 typedef enum gf__arg_kind {
     GF__ARG_TENSOR,   /* a tensor: gf__null_arg's kind */

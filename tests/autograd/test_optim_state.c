@@ -50,8 +50,15 @@ static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
            !memcmp(x, y, n);
 }
 
+static gf_adam_opts adam_lr(double lr) {
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+    o.lr = lr;
+    return o;
+}
+
 static gf_optimizer *make(bool adam, gf_tensor **p, double momentum) {
-    return adam ? gf_adam_create(p, 2, &(gf_adam_opts){.lr = 0.05})
+    const gf_adam_opts ao = adam_lr(0.05);
+    return adam ? gf_adam_create(p, 2, &ao)
                 : gf_sgd_create(p, 2, &(gf_sgd_opts){.lr = 0.05, .momentum = momentum});
 }
 
@@ -239,15 +246,16 @@ static void test_set_lr(void) {
     gf_tensor *p[2], *q[2];
     make_params(p);
     make_params(q);
-    gf_optimizer *a = gf_adam_create(p, 2, &(gf_adam_opts){.lr = 0.05});
-    gf_optimizer *b = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.05});
+    const gf_adam_opts ao = adam_lr(0.05), ao2 = adam_lr(0.01);
+    gf_optimizer *a = gf_adam_create(p, 2, &ao);
+    gf_optimizer *b = gf_adam_create(q, 2, &ao);
     step(a, p, 0);
     step(b, q, 0);
     CHECK(gf_optimizer_get_lr(a) == 0.05);
     CHECK(gf_optimizer_set_lr(a, 0.01) == GF_OK && gf_optimizer_get_lr(a) == 0.01);
     /* b: a fresh Adam at lr 0.01 carrying b's state */
     gf_tensor_dict *st = gf_optimizer_state_dict(b, NULL);
-    gf_optimizer *c = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.01});
+    gf_optimizer *c = gf_adam_create(q, 2, &ao2);
     CHECK(gf_optimizer_load_state_dict(c, st, NULL) == GF_OK);
     gf_tensor_dict_destroy(st);
     step(a, p, 1);

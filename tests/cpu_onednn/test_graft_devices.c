@@ -165,7 +165,9 @@ static void test_cnn_training(void) {
         rm[k] = gf_zeros((int64_t[]){6}, 1, GF_F32, d);
         rv[k] = gf_ones((int64_t[]){6}, 1, GF_F32, d);
         gf_tensor *ps[8] = {n[k].c1, n[k].cb1, n[k].c2, n[k].cb2, n[k].g, n[k].be, n[k].w, n[k].b};
-        opt[k] = gf_adam_create(ps, 8, &(gf_adam_opts){.lr = 0.01});
+        gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+        ao.lr = 0.01;
+        opt[k] = gf_adam_create(ps, 8, &ao);
     }
     for (int step = 0; step < 3; step++) {
         gf_tensor *loss[2];

@@ -668,8 +668,17 @@ static void act_check(reader *r) {
     if (gf_tensor_numel(in[0]) > 16 || gf_tensor_numel(in[1]) > 16) return;
     gf_check_fn fn = fns[pick(r, 4)];
     int n = 1 + pick(r, 2);
-    if (pick(r, 2)) gf_gradcheck(fn, in, n, NULL, NULL);
-    else gf_gradgradcheck(fn, in, n, NULL, NULL);
+    /* the defaults, or tolerances (0 included) and steps of any value */
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    const gf_gradcheck_opts *op = NULL;
+    if (pick(r, 4) == 0) {
+        o.eps = dbl_arg(r), o.atol = dbl_arg(r), o.rtol = dbl_arg(r);
+        o.skip_determinism = pick(r, 2);
+        if (pick(r, 8) == 0) o.init = 0;
+        op = &o;
+    }
+    if (pick(r, 2)) gf_gradcheck(fn, in, n, NULL, op);
+    else gf_gradgradcheck(fn, in, n, NULL, op);
 }
 
 /* An optimiser over one or two pooled tensors (refused unless they are
@@ -684,10 +693,12 @@ static void act_optim(reader *r) {
     gf_optimizer *opt = NULL;
     switch (pick(r, 4)) {
     case 0: {
-        gf_adam_opts o = {.lr = dbl_arg(r), .beta1 = dbl_arg(r), .beta2 = dbl_arg(r),
-                          .eps = dbl_arg(r), .weight_decay = dbl_arg(r),
-                          .decoupled_weight_decay = pick(r, 2)};
-        opt = gf_adam_create(p, n, &o);
+        /* from the defaults or not (refused), then any value in each field */
+        gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+        if (pick(r, 8) == 0) o.init = 0;
+        o.lr = dbl_arg(r), o.beta1 = dbl_arg(r), o.beta2 = dbl_arg(r), o.eps = dbl_arg(r);
+        o.weight_decay = dbl_arg(r), o.decoupled_weight_decay = pick(r, 2);
+        opt = gf_adam_create(p, n, pick(r, 8) ? &o : NULL);
         break;
     }
     case 1: {
@@ -697,13 +708,15 @@ static void act_optim(reader *r) {
         break;
     }
     case 2: {
-        gf_rmsprop_opts o = {.lr = dbl_arg(r), .alpha = dbl_arg(r), .momentum = dbl_arg(r),
-                             .centered = pick(r, 2)};
+        gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.alpha = dbl_arg(r), o.momentum = dbl_arg(r), o.eps = dbl_arg(r);
+        o.centered = pick(r, 2);
         opt = gf_rmsprop_create(p, n, &o);
         break;
     }
     default: {
-        gf_adagrad_opts o = {.lr = dbl_arg(r), .lr_decay = dbl_arg(r)};
+        gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.lr_decay = dbl_arg(r), o.eps = dbl_arg(r);
         opt = gf_adagrad_create(p, n, &o);
         break;
     }

@@ -69,7 +69,7 @@ static gf_tensor *f_index(gf_tensor *const *in, int n, void *user) {
 
 static void check(const char *what, gf_check_fn fn, gf_tensor **in, int n, void *user,
                   bool deterministic) {
-    gf_gradcheck_opts o = {0};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
     o.skip_determinism = !deterministic;
     gf_status st = gf_gradcheck(fn, in, n, user, &o);
     CHECK_MSG(st == GF_OK, "gradcheck %s: %s", what, gf_last_error());
@@ -105,7 +105,7 @@ static void test_gradcheck(void) {
 
 static void test_gradgradcheck(void) {
     gf_tensor *e[2] = {leaf(SZ(2, 3), 2, 21), leaf(SZ(2, 3), 2, 22)};
-    gf_gradcheck_opts o = {0};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
     gf_status st = gf_gradgradcheck(f_elementwise, e, 2, NULL, &o);
     CHECK_MSG(st == GF_OK, "gradgradcheck: %s", gf_last_error());
     gf_tensor_release(e[0]);

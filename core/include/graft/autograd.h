@@ -169,14 +169,19 @@ GF_API void gf_set_anomaly_enabled(bool enabled);
 GF_API bool gf_is_anomaly_enabled(void);
 
 /* ---- checking gradients numerically */
+/* Start from GF_GRADCHECK_OPTS_DEFAULT (graft/types.h, GF_OPTS_INIT); opts
+ * NULL = the defaults. eps > 0 (the finite-difference step), atol and rtol
+ * >= 0 (0 is allowed: an exact comparison). Backward runs twice and the
+ * two results must agree unless skip_determinism. */
 typedef struct gf_gradcheck_opts {
-    double eps;  /* 0 = 1e-6 */
-    double atol; /* 0 = 1e-5 */
-    double rtol; /* 0 = 1e-3 */
-    bool check_determinism; /* run backward twice and compare (default on: set
-                               skip_determinism to turn it off) */
+    uint32_t init;
+    double eps;
+    double atol;
+    double rtol;
     bool skip_determinism;
 } gf_gradcheck_opts;
+#define GF_GRADCHECK_OPTS_DEFAULT \
+    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false}
 /* The function under test: returns a new reference to one output (of any
  * shape) computed from inputs with graft ops; NULL on failure, after saying
  * why with gf_set_error (or a graft call inside it that failed). */
@@ -232,38 +237,56 @@ typedef struct gf_sgd_opts {
     double weight_decay;
     bool nesterov;
 } gf_sgd_opts;
+/* The next three start from their _DEFAULT initialiser (GF_OPTS_INIT in
+ * graft/types.h: a field of 0 means 0); opts NULL = PyTorch's defaults.
+ * Adam and AdamW (decoupled_weight_decay; GF_ADAMW_OPTS_DEFAULT has
+ * torch.optim.AdamW's weight_decay 1e-2): lr >= 0, betas in [0, 1),
+ * eps >= 0, weight_decay >= 0. */
 typedef struct gf_adam_opts {
-    double lr;           /* 0 = 1e-3 */
-    double beta1, beta2; /* 0 = 0.9, 0.999 */
-    double eps;          /* 0 = 1e-8 */
+    uint32_t init;
+    double lr;
+    double beta1, beta2;
+    double eps;
     double weight_decay;
     bool decoupled_weight_decay; /* true = AdamW */
 } gf_adam_opts;
-/* PyTorch's RMSprop (0 means the default here too). centered: normalise by
- * the variance estimate (square_avg - grad_avg^2). */
+#define GF_ADAM_OPTS_DEFAULT                                                           \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .decoupled_weight_decay = false}
+#define GF_ADAMW_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 1e-2, .decoupled_weight_decay = true}
+/* PyTorch's RMSprop. alpha in [0, 1]; centered: normalise by the variance
+ * estimate (square_avg - grad_avg^2). */
 typedef struct gf_rmsprop_opts {
-    double lr;    /* 0 = 1e-2 */
-    double alpha; /* 0 = 0.99; in [0, 1] */
-    double eps;   /* 0 = 1e-8 */
+    uint32_t init;
+    double lr;
+    double alpha;
+    double eps;
     double weight_decay;
     double momentum;
     bool centered;
 } gf_rmsprop_opts;
+#define GF_RMSPROP_OPTS_DEFAULT                                                        \
+    {.init = GF_OPTS_INIT, .lr = 1e-2, .alpha = 0.99, .eps = 1e-8, .weight_decay = 0.0, \
+     .momentum = 0.0, .centered = false}
 /* PyTorch's Adagrad: lr / (1 + (step - 1) lr_decay), the sum of squared
  * gradients starting at initial_accumulator_value. */
 typedef struct gf_adagrad_opts {
-    double lr;  /* 0 = 1e-2 */
+    uint32_t init;
+    double lr;
     double lr_decay;
     double weight_decay;
     double initial_accumulator_value;
-    double eps; /* 0 = 1e-10 */
+    double eps;
 } gf_adagrad_opts;
+#define GF_ADAGRAD_OPTS_DEFAULT                                                        \
+    {.init = GF_OPTS_INIT, .lr = 1e-2, .lr_decay = 0.0, .weight_decay = 0.0,           \
+     .initial_accumulator_value = 0.0, .eps = 1e-10}
 /* Retain the parameters until gf_optimizer_destroy. Fails: INVALID (bad
  * options, a parameter that is not a float leaf requiring grad). */
 GF_API gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts);
 GF_API gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts);
-/* Deviation for both: an option of 0 selects the default, so RMSprop's
- * alpha = 0 and an explicit lr = 0 cannot be asked for (as Adam here). */
 GF_API gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n,
                                        const gf_rmsprop_opts *opts);
 GF_API gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n,

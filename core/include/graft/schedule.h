@@ -68,15 +68,22 @@ GF_API gf_lr_scheduler *gf_lr_linear_create(gf_optimizer *opt, double start_fact
  * first, then to the minimum), by cosine or linear annealing. A step past
  * total_steps fails INVALID (as PyTorch). Deviation: one max_lr for every
  * group, and momentum is not cycled (PyTorch's cycle_momentum=False). */
+/* Start from GF_ONECYCLE_OPTS_DEFAULT (GF_OPTS_INIT, graft/types.h) and set
+ * max_lr and total_steps, which have no default. */
 typedef struct gf_onecycle_opts {
-    double max_lr;
+    uint32_t init;
+    double max_lr;           /* finite, >= 0 */
     int64_t total_steps;     /* >= 1 */
-    double pct_start;        /* 0 = 0.3; in (0, 1] */
+    double pct_start;        /* in [0, 1] */
     bool anneal_linear;      /* false = 'cos' (PyTorch's default) */
-    double div_factor;       /* 0 = 25 */
-    double final_div_factor; /* 0 = 1e4 */
+    double div_factor;       /* finite, > 0 */
+    double final_div_factor; /* finite, > 0 */
     bool three_phase;
 } gf_onecycle_opts;
+#define GF_ONECYCLE_OPTS_DEFAULT                                                       \
+    {.init = GF_OPTS_INIT, .max_lr = 0.0, .total_steps = 0, .pct_start = 0.3,          \
+     .anneal_linear = false, .div_factor = 25.0, .final_div_factor = 1e4,              \
+     .three_phase = false}
 GF_API gf_lr_scheduler *gf_lr_onecycle_create(gf_optimizer *opt, const gf_onecycle_opts *o);
 /* SequentialLR: schedule i runs from milestones[i - 1] (0 for the first)
  * on, seeing epoch - milestones[i - 1]; n - 1 increasing milestones >= 1.

@@ -259,16 +259,15 @@ gf_lr_scheduler *gf_lr_onecycle_create(gf_optimizer *opt, const gf_onecycle_opts
         return NULL;
     }
     gf_onecycle_opts o = *opts;
-    if (o.pct_start == 0) o.pct_start = 0.3;
-    if (o.div_factor == 0) o.div_factor = 25;
-    if (o.final_div_factor == 0) o.final_div_factor = 1e4;
+    if (gf__opts_check(k, "gf_onecycle_opts", "GF_ONECYCLE_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     if (!(o.max_lr >= 0) || isinf(o.max_lr)) {
         bad(k, "max_lr", o.max_lr, "finite and >= 0");
         return NULL;
     }
     if (o.total_steps < 1 && bad(k, "total_steps", (double)o.total_steps, ">= 1")) return NULL;
-    if (!(o.pct_start > 0 && o.pct_start <= 1)) {
-        bad(k, "pct_start", o.pct_start, "in (0, 1]");
+    if (!(o.pct_start >= 0 && o.pct_start <= 1)) {
+        bad(k, "pct_start", o.pct_start, "in [0, 1]");
         return NULL;
     }
     if (!(o.div_factor > 0) || isinf(o.div_factor)) {

@@ -141,13 +141,9 @@ gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *
 
 gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts) {
     const char *op = "gf_adam_create";
-    gf_adam_opts o = {0};
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
     if (opts) o = *opts;
-    /* 0 selects the documented default (the header's contract). */
-    if (o.lr == 0) o.lr = 1e-3;
-    if (o.beta1 == 0) o.beta1 = 0.9;
-    if (o.beta2 == 0) o.beta2 = 0.999;
-    if (o.eps == 0) o.eps = 1e-8;
+    if (gf__opts_check(op, "gf_adam_opts", "GF_ADAM_OPTS_DEFAULT", o.init) != GF_OK) return NULL;
     if (!nonneg(o.lr)) {
         gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; lr must be >= 0", op, o.lr);
         return NULL;
@@ -177,11 +173,10 @@ gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts
 
 gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmsprop_opts *opts) {
     const char *op = "gf_rmsprop_create";
-    gf_rmsprop_opts o = {0};
+    gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
     if (opts) o = *opts;
-    if (o.lr == 0) o.lr = 1e-2;
-    if (o.alpha == 0) o.alpha = 0.99;
-    if (o.eps == 0) o.eps = 1e-8;
+    if (gf__opts_check(op, "gf_rmsprop_opts", "GF_RMSPROP_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     const char *bad = !nonneg(o.lr) ? "lr" : !(o.alpha >= 0 && o.alpha <= 1) ? "alpha"
                     : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
                     : !nonneg(o.momentum) ? "momentum" : NULL;
@@ -201,10 +196,10 @@ gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmspro
 
 gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n, const gf_adagrad_opts *opts) {
     const char *op = "gf_adagrad_create";
-    gf_adagrad_opts o = {0};
+    gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
     if (opts) o = *opts;
-    if (o.lr == 0) o.lr = 1e-2;
-    if (o.eps == 0) o.eps = 1e-10;
+    if (gf__opts_check(op, "gf_adagrad_opts", "GF_ADAGRAD_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     const char *bad = !nonneg(o.lr) ? "lr" : !nonneg(o.lr_decay) ? "lr_decay"
                     : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
                     : !nonneg(o.initial_accumulator_value) ? "initial_accumulator_value" : NULL;
