@@ -182,7 +182,7 @@ static void test_errors(void) {
     gf_tensor *m3d = gf_zeros((const int64_t[]){3}, 1, GF_F64, NULL);
     gf_tensor *step_ok = gf_scalar(4, GF_I64, NULL);
     gf_tensor *step_neg = gf_scalar(-1, GF_I64, NULL);
-    gf_tensor *step_f = gf_scalar(4, GF_F32, NULL);
+    gf_tensor *step_f = gf_scalar(4.5, GF_F32, NULL);
     gf_tensor *step_v = gf_zeros((const int64_t[]){1}, 1, GF_I64, NULL);
 
     check_refused(adam, "s.0.momentum_buffer", m23, "which Adam state does not have");
@@ -196,8 +196,8 @@ static void test_errors(void) {
     check_refused(adam, "s.0.exp_avg", m3, "is f32[3], but its parameter is f32[2, 3]");
     check_refused(sgd, "s.1.momentum_buffer", m3d, "is f64[3], but its parameter is f32[3]");
     check_refused(adam, "s.0.step", step_neg, "negative step count");
-    check_refused(adam, "s.0.step", step_f, "0-dim integer");
-    check_refused(adam, "s.0.step", step_v, "0-dim integer");
+    check_refused(adam, "s.0.step", step_f, "not a whole number");
+    check_refused(adam, "s.0.step", step_v, "must be a 0-dim step count");
     /* Adam needs all three entries of a parameter */
     {
         const char *names[2] = {"s.1.exp_avg", "s.1.step"};

@@ -796,14 +796,31 @@ static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf
     int nk;
     const key_def *keys = kind_keys(opt->kind, &nk);
     if (keys[k].slot == 0) {
-        if (t->rank != 0 || gf_dtype_is_float(t->dtype) || t->dtype == GF_BOOL)
-            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim integer step count "
-                             "(got %s of rank %d)", op, name, gf_dtype_name(t->dtype), t->rank);
+        /* PyTorch (1.12 on) keeps `step` as a 0-dim f32 tensor: a float
+         * step is taken when it holds a whole number. */
+        if (t->rank != 0 || t->dtype == GF_BOOL)
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim step count, an "
+                             "integer or a float holding a whole number (got %s of rank %d)", op,
+                             name, gf_dtype_name(t->dtype), t->rank);
         int64_t v = 0;
-        gf_tensor *c = gf_to_dtype(t, GF_I64);
-        gf_status s = c ? gf_tensor_to_host(c, &v, sizeof v) : gf__status();
-        gf_tensor_release(c);
-        if (s != GF_OK) return s;
+        gf_status s;
+        if (gf_dtype_is_float(t->dtype)) {
+            double f = 0;
+            gf_tensor *c = gf_to_dtype(t, GF_F64);
+            s = c ? gf_tensor_to_host(c, &f, sizeof f) : gf__status();
+            gf_tensor_release(c);
+            if (s != GF_OK) return s;
+            if (!(f >= 0 && f <= 9007199254740992.0) || f != floor(f))
+                return gf__error(GF_ERR_INVALID, "%s: entry '%s' is not a step count: %s %g is "
+                                 "not a whole number in [0, 2^53]", op, name,
+                                 gf_dtype_name(t->dtype), f);
+            v = (int64_t)f;
+        } else {
+            gf_tensor *c = gf_to_dtype(t, GF_I64);
+            s = c ? gf_tensor_to_host(c, &v, sizeof v) : gf__status();
+            gf_tensor_release(c);
+            if (s != GF_OK) return s;
+        }
         if (v < 0)
             return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a negative step count (%lld)", op,
                              name, (long long)v);

@@ -1,14 +1,16 @@
-/* test_options_zero.c — every value PyTorch accepts is expressible: a field
- * of 0 in an options struct means 0, and gives PyTorch's trajectory for it
- * (tools/expected/gen_optim_zero.py writes optim_zero_expected.h from
- * torch). A struct not started from its _DEFAULT initialiser (a 0 there
- * used to select the default) is refused, naming the initialiser, so old
- * code fails loudly instead of running with zeros. */
+/* test_optim_torch.c — optimisers against torch's own values
+ * (tools/expected/gen_optim.py writes optim_expected.h from torch).
+ * Every value PyTorch accepts is expressible: a field of 0 in an options
+ * struct means 0, and gives PyTorch's trajectory for it. A struct not
+ * started from its _DEFAULT initialiser (a 0 there used to select the
+ * default) is refused, naming the initialiser, so old code fails loudly
+ * instead of running with zeros. A PyTorch Adam checkpoint (its step an f32
+ * tensor) loads and continues as PyTorch does. */
 #include <graft.h>
 #include <math.h>
 #include <string.h>
 
-#include "autograd/optim_zero_expected.h"
+#include "autograd/optim_expected.h"
 #include "check.h"
 
 static gf_tensor *param(void) {
@@ -150,10 +152,52 @@ static void test_gradcheck_zero_tolerances(void) {
     gf_tensor_release(x);
 }
 
+/* torch.optim.Adam's state_dict()['state'][0] after two steps, flattened
+ * to "state.0.<key>" as a safetensors file of it reads, loads into graft's
+ * Adam over the same parameter; the third step lands where torch's did. */
+static void test_torch_adam_checkpoint(void) {
+    const int64_t n[1] = {OZ_N};
+    gf_tensor *p64 = gf_from_data(oz_ckpt_p, n, 1, GF_F64, NULL);
+    gf_tensor *p = gf_to_dtype(p64, GF_F32);
+    CHECK(p && gf_tensor_set_requires_grad(p, true) == GF_OK);
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+    o.lr = 0.1, o.beta1 = 0.8, o.beta2 = 0.9;
+    gf_optimizer *opt = gf_adam_create(&p, 1, &o);
+    gf_tensor *m64 = gf_from_data(oz_ckpt_exp_avg, n, 1, GF_F64, NULL);
+    gf_tensor *v64 = gf_from_data(oz_ckpt_exp_avg_sq, n, 1, GF_F64, NULL);
+    gf_tensor *m = gf_to_dtype(m64, GF_F32), *v = gf_to_dtype(v64, GF_F32);
+    gf_tensor *step = gf_from_data(&oz_ckpt_step, NULL, 0, GF_F32, NULL);
+    gf_tensor_dict *d = gf_tensor_dict_new();
+    CHECK(d && gf_tensor_dict_set(d, "state.0.step", step) == GF_OK &&
+          gf_tensor_dict_set(d, "state.0.exp_avg", m) == GF_OK &&
+          gf_tensor_dict_set(d, "state.0.exp_avg_sq", v) == GF_OK);
+    CHECK_MSG(gf_optimizer_load_state_dict(opt, d, "state.") == GF_OK, "%s", gf_last_error());
+    gf_tensor *g64 = gf_from_data(oz_grads[2], n, 1, GF_F64, NULL);
+    gf_tensor *g = gf_to_dtype(g64, GF_F32);
+    CHECK(gf_tensor_set_grad(p, g) == GF_OK);
+    CHECK(gf_optimizer_step(opt) == GF_OK);
+    gf_tensor *got64 = gf_to_dtype(p, GF_F64);
+    double got[OZ_N];
+    CHECK(got64 && gf_tensor_to_host(got64, got, sizeof got) == GF_OK);
+    for (int i = 0; i < OZ_N; i++)
+        CHECK_MSG(fabs(got[i] - oz_ckpt_p3[i]) <= 2e-7 * (1 + fabs(oz_ckpt_p3[i])),
+                  "[%d]: %.9g, torch %.9g", i, got[i], oz_ckpt_p3[i]);
+    /* a float step that is not a whole number is no step count */
+    gf_tensor *bad = gf_scalar(2.5, GF_F32, NULL);
+    CHECK(gf_tensor_dict_set(d, "state.0.step", bad) == GF_OK);
+    CHECK(gf_optimizer_load_state_dict(opt, d, "state.") == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "not a whole number");
+    gf_tensor *items[] = {p64, p, m64, v64, m, v, step, g64, g, got64, bad};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_tensor_dict_destroy(d);
+    gf_optimizer_destroy(opt);
+}
+
 int main(void) {
     RUN(test_adam_zeros);
     RUN(test_rmsprop_adagrad_zeros);
     RUN(test_onecycle_pct_start_0);
     RUN(test_gradcheck_zero_tolerances);
+    RUN(test_torch_adam_checkpoint);
     return CHECK_REPORT();
 }
