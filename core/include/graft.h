@@ -15,5 +15,6 @@
 #include "graft/schedule.h"
 #include "graft/interop.h"
 #include "graft/profiler.h"
+#include "graft/module.h"
 
 #endif

@@ -28,6 +28,8 @@
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
  * RMSprop, Adagrad) step pooled tensors with whatever gradients they hold.
+ * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
+ * graft must refuse.
  *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
@@ -595,6 +597,9 @@ static void act_autograd(reader *r) {
     }
     case 3: {
         gf_tensor *g = gf_tensor_grad(t);
+        /* inside a scope, the reflex of a C programmer: releasing what graft
+         * returned (the .grad slot holds it too); graft must refuse it */
+        if (g && scope_depth && pick(r, 2)) gf_tensor_release(g);
         put(g);
         break;
     }
@@ -734,7 +739,14 @@ static void act_optim(reader *r) {
 }
 
 static void act_scope(reader *r) {
-    (void)r;
+    if (scope_depth && pick(r, 2)) {
+        /* a result released by hand inside its scope (refused), then used */
+        gf_tensor *t = get(r);
+        gf_tensor *y = t ? gf_neg(t) : NULL;
+        gf_tensor_release(y);
+        put(y);
+        return;
+    }
     if (scope_depth) {
         gf_scope_end();
         scope_depth = 0;

@@ -1,0 +1,168 @@
+/* graft/module.h — modules: torch.nn.Module for C.
+ *
+ * A module is a tree of named children, parameters and buffers, named as
+ * PyTorch names them ("layer1.0.conv1.weight", "bn1.running_mean"), with a
+ * state dict that a PyTorch model's state_dict() (saved with
+ * safetensors.torch.save_file) loads into by those names.
+ *
+ * A module of your own is a struct whose FIRST member is a gf_module, a
+ * class (its name, forward and destroy), and registration calls:
+ *
+ *   typedef struct mlp { gf_module base; gf_module *fc1, *fc2; } mlp;
+ *   static gf_tensor *mlp_forward(gf_module *m, gf_tensor *const *in, int n) {
+ *       mlp *self = (mlp *)m;
+ *       gf_tensor *h = gf_module_forward(self->fc1, in, n);
+ *       gf_tensor *r = h ? gf_relu(h) : NULL;
+ *       gf_tensor *y = r ? gf_module_forward(self->fc2, &r, 1) : NULL;
+ *       gf_tensor_release(h), gf_tensor_release(r);
+ *       return y;
+ *   }
+ *   static const gf_module_class mlp_class = {"MLP", mlp_forward, NULL};
+ *   mlp *m = calloc(1, sizeof *m);
+ *   gf_module_init(&m->base, &mlp_class);         // destroy NULL: free(m)
+ *   m->fc1 = gf_nn_linear(784, 128, true, GF_F32, NULL);
+ *   gf_module_register_module(&m->base, "fc1", m->fc1);  // the parent retains
+ *   gf_module_release(m->fc1);                          // ... so this is ours
+ *
+ * Children are reference counted (a child may sit in two parents); the
+ * tensors registered are retained. Every function that fails records an
+ * error (gf_last_error) and returns a failing status or NULL; NULL module
+ * arguments fail INVALID. Modules are not thread-safe: one thread changes a
+ * module at a time (forward may run on several). */
+#ifndef GRAFT_MODULE_H
+#define GRAFT_MODULE_H
+
+#include "graft/types.h"
+#include "graft/tensor.h"
+#include "graft/interop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gf_module gf_module;
+
+typedef struct gf_module_class {
+    const char *name; /* the type's name, "Linear" */
+    /* n inputs; returns a new reference, or NULL with an error recorded.
+     * NULL: the module has no forward of its own (a container). */
+    gf_tensor *(*forward)(gf_module *self, gf_tensor *const *inputs, int n);
+    /* Frees the struct that embeds the module (and whatever it owns beyond
+     * what was registered) once the last reference goes; registered items
+     * are released by graft before. NULL: free(self). */
+    void (*destroy)(gf_module *self);
+} gf_module_class;
+
+/* Embed as the first member of your module's struct. */
+struct gf_module {
+    const gf_module_class *cls;
+    struct gf_module_state *state; /* graft's */
+};
+
+/* Makes m a module of class cls with one reference (the caller's),
+ * training mode on. Fails: INVALID (NULL), OUT_OF_MEMORY. */
+GF_API gf_status gf_module_init(gf_module *m, const gf_module_class *cls);
+/* A module with no forward, to assemble a tree (nn.Module()). */
+GF_API gf_module *gf_module_new(const char *type_name);
+GF_API gf_module *gf_module_retain(gf_module *m); /* returns m */
+/* NULL is harmless. The last release releases children and tensors, then
+ * calls the class's destroy. */
+GF_API void gf_module_release(gf_module *m);
+GF_API const char *gf_module_type_name(const gf_module *m); /* "?" for NULL */
+
+/* Registration. Names are non-empty, without '.', unique within the module
+ * across parameters, buffers and children; a name registered again with the
+ * same kind replaces the old value (PyTorch's setattr). A parameter is a
+ * floating-point leaf; it is made to require grad (nn.Parameter). p NULL
+ * registers an absent parameter (bias=False): listed nowhere, but the name
+ * is taken. A buffer is any tensor (NULL too); a persistent buffer is part
+ * of the state dict. Fails: INVALID (NULL module, bad or taken name, a
+ * parameter that is not a float leaf, a child that would make a cycle),
+ * OUT_OF_MEMORY. */
+GF_API gf_status gf_module_register_parameter(gf_module *m, const char *name, gf_tensor *p);
+GF_API gf_status gf_module_register_buffer(gf_module *m, const char *name, gf_tensor *t,
+                                           bool persistent);
+GF_API gf_status gf_module_register_module(gf_module *m, const char *name, gf_module *child);
+
+/* Lookups by dotted path ("layer1.0.conv1.weight"), BORROWED. NULL with
+ * NOT_FOUND (an absent parameter reads as NULL with no error). */
+GF_API gf_tensor *gf_module_get_parameter(const gf_module *m, const char *path);
+GF_API gf_tensor *gf_module_get_buffer(const gf_module *m, const char *path);
+GF_API gf_module *gf_module_get_submodule(const gf_module *m, const char *path);
+
+/* Every parameter of the tree once (tied ones once), in PyTorch's order
+ * (the module's own, then each child's, depth first). With out NULL, the
+ * count; otherwise writes up to max BORROWED pointers (for
+ * gf_adam_create and friends) and returns the count. -1 on failure. */
+GF_API int gf_module_parameters(const gf_module *m, gf_tensor **out, int max);
+/* Name -> tensor dicts (new; destroy them): named_parameters (tied ones
+ * once, under their first name), named_buffers (persistent or not), and
+ * the direct children's names are gf_module_child_name. */
+GF_API gf_tensor_dict *gf_module_named_parameters(const gf_module *m);
+GF_API gf_tensor_dict *gf_module_named_buffers(const gf_module *m);
+GF_API int gf_module_child_count(const gf_module *m);
+GF_API const char *gf_module_child_name(const gf_module *m, int i);   /* BORROWED */
+GF_API gf_module *gf_module_child_at(const gf_module *m, int i);      /* BORROWED */
+
+/* state_dict(): every parameter and persistent buffer under its full name
+ * (tied ones under each name, as PyTorch), in PyTorch's order; the tensors
+ * share storage with the module's, without history (detached). New dict. */
+GF_API gf_tensor_dict *gf_module_state_dict(const gf_module *m);
+
+/* What load_state_dict found: the module's keys the dict lacks, and the
+ * dict's keys the module does not have. Free with gf_load_report_clear. */
+typedef struct gf_load_report {
+    int n_missing, n_unexpected;
+    char **missing, **unexpected;
+} gf_load_report;
+GF_API void gf_load_report_clear(gf_load_report *r);
+/* load_state_dict(d, strict): copies each entry into the parameter or
+ * buffer of its name (values converted to its dtype and device, under
+ * no-grad; the tensors keep their identity, so optimisers holding them see
+ * the values). Every entry is checked before anything is written: a size
+ * mismatch fails SHAPE naming the key; with strict, a missing or unexpected
+ * key fails INVALID listing them, and nothing changes. report may be NULL.
+ * Fails: INVALID, SHAPE, and the copies' errors. */
+GF_API gf_status gf_module_load_state_dict(gf_module *m, const gf_tensor_dict *d, bool strict,
+                                           gf_load_report *report);
+
+/* train(mode) / eval(): the flag of m and every descendant. */
+GF_API gf_status gf_module_train(gf_module *m, bool mode);
+GF_API bool gf_module_is_training(const gf_module *m); /* false for NULL */
+/* zero_grad(set_to_none=True) over every parameter. */
+GF_API gf_status gf_module_zero_grad(gf_module *m);
+/* requires_grad_(flag) on every parameter of the tree (freezing). */
+GF_API gf_status gf_module_requires_grad_(gf_module *m, bool requires_grad);
+
+/* Runs the forward pre-hooks, the class's forward, then the forward hooks.
+ * A pre-hook may replace the inputs: it returns GF_OK and may write new
+ * references into in[] (the old ones are then its to release: they are
+ * borrowed from the caller or from an earlier hook's output). A hook may
+ * replace the output (*out, a new reference; release the old one). A
+ * failing hook stops the call with its status. Fails: INVALID (NULL, a
+ * module without forward), and the forward's errors. */
+typedef gf_status (*gf_module_pre_hook)(gf_module *m, gf_tensor **in, int n, void *user);
+typedef gf_status (*gf_module_hook)(gf_module *m, gf_tensor *const *in, int n, gf_tensor **out,
+                                    void *user);
+GF_API gf_tensor *gf_module_forward(gf_module *m, gf_tensor *const *inputs, int n);
+/* Return a handle > 0 (0 on failure) for gf_module_remove_hook. */
+GF_API int gf_module_register_forward_pre_hook(gf_module *m, gf_module_pre_hook fn, void *user);
+GF_API int gf_module_register_forward_hook(gf_module *m, gf_module_hook fn, void *user);
+GF_API gf_status gf_module_remove_hook(gf_module *m, int handle);
+
+/* ---- layers as modules (PyTorch's names, defaults and initialisation) */
+/* nn.Linear: weight [out, in] (kaiming_uniform a = sqrt(5)), bias [out]
+ * (uniform +-1/sqrt(in)); dev NULL = the default device. */
+GF_API gf_module *gf_nn_linear(int64_t in_features, int64_t out_features, bool bias,
+                               gf_dtype dtype, gf_device *dev);
+/* nn.Sequential: children "0", "1", ... run in order (each retained). */
+GF_API gf_module *gf_nn_sequential(gf_module *const *modules, int n);
+/* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
+GF_API gf_module *gf_nn_relu(void);
+GF_API gf_module *gf_nn_tanh(void);
+GF_API gf_module *gf_nn_flatten(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
