@@ -29,7 +29,8 @@
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
  * RMSprop, Adagrad) step pooled tensors with whatever gradients they hold.
  * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
- * graft must refuse.
+ * graft must refuse. Modules (Linear, Sequential) run on pooled tensors and
+ * load their own state dicts, altered.
  *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
@@ -738,6 +739,43 @@ static void act_optim(reader *r) {
     gf_optimizer_destroy(opt);
 }
 
+/* Modules: a Linear sized from a pooled tensor (or not), run on it, its
+ * state dict saved and loaded back (strict or not, with an entry removed or
+ * replaced by a pooled tensor), a pooled leaf registered as a parameter, a
+ * Sequential around it, train/eval, zero_grad, freezing. */
+static void act_module(reader *r) {
+    gf_tensor *x = gf_tensor_retain(get(r)); /* put() may drop its slot */
+    int64_t in = x && gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : size_arg(r);
+    gf_module *lin = gf_nn_linear(in, size_arg(r), pick(r, 2), dtype_arg(r), NULL);
+    gf_module *parts[2] = {lin, lin ? gf_nn_relu() : NULL};
+    gf_module *seq = lin ? gf_nn_sequential(parts, pick(r, 3)) : NULL;
+    gf_module *m = seq ? seq : lin;
+    if (m) {
+        if (x) put(gf_module_forward(m, &x, 1));
+        gf_tensor_dict *d = gf_module_state_dict(m);
+        if (d && pick(r, 2)) gf_tensor_dict_remove(d, gf_tensor_dict_name(d, 0));
+        gf_tensor *t = get(r);
+        if (d && t && pick(r, 2)) gf_tensor_dict_set(d, pick(r, 2) ? "0.weight" : "weight", t);
+        gf_load_report rep = {0};
+        gf_module_load_state_dict(m, d, pick(r, 2), pick(r, 2) ? &rep : NULL);
+        gf_load_report_clear(&rep);
+        gf_tensor_dict_destroy(d);
+        int k = slot(r);
+        if (pool[k] && fresh[k] && track(pool[k]))
+            gf_module_register_parameter(lin, "extra", pool[k]);
+        switch (pick(r, 3)) {
+        case 0: gf_module_train(m, pick(r, 2)); break;
+        case 1: gf_module_zero_grad(m); break;
+        default: gf_module_requires_grad_(m, pick(r, 2)); break;
+        }
+        if (x) put(gf_module_forward(m, &x, 1));
+    }
+    gf_tensor_release(x);
+    gf_module_release(parts[1]);
+    gf_module_release(seq);
+    gf_module_release(lin);
+}
+
 static void act_scope(reader *r) {
     if (scope_depth && pick(r, 2)) {
         /* a result released by hand inside its scope (refused), then used */
@@ -799,11 +837,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int steps = 0; r.n && steps < 64; steps++) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
         /* byte % 12 as before the optimisers came (the seeds keep their
-         * programs), the top 16 byte values for them */
+         * programs), the top 16 byte values for optimisers and modules */
         uint8_t b = u8(&r);
-        int act = b >= 240 ? 12 : b % 12;
-        if (trace) fprintf(stderr, " %d/13", act);
+        int act = b >= 248 ? 13 : b >= 240 ? 12 : b % 12;
+        if (trace) fprintf(stderr, " %d/14", act);
         switch (act) {
+        case 13: act_module(&r); break;
         case 12: act_optim(&r); break;
         case 10: act_hooks(&r); break;
         case 11: act_check(&r); break;
