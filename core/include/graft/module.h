@@ -35,6 +35,7 @@
 #include "graft/types.h"
 #include "graft/tensor.h"
 #include "graft/interop.h"
+#include "graft/nn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,6 +158,35 @@ GF_API gf_module *gf_nn_linear(int64_t in_features, int64_t out_features, bool b
                                gf_dtype dtype, gf_device *dev);
 /* nn.Sequential: children "0", "1", ... run in order (each retained). */
 GF_API gf_module *gf_nn_sequential(gf_module *const *modules, int n);
+/* nn.Conv2d: weight [out, in / groups, kh, kw] (kaiming_uniform a =
+ * sqrt(5)), bias [out] (uniform +-1/sqrt(fan_in)); opts NULL = stride 1,
+ * no padding, dilation 1, one group (graft/nn.h). */
+GF_API gf_module *gf_nn_conv2d(int64_t in_channels, int64_t out_channels, const int kernel[2],
+                               const gf_conv2d_opts *opts, bool bias, gf_dtype dtype,
+                               gf_device *dev);
+/* nn.BatchNorm1d / 2d (the input's rank decides: [N, C] or [N, C, ...]):
+ * weight ones, bias zeros (affine), buffers running_mean zeros,
+ * running_var ones and num_batches_tracked (i64, 0) when
+ * track_running_stats. Training normalises with the batch's statistics
+ * and updates the running ones (momentum; PyTorch's momentum=None
+ * cumulative average is not offered) and num_batches_tracked; eval uses
+ * the running ones. PyTorch's defaults: eps 1e-5, momentum 0.1. */
+GF_API gf_module *gf_nn_batch_norm(int64_t num_features, double eps, double momentum,
+                                   bool affine, bool track_running_stats, gf_dtype dtype,
+                                   gf_device *dev);
+/* nn.LayerNorm over the last rank dims (weight ones, bias zeros). */
+GF_API gf_module *gf_nn_layer_norm(const int64_t *normalized_shape, int rank, double eps,
+                                   bool elementwise_affine, gf_dtype dtype, gf_device *dev);
+/* nn.Embedding: weight [num, dim] from N(0, 1); forward takes i64 indices. */
+GF_API gf_module *gf_nn_embedding(int64_t num_embeddings, int64_t embedding_dim,
+                                  gf_dtype dtype, gf_device *dev);
+/* nn.Dropout(p): active in training mode only. */
+GF_API gf_module *gf_nn_dropout(double p);
+/* nn.MaxPool2d / nn.AvgPool2d (opts as graft/nn.h) and
+ * nn.AdaptiveAvgPool2d(output_size). */
+GF_API gf_module *gf_nn_max_pool2d(const gf_pool2d_opts *opts);
+GF_API gf_module *gf_nn_avg_pool2d(const gf_pool2d_opts *opts);
+GF_API gf_module *gf_nn_adaptive_avg_pool2d(const int64_t output_size[2]);
 /* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
 GF_API gf_module *gf_nn_relu(void);
 GF_API gf_module *gf_nn_tanh(void);
