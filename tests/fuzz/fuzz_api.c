@@ -746,7 +746,11 @@ static void act_optim(reader *r) {
 static void act_module(reader *r) {
     gf_tensor *x = gf_tensor_retain(get(r)); /* put() may drop its slot */
     int64_t in = x && gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : size_arg(r);
-    gf_module *lin = gf_nn_linear(in, size_arg(r), pick(r, 2), dtype_arg(r), NULL);
+    int64_t out = size_arg(r);
+    const int64_t ws[2] = {out, in};
+    /* weights graft fills: small, or certainly refused */
+    gf_module *lin = sizes_ok(ws, 2) ? gf_nn_linear(in, out, pick(r, 2), dtype_arg(r), NULL)
+                                     : NULL;
     gf_module *parts[2] = {lin, lin ? gf_nn_relu() : NULL};
     gf_module *seq = lin ? gf_nn_sequential(parts, pick(r, 3)) : NULL;
     gf_module *m = seq ? seq : lin;
