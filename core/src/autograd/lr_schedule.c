@@ -14,7 +14,8 @@
 double gf__optim_initial_lr(gf_optimizer *opt, int group);
 
 typedef enum sched_kind {
-    S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ
+    S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ, S_LAMBDA, S_MULT,
+    S_CONST
 } sched_kind;
 
 struct gf_lr_scheduler {
@@ -32,19 +33,44 @@ struct gf_lr_scheduler {
     gf_onecycle_opts oc;
     gf_lr_scheduler **children; /* sequential */
     int n_children;
+    gf_lr_lambda fn; /* LambdaLR, MultiplicativeLR */
+    void *user;
+    double *prod;       /* MultiplicativeLR: the product of fn(1..prod_epoch) per group */
+    int64_t prod_epoch; /* -1: none yet */
+    double factor;      /* ConstantLR */
 };
 
 static const char *kind_name(sched_kind k) {
     static const char *const names[] = {"StepLR", "MultiStepLR", "ExponentialLR",
                                         "CosineAnnealingLR", "LinearLR", "OneCycleLR",
-                                        "SequentialLR"};
+                                        "SequentialLR", "LambdaLR", "MultiplicativeLR",
+                                        "ConstantLR"};
     return names[k];
+}
+
+/* MultiplicativeLR's factor up to epoch e for group g: the product of
+ * fn(1..e), kept from the last call so that stepping costs one call of fn
+ * (a resumed schedule recomputes it once). */
+static double mult_product(const gf_lr_scheduler *s, int g, int64_t e) {
+    gf_lr_scheduler *w = (gf_lr_scheduler *)s; /* the cache only */
+    if (w->prod_epoch < 0 || w->prod_epoch > e) {
+        for (int k = 0; k < w->n_groups; k++) w->prod[k] = 1.0;
+        w->prod_epoch = 0;
+    }
+    while (w->prod_epoch < e) {
+        w->prod_epoch++;
+        for (int k = 0; k < w->n_groups; k++) w->prod[k] *= w->fn(w->prod_epoch, k, w->user);
+    }
+    return w->prod[g];
 }
 
 /* The closed-form lr of group g at epoch e. */
 static double lr_at(const gf_lr_scheduler *s, int g, int64_t e) {
     double b = s->base[g];
     switch (s->kind) {
+    case S_LAMBDA: return b * s->fn(e, g, s->user);
+    case S_MULT: return b * mult_product(s, g, e);
+    case S_CONST: return e < s->total ? b * s->factor : b;
     case S_STEP: return b * pow(s->gamma, (double)(e / s->step_size));
     case S_MULTISTEP: {
         int k = 0;
@@ -446,8 +472,54 @@ gf_status gf_lr_scheduler_load_state_dict(gf_lr_scheduler *s, const gf_tensor_di
     return st;
 }
 
+gf_lr_scheduler *gf_lr_lambda_create(gf_optimizer *opt, gf_lr_lambda fn, void *user) {
+    if (!fn) {
+        gf__error(GF_ERR_INVALID, "LambdaLR: lr_lambda is NULL");
+        return NULL;
+    }
+    gf_lr_scheduler *s = sched_new(S_LAMBDA, opt);
+    if (!s) return NULL;
+    s->fn = fn;
+    s->user = user;
+    return start(s);
+}
+
+gf_lr_scheduler *gf_lr_multiplicative_create(gf_optimizer *opt, gf_lr_lambda fn, void *user) {
+    if (!fn) {
+        gf__error(GF_ERR_INVALID, "MultiplicativeLR: lr_lambda is NULL");
+        return NULL;
+    }
+    gf_lr_scheduler *s = sched_new(S_MULT, opt);
+    if (!s) return NULL;
+    s->prod = calloc((size_t)s->n_groups, sizeof *s->prod);
+    if (!s->prod) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "MultiplicativeLR: out of host memory");
+        gf_lr_scheduler_destroy(s);
+        return NULL;
+    }
+    s->fn = fn;
+    s->user = user;
+    s->prod_epoch = -1;
+    return start(s);
+}
+
+gf_lr_scheduler *gf_lr_constant_create(gf_optimizer *opt, double factor, int64_t total_iters) {
+    const char *k = "ConstantLR";
+    if (!(factor >= 0 && factor <= 1)) {
+        bad(k, "factor", factor, "in [0, 1]");
+        return NULL;
+    }
+    if (total_iters < 0 && bad(k, "total_iters", (double)total_iters, ">= 0")) return NULL;
+    gf_lr_scheduler *s = sched_new(S_CONST, opt);
+    if (!s) return NULL;
+    s->factor = factor;
+    s->total = total_iters;
+    return start(s);
+}
+
 void gf_lr_scheduler_destroy(gf_lr_scheduler *s) {
     if (!s) return;
+    free(s->prod);
     for (int i = 0; i < s->n_children; i++) gf_lr_scheduler_destroy(s->children[i]);
     free(s->children);
     free(s->milestones);
