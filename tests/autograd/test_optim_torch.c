@@ -193,11 +193,125 @@ static void test_torch_adam_checkpoint(void) {
     gf_optimizer_destroy(opt);
 }
 
+/* Adadelta, NAdam (and NAdamW) and RAdam (and RAdamW, through both sides of
+ * its rectification threshold) over eight steps, against torch. */
+static void follow_long(const char *what, gf_optimizer *opt, gf_tensor *p,
+                        const double want[OZ_LONG][OZ_N]) {
+    CHECK_MSG(opt != NULL, "%s: %s", what, gf_last_error());
+    if (!opt) return;
+    for (int s = 0; s < OZ_LONG; s++) {
+        gf_tensor *g = gf_from_data(oz_grads[s % 3], (const int64_t[]){OZ_N}, 1, GF_F64, NULL);
+        CHECK(gf_tensor_set_grad(p, g) == GF_OK);
+        gf_tensor_release(g);
+        CHECK_MSG(gf_optimizer_step(opt) == GF_OK, "%s: %s", what, gf_last_error());
+        double got[OZ_N];
+        CHECK(gf_tensor_to_host(p, got, sizeof got) == GF_OK);
+        for (int i = 0; i < OZ_N; i++)
+            CHECK_MSG(fabs(got[i] - want[s][i]) <= 1e-12 * (1 + fabs(want[s][i])),
+                      "%s step %d [%d]: %.17g, torch %.17g", what, s + 1, i, got[i], want[s][i]);
+    }
+    gf_optimizer_destroy(opt);
+}
+
+static void test_more_optimizers(void) {
+    gf_tensor *p = param();
+    gf_adadelta_opts ad = GF_ADADELTA_OPTS_DEFAULT;
+    ad.lr = 0.5, ad.rho = 0.8, ad.weight_decay = 0.1;
+    follow_long("Adadelta", gf_adadelta_create(&p, 1, &ad), p, oz_adadelta);
+    gf_tensor_release(p);
+    p = param();
+    ad = (gf_adadelta_opts)GF_ADADELTA_OPTS_DEFAULT;
+    ad.rho = 0.0, ad.eps = 0.0;
+    follow_long("Adadelta rho = eps = 0", gf_adadelta_create(&p, 1, &ad), p, oz_adadelta_rho_0);
+    gf_tensor_release(p);
+    p = param();
+    gf_nadam_opts na = GF_NADAM_OPTS_DEFAULT;
+    na.lr = 0.05, na.weight_decay = 0.1;
+    follow_long("NAdam", gf_nadam_create(&p, 1, &na), p, oz_nadam);
+    gf_tensor_release(p);
+    p = param();
+    na = (gf_nadam_opts)GF_NADAM_OPTS_DEFAULT;
+    na.lr = 0.05, na.beta1 = 0.0, na.beta2 = 0.9, na.weight_decay = 0.1;
+    na.decoupled_weight_decay = true, na.momentum_decay = 0.01;
+    follow_long("NAdamW", gf_nadam_create(&p, 1, &na), p, oz_nadamw);
+    gf_tensor_release(p);
+    p = param();
+    gf_radam_opts ra = GF_RADAM_OPTS_DEFAULT;
+    ra.lr = 0.05, ra.beta1 = 0.8, ra.beta2 = 0.9, ra.weight_decay = 0.1;
+    follow_long("RAdam", gf_radam_create(&p, 1, &ra), p, oz_radam);
+    gf_tensor_release(p);
+    p = param();
+    ra.decoupled_weight_decay = true;
+    follow_long("RAdamW", gf_radam_create(&p, 1, &ra), p, oz_radamw);
+    /* errors */
+    ad = (gf_adadelta_opts)GF_ADADELTA_OPTS_DEFAULT;
+    ad.rho = 1.5;
+    CHECK(gf_adadelta_create(&p, 1, &ad) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "invalid rho");
+    na = (gf_nadam_opts)GF_NADAM_OPTS_DEFAULT;
+    na.momentum_decay = -1;
+    CHECK(gf_nadam_create(&p, 1, &na) == NULL);
+    ra = (gf_radam_opts)GF_RADAM_OPTS_DEFAULT;
+    ra.beta2 = 1.0;
+    CHECK(gf_radam_create(&p, 1, &ra) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "invalid beta2");
+    CHECK(gf_radam_create(&p, 1, &(gf_radam_opts){.lr = 1}) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "GF_RADAM_OPTS_DEFAULT");
+    CHECK(gf_nadam_create(&p, 1, &(gf_nadam_opts){.lr = 1}) == NULL);
+    CHECK(gf_adadelta_create(&p, 1, &(gf_adadelta_opts){.lr = 1}) == NULL);
+    gf_optimizer *o = gf_radam_create(&p, 1, NULL);
+    CHECK(o != NULL);
+    gf_optimizer_destroy(o);
+    gf_tensor_release(p);
+}
+
+/* torch.optim.NAdam's state_dict after two steps (mu_product a 0-dim
+ * tensor) loads; the third step lands on torch's. */
+static void test_torch_nadam_checkpoint(void) {
+    const int64_t n[1] = {OZ_N};
+    gf_tensor *p = gf_from_data(oz_nckpt_p, n, 1, GF_F64, NULL);
+    CHECK(gf_tensor_set_requires_grad(p, true) == GF_OK);
+    gf_nadam_opts o = GF_NADAM_OPTS_DEFAULT;
+    o.lr = 0.05;
+    gf_optimizer *opt = gf_nadam_create(&p, 1, &o);
+    gf_tensor *m = gf_from_data(oz_nckpt_exp_avg, n, 1, GF_F64, NULL);
+    gf_tensor *v = gf_from_data(oz_nckpt_exp_avg_sq, n, 1, GF_F64, NULL);
+    gf_tensor *step = gf_scalar(oz_nckpt_step, GF_F32, NULL);
+    gf_tensor *mu = gf_scalar(oz_nckpt_mu_product, GF_F64, NULL);
+    gf_tensor_dict *d = gf_tensor_dict_new();
+    CHECK(gf_tensor_dict_set(d, "state.0.step", step) == GF_OK &&
+          gf_tensor_dict_set(d, "state.0.exp_avg", m) == GF_OK &&
+          gf_tensor_dict_set(d, "state.0.exp_avg_sq", v) == GF_OK &&
+          gf_tensor_dict_set(d, "state.0.mu_product", mu) == GF_OK);
+    CHECK_MSG(gf_optimizer_load_state_dict(opt, d, "state.") == GF_OK, "%s", gf_last_error());
+    gf_tensor *g = gf_from_data(oz_grads[2], n, 1, GF_F64, NULL);
+    CHECK(gf_tensor_set_grad(p, g) == GF_OK && gf_optimizer_step(opt) == GF_OK);
+    double got[OZ_N];
+    CHECK(gf_tensor_to_host(p, got, sizeof got) == GF_OK);
+    for (int i = 0; i < OZ_N; i++)
+        CHECK_MSG(fabs(got[i] - oz_nckpt_p3[i]) <= 1e-12, "[%d]: %.17g, torch %.17g", i, got[i],
+                  oz_nckpt_p3[i]);
+    /* its own state dict names mu_product as torch does */
+    gf_tensor_dict *own = gf_optimizer_state_dict(opt, NULL);
+    CHECK(own && gf_tensor_dict_get(own, "0.mu_product") != NULL);
+    gf_tensor_dict_destroy(own);
+    gf_tensor *bad = gf_scalar(2.0, GF_F64, NULL);
+    CHECK(gf_tensor_dict_set(d, "state.0.mu_product", bad) == GF_OK);
+    CHECK(gf_optimizer_load_state_dict(opt, d, "state.") == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "product of mu");
+    gf_tensor *items[] = {p, m, v, step, mu, g, bad};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_tensor_dict_destroy(d);
+    gf_optimizer_destroy(opt);
+}
+
 int main(void) {
     RUN(test_adam_zeros);
     RUN(test_rmsprop_adagrad_zeros);
     RUN(test_onecycle_pct_start_0);
     RUN(test_gradcheck_zero_tolerances);
     RUN(test_torch_adam_checkpoint);
+    RUN(test_more_optimizers);
+    RUN(test_torch_nadam_checkpoint);
     return CHECK_REPORT();
 }

@@ -27,7 +27,8 @@
  * release callback) must be given back by the end of each input, and
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
- * RMSprop, Adagrad) step pooled tensors with whatever gradients they hold.
+ * RMSprop, Adagrad, Adadelta, NAdam, RAdam) step pooled tensors with
+ * whatever gradients they hold.
  * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
  * graft must refuse. Modules (Linear, Sequential) run on pooled tensors and
  * load their own state dicts, altered.
@@ -697,7 +698,7 @@ static void act_optim(reader *r) {
     int n = 1 + pick(r, 2);
     if (!p[0] || (n == 2 && !p[1])) return;
     gf_optimizer *opt = NULL;
-    switch (pick(r, 4)) {
+    switch (pick(r, 7)) {
     case 0: {
         /* from the defaults or not (refused), then any value in each field */
         gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
@@ -720,10 +721,29 @@ static void act_optim(reader *r) {
         opt = gf_rmsprop_create(p, n, &o);
         break;
     }
-    default: {
+    case 3: {
         gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
         o.lr = dbl_arg(r), o.lr_decay = dbl_arg(r), o.eps = dbl_arg(r);
         opt = gf_adagrad_create(p, n, &o);
+        break;
+    }
+    case 4: {
+        gf_adadelta_opts o = GF_ADADELTA_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.rho = dbl_arg(r), o.eps = dbl_arg(r);
+        opt = gf_adadelta_create(p, n, &o);
+        break;
+    }
+    case 5: {
+        gf_nadam_opts o = GF_NADAM_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.beta1 = dbl_arg(r), o.momentum_decay = dbl_arg(r);
+        o.decoupled_weight_decay = pick(r, 2), o.weight_decay = dbl_arg(r);
+        opt = gf_nadam_create(p, n, &o);
+        break;
+    }
+    default: {
+        gf_radam_opts o = GF_RADAM_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.beta2 = dbl_arg(r), o.eps = dbl_arg(r);
+        opt = gf_radam_create(p, n, &o);
         break;
     }
     }

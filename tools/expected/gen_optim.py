@@ -50,6 +50,44 @@ def onecycle():
     return lrs
 
 
+LONG_CASES = [
+    ("adadelta", "Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1)),
+    ("adadelta_rho_0", "Adadelta", dict(rho=0.0, eps=0.0)),
+    ("nadam", "NAdam", dict(lr=0.05, weight_decay=0.1)),
+    ("nadamw", "NAdam", dict(lr=0.05, betas=(0.0, 0.9), weight_decay=0.1,
+                             decoupled_weight_decay=True, momentum_decay=0.01)),
+    ("radam", "RAdam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("radamw", "RAdam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1,
+                             decoupled_weight_decay=True)),
+]
+LONG = 8
+
+
+def long_trajectory(kind, kw):
+    p = torch.tensor(P0, dtype=torch.float64, requires_grad=True)
+    opt = getattr(torch.optim, kind)([p], **kw)
+    out = []
+    for i in range(LONG):
+        p.grad = torch.tensor(GRADS[i % len(GRADS)], dtype=torch.float64)
+        opt.step()
+        out.append([float(v) for v in p.detach()])
+    return out
+
+
+def nadam_checkpoint():
+    p = torch.tensor(P0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.NAdam([p], lr=0.05)
+    for g in GRADS[:2]:
+        p.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+    st = opt.state_dict()["state"][0]
+    saved = ([float(v) for v in p.detach()], float(st["step"]), float(st["mu_product"]),
+             [float(v) for v in st["exp_avg"]], [float(v) for v in st["exp_avg_sq"]])
+    p.grad = torch.tensor(GRADS[2], dtype=torch.float64)
+    opt.step()
+    return saved, [float(v) for v in p.detach()]
+
+
 def adam_checkpoint():
     p = torch.tensor(P0, dtype=torch.float32, requires_grad=True)
     opt = torch.optim.Adam([p], lr=0.1, betas=(0.8, 0.9))
@@ -83,6 +121,22 @@ def main():
     print("/* OneCycleLR(max_lr=1, total_steps=10, pct_start=0, cycle_momentum=False): lr at "
           "epochs 0..9 */")
     print("static const double oz_onecycle_pct0[10] = {%s};" % ", ".join(repr(v) for v in lrs))
+    print("#define OZ_LONG %d" % LONG)
+    for name, kind, kw in LONG_CASES:
+        t = long_trajectory(kind, kw)
+        print("/* torch.optim.%s(%s), gradients oz_grads[i %% 3] */" %
+              (kind, ", ".join("%s=%r" % i for i in kw.items())))
+        print("static const double oz_%s[OZ_LONG][OZ_N] = {%s};" %
+              (name, ", ".join("{%s}" % ", ".join(repr(v) for v in r) for r in t)))
+    (np2, nstep, nmu, nm, nv), np3 = nadam_checkpoint()
+    print("/* torch.optim.NAdam(lr=0.05) on f64 oz_p0, two steps: the parameter and its state "
+          "(mu_product a 0-dim tensor), then the parameter after a third step */")
+    print("static const double oz_nckpt_p[OZ_N] = {%s};" % ", ".join(repr(x) for x in np2))
+    print("static const double oz_nckpt_step = %r;" % nstep)
+    print("static const double oz_nckpt_mu_product = %r;" % nmu)
+    print("static const double oz_nckpt_exp_avg[OZ_N] = {%s};" % ", ".join(repr(x) for x in nm))
+    print("static const double oz_nckpt_exp_avg_sq[OZ_N] = {%s};" % ", ".join(repr(x) for x in nv))
+    print("static const double oz_nckpt_p3[OZ_N] = {%s};" % ", ".join(repr(x) for x in np3))
     (p2, step, m, v), p3 = adam_checkpoint()
     print("/* torch.optim.Adam(lr=0.1, betas=(0.8, 0.9)) on f32 oz_p0, two steps: the parameter, "
           "state_dict()['state'][0] (step is a 0-dim f32 tensor), and the parameter after a "

@@ -291,6 +291,42 @@ GF_API gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n,
                                        const gf_rmsprop_opts *opts);
 GF_API gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n,
                                        const gf_adagrad_opts *opts);
+/* PyTorch's Adadelta: square_avg = rho sa + (1 - rho) g^2; delta =
+ * sqrt(acc_delta + eps) / sqrt(sa + eps) g; acc_delta = rho ad + (1 - rho)
+ * delta^2; p -= lr delta. rho in [0, 1]. */
+typedef struct gf_adadelta_opts {
+    uint32_t init;
+    double lr, rho, eps, weight_decay;
+} gf_adadelta_opts;
+#define GF_ADADELTA_OPTS_DEFAULT \
+    {.init = GF_OPTS_INIT, .lr = 1.0, .rho = 0.9, .eps = 1e-6, .weight_decay = 0.0}
+/* PyTorch's NAdam (Nesterov momentum with momentum_decay's schedule of mu;
+ * decoupled_weight_decay = NAdamW) and RAdam (the variance rectification
+ * of Liu et al.; decoupled_weight_decay = RAdamW). betas in [0, 1). */
+typedef struct gf_nadam_opts {
+    uint32_t init;
+    double lr, beta1, beta2, eps, weight_decay, momentum_decay;
+    bool decoupled_weight_decay;
+} gf_nadam_opts;
+#define GF_NADAM_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .momentum_decay = 4e-3, .decoupled_weight_decay = false}
+typedef struct gf_radam_opts {
+    uint32_t init;
+    double lr, beta1, beta2, eps, weight_decay;
+    bool decoupled_weight_decay;
+} gf_radam_opts;
+#define GF_RADAM_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .decoupled_weight_decay = false}
+/* Options as the others (NULL = the defaults; from the _DEFAULT initialiser
+ * or refused). State keys: Adadelta square_avg, acc_delta, step; NAdam
+ * exp_avg, exp_avg_sq, mu_product (0-dim), step; RAdam exp_avg,
+ * exp_avg_sq, step. */
+GF_API gf_optimizer *gf_adadelta_create(gf_tensor *const *params, int n,
+                                        const gf_adadelta_opts *opts);
+GF_API gf_optimizer *gf_nadam_create(gf_tensor *const *params, int n, const gf_nadam_opts *opts);
+GF_API gf_optimizer *gf_radam_create(gf_tensor *const *params, int n, const gf_radam_opts *opts);
 GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
