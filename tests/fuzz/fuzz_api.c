@@ -136,6 +136,15 @@ static bool track(gf_tensor *t) {
     return true;
 }
 
+/* Whether the pool or the tracked list holds t. */
+static bool held_by_target(const gf_tensor *t) {
+    for (int i = 0; i < POOL; i++)
+        if (pool[i] == t) return true;
+    for (int i = 0; i < n_tracked; i++)
+        if (tracked[i] == t) return true;
+    return false;
+}
+
 static void drop(gf_tensor *t) {
     if (t) gf_tensor_set_grad(t, NULL);
     gf_tensor_release(t);
@@ -600,8 +609,12 @@ static void act_autograd(reader *r) {
     case 3: {
         gf_tensor *g = gf_tensor_grad(t);
         /* inside a scope, the reflex of a C programmer: releasing what graft
-         * returned (the .grad slot holds it too); graft must refuse it */
-        if (g && scope_depth && pick(r, 2)) gf_tensor_release(g);
+         * returned (the .grad slot holds it too); graft must refuse it. Not
+         * when the target holds a reference of its own to that tensor (in
+         * the pool or tracked): a release then cannot be told from the
+         * release of that reference (graft/tensor.h), and the target would
+         * go on using both. */
+        if (g && scope_depth && !held_by_target(g) && pick(r, 2)) gf_tensor_release(g);
         put(g);
         break;
     }

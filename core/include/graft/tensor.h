@@ -150,12 +150,13 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
  * out-parameters (gf_grad, gf_max_dim, gf_split, gf_layer_norm's statistics,
  * ...) are recorded too. Inside a scope, do not release what graft returned:
  * such a release is refused with an error (gf_tensor_release), also for
- * gf_tensor_grad's result, which the .grad slot holds too. One case remains
- * that reference counts cannot tell from a correct release: a function that
- * returns its own argument as a new reference (gf_to_dtype or gf_to_device
- * to what the tensor already is, gf_dropout in eval mode) hands back an
- * object the caller also holds; releasing that result inside the scope
- * spends the caller's own reference. */
+ * gf_tensor_grad's result, which the .grad slot holds too. What reference
+ * counts cannot tell from a correct release: the caller also holds a
+ * reference of its own to the same tensor (gf_tensor_grad called before the
+ * scope and again inside it; a function that returns its own argument as a
+ * new reference: gf_to_dtype or gf_to_device to what the tensor already is,
+ * gf_dropout in eval mode). Releasing the scope's reference by hand then
+ * spends the caller's own. */
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);
