@@ -706,10 +706,40 @@ static void act_check(reader *r) {
  * broadcast, another dtype, from create_graph), its state saved and loaded
  * back, then destroyed: Adam and AdamW take the device's fused update where
  * it has one. */
+/* L-BFGS's closure: sum(p^2) (or a failure), p's .grad cleared first. */
+static gf_tensor *lbfgs_param;
+static bool lbfgs_fail;
+static gf_tensor *lbfgs_closure(void *user) {
+    (void)user;
+    if (lbfgs_fail) {
+        gf_set_error(GF_ERR_INVALID, "fuzz: the closure fails");
+        return NULL;
+    }
+    gf_tensor_set_grad(lbfgs_param, NULL);
+    gf_tensor *sq = gf_square(lbfgs_param);
+    gf_tensor *s = sq ? gf_sum(sq, NULL, 0, false) : NULL;
+    if (s) gf_backward(s, NULL, NULL);
+    if (!scope_depth) gf_tensor_release(sq);
+    return s;
+}
+
 static void act_optim(reader *r) {
     gf_tensor *p[2] = {get(r), get(r)};
     int n = 1 + pick(r, 2);
     if (!p[0] || (n == 2 && !p[1])) return;
+    if (pick(r, 8) == 0) {
+        gf_lbfgs_opts o = GF_LBFGS_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.max_iter = pick(r, 30) - 1, o.max_eval = pick(r, 40) - 2;
+        o.history_size = size_arg(r), o.strong_wolfe = pick(r, 2);
+        o.tolerance_grad = dbl_arg(r);
+        gf_lbfgs *l = gf_lbfgs_create(p, 1, &o);
+        lbfgs_param = p[0];
+        lbfgs_fail = pick(r, 4) == 0;
+        double loss;
+        if (l && track(p[0])) gf_lbfgs_step(l, lbfgs_closure, NULL, &loss);
+        gf_lbfgs_destroy(l);
+        return;
+    }
     gf_optimizer *opt = NULL;
     switch (pick(r, 7)) {
     case 0: {

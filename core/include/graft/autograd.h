@@ -338,6 +338,41 @@ GF_API void gf_optimizer_destroy(gf_optimizer *opt);
 GF_API gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr);
 GF_API double gf_optimizer_get_lr(const gf_optimizer *opt);
 
+/* ---- L-BFGS (torch.optim.LBFGS): each step runs up to max_iter iterations,
+ * calling the closure to re-evaluate; the closure zeroes the gradients,
+ * computes the loss, runs backward and returns the loss (a one-element
+ * tensor, a new reference, which graft releases) or NULL with an error.
+ * strong_wolfe selects PyTorch's line_search_fn="strong_wolfe"; max_eval <
+ * 0 means PyTorch's None (max_iter * 5 / 4). One parameter group. The
+ * curvature history lives on the host in f64 (see core/src/autograd/
+ * lbfgs.c). */
+typedef struct gf_lbfgs_opts {
+    uint32_t init;
+    double lr;
+    int64_t max_iter, max_eval;
+    double tolerance_grad, tolerance_change;
+    int64_t history_size;
+    bool strong_wolfe;
+    bool maximize;
+} gf_lbfgs_opts;
+#define GF_LBFGS_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1.0, .max_iter = 20, .max_eval = -1,                  \
+     .tolerance_grad = 1e-7, .tolerance_change = 1e-9, .history_size = 100,            \
+     .strong_wolfe = false, .maximize = false}
+typedef struct gf_lbfgs gf_lbfgs;
+typedef gf_tensor *(*gf_lbfgs_closure)(void *user);
+/* Fails INVALID (options, parameters as gf_sgd_create's), OUT_OF_MEMORY. */
+GF_API gf_lbfgs *gf_lbfgs_create(gf_tensor *const *params, int n, const gf_lbfgs_opts *opts);
+/* One step; *loss (may be NULL) receives the first evaluation's loss, as
+ * torch's step returns. Fails with the closure's errors (the parameters
+ * are then wherever the iteration had put them). */
+GF_API gf_status gf_lbfgs_step(gf_lbfgs *l, gf_lbfgs_closure fn, void *user, double *loss);
+/* Evaluations and iterations since creation (torch's state func_evals,
+ * n_iter); -1 for NULL. */
+GF_API int64_t gf_lbfgs_func_evals(const gf_lbfgs *l);
+GF_API int64_t gf_lbfgs_n_iter(const gf_lbfgs *l);
+GF_API void gf_lbfgs_destroy(gf_lbfgs *l);
+
 /* ---- optimiser state, for checkpoints (torch's optimizer.state_dict()).
  * The state of parameter i (its position in the create call, then in the
  * groups added, graft/schedule.h) is named as torch names it:
