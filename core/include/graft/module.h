@@ -187,6 +187,39 @@ GF_API gf_module *gf_nn_dropout(double p);
 GF_API gf_module *gf_nn_max_pool2d(const gf_pool2d_opts *opts);
 GF_API gf_module *gf_nn_avg_pool2d(const gf_pool2d_opts *opts);
 GF_API gf_module *gf_nn_adaptive_avg_pool2d(const int64_t output_size[2]);
+/* nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first):
+ * in_proj_weight [3E, E] (xavier_uniform), in_proj_bias [3E] (zeros),
+ * out_proj (a Linear, bias zeros). gf_module_forward takes 1 input
+ * (self-attention) or 3 (query, key, value), batched 3-D. The full call:
+ * masks as PyTorch's (attn_mask [L, S] or [N * heads, L, S] and
+ * key_padding_mask [N, S]: bool true = may NOT attend, or float, added);
+ * with need_weights, *weights (may be NULL) receives the attention weights
+ * averaged over heads [N, L, S] (a new reference, recorded in an open
+ * scope). Dropout on the weights in training mode only. */
+GF_API gf_module *gf_nn_mha(int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
+                            bool batch_first, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_nn_mha_forward(gf_module *m, const gf_tensor *query, const gf_tensor *key,
+                                    const gf_tensor *value, const gf_tensor *key_padding_mask,
+                                    const gf_tensor *attn_mask, bool need_weights,
+                                    gf_tensor **weights);
+/* nn.TransformerEncoderLayer (children self_attn, linear1, dropout,
+ * linear2, norm1, norm2, dropout1, dropout2; activation relu or gelu;
+ * norm_first) and nn.TransformerEncoder over given layers ("layers.0"...,
+ * retained; torch deep-copies one layer: make each with the same
+ * arguments) and an optional final norm. gf_nn_transformer_forward runs
+ * either with masks (mask as attn_mask, src_key_padding_mask as
+ * key_padding_mask). PyTorch's defaults: dim_feedforward 2048, dropout
+ * 0.1, layer_norm_eps 1e-5. */
+GF_API gf_module *gf_nn_transformer_encoder_layer(int64_t d_model, int64_t nhead,
+                                                  int64_t dim_feedforward, double dropout,
+                                                  bool gelu, double layer_norm_eps,
+                                                  bool batch_first, bool norm_first,
+                                                  gf_dtype dtype, gf_device *dev);
+GF_API gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_layers,
+                                            gf_module *norm);
+GF_API gf_tensor *gf_nn_transformer_forward(gf_module *m, const gf_tensor *src,
+                                            const gf_tensor *mask,
+                                            const gf_tensor *src_key_padding_mask);
 /* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
 GF_API gf_module *gf_nn_relu(void);
 GF_API gf_module *gf_nn_tanh(void);
