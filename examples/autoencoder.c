@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* autoencoder — a small convolutional autoencoder on Fashion-MNIST, with a
  * decoder made of a transposed convolution and bilinear upsampling.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* custom_function — a differentiable function written in C with a
  * hand-made backward, through gf_function_apply.
  *

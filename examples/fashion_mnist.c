@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fashion_mnist — trains a convolutional network on Fashion-MNIST (Zalando's
  * 28x28 grayscale images of ten kinds of clothing: 60,000 to train, 10,000
  * to test), with checkpoints to save, resume and evaluate.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_cnn — trains a small convolutional network to tell four kinds of
  * drawn shapes apart, with Adam.
  *

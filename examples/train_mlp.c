@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_mlp — trains a small MLP classifier on 3-arm spirals with Adam.
  *
  *   train_mlp [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A] [--ddp]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* transformer — trains a small transformer encoder to sort sequences of
  * digits, with AdamW and a warmup + cosine learning-rate schedule.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft.h — the public API of graft, a tensor library with reverse-mode
  * autograd whose devices are plugins loaded at run time. */
 #ifndef GRAFT_H

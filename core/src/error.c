@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c — the thread's last error, status and dtype names, logging. */
 #include <stdio.h>
 #include <stdlib.h>

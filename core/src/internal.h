@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* internal.h — what the core's files share. Not installed.
  *
  * Conventions inside the core:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_io.c — file streams, element conversion between file dtypes and
  * graft dtypes, chunked transfer between files and tensors, and the tensor
  * dictionary returned by the multi-tensor loaders. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tensor.c — tensor objects: lifetime, geometry, properties, host transfer. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_elementwise.c — backward formulas of every differentiable
  * elementwise op.
  *

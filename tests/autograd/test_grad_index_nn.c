@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_index_nn.c — gradients of the indexing ops, conv2d, pooling,
  * normalisation, dropout and the losses.
  *

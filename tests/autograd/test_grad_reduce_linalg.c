@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_reduce_linalg.c — backward formulas of the reductions (sum, mean,
  * prod, amax, amin, var, std, logsumexp, max_dim, min_dim, argmax/argmin),
  * matmul, softmax and log_softmax.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lbfgs.c — L-BFGS against torch.optim.LBFGS on the Rosenbrock
  * function (tools/expected/gen_lbfgs.py): the loss of each step, the point,
  * the evaluation and iteration counts, with and without the strong-Wolfe

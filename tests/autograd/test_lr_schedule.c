@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lr_schedule.c — learning-rate schedules and parameter groups
  * (graft/schedule.h): each schedule's lr sequence against PyTorch's values
  * worked out by hand, on every optimiser (the lr really used by a step),

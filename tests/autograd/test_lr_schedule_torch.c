@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lr_schedule_torch.c — LambdaLR, MultiplicativeLR, ConstantLR and
  * ReduceLROnPlateau against torch.optim.lr_scheduler's learning rates, step
  * by step, on two parameter groups (tools/expected/gen_schedules.py); a

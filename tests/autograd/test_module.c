@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_module.c — modules (graft/module.h): the custom-module pattern of the
  * header, PyTorch's names and state_dict order, a torch state dict loaded by
  * name (tools/expected/gen_module.py) giving torch's output and gradients,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_module_resnet.c — a resnet-style CNN built from graft's modules
  * (Conv2d, BatchNorm2d, MaxPool2d, AdaptiveAvgPool2d, Linear, Sequential and
  * a residual block of one's own) loads a torch state dict by name (running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_module_transformer.c — nn.TransformerEncoder (post-norm relu batch
  * first with a final norm; pre-norm gelu sequence first) and
  * nn.MultiheadAttention built from graft's modules load torch's state dicts

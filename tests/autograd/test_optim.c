@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim.c — SGD and Adam/AdamW against the update equations of
  * torch.optim, evaluated here in plain C doubles (the reference values never
  * pass through graft), plus option validation, zero_grad, skipping of

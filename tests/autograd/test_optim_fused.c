@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_fused.c — Adam and AdamW through the device's ADAM_UPDATE op
  * against the same update composed of elementwise ops, on the default device
  * (GRAFT_DEVICE).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_rmsprop_adagrad.c — RMSprop and Adagrad against torch.optim's
  * update equations unrolled here in plain C doubles (a different gradient
  * at every step), their defaults, skipping parameters without a gradient,

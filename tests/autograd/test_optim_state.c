@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_state.c — optimiser state for checkpoints
  * (gf_optimizer_state_dict / gf_optimizer_load_state_dict) and the
  * generator's state (gf_rng_get_state / gf_rng_set_state), and the

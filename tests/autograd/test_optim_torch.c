@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_torch.c — optimisers against torch's own values
  * (tools/expected/gen_optim.py writes optim_expected.h from torch).
  * Every value PyTorch accepts is expressible: a field of 0 in an options

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_util.h — helpers shared by the autograd rule tests
  * (tests/autograd/test_rules_*.c, test_threads_autograd.c).
  *

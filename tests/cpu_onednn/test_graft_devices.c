@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_graft_devices.c — cpu_onednn through libgraft, against the reference
  * device in the same process (GRAFT_PLUGINS=cpu_onednn,reference: cpu:0 is
  * cpu_onednn, cpu:1 the reference): whole training steps of an MLP and of a

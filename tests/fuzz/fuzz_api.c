@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_api.c — a libFuzzer target over graft's public API.
  *
  * The input is a little program: each byte group picks an action (create a

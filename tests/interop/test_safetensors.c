@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_safetensors.c — safetensors save and load: exact bytes of a written
  * file, hand-made files (metadata, escapes, narrow integers, data out of
  * header order) and malformed ones. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_gradcheck.c — gradients computed on the OpenCL device agree with
  * central differences (gf_gradcheck, f64): elementwise chains, matmul,
  * softmax / cross-entropy, layer norm, convolution, pooling, reductions and

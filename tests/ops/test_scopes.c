@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_scopes.c — scopes release what was made inside them; gf_scope_keep
  * hands a result to the caller; gf_scope_end_return hands it to the
  * enclosing scope, so helpers that open their own scope compose. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_train.c — whole training steps: zero_grad, forward, cross-entropy,
  * backward and an Adam update, on one fixed batch.
  *

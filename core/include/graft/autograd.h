@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/autograd.h — reverse-mode automatic differentiation.
  *
  * The semantics are PyTorch's (docs/autograd.md lists them rule by rule):

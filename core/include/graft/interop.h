@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/interop.h — exchanging tensors with other tools: DLPack (memory
  * shared with array libraries in the same process) and files (.npy and .npz
  * as NumPy writes them, .safetensors, and the IDX files of MNIST-style data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/module.h — modules: torch.nn.Module for C.
  *
  * A module is a tree of named children, parameters and buffers, named as

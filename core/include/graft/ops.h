@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/ops.h — the forward op set. Every op returns a new reference (NULL on
  * error), takes borrowed inputs, accepts strided (non-contiguous) inputs, and
  * broadcasts binary inputs as NumPy/PyTorch do. Inputs must be on one device.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/schedule.h — parameter groups and learning-rate schedules for every
  * optimiser of graft/autograd.h (SGD, Adam/AdamW, RMSprop, Adagrad), as
  * torch.optim's param_groups and torch.optim.lr_scheduler. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/shape.h — reductions, scans, sorting, shape and indexing ops with
  * PyTorch's names, semantics and defaults (torch.all, torch.cumsum,
  * torch.sort, torch.nn.functional.pad, torch.einsum, ...).

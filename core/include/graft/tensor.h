@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/tensor.h — tensors: creation, data, views, scopes.
  *
  * Ownership: a function documented "Returns a new reference" hands the caller

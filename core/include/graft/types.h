@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/types.h — status codes, dtypes, errors, library lifetime. */
 #ifndef GRAFT_TYPES_H
 #define GRAFT_TYPES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ag_internal.h — the autograd graph as the core's files see it.
  *
  * Ownership: a tensor's autograd meta holds a reference to its grad_fn node;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gradcheck.c — numerical checks of backward formulas.
  *
  * gradcheck compares, for every (output element, input element) pair, the

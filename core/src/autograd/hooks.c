@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hooks.c — tensor hooks, node hooks, retain_grad, saved-tensor hooks. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inplace.c — in-place ops: the checks before writing, the version bump,
  * and the history afterwards (rules 10–15 of docs/autograd.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lbfgs.c — L-BFGS (graft/autograd.h), with the
  * iteration, two-loop recursion and strong-Wolfe line search of
  * torch.optim.LBFGS (after minFunc): the same decisions in the same order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lr_plateau.c — ReduceLROnPlateau (graft/schedule.h): the one schedule
  * that is not a closed form of the step count, since it follows a metric. */
 #include <math.h>

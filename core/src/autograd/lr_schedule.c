@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lr_schedule.c — learning-rate schedules (graft/schedule.h), as
  * torch.optim.lr_scheduler's closed forms: each lr is a function of the
  * group's initial_lr and the step count, so the state is small and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* meta.c — per-tensor autograd metadata: flags, .grad, history, views. */
 #include <stdlib.h>
 #include <string.h>

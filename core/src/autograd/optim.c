@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* optim.c — SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta, NAdam and RAdam,
  * with the update rules of torch.optim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* attention.c — nn.MultiheadAttention and nn.TransformerEncoderLayer /
  * TransformerEncoder as modules (graft/module.h), composed of graft's ops
  * with PyTorch's parameter names, initialisation and mask conventions. */

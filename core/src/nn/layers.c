@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* layers.c — layers as modules (graft/module.h), with PyTorch's names,
  * defaults and initialisation. Each is a gf_module with a class; its
  * parameters are looked up by name at each forward, so a parameter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* layers_conv.c — convolution, normalisation, embedding, dropout and
  * pooling layers as modules (graft/module.h), with PyTorch's names,
  * defaults and initialisation. */

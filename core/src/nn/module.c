@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* module.c — the module tree (graft/module.h): registration, lookups by
  * dotted path, parameter and buffer walks, state dicts, modes, hooks.
  * The layers are in layers.c. */

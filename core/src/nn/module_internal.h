@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* module_internal.h — what the module sources share (core/src/nn). */
 #ifndef GRAFT_MODULE_INTERNAL_H
 #define GRAFT_MODULE_INTERNAL_H

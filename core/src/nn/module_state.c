@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* module_state.c — load_state_dict, forward and its hooks (graft/module.h). */
 #include <stdio.h>
 #include <stdlib.h>
