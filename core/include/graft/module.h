@@ -221,6 +221,21 @@ GF_API gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_la
 GF_API gf_tensor *gf_nn_transformer_forward(gf_module *m, const gf_tensor *src,
                                             const gf_tensor *mask,
                                             const gf_tensor *src_key_padding_mask);
+/* nn.RNN (tanh or relu), nn.LSTM and nn.GRU: num_layers, bias, batch_first,
+ * dropout between layers (training mode), bidirectional; parameters
+ * weight_ih_l{k}[_reverse], weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} with
+ * PyTorch's gate order (LSTM i, f, g, o; GRU r, z, n) and init U(+-1/sqrt(
+ * hidden_size)). gf_module_forward gives the output sequence;
+ * gf_nn_rnn_forward also takes h0 (and c0 for an LSTM) [num_layers *
+ * directions, N, H] (NULL: zeros) and returns h_n (and c_n) as new
+ * references (recorded in an open scope; may be NULL). Batched 3-D input
+ * only. Each time step is a matmul and the gates' ops (no fused kernel). */
+typedef enum gf_rnn_mode { GF_RNN_TANH = 0, GF_RNN_RELU = 1, GF_RNN_LSTM = 2, GF_RNN_GRU = 3 } gf_rnn_mode;
+GF_API gf_module *gf_nn_rnn(gf_rnn_mode mode, int64_t input_size, int64_t hidden_size,
+                            int num_layers, bool bias, bool batch_first, double dropout,
+                            bool bidirectional, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_nn_rnn_forward(gf_module *m, const gf_tensor *input, const gf_tensor *h0,
+                                    const gf_tensor *c0, gf_tensor **h_n, gf_tensor **c_n);
 /* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
 GF_API gf_module *gf_nn_relu(void);
 GF_API gf_module *gf_nn_tanh(void);

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_module_rnn.c — nn.LSTM (2 layers, bidirectional, batch first), nn.GRU
+ * (2 layers, an initial state) and nn.RNN (relu, no bias) from graft's
+ * modules load torch's state dicts by name and give torch's outputs, final
+ * states and gradients (tools/expected/gen_rnn.py); their errors. */
+#include <graft.h>
+#include <math.h>
+#include <string.h>
+
+#include "autograd/rnn_expected.h"
+#include "autograd/test_rules_util.h"
+#include "check.h"
+
+static void load(gf_module *m, const rn_entry *e, int n) {
+    gf_tensor_dict *sd = gf_module_state_dict(m);
+    CHECK_MSG(gf_tensor_dict_size(sd) == n, "%d keys, torch %d", gf_tensor_dict_size(sd), n);
+    for (int i = 0; i < n && i < gf_tensor_dict_size(sd); i++)
+        CHECK_MSG(!strcmp(gf_tensor_dict_name(sd, i), e[i].name), "key %d: %s, torch %s", i,
+                  gf_tensor_dict_name(sd, i), e[i].name);
+    gf_tensor_dict_destroy(sd);
+    gf_tensor_dict *d = gf_tensor_dict_new();
+    for (int i = 0; i < n; i++) {
+        gf_tensor *t = gf_from_data(e[i].v, e[i].sizes, e[i].rank, GF_F64, NULL);
+        CHECK(t && gf_tensor_dict_set(d, e[i].name, t) == GF_OK);
+        gf_tensor_release(t);
+    }
+    CHECK_MSG(gf_module_load_state_dict(m, d, true, NULL) == GF_OK, "%s", gf_last_error());
+    gf_tensor_dict_destroy(d);
+}
+
+static void near(const char *what, const gf_tensor *t, const double *want, int64_t n) {
+    double got[512];
+    gf_tensor *c = t ? gf_contiguous(t) : NULL;
+    CHECK_MSG(c && n <= 512 && gf_tensor_numel(c) == n &&
+                  gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK,
+              "%s: %s", what, gf_last_error());
+    for (int64_t i = 0; c && i < n; i++)
+        CHECK_MSG(fabs(got[i] - want[i]) <= 1e-10 * (1 + fabs(want[i])),
+                  "%s[%lld]: %.17g, torch %.17g", what, (long long)i, got[i], want[i]);
+    gf_tensor_release(c);
+}
+
+/* Runs m on x (h0 may be NULL), compares with torch, backward of
+ * y.sum() + h_n.sum(), compares the first parameter's gradient. */
+static void check(const char *what, gf_module *m, gf_tensor *x, gf_tensor *h0, const double *y_want,
+                  int64_t ny, const double *h_want, const double *c_want, int64_t nh,
+                  const char *first, const double *g_want, int64_t ng) {
+    gf_tensor *hn = NULL, *cn = NULL;
+    gf_tensor *y = gf_nn_rnn_forward(m, x, h0, NULL, &hn, c_want ? &cn : NULL);
+    CHECK_MSG(y != NULL, "%s: %s", what, gf_last_error());
+    near(what, y, y_want, ny);
+    near("h_n", hn, h_want, nh);
+    if (c_want) near("c_n", cn, c_want, nh);
+    gf_tensor *s1 = y ? gf_sum(y, NULL, 0, false) : NULL, *s2 = hn ? gf_sum(hn, NULL, 0, false) : NULL;
+    gf_tensor *s = s1 && s2 ? gf_add(s1, s2) : NULL;
+    CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
+    gf_tensor *g = gf_tensor_grad(gf_module_get_parameter(m, first));
+    near("gradient", g, g_want, ng);
+    gf_tensor *items[] = {y, hn, cn, s1, s2, s, g};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+}
+
+static void test_against_torch(void) {
+    gf_tensor *xb = gf_from_data(rn_xb, (const int64_t[]){RN_N, RN_T, RN_I}, 3, GF_F64, NULL);
+    gf_tensor *xt = gf_transpose(xb, 0, 1), *xs = gf_contiguous(xt);
+    gf_tensor *h0 = gf_from_data(rn_h0, (const int64_t[]){2, RN_N, RN_H}, 3, GF_F64, NULL);
+    gf_module *lstm = gf_nn_rnn(GF_RNN_LSTM, RN_I, RN_H, 2, true, true, 0.0, true, GF_F64, NULL);
+    load(lstm, rn_lstm_state, RN_LSTM_N);
+    check("LSTM", lstm, xb, NULL, rn_lstm_y, RN_N * RN_T * 2 * RN_H, rn_lstm_hn, rn_lstm_cn,
+          4 * RN_N * RN_H, "weight_ih_l0", rn_lstm_grad0, 4 * RN_H * RN_I);
+    gf_module *gru = gf_nn_rnn(GF_RNN_GRU, RN_I, RN_H, 2, true, false, 0.0, false, GF_F64, NULL);
+    load(gru, rn_gru_state, RN_GRU_N);
+    check("GRU", gru, xs, h0, rn_gru_y, RN_T * RN_N * RN_H, rn_gru_hn, NULL, 2 * RN_N * RN_H,
+          "weight_ih_l0", rn_gru_grad0, 3 * RN_H * RN_I);
+    gf_module *rnn = gf_nn_rnn(GF_RNN_RELU, RN_I, RN_H, 1, false, false, 0.0, false, GF_F64, NULL);
+    load(rnn, rn_rnn_state, RN_RNN_N);
+    check("RNN", rnn, xs, NULL, rn_rnn_y, RN_T * RN_N * RN_H, rn_rnn_hn, NULL, RN_N * RN_H,
+          "weight_ih_l0", rn_rnn_grad0, RN_H * RN_I);
+    /* gf_module_forward: the output sequence alone */
+    gf_tensor *y = gf_module_forward(gru, &xs, 1);
+    CHECK(y && gf_tensor_rank(y) == 3 && gf_tensor_size(y, 2) == RN_H);
+    gf_tensor_release(y);
+    /* errors */
+    CHECK(gf_nn_rnn_forward(gru, xs, xb, NULL, NULL, NULL) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "h0 must be [2, 2, 4]");
+    CHECK(gf_nn_rnn_forward(gru, xs, NULL, h0, NULL, NULL) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "c0 is for an LSTM");
+    gf_tensor *flat = gf_zeros((const int64_t[]){RN_T, RN_I}, 2, GF_F64, NULL);
+    CHECK(gf_nn_rnn_forward(rnn, flat, NULL, NULL, NULL, NULL) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "must be 3-D");
+    CHECK(gf_nn_rnn(GF_RNN_LSTM, 0, 4, 1, true, false, 0.0, false, GF_F64, NULL) == NULL);
+    CHECK(gf_nn_rnn((gf_rnn_mode)9, 3, 4, 1, true, false, 0.0, false, GF_F64, NULL) == NULL);
+    gf_module *lin = gf_nn_linear(2, 2, true, GF_F64, NULL);
+    CHECK(gf_nn_rnn_forward(lin, xs, NULL, NULL, NULL, NULL) == NULL);
+    gf_tensor *items[] = {xb, xt, xs, h0, flat};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_module_release(lin);
+    gf_module_release(lstm);
+    gf_module_release(gru);
+    gf_module_release(rnn);
+}
+
+int main(void) {
+    int missing = ag_device_check();
+    if (missing) return missing;
+    RUN(test_against_torch);
+    return CHECK_REPORT();
+}
