@@ -100,9 +100,34 @@ static void test_against_torch(void) {
     gf_module_release(rnn);
 }
 
+static void test_cells(void) {
+    gf_tensor *x = gf_from_data(rn_x1, (const int64_t[]){RN_N, RN_I}, 2, GF_F64, NULL);
+    gf_tensor *h = gf_from_data(rn_h1, (const int64_t[]){RN_N, RN_H}, 2, GF_F64, NULL);
+    gf_tensor *c = gf_from_data(rn_c1, (const int64_t[]){RN_N, RN_H}, 2, GF_F64, NULL);
+    gf_module *lc = gf_nn_rnn_cell(GF_RNN_LSTM, RN_I, RN_H, true, GF_F64, NULL);
+    load(lc, rn_lstmcell_state, 4);
+    gf_tensor *c2 = NULL, *h2 = gf_nn_rnn_cell_forward(lc, x, h, c, &c2);
+    near("LSTMCell h", h2, rn_lstmcell_h, RN_N * RN_H);
+    near("LSTMCell c", c2, rn_lstmcell_c, RN_N * RN_H);
+    gf_module *gc = gf_nn_rnn_cell(GF_RNN_GRU, RN_I, RN_H, true, GF_F64, NULL);
+    load(gc, rn_grucell_state, 4);
+    gf_tensor *in[2] = {x, h};
+    gf_tensor *g2 = gf_module_forward(gc, in, 2);
+    near("GRUCell h", g2, rn_grucell_h, RN_N * RN_H);
+    CHECK(gf_nn_rnn_cell_forward(gc, x, h, c, NULL) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "c is for an LSTMCell");
+    CHECK(gf_nn_rnn_cell_forward(lc, h, NULL, NULL, NULL) == NULL);
+    CHECK(gf_nn_rnn_cell(GF_RNN_GRU, 3, 0, true, GF_F64, NULL) == NULL);
+    gf_tensor *items[] = {x, h, c, h2, c2, g2};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_module_release(lc);
+    gf_module_release(gc);
+}
+
 int main(void) {
     int missing = ag_device_check();
     if (missing) return missing;
     RUN(test_against_torch);
+    RUN(test_cells);
     return CHECK_REPORT();
 }

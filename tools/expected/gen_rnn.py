@@ -59,6 +59,31 @@ def main():
     emit("lstm", nn.LSTM(I, H, 2, batch_first=True, bidirectional=True).double().eval(), xb)
     emit("gru", nn.GRU(I, H, 2).double().eval(), xs, h0)
     emit("rnn", nn.RNN(I, H, 1, nonlinearity="relu", bias=False).double().eval(), xs)
+    # cells: one step from a given state
+    x1 = torch.randn(N, I, dtype=torch.float64)
+    h1 = torch.randn(N, H, dtype=torch.float64)
+    c1 = torch.randn(N, H, dtype=torch.float64)
+    print("static const double rn_x1[] = {%s};" % arr(x1))
+    print("static const double rn_h1[] = {%s};" % arr(h1))
+    print("static const double rn_c1[] = {%s};" % arr(c1))
+    for tag, cell, args in (("lstmcell", nn.LSTMCell(I, H), (x1, (h1, c1))),
+                            ("grucell", nn.GRUCell(I, H), (x1, h1))):
+        cell = cell.double()
+        sd = cell.state_dict()
+        for i, (k, v) in enumerate(sd.items()):
+            print("static const double rn_%s_v%d[] = {%s};" % (tag, i, arr(v)))
+        print("static const rn_entry rn_%s_state[] = {" % tag)
+        for i, (k, v) in enumerate(sd.items()):
+            sizes = list(v.shape) + [0] * (2 - v.dim())
+            print('    {"%s", %d, {%s}, rn_%s_v%d},' % (k, v.dim(), ", ".join(map(str, sizes)),
+                                                   tag, i))
+        print("};")
+        out = cell(*args)
+        if isinstance(out, tuple):
+            print("static const double rn_%s_h[] = {%s};" % (tag, arr(out[0])))
+            print("static const double rn_%s_c[] = {%s};" % (tag, arr(out[1])))
+        else:
+            print("static const double rn_%s_h[] = {%s};" % (tag, arr(out)))
 
 
 main()

@@ -236,6 +236,15 @@ GF_API gf_module *gf_nn_rnn(gf_rnn_mode mode, int64_t input_size, int64_t hidden
                             bool bidirectional, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_nn_rnn_forward(gf_module *m, const gf_tensor *input, const gf_tensor *h0,
                                     const gf_tensor *c0, gf_tensor **h_n, gf_tensor **c_n);
+/* nn.RNNCell / nn.LSTMCell / nn.GRUCell (weight_ih, weight_hh, bias_ih,
+ * bias_hh): one step of x [N, input_size] from h (and c) [N, H] (NULL:
+ * zeros); returns the new h, and an LSTMCell's new c in *c_out (a new
+ * reference, recorded in an open scope; may be NULL). gf_module_forward
+ * takes x (, h (, c)) and returns the new h. */
+GF_API gf_module *gf_nn_rnn_cell(gf_rnn_mode mode, int64_t input_size, int64_t hidden_size,
+                                 bool bias, gf_dtype dtype, gf_device *dev);
+GF_API gf_tensor *gf_nn_rnn_cell_forward(gf_module *m, const gf_tensor *x, const gf_tensor *h,
+                                         const gf_tensor *c, gf_tensor **c_out);
 /* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
 GF_API gf_module *gf_nn_relu(void);
 GF_API gf_module *gf_nn_tanh(void);

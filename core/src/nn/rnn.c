@@ -38,6 +38,33 @@ static gf_tensor *param(const gf_module *m, const char *kind, int layer, bool re
 /* Columns [k H, (k + 1) H) of g [N, G H]. */
 static gf_tensor *gate(gf_tensor *g, int k, int64_t h) { return gf_narrow(g, 1, k * h, h); }
 
+/* One time step from xt = x W_ih^T + b_ih [N, G H]: the new h (and *c for
+ * an LSTM), or NULL. Inside a scope: nothing is released here. */
+static gf_tensor *cell_step(gf_rnn_mode mode, gf_tensor *xt, gf_tensor *h, gf_tensor **c,
+                            const gf_tensor *w_hh, const gf_tensor *b_hh, int64_t hs) {
+    gf_tensor *ht = gf_linear(h, w_hh, b_hh);
+    if (!xt || !ht) return NULL;
+    switch (mode) {
+    case GF_RNN_LSTM: {
+        gf_tensor *g = gf_add(xt, ht);
+        gf_tensor *i = gf_sigmoid(gate(g, 0, hs)), *f = gf_sigmoid(gate(g, 1, hs));
+        gf_tensor *gg = gf_tanh(gate(g, 2, hs)), *o = gf_sigmoid(gate(g, 3, hs));
+        *c = gf_add(gf_mul(f, *c), gf_mul(i, gg));
+        return *c ? gf_mul(o, gf_tanh(*c)) : NULL;
+    }
+    case GF_RNN_GRU: {
+        gf_tensor *rg = gf_sigmoid(gf_add(gate(xt, 0, hs), gate(ht, 0, hs)));
+        gf_tensor *z = gf_sigmoid(gf_add(gate(xt, 1, hs), gate(ht, 1, hs)));
+        gf_tensor *n = gf_tanh(gf_add(gate(xt, 2, hs), gf_mul(rg, gate(ht, 2, hs))));
+        return n ? gf_add(n, gf_mul(z, gf_sub(h, n))) : NULL; /* (1 - z) n + z h */
+    }
+    default: {
+        gf_tensor *pre = gf_add(xt, ht);
+        return mode == GF_RNN_RELU ? gf_relu(pre) : gf_tanh(pre);
+    }
+    }
+}
+
 /* One direction of one layer over xs [T, N, In]: the outputs [T, N, H]
  * and the final h (and c). Runs inside the caller's scope. */
 static gf_tensor *direction(const rnn_mod *r, gf_tensor *xs, int layer, bool rev, gf_tensor *h,
@@ -54,33 +81,7 @@ static gf_tensor *direction(const rnn_mod *r, gf_tensor *xs, int layer, bool rev
     }
     for (int64_t s = 0; s < t_len && h; s++) {
         int64_t t = rev ? t_len - 1 - s : s;
-        gf_tensor *xt = gf_select(xp, 0, t), *ht = gf_linear(h, w_hh, b_hh);
-        if (!xt || !ht) {
-            h = NULL;
-            break;
-        }
-        switch (r->mode) {
-        case GF_RNN_LSTM: {
-            gf_tensor *g = gf_add(xt, ht);
-            gf_tensor *i = gf_sigmoid(gate(g, 0, hs)), *f = gf_sigmoid(gate(g, 1, hs));
-            gf_tensor *gg = gf_tanh(gate(g, 2, hs)), *o = gf_sigmoid(gate(g, 3, hs));
-            c = gf_add(gf_mul(f, c), gf_mul(i, gg));
-            h = c ? gf_mul(o, gf_tanh(c)) : NULL;
-            break;
-        }
-        case GF_RNN_GRU: {
-            gf_tensor *rg = gf_sigmoid(gf_add(gate(xt, 0, hs), gate(ht, 0, hs)));
-            gf_tensor *z = gf_sigmoid(gf_add(gate(xt, 1, hs), gate(ht, 1, hs)));
-            gf_tensor *n = gf_tanh(gf_add(gate(xt, 2, hs), gf_mul(rg, gate(ht, 2, hs))));
-            h = n ? gf_add(n, gf_mul(z, gf_sub(h, n))) : NULL; /* (1 - z) n + z h */
-            break;
-        }
-        default: {
-            gf_tensor *pre = gf_add(xt, ht);
-            h = r->mode == GF_RNN_RELU ? gf_relu(pre) : gf_tanh(pre);
-            break;
-        }
-        }
+        h = cell_step(r->mode, gf_select(xp, 0, t), h, &c, w_hh, b_hh, hs);
         outs[t] = h;
     }
     gf_tensor *y = t_len == 0 ? gf_zeros((const int64_t[]){0, gf_tensor_size(xs, 1), hs}, 3,
@@ -242,4 +243,127 @@ gf_module *gf_nn_rnn(gf_rnn_mode mode, int64_t input_size, int64_t hidden_size, 
         return NULL;
     }
     return &r->base;
+}
+
+/* ------------------------------------------------------------ cells */
+typedef struct cell_mod {
+    gf_module base;
+    gf_rnn_mode mode;
+    int64_t input_size, hidden_size;
+} cell_mod;
+
+static gf_tensor *own(const gf_module *m, const char *name) {
+    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
+    return e ? e->t : NULL;
+}
+
+static gf_tensor *cell_impl(gf_module *mod, const gf_tensor *x, const gf_tensor *h,
+                            const gf_tensor *c, gf_tensor **c_out) {
+    cell_mod *k = (cell_mod *)mod;
+    const char *name = gf_module_type_name(mod);
+    int64_t n = gf_tensor_rank(x) == 2 ? gf_tensor_size(x, 0) : -1, hs = k->hidden_size;
+    if (n < 0 || gf_tensor_size(x, 1) != k->input_size) {
+        gf__error(GF_ERR_SHAPE, "%s: the input must be [N, %lld]", name, (long long)k->input_size);
+        return NULL;
+    }
+    const gf_tensor *states[2] = {h, c};
+    for (int i = 0; i < 2; i++)
+        if (states[i] && (gf_tensor_rank(states[i]) != 2 || gf_tensor_size(states[i], 0) != n ||
+                          gf_tensor_size(states[i], 1) != hs)) {
+            gf__error(GF_ERR_SHAPE, "%s: %s must be [%lld, %lld]", name, i ? "c" : "h",
+                      (long long)n, (long long)hs);
+            return NULL;
+        }
+    if (c && k->mode != GF_RNN_LSTM) {
+        gf__error(GF_ERR_INVALID, "%s: c is for an LSTMCell", name);
+        return NULL;
+    }
+    gf_scope_begin();
+    gf_tensor *zeros = gf_zeros((const int64_t[]){n, hs}, 2, gf_tensor_dtype(x), gf_tensor_device(x));
+    gf_tensor *hh = h ? (gf_tensor *)h : zeros, *cc = c ? (gf_tensor *)c : zeros;
+    gf_tensor *xt = gf_linear(x, own(mod, "weight_ih"), own(mod, "bias_ih"));
+    gf_tensor *y = zeros ? cell_step(k->mode, xt, hh, &cc, own(mod, "weight_hh"),
+                                     own(mod, "bias_hh"), hs)
+                         : NULL;
+    if (y) {
+        y = gf_scope_keep(y);
+        if (c_out && k->mode == GF_RNN_LSTM) *c_out = gf_scope_keep(cc);
+    }
+    gf_scope_end();
+    return y;
+}
+
+gf_tensor *gf_nn_rnn_cell_forward(gf_module *m, const gf_tensor *x, const gf_tensor *h,
+                                  const gf_tensor *c, gf_tensor **c_out) {
+    const char *op = "gf_nn_rnn_cell_forward";
+    if (c_out) *c_out = NULL;
+    const char *type = gf_module_type_name(m);
+    if (!m || !m->state ||
+        (strcmp(type, "RNNCell") && strcmp(type, "LSTMCell") && strcmp(type, "GRUCell"))) {
+        gf__error(GF_ERR_INVALID, "%s: m is not an RNNCell, LSTMCell or GRUCell", op);
+        return NULL;
+    }
+    if (!x) {
+        gf__null_arg(op, "x");
+        return NULL;
+    }
+    int saved = gf__scope_suspend();
+    gf_tensor *y = cell_impl(m, x, h, c, c_out);
+    gf__scope_resume(saved);
+    if (c_out) *c_out = gf__ret(*c_out);
+    return gf__ret(y);
+}
+
+static gf_tensor *cell_forward(gf_module *m, gf_tensor *const *in, int n) {
+    if (n < 1 || n > 3) {
+        gf__error(GF_ERR_INVALID, "%s.forward: takes x (and h, and c), got %d inputs; an "
+                  "LSTMCell's new c comes from gf_nn_rnn_cell_forward", gf_module_type_name(m), n);
+        return NULL;
+    }
+    return cell_impl(m, in[0], n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL, NULL);
+}
+static const gf_module_class rnn_cell_class = {"RNNCell", cell_forward, NULL};
+static const gf_module_class lstm_cell_class = {"LSTMCell", cell_forward, NULL};
+static const gf_module_class gru_cell_class = {"GRUCell", cell_forward, NULL};
+
+gf_module *gf_nn_rnn_cell(gf_rnn_mode mode, int64_t input_size, int64_t hidden_size, bool bias,
+                          gf_dtype dtype, gf_device *dev) {
+    const char *op = "gf_nn_rnn_cell";
+    if ((int)mode < GF_RNN_TANH || mode > GF_RNN_GRU || input_size < 1 || hidden_size < 1) {
+        gf__error(GF_ERR_INVALID, "%s: mode %d, input_size %lld and hidden_size %lld (>= 1)", op,
+                  (int)mode, (long long)input_size, (long long)hidden_size);
+        return NULL;
+    }
+    if (!gf_dtype_is_float(dtype)) {
+        gf__error(GF_ERR_DTYPE, "%s: dtype %s; parameters are floating-point", op,
+                  gf_dtype_name(dtype));
+        return NULL;
+    }
+    int saved = gf__scope_suspend();
+    cell_mod *k = calloc(1, sizeof *k);
+    const gf_module_class *cls = mode == GF_RNN_LSTM ? &lstm_cell_class
+                               : mode == GF_RNN_GRU  ? &gru_cell_class : &rnn_cell_class;
+    gf_status st = k ? gf_module_init(&k->base, cls)
+                     : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    if (st != GF_OK) {
+        free(k);
+        gf__scope_resume(saved);
+        return NULL;
+    }
+    k->mode = mode, k->input_size = input_size, k->hidden_size = hidden_size;
+    double b = 1.0 / sqrt((double)hidden_size);
+    int64_t g = gates(mode) * hidden_size;
+    const char *kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    for (int q = 0; st == GF_OK && q < (bias ? 4 : 2); q++) {
+        const int64_t sizes[2] = {g, q == 0 ? input_size : hidden_size};
+        gf_tensor *t = gf_rand_uniform(sizes, q < 2 ? 2 : 1, -b, b, dtype, dev);
+        st = t ? gf_module_register_parameter(&k->base, kinds[q], t) : gf__status();
+        gf_tensor_release(t);
+    }
+    gf__scope_resume(saved);
+    if (st != GF_OK) {
+        gf_module_release(&k->base);
+        return NULL;
+    }
+    return &k->base;
 }
