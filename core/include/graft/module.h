@@ -37,6 +37,7 @@
 #include "graft/tensor.h"
 #include "graft/interop.h"
 #include "graft/nn.h"
+#include "graft/layers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -175,6 +176,24 @@ GF_API gf_module *gf_nn_conv2d(int64_t in_channels, int64_t out_channels, const 
 GF_API gf_module *gf_nn_batch_norm(int64_t num_features, double eps, double momentum,
                                    bool affine, bool track_running_stats, gf_dtype dtype,
                                    gf_device *dev);
+/* nn.Conv1d and nn.ConvTranspose2d (weight [Ci, Co / groups, kh, kw]), with
+ * nn.Conv2d's initialisation; opts NULL = PyTorch's defaults
+ * (graft/layers.h). */
+GF_API gf_module *gf_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel,
+                               const gf_conv1d_opts *opts, bool bias, gf_dtype dtype,
+                               gf_device *dev);
+GF_API gf_module *gf_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels,
+                                         const int kernel[2],
+                                         const gf_conv_transpose2d_opts *opts, bool bias,
+                                         gf_dtype dtype, gf_device *dev);
+/* nn.GroupNorm (weight ones, bias zeros when affine) and nn.InstanceNorm2d
+ * (PyTorch's defaults affine false, track_running_stats false; with them,
+ * running statistics and num_batches_tracked as buffers, used in eval). */
+GF_API gf_module *gf_nn_group_norm(int64_t num_groups, int64_t num_channels, double eps,
+                                   bool affine, gf_dtype dtype, gf_device *dev);
+GF_API gf_module *gf_nn_instance_norm2d(int64_t num_features, double eps, double momentum,
+                                        bool affine, bool track_running_stats, gf_dtype dtype,
+                                        gf_device *dev);
 /* nn.LayerNorm over the last rank dims (weight ones, bias zeros). */
 GF_API gf_module *gf_nn_layer_norm(const int64_t *normalized_shape, int rank, double eps,
                                    bool elementwise_affine, gf_dtype dtype, gf_device *dev);

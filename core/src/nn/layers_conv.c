@@ -297,3 +297,156 @@ gf_module *gf_nn_avg_pool2d(const gf_pool2d_opts *opts) {
 gf_module *gf_nn_adaptive_avg_pool2d(const int64_t output_size[2]) {
     return pool_module(&adaptive_class, NULL, output_size, "gf_nn_adaptive_avg_pool2d");
 }
+
+/* ------------------------------------------------------------ Conv1d, ConvTranspose2d */
+typedef struct conv1_mod {
+    gf_module base;
+    gf_conv1d_opts opts;
+} conv1_mod;
+typedef struct convt_mod {
+    gf_module base;
+    gf_conv_transpose2d_opts opts;
+} convt_mod;
+
+static gf_tensor *conv1_forward(gf_module *m, gf_tensor *const *in, int n) {
+    if (!one_input("Conv1d", n)) return NULL;
+    return gf_conv1d(in[0], own(m, "weight"), own(m, "bias"), &((conv1_mod *)m)->opts);
+}
+static gf_tensor *convt_forward(gf_module *m, gf_tensor *const *in, int n) {
+    if (!one_input("ConvTranspose2d", n)) return NULL;
+    return gf_conv_transpose2d(in[0], own(m, "weight"), own(m, "bias"), &((convt_mod *)m)->opts);
+}
+static const gf_module_class conv1_class = {"Conv1d", conv1_forward, NULL};
+static const gf_module_class convt_class = {"ConvTranspose2d", convt_forward, NULL};
+
+/* weight of sizes ws (kaiming_uniform a = sqrt(5) over fan_in), bias [co]
+ * uniform +-1/sqrt(fan_in) (PyTorch's _ConvNd.reset_parameters; for the
+ * transposed layout fan_in is computed from the weight as torch does). */
+static gf_status conv_params(gf_module *m, const int64_t *ws, int rank, int64_t co, double fan_in,
+                             bool bias, gf_dtype dtype, gf_device *dev) {
+    gf_status st = add_tensor(m, "weight", ws, rank, dtype, dev, 4, 0, true);
+    if (st == GF_OK)
+        st = bias ? add_tensor(m, "bias", (const int64_t[]){co}, 1, dtype, dev, 2,
+                               fan_in > 0 ? 1.0 / sqrt(fan_in) : 0, true)
+                  : gf_module_register_parameter(m, "bias", NULL);
+    return st;
+}
+
+gf_module *gf_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel,
+                        const gf_conv1d_opts *opts, bool bias, gf_dtype dtype, gf_device *dev) {
+    const char *op = "gf_nn_conv1d";
+    gf_conv1d_opts o = opts ? *opts : (gf_conv1d_opts){1, 0, 1, 1};
+    int groups = o.groups > 0 ? o.groups : 1;
+    if (kernel < 1 || in_channels < 1 || out_channels < 1 || in_channels % groups ||
+        out_channels % groups) {
+        gf__error(GF_ERR_INVALID, "%s: channels %lld -> %lld (divisible by groups %d) and a "
+                  "kernel >= 1 are needed", op, (long long)in_channels, (long long)out_channels,
+                  groups);
+        return NULL;
+    }
+    if (!float_dtype(dtype, op)) return NULL;
+    int saved = gf__scope_suspend();
+    conv1_mod *c = new_module(sizeof *c, &conv1_class, op);
+    if (!c) return finish(NULL, gf__status(), saved);
+    c->opts = o;
+    const int64_t ws[3] = {out_channels, in_channels / groups, kernel};
+    return finish(&c->base, conv_params(&c->base, ws, 3, out_channels,
+                                         (double)(in_channels / groups) * kernel, bias, dtype, dev),
+                  saved);
+}
+
+gf_module *gf_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, const int kernel[2],
+                                  const gf_conv_transpose2d_opts *opts, bool bias, gf_dtype dtype,
+                                  gf_device *dev) {
+    const char *op = "gf_nn_conv_transpose2d";
+    gf_conv_transpose2d_opts o = opts ? *opts : (gf_conv_transpose2d_opts){{1, 1}, {0, 0}, {0, 0},
+                                                                         {1, 1}, 1};
+    int groups = o.groups > 0 ? o.groups : 1;
+    if (!kernel || kernel[0] < 1 || kernel[1] < 1 || in_channels < 1 || out_channels < 1 ||
+        in_channels % groups || out_channels % groups) {
+        gf__error(GF_ERR_INVALID, "%s: channels %lld -> %lld (divisible by groups %d) and a "
+                  "kernel of sizes >= 1 are needed", op, (long long)in_channels,
+                  (long long)out_channels, groups);
+        return NULL;
+    }
+    if (!float_dtype(dtype, op)) return NULL;
+    int saved = gf__scope_suspend();
+    convt_mod *c = new_module(sizeof *c, &convt_class, op);
+    if (!c) return finish(NULL, gf__status(), saved);
+    c->opts = o;
+    /* weight [Ci, Co / groups, kh, kw]: torch's fan_in is its dim 1 times the kernel */
+    const int64_t ws[4] = {in_channels, out_channels / groups, kernel[0], kernel[1]};
+    return finish(&c->base, conv_params(&c->base, ws, 4, out_channels,
+                                         (double)(out_channels / groups) * kernel[0] * kernel[1],
+                                         bias, dtype, dev),
+                  saved);
+}
+
+/* ------------------------------------------------------------ GroupNorm, InstanceNorm */
+typedef struct gn_mod {
+    gf_module base;
+    int64_t groups;
+    double eps, momentum;
+    bool track;
+} gn_mod;
+
+static gf_tensor *gn_forward(gf_module *m, gf_tensor *const *in, int n) {
+    if (!one_input("GroupNorm", n)) return NULL;
+    gn_mod *g = (gn_mod *)m;
+    return gf_group_norm(in[0], g->groups, own(m, "weight"), own(m, "bias"), g->eps);
+}
+static gf_tensor *in_forward(gf_module *m, gf_tensor *const *in, int n) {
+    if (!one_input("InstanceNorm2d", n)) return NULL;
+    gn_mod *g = (gn_mod *)m;
+    /* as torch: the input's statistics in training or without running ones */
+    bool input_stats = gf_module_is_training(m) || !g->track;
+    return gf_instance_norm(in[0], g->track ? own(m, "running_mean") : NULL,
+                            g->track ? own(m, "running_var") : NULL, own(m, "weight"),
+                            own(m, "bias"), input_stats, g->momentum, g->eps);
+}
+static const gf_module_class gn_class = {"GroupNorm", gn_forward, NULL};
+static const gf_module_class in_class = {"InstanceNorm2d", in_forward, NULL};
+
+static gf_module *norm_module(const gf_module_class *cls, int64_t groups, int64_t c, double eps,
+                              double momentum, bool affine, bool track, gf_dtype dtype,
+                              gf_device *dev, const char *op) {
+    if (c < 1 || groups < 1 || c % groups || !(eps >= 0) || !(momentum >= 0 && momentum <= 1)) {
+        gf__error(GF_ERR_INVALID, "%s: %lld channels (>= 1, divisible by %lld groups), eps %g "
+                  "(>= 0), momentum %g (in [0, 1])", op, (long long)c, (long long)groups, eps,
+                  momentum);
+        return NULL;
+    }
+    if (!float_dtype(dtype, op)) return NULL;
+    int saved = gf__scope_suspend();
+    gn_mod *g = new_module(sizeof *g, cls, op);
+    if (!g) return finish(NULL, gf__status(), saved);
+    g->groups = groups, g->eps = eps, g->momentum = momentum, g->track = track;
+    const int64_t cs[1] = {c};
+    gf_status st = GF_OK;
+    if (affine) {
+        st = add_tensor(&g->base, "weight", cs, 1, dtype, dev, 1, 0, true);
+        if (st == GF_OK) st = add_tensor(&g->base, "bias", cs, 1, dtype, dev, 0, 0, true);
+    } else {
+        st = gf_module_register_parameter(&g->base, "weight", NULL);
+        if (st == GF_OK) st = gf_module_register_parameter(&g->base, "bias", NULL);
+    }
+    if (st == GF_OK && track) {
+        st = add_tensor(&g->base, "running_mean", cs, 1, dtype, dev, 0, 0, false);
+        if (st == GF_OK) st = add_tensor(&g->base, "running_var", cs, 1, dtype, dev, 1, 0, false);
+        if (st == GF_OK)
+            st = add_tensor(&g->base, "num_batches_tracked", NULL, 0, GF_I64, dev, 0, 0, false);
+    }
+    return finish(&g->base, st, saved);
+}
+
+gf_module *gf_nn_group_norm(int64_t num_groups, int64_t num_channels, double eps, bool affine,
+                            gf_dtype dtype, gf_device *dev) {
+    return norm_module(&gn_class, num_groups, num_channels, eps, 0.0, affine, false, dtype, dev,
+                       "gf_nn_group_norm");
+}
+
+gf_module *gf_nn_instance_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                                 bool track_running_stats, gf_dtype dtype, gf_device *dev) {
+    return norm_module(&in_class, 1, num_features, eps, momentum, affine, track_running_stats,
+                       dtype, dev, "gf_nn_instance_norm2d");
+}
