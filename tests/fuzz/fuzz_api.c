@@ -32,7 +32,8 @@
  * whatever gradients they hold.
  * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
  * graft must refuse. Modules (Linear, Sequential) run on pooled tensors and
- * load their own state dicts, altered.
+ * load their own state dicts, altered; recurrent, attention and encoder
+ * layers run on them with pooled states and masks.
  *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
@@ -807,8 +808,44 @@ static void act_optim(reader *r) {
  * state dict saved and loaded back (strict or not, with an entry removed or
  * replaced by a pooled tensor), a pooled leaf registered as a parameter, a
  * Sequential around it, train/eval, zero_grad, freezing. */
+/* Sequence layers on a pooled tensor taken as [T or N, N or T, features]:
+ * an RNN/LSTM/GRU (with or without the pooled h0), or self-attention with
+ * a pooled mask, or an encoder layer. */
+static void act_seq_module(reader *r, gf_tensor *x) {
+    int64_t e = gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : 1, h = 1 + pick(r, 3);
+    const int64_t ws[2] = {4 * h, e > h ? e : h};
+    if (!sizes_ok(ws, 2)) return;
+    gf_module *m = NULL;
+    gf_tensor *y = NULL, *hn = NULL, *cn = NULL, *w = NULL;
+    switch (pick(r, 3)) {
+    case 0:
+        m = gf_nn_rnn((gf_rnn_mode)pick(r, 4), e, h, 1 + pick(r, 2), pick(r, 2), pick(r, 2),
+                      0.0, pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_rnn_forward(m, x, pick(r, 2) ? get(r) : NULL, NULL, &hn,
+                                     pick(r, 2) ? &cn : NULL);
+        break;
+    case 1:
+        m = gf_nn_mha(e, 1, 0.0, pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_mha_forward(m, x, x, x, pick(r, 2) ? get(r) : NULL,
+                                     pick(r, 2) ? get(r) : NULL, pick(r, 2), pick(r, 2) ? &w : NULL);
+        break;
+    default:
+        m = gf_nn_transformer_encoder_layer(e, 1, 1 + pick(r, 4), 0.0, pick(r, 2), 1e-5,
+                                            pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_transformer_forward(m, x, pick(r, 2) ? get(r) : NULL, NULL);
+        break;
+    }
+    put(y), put(hn), put(cn), put(w);
+    gf_module_release(m);
+}
+
 static void act_module(reader *r) {
     gf_tensor *x = gf_tensor_retain(get(r)); /* put() may drop its slot */
+    if (x && pick(r, 4) == 0) {
+        act_seq_module(r, x);
+        gf_tensor_release(x);
+        return;
+    }
     int64_t in = x && gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : size_arg(r);
     int64_t out = size_arg(r);
     const int64_t ws[2] = {out, in};
