@@ -473,9 +473,12 @@ gf_tensor *gf_multinomial(const gf_tensor *probs, int64_t num_samples, bool repl
                   "samples", op, (long long)num_samples, (long long)cats);
         return NULL;
     }
-    if (num_samples > ((int64_t)1 << 40) / (rows > 0 ? rows : 1)) {
-        gf__error(GF_ERR_OVERFLOW, "%s: %lld rows of %lld samples are too many", op,
-                  (long long)rows, (long long)num_samples);
+    /* the weights and the draws pass through host memory */
+    if (num_samples > ((int64_t)1 << 31) / (rows > 0 ? rows : 1) ||
+        rows > ((int64_t)1 << 31) / cats) {
+        gf__error(GF_ERR_OVERFLOW, "%s: %lld rows of %lld categories and %lld samples are too "
+                  "many for one call (at most 2^31 weights and 2^31 samples); split the rows",
+                  op, (long long)rows, (long long)cats, (long long)num_samples);
         return NULL;
     }
     int64_t np = rows * cats, ns = rows * num_samples;

@@ -139,6 +139,9 @@ gf_status gf_init_orthogonal_(gf_tensor *t, double gain) {
     if (!isfinite(gain)) return gf__error(GF_ERR_INVALID, "%s: gain must be finite, got %g", op, gain);
     int64_t numel = gf_tensor_numel(t);
     if (numel == 0) return GF_OK; /* PyTorch: a no-op (with a warning) */
+    if (numel > ((int64_t)1 << 28))
+        return gf__error(GF_ERR_INVALID, "%s: %lld elements are too many for the host QR (at "
+                         "most 2^28)", op, (long long)numel);
     int64_t rows = gf_tensor_sizes(t)[0], cols = numel / rows;
     bool wide = rows < cols;
     int64_t m = wide ? cols : rows, n = wide ? rows : cols; /* m >= n */
@@ -225,6 +228,10 @@ gf_status gf_init_trunc_normal_(gf_tensor *t, double mean, double std, double a,
                          "a = %g, b = %g", op, a, b);
     int64_t n = gf_tensor_numel(t);
     if (n == 0) return GF_OK;
+    if (n > ((int64_t)1 << 31))
+        return gf__error(GF_ERR_INVALID, "%s: %lld elements are too many for one call (at most "
+                         "2^31, drawn on the host); initialise slices of the tensor", op,
+                         (long long)n);
     double *u = draw(op, gf_tensor_device(t), n, false);
     if (!u) return gf__status();
     if (std == 0) {
