@@ -306,7 +306,7 @@ static void act_view(reader *r) {
     int64_t s[GF_MAX_RANK];
     int rank = pick(r, 5);
     for (int i = 0; i < rank; i++) s[i] = pick(r, 8) == 0 ? -1 : size_arg(r);
-    switch (pick(r, 16)) {
+    switch (pick(r, 19)) {
     case 0: put(gf_reshape(t, s, rank)); break;
     case 1: put(gf_view(t, s, rank)); break;
     case 2:
@@ -339,6 +339,12 @@ static void act_view(reader *r) {
         break;
     }
     case 14: put(gf_contiguous(t)); break;
+    case 15: put(gf_flatten_dims(t, dim_arg(r), dim_arg(r))); break;
+    case 16: put(gf_unflatten(t, dim_arg(r), s, rank)); break;
+    case 17:
+        put(pick(r, 2) ? gf_pixel_shuffle(t, pick(r, 4) ? pick(r, 4) : int_arg(r))
+                       : gf_pixel_unshuffle(t, pick(r, 4) ? pick(r, 4) : int_arg(r)));
+        break;
     default: put(gf_detach(t)); break;
     }
 }
@@ -346,7 +352,7 @@ static void act_view(reader *r) {
 static void act_unary(reader *r) {
     gf_tensor *t = get(r);
     if (!t) return;
-    switch (pick(r, 24)) {
+    switch (pick(r, 27)) {
     case 0: put(gf_neg(t)); break;
     case 1: put(gf_abs(t)); break;
     case 2: put(gf_exp(t)); break;
@@ -370,6 +376,9 @@ static void act_unary(reader *r) {
     case 20: put(gf_tril(t, int_arg(r))); break;
     case 21: put(gf_triu(t, int_arg(r))); break;
     case 22: put(gf_elu(t, dbl_arg(r))); break;
+    case 23: put(pick(r, 2) ? gf_rand_like(t) : gf_randn_like(t)); break;
+    case 24: put(gf_randint_like(t, int_arg(r), int_arg(r))); break;
+    case 25: put(gf_multinomial(t, pick(r, 2) ? 1 + pick(r, 4) : int_arg(r), pick(r, 2))); break;
     default: put(gf_reciprocal(t)); break;
     }
 }
@@ -377,7 +386,7 @@ static void act_unary(reader *r) {
 static void act_binary(reader *r) {
     gf_tensor *a = get(r), *b = get(r);
     if (!a) return;
-    switch (pick(r, 20)) {
+    switch (pick(r, 25)) {
     case 0: put(gf_add(a, b)); break;
     case 1: put(gf_sub(a, b)); break;
     case 2: put(gf_mul(a, b)); break;
@@ -396,6 +405,11 @@ static void act_binary(reader *r) {
     case 15: put(gf_div_scalar(a, dbl_arg(r))); break;
     case 16: put(gf_lt_scalar(a, dbl_arg(r))); break;
     case 17: put(gf_mse_loss(a, b, (gf_reduction)pick(r, 4))); break;
+    case 19: put(gf_add_alpha(a, b, dbl_arg(r))); break;
+    case 20: put(gf_sub_alpha(a, b, dbl_arg(r))); break;
+    case 21: put(gf_dot(a, b)); break;
+    case 22: put(gf_vdot(a, b)); break;
+    case 23: put(gf_outer(a, b)); break;
     case 18: {
         gf_tensor *ts[3] = {a, b, get(r)};
         put(gf_cat(ts, 1 + pick(r, 3), dim_arg(r)));
@@ -554,7 +568,24 @@ static void act_nn(reader *r) {
 static void act_inplace(reader *r) {
     gf_tensor *t = get(r), *o = get(r);
     if (!t) return;
-    switch (pick(r, 17)) {
+    switch (pick(r, 32)) {
+    case 17: gf_leaky_relu_(t, dbl_arg(r)); break;
+    case 18: gf_elu_(t, dbl_arg(r)); break;
+    case 19: gf_celu_(t, dbl_arg(r)); break;
+    case 20: gf_selu_(t); break;
+    case 21: gf_hardtanh_(t, dbl_arg(r), dbl_arg(r)); break;
+    case 22: gf_relu6_(t); break;
+    case 23: gf_silu_(t); break;
+    case 24: gf_gelu_(t, pick(r, 2)); break;
+    case 25: gf_hardsigmoid_(t); break;
+    case 26: gf_hardswish_(t); break;
+    case 27: gf_mish_(t); break;
+    case 28: gf_add_alpha_(t, o, dbl_arg(r)); break;
+    case 29: gf_sub_alpha_(t, o, dbl_arg(r)); break;
+    case 30:
+        if (pick(r, 2)) gf_init_orthogonal_(t, dbl_arg(r));
+        else gf_init_trunc_normal_(t, dbl_arg(r), dbl_arg(r), dbl_arg(r), dbl_arg(r));
+        break;
     case 12: gf_sigmoid_(t); break;
     case 13: gf_tanh_(t); break;
     case 14: gf_mul_scalar_(t, dbl_arg(r)); break;

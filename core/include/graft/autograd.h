@@ -206,6 +206,10 @@ GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_sub_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_mul_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_div_(gf_tensor *self, const gf_tensor *other);
+/* self += alpha other / self -= alpha other (gf_add_alpha's rules; an
+ * integer self refuses a float result, and a non-integral alpha). */
+GF_API gf_status gf_add_alpha_(gf_tensor *self, const gf_tensor *other, double alpha);
+GF_API gf_status gf_sub_alpha_(gf_tensor *self, const gf_tensor *other, double alpha);
 /* Scalars follow ops.h's rule: a double scalar with an integer or bool self
  * gives an f32 result, which is refused (DTYPE); the _int forms keep an
  * integer self's dtype. */
@@ -218,6 +222,24 @@ GF_API gf_status gf_clamp_int_(gf_tensor *self, int64_t min, int64_t max);
 GF_API gf_status gf_relu_(gf_tensor *self);
 GF_API gf_status gf_sigmoid_(gf_tensor *self);
 GF_API gf_status gf_tanh_(gf_tensor *self);
+/* The activations PyTorch has in place (F.leaky_relu_, elu_, celu_, selu_,
+ * hardtanh_, relu6/silu/gelu/hardsigmoid/hardswish/mish with inplace=True):
+ * the out-of-place op's value (graft/ops.h, graft/ops_extra.h) written into
+ * self, with the in-place rules above. A float result into an integer self
+ * fails DTYPE. Deviation: PyTorch refuses the backward of leaky_relu_ with
+ * a negative slope and of elu_ with a negative alpha (it keeps only the
+ * result); graft keeps self's old value and differentiates them. */
+GF_API gf_status gf_leaky_relu_(gf_tensor *self, double negative_slope);
+GF_API gf_status gf_elu_(gf_tensor *self, double alpha);
+GF_API gf_status gf_celu_(gf_tensor *self, double alpha);
+GF_API gf_status gf_selu_(gf_tensor *self);
+GF_API gf_status gf_hardtanh_(gf_tensor *self, double min_val, double max_val);
+GF_API gf_status gf_relu6_(gf_tensor *self);
+GF_API gf_status gf_silu_(gf_tensor *self);
+GF_API gf_status gf_gelu_(gf_tensor *self, bool approximate);
+GF_API gf_status gf_hardsigmoid_(gf_tensor *self);
+GF_API gf_status gf_hardswish_(gf_tensor *self);
+GF_API gf_status gf_mish_(gf_tensor *self);
 GF_API gf_status gf_exp_(gf_tensor *self);
 GF_API gf_status gf_fill_(gf_tensor *self, double value);
 GF_API gf_status gf_zero_(gf_tensor *self);
@@ -473,6 +495,22 @@ GF_API gf_status gf_init_kaiming_uniform_(gf_tensor *t, double a, gf_fan_mode mo
                                           gf_nonlinearity nonlinearity);
 GF_API gf_status gf_init_kaiming_normal_(gf_tensor *t, double a, gf_fan_mode mode,
                                          gf_nonlinearity nonlinearity);
+/* PyTorch's orthogonal_: t viewed as rows = size(0) by cols = numel / rows;
+ * a normal matrix of that shape (transposed when rows < cols) is QR
+ * factored (Householder, on the host in f64), Q's columns multiplied by the
+ * signs of R's diagonal, transposed back, times gain. The rows (rows <=
+ * cols) or the columns (rows >= cols) come out orthonormal times gain
+ * (PyTorch's default gain 1). Fails SHAPE for rank < 2, INVALID for a
+ * gain that is not finite. */
+GF_API gf_status gf_init_orthogonal_(gf_tensor *t, double gain);
+/* PyTorch's trunc_normal_ (defaults mean 0, std 1, a -2, b 2): N(mean,
+ * std^2) truncated to [a, b] by the inverse CDF (uniform in [2 cdf(a) - 1,
+ * 2 cdf(b) - 1], erfinv, scaled, clamped to [a, b]), computed on the host
+ * in f64 from uniforms of graft's generator. Fails INVALID unless mean and
+ * std are finite, std >= 0 and a < b (either may be infinite). Unlike
+ * PyTorch, no warning when mean is more than 2 std outside [a, b]. */
+GF_API gf_status gf_init_trunc_normal_(gf_tensor *t, double mean, double std, double a,
+                                       double b);
 
 #ifdef __cplusplus
 }

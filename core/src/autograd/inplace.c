@@ -238,3 +238,12 @@ static gf_status fill_named(gf_tensor *self, double value, const char *name) {
 
 gf_status gf_fill_(gf_tensor *self, double value) { return fill_named(self, value, "gf_fill_"); }
 gf_status gf_zero_(gf_tensor *self) { return fill_named(self, 0.0, "gf_zero_"); }
+
+/* The in-place forms defined in other files (ops_more.c): the same check,
+ * compute and commit as INPLACE_EW, with fn computing self's new value.
+ * fn may write into dst when it is not NULL (nothing is recorded then) or
+ * ignore it and return a new tensor, which is copied in. */
+gf_status gf__ag_inplace_ew(gf_tensor *self, const char *name, gf__ag_inplace_fn fn,
+                            const void *ctx, const gf_tensor *other) {
+    INPLACE_EW(name, fn(dst_, self, ctx), other);
+}
