@@ -557,7 +557,10 @@ gf_tensor *gf_multinomial(const gf_tensor *probs, int64_t num_samples, bool repl
     return y;
 }
 
-/* ------------------------------------------------------------ in-place activations */
+/* ------------------------------------------------------------ in-place activations
+ * leaky_relu, elu, gelu, silu and hardswish are single device ops on self
+ * (self_input 0); the composed ones (celu, selu, hardtanh, relu6,
+ * hardsigmoid, mish) end in an op on an intermediate (self_input -1). */
 typedef struct act_args {
     double a, b;
     bool flag;
@@ -610,34 +613,42 @@ static gf_tensor *f_mish(gf_tensor *d, gf_tensor *x, const void *c) {
 
 gf_status gf_leaky_relu_(gf_tensor *self, double negative_slope) {
     act_args a = {.a = negative_slope};
-    return gf__ag_inplace_ew(self, "gf_leaky_relu_", f_leaky, &a, NULL);
+    return gf__ag_inplace_ew(self, "gf_leaky_relu_", f_leaky, &a, NULL, 0);
 }
 gf_status gf_elu_(gf_tensor *self, double alpha) {
     act_args a = {.a = alpha};
-    return gf__ag_inplace_ew(self, "gf_elu_", f_elu, &a, NULL);
+    return gf__ag_inplace_ew(self, "gf_elu_", f_elu, &a, NULL, 0);
 }
 gf_status gf_celu_(gf_tensor *self, double alpha) {
     act_args a = {.a = alpha};
-    return gf__ag_inplace_ew(self, "gf_celu_", f_celu, &a, NULL);
+    return gf__ag_inplace_ew(self, "gf_celu_", f_celu, &a, NULL, -1);
 }
-gf_status gf_selu_(gf_tensor *self) { return gf__ag_inplace_ew(self, "gf_selu_", f_selu, NULL, NULL); }
+gf_status gf_selu_(gf_tensor *self) {
+    return gf__ag_inplace_ew(self, "gf_selu_", f_selu, NULL, NULL, -1);
+}
 gf_status gf_hardtanh_(gf_tensor *self, double min_val, double max_val) {
     act_args a = {.a = min_val, .b = max_val};
-    return gf__ag_inplace_ew(self, "gf_hardtanh_", f_hardtanh, &a, NULL);
+    return gf__ag_inplace_ew(self, "gf_hardtanh_", f_hardtanh, &a, NULL, -1);
 }
-gf_status gf_relu6_(gf_tensor *self) { return gf__ag_inplace_ew(self, "gf_relu6_", f_relu6, NULL, NULL); }
-gf_status gf_silu_(gf_tensor *self) { return gf__ag_inplace_ew(self, "gf_silu_", f_silu, NULL, NULL); }
+gf_status gf_relu6_(gf_tensor *self) {
+    return gf__ag_inplace_ew(self, "gf_relu6_", f_relu6, NULL, NULL, -1);
+}
+gf_status gf_silu_(gf_tensor *self) {
+    return gf__ag_inplace_ew(self, "gf_silu_", f_silu, NULL, NULL, 0);
+}
 gf_status gf_gelu_(gf_tensor *self, bool approximate) {
     act_args a = {.flag = approximate};
-    return gf__ag_inplace_ew(self, "gf_gelu_", f_gelu, &a, NULL);
+    return gf__ag_inplace_ew(self, "gf_gelu_", f_gelu, &a, NULL, 0);
 }
 gf_status gf_hardsigmoid_(gf_tensor *self) {
-    return gf__ag_inplace_ew(self, "gf_hardsigmoid_", f_hardsigmoid, NULL, NULL);
+    return gf__ag_inplace_ew(self, "gf_hardsigmoid_", f_hardsigmoid, NULL, NULL, -1);
 }
 gf_status gf_hardswish_(gf_tensor *self) {
-    return gf__ag_inplace_ew(self, "gf_hardswish_", f_hardswish, NULL, NULL);
+    return gf__ag_inplace_ew(self, "gf_hardswish_", f_hardswish, NULL, NULL, 0);
 }
-gf_status gf_mish_(gf_tensor *self) { return gf__ag_inplace_ew(self, "gf_mish_", f_mish, NULL, NULL); }
+gf_status gf_mish_(gf_tensor *self) {
+    return gf__ag_inplace_ew(self, "gf_mish_", f_mish, NULL, NULL, -1);
+}
 
 /* ------------------------------------------------------------ in-place add / sub with alpha */
 typedef struct alpha_args {
@@ -659,10 +670,10 @@ static gf_tensor *f_sub_alpha(gf_tensor *d, gf_tensor *x, const void *c) {
 gf_status gf_add_alpha_(gf_tensor *self, const gf_tensor *other, double alpha) {
     if (!other) return gf__null_arg("gf_add_alpha_", "other");
     alpha_args a = {other, alpha};
-    return gf__ag_inplace_ew(self, "gf_add_alpha_", f_add_alpha, &a, other);
+    return gf__ag_inplace_ew(self, "gf_add_alpha_", f_add_alpha, &a, other, 0);
 }
 gf_status gf_sub_alpha_(gf_tensor *self, const gf_tensor *other, double alpha) {
     if (!other) return gf__null_arg("gf_sub_alpha_", "other");
     alpha_args a = {other, alpha};
-    return gf__ag_inplace_ew(self, "gf_sub_alpha_", f_sub_alpha, &a, other);
+    return gf__ag_inplace_ew(self, "gf_sub_alpha_", f_sub_alpha, &a, other, 0);
 }

@@ -18,14 +18,23 @@
 #include "small_ops_expected.h"
 
 #define N_(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
-#define CHECK_VALS(t, e, tol) ag_check_vals_(__FILE__, __LINE__, (t), (e), N_(e), (tol))
-#define CHECK_ERR(expr, st, words)                                                   \
+#define CV(t, e, tol) ag_check_vals_(__FILE__, __LINE__, (t), (e), N_(e), (tol))
+#define CHECK_NULL_ERR(expr, st, words)                                                   \
     do {                                                                             \
         gf_tensor *r_ = (expr);                                                      \
         CHECK_MSG(r_ == NULL, "%s succeeded", #expr);                                \
         gf_tensor_release(r_);                                                       \
         CHECK_MSG(gf_last_status() == (st), "%s: status %d (%s)", #expr,             \
                   (int)gf_last_status(), gf_last_error());                           \
+        CHECK_CONTAINS(gf_last_error(), words);                                      \
+    } while (0)
+/* A NULL argument: NULL back and a message naming the op and the argument
+ * (the status stays the thread's earlier one, so a chain is checked once). */
+#define CHECK_NULL_ARG(expr, words)                                                 \
+    do {                                                                             \
+        gf_tensor *r_ = (expr);                                                      \
+        CHECK_MSG(r_ == NULL, "%s succeeded", #expr);                                \
+        gf_tensor_release(r_);                                                       \
         CHECK_CONTAINS(gf_last_error(), words);                                      \
     } while (0)
 #define CHECK_SERR(expr, st, words)                                                  \
@@ -55,7 +64,7 @@ static gf_tensor *grad_of(gf_tensor *y, const double *w, gf_tensor *x) {
     gf_tensor *wt = ag_t(w, gf_tensor_sizes(y), gf_tensor_rank(y));
     gf_tensor *p = gf_mul(y, wt);
     gf_tensor *l = gf_sum(p, NULL, 0, false);
-    gf_status s = gf_backward(l, NULL, false, false);
+    gf_status s = gf_backward(l, NULL, NULL);
     CHECK_MSG(s == GF_OK, "backward: %s", gf_last_error());
     gf_tensor_release(wt);
     gf_tensor_release(p);
@@ -68,11 +77,11 @@ static void test_pixel(void) {
     gf_tensor *x = ag_leaf_t(so_ps_x, SZ(SO_PS_SHAPE), 5);
     gf_tensor *y = gf_pixel_shuffle(x, 2);
     check_shape(y, SZ(SO_PS_OUT_SHAPE), 5);
-    CHECK_VALS(y, so_ps_y, 0);
+    CV(y, so_ps_y, 0);
     gf_tensor *g = grad_of(y, so_ps_w, x);
-    CHECK_VALS(g, so_ps_gx, 1e-15);
+    CV(g, so_ps_gx, 1e-15);
     gf_tensor *back = gf_pixel_unshuffle(y, 2);
-    CHECK_VALS(back, so_ps_x, 0);
+    CV(back, so_ps_x, 0);
     gf_tensor_release(g), gf_tensor_release(back), gf_tensor_release(y), gf_tensor_release(x);
 
     x = ag_leaf_t(so_pu_x, SZ(SO_PU_SHAPE), 4);
@@ -83,12 +92,12 @@ static void test_pixel(void) {
     gf_tensor *strided = gf_transpose(tc, 2, 3);
     y = gf_pixel_unshuffle(strided, 2);
     check_shape(y, SZ(SO_PU_OUT_SHAPE), 4);
-    CHECK_VALS(y, so_pu_y, 0);
+    CV(y, so_pu_y, 0);
     gf_tensor_release(y);
     y = gf_pixel_unshuffle(x, 2);
-    CHECK_VALS(y, so_pu_y, 0);
+    CV(y, so_pu_y, 0);
     g = grad_of(y, so_pu_w, x);
-    CHECK_VALS(g, so_pu_gx, 1e-15);
+    CV(g, so_pu_gx, 1e-15);
     gf_tensor_release(g), gf_tensor_release(y), gf_tensor_release(x), gf_tensor_release(xt);
     gf_tensor_release(tt), gf_tensor_release(tc), gf_tensor_release(strided);
 
@@ -97,17 +106,17 @@ static void test_pixel(void) {
     y = gf_pixel_shuffle(z, 1);
     check_shape(y, SZ(2, 7, 3, 4), 4);
     gf_tensor_release(y);
-    CHECK_ERR(gf_pixel_shuffle(z, 2), GF_ERR_SHAPE, "input.size(-3)=7 is not divisible by 4");
-    CHECK_ERR(gf_pixel_shuffle(z, 0), GF_ERR_INVALID, "positive upscale_factor");
-    CHECK_ERR(gf_pixel_unshuffle(z, -2), GF_ERR_INVALID, "positive downscale_factor");
-    CHECK_ERR(gf_pixel_unshuffle(z, 2), GF_ERR_SHAPE, "height to be divisible by downscale_factor");
-    CHECK_ERR(gf_pixel_unshuffle(z, 4), GF_ERR_SHAPE, "input.size(-2)=3 is not divisible by 4");
+    CHECK_NULL_ERR(gf_pixel_shuffle(z, 2), GF_ERR_SHAPE, "input.size(-3)=7 is not divisible by 4");
+    CHECK_NULL_ERR(gf_pixel_shuffle(z, 0), GF_ERR_INVALID, "positive upscale_factor");
+    CHECK_NULL_ERR(gf_pixel_unshuffle(z, -2), GF_ERR_INVALID, "positive downscale_factor");
+    CHECK_NULL_ERR(gf_pixel_unshuffle(z, 2), GF_ERR_SHAPE, "height to be divisible by downscale_factor");
+    CHECK_NULL_ERR(gf_pixel_unshuffle(z, 4), GF_ERR_SHAPE, "input.size(-2)=3 is not divisible by 4");
     gf_tensor *z2 = gf_zeros(SZ(1, 4, 6), 3, GF_F32, NULL);
-    CHECK_ERR(gf_pixel_unshuffle(z2, 4), GF_ERR_SHAPE, "width");
+    CHECK_NULL_ERR(gf_pixel_unshuffle(z2, 4), GF_ERR_SHAPE, "width");
     gf_tensor *z3 = gf_zeros(SZ(4, 6), 2, GF_F32, NULL);
-    CHECK_ERR(gf_pixel_shuffle(z3, 2), GF_ERR_SHAPE, "at least 3 dimensions");
-    CHECK_ERR(gf_pixel_unshuffle(z3, 2), GF_ERR_SHAPE, "got an input with 2 dimension(s)");
-    CHECK_ERR(gf_pixel_shuffle(NULL, 2), GF_ERR_INVALID, "gf_pixel_shuffle");
+    CHECK_NULL_ERR(gf_pixel_shuffle(z3, 2), GF_ERR_SHAPE, "at least 3 dimensions");
+    CHECK_NULL_ERR(gf_pixel_unshuffle(z3, 2), GF_ERR_SHAPE, "got an input with 2 dimension(s)");
+    CHECK_NULL_ARG(gf_pixel_shuffle(NULL, 2), "gf_pixel_shuffle: x is NULL");
     /* an integer tensor shuffles too; 0-size batch */
     gf_tensor *zi = gf_zeros(SZ(0, 4, 1, 1), 4, GF_I64, NULL);
     y = gf_pixel_shuffle(zi, 2);
@@ -133,7 +142,7 @@ static void test_flatten_unflatten(void) {
     gf_tensor_release(f);
     f = gf_flatten_dims(x, 0, -1);
     check_shape(f, SZ(24), 1);
-    CHECK_VALS(f, v, 0);
+    CV(f, v, 0);
     gf_tensor_release(f);
     /* a transposed x: merging the swapped dims needs a copy, values in order */
     gf_tensor *xt = gf_transpose(x, 1, 2); /* [2, 4, 3] */
@@ -143,21 +152,21 @@ static void test_flatten_unflatten(void) {
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 3; j++) e[b * 12 + i * 3 + j] = v[b * 12 + j * 4 + i];
-    CHECK_VALS(f, e, 0);
+    CV(f, e, 0);
     gf_tensor_release(f);
     gf_tensor *s0 = gf_scalar(3.5, GF_F64, NULL);
     f = gf_flatten_dims(s0, 0, -1);
     check_shape(f, SZ(1), 1);
-    CHECK_VALS(f, DV(3.5), 0);
+    CV(f, DV(3.5), 0);
     gf_tensor_release(f);
-    CHECK_ERR(gf_flatten_dims(x, 2, 1), GF_ERR_INVALID, "cannot come after end_dim");
-    CHECK_ERR(gf_flatten_dims(x, 0, 3), GF_ERR_INDEX, "gf_flatten_dims");
-    CHECK_ERR(gf_flatten_dims(s0, 1, 1), GF_ERR_INDEX, "gf_flatten_dims");
+    CHECK_NULL_ERR(gf_flatten_dims(x, 2, 1), GF_ERR_INVALID, "cannot come after end_dim");
+    CHECK_NULL_ERR(gf_flatten_dims(x, 0, 3), GF_ERR_INDEX, "gf_flatten_dims");
+    CHECK_NULL_ERR(gf_flatten_dims(s0, 1, 1), GF_ERR_INDEX, "gf_flatten_dims");
 
     gf_tensor *u = gf_unflatten(x, 2, SZ(2, 2), 2);
     check_shape(u, SZ(2, 3, 2, 2), 4);
     CHECK(gf_tensor_shares_storage(u, x));
-    CHECK_VALS(u, v, 0);
+    CV(u, v, 0);
     gf_tensor_release(u);
     u = gf_unflatten(x, -3, SZ(-1, 1), 2);
     check_shape(u, SZ(2, 1, 3, 4), 4);
@@ -166,14 +175,14 @@ static void test_flatten_unflatten(void) {
     check_shape(u, SZ(2, 2, 2, 3), 4);
     CHECK(gf_tensor_shares_storage(u, x));
     gf_tensor_release(u);
-    CHECK_ERR(gf_unflatten(x, 1, SZ(2, 2), 2), GF_ERR_SHAPE, "don't multiply up to the size of dim 1");
-    CHECK_ERR(gf_unflatten(x, 1, SZ(-1, -1), 2), GF_ERR_INVALID, "only one dimension can be inferred");
-    CHECK_ERR(gf_unflatten(x, 1, SZ(-1, 2), 2), GF_ERR_SHAPE, "cannot be completed");
-    CHECK_ERR(gf_unflatten(x, 1, SZ(3), 0), GF_ERR_INVALID, "sizes must be non-empty");
-    CHECK_ERR(gf_unflatten(x, 1, SZ(-3, -1), 2), GF_ERR_INVALID, "sizes must be >= 0");
-    CHECK_ERR(gf_unflatten(x, 3, SZ(4), 1), GF_ERR_INDEX, "gf_unflatten");
-    CHECK_ERR(gf_unflatten(s0, 0, SZ(1), 1), GF_ERR_INDEX, "no dimensions");
-    CHECK_ERR(gf_unflatten(x, 0, SZ(1, 1, 1, 1, 1, 1, 2), 7), GF_ERR_SHAPE, "rank 9");
+    CHECK_NULL_ERR(gf_unflatten(x, 1, SZ(2, 2), 2), GF_ERR_SHAPE, "don't multiply up to the size of dim 1");
+    CHECK_NULL_ERR(gf_unflatten(x, 1, SZ(-1, -1), 2), GF_ERR_INVALID, "only one dimension can be inferred");
+    CHECK_NULL_ERR(gf_unflatten(x, 1, SZ(-1, 2), 2), GF_ERR_SHAPE, "cannot be completed");
+    CHECK_NULL_ERR(gf_unflatten(x, 1, SZ(3), 0), GF_ERR_INVALID, "sizes must be non-empty");
+    CHECK_NULL_ERR(gf_unflatten(x, 1, SZ(-3, -1), 2), GF_ERR_INVALID, "sizes must be >= 0");
+    CHECK_NULL_ERR(gf_unflatten(x, 3, SZ(4), 1), GF_ERR_INDEX, "gf_unflatten");
+    CHECK_NULL_ERR(gf_unflatten(s0, 0, SZ(1), 1), GF_ERR_INDEX, "no dimensions");
+    CHECK_NULL_ERR(gf_unflatten(x, 0, SZ(1, 1, 1, 1, 1, 1, 2), 7), GF_ERR_SHAPE, "rank 9");
     gf_tensor_release(xt), gf_tensor_release(x), gf_tensor_release(s0);
 }
 
@@ -182,29 +191,29 @@ static void test_alpha(void) {
     for (int sub = 0; sub < 2; sub++) {
         gf_tensor *a = ag_leaf_t(so_al_a, SZ(2, 3), 2), *b = ag_leaf(so_al_b, 3);
         gf_tensor *y = sub ? gf_sub_alpha(a, b, -2.5) : gf_add_alpha(a, b, -2.5);
-        CHECK_VALS(y, sub ? so_al_sub_y : so_al_add_y, 1e-15);
+        ag_check_vals_(__FILE__, __LINE__, y, sub ? so_al_sub_y : so_al_add_y, 6, 1e-15);
         gf_tensor_release(grad_of(y, so_al_w, a));
         gf_tensor *ga = gf_tensor_grad(a), *gb = gf_tensor_grad(b);
-        CHECK_VALS(ga, sub ? so_al_sub_ga : so_al_add_ga, 1e-15);
-        CHECK_VALS(gb, sub ? so_al_sub_gb : so_al_add_gb, 1e-15);
+        ag_check_vals_(__FILE__, __LINE__, ga, sub ? so_al_sub_ga : so_al_add_ga, 6, 1e-15);
+        ag_check_vals_(__FILE__, __LINE__, gb, sub ? so_al_sub_gb : so_al_add_gb, 3, 1e-15);
         gf_tensor_release(ga), gf_tensor_release(gb), gf_tensor_release(y);
         gf_tensor_release(a), gf_tensor_release(b);
     }
     gf_tensor *ai = ot_int(so_al_int_a, SZ(2, 3), 2), *bi = ot_int(so_al_int_b, SZ(3), 1);
     gf_tensor *y = gf_add_alpha(ai, bi, 3);
     CHECK(y && gf_tensor_dtype(y) == GF_I64);
-    CHECK_VALS(y, so_al_int_add_y, 0);
+    CV(y, so_al_int_add_y, 0);
     gf_tensor_release(y);
     y = gf_sub_alpha(ai, bi, -4);
-    CHECK_VALS(y, so_al_int_sub_y, 0);
+    CV(y, so_al_int_sub_y, 0);
     gf_tensor_release(y);
-    CHECK_ERR(gf_add_alpha(ai, bi, 0.5), GF_ERR_INVALID, "alpha must be an integral number");
-    CHECK_ERR(gf_sub_alpha(ai, bi, NAN), GF_ERR_INVALID, "alpha must be an integral number");
+    CHECK_NULL_ERR(gf_add_alpha(ai, bi, 0.5), GF_ERR_INVALID, "alpha must be an integral number");
+    CHECK_NULL_ERR(gf_sub_alpha(ai, bi, NAN), GF_ERR_INVALID, "alpha must be an integral number");
     /* an integer b with a float a: alpha is not rounded to b's dtype */
     gf_tensor *af = ag_t(DV(1, 2, 3), SZ(3), 1);
     y = gf_add_alpha(af, bi, 0.5);
     CHECK(y && gf_tensor_dtype(y) == GF_F64);
-    CHECK_VALS(y, DV(4.5, -2, 7.5), 0);
+    CV(y, DV(4.5, -2, 7.5), 0);
     gf_tensor_release(y);
     /* bool + bool stays bool */
     gf_tensor *bb = gf_to_dtype(af, GF_BOOL);
@@ -214,15 +223,16 @@ static void test_alpha(void) {
     /* in place */
     gf_tensor *s = gf_clone(af);
     CHECK(gf_add_alpha_(s, af, 2) == GF_OK);
-    CHECK_VALS(s, DV(3, 6, 9), 0);
+    CV(s, DV(3, 6, 9), 0);
     CHECK(gf_sub_alpha_(s, af, 0.5) == GF_OK);
-    CHECK_VALS(s, DV(2.5, 5, 7.5), 0);
+    CV(s, DV(2.5, 5, 7.5), 0);
     gf_tensor *si = gf_clone(bi);
     CHECK(gf_add_alpha_(si, bi, -1) == GF_OK);
-    CHECK_VALS(si, DV(0, 0, 0), 0);
+    CV(si, DV(0, 0, 0), 0);
     CHECK_SERR(gf_add_alpha_(si, af, 1), GF_ERR_DTYPE, "cannot be written in place");
     CHECK_SERR(gf_sub_alpha_(si, bi, 1.5), GF_ERR_INVALID, "integral");
-    CHECK_SERR(gf_add_alpha_(si, NULL, 1), GF_ERR_INVALID, "other");
+    CHECK(gf_add_alpha_(si, NULL, 1) != GF_OK);
+    CHECK_CONTAINS(gf_last_error(), "other is NULL");
     gf_tensor *big = ag_t(DV(1, 2, 3, 4, 5, 6), SZ(2, 3), 2);
     CHECK_SERR(gf_add_alpha_(s, big, 1), GF_ERR_SHAPE, "do not fit");
     gf_tensor_release(big), gf_tensor_release(s), gf_tensor_release(si);
@@ -234,38 +244,38 @@ static void test_dot_outer(void) {
     gf_tensor *a = ag_leaf(so_dot_a, 5), *b = ag_leaf(so_dot_b, 5);
     gf_tensor *y = gf_dot(a, b);
     CHECK(y && gf_tensor_rank(y) == 0);
-    CHECK_VALS(y, so_dot_y, 1e-14);
+    CV(y, so_dot_y, 1e-14);
     gf_tensor *go = gf_scalar(1.5, GF_F64, NULL);
-    CHECK(gf_backward(y, go, false, false) == GF_OK);
+    CHECK(gf_backward(y, go, NULL) == GF_OK);
     gf_tensor *ga = gf_tensor_grad(a), *gb = gf_tensor_grad(b);
-    CHECK_VALS(ga, so_dot_ga, 1e-15);
-    CHECK_VALS(gb, so_dot_gb, 1e-15);
+    CV(ga, so_dot_ga, 1e-15);
+    CV(gb, so_dot_gb, 1e-15);
     gf_tensor_release(ga), gf_tensor_release(gb), gf_tensor_release(y), gf_tensor_release(go);
     y = gf_vdot(a, b); /* real dtypes: dot exactly */
-    CHECK_VALS(y, so_dot_y, 1e-14);
+    CV(y, so_dot_y, 1e-14);
     gf_tensor_release(y);
     gf_tensor_set_grad(a, NULL);
 
     gf_tensor *c = ag_leaf(so_outer_c, 3);
     y = gf_outer(a, c);
     check_shape(y, SZ(5, 3), 2);
-    CHECK_VALS(y, so_outer_y, 1e-15);
+    CV(y, so_outer_y, 1e-15);
     gf_tensor_release(grad_of(y, so_outer_w, c));
     ga = gf_tensor_grad(a);
     gf_tensor *gc = gf_tensor_grad(c);
-    CHECK_VALS(ga, so_outer_ga, 1e-14);
-    CHECK_VALS(gc, so_outer_gc, 1e-14);
+    CV(ga, so_outer_ga, 1e-14);
+    CV(gc, so_outer_gc, 1e-14);
     gf_tensor_release(ga), gf_tensor_release(gc), gf_tensor_release(y);
 
     /* integer dot keeps its dtype; empty vectors give 0 */
     gf_tensor *ia = ot_int(DV(1, -2, 3), SZ(3), 1), *ib = ot_int(DV(4, 5, 6), SZ(3), 1);
     y = gf_dot(ia, ib);
     CHECK(y && gf_tensor_dtype(y) == GF_I64);
-    CHECK_VALS(y, DV(12), 0);
+    CV(y, DV(12), 0);
     gf_tensor_release(y);
     gf_tensor *e0 = gf_zeros(SZ(0), 1, GF_F64, NULL);
     y = gf_dot(e0, e0);
-    CHECK_VALS(y, DV(0), 0);
+    CV(y, DV(0), 0);
     gf_tensor_release(y);
     y = gf_outer(ia, c); /* promoted as gf_mul */
     CHECK(y && gf_tensor_dtype(y) == GF_F64);
@@ -273,12 +283,12 @@ static void test_dot_outer(void) {
 
     gf_tensor *m = ag_t(DV(1, 2, 3, 4, 5, 6), SZ(2, 3), 2);
     gf_tensor *f32 = gf_to_dtype(ia, GF_F32), *bl = gf_to_dtype(ia, GF_BOOL);
-    CHECK_ERR(gf_dot(m, c), GF_ERR_SHAPE, "1D tensors expected, but got 2D and 1D");
-    CHECK_ERR(gf_dot(a, c), GF_ERR_SHAPE, "inconsistent tensor size");
-    CHECK_ERR(gf_dot(f32, c), GF_ERR_DTYPE, "same dtype, but found f32 and f64");
-    CHECK_ERR(gf_vdot(bl, bl), GF_ERR_DTYPE, "bool");
-    CHECK_ERR(gf_outer(a, m), GF_ERR_SHAPE, "1D tensors expected");
-    CHECK_ERR(gf_dot(NULL, c), GF_ERR_INVALID, "gf_dot");
+    CHECK_NULL_ERR(gf_dot(m, c), GF_ERR_SHAPE, "1D tensors expected, but got 2D and 1D");
+    CHECK_NULL_ERR(gf_dot(a, c), GF_ERR_SHAPE, "inconsistent tensor size");
+    CHECK_NULL_ERR(gf_dot(f32, c), GF_ERR_DTYPE, "same dtype, but found f32 and f64");
+    CHECK_NULL_ERR(gf_vdot(bl, bl), GF_ERR_DTYPE, "bool");
+    CHECK_NULL_ERR(gf_outer(a, m), GF_ERR_SHAPE, "1D tensors expected");
+    CHECK_NULL_ARG(gf_dot(NULL, c), "gf_dot: a is NULL");
     gf_tensor_release(m), gf_tensor_release(f32), gf_tensor_release(bl);
     gf_tensor_release(e0), gf_tensor_release(ia), gf_tensor_release(ib);
     gf_tensor_release(a), gf_tensor_release(b), gf_tensor_release(c);
@@ -335,7 +345,11 @@ static void test_inplace_acts(void) {
         CHECK(gf_tensor_version(y) > v0);
         ag_check_vals_(__FILE__, __LINE__, y, ACTS[i].y, SO_ACT_N, 1e-14);
         gf_tensor *g = grad_of(y, so_act_w, x);
-        ag_check_vals_(__FILE__, __LINE__, g, ACTS[i].gx, SO_ACT_N, 1e-13);
+        /* PyTorch's CPU gradients of hardsigmoid and celu carry f32-rounded
+         * constants (1 / 6, 1 / alpha): in f64 they differ from the exact
+         * ones by about 1e-8 relative (torch's own out-of-place celu too) */
+        double gtol = (i == 3 || i == 10) ? 1e-7 : 1e-13;
+        ag_check_vals_(__FILE__, __LINE__, g, ACTS[i].gx, SO_ACT_N, gtol);
         gf_tensor_release(g), gf_tensor_release(y);
         /* without autograd: the same values, written into a plain tensor */
         y = ag_vec(so_act_x, SO_ACT_N);
@@ -363,7 +377,8 @@ static void test_inplace_acts(void) {
             CHECK_MSG(s == GF_ERR_DTYPE, "%s on i64: status %d", ACTS[i].name, (int)s);
             CHECK_CONTAINS(gf_last_error(), "cannot be written in place");
         }
-        CHECK(apply_act(i, NULL) == GF_ERR_INVALID);
+        CHECK(apply_act(i, NULL) != GF_OK);
+        CHECK_CONTAINS(gf_last_error(), "self is NULL");
         gf_tensor_release(it), gf_tensor_release(x);
     }
     /* a view of a non-leaf: the base's history is rebased through the op */
@@ -387,7 +402,7 @@ static void test_inplace_acts(void) {
     /* bad parameters keep the out-of-place op's message */
     gf_tensor *t = ag_vec(DV(1, 2), 2);
     CHECK_SERR(gf_hardtanh_(t, 1, -1), GF_ERR_INVALID, "min_val");
-    CHECK_VALS(t, DV(1, 2), 0); /* nothing written */
+    CV(t, DV(1, 2), 0); /* nothing written */
     gf_tensor_release(t);
 }
 
@@ -456,18 +471,18 @@ static void test_random_like(void) {
     gf_tensor *xf = gf_zeros(SZ(3, 2), 2, GF_F64, NULL);
     ri = gf_randint_like(xf, 10, 11);
     CHECK(ri && gf_tensor_dtype(ri) == GF_F64);
-    CHECK_VALS(ri, DV(10, 10, 10, 10, 10, 10), 0);
+    CV(ri, DV(10, 10, 10, 10, 10, 10), 0);
     gf_tensor_release(ri);
     gf_tensor *xb = gf_zeros(SZ(50), 1, GF_BOOL, NULL);
     ri = gf_randint_like(xb, 0, 2);
     CHECK(ri && gf_tensor_dtype(ri) == GF_BOOL);
     gf_tensor_release(ri);
-    CHECK_ERR(gf_randint_like(xi, 5, 5), GF_ERR_INVALID, "low to be less than high");
-    CHECK_ERR(gf_randint_like(xi, 0, (int64_t)1 << 40), GF_ERR_INVALID, "does not fit x's dtype i32");
-    CHECK_ERR(gf_randint_like(xb, 0, 3), GF_ERR_INVALID, "does not fit");
-    CHECK_ERR(gf_rand_like(xi), GF_ERR_DTYPE, "gf_randint_like");
-    CHECK_ERR(gf_randn_like(xb), GF_ERR_DTYPE, "fills float tensors");
-    CHECK_ERR(gf_rand_like(NULL), GF_ERR_INVALID, "gf_rand_like");
+    CHECK_NULL_ERR(gf_randint_like(xi, 5, 5), GF_ERR_INVALID, "low to be less than high");
+    CHECK_NULL_ERR(gf_randint_like(xi, 0, (int64_t)1 << 40), GF_ERR_INVALID, "does not fit x's dtype i32");
+    CHECK_NULL_ERR(gf_randint_like(xb, 0, 3), GF_ERR_INVALID, "does not fit");
+    CHECK_NULL_ERR(gf_rand_like(xi), GF_ERR_DTYPE, "gf_randint_like");
+    CHECK_NULL_ERR(gf_randn_like(xb), GF_ERR_DTYPE, "fills float tensors");
+    CHECK_NULL_ARG(gf_rand_like(NULL), "gf_rand_like: x is NULL");
     gf_tensor_release(xi), gf_tensor_release(xf), gf_tensor_release(xb), gf_tensor_release(x);
 }
 
@@ -538,17 +553,17 @@ static void test_multinomial(void) {
     gf_tensor *neg = ag_vec(DV(0.5, -0.1), 2), *nan = ag_vec(DV(0.5, NAN), 2);
     gf_tensor *inf = ag_vec(DV(INFINITY, 1), 2), *zero = ag_vec(DV(0, 0), 2);
     gf_tensor *empty = gf_zeros(SZ(0), 1, GF_F64, NULL);
-    CHECK_ERR(gf_multinomial(m3, 1, true), GF_ERR_SHAPE, "prob_dist must be 1 or 2 dim");
-    CHECK_ERR(gf_multinomial(pi, 1, true), GF_ERR_DTYPE, "floating-point");
-    CHECK_ERR(gf_multinomial(p, 0, true), GF_ERR_INVALID, "num_samples <= 0");
-    CHECK_ERR(gf_multinomial(p, 6, false), GF_ERR_INVALID, "without replacement");
-    CHECK_ERR(gf_multinomial(p, 5, false), GF_ERR_INVALID, "nonzero categories");
-    CHECK_ERR(gf_multinomial(neg, 1, true), GF_ERR_INVALID, "element < 0");
-    CHECK_ERR(gf_multinomial(nan, 1, true), GF_ERR_INVALID, "NaN");
-    CHECK_ERR(gf_multinomial(inf, 1, true), GF_ERR_INVALID, "inf");
-    CHECK_ERR(gf_multinomial(zero, 1, true), GF_ERR_INVALID, "invalid multinomial distribution");
-    CHECK_ERR(gf_multinomial(empty, 1, true), GF_ERR_SHAPE, "cannot be zero");
-    CHECK_ERR(gf_multinomial(NULL, 1, true), GF_ERR_INVALID, "gf_multinomial");
+    CHECK_NULL_ERR(gf_multinomial(m3, 1, true), GF_ERR_SHAPE, "prob_dist must be 1 or 2 dim");
+    CHECK_NULL_ERR(gf_multinomial(pi, 1, true), GF_ERR_DTYPE, "floating-point");
+    CHECK_NULL_ERR(gf_multinomial(p, 0, true), GF_ERR_INVALID, "num_samples <= 0");
+    CHECK_NULL_ERR(gf_multinomial(p, 6, false), GF_ERR_INVALID, "without replacement");
+    CHECK_NULL_ERR(gf_multinomial(p, 5, false), GF_ERR_INVALID, "nonzero categories");
+    CHECK_NULL_ERR(gf_multinomial(neg, 1, true), GF_ERR_INVALID, "element < 0");
+    CHECK_NULL_ERR(gf_multinomial(nan, 1, true), GF_ERR_INVALID, "NaN");
+    CHECK_NULL_ERR(gf_multinomial(inf, 1, true), GF_ERR_INVALID, "inf");
+    CHECK_NULL_ERR(gf_multinomial(zero, 1, true), GF_ERR_INVALID, "invalid multinomial distribution");
+    CHECK_NULL_ERR(gf_multinomial(empty, 1, true), GF_ERR_SHAPE, "cannot be zero");
+    CHECK_NULL_ARG(gf_multinomial(NULL, 1, true), "gf_multinomial: probs is NULL");
     /* many samples with replacement from few categories are fine */
     s = gf_multinomial(p, 7, true);
     check_shape(s, SZ(7), 1);
