@@ -144,7 +144,8 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
     }
     gf_tensor *y = NULL;
     if (ok) {
-        y = gf_scope_keep(r->batch_first ? gf_transpose(x, 0, 1) : gf_tensor_retain(x));
+        /* the scope's reference taken over (a retain is not recorded) */
+        y = gf_scope_keep(r->batch_first ? gf_transpose(x, 0, 1) : x);
         if (h_n) *h_n = gf_scope_keep(gf_stack(hn, k, 0));
         if (c_n && r->mode == GF_RNN_LSTM) *c_n = gf_scope_keep(gf_stack(cn, k, 0));
     }
