@@ -405,7 +405,8 @@ static double *read_f64(const gf_tensor *p, int64_t n, const char *op) {
     if (p->dtype == GF_F64) {
         s = gf_tensor_to_host(p, out, sizeof(double) * (size_t)n);
     } else {
-        gf_tensor *f = p->dtype == GF_F32 ? gf_tensor_retain((gf_tensor *)p) : gf_to_dtype(p, GF_F32);
+        gf_tensor *f = p->dtype == GF_F32 ? gf_tensor_retain((gf_tensor *)p)
+                                          : gf_to_dtype(p, GF_F32);
         float *tmp = f ? malloc(sizeof(float) * (size_t)(n > 0 ? n : 1)) : NULL;
         s = !f ? gf__status()
                : !tmp ? gf__error(GF_ERR_OUT_OF_MEMORY, "%s: no memory for %lld values", op,
@@ -525,7 +526,7 @@ gf_tensor *gf_multinomial(const gf_tensor *probs, int64_t num_samples, bool repl
     gf__scope_resume(sc);
     double *u = ut ? read_f64(ut, ns, op) : NULL;
     gf_tensor_release(ut);
-    int64_t *idx = u ? malloc(sizeof(int64_t) * (size_t)ns) : NULL;
+    int64_t *idx = u ? malloc(sizeof(int64_t) * (size_t)(ns > 0 ? ns : 1)) : NULL;
     if (!idx) {
         if (u) gf__error(GF_ERR_OUT_OF_MEMORY, "%s: no memory for %lld samples", op, (long long)ns);
         free(u);

@@ -564,6 +564,11 @@ static void test_multinomial(void) {
     CHECK_NULL_ERR(gf_multinomial(zero, 1, true), GF_ERR_INVALID, "invalid multinomial distribution");
     CHECK_NULL_ERR(gf_multinomial(empty, 1, true), GF_ERR_SHAPE, "cannot be zero");
     CHECK_NULL_ARG(gf_multinomial(NULL, 1, true), "gf_multinomial: probs is NULL");
+    /* no rows: an empty result of the right shape */
+    gf_tensor *none = gf_ones(SZ(0, 3), 2, GF_F64, NULL);
+    s = gf_multinomial(none, 2, false);
+    check_shape(s, SZ(0, 2), 2);
+    gf_tensor_release(s), gf_tensor_release(none);
     /* many samples with replacement from few categories are fine */
     s = gf_multinomial(p, 7, true);
     check_shape(s, SZ(7), 1);

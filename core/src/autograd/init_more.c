@@ -137,7 +137,8 @@ gf_status gf_init_orthogonal_(gf_tensor *t, double gain) {
     if (gf_tensor_rank(t) < 2)
         return gf__error(GF_ERR_SHAPE, "%s: only tensors with 2 or more dimensions are "
                          "supported (got rank %d), as in PyTorch", op, gf_tensor_rank(t));
-    if (!isfinite(gain)) return gf__error(GF_ERR_INVALID, "%s: gain must be finite, got %g", op, gain);
+    if (!isfinite(gain))
+        return gf__error(GF_ERR_INVALID, "%s: gain must be finite, got %g", op, gain);
     int64_t numel = gf_tensor_numel(t);
     if (numel == 0) return GF_OK; /* PyTorch: a no-op (with a warning) */
     if (numel > ((int64_t)1 << 28))
