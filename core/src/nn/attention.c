@@ -10,15 +10,6 @@
 #include "../internal.h"
 #include "module_internal.h"
 
-static gf_tensor *own(const gf_module *m, const char *name) {
-    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
-    return e ? e->t : NULL;
-}
-static gf_module *child(const gf_module *m, const char *name) {
-    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
-    return e ? e->child : NULL;
-}
-
 /* Releases every non-NULL tensor of a NULL-terminated-by-count list. */
 static void drop_all(gf_tensor **ts, int n) {
     for (int i = 0; i < n; i++) gf_tensor_release(ts[i]);
@@ -113,7 +104,7 @@ static gf_tensor *mha_impl(gf_module *m, const gf_tensor *query, const gf_tensor
     const gf_tensor *q0 = a->batch_first ? query : T(gf_transpose(query, 0, 1));
     const gf_tensor *k0 = a->batch_first ? key : T(gf_transpose(key, 0, 1));
     const gf_tensor *v0 = a->batch_first ? value : T(gf_transpose(value, 0, 1));
-    gf_tensor *w = own(m, "in_proj_weight"), *b = own(m, "in_proj_bias");
+    gf_tensor *w = gf__mod_own(m, "in_proj_weight"), *b = gf__mod_own(m, "in_proj_bias");
     gf_tensor *out = NULL;
     if (q0 && k0 && v0) {
         gf_tensor *wq = T(gf_narrow(w, 0, 0, e)), *wk = T(gf_narrow(w, 0, e, e));
@@ -150,7 +141,7 @@ static gf_tensor *mha_impl(gf_module *m, const gf_tensor *query, const gf_tensor
         gf_tensor *ct = ctx ? T(gf_transpose(ctx, 1, 2)) : NULL;
         gf_tensor *cc = ct ? T(gf_contiguous(ct)) : NULL;
         gf_tensor *merged = cc ? T(gf_reshape(cc, (const int64_t[]){n, l, e}, 3)) : NULL;
-        gf_tensor *o = merged ? T(gf_module_forward(child(m, "out_proj"), &merged, 1)) : NULL;
+        gf_tensor *o = merged ? T(gf_module_forward(gf__mod_child(m, "out_proj"), &merged, 1)) : NULL;
         if (o) out = a->batch_first ? gf_tensor_retain(o) : gf_transpose(o, 0, 1);
     }
 #undef T
@@ -258,14 +249,14 @@ static gf_tensor *tel_impl(gf_module *m, const gf_tensor *src, const gf_tensor *
     gf_tensor *tmp[24] = {0};
     int nt = 0;
 #define T(x) (tmp[nt++] = (x))
-#define CALL(name, x) ((x) ? T(gf_module_forward(child(m, name), (gf_tensor *const[]){(x)}, 1)) : NULL)
+#define CALL(name, x) ((x) ? T(gf_module_forward(gf__mod_child(m, name), (gf_tensor *const[]){(x)}, 1)) : NULL)
     gf_tensor *x = (gf_tensor *)src, *out = NULL;
     for (int block = 0; block < 2 && x; block++) {
         const char *norm = block == 0 ? "norm1" : "norm2";
         gf_tensor *in = t->norm_first ? CALL(norm, x) : x;
         gf_tensor *y = NULL;
         if (in && block == 0) {
-            gf_tensor *sa = T(mha_impl(child(m, "self_attn"), in, in, in, kpm, mask, false, NULL));
+            gf_tensor *sa = T(mha_impl(gf__mod_child(m, "self_attn"), in, in, in, kpm, mask, false, NULL));
             y = CALL("dropout1", sa);
         } else if (in) {
             gf_tensor *h = CALL("linear1", in);
@@ -343,7 +334,7 @@ gf_module *gf_nn_transformer_encoder_layer(int64_t d_model, int64_t nhead,
 /* ------------------------------------------------------------ TransformerEncoder */
 static gf_tensor *enc_impl(gf_module *m, const gf_tensor *src, const gf_tensor *mask,
                            const gf_tensor *kpm) {
-    gf_module *layers = child(m, "layers"), *norm = child(m, "norm");
+    gf_module *layers = gf__mod_child(m, "layers"), *norm = gf__mod_child(m, "norm");
     gf_tensor *x = gf_tensor_retain((gf_tensor *)src);
     int n = layers ? gf_module_child_count(layers) : 0;
     for (int i = 0; x && i < n; i++) {

@@ -11,21 +11,10 @@
 #include "../internal.h"
 #include "module_internal.h"
 
-static gf_tensor *own(const gf_module *m, const char *name) {
-    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
-    return e ? e->t : NULL;
-}
-
-static bool one_input(const char *type, int n) {
-    if (n == 1) return true;
-    gf__error(GF_ERR_INVALID, "%s.forward: takes 1 input, got %d", type, n);
-    return false;
-}
-
 /* ------------------------------------------------------------ Linear */
 static gf_tensor *linear_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("Linear", n)) return NULL;
-    return gf_linear(in[0], own(m, "weight"), own(m, "bias"));
+    if (!gf__mod_one_input("Linear", n)) return NULL;
+    return gf_linear(in[0], gf__mod_own(m, "weight"), gf__mod_own(m, "bias"));
 }
 static const gf_module_class linear_class = {"Linear", linear_forward, NULL};
 
@@ -83,7 +72,7 @@ static gf_tensor *sequential_forward(gf_module *m, gf_tensor *const *in, int n) 
     gf_tensor *x = NULL;
     int c = gf_module_child_count(m);
     if (c == 0) {
-        if (!one_input("Sequential", n)) return NULL;
+        if (!gf__mod_one_input("Sequential", n)) return NULL;
         return gf_tensor_retain(in[0]); /* an empty Sequential is the identity */
     }
     for (int i = 0; i < c; i++) {
@@ -126,15 +115,15 @@ gf_module *gf_nn_sequential(gf_module *const *modules, int n) {
 /* ------------------------------------------------------------ stateless */
 static gf_tensor *relu_forward(gf_module *m, gf_tensor *const *in, int n) {
     (void)m;
-    return one_input("ReLU", n) ? gf_relu(in[0]) : NULL;
+    return gf__mod_one_input("ReLU", n) ? gf_relu(in[0]) : NULL;
 }
 static gf_tensor *tanh_forward(gf_module *m, gf_tensor *const *in, int n) {
     (void)m;
-    return one_input("Tanh", n) ? gf_tanh(in[0]) : NULL;
+    return gf__mod_one_input("Tanh", n) ? gf_tanh(in[0]) : NULL;
 }
 static gf_tensor *flatten_forward(gf_module *m, gf_tensor *const *in, int n) {
     (void)m;
-    if (!one_input("Flatten", n)) return NULL;
+    if (!gf__mod_one_input("Flatten", n)) return NULL;
     int r = gf_tensor_rank(in[0]);
     if (r < 2) {
         gf__error(GF_ERR_INDEX, "Flatten.forward: start_dim 1 is out of range for a %d-dim "

@@ -10,17 +10,6 @@
 #include "../internal.h"
 #include "module_internal.h"
 
-static gf_tensor *own(const gf_module *m, const char *name) {
-    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
-    return e ? e->t : NULL;
-}
-
-static bool one_input(const char *type, int n) {
-    if (n == 1) return true;
-    gf__error(GF_ERR_INVALID, "%s.forward: takes 1 input, got %d", type, n);
-    return false;
-}
-
 /* A module whose class keeps options after the gf_module. */
 typedef struct conv_mod {
     gf_module base;
@@ -97,8 +86,8 @@ static bool float_dtype(gf_dtype dtype, const char *op) {
 
 /* ------------------------------------------------------------ Conv2d */
 static gf_tensor *conv_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("Conv2d", n)) return NULL;
-    return gf_conv2d(in[0], own(m, "weight"), own(m, "bias"), &((conv_mod *)m)->opts);
+    if (!gf__mod_one_input("Conv2d", n)) return NULL;
+    return gf_conv2d(in[0], gf__mod_own(m, "weight"), gf__mod_own(m, "bias"), &((conv_mod *)m)->opts);
 }
 static const gf_module_class conv_class = {"Conv2d", conv_forward, NULL};
 
@@ -131,17 +120,17 @@ gf_module *gf_nn_conv2d(int64_t in_channels, int64_t out_channels, const int ker
 
 /* ------------------------------------------------------------ BatchNorm */
 static gf_tensor *bn_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("BatchNorm", n)) return NULL;
+    if (!gf__mod_one_input("BatchNorm", n)) return NULL;
     bn_mod *b = (bn_mod *)m;
     bool training = gf_module_is_training(m);
-    gf_tensor *rm = own(m, "running_mean"), *rv = own(m, "running_var");
+    gf_tensor *rm = gf__mod_own(m, "running_mean"), *rv = gf__mod_own(m, "running_var");
     /* training: the batch's statistics, the running ones updated; eval: the
      * running ones, or the batch's when none are tracked */
-    gf_tensor *y = gf_batch_norm(in[0], rm, rv, own(m, "weight"), own(m, "bias"),
+    gf_tensor *y = gf_batch_norm(in[0], rm, rv, gf__mod_own(m, "weight"), gf__mod_own(m, "bias"),
                                  training || !rm, b->momentum, b->eps, NULL, NULL);
     if (y && training && rm) {
         /* num_batches_tracked += 1, as PyTorch's training forward */
-        gf_tensor *nb = own(m, "num_batches_tracked");
+        gf_tensor *nb = gf__mod_own(m, "num_batches_tracked");
         gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
         gf_status st = nb ? gf_add_scalar_int_(nb, 1) : GF_OK;
         gf_grad_mode_set(prev);
@@ -187,9 +176,9 @@ gf_module *gf_nn_batch_norm(int64_t num_features, double eps, double momentum, b
 
 /* ------------------------------------------------------------ LayerNorm */
 static gf_tensor *ln_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("LayerNorm", n)) return NULL;
+    if (!gf__mod_one_input("LayerNorm", n)) return NULL;
     ln_mod *l = (ln_mod *)m;
-    return gf_layer_norm(in[0], l->rank, own(m, "weight"), own(m, "bias"), l->eps, NULL, NULL);
+    return gf_layer_norm(in[0], l->rank, gf__mod_own(m, "weight"), gf__mod_own(m, "bias"), l->eps, NULL, NULL);
 }
 static const gf_module_class ln_class = {"LayerNorm", ln_forward, NULL};
 
@@ -220,8 +209,8 @@ gf_module *gf_nn_layer_norm(const int64_t *normalized_shape, int rank, double ep
 
 /* ------------------------------------------------------------ Embedding */
 static gf_tensor *emb_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("Embedding", n)) return NULL;
-    return gf_embedding(own(m, "weight"), in[0]);
+    if (!gf__mod_one_input("Embedding", n)) return NULL;
+    return gf_embedding(gf__mod_own(m, "weight"), in[0]);
 }
 static const gf_module_class emb_class = {"Embedding", emb_forward, NULL};
 
@@ -243,7 +232,7 @@ gf_module *gf_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, gf_dty
 
 /* ------------------------------------------------------------ Dropout */
 static gf_tensor *drop_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("Dropout", n)) return NULL;
+    if (!gf__mod_one_input("Dropout", n)) return NULL;
     return gf_dropout(in[0], ((drop_mod *)m)->p, gf_module_is_training(m));
 }
 static const gf_module_class drop_class = {"Dropout", drop_forward, NULL};
@@ -261,15 +250,15 @@ gf_module *gf_nn_dropout(double p) {
 
 /* ------------------------------------------------------------ pooling */
 static gf_tensor *maxpool_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("MaxPool2d", n)) return NULL;
+    if (!gf__mod_one_input("MaxPool2d", n)) return NULL;
     return gf_max_pool2d(in[0], &((pool_mod *)m)->opts, NULL);
 }
 static gf_tensor *avgpool_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("AvgPool2d", n)) return NULL;
+    if (!gf__mod_one_input("AvgPool2d", n)) return NULL;
     return gf_avg_pool2d(in[0], &((pool_mod *)m)->opts);
 }
 static gf_tensor *adaptive_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("AdaptiveAvgPool2d", n)) return NULL;
+    if (!gf__mod_one_input("AdaptiveAvgPool2d", n)) return NULL;
     return gf_adaptive_avg_pool2d(in[0], ((pool_mod *)m)->out);
 }
 static const gf_module_class maxpool_class = {"MaxPool2d", maxpool_forward, NULL};
@@ -309,12 +298,12 @@ typedef struct convt_mod {
 } convt_mod;
 
 static gf_tensor *conv1_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("Conv1d", n)) return NULL;
-    return gf_conv1d(in[0], own(m, "weight"), own(m, "bias"), &((conv1_mod *)m)->opts);
+    if (!gf__mod_one_input("Conv1d", n)) return NULL;
+    return gf_conv1d(in[0], gf__mod_own(m, "weight"), gf__mod_own(m, "bias"), &((conv1_mod *)m)->opts);
 }
 static gf_tensor *convt_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("ConvTranspose2d", n)) return NULL;
-    return gf_conv_transpose2d(in[0], own(m, "weight"), own(m, "bias"), &((convt_mod *)m)->opts);
+    if (!gf__mod_one_input("ConvTranspose2d", n)) return NULL;
+    return gf_conv_transpose2d(in[0], gf__mod_own(m, "weight"), gf__mod_own(m, "bias"), &((convt_mod *)m)->opts);
 }
 static const gf_module_class conv1_class = {"Conv1d", conv1_forward, NULL};
 static const gf_module_class convt_class = {"ConvTranspose2d", convt_forward, NULL};
@@ -391,18 +380,18 @@ typedef struct gn_mod {
 } gn_mod;
 
 static gf_tensor *gn_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("GroupNorm", n)) return NULL;
+    if (!gf__mod_one_input("GroupNorm", n)) return NULL;
     gn_mod *g = (gn_mod *)m;
-    return gf_group_norm(in[0], g->groups, own(m, "weight"), own(m, "bias"), g->eps);
+    return gf_group_norm(in[0], g->groups, gf__mod_own(m, "weight"), gf__mod_own(m, "bias"), g->eps);
 }
 static gf_tensor *in_forward(gf_module *m, gf_tensor *const *in, int n) {
-    if (!one_input("InstanceNorm2d", n)) return NULL;
+    if (!gf__mod_one_input("InstanceNorm2d", n)) return NULL;
     gn_mod *g = (gn_mod *)m;
     /* as torch: the input's statistics in training or without running ones */
     bool input_stats = gf_module_is_training(m) || !g->track;
-    return gf_instance_norm(in[0], g->track ? own(m, "running_mean") : NULL,
-                            g->track ? own(m, "running_var") : NULL, own(m, "weight"),
-                            own(m, "bias"), input_stats, g->momentum, g->eps);
+    return gf_instance_norm(in[0], g->track ? gf__mod_own(m, "running_mean") : NULL,
+                            g->track ? gf__mod_own(m, "running_var") : NULL, gf__mod_own(m, "weight"),
+                            gf__mod_own(m, "bias"), input_stats, g->momentum, g->eps);
 }
 static const gf_module_class gn_class = {"GroupNorm", gn_forward, NULL};
 static const gf_module_class in_class = {"InstanceNorm2d", in_forward, NULL};

@@ -84,6 +84,22 @@ gf__mod_entry *gf__mod_find(const gf_module *m, const char *name, size_t len) {
     return NULL;
 }
 
+gf_tensor *gf__mod_own(const gf_module *m, const char *name) {
+    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
+    return e ? e->t : NULL;
+}
+
+gf_module *gf__mod_child(const gf_module *m, const char *name) {
+    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
+    return e ? e->child : NULL;
+}
+
+bool gf__mod_one_input(const char *type, int n) {
+    if (n == 1) return true;
+    gf__error(GF_ERR_INVALID, "%s.forward: takes 1 input, got %d", type, n);
+    return false;
+}
+
 static const char *kind_word(gf__mod_kind k) {
     return k == GF__MOD_PARAM ? "parameter" : k == GF__MOD_BUFFER ? "buffer" : "submodule";
 }

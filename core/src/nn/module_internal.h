@@ -39,6 +39,12 @@ typedef struct gf_module_state gf__mod_state;
 
 /* The entry named name[0..len) of m itself, or NULL. */
 gf__mod_entry *gf__mod_find(const gf_module *m, const char *name, size_t len);
+/* m's own tensor or child of that name (NULL when absent): what a layer's
+ * forward looks up, so a parameter registered again is the one it uses. */
+gf_tensor *gf__mod_own(const gf_module *m, const char *name);
+gf_module *gf__mod_child(const gf_module *m, const char *name);
+/* True for n == 1; else INVALID naming the layer's type. */
+bool gf__mod_one_input(const char *type, int n);
 /* Visits the parameters and/or buffers (mask of 1 << kind) of the tree with
  * their full dotted paths, in PyTorch's order. */
 typedef gf_status (*gf__mod_visit_fn)(const char *path, gf__mod_entry *e, void *ctx);

@@ -253,11 +253,6 @@ typedef struct cell_mod {
     int64_t input_size, hidden_size;
 } cell_mod;
 
-static gf_tensor *own(const gf_module *m, const char *name) {
-    gf__mod_entry *e = gf__mod_find(m, name, strlen(name));
-    return e ? e->t : NULL;
-}
-
 static gf_tensor *cell_impl(gf_module *mod, const gf_tensor *x, const gf_tensor *h,
                             const gf_tensor *c, gf_tensor **c_out) {
     cell_mod *k = (cell_mod *)mod;
@@ -282,9 +277,9 @@ static gf_tensor *cell_impl(gf_module *mod, const gf_tensor *x, const gf_tensor 
     gf_scope_begin();
     gf_tensor *zeros = gf_zeros((const int64_t[]){n, hs}, 2, gf_tensor_dtype(x), gf_tensor_device(x));
     gf_tensor *hh = h ? (gf_tensor *)h : zeros, *cc = c ? (gf_tensor *)c : zeros;
-    gf_tensor *xt = gf_linear(x, own(mod, "weight_ih"), own(mod, "bias_ih"));
-    gf_tensor *y = zeros ? cell_step(k->mode, xt, hh, &cc, own(mod, "weight_hh"),
-                                     own(mod, "bias_hh"), hs)
+    gf_tensor *xt = gf_linear(x, gf__mod_own(mod, "weight_ih"), gf__mod_own(mod, "bias_ih"));
+    gf_tensor *y = zeros ? cell_step(k->mode, xt, hh, &cc, gf__mod_own(mod, "weight_hh"),
+                                     gf__mod_own(mod, "bias_hh"), hs)
                          : NULL;
     if (y) {
         y = gf_scope_keep(y);
