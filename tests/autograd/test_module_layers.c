@@ -30,18 +30,6 @@ static void load(gf_module *m, const ly_entry *e, int n) {
     gf_tensor_dict_destroy(d);
 }
 
-static void near(const char *what, const gf_tensor *t, const double *want, int64_t n) {
-    double got[512];
-    gf_tensor *c = t ? gf_contiguous(t) : NULL;
-    CHECK_MSG(c && n <= 512 && gf_tensor_numel(c) == n &&
-                  gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK,
-              "%s: %s", what, gf_last_error());
-    for (int64_t i = 0; c && i < n; i++)
-        CHECK_MSG(fabs(got[i] - want[i]) <= 1e-10 * (1 + fabs(want[i])),
-                  "%s[%lld]: %.17g, torch %.17g", what, (long long)i, got[i], want[i]);
-    gf_tensor_release(c);
-}
-
 static gf_tensor *input(const double *v, const int64_t *s) {
     int r = 0;
     while (r < 4 && s[r]) r++;
@@ -56,7 +44,7 @@ static void run(const char *what, gf_module *m, const ly_entry *e, int n, const 
     gf_tensor *x = input(xv, xs);
     CHECK(gf_module_train(m, false) == GF_OK);
     gf_tensor *y = gf_module_forward(m, &x, 1);
-    near(what, y, want, numel);
+    ag_near(what, y, want, numel, 1e-10);
     gf_tensor_release(x);
     gf_tensor_release(y);
 }
@@ -79,11 +67,11 @@ static void test_against_torch(void) {
     load(in, ly_in_state, LY_IN_N);
     gf_tensor *x = input(ly_in_x, ly_in_xs);
     gf_tensor *yt = gf_module_forward(in, &x, 1);
-    near("InstanceNorm2d training", yt, ly_in_y_train, ly_in_numel);
-    near("running_mean", gf_module_get_buffer(in, "running_mean"), ly_in_running_mean, 3);
+    ag_near("InstanceNorm2d training", yt, ly_in_y_train, ly_in_numel, 1e-10);
+    ag_near("running_mean", gf_module_get_buffer(in, "running_mean"), ly_in_running_mean, 3, 1e-10);
     CHECK(gf_module_train(in, false) == GF_OK);
     gf_tensor *ye = gf_module_forward(in, &x, 1);
-    near("InstanceNorm2d eval", ye, ly_in_y, ly_in_numel);
+    ag_near("InstanceNorm2d eval", ye, ly_in_y, ly_in_numel, 1e-10);
     /* errors */
     CHECK(gf_nn_group_norm(3, 4, 1e-5, true, GF_F64, NULL) == NULL);
     CHECK_CONTAINS(gf_last_error(), "divisible by 3 groups");

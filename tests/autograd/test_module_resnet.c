@@ -92,17 +92,6 @@ static gf_tensor_dict *torch_state(void) {
     return d;
 }
 
-static void near(const char *what, const gf_tensor *t, const double *want, int64_t n, double tol) {
-    double got[128];
-    gf_tensor *c = gf_contiguous(t);
-    CHECK(c && n <= 128 && gf_tensor_numel(c) == n &&
-          gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK);
-    for (int64_t i = 0; i < n; i++)
-        CHECK_MSG(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])), "%s[%lld]: %.17g, torch %.17g",
-                  what, (long long)i, got[i], want[i]);
-    gf_tensor_release(c);
-}
-
 static void test_resnet_matches_torch(void) {
     gf_module *m = net();
     /* graft's keys are torch's, in torch's order */
@@ -119,13 +108,13 @@ static void test_resnet_matches_torch(void) {
     CHECK(gf_module_train(m, false) == GF_OK);
     gf_tensor *y = gf_module_forward(m, &x, 1);
     CHECK_MSG(y != NULL, "%s", gf_last_error());
-    near("eval output", y, rn_y_eval, 6, 1e-10);
+    ag_near("eval output", y, rn_y_eval, 6, 1e-10);
     gf_tensor_release(y);
     CHECK(gf_module_train(m, true) == GF_OK);
     y = gf_module_forward(m, &x, 1);
     CHECK_MSG(y != NULL, "%s", gf_last_error());
-    near("train output", y, rn_y_train, 6, 1e-10);
-    near("bn1.running_mean", gf_module_get_buffer(m, "bn1.running_mean"),
+    ag_near("train output", y, rn_y_train, 6, 1e-10);
+    ag_near("bn1.running_mean", gf_module_get_buffer(m, "bn1.running_mean"),
          rn_bn1_running_mean_after, 4, 1e-10);
     int64_t batches = -1;
     CHECK(gf_tensor_to_host(gf_module_get_buffer(m, "bn1.num_batches_tracked"), &batches, 8) ==
@@ -134,8 +123,8 @@ static void test_resnet_matches_torch(void) {
     CHECK(gf_backward(s, NULL, NULL) == GF_OK);
     gf_tensor *g1 = gf_tensor_grad(gf_module_get_parameter(m, "conv1.weight"));
     gf_tensor *g2 = gf_tensor_grad(gf_module_get_parameter(m, "fc.weight"));
-    near("conv1.weight.grad", g1, rn_grad_conv1_weight, 108, 1e-9);
-    near("fc.weight.grad", g2, rn_grad_fc_weight, 12, 1e-9);
+    ag_near("conv1.weight.grad", g1, rn_grad_conv1_weight, 108, 1e-9);
+    ag_near("fc.weight.grad", g2, rn_grad_fc_weight, 12, 1e-9);
     gf_tensor *items[] = {x, y, s, g1, g2};
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
     gf_module_release(m);

@@ -28,18 +28,6 @@ static void load(gf_module *m, const rn_entry *e, int n) {
     gf_tensor_dict_destroy(d);
 }
 
-static void near(const char *what, const gf_tensor *t, const double *want, int64_t n) {
-    double got[512];
-    gf_tensor *c = t ? gf_contiguous(t) : NULL;
-    CHECK_MSG(c && n <= 512 && gf_tensor_numel(c) == n &&
-                  gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK,
-              "%s: %s", what, gf_last_error());
-    for (int64_t i = 0; c && i < n; i++)
-        CHECK_MSG(fabs(got[i] - want[i]) <= 1e-10 * (1 + fabs(want[i])),
-                  "%s[%lld]: %.17g, torch %.17g", what, (long long)i, got[i], want[i]);
-    gf_tensor_release(c);
-}
-
 /* Runs m on x (h0 may be NULL), compares with torch, backward of
  * y.sum() + h_n.sum(), compares the first parameter's gradient. */
 static void check(const char *what, gf_module *m, gf_tensor *x, gf_tensor *h0, const double *y_want,
@@ -48,14 +36,14 @@ static void check(const char *what, gf_module *m, gf_tensor *x, gf_tensor *h0, c
     gf_tensor *hn = NULL, *cn = NULL;
     gf_tensor *y = gf_nn_rnn_forward(m, x, h0, NULL, &hn, c_want ? &cn : NULL);
     CHECK_MSG(y != NULL, "%s: %s", what, gf_last_error());
-    near(what, y, y_want, ny);
-    near("h_n", hn, h_want, nh);
-    if (c_want) near("c_n", cn, c_want, nh);
+    ag_near(what, y, y_want, ny, 1e-10);
+    ag_near("h_n", hn, h_want, nh, 1e-10);
+    if (c_want) ag_near("c_n", cn, c_want, nh, 1e-10);
     gf_tensor *s1 = y ? gf_sum(y, NULL, 0, false) : NULL, *s2 = hn ? gf_sum(hn, NULL, 0, false) : NULL;
     gf_tensor *s = s1 && s2 ? gf_add(s1, s2) : NULL;
     CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
     gf_tensor *g = gf_tensor_grad(gf_module_get_parameter(m, first));
-    near("gradient", g, g_want, ng);
+    ag_near("gradient", g, g_want, ng, 1e-10);
     gf_tensor *items[] = {y, hn, cn, s1, s2, s, g};
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
 }
@@ -107,13 +95,13 @@ static void test_cells(void) {
     gf_module *lc = gf_nn_rnn_cell(GF_RNN_LSTM, RN_I, RN_H, true, GF_F64, NULL);
     load(lc, rn_lstmcell_state, 4);
     gf_tensor *c2 = NULL, *h2 = gf_nn_rnn_cell_forward(lc, x, h, c, &c2);
-    near("LSTMCell h", h2, rn_lstmcell_h, RN_N * RN_H);
-    near("LSTMCell c", c2, rn_lstmcell_c, RN_N * RN_H);
+    ag_near("LSTMCell h", h2, rn_lstmcell_h, RN_N * RN_H, 1e-10);
+    ag_near("LSTMCell c", c2, rn_lstmcell_c, RN_N * RN_H, 1e-10);
     gf_module *gc = gf_nn_rnn_cell(GF_RNN_GRU, RN_I, RN_H, true, GF_F64, NULL);
     load(gc, rn_grucell_state, 4);
     gf_tensor *in[2] = {x, h};
     gf_tensor *g2 = gf_module_forward(gc, in, 2);
-    near("GRUCell h", g2, rn_grucell_h, RN_N * RN_H);
+    ag_near("GRUCell h", g2, rn_grucell_h, RN_N * RN_H, 1e-10);
     CHECK(gf_nn_rnn_cell_forward(gc, x, h, c, NULL) == NULL);
     CHECK_CONTAINS(gf_last_error(), "c is for an LSTMCell");
     CHECK(gf_nn_rnn_cell_forward(lc, h, NULL, NULL, NULL) == NULL);

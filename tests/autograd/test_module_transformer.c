@@ -35,18 +35,6 @@ static void load(gf_module *m, const tf_entry *e, int n) {
     gf_tensor_dict_destroy(d);
 }
 
-static void near(const char *what, const gf_tensor *t, const double *want, int64_t n) {
-    double got[256];
-    gf_tensor *c = t ? gf_contiguous(t) : NULL;
-    CHECK_MSG(c && n <= 256 && gf_tensor_numel(c) == n &&
-                  gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK,
-              "%s: %s", what, gf_last_error());
-    for (int64_t i = 0; c && i < n; i++)
-        CHECK_MSG(fabs(got[i] - want[i]) <= 1e-10 * (1 + fabs(want[i])),
-                  "%s[%lld]: %.17g, torch %.17g", what, (long long)i, got[i], want[i]);
-    gf_tensor_release(c);
-}
-
 static gf_tensor *inputs(gf_tensor **kpm, gf_tensor **causal) {
     *kpm = gf_from_data(tf_kpm, (const int64_t[]){TF_N, TF_L}, 2, GF_BOOL, NULL);
     *causal = gf_from_data(tf_causal, (const int64_t[]){TF_L, TF_L}, 2, GF_F64, NULL);
@@ -67,13 +55,13 @@ static void test_encoder_post_norm(void) {
     CHECK(gf_module_train(enc, false) == GF_OK);
     gf_tensor *kpm, *causal, *x = inputs(&kpm, &causal);
     gf_tensor *y = gf_nn_transformer_forward(enc, x, causal, kpm);
-    near("encoder output", y, tf_a_y, TF_N * TF_L * TF_E);
+    ag_near("encoder output", y, tf_a_y, TF_N * TF_L * TF_E, 1e-10);
     gf_tensor *s = y ? gf_sum(y, NULL, 0, false) : NULL;
     CHECK(s && gf_backward(s, NULL, NULL) == GF_OK);
     gf_tensor *g1 = gf_tensor_grad(gf_module_get_parameter(enc, "layers.0.self_attn.in_proj_weight"));
     gf_tensor *g2 = gf_tensor_grad(gf_module_get_parameter(enc, "layers.1.linear2.weight"));
-    near("in_proj_weight.grad", g1, tf_a_grad_in_proj, 3 * TF_E * TF_E);
-    near("linear2.weight.grad", g2, tf_a_grad_linear2, TF_E * TF_FF);
+    ag_near("in_proj_weight.grad", g1, tf_a_grad_in_proj, 3 * TF_E * TF_E, 1e-10);
+    ag_near("linear2.weight.grad", g2, tf_a_grad_linear2, TF_E * TF_FF, 1e-10);
     gf_tensor *items[] = {kpm, causal, x, y, s, g1, g2};
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
     gf_module_release(enc);
@@ -89,7 +77,7 @@ static void test_encoder_pre_norm_seq_first(void) {
     gf_tensor *kpm, *causal, *x = inputs(&kpm, &causal);
     gf_tensor *xt = gf_transpose(x, 0, 1);
     gf_tensor *y = gf_nn_transformer_forward(enc, xt, NULL, kpm);
-    near("pre-norm output", y, tf_b_y, TF_N * TF_L * TF_E);
+    ag_near("pre-norm output", y, tf_b_y, TF_N * TF_L * TF_E, 1e-10);
     gf_tensor *items[] = {kpm, causal, x, xt, y};
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
     gf_module_release(enc);
@@ -105,11 +93,11 @@ static void test_mha_weights(void) {
     gf_tensor *bm = gf_from_data(upper, (const int64_t[]){TF_L, TF_L}, 2, GF_BOOL, NULL);
     gf_tensor *w = NULL;
     gf_tensor *y = gf_nn_mha_forward(mha, x, x, x, kpm, bm, true, &w);
-    near("attention output", y, tf_m_y, TF_N * TF_L * TF_E);
-    near("attention weights", w, tf_m_w, TF_N * TF_L * TF_L);
+    ag_near("attention output", y, tf_m_y, TF_N * TF_L * TF_E, 1e-10);
+    ag_near("attention weights", w, tf_m_w, TF_N * TF_L * TF_L, 1e-10);
     /* without weights (scaled_dot_product_attention), the same output */
     gf_tensor *y2 = gf_nn_mha_forward(mha, x, x, x, kpm, bm, false, NULL);
-    near("attention output (fused)", y2, tf_m_y, TF_N * TF_L * TF_E);
+    ag_near("attention output (fused)", y2, tf_m_y, TF_N * TF_L * TF_E, 1e-10);
     /* errors */
     gf_tensor *bad = gf_zeros((const int64_t[]){TF_N, TF_L + 1}, 2, GF_BOOL, NULL);
     CHECK(gf_nn_mha_forward(mha, x, x, x, bad, NULL, false, NULL) == NULL);
