@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft_ops.h — lookups over graft_ops.def: an op's name, family, arity and
  * parameter struct by its number.
  *

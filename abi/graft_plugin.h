@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * graft_plugin.h — the graft device plugin ABI, version 1.3.
  *

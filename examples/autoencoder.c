@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* autoencoder — a small convolutional autoencoder on Fashion-MNIST, with a
  * decoder made of a transposed convolution and bilinear upsampling.
  *
@@ -200,7 +201,9 @@ int main(int argc, char **argv) {
     train = load_images(train_path, (int)limit, dev);
     test = load_images(test_path, N_TEST, dev);
     if (!train || !test || !model_init(&m, dev, params)) goto fail;
-    opt = gf_adam_create(params, 10, &(gf_adam_opts){.lr = lr});
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = lr;
+    opt = gf_adam_create(params, 10, &ao);
     if (!opt) goto fail;
     int64_t n = gf_tensor_size(train, 0);
     perm = malloc(sizeof *perm * (size_t)n);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* custom_function — a differentiable function written in C with a
  * hand-made backward, through gf_function_apply.
  *
@@ -167,8 +168,8 @@ int main(void) {
     gf_dtype dt = pick_dtype(dev);
     bool f64 = dt == GF_F64;
     /* f32 central differences need a larger step and looser tolerances. */
-    gf_gradcheck_opts gc = f64 ? (gf_gradcheck_opts){0}
-                               : (gf_gradcheck_opts){.eps = 1e-2, .atol = 1e-2, .rtol = 1e-2};
+    gf_gradcheck_opts gc = GF_GRADCHECK_OPTS_DEFAULT;
+    if (!f64) gc.eps = 1e-2, gc.atol = 1e-2, gc.rtol = 1e-2;
     double tol = f64 ? 1e-12 : 1e-5;
     printf("device %s (%s), dtype %s\n", gf_device_spec(dev), gf_device_name(dev),
            gf_dtype_name(dt));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fashion_mnist — trains a convolutional network on Fashion-MNIST (Zalando's
  * 28x28 grayscale images of ten kinds of clothing: 60,000 to train, 10,000
  * to test), with checkpoints to save, resume and evaluate.
@@ -79,21 +80,12 @@ static const char *const class_names[N_CLASSES] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-/* The learned parameters and the batch-norm statistics, under the names of
- * the equivalent torch.nn module's state_dict. */
-enum { CONV1_W, BN1_W, BN1_B, CONV2_W, BN2_W, BN2_B, FC1_W, FC1_B, FC2_W, FC2_B, N_PARAMS };
-enum { BN1_MEAN, BN1_VAR, BN2_MEAN, BN2_VAR, N_STATS };
-static const char *const param_names[N_PARAMS] = {
-    "conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight", "bn2.weight",
-    "bn2.bias",     "fc1.weight", "fc1.bias", "fc2.weight",   "fc2.bias"};
-static const char *const stat_names[N_STATS] = {"bn1.running_mean", "bn1.running_var",
-                                                "bn2.running_mean", "bn2.running_var"};
-
+/* The network as torch.nn modules (graft/module.h), under the names of the
+ * equivalent torch.nn model's state_dict: conv1, bn1, conv2, bn2, fc1, fc2
+ * (the checkpoint's keys, num_batches_tracked included). */
 typedef struct model {
-    gf_tensor *p[N_PARAMS];
-    gf_tensor *stats[N_STATS];
+    gf_module base; /* first: a model is a module */
     gf_device *dev; /* where it computes */
-    bool training;  /* batch statistics and dropout, or running statistics */
 } model;
 
 /* The program's own options (beyond train_util's). */
@@ -240,76 +232,71 @@ static long peak_resident_kb(void) {
 }
 
 /* ------------------------------------------------------------ model */
-/* A parameter that requires grad: U(-bound, bound), or filled with `fill`
- * when bound is 0. */
-static gf_tensor *param(const int64_t *sizes, int rank, double bound, double fill,
-                        gf_device *dev) {
-    gf_tensor *t = bound > 0 ? gf_rand_uniform(sizes, rank, -bound, bound, GF_F32, dev)
-                             : gf_full(sizes, rank, fill, GF_F32, dev);
-    if (t && gf_tensor_set_requires_grad(t, true) != GF_OK) {
-        gf_tensor_release(t);
+static gf_tensor *call(const model *m, const char *child, gf_tensor *x) {
+    return x ? gf_module_forward(gf_module_get_submodule(&m->base, child), &x, 1) : NULL;
+}
+
+/* conv 3x3 (pad 1), batch norm, ReLU, max-pool 2 (inside gf_module_forward:
+ * the intermediates are ours to release). */
+static gf_tensor *block(const model *m, gf_tensor *x, const char *conv, const char *bn) {
+    gf_tensor *c = call(m, conv, x), *b = call(m, bn, c), *r = b ? gf_relu(b) : NULL;
+    gf_tensor *y = call(m, "pool", r);
+    gf_tensor_release(c), gf_tensor_release(b), gf_tensor_release(r);
+    return y;
+}
+
+/* Logits [N, 10] of x [N, 1, 28, 28] on the model's device. */
+static gf_tensor *net_forward(gf_module *self, gf_tensor *const *in, int n) {
+    (void)n;
+    const model *m = (const model *)self;
+    gf_tensor *h1 = block(m, in[0], "conv1", "bn1"), *h2 = h1 ? block(m, h1, "conv2", "bn2") : NULL;
+    gf_tensor *f = call(m, "flatten", h2), *d1 = call(m, "drop1", f), *a = call(m, "fc1", d1);
+    gf_tensor *r = a ? gf_relu(a) : NULL, *d2 = call(m, "drop2", r), *y = call(m, "fc2", d2);
+    gf_tensor *tmp[] = {h1, h2, f, d1, a, r, d2};
+    for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) gf_tensor_release(tmp[i]);
+    return y;
+}
+static const gf_module_class net_class = {"FashionNet", net_forward, NULL};
+
+static gf_status add(model *m, const char *name, gf_module *child) {
+    gf_status s = child ? gf_module_register_module(&m->base, name, child) : gf_last_status();
+    gf_module_release(child);
+    return s;
+}
+
+/* PyTorch's initialisation (nn.Conv2d, nn.BatchNorm2d, nn.Linear). */
+static model *model_new(gf_device *dev) {
+    model *m = calloc(1, sizeof *m);
+    if (!m || gf_module_init(&m->base, &net_class) != GF_OK) {
+        free(m);
         return NULL;
     }
-    return t;
-}
-
-static gf_status model_init(model *m, gf_device *dev) {
     m->dev = dev;
-    const double k1 = 1.0 / sqrt(1 * 9), k2 = 1.0 / sqrt(C1 * 9);
-    const double k3 = 1.0 / sqrt(FC_IN), k4 = 1.0 / sqrt(HIDDEN);
-    m->p[CONV1_W] = param((const int64_t[]){C1, 1, 3, 3}, 4, k1, 0, dev);
-    m->p[BN1_W] = param((const int64_t[]){C1}, 1, 0, 1, dev);
-    m->p[BN1_B] = param((const int64_t[]){C1}, 1, 0, 0, dev);
-    m->p[CONV2_W] = param((const int64_t[]){C2, C1, 3, 3}, 4, k2, 0, dev);
-    m->p[BN2_W] = param((const int64_t[]){C2}, 1, 0, 1, dev);
-    m->p[BN2_B] = param((const int64_t[]){C2}, 1, 0, 0, dev);
-    m->p[FC1_W] = param((const int64_t[]){HIDDEN, FC_IN}, 2, k3, 0, dev);
-    m->p[FC1_B] = param((const int64_t[]){HIDDEN}, 1, k3, 0, dev);
-    m->p[FC2_W] = param((const int64_t[]){N_CLASSES, HIDDEN}, 2, k4, 0, dev);
-    m->p[FC2_B] = param((const int64_t[]){N_CLASSES}, 1, k4, 0, dev);
-    for (int i = 0; i < N_STATS; i++) {
-        int64_t c = i < BN2_MEAN ? C1 : C2;
-        m->stats[i] = gf_full(&c, 1, i % 2 ? 1.0 : 0.0, GF_F32, dev); /* mean 0, var 1 */
-    }
-    for (int i = 0; i < N_PARAMS; i++)
-        if (!m->p[i]) return gf_last_status();
-    for (int i = 0; i < N_STATS; i++)
-        if (!m->stats[i]) return gf_last_status();
-    return GF_OK;
-}
-
-static void model_free(model *m) {
-    for (int i = 0; i < N_PARAMS; i++) gf_tensor_release(m->p[i]);
-    for (int i = 0; i < N_STATS; i++) gf_tensor_release(m->stats[i]);
-}
-
-/* conv 3x3 (pad 1), batch norm, ReLU, max-pool 2. */
-static gf_tensor *block(const model *m, const gf_tensor *x, int conv, gf_tensor *mean,
-                        gf_tensor *var) {
-    const gf_conv2d_opts same = {.padding = {1, 1}};
+    const int k3[2] = {3, 3};
+    const gf_conv2d_opts same = {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 1};
     const gf_pool2d_opts half = {.kernel = {2, 2}};
-    gf_tensor *h = gf_conv2d(x, m->p[conv], NULL, &same);
-    h = gf_batch_norm(h, mean, var, m->p[conv + 1], m->p[conv + 2], m->training, BN_MOMENTUM,
-                      BN_EPS, NULL, NULL);
-    return gf_max_pool2d(gf_relu(h), &half, NULL);
+    gf_status s = add(m, "conv1", gf_nn_conv2d(1, C1, k3, &same, false, GF_F32, dev));
+    if (s == GF_OK) s = add(m, "bn1", gf_nn_batch_norm(C1, BN_EPS, BN_MOMENTUM, true, true, GF_F32, dev));
+    if (s == GF_OK) s = add(m, "conv2", gf_nn_conv2d(C1, C2, k3, &same, false, GF_F32, dev));
+    if (s == GF_OK) s = add(m, "bn2", gf_nn_batch_norm(C2, BN_EPS, BN_MOMENTUM, true, true, GF_F32, dev));
+    if (s == GF_OK) s = add(m, "pool", gf_nn_max_pool2d(&half));
+    if (s == GF_OK) s = add(m, "flatten", gf_nn_flatten());
+    if (s == GF_OK) s = add(m, "drop1", gf_nn_dropout(DROPOUT_FEATURES));
+    if (s == GF_OK) s = add(m, "fc1", gf_nn_linear(FC_IN, HIDDEN, true, GF_F32, dev));
+    if (s == GF_OK) s = add(m, "drop2", gf_nn_dropout(DROPOUT_HIDDEN));
+    if (s == GF_OK) s = add(m, "fc2", gf_nn_linear(HIDDEN, N_CLASSES, true, GF_F32, dev));
+    if (s != GF_OK) {
+        gf_module_release(&m->base);
+        return NULL;
+    }
+    return m;
 }
 
-/* x W^T + b, W [out, in] as torch.nn.Linear keeps it. */
-static gf_tensor *linear(const gf_tensor *x, const gf_tensor *w, const gf_tensor *b) {
-    return gf_add(gf_matmul(x, gf_transpose(w, 0, 1)), b);
-}
-
-/* Logits [N, 10] of x [N, 1, 28, 28] (a train_forward_fn), x on the host or
- * on the model's device. */
+/* A train_forward_fn: x on the host or on the model's device. */
 static gf_tensor *model_forward(const void *mp, const gf_tensor *x) {
     const model *m = mp;
-    gf_tensor *h = block(m, gf_to_device(x, m->dev), CONV1_W, m->stats[BN1_MEAN],
-                         m->stats[BN1_VAR]);
-    h = block(m, h, CONV2_W, m->stats[BN2_MEAN], m->stats[BN2_VAR]);
-    h = gf_dropout(gf_reshape(h, (const int64_t[]){-1, FC_IN}, 2), DROPOUT_FEATURES,
-                   m->training);
-    h = gf_dropout(gf_relu(linear(h, m->p[FC1_W], m->p[FC1_B])), DROPOUT_HIDDEN, m->training);
-    return linear(h, m->p[FC2_W], m->p[FC2_B]);
+    gf_tensor *xd = gf_to_device(x, m->dev);
+    return xd ? gf_module_forward((gf_module *)&m->base, &xd, 1) : NULL;
 }
 
 /* The test accuracy (per class too) of the n test images x, labels y. */
@@ -319,92 +306,63 @@ static gf_tensor *model_forward(const void *mp, const gf_tensor *x) {
  * beside the first. */
 static gf_status evaluate(model *m, const gf_tensor *x, const int64_t *labels, int n, int chunk,
                           int64_t *pred, double *acc, double *per_class) {
-    m->training = false;
+    gf_module_train(&m->base, false);
     for (int first = 0; first < n; first += chunk) {
         int len = n - first < chunk ? n - first : chunk;
         gf_status s = train_predict(model_forward, m, x, first, len, pred + first);
         if (s != GF_OK) return s;
     }
-    m->training = true;
+    gf_module_train(&m->base, true);
     *acc = train_accuracy(pred, labels, n, N_CLASSES, per_class);
     return GF_OK;
 }
 
 /* ------------------------------------------------------------ checkpoints */
-/* Writes the model, the optimiser's state (opt may be NULL), the generator's
- * state and the epoch to path (through path.tmp, renamed when complete, so
- * a failure leaves the previous checkpoint whole). */
+/* Writes the model's state dict, the optimiser's state (opt may be NULL),
+ * the generator's state and the epoch to path (through path.tmp, renamed
+ * when complete, so a failure leaves the previous checkpoint whole). */
 static gf_status save_checkpoint(const model *m, const gf_optimizer *opt, int epoch,
                                  const char *path) {
-    enum { MAX_ENTRIES = N_PARAMS + N_STATS + 3 * N_PARAMS + 2 };
-    const char *names[MAX_ENTRIES];
-    const gf_tensor *ts[MAX_ENTRIES];
-    int n = 0;
-    for (int i = 0; i < N_PARAMS; i++, n++) {
-        names[n] = param_names[i];
-        ts[n] = m->p[i];
-    }
-    for (int i = 0; i < N_STATS; i++, n++) {
-        names[n] = stat_names[i];
-        ts[n] = m->stats[i];
-    }
     uint64_t seed, offset;
     gf_rng_get_state(&seed, &offset);
     const int64_t rng[2] = {(int64_t)seed, (int64_t)offset}; /* the bits of the u64s */
-    gf_status s = GF_OK;
     gf_scope_begin();
+    gf_tensor_dict *d = gf_module_state_dict(&m->base);
     gf_tensor_dict *od = opt ? gf_optimizer_state_dict(opt, OPT_PREFIX) : NULL;
-    if (opt && !od) s = gf_last_status();
-    for (int i = 0; s == GF_OK && i < gf_tensor_dict_size(od) && n < MAX_ENTRIES - 2; i++, n++) {
-        names[n] = gf_tensor_dict_name(od, i);
-        ts[n] = gf_tensor_dict_at(od, i);
-    }
-    names[n] = "rng.state";
-    ts[n++] = gf_from_data(rng, (const int64_t[]){2}, 1, GF_I64, NULL);
-    names[n] = "epoch";
-    ts[n++] = gf_scalar(epoch, GF_I64, NULL);
+    gf_status s = d && (od || !opt) ? GF_OK : gf_last_status();
+    for (int i = 0; s == GF_OK && i < gf_tensor_dict_size(od); i++)
+        s = gf_tensor_dict_set(d, gf_tensor_dict_name(od, i), gf_tensor_dict_at(od, i));
+    if (s == GF_OK) s = gf_tensor_dict_set(d, "rng.state", gf_from_data(rng, (const int64_t[]){2}, 1, GF_I64, NULL));
+    if (s == GF_OK) s = gf_tensor_dict_set(d, "epoch", gf_scalar(epoch, GF_I64, NULL));
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (s == GF_OK) s = gf_save_safetensors(names, ts, n, tmp);
+    if (s == GF_OK) s = gf_save_safetensors_dict(d, tmp);
     if (s == GF_OK && rename(tmp, path) != 0) {
         fprintf(stderr, "%s: cannot rename %s to %s\n", TRAIN_PROG, tmp, path);
         remove(tmp);
         s = GF_ERR_INVALID;
     }
     gf_tensor_dict_destroy(od);
+    gf_tensor_dict_destroy(d);
     gf_scope_end();
     return s;
 }
 
-/* Copies src (from a checkpoint) into dst, which must have its sizes. */
-static bool restore(gf_tensor *dst, const gf_tensor_dict *d, const char *name, const char *path) {
-    gf_tensor *src = gf_tensor_dict_get(d, name);
-    if (!src) return false;
-    int rank = gf_tensor_rank(dst);
-    bool same = gf_tensor_rank(src) == rank;
-    for (int i = 0; same && i < rank; i++) same = gf_tensor_size(src, i) == gf_tensor_size(dst, i);
-    if (!same) {
-        fprintf(stderr, "%s: %s in %s has other sizes than this model's: not a checkpoint of "
-                "this network\n", TRAIN_PROG, name, path);
-        return false;
-    }
-    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
-    gf_status s = gf_copy_(dst, src);
-    gf_grad_mode_set(prev);
-    return s == GF_OK;
-}
-
-/* Loads a checkpoint: the model always; with opt, the optimiser's state,
- * the generator's state and the epoch it was saved after (*epoch). */
+/* Loads a checkpoint: the model always (by name; the other entries are the
+ * optimiser's and the run's); with opt, the optimiser's state, the
+ * generator's state and the epoch it was saved after (*epoch). */
 static gf_status load_checkpoint(model *m, gf_optimizer *opt, int *epoch, const char *path,
                                  gf_device *dev) {
     gf_tensor_dict *d = gf_load_safetensors(path, dev);
     if (!d) return gf_last_status();
-    gf_status s = GF_OK;
-    for (int i = 0; s == GF_OK && i < N_PARAMS; i++)
-        if (!restore(m->p[i], d, param_names[i], path)) s = GF_ERR_INVALID;
-    for (int i = 0; s == GF_OK && i < N_STATS; i++)
-        if (!restore(m->stats[i], d, stat_names[i], path)) s = GF_ERR_INVALID;
+    gf_load_report rep;
+    gf_status s = gf_module_load_state_dict(&m->base, d, false, &rep);
+    if (s == GF_OK && rep.n_missing) {
+        fprintf(stderr, "%s: %s lacks %d of this model's entries (%s...): not a checkpoint of "
+                "this network\n", TRAIN_PROG, path, rep.n_missing, rep.missing[0]);
+        s = GF_ERR_INVALID;
+    }
+    gf_load_report_clear(&rep);
     if (s == GF_OK && opt) {
         s = gf_optimizer_load_state_dict(opt, d, OPT_PREFIX);
         gf_tensor *rng = s == GF_OK ? gf_tensor_dict_get(d, "rng.state") : NULL;
@@ -440,7 +398,7 @@ int main(int argc, char **argv) {
     static int64_t labels[N_TEST_MAX], pred[N_TEST_MAX], perm[N_TRAIN_MAX];
     static float u[N_TRAIN_MAX];
     int rc = 1, n_train = 0, n_test = 0, start_epoch = 0;
-    model m = {.training = true};
+    model *m = NULL;
     gf_tensor *x_train = NULL, *y_train = NULL, *x_test = NULL, *y_test = NULL;
     gf_optimizer *adam = NULL;
     double acc = 0, per_class[N_CLASSES] = {0};
@@ -465,12 +423,13 @@ int main(int argc, char **argv) {
         TRY(y_train != NULL);
     }
     t_load = now_seconds() - t_load;
-    TRY(model_init(&m, dev) == GF_OK);
+    m = model_new(dev);
+    TRY(m != NULL);
 
     if (ex.eval) {
-        TRY(load_checkpoint(&m, NULL, NULL, ex.eval, dev) == GF_OK);
+        TRY(load_checkpoint(m, NULL, NULL, ex.eval, dev) == GF_OK);
         double t0 = now_seconds();
-        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         for (int k = 0; k < N_CLASSES; k++) printf("  %-12s %.4f\n", class_names[k], per_class[k]);
         printf("checkpoint %s: test accuracy %.4f (%ld of %d images), %.1f s\n", ex.eval, acc,
                lround(acc * n_test), n_test, now_seconds() - t0);
@@ -478,10 +437,15 @@ int main(int argc, char **argv) {
         goto fail;
     }
 
-    adam = gf_adam_create(m.p, N_PARAMS, &(gf_adam_opts){.lr = opt.lr});
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = opt.lr;
+    gf_tensor *params[16];
+    int n_params = gf_module_parameters(&m->base, params, 16);
+    TRY(n_params > 0 && n_params <= 16);
+    adam = gf_adam_create(params, n_params, &ao);
     TRY(adam != NULL);
     if (ex.resume) {
-        TRY(load_checkpoint(&m, adam, &start_epoch, ex.resume, dev) == GF_OK);
+        TRY(load_checkpoint(m, adam, &start_epoch, ex.resume, dev) == GF_OK);
         printf("resumed from %s after epoch %d\n", ex.resume, start_epoch);
     }
     char sched[64];
@@ -495,7 +459,7 @@ int main(int argc, char **argv) {
            opt.batch, opt.epochs);
 
     train_loop loop = {.dev = dev, .x = x_train, .y = y_train, .n = n_train, .batch = opt.batch,
-                       .forward = model_forward, .model = &m, .opt = adam,
+                       .forward = model_forward, .model = m, .opt = adam,
                        .perm = perm, .u = u, .bar = &bar};
     double t0 = now_seconds(), train_time = 0;
     int trained = 0;
@@ -511,14 +475,14 @@ int main(int argc, char **argv) {
         te = now_seconds() - te;
         train_time += te;
         trained++;
-        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         progress_line(&bar, "epoch %3d  lr %.2e  loss %.4f  test accuracy %.4f  train %.1f s "
                       "(%.0f images/s)  total %.1f s", epoch, lr, loss, acc, te, n_train / te,
                       now_seconds() - t0);
-        if (ex.save) TRY(save_checkpoint(&m, adam, epoch, ex.save) == GF_OK);
+        if (ex.save) TRY(save_checkpoint(m, adam, epoch, ex.save) == GF_OK);
     }
     if (!trained) {
-        TRY(evaluate(&m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
+        TRY(evaluate(m, x_test, labels, n_test, opt.batch, pred, &acc, per_class) == GF_OK);
         printf("the checkpoint has %d epochs already (--epochs %d): nothing to train\n",
                start_epoch, opt.epochs);
     }
@@ -533,7 +497,7 @@ int main(int argc, char **argv) {
     rc = train_check_accuracy(TRAIN_PROG, "final test accuracy", acc, opt.min_accuracy);
 fail:
     gf_optimizer_destroy(adam);
-    model_free(&m);
+    if (m) gf_module_release(&m->base);
     gf_tensor_release(x_train);
     gf_tensor_release(y_train);
     gf_tensor_release(x_test);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hessian_vector — a Hessian-vector product by double backward, checked
  * against the analytic Hessian.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # test_fashion_mnist.cmake — the checks of examples/fashion_mnist that take
 # more than one run (cmake -P, with -DEXE=<fashion_mnist> -DMODE=<mode>
 # -DWORK=<scratch directory>):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_cnn — trains a small convolutional network to tell four kinds of
  * drawn shapes apart, with Adam.
  *
@@ -197,7 +198,9 @@ int main(int argc, char **argv) {
     TRY(x_train && y_train);
     TRY(cnn_init(&m, dev) == GF_OK);
     gf_tensor *params[6] = {m.w1, m.b1, m.w2, m.b2, m.wf, m.bf};
-    adam = gf_adam_create(params, 6, &(gf_adam_opts){.lr = opt.lr});
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = opt.lr;
+    adam = gf_adam_create(params, 6, &ao);
     TRY(adam != NULL);
     TRY(train_ddp_create(params, 6) == GF_OK);
     printf("data: %d training and %d test images 1x%dx%d of %d shapes; conv %d, conv %d, "

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_mlp — trains a small MLP classifier on 3-arm spirals with Adam.
  *
  *   train_mlp [--epochs N] [--batch B] [--lr X] [--seed S] [--min-accuracy A] [--ddp]
@@ -130,7 +131,9 @@ int main(int argc, char **argv) {
     TRY(make_spirals(dev, &x, &y, labels) == GF_OK);
     TRY(mlp_init(&m, dev) == GF_OK);
     gf_tensor *params[6] = {m.w[0], m.b[0], m.w[1], m.b[1], m.w[2], m.b[2]};
-    adam = gf_adam_create(params, 6, &(gf_adam_opts){.lr = opt.lr});
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = opt.lr;
+    adam = gf_adam_create(params, 6, &ao);
     TRY(adam != NULL);
     TRY(train_ddp_create(params, 6) == GF_OK);
     printf("data: %d points in %d spiral arms; model 2-%d-%d-%d, Adam lr %g, batch %d, %d epochs\n",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_util.h — what the training examples share (header-only): their
  * command line, the device, the training loop (shuffled mini-batches, a
  * cross-entropy step each), predictions and accuracy, the progress display

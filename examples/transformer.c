@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* transformer — trains a small transformer encoder to sort sequences of
  * digits, with AdamW and a warmup + cosine learning-rate schedule.
  *
@@ -10,13 +11,11 @@
  * digit, so the model also has to count. Training batches are drawn fresh
  * each step from a seeded generator; 1000 other sequences measure it.
  *
- * The model (pre-norm, as torch.nn.TransformerEncoderLayer(norm_first=True)
- * with GELU):
- *   token embedding [10, D] + learned positions [SEQ, D]
- *   LAYERS x { h += Wo MHA(layer_norm(h))   (HEADS heads, through
- *                                            gf_scaled_dot_product_attention)
- *              h += W2 gelu(W1 layer_norm(h)) }
- *   layer_norm, linear D -> 10: logits per position
+ * The model, from graft's modules (graft/module.h), as torch.nn would write
+ * it: nn.Embedding(10, D) + learned positions [SEQ, D], then
+ * nn.TransformerEncoder of LAYERS nn.TransformerEncoderLayer(D, HEADS, FF,
+ * dropout 0, GELU, batch_first, norm_first) with a final nn.LayerNorm, and
+ * nn.Linear(D, 10): logits per position
  * trained with cross-entropy (mean over positions), AdamW (weight decay
  * 0.01 on the matrices, none on biases, norms and embeddings: two
  * parameter groups), lr warmed up linearly over the first 10% of the steps
@@ -45,13 +44,9 @@
 #define LAYERS 2
 #define N_EVAL 1000
 
-typedef struct layer {
-    gf_tensor *ln1_w, *ln1_b, *wqkv, *bqkv, *wo, *bo, *ln2_w, *ln2_b, *w1, *b1, *w2, *b2;
-} layer;
-
 typedef struct model {
-    gf_tensor *tok, *pos, *lnf_w, *lnf_b, *head_w, *head_b;
-    layer l[LAYERS];
+    gf_module base; /* first: the model is a module */
+    gf_tensor *pos; /* its learned positions (also registered) */
 } model;
 
 static double now_seconds(void) {
@@ -83,84 +78,63 @@ static void make_batch(int64_t *x, int64_t *y, int n) {
 /* A parameter initialised as PyTorch's layer defaults: U(+-1/sqrt(fan_in))
  * for linear weights and biases (fan_in given), N(0, std) for embeddings,
  * ones/zeros for norms. */
-static gf_tensor *new_param(const int64_t *sizes, int rank, int kind, double arg, gf_device *dev) {
-    gf_tensor *t = kind == 0   ? gf_rand_uniform(sizes, rank, -1 / sqrt(arg), 1 / sqrt(arg),
-                                                 GF_F32, dev)
-                   : kind == 1 ? gf_rand_normal(sizes, rank, 0, arg, GF_F32, dev)
-                               : gf_full(sizes, rank, arg, GF_F32, dev);
-    if (t && gf_tensor_set_requires_grad(t, true) != GF_OK) {
-        gf_tensor_release(t);
-        return NULL;
-    }
-    return t;
-}
-#define LIN 0
-#define NORMAL 1
-#define CONST 2
-#define S1(a) ((const int64_t[]){a}), 1
-#define S2(a, b) ((const int64_t[]){a, b}), 2
-
-/* Collects the parameters: decayed (matrices) and not (the rest). */
-static bool model_init(model *m, gf_device *dev, gf_tensor **decay, int *nd, gf_tensor **rest,
-                       int *nr) {
-    *nd = *nr = 0;
-#define P(field, sizes, kind, arg, list, n) \
-    do {                                     \
-        field = new_param(sizes, kind, arg, dev); \
-        if (!field) return false;            \
-        list[(*n)++] = field;                \
-    } while (0)
-    P(m->tok, S2(VOCAB, D), NORMAL, 1.0, rest, nr);
-    P(m->pos, S2(SEQ, D), NORMAL, 0.1, rest, nr);
-    for (int i = 0; i < LAYERS; i++) {
-        layer *l = &m->l[i];
-        P(l->ln1_w, S1(D), CONST, 1.0, rest, nr);
-        P(l->ln1_b, S1(D), CONST, 0.0, rest, nr);
-        P(l->wqkv, S2(3 * D, D), LIN, D, decay, nd);
-        P(l->bqkv, S1(3 * D), LIN, D, rest, nr);
-        P(l->wo, S2(D, D), LIN, D, decay, nd);
-        P(l->bo, S1(D), LIN, D, rest, nr);
-        P(l->ln2_w, S1(D), CONST, 1.0, rest, nr);
-        P(l->ln2_b, S1(D), CONST, 0.0, rest, nr);
-        P(l->w1, S2(FF, D), LIN, D, decay, nd);
-        P(l->b1, S1(FF), LIN, D, rest, nr);
-        P(l->w2, S2(D, FF), LIN, FF, decay, nd);
-        P(l->b2, S1(D), LIN, FF, rest, nr);
-    }
-    P(m->lnf_w, S1(D), CONST, 1.0, rest, nr);
-    P(m->lnf_b, S1(D), CONST, 0.0, rest, nr);
-    P(m->head_w, S2(VOCAB, D), LIN, D, decay, nd);
-    P(m->head_b, S1(VOCAB), LIN, D, rest, nr);
-#undef P
-    return true;
-}
-
-/* [B, T, D] -> [B, HEADS, T, D / HEADS] */
-static gf_tensor *split_heads(gf_tensor *t, int64_t b) {
-    return gf_transpose(gf_reshape(t, (const int64_t[]){b, SEQ, HEADS, D / HEADS}, 4), 1, 2);
-}
-
-/* Logits [B * SEQ, VOCAB] of x [B, SEQ] (i64). Intermediates belong to the
- * caller's scope. */
-static gf_tensor *forward(const model *m, const gf_tensor *x) {
+/* Logits [B * SEQ, VOCAB] of x [B, SEQ] (i64). */
+static gf_tensor *model_forward(gf_module *self, gf_tensor *const *in, int n) {
+    (void)n;
+    gf_tensor *x = in[0];
     int64_t b = gf_tensor_size(x, 0);
-    gf_tensor *h = gf_add(gf_embedding(m->tok, x), m->pos);
-    for (int i = 0; i < LAYERS; i++) {
-        const layer *l = &m->l[i];
-        gf_tensor *a = gf_layer_norm(h, 1, l->ln1_w, l->ln1_b, 1e-5, NULL, NULL);
-        gf_tensor *qkv = gf_linear(a, l->wqkv, l->bqkv);
-        gf_tensor *q = split_heads(gf_narrow(qkv, 2, 0, D), b);
-        gf_tensor *k = split_heads(gf_narrow(qkv, 2, D, D), b);
-        gf_tensor *v = split_heads(gf_narrow(qkv, 2, 2 * D, D), b);
-        gf_tensor *o = gf_scaled_dot_product_attention(q, k, v, NULL, 0.0, false, NAN);
-        o = gf_reshape(gf_transpose(o, 1, 2), (const int64_t[]){b, SEQ, D}, 3);
-        h = gf_add(h, gf_linear(o, l->wo, l->bo));
-        gf_tensor *f = gf_layer_norm(h, 1, l->ln2_w, l->ln2_b, 1e-5, NULL, NULL);
-        f = gf_linear(gf_gelu(gf_linear(f, l->w1, l->b1), false), l->w2, l->b2);
-        h = gf_add(h, f);
+    gf_tensor *e = gf_module_forward(gf_module_get_submodule(self, "tok"), &x, 1);
+    gf_tensor *h = e ? gf_add(e, gf_module_get_parameter(self, "pos")) : NULL;
+    gf_tensor *z = h ? gf_module_forward(gf_module_get_submodule(self, "encoder"), &h, 1) : NULL;
+    gf_tensor *o = z ? gf_module_forward(gf_module_get_submodule(self, "head"), &z, 1) : NULL;
+    gf_tensor *y = o ? gf_reshape(o, (const int64_t[]){b * SEQ, VOCAB}, 2) : NULL;
+    gf_tensor_release(e), gf_tensor_release(h), gf_tensor_release(z), gf_tensor_release(o);
+    return y;
+}
+/* The model lives on main's stack: nothing to free when its last
+ * reference goes (the class's default destroy would free it). */
+static void model_destroy(gf_module *self) { (void)self; }
+static const gf_module_class model_class = {"SortingTransformer", model_forward, model_destroy};
+
+static bool add(gf_module *m, const char *name, gf_module *child) {
+    gf_status s = child ? gf_module_register_module(m, name, child) : gf_last_status();
+    gf_module_release(child);
+    return s == GF_OK;
+}
+
+static bool model_init(model *m, gf_device *dev) {
+    if (gf_module_init(&m->base, &model_class) != GF_OK) return false;
+    gf_module *layers[LAYERS];
+    for (int i = 0; i < LAYERS; i++)
+        layers[i] = gf_nn_transformer_encoder_layer(D, HEADS, FF, 0.0, true, 1e-5, true, true,
+                                                    GF_F32, dev);
+    gf_module *norm = gf_nn_layer_norm((const int64_t[]){D}, 1, 1e-5, true, GF_F32, dev);
+    gf_module *enc = layers[LAYERS - 1] && norm ? gf_nn_transformer_encoder(layers, LAYERS, norm)
+                                                : NULL;
+    for (int i = 0; i < LAYERS; i++) gf_module_release(layers[i]);
+    gf_module_release(norm);
+    m->pos = gf_rand_normal((const int64_t[]){SEQ, D}, 2, 0, 0.1, GF_F32, dev);
+    return add(&m->base, "tok", gf_nn_embedding(VOCAB, D, GF_F32, dev)) && m->pos &&
+           gf_module_register_parameter(&m->base, "pos", m->pos) == GF_OK &&
+           add(&m->base, "encoder", enc) &&
+           add(&m->base, "head", gf_nn_linear(D, VOCAB, true, GF_F32, dev));
+}
+
+/* AdamW's weight decay on the matrices of the linear maps (attention's
+ * projections, the MLPs, the head), none on biases, norms, embeddings and
+ * positions: torch's usual two parameter groups, split by name. */
+static int split_params(const model *m, gf_tensor **decay, int *nd, gf_tensor **rest, int *nr) {
+    gf_tensor_dict *named = gf_module_named_parameters(&m->base);
+    *nd = *nr = 0;
+    int total = gf_tensor_dict_size(named);
+    for (int i = 0; i < total && *nd < 64 && *nr < 64; i++) {
+        const char *name = gf_tensor_dict_name(named, i);
+        bool matrix = (strstr(name, "weight") && !strstr(name, "norm") && strncmp(name, "tok", 3));
+        if (matrix) decay[(*nd)++] = gf_tensor_dict_at(named, i);
+        else rest[(*nr)++] = gf_tensor_dict_at(named, i);
     }
-    h = gf_layer_norm(h, 1, m->lnf_w, m->lnf_b, 1e-5, NULL, NULL);
-    return gf_reshape(gf_linear(h, m->head_w, m->head_b), (const int64_t[]){b * SEQ, VOCAB}, 2);
+    gf_tensor_dict_destroy(named); /* the module keeps the tensors */
+    return total;
 }
 
 /* Per-digit and whole-sequence accuracy on n sequences. */
@@ -173,7 +147,7 @@ static gf_status evaluate(const model *m, gf_device *dev, const int64_t *x, cons
         int cnt = n - at < 250 ? n - at : 250;
         gf_scope_begin();
         gf_tensor *tx = gf_from_data(x + at * SEQ, (const int64_t[]){cnt, SEQ}, 2, GF_I64, dev);
-        gf_tensor *p = gf_argmax(forward(m, tx), -1, false);
+        gf_tensor *p = gf_argmax(gf_module_forward((gf_module *)&m->base, &tx, 1), -1, false);
         s = p ? gf_tensor_to_host(p, pred + at * SEQ, sizeof(int64_t) * (size_t)(cnt * SEQ))
               : gf_last_status();
         gf_scope_end();
@@ -230,8 +204,7 @@ int main(int argc, char **argv) {
     if (steps < 10 || batch < 1 || batch > 4096 || !(lr > 0)) return usage(argv[0]);
 
     int rc = 1;
-    model m;
-    memset(&m, 0, sizeof m);
+    model m = {0};
     gf_tensor *decay[64], *rest[64];
     int nd = 0, nr = 0;
     gf_optimizer *opt = NULL;
@@ -246,9 +219,10 @@ int main(int argc, char **argv) {
     gf_manual_seed(seed);
     rng = seed * 2654435761ULL + 1;
     make_batch(ex, ey, N_EVAL); /* held out: drawn first, never trained on */
-    if (!model_init(&m, dev, decay, &nd, rest, &nr)) goto fail;
-    opt = gf_adam_create(decay, nd, &(gf_adam_opts){.lr = lr, .weight_decay = 0.01,
-                                                    .decoupled_weight_decay = true});
+    if (!model_init(&m, dev) || split_params(&m, decay, &nd, rest, &nr) != nd + nr) goto fail;
+    gf_adam_opts aw = GF_ADAMW_OPTS_DEFAULT; /* weight_decay 0.01, as torch.optim.AdamW */
+    aw.lr = lr;
+    opt = gf_adam_create(decay, nd, &aw);
     if (!opt || gf_optimizer_add_param_group(opt, rest, nr, NAN, 0.0) != GF_OK) goto fail;
     int64_t warm = steps / 10;
     gf_lr_scheduler *parts[2] = {gf_lr_linear_create(opt, 0.01, 1.0, warm),
@@ -268,7 +242,8 @@ int main(int argc, char **argv) {
         gf_scope_begin();
         gf_tensor *x = gf_from_data(bx, (const int64_t[]){batch, SEQ}, 2, GF_I64, dev);
         gf_tensor *y = gf_from_data(by, (const int64_t[]){batch * SEQ}, 1, GF_I64, dev);
-        gf_tensor *loss = gf_cross_entropy(forward(&m, x), y, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+        gf_tensor *loss = gf_cross_entropy(gf_module_forward(&m.base, &x, 1), y, NULL,
+                                           GF_REDUCTION_MEAN, -100, 0.0);
         double lv = 0;
         gf_status s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
         if (s == GF_OK) s = gf_optimizer_step(opt);
@@ -301,8 +276,8 @@ fail:
     if (rc == 1 && gf_last_status() != GF_OK) fprintf(stderr, "transformer: %s\n", gf_last_error());
     gf_lr_scheduler_destroy(sched);
     gf_optimizer_destroy(opt);
-    for (int i = 0; i < nd; i++) gf_tensor_release(decay[i]);
-    for (int i = 0; i < nr; i++) gf_tensor_release(rest[i]);
+    gf_tensor_release(m.pos);
+    if (m.base.state) gf_module_release(&m.base);
     free(bx);
     free(by);
     gf_shutdown();

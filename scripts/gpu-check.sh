@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-check.sh — graft's GPU plugins checked on an NVIDIA machine in one
 # command, inside a time budget.
 #

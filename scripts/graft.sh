@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # graft.sh — set up, build and run graft on a Debian 12 machine.
 #
 #   scripts/graft.sh train [options]

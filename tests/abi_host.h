@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* abi_host.h — the one harness for tests that drive a plugin through the ABI
  * alone, with no core in between: the test plays the core. It dlopens a
  * plugin file, offers a host table of its own (one per plugin, so two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* abi_pair.h — the ABI level of the cross-device harness: a plugin under
  * test against the reference plugin, both loaded through the tests' one ABI
  * host (abi_host.h) and driven through the ABI alone, with no core in

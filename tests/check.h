@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check.h — the tests' tiny harness. Each test program runs its cases and
  * ends with the line "N passed, N failed" (exit status 1 on any failure). */
 #ifndef GRAFT_TESTS_CHECK_H

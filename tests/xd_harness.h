@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* xd_harness.h — the cross-device test harness: the same op on a device
  * under test and on the reference plugin, through libgraft's public API, with
  * the results compared on the host.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs graft-bench's autograd workload in PyTorch and compares.
 
     bench_autograd_torch.py [GRAFT_BENCH] [--ops N] [--repeats R] [--scalar]

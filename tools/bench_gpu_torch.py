@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """graft-bench on a GPU against PyTorch on the same GPU, in one run.
 
     bench_gpu_torch.py GRAFT_BENCH [--device cuda:0] [--other vulkan] [--other opencl]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One training step of graft-bench's MLP and CNN: graft vs PyTorch.
 
     bench_train_torch.py GRAFT_BENCH [--threads 1,2] [--reps 15] [--device cpu]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time to accuracy on Fashion-MNIST: graft's examples/fashion_mnist against
 PyTorch on the same network, loss, batch size, optimiser, learning-rate
 schedule, initialisation and epochs, with 1 and 2 threads, in one run (both sides see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft-info — what graft finds on this machine: every plugin file (loaded,
  * or the reason it was skipped) and every device with its properties.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft.h — the public API of graft, a tensor library with reverse-mode
  * autograd whose devices are plugins loaded at run time. */
 #ifndef GRAFT_H
@@ -16,5 +17,6 @@
 #include "graft/interop.h"
 #include "graft/profiler.h"
 #include "graft/complex.h"
+#include "graft/module.h"
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* alloc.c — the caching allocator per device, and storages.
  *
  * Freed blocks are kept per device and reused for requests of the same

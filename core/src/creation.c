@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* creation.c — public constructors, random tensors, moves and copies. */
 #include <math.h>
 #include <stdlib.h>

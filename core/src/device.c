@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device.c — finding devices by string, device properties. */
 #include <ctype.h>
 #include <stdio.h>

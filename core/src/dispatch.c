@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dispatch.c — the only code that calls plugin function pointers.
  *
  * It opens devices lazily, serialises calls into devices that are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c — the thread's last error, status and dtype names, logging. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,4 +216,13 @@ void gf__log(gfp_log_level level, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fprintf(stderr, "graft[%s]: %s\n", names[level], buf);
+}
+
+gf_status gf__opts_check(const char *op, const char *type, const char *macro, uint32_t init) {
+    if (init == GF_OPTS_INIT) return GF_OK;
+    return gf__error(GF_ERR_INVALID, "%s: this %s was not started from %s (its init field is "
+                     "0x%x, not GF_OPTS_INIT); every field now means its value, 0 included, "
+                     "so a zero-initialised struct would run with zeros where PyTorch has "
+                     "defaults: write `%s o = %s;` and then set the fields you change, or "
+                     "pass NULL for every default", op, type, macro, (unsigned)init, type, macro);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fallback.c — running an op a device lacks on another device.
  *
  * gf__launch (dispatch.c) calls gf__fallback_run when the device of the

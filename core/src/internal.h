@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* internal.h — what the core's files share. Not installed.
  *
  * Conventions inside the core:
@@ -52,6 +53,9 @@ gf_status gf__error(gf_status status, const char *fmt, ...) GF_PRINTF(2, 3);
 /* Records INVALID "<op>: <what> is NULL" unless an error is already pending
  * from an earlier failed call (NULL propagation keeps the first error). */
 gf_status gf__null_arg(const char *op, const char *what);
+/* INVALID unless init is GF_OPTS_INIT (graft/types.h): the struct was not
+ * started from its _DEFAULT initialiser (macro, e.g. "GF_ADAM_OPTS_DEFAULT"). */
+gf_status gf__opts_check(const char *op, const char *type, const char *macro, uint32_t init);
 /* What a NULL argument should have been: picks the remedy of its message. */
 typedef enum gf__arg_kind {
     GF__ARG_TENSOR,   /* a tensor: gf__null_arg's kind */
@@ -286,6 +290,12 @@ struct gf_tensor {
      * that would leave fewer references than the scopes hold is an
      * over-release, refused with an error (tensor.c). */
     atomic_long scope_refs;
+    /* How many are graft's own long-lived holds that a caller can also be
+     * handed a reference to (a leaf's .grad slot): counted like the scopes'
+     * in that check, so releasing gf_tensor_grad's result inside a scope is
+     * refused rather than freeing the gradient under its slot. Taken and
+     * given back only through gf__hold_adopt / gf__hold_release. */
+    atomic_long held_refs;
     gf_storage *storage;
     gf_dtype dtype;
     int rank;
@@ -307,6 +317,12 @@ bool gf__is_contiguous(const gf_tensor *t);
 void gf__contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
 void gf__desc(const gf_tensor *t, gfp_tensor *d);
 void gf__bump_version(gf_tensor *t);
+/* The caller's reference to t becomes one of graft's holds (held_refs);
+ * returns t (NULL passes). */
+gf_tensor *gf__hold_adopt(gf_tensor *t);
+/* Gives back a hold taken by gf__hold_adopt: the count first, then the
+ * reference (NULL passes). */
+void gf__hold_release(gf_tensor *t);
 /* Normalises a possibly negative dim for a tensor of rank `rank`; returns -1
  * with an INDEX error naming op when out of range. rank 0 accepts 0 and -1. */
 int gf__norm_dim(int dim, int rank, const char *op);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_adopt.c — tensors over host memory another library owns.
  *
  * The plugin adopts the memory as a buffer (ABI 1.1 buffer_wrap_host), so

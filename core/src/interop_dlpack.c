@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_dlpack.c — DLPack export (zero-copy) and import, for both the
  * unversioned DLManagedTensor (DLPack 0.6+) and DLPack 1.x's
  * DLManagedTensorVersioned (declared by graft/dlpack.h when the installed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_idx.c — the IDX format of the MNIST family of data sets (MNIST,
  * Fashion-MNIST, EMNIST, KMNIST), plain or gzip-compressed:
  *

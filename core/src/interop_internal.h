@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_internal.h — what the interop files (interop_*.c) share: byte
  * streams over files with error reporting, the conversion of file dtypes to
  * graft dtypes, chunked transfer between files and tensors, and the tensor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_io.c — file streams, element conversion between file dtypes and
  * graft dtypes, chunked transfer between files and tensors, and the tensor
  * dictionary returned by the multi-tensor loaders. */
@@ -330,6 +331,9 @@ gf_status gf__write_tensor(gf__wr *wr, const gf_tensor *t) {
 
 gf_status gf__check_names(const char *op, const char *const *names,
                           const gf_tensor *const *tensors, int n, const char *reserved) {
+    /* reserved: safetensors, whose empty file ({}) is what PyTorch's
+     * save_file({}) writes; an empty .npz is refused */
+    if (n == 0 && reserved) return GF_OK;
     if (!names || !tensors) return gf__error(GF_ERR_INVALID, "%s: names or tensors is NULL", op);
     if (n < 1) return gf__error(GF_ERR_INVALID, "%s: n is %d; save at least one tensor", op, n);
     for (int i = 0; i < n; i++) {
@@ -433,6 +437,53 @@ gf_tensor *gf_tensor_dict_get(const gf_tensor_dict *d, const char *name) {
     gf__error(GF_ERR_NOT_FOUND, "gf_tensor_dict_get: no tensor named '%s'; the names are: %s",
               name, d->n ? list : "(none)");
     return NULL;
+}
+
+gf_tensor_dict *gf_tensor_dict_new(void) { return gf__dict_new(); }
+
+static int dict_find(const gf_tensor_dict *d, const char *name) {
+    for (int i = 0; i < d->n; i++)
+        if (!strcmp(d->names[i], name)) return i;
+    return -1;
+}
+
+gf_status gf_tensor_dict_set(gf_tensor_dict *d, const char *name, gf_tensor *t) {
+    const char *op = "gf_tensor_dict_set";
+    if (!d) return gf__null_arg_of(op, "d", GF__ARG_DICT);
+    if (!name) return gf__error(GF_ERR_INVALID, "%s: name is NULL", op);
+    if (!t) return gf__null_arg(op, "t");
+    size_t len = strnlen(name, 4097);
+    if (len == 0 || len > 4096)
+        return gf__error(GF_ERR_INVALID, "%s: the name is %s; give a name of 1 to 4096 bytes", op,
+                         len ? "over 4096 bytes" : "empty");
+    int i = dict_find(d, name);
+    if (i >= 0) {
+        gf_tensor *old = d->tensors[i];
+        d->tensors[i] = gf_tensor_retain(t);
+        gf_tensor_release(old);
+        return GF_OK;
+    }
+    return gf__dict_add(d, name, len, gf_tensor_retain(t));
+}
+
+gf_status gf_tensor_dict_remove(gf_tensor_dict *d, const char *name) {
+    const char *op = "gf_tensor_dict_remove";
+    if (!d) return gf__null_arg_of(op, "d", GF__ARG_DICT);
+    if (!name) return gf__error(GF_ERR_INVALID, "%s: name is NULL", op);
+    int i = dict_find(d, name);
+    if (i < 0) return gf__error(GF_ERR_NOT_FOUND, "%s: no tensor named '%s'", op, name);
+    free(d->names[i]);
+    gf_tensor_release(d->tensors[i]);
+    memmove(d->names + i, d->names + i + 1, (size_t)(d->n - i - 1) * sizeof *d->names);
+    memmove(d->tensors + i, d->tensors + i + 1, (size_t)(d->n - i - 1) * sizeof *d->tensors);
+    d->n--;
+    return GF_OK;
+}
+
+gf_status gf_save_safetensors_dict(const gf_tensor_dict *d, const char *path) {
+    if (!d) return gf__null_arg_of("gf_save_safetensors_dict", "d", GF__ARG_DICT);
+    return gf_save_safetensors((const char *const *)d->names,
+                               (const gf_tensor *const *)d->tensors, d->n, path);
 }
 
 void gf_tensor_dict_destroy(gf_tensor_dict *d) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_npy.c — NumPy's .npy format: the header (a Python dict literal
  * after a magic string and a length), then the raw elements.
  *

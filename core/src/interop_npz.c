@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_npz.c — .npz: a ZIP archive whose members are .npy files, stored
  * uncompressed (np.savez). The reader goes through the central directory
  * (the sizes in local headers may be placeholders: NumPy writes members with

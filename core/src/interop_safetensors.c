@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_safetensors.c — the safetensors format:
  *
  *   <N: u64 little-endian> <N bytes of JSON> <data>

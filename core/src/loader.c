@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loader.c — plugin discovery, negotiation and lifetime.
  *
  * Search order (ARCHITECTURE.md, rule 12): each entry of GRAFT_PLUGIN_PATH

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_einsum.c — torch.einsum (graft/shape.h), lowered to views and
  * batched matmuls so its gradients of every order are those ops' rules.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_elementwise.c — unary, binary, comparison and selection ops. */
 #include <math.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_elementwise_extra.c — the ops of graft/ops_extra.h, composed from the
  * public ops of graft/ops.h (no op id, no kernel of their own).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_index.c — index_select, gather, scatter_add, index_add, embedding,
  * cat, stack, tril, triu, one_hot (PyTorch semantics).
  *

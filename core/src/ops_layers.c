@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_layers.c — conv1d, transposed convolutions, group/instance norm,
  * adaptive pooling, interpolate, embedding with padding_idx, scaled
  * dot-product attention and linear (graft/layers.h), as PyTorch computes

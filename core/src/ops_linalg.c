@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_linalg.c — matmul (torch.matmul semantics), softmax, log_softmax.
  *
  * The MATMUL kernel only sees a [..., M, K] @ [..., K, N] with equal batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_loss.c — nll_loss, cross_entropy, mse_loss, as PyTorch computes them.
  *
  * Losses are composites of public differentiable ops (gather, where, sum,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_loss_extra.c — binary cross entropy (on probabilities and on logits),
  * l1 / smooth l1 / huber, kl_div, margin ranking, cosine similarity and
  * cosine embedding losses, as PyTorch computes them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_mask.c — scatter (reduce none), index_put, masked_scatter,
  * masked_select, nonzero (graft/shape.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_nn.c — conv2d and its gradient kernels, max/avg pooling and their
  * gradients, layer_norm, batch_norm, dropout.
  *

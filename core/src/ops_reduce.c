@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_reduce.c — reductions: sum, mean, prod, amax/amin, var/std, logsumexp,
  * max/min along a dim, argmax/argmin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_scan.c — all, any, count_nonzero, vector_norm / norm, aminmax and the
  * scans cumsum, cumprod, logcumsumexp (graft/shape.h), composed from
  * differentiable device ops so their gradients of every order come from

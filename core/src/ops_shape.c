@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_shape.c — flip, roll, repeat, tile, repeat_interleave, pad, unbind,
  * split_with_sizes, unfold, take_along_dim (graft/shape.h).
  *

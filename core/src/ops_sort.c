@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_sort.c — sort, argsort, topk, median, quantile (graft/shape.h).
  *
  * The order is computed on the host: x is read back (the dim to sort moved

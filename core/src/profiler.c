@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* profiler.c — what ran where, for how long: op dispatches, transfers,
  * fallbacks, allocator events, backward nodes and optimiser steps, written
  * as Chrome trace-event JSON, and a summary table per (op, device).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* profiler_internal.h — the profiler's hooks in the core (profiler.c).
  *
  * Every hook is guarded by gf__prof_on(): one load of a global and a branch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* random.c — the global counter-based generator (Philox4x32-10 on every
  * device, as the ABI defines it): a seed plus a running counter offset. */
 #include "internal.h"

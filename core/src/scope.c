@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scope.c — arenas that release the intermediates of a step. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shape_internal.h — what the composed ops of graft/shape.h share
  * (ops_scan.c, ops_sort.c, ops_shape.c, ops_mask.c, ops_einsum.c).
  *

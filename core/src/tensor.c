@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tensor.c — tensor objects: lifetime, geometry, properties, host transfer. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,7 @@ static gf_tensor *alloc_tensor(void) {
     else {
         atomic_init(&t->refcount, 1);
         atomic_init(&t->scope_refs, 0);
+        atomic_init(&t->held_refs, 0);
     }
     return t;
 }
@@ -183,15 +185,38 @@ gf_tensor *gf_tensor_retain(gf_tensor *t) {
  * second release would be undefined behaviour, and unreliable besides.
  * What it cannot tell: a release of a reference that graft itself holds too
  * (a leaf kept by its graph, a .grad) looks like any other. */
-static void over_release(gf_tensor *t, long held) {
+static void over_release(gf_tensor *t, long scoped, long held) {
     char shape[200];
+    if (scoped == 0) {
+        gf__error(GF_ERR_INVALID, "gf_tensor_release: %s%s tensor: no reference of the caller's "
+                  "is left (%ld held by graft itself, e.g. as a .grad): a reference released "
+                  "twice; the release was ignored. Release each reference once: "
+                  "gf_tensor_grad's result is one reference",
+                  gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, shape, sizeof shape),
+                  held);
+        gf__log(GFP_LOG_ERROR, "%s", gf__message());
+        return;
+    }
     gf__error(GF_ERR_INVALID, "gf_tensor_release: %s%s tensor: this reference belongs to the open "
-              "scope that recorded it (%ld held by scopes), which releases it at gf_scope_end; "
-              "the release was ignored. Inside a scope, do not release what graft returned "
-              "(out-parameters too), or take it out with gf_scope_keep first",
+              "scope that recorded it (%ld held by scopes, %ld by graft itself, e.g. as a "
+              ".grad), which releases it at gf_scope_end; the release was ignored. Inside a "
+              "scope, do not release what graft returned (gf_tensor_grad's result and "
+              "out-parameters too), or take it out with gf_scope_keep first",
               gf_dtype_name(t->dtype), gf__shape_str(t->sizes, t->rank, shape, sizeof shape),
-              held);
+              scoped, held);
     gf__log(GFP_LOG_ERROR, "%s", gf__message());
+}
+
+gf_tensor *gf__hold_adopt(gf_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->held_refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void gf__hold_release(gf_tensor *t) {
+    if (!t) return;
+    /* Release: a releaser that sees the reference gone sees the hold gone. */
+    atomic_fetch_sub_explicit(&t->held_refs, 1, memory_order_release);
+    gf_tensor_release(t);
 }
 
 void gf_tensor_release(gf_tensor *t) {
@@ -200,9 +225,13 @@ void gf_tensor_release(gf_tensor *t) {
      * releases it, so seeing that release means seeing scope_refs lowered. */
     long rc = atomic_load_explicit(&t->refcount, memory_order_acquire);
     for (;;) {
-        long held = atomic_load_explicit(&t->scope_refs, memory_order_acquire);
-        if (rc - 1 < held) {
-            over_release(t, held);
+        /* References that are not the releaser's to give: the scopes' and
+         * graft's own holds. Only a scope's end or a hold's release takes
+         * them, and each lowers its count first. */
+        long scoped = atomic_load_explicit(&t->scope_refs, memory_order_acquire);
+        long held = atomic_load_explicit(&t->held_refs, memory_order_acquire);
+        if (rc - 1 < scoped + held) {
+            over_release(t, scoped, held);
             return;
         }
         if (atomic_compare_exchange_weak_explicit(&t->refcount, &rc, rc - 1, memory_order_acq_rel,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tensor_util.c — promotion, broadcasting, casts and copies used by ops. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* views.c — views share their base's storage and copy nothing. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* collectives.c — all_reduce, broadcast, all_gather, reduce_scatter and
  * barrier on graft tensors, and the non-blocking all-reduce of host memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ddp.c — data-parallel gradients: buckets filled by post-accumulate-grad
  * hooks during backward, each all-reduced without blocking as soon as it is
  * full (in bucket order, the same on every rank), finished and averaged by

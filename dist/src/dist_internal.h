@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dist_internal.h — what the files of libgraft-dist share: the process
  * group's state, MPI serialisation, errors, dtype mapping, host staging. */
 #ifndef GRAFT_DIST_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* group.c — the process group: MPI start and end, ranks, the device of a
  * rank, errors, and the reduction ops graft adds to MPI (f16, bf16). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sampler.c — each rank's shard of a data set for an epoch, as PyTorch's
  * DistributedSampler (see graft/dist.h). Pure computation: no MPI. */
 #include <stdlib.h>

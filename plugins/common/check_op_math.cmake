@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check_op_math.cmake — do generated files render the same formulas?
 #
 #   cmake "-DFILES=<generated file>|<generated file>..." -P check_op_math.cmake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // glsl_dmath.glsl — double-precision functions GLSL lacks (GLSL.std.450 has
 // no double exp, log, trigonometry or pow), for graft-opgen-glsl's f64
 // formulas and the Vulkan RANDOM shader. Ports of the classic fdlibm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // glsl_fmath.glsl — f32 exp, log, sin and cos within 1 ulp, for the shaders.
 // The GLSL built-ins are not: Vulkan allows exp and log about 3 ulp (or an
 // absolute error near 1, where log's relative error is unbounded), sin and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # op_math.cmake — the shared elementwise math (op_math.def) for device plugins.
 #
 #   include(${PROJECT_SOURCE_DIR}/plugins/common/op_math.cmake)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # op_math_glsl.cmake — the GLSL dialect of the shared elementwise math.
 #
 #   include(${PROJECT_SOURCE_DIR}/plugins/common/op_math_glsl.cmake)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* opgen.c — turns op_math.def into the elementwise math of one kernel dialect.
  *
  *   graft-opgen <dialect> <output file>

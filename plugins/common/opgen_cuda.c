@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* opgen_cuda.c — the CUDA dialect of the op-math generator.
  *
  *   graft-opgen-cuda <dialect> <output file>    dialect: cuda, or any of opgen.c's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* opgen_glsl.c — the GLSL (Vulkan) dialect of the op-math generator.
  *
  *   graft-opgen-glsl glsl <output.glsl> <output caps header>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pk_convert.h — float -> integer as the ABI defines it (C leaves
  * out-of-range and NaN undefined and hardware disagrees: x86 gives INT_MIN,
  * CUDA and ARM saturate): truncate toward zero, saturate, NaN -> 0.

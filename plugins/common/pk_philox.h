@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pk_philox.h — the counter-based generator every GFP_OP_RANDOM kernel draws
  * from (Philox4x32-10), and the maps from its words to [0, 1).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_kit.c — see plugin_kit.h. Compiled into each plugin: its globals
  * (the host table) are the plugin's own. */
 #include "plugin_kit.h"

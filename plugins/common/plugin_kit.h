@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_kit.h — the toolkit every graft plugin in this tree compiles in
  * (plugin_kit.c; graft_add_plugin adds it): plugins still link nothing of
  * graft.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_kit_shapes.c — the dtype and shape rules of the norm, reduce,
  * index, matmul and random families (see plugin_kit.h), with the messages
  * every plugin gives. Compiled into each plugin beside plugin_kit.c. */

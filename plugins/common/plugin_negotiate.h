@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin_negotiate.h — the negotiation every graft plugin in this tree does
  * (plugins include it; it needs nothing but the ABI header).
  *

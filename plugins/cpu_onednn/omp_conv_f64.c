@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_conv_f64.c — CONV2D and both gradients in f64 (oneDNN 2.x has no f64
  * convolution): im2col and the blocked GEMM of omp_gemm.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_elementwise.c — the elementwise engine (odn_ew), and the kernels on it
  * that are not arithmetic: COPY (every dtype pair, bf16 included), FILL,
  * comparisons and WHERE; then the routing of the elementwise family.

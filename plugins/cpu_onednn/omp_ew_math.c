@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_ew_math.c — unary and binary arithmetic on the elementwise engine.
  *
  * The formulas are the reference's (ref_elementwise.c), written once with F()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_f64.h — f64 kernels in C, for what oneDNN 2.x does not compute in f64:
  * the GEMM and MATMUL (omp_gemm.c), the convolutions on it (omp_conv_f64.c)
  * and the normalisations (omp_norm_f64.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_gemm.c — f64 matrix products in C (oneDNN 2.x has no f64 matmul or
  * convolution): a blocked GEMM and MATMUL f64 on it.
  *

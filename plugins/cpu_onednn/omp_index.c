@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_index.c — INDEX_SELECT, GATHER, SCATTER_ADD and INDEX_ADD in C loops
  * parallelised with OpenMP (oneDNN has no indexing).
  *

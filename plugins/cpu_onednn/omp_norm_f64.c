@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_norm_f64.c — LAYER_NORM and BATCH_NORM in f64 (oneDNN 2.x normalises
  * f32 and bf16 only): C loops parallel over rows or channels.
  *

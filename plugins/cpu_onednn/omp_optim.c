@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_optim.c — ADAM_UPDATE as one pass over memory: read p, g, m, v and
  * write p, m, v once per element, where the composed update makes about 35
  * passes (measured: Adam took 41% of an MLP training step before this).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_random.c — GFP_OP_RANDOM into contiguous f32/f64 (uniform, bernoulli)
  * and bool (bernoulli) outputs: the reference kernel's generator
  * (pk_philox.h) and formulas, element for element, in vectorised loops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_reduce.c — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP MAX_DIM MIN_DIM in
  * f32 and f64 with OpenMP (integer reductions stay with the reference).
  *

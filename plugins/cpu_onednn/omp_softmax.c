@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_softmax.c — SOFTMAX and LOG_SOFTMAX (f32, f64) in C loops.
  *
  * Not on oneDNN: measured on oneDNN 2.6, its softmax takes exp(NaN) to +inf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_compat.c — oneDNN 2.x: op descriptors, then primitive descriptors.
  * See onednn_compat.h for why this file exists. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_compat.h — the only place where the oneDNN API version shows.
  *
  * oneDNN 2.x describes a primitive in two steps (an op descriptor, then a

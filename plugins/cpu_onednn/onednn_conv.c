@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_conv.c — CONV2D and its two gradient ops (f32, bf16) on oneDNN.
  *
  * The primitives are created with "any" layouts, so oneDNN picks its blocked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_eltwise.c — f32 activations through oneDNN's eltwise primitive.
  *
  * Only tanh, sigmoid, gelu (both forms) and silu come here: oneDNN evaluates

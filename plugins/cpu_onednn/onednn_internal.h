@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_internal.h — what the cpu_onednn plugin's files share.
  *
  * Reference first, then override: the plugin is built with the reference

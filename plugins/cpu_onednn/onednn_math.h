@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_math.h — a vectorisable expf.
  *
  * oneDNN's exp maps NaN to +inf (measured, oneDNN 2.6), and libm's expf is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_matmul.c — MATMUL (f32, bf16) on oneDNN's matmul primitive.
  *
  * The operands are handed over as they are, views included: oneDNN memory

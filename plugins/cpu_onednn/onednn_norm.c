@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_norm.c — LAYER_NORM in f32 on oneDNN's primitive and BATCH_NORM in
  * f32 in C loops (f64 of both in C loops: omp_norm_f64.c); SOFTMAX and
  * LOG_SOFTMAX are routed to omp_softmax.c.

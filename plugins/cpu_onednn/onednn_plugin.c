@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_plugin.c — the cpu_onednn plugin's entry point, device, memory and
  * the routing of launches: accelerated kernel first, reference kernel when it
  * answers ODN_FALLBACK (see onednn_internal.h).

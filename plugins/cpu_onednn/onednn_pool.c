@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_pool.c — 2-D pooling (NCHW) and its gradients.
  *
  * Max pooling runs in C loops parallelised over the N*C planes: graft's ABI

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_runtime.c — the engine, per-thread streams and scratch, the
  * primitive cache, and execution.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_conv.c — CONV2D and its two gradient ops: cuDNN when the build has it
  * and the device's handle works, the plugin's own kernels otherwise.
  *

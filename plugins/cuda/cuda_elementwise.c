@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_elementwise.c — host side of COPY, FILL, ARANGE, TRIL/TRIU, RANDOM,
  * the unary and binary elementwise ops, comparisons, logical ops and WHERE.
  *

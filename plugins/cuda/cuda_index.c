@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_index.c — host side of INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD.
  *
  * The checks and messages are the reference's (plugins/reference/

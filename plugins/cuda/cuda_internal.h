@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_internal.h — what the CUDA plugin's host files share.
  *
  * The plugin is host C (these files, compiled with the project's warnings)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_kernels.h — the boundary between the plugin's host C and its CUDA
  * kernels (kernels/ *.cu, compiled by nvcc).
  *

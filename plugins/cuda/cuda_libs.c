@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_libs.c — opens cuBLAS and cuDNN on first use (see cuda_libs.h). */
 #define _GNU_SOURCE /* POSIX declarations under -std=c11 */
 #include "cuda_libs.h"

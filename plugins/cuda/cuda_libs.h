@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_libs.h — cuBLAS and cuDNN, opened at run time.
  *
  * The plugin names neither library among its DT_NEEDED: every graft process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_matmul.c — MATMUL through cuBLAS (f32, f64, f16, bf16) and the
  * plugin's own kernel for i32 and i64.
  *

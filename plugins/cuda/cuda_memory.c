@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_memory.c — buffers, host transfers, fills and synchronisation.
  *
  * Allocation is stream-ordered (cudaMallocAsync on the device's stream, from

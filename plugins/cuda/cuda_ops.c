@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_ops.c — the capability query, launch routing and descriptor checks.
  *
  * Which (op, dtypes) the plugin runs is decided in one place, accepts(), used

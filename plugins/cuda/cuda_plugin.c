@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_plugin.c — the CUDA plugin's entry point, devices and error reporting.
  *
  * negotiate() only checks the version and keeps the host table. init() asks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_pool.c — host side of MAX_POOL2D, AVG_POOL2D and their gradients:
  * the reference's parameter and shape rules (plugins/reference/ref_pool.c),
  * then the kernels of kernels/cu_pool.cu. */

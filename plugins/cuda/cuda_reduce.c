@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_reduce.c — host side of the reductions, softmax and the
  * normalisations: argument checks (the reference's, with its messages) and
  * the cuk_lines description each kernel walks (kernels/cu_reduce.cu,

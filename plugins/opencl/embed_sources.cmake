@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # embed_sources.cmake — writes a C header holding text files as strings.
 #   cmake -DOUT=<header> "-DFILES=<name>=<path>|<name>=<path>..." -P embed_sources.cmake
 # Each file becomes `static const char ocl_src_<name>[]`. Backslashes, quotes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft_opencl_ext.h — the OpenCL plugin's extension, by name through the
  * ABI's query_extension slot, or gf_device_query_extension in the public API:
  *

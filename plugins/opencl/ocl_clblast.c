@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_clblast.c — CLBlast's GEMM, opened at run time.
  *
  * libclblast.so.1 is opened on the first matmul that asks for it (see

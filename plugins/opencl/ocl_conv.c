@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_conv.c — CONV2D and its gradients with respect to the input and the
  * weight (kernels/conv.cl), f32 and f64, NCHW, any strides.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_conv.h — what the two convolution files share: the geometry of one
  * CONV2D (or gradient) launch, checked by ocl_conv.c, and the GEMM form of
  * ocl_conv_gemm.c. */

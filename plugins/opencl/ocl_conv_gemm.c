@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_conv_gemm.c — CONV2D and its two gradients as GEMMs, in the form that
  * measured fastest (auto_form below; GRAFT_OPENCL_CONV=direct|gemm|igemm
  * forces one, for tests and measurements):

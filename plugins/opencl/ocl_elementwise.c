@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_elementwise.c — COPY, FILL, ARANGE, TRIL/TRIU, the unary and binary
  * ops, comparisons, logical ops and WHERE (kernels/ew_copy.cl, ew_math.cl).
  *

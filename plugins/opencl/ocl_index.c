@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_index.c — INDEX_SELECT, GATHER, SCATTER_ADD and INDEX_ADD
  * (kernels/index.cl).
  *

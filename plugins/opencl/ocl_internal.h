@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_internal.h — what the OpenCL plugin's files share.
  *
  * The plugin links nothing: the ICD loader (libOpenCL.so.1) is opened at

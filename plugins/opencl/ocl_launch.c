@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_launch.c — building kernel launches, checking tensor descriptors, and
  * the elementwise geometry (dims collapsed so most launches are 1-D).
  *

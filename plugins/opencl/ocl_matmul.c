@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_matmul.c — MATMUL (kernels/matmul.cl, or CLBlast).
  *
  * y[..., m, n] = sum_k a[..., m, k] * b[..., k, n] for any strides; batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM
  * (kernels/norm.cl), f32 and f64, every tensor of one dtype.
  *

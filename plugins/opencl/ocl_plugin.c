@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_plugin.c — the OpenCL plugin's entry point, devices and memory.
  *
  * init() opens the ICD loader and lists every device of every platform

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_pool.c — MAX_POOL2D, AVG_POOL2D and their gradients (kernels/pool.cl),
  * f32 and f64, NCHW, any strides.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_program.c — kernel programs: built on first use, cached in memory and
  * on disk.
  *

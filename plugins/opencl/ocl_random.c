@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_random.c — GFP_OP_RANDOM (kernels/random.cl): the ABI's Philox4x32-10
  * stream, the same numbers as the reference plugin for the same seed and
  * offset.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_reduce.c — reductions (kernels/reduce.cl): SUM MEAN PROD AMAX AMIN VAR
  * LOGSUMEXP over a set of dims, MAX_DIM / MIN_DIM along one.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_runtime.c — the OpenCL ICD loader, opened at run time, and CL error names.
  *
  * Opening libOpenCL.so.1 with dlopen (instead of linking it) keeps the plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_complex.c — the complex dtypes (c64, c128) of the elementwise family,
  * and the complex element access the other families use.
  *

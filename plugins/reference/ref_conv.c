@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_conv.c — 2-D convolution (NCHW) and its two gradient kernels.
  *
  * Every kernel is written in gather form: each output element is one sum,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_elementwise.c — COPY, FILL, ARANGE, TRIL/TRIU, the unary and binary
  * elementwise ops and WHERE.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_hostbuf.c — host-memory buffers, shared by the reference and cpu_onednn
  * plugins (each links its own copy, so each has its own registry).
  *

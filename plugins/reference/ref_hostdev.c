@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_hostdev.c — the one host device of a CPU plugin (the reference and
  * cpu_onednn plugins each link their own copy): its count, the properties
  * every host device shares, the index check, and the leak report at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_index.c — INDEX_SELECT, GATHER, SCATTER_ADD and INDEX_ADD.
  *
  * Index tensors are i64. Every index is checked against its dim before

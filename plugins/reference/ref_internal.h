@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_internal.h — what the reference plugin's files share.
  *
  * The reference plugin is plain C, written for clarity over speed: it is the

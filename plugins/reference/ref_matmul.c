@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_matmul.c — MATMUL: y[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
  *
  * All three tensors have the same rank (>= 2) and the same batch sizes; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM and
  * BATCH_NORM_BACKWARD (f32, f64).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_optim.c — ADAM_UPDATE (f32, f64, any strides): one step of
  * torch.optim.Adam / AdamW for one parameter.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_plugin.c — the reference plugin's entry point, device and memory.
  *
  * One device, host memory. A buffer handle is the address of byte 0 of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_pool.c — 2-D max and average pooling (NCHW, rank 4) and their gradients.
  *
  * The semantics are PyTorch's, including its corner cases, because this file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_random.c — GFP_OP_RANDOM: counter-based random numbers (Philox4x32-10).
  *
  * Element i of the output (row-major order of its shape) depends only on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_reduce.c — reductions: SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP over a set
  * of dims, and MAX_DIM / MIN_DIM (values and i64 indices) along one dim.
  *

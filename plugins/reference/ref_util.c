@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_util.c — element access and argument checks shared by the reference
  * plugin's kernels. Everything here is dtype-generic and slow on purpose:
  * kernels that need speed convert once per element, not once per op. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes vk_shaders.c/.h: the SPIR-V of every shader as word arrays, the
 # shader enum, names and binding counts ("// graft: bindings N" in each
 # shader's source).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft_vulkan_ext.h — the Vulkan plugin's extension, by name through the
  * ABI's query_extension slot (no ABI change needed), or from an application
  * through gf_device_query_extension:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_batch.c — command buffers recorded in batches.
  *
  * A ring of VKP_BATCHES batches, each with its command buffer, fence,

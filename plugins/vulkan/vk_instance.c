@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_instance.c — the Vulkan instance, validation messages, physical devices.
  *
  * The instance is created at init (enumerating drivers is allowed there),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_internal.h — what the Vulkan plugin's files share.
  *
  * The plugin loads the Vulkan loader (libvulkan.so.1) at run time, so it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_loader.c — the Vulkan loader, opened at run time.
  *
  * Nothing of Vulkan is linked: a machine without libvulkan.so.1 still loads

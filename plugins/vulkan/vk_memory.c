@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_memory.c — device memory: large blocks, sub-allocated.
  *
  * vkAllocateMemory is slow and drivers cap the number of allocations, so

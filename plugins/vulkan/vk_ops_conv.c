@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_conv.c — CONV2D and its two gradients, MAX/AVG_POOL2D and their
  * gradients (NCHW, f32 and f64), in gather form: an invocation per output
  * element computes one sum (shaders/conv.comp, shaders/pool.comp), so no two

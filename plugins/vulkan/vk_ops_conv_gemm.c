@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_conv_gemm.c — CONV2D and its two gradients (f32) as GEMMs through
  * the plugin's own matmul (vk_ops_matmul.c), for every stride, padding,
  * dilation and group setting. With K = Ci/groups * Kh * Kw and P = Ho * Wo,

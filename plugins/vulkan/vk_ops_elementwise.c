@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_elementwise.c — COPY FILL ARANGE TRIL TRIU, the unary and binary
  * ops, comparisons, logical ops and WHERE, as the reference defines them
  * (plugins/reference/ref_elementwise.c).

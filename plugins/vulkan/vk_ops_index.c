@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_index.c — INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD
  * (shaders/index.comp). Index tensors are i64. Index values are checked on
  * the device before the launch, which fails with a message naming the bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_matmul.c — MATMUL: y[..., m, n] = sum_k a[..., m, k] * b[..., k, n].
  *
  * Three shaders: a naive one (an invocation per output, every dtype), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32,
  * f64): a workgroup per line, group or channel, statistics combined in
  * shared memory with compensated sums and the corrected two-pass variance

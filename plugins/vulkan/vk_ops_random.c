@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_random.c — RANDOM: Philox4x32-10 on the device, the same numbers as
  * the reference for the same seed and offset (shaders/random.comp). The
  * shader computes uniform and normal values in double, as the ABI defines,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_ops_reduce.c — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP over a set of
  * dims, MAX_DIM / MIN_DIM along one (shaders/reduce.comp).
  *

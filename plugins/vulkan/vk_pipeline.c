@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_pipeline.c — shaders, layouts, pipelines, and recording one dispatch.
  *
  * The SPIR-V of every shader is compiled at build time (glslc) and embedded

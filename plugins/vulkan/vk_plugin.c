@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_plugin.c — the Vulkan plugin's entry point, devices and op routing.
  *
  * One graft device per physical device that has a compute queue and what the

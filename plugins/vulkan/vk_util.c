@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_util.c — tensor descriptors: sizes, checks against buffers, dim
  * coalescing, op names, and the params-word writer. */
 #include <math.h>

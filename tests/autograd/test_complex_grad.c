@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_complex_grad.c — autograd of complex tensors in PyTorch's convention
  * (conjugate Wirtinger, scaled: sum(|z|^2) gives 2z): closed forms, and
  * gf_gradcheck / gf_gradgradcheck in c128 for every complex backward rule
@@ -162,7 +163,8 @@ static void test_inplace_and_hooks(void) {
                                  CMPLX(0.9, 0.4)};
     int64_t s22[2] = {2, 2};
     gf_tensor *in[2] = {leaf_c(a, s22, 2), leaf_c(b, s22, 2)};
-    gf_gradcheck_opts o = {.atol = 1e-6, .rtol = 1e-4};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.atol = 1e-6, o.rtol = 1e-4;
     CHECK_MSG(gf_gradcheck(f_inplace, in, 2, NULL, &o) == GF_OK, "%s", gf_last_error());
     CHECK_MSG(gf_gradgradcheck(f_inplace, in, 2, NULL, &o) == GF_OK, "%s", gf_last_error());
     gf_scope_begin();
@@ -325,7 +327,8 @@ static void test_gradchecks(void) {
         {"to_dtype_real_to_complex", f_to_complex, true},
         {"loss", f_loss, true},
     };
-    gf_gradcheck_opts o = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.eps = 1e-6, o.atol = 1e-6, o.rtol = 1e-4;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gf_status s = gf_gradcheck(run_case, in, 5, (void *)&cases[i], &o);
         CHECK_MSG(s == GF_OK, "gradcheck %s: %s", cases[i].name, gf_last_error());

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_complex_torch.c — complex programs against PyTorch: the values y, the
  * loss L and the gradients of L that torch.autograd computes, recorded in
- * complex_expected.h by tools/gen_complex_expected.py (same programs, same
+ * complex_expected.h by tools/expected/gen_complex_expected.py (same programs, same
  * order; the script says how to regenerate it). Run on the device that
  * stores complex tensors. */
 #include <graft.h>
@@ -96,7 +97,7 @@ static const program programs[] = {
 };
 #define N_PROGRAMS (sizeof programs / sizeof programs[0])
 _Static_assert(N_PROGRAMS == sizeof cx_expected_cases / sizeof cx_expected_cases[0],
-               "one program per expected case (tools/gen_complex_expected.py)");
+               "one program per expected case (tools/expected/gen_complex_expected.py)");
 
 /* t's values, row-major, complex as (re, im) pairs, against want. */
 static void check_values(const char *what, const char *prog, const gf_tensor *t,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_gen_programs.c — generated programs: seeded random chains of in-place
  * writes through views of a tensor with history (narrow, select, slice with
  * a step, transpose, diagonal, and views of those; sixteen in-place ops

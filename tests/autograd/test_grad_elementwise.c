@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_elementwise.c — backward formulas of every differentiable
  * elementwise op.
  *
@@ -297,7 +298,8 @@ static void test_unary_gradcheck(void) {
 static void test_unary_gradcheck_f32(void) {
     const char *names[] = {"exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "softplus", "log",
                            "rsqrt", "silu", "erf", "hardswish", "asin", "acos", "atan"};
-    gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.eps = 1e-3, o.atol = 1e-2, o.rtol = 1e-2;
     for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
         const uop *op = NULL;
         for (int k = 0; k < N_UOPS; k++)
@@ -453,7 +455,8 @@ static void test_binary_gradcheck(void) {
 }
 
 static void test_binary_gradcheck_f32(void) {
-    gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.eps = 1e-3, o.atol = 1e-2, o.rtol = 1e-2;
     for (int k = 0; k < N_BOPS; k++) {
         for (int l = B_CONTIG; l <= B_BCAST; l++) {
             bcase c = {&BOPS[k], l};

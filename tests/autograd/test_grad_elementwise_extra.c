@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_elementwise_extra.c — gradients of the ops of graft/ops_extra.h:
  * gf_gradcheck and gf_gradgradcheck in f64 (central differences) for every
  * differentiable op, on contiguous and transposed inputs and with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_index_nn.c — gradients of the indexing ops, conv2d, pooling,
  * normalisation, dropout and the losses.
  *
@@ -745,7 +746,8 @@ static void test_mse(void) {
 
 /* ------------------------------------------------------------ f32 */
 static void test_f32(void) {
-    gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.eps = 1e-3, o.atol = 1e-2, o.rtol = 1e-2;
     int64_t xs[4] = {2, 4, 5, 5}, ws[4] = {6, 2, 3, 3}, bs = 6;
     tcase c = {.op = op_conv,
                .conv = {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}, .groups = 2}};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_layers.c — gradients of the layers of graft/layers.h:
  * gf_gradcheck and gf_gradgradcheck in f64 for each op (contiguous and
  * strided leaves), the gradient rules PyTorch documents (embedding's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_loss_extra.c — the composed losses of graft/nn.h
  * (binary_cross_entropy[_with_logits], l1, smooth_l1, huber, kl_div,
  * margin_ranking, cosine_similarity, cosine_embedding) and cross_entropy

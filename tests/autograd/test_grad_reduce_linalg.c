@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_reduce_linalg.c — backward formulas of the reductions (sum, mean,
  * prod, amax, amin, var, std, logsumexp, max_dim, min_dim, argmax/argmin),
  * matmul, softmax and log_softmax.
@@ -730,7 +731,8 @@ static void test_matmul_layouts(void) {
 
 /* ------------------------------------------------------------ f32 */
 static void test_f32_first_order(void) {
-    gf_gradcheck_opts o = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    o.eps = 1e-3, o.atol = 1e-2, o.rtol = 1e-2;
     for (int k = 0; k < N_DIMS3; k++) {
         for (int op = OP_SUM; op <= OP_MEAN; op++) {
             tcase c = {.op = (opk)op, .nd = DIMS3[k].nd, .keepdim = DIMS3[k].keepdim};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grad_shape.c — gradients of the ops of graft/shape.h: gf_gradcheck
  * and gf_gradgradcheck in f64 for every differentiable op (on transposed,
  * strided views of the leaves), and gradients against hand values where

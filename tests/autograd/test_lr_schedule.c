@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lr_schedule.c — learning-rate schedules and parameter groups
  * (graft/schedule.h): each schedule's lr sequence against PyTorch's values
  * worked out by hand, on every optimiser (the lr really used by a step),
@@ -39,16 +40,25 @@ static gf_optimizer *mk_sgd(gf_tensor **p, int n, double lr, double wd) {
     return gf_sgd_create(p, n, &(gf_sgd_opts){.lr = lr, .momentum = 0.9, .weight_decay = wd});
 }
 static gf_optimizer *mk_adam(gf_tensor **p, int n, double lr, double wd) {
-    return gf_adam_create(p, n, &(gf_adam_opts){.lr = lr, .weight_decay = wd,
-                                                .decoupled_weight_decay = true});
+    gf_adam_opts o = GF_ADAMW_OPTS_DEFAULT;
+    o.lr = lr, o.weight_decay = wd;
+    return gf_adam_create(p, n, &o);
 }
 static gf_optimizer *mk_rms(gf_tensor **p, int n, double lr, double wd) {
-    return gf_rmsprop_create(p, n, &(gf_rmsprop_opts){.lr = lr, .weight_decay = wd,
-                                                      .momentum = 0.5, .centered = true});
+    gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
+    o.lr = lr, o.weight_decay = wd, o.momentum = 0.5, o.centered = true;
+    return gf_rmsprop_create(p, n, &o);
 }
 static gf_optimizer *mk_ada(gf_tensor **p, int n, double lr, double wd) {
-    return gf_adagrad_create(p, n, &(gf_adagrad_opts){.lr = lr, .weight_decay = wd,
-                                                      .lr_decay = 0.1});
+    gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
+    o.lr = lr, o.weight_decay = wd, o.lr_decay = 0.1;
+    return gf_adagrad_create(p, n, &o);
+}
+/* OneCycle options from the defaults. */
+static gf_onecycle_opts oc_opts(double max_lr, int64_t total_steps) {
+    gf_onecycle_opts o = GF_ONECYCLE_OPTS_DEFAULT;
+    o.max_lr = max_lr, o.total_steps = total_steps;
+    return o;
 }
 static const make_fn MAKERS[4] = {mk_sgd, mk_adam, mk_rms, mk_ada};
 static const char *const NAMES[4] = {"SGD", "Adam", "RMSprop", "Adagrad"};
@@ -98,7 +108,8 @@ static void test_schedules(void) {
         gf_lr_scheduler_destroy(s);
         /* OneCycle: max 1, 10 steps, pct 0.3: up over steps 0..2, down to
          * 0.04 / 1e4 at step 9. */
-        s = gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1, .total_steps = 10});
+        gf_onecycle_opts oco = oc_opts(1, 10);
+        s = gf_lr_onecycle_create(o, &oco);
         double oc[10];
         oc[0] = 0.04, oc[1] = 0.52, oc[2] = 1;
         for (int e = 3; e < 10; e++)
@@ -108,9 +119,8 @@ static void test_schedules(void) {
         CHECK_CONTAINS(gf_last_error(), "total steps is 10");
         CHECK(gf_lr_scheduler_last_epoch(s) == 9);
         gf_lr_scheduler_destroy(s);
-        s = gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1, .total_steps = 10,
-                                                         .anneal_linear = true,
-                                                         .three_phase = true});
+        oco.anneal_linear = true, oco.three_phase = true;
+        s = gf_lr_onecycle_create(o, &oco);
         double tp[10] = {0.04, 0.52, 1, 0.52, 0.04};
         for (int e = 5; e < 10; e++) tp[e] = 0.04 + (4e-6 - 0.04) * (e - 4) / 5.0;
         check_seq("OneCycleLR three_phase linear", o, s, tp, 10);
@@ -319,19 +329,16 @@ static void test_errors(void) {
     EXPECT_NULL(gf_lr_linear_create(o, 0.5, 1.5, 5), "LinearLR: invalid end_factor");
     EXPECT_NULL(gf_lr_linear_create(o, 0.5, 1, 0), "LinearLR: invalid total_iters");
     EXPECT_NULL(gf_lr_onecycle_create(o, NULL), "OneCycleLR: opts is NULL");
-    EXPECT_NULL(gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1}),
-                "OneCycleLR: invalid total_steps");
-    EXPECT_NULL(gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = -1, .total_steps = 5}),
-                "OneCycleLR: invalid max_lr");
-    EXPECT_NULL(gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1, .total_steps = 5,
-                                                             .pct_start = 1.5}),
-                "OneCycleLR: invalid pct_start");
-    EXPECT_NULL(gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1, .total_steps = 5,
-                                                             .div_factor = -2}),
-                "OneCycleLR: invalid div_factor");
-    EXPECT_NULL(gf_lr_onecycle_create(o, &(gf_onecycle_opts){.max_lr = 1, .total_steps = 5,
-                                                             .final_div_factor = INFINITY}),
-                "OneCycleLR: invalid final_div_factor");
+    gf_onecycle_opts bad = oc_opts(1, 0);
+    EXPECT_NULL(gf_lr_onecycle_create(o, &bad), "OneCycleLR: invalid total_steps");
+    bad = oc_opts(-1, 5);
+    EXPECT_NULL(gf_lr_onecycle_create(o, &bad), "OneCycleLR: invalid max_lr");
+    bad = oc_opts(1, 5), bad.pct_start = 1.5;
+    EXPECT_NULL(gf_lr_onecycle_create(o, &bad), "OneCycleLR: invalid pct_start");
+    bad = oc_opts(1, 5), bad.div_factor = -2;
+    EXPECT_NULL(gf_lr_onecycle_create(o, &bad), "OneCycleLR: invalid div_factor");
+    bad = oc_opts(1, 5), bad.final_div_factor = INFINITY;
+    EXPECT_NULL(gf_lr_onecycle_create(o, &bad), "OneCycleLR: invalid final_div_factor");
     EXPECT_NULL(gf_lr_sequential_create(o, NULL, 0, NULL), "SequentialLR: give at least one");
     gf_tensor *q = param((const double[]){1}, 1);
     gf_optimizer *o2 = mk_sgd(&q, 1, 0.1, 0);
@@ -357,8 +364,8 @@ static void test_errors(void) {
     CHECK_CONTAINS(gf_last_error(), "one per parameter group");
     CHECK(gf_lr_scheduler_load_state_dict(NULL, d, "x.") == GF_ERR_INVALID);
     gf_tensor_dict_destroy(d);
-    gf_lr_scheduler *oc = gf_lr_onecycle_create(o2, &(gf_onecycle_opts){.max_lr = 1,
-                                                                        .total_steps = 3});
+    gf_onecycle_opts oco = oc_opts(1, 3);
+    gf_lr_scheduler *oc = gf_lr_onecycle_create(o2, &oco);
     gf_lr_scheduler *long_run = gf_lr_step_create(o2, 1, 1.0);
     for (int i = 0; i < 5; i++) CHECK(gf_lr_scheduler_step(long_run) == GF_OK);
     d = gf_lr_scheduler_state_dict(long_run, NULL);
@@ -367,11 +374,14 @@ static void test_errors(void) {
     gf_tensor_dict_destroy(d);
     /* loading an optimiser's state: an entry RMSprop keeps only centered */
     gf_tensor *m = param((const double[]){1}, 1);
-    gf_optimizer *rm = gf_rmsprop_create(&m, 1, &(gf_rmsprop_opts){.lr = 0.1, .centered = true});
+    gf_rmsprop_opts ro = GF_RMSPROP_OPTS_DEFAULT;
+    ro.lr = 0.1, ro.centered = true;
+    gf_optimizer *rm = gf_rmsprop_create(&m, 1, &ro);
     set_grad(m, (const double[]){1}, 1);
     CHECK(gf_optimizer_step(rm) == GF_OK);
     gf_tensor_dict *rd = gf_optimizer_state_dict(rm, NULL);
-    gf_optimizer *rm2 = gf_rmsprop_create(&m, 1, &(gf_rmsprop_opts){.lr = 0.1});
+    ro.centered = false;
+    gf_optimizer *rm2 = gf_rmsprop_create(&m, 1, &ro);
     CHECK(gf_optimizer_load_state_dict(rm2, rd, NULL) == GF_ERR_INVALID);
     CHECK_CONTAINS(gf_last_error(), "is not centered");
     gf_optimizer *ad = gf_adagrad_create(&m, 1, NULL);

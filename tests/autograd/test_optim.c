@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim.c — SGD and Adam/AdamW against the update equations of
  * torch.optim, evaluated here in plain C doubles (the reference values never
  * pass through graft), plus option validation, zero_grad, skipping of
@@ -6,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "autograd/test_rules_util.h"
 #include "check.h"
 
 #define N 3
@@ -156,7 +158,16 @@ static void adam_ref(double *p, double *m, double *v, int t, const gf_adam_opts 
     }
 }
 
-/* opts must carry explicit values (no zero defaults) so the reference uses them. */
+/* Every field as given (0 means 0). */
+static gf_adam_opts adam(double lr, double beta1, double beta2, double eps, double wd,
+                         bool decoupled) {
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+    o.lr = lr, o.beta1 = beta1, o.beta2 = beta2, o.eps = eps, o.weight_decay = wd;
+    o.decoupled_weight_decay = decoupled;
+    return o;
+}
+static gf_adam_opts adam_lr(double lr) { return adam(lr, 0.9, 0.999, 1e-8, 0, false); }
+
 static void run_adam_case(const gf_adam_opts *o, int steps, gf_dtype dt, double tol) {
     gf_tensor *p = make_param(dt, P0, G);
     gf_optimizer *opt = gf_adam_create(&p, 1, o);
@@ -176,31 +187,33 @@ static void test_adam(void) {
     /* Step 1 of Adam moves every element by lr * g / (|g| + eps') = lr * sign(g)
      * up to eps: m_hat = g, sqrt(v_hat) = |g|. */
     gf_tensor *p = make_param(GF_F64, P0, G);
-    gf_optimizer *opt = gf_adam_create(&p, 1, &(gf_adam_opts){.lr = 0.01});
+    gf_adam_opts o = adam_lr(0.01);
+    gf_optimizer *opt = gf_adam_create(&p, 1, &o);
     CHECK(opt != NULL);
     CHECK(gf_optimizer_step(opt) == GF_OK);
     check_vals(p, (const double[]){0.99, -1.99, 0.49}, 1e-7);
     gf_optimizer_destroy(opt);
     gf_tensor_release(p);
 
-    gf_adam_opts o = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    o = adam(0.1, 0.9, 0.999, 1e-8, 0, false);
     run_adam_case(&o, 3, GF_F64, 1e-12);
-    o = (gf_adam_opts){.lr = 0.05, .beta1 = 0.5, .beta2 = 0.75, .eps = 0.1};
+    o = adam(0.05, 0.5, 0.75, 0.1, 0, false);
     run_adam_case(&o, 3, GF_F64, 1e-12);
     /* f32 parameters: the same equations, single-precision rounding. */
-    o = (gf_adam_opts){.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    o = adam(0.1, 0.9, 0.999, 1e-8, 0, false);
     run_adam_case(&o, 3, GF_F32, 1e-5);
 }
 
 static void test_adam_defaults(void) {
-    /* Zero options select lr 1e-3, betas (0.9, 0.999), eps 1e-8. */
+    /* NULL and GF_ADAM_OPTS_DEFAULT select lr 1e-3, betas (0.9, 0.999), eps 1e-8. */
     gf_tensor *a = make_param(GF_F64, P0, G), *b = make_param(GF_F64, P0, G);
     gf_optimizer *oa = gf_adam_create(&a, 1, NULL);
-    gf_optimizer *ob = gf_adam_create(&b, 1, &(gf_adam_opts){0});
+    const gf_adam_opts dflt = GF_ADAM_OPTS_DEFAULT;
+    gf_optimizer *ob = gf_adam_create(&b, 1, &dflt);
     CHECK(oa && ob);
     double ref[N], m[N] = {0}, v[N] = {0};
     memcpy(ref, P0, sizeof ref);
-    const gf_adam_opts d = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    const gf_adam_opts d = adam(1e-3, 0.9, 0.999, 1e-8, 0, false);
     for (int s = 1; s <= 2; s++) {
         CHECK(gf_optimizer_step(oa) == GF_OK && gf_optimizer_step(ob) == GF_OK);
         adam_ref(ref, m, v, s, &d);
@@ -216,7 +229,7 @@ static void test_adam_defaults(void) {
 static void test_adam_weight_decay(void) {
     /* Adam (L2): one step changes element 0 by lr * (g + wd p) / |g + wd p|:
      * still lr * sign at step 1, so compare over 3 steps where they differ. */
-    gf_adam_opts o = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
+    gf_adam_opts o = adam(0.1, 0.9, 0.999, 1e-8, 0.5, false);
     run_adam_case(&o, 3, GF_F64, 1e-12);
     /* AdamW: step 1 on element 0 (p 1, g 0.5, lr 0.1, wd 0.5): p = 1 * 0.95 - 0.1 = 0.85. */
     o.decoupled_weight_decay = true;
@@ -247,7 +260,8 @@ static void test_skip_and_zero_grad(void) {
     gf_tensor *a = make_param(GF_F64, P0, G);
     gf_tensor *b = make_param(GF_F64, P0, NULL); /* no .grad */
     gf_tensor *ps[2] = {a, b};
-    gf_optimizer *opt = gf_adam_create(ps, 2, &(gf_adam_opts){.lr = 0.1});
+    gf_adam_opts o = adam_lr(0.1);
+    gf_optimizer *opt = gf_adam_create(ps, 2, &o);
     CHECK(opt != NULL);
     uint64_t va = gf_tensor_version(a), vb = gf_tensor_version(b);
     CHECK(gf_optimizer_step(opt) == GF_OK);
@@ -327,17 +341,19 @@ static void test_errors(void) {
         CHECK(gf_last_status() == GF_ERR_INVALID);
         CHECK_CONTAINS(gf_last_error(), bad_sgd[i].msg);
     }
-    struct {
+    const struct {
         gf_adam_opts o;
         const char *msg;
     } bad_adam[] = {
-        {{.lr = -1e-3}, "learning rate"},
-        {{.beta1 = 1.0}, "beta1"},
-        {{.beta1 = -0.1}, "beta1"},
-        {{.beta2 = 1.5}, "beta2"},
-        {{.beta2 = NAN}, "beta2"},
-        {{.eps = -1e-8}, "eps"},
-        {{.weight_decay = -0.1}, "weight_decay"},
+        {adam(-1e-3, 0.9, 0.999, 1e-8, 0, false), "learning rate"},
+        {adam(1e-3, 1.0, 0.999, 1e-8, 0, false), "beta1"},
+        {adam(1e-3, -0.1, 0.999, 1e-8, 0, false), "beta1"},
+        {adam(1e-3, 0.9, 1.5, 1e-8, 0, false), "beta2"},
+        {adam(1e-3, 0.9, NAN, 1e-8, 0, false), "beta2"},
+        {adam(1e-3, 0.9, 0.999, -1e-8, 0, false), "eps"},
+        {adam(1e-3, 0.9, 0.999, 1e-8, -0.1, false), "weight_decay"},
+        /* not started from GF_ADAM_OPTS_DEFAULT: a 0 would now mean 0 */
+        {(gf_adam_opts){.lr = 1e-2}, "GF_ADAM_OPTS_DEFAULT"},
     };
     for (size_t i = 0; i < sizeof bad_adam / sizeof bad_adam[0]; i++) {
         gf_clear_error();
@@ -397,13 +413,13 @@ static void test_converges(void) {
     const double target[N] = {0.25, -0.75, 1.5}, neg_target[N] = {-0.25, 0.75, -1.5};
     const int64_t sz[1] = {N};
     gf_tensor *t = gf_from_data(neg_target, sz, 1, GF_F64, NULL);
+    const gf_adam_opts a1 = adam_lr(0.05), a2 = adam(0.05, 0.9, 0.999, 1e-8, 1e-4, true);
     for (int kind = 0; kind < 3; kind++) {
         gf_tensor *w = make_param(GF_F64, P0, NULL);
         gf_optimizer *opt =
             kind == 0 ? gf_sgd_create(&w, 1, &(gf_sgd_opts){.lr = 0.1, .momentum = 0.5})
-            : kind == 1 ? gf_adam_create(&w, 1, &(gf_adam_opts){.lr = 0.05})
-                        : gf_adam_create(&w, 1, &(gf_adam_opts){.lr = 0.05, .weight_decay = 1e-4,
-                                                                 .decoupled_weight_decay = true});
+            : kind == 1 ? gf_adam_create(&w, 1, &a1)
+                        : gf_adam_create(&w, 1, &a2);
         CHECK(opt != NULL);
         for (int it = 0; it < 300; it++) {
             gf_scope_begin();
@@ -428,6 +444,8 @@ static void test_converges(void) {
 }
 
 int main(void) {
+    int missing = ag_device_check(); /* 77: a GPU named by GRAFT_DEVICE is not here */
+    if (missing) return missing;
     RUN(test_sgd_plain);
     RUN(test_sgd_momentum);
     RUN(test_sgd_nesterov);

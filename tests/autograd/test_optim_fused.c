@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_fused.c — Adam and AdamW through the device's ADAM_UPDATE op
  * against the same update composed of elementwise ops, on the default device
  * (GRAFT_DEVICE).
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/test_rules_util.h"
 #include "check.h"
 
 #define ROWS 37
@@ -71,13 +73,17 @@ typedef struct config {
     gf_adam_opts o;
 } config;
 
+/* Every field given (GF_OPTS_INIT: each value means itself, 0 included). */
+#define ADAM(lr_, b1, b2, eps_, wd, dec)                                                \
+    {.init = GF_OPTS_INIT, .lr = lr_, .beta1 = b1, .beta2 = b2, .eps = eps_, .weight_decay = wd, \
+     .decoupled_weight_decay = dec}
 static const config configs[] = {
-    {"Adam", {.lr = 1e-2}},
-    {"Adam, L2 weight decay", {.lr = 1e-2, .weight_decay = 0.05}},
-    {"AdamW", {.lr = 1e-2, .weight_decay = 0.05, .decoupled_weight_decay = true}},
-    {"Adam, betas 0.5 0.9, eps 1e-3", {.lr = 3e-3, .beta1 = 0.5, .beta2 = 0.9, .eps = 1e-3}},
-    {"AdamW, betas 1e-9 0.5", {.lr = 1e-3, .beta1 = 1e-9, .beta2 = 0.5, .weight_decay = 0.5,
-                              .decoupled_weight_decay = true}},
+    {"Adam", ADAM(1e-2, 0.9, 0.999, 1e-8, 0.0, false)},
+    {"Adam, L2 weight decay", ADAM(1e-2, 0.9, 0.999, 1e-8, 0.05, false)},
+    {"AdamW", ADAM(1e-2, 0.9, 0.999, 1e-8, 0.05, true)},
+    {"Adam, betas 0.5 0.9, eps 1e-3", ADAM(3e-3, 0.5, 0.9, 1e-3, 0.0, false)},
+    {"AdamW, betas 0 0.5", ADAM(1e-3, 0.0, 0.5, 1e-8, 0.5, true)},
+    {"Adam, eps 0", ADAM(1e-3, 0.9, 0.999, 0.0, 0.0, false)},
 };
 
 /* Whether the profiled step of opt ran ADAM_UPDATE. */
@@ -172,7 +178,7 @@ static void test_broadcast_grad(void) {
     for (int i = 0; i < NEL; i++) p0[i] = wave(5, i);
     for (int c = 0; c < COLS; c++) row[c] = wave(6, c);
     for (int i = 0; i < NEL; i++) dense[i] = row[i % COLS];
-    gf_adam_opts o = {.lr = 1e-2, .weight_decay = 0.1, .decoupled_weight_decay = true};
+    const gf_adam_opts o = ADAM(1e-2, 0.9, 0.999, 1e-8, 0.1, true);
     gf_tensor *a = make_param(p0, GF_F32, false), *b = make_param(p0, GF_F32, false);
     gf_optimizer *oa = gf_adam_create(&a, 1, &o), *ob = gf_adam_create(&b, 1, &o);
     gf_tensor *gd = host_tensor(dense, ROWS, COLS, GF_F32);
@@ -205,8 +211,7 @@ static void test_version_bumped(void) {
     double p0[NEL];
     for (int i = 0; i < NEL; i++) p0[i] = wave(7, i);
     gf_tensor *a = make_param(p0, GF_F32, false);
-    gf_adam_opts o = {.lr = 1e-3};
-    gf_optimizer *opt = gf_adam_create(&a, 1, &o);
+    gf_optimizer *opt = gf_adam_create(&a, 1, NULL);
     gf_tensor *sq = gf_mul(a, a); /* saves a */
     gf_tensor *y = gf_sum(sq, NULL, 0, false);
     gf_tensor *g = host_tensor(p0, ROWS, COLS, GF_F32);
@@ -222,6 +227,8 @@ static void test_version_bumped(void) {
 }
 
 int main(void) {
+    int missing = ag_device_check(); /* 77: a GPU named by GRAFT_DEVICE is not here */
+    if (missing) return missing;
     RUN(test_fused_equals_composed);
     RUN(test_broadcast_grad);
     RUN(test_version_bumped);

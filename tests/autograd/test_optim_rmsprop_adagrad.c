@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_rmsprop_adagrad.c — RMSprop and Adagrad against torch.optim's
  * update equations unrolled here in plain C doubles (a different gradient
  * at every step), their defaults, skipping parameters without a gradient,
@@ -45,10 +46,17 @@ static void check_vals(const gf_tensor *t, const double *want, double tol, int s
 }
 
 /* ------------------------------------------------------------ RMSprop */
+/* Every field as given: 0 means 0 (alpha = 0: the last squared gradient). */
+static gf_rmsprop_opts rms(double lr, double alpha, double eps, double wd, double momentum,
+                           bool centered) {
+    gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
+    o.lr = lr, o.alpha = alpha, o.eps = eps, o.weight_decay = wd, o.momentum = momentum;
+    o.centered = centered;
+    return o;
+}
+
 static void run_rmsprop(const gf_rmsprop_opts *o, gf_dtype dt, double tol) {
-    /* defaults as the header states */
-    double lr = o->lr ? o->lr : 1e-2, alpha = o->alpha ? o->alpha : 0.99;
-    double eps = o->eps ? o->eps : 1e-8;
+    double lr = o->lr, alpha = o->alpha, eps = o->eps;
     gf_tensor *p = make_param(dt);
     gf_optimizer *opt = gf_rmsprop_create(&p, 1, o);
     CHECK_MSG(opt != NULL, "%s", gf_last_error());
@@ -82,18 +90,37 @@ static void run_rmsprop(const gf_rmsprop_opts *o, gf_dtype dt, double tol) {
 }
 
 static void test_rmsprop(void) {
-    run_rmsprop(&(gf_rmsprop_opts){0}, GF_F64, 1e-12);
-    run_rmsprop(&(gf_rmsprop_opts){.lr = 0.05, .alpha = 0.9, .eps = 1e-6}, GF_F64, 1e-12);
-    run_rmsprop(&(gf_rmsprop_opts){.lr = 0.05, .momentum = 0.8}, GF_F64, 1e-12);
-    run_rmsprop(&(gf_rmsprop_opts){.lr = 0.05, .centered = true}, GF_F64, 1e-12);
-    run_rmsprop(&(gf_rmsprop_opts){.lr = 0.05, .centered = true, .momentum = 0.5,
-                                   .weight_decay = 0.1}, GF_F64, 1e-12);
-    run_rmsprop(&(gf_rmsprop_opts){.lr = 0.05, .momentum = 0.8}, GF_F32, 1e-5);
+    const gf_rmsprop_opts d = GF_RMSPROP_OPTS_DEFAULT;
+    run_rmsprop(&d, GF_F64, 1e-12);
+    gf_rmsprop_opts o = rms(0.05, 0.9, 1e-6, 0, 0, false);
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.05, 0.99, 1e-8, 0, 0.8, false);
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.05, 0.99, 1e-8, 0, 0, true);
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.05, 0.99, 1e-8, 0.1, 0.5, true);
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.05, 0.99, 1e-8, 0, 0.8, false);
+    run_rmsprop(&o, GF_F32, 1e-5);
+    /* zeros PyTorch accepts, each meaning zero */
+    o = rms(0.05, 0.0, 1e-8, 0, 0, false); /* alpha = 0 */
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.05, 0.9, 0.0, 0, 0, false); /* eps = 0 */
+    run_rmsprop(&o, GF_F64, 1e-12);
+    o = rms(0.0, 0.9, 1e-8, 0, 0.5, false); /* lr = 0: the parameter stays */
+    run_rmsprop(&o, GF_F64, 0);
 }
 
 /* ------------------------------------------------------------ Adagrad */
+static gf_adagrad_opts adg(double lr, double lr_decay, double wd, double init_acc, double eps) {
+    gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
+    o.lr = lr, o.lr_decay = lr_decay, o.weight_decay = wd, o.initial_accumulator_value = init_acc;
+    o.eps = eps;
+    return o;
+}
+
 static void run_adagrad(const gf_adagrad_opts *o, gf_dtype dt, double tol) {
-    double lr = o->lr ? o->lr : 1e-2, eps = o->eps ? o->eps : 1e-10;
+    double lr = o->lr, eps = o->eps;
     gf_tensor *p = make_param(dt);
     gf_optimizer *opt = gf_adagrad_create(&p, 1, o);
     CHECK_MSG(opt != NULL, "%s", gf_last_error());
@@ -117,18 +144,24 @@ static void run_adagrad(const gf_adagrad_opts *o, gf_dtype dt, double tol) {
 }
 
 static void test_adagrad(void) {
-    run_adagrad(&(gf_adagrad_opts){0}, GF_F64, 1e-12);
-    run_adagrad(&(gf_adagrad_opts){.lr = 0.1, .lr_decay = 0.3}, GF_F64, 1e-12);
-    run_adagrad(&(gf_adagrad_opts){.lr = 0.1, .initial_accumulator_value = 0.5,
-                                   .weight_decay = 0.2, .eps = 1e-6}, GF_F64, 1e-12);
-    run_adagrad(&(gf_adagrad_opts){.lr = 0.1, .lr_decay = 0.1}, GF_F32, 1e-5);
+    const gf_adagrad_opts d = GF_ADAGRAD_OPTS_DEFAULT;
+    run_adagrad(&d, GF_F64, 1e-12);
+    gf_adagrad_opts o = adg(0.1, 0.3, 0, 0, 1e-10);
+    run_adagrad(&o, GF_F64, 1e-12);
+    o = adg(0.1, 0, 0.2, 0.5, 1e-6);
+    run_adagrad(&o, GF_F64, 1e-12);
+    o = adg(0.1, 0.1, 0, 0, 1e-10);
+    run_adagrad(&o, GF_F32, 1e-5);
+    o = adg(0.1, 0, 0, 0, 0.0); /* eps = 0 means 0 */
+    run_adagrad(&o, GF_F64, 1e-12);
 }
 
 /* A parameter without a gradient is left alone and its step count (Adagrad's
  * lr_decay) does not advance. */
 static void test_skip(void) {
     gf_tensor *p[2] = {make_param(GF_F64), make_param(GF_F64)};
-    gf_optimizer *opt = gf_adagrad_create(p, 2, &(gf_adagrad_opts){.lr = 0.1, .lr_decay = 1.0});
+    gf_adagrad_opts ao = adg(0.1, 1.0, 0, 0, 1e-10);
+    gf_optimizer *opt = gf_adagrad_create(p, 2, &ao);
     double g[N] = {1.0, -1.0, 2.0};
     set_grad(p[0], g);
     CHECK(gf_optimizer_step(opt) == GF_OK);
@@ -150,19 +183,32 @@ static void test_skip(void) {
 
 static void test_errors(void) {
     gf_tensor *p = make_param(GF_F64);
-    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.lr = -1}) == NULL);
+    gf_rmsprop_opts r = rms(-1, 0.99, 1e-8, 0, 0, false);
+    CHECK(gf_rmsprop_create(&p, 1, &r) == NULL);
     CHECK_CONTAINS(gf_last_error(), "gf_rmsprop_create: invalid lr -1");
-    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.alpha = 1.5}) == NULL);
+    r = rms(1e-2, 1.5, 1e-8, 0, 0, false);
+    CHECK(gf_rmsprop_create(&p, 1, &r) == NULL);
     CHECK_CONTAINS(gf_last_error(), "invalid alpha 1.5; it must be in [0, 1]");
-    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.momentum = NAN}) == NULL);
+    r = rms(1e-2, 0.99, 1e-8, 0, NAN, false);
+    CHECK(gf_rmsprop_create(&p, 1, &r) == NULL);
     CHECK_CONTAINS(gf_last_error(), "invalid momentum");
-    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.weight_decay = -0.1}) == NULL);
-    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.eps = -1}) == NULL);
-    CHECK(gf_adagrad_create(&p, 1, &(gf_adagrad_opts){.lr_decay = -1}) == NULL);
+    r = rms(1e-2, 0.99, 1e-8, -0.1, 0, false);
+    CHECK(gf_rmsprop_create(&p, 1, &r) == NULL);
+    r = rms(1e-2, 0.99, -1, 0, 0, false);
+    CHECK(gf_rmsprop_create(&p, 1, &r) == NULL);
+    gf_adagrad_opts a = adg(1e-2, -1, 0, 0, 1e-10);
+    CHECK(gf_adagrad_create(&p, 1, &a) == NULL);
     CHECK_CONTAINS(gf_last_error(), "gf_adagrad_create: invalid lr_decay -1");
-    CHECK(gf_adagrad_create(&p, 1, &(gf_adagrad_opts){.initial_accumulator_value = -1}) == NULL);
+    a = adg(1e-2, 0, 0, -1, 1e-10);
+    CHECK(gf_adagrad_create(&p, 1, &a) == NULL);
     CHECK_CONTAINS(gf_last_error(), "initial_accumulator_value");
-    CHECK(gf_adagrad_create(&p, 1, &(gf_adagrad_opts){.eps = INFINITY}) == NULL);
+    a = adg(1e-2, 0, 0, 0, INFINITY);
+    CHECK(gf_adagrad_create(&p, 1, &a) == NULL);
+    /* not started from the _DEFAULT initialiser: refused, naming it */
+    CHECK(gf_rmsprop_create(&p, 1, &(gf_rmsprop_opts){.lr = 0.1}) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "GF_RMSPROP_OPTS_DEFAULT");
+    CHECK(gf_adagrad_create(&p, 1, &(gf_adagrad_opts){.lr = 0.1}) == NULL);
+    CHECK_CONTAINS(gf_last_error(), "GF_ADAGRAD_OPTS_DEFAULT");
     CHECK(gf_adagrad_create(NULL, 1, NULL) == NULL);
     gf_tensor *q = gf_zeros((int64_t[]){3}, 1, GF_F64, NULL); /* does not require grad */
     CHECK(gf_adagrad_create(&q, 1, NULL) == NULL);

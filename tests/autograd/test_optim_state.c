@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_optim_state.c — optimiser state for checkpoints
  * (gf_optimizer_state_dict / gf_optimizer_load_state_dict) and the
  * generator's state (gf_rng_get_state / gf_rng_set_state), and the
@@ -50,8 +51,15 @@ static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
            !memcmp(x, y, n);
 }
 
+static gf_adam_opts adam_lr(double lr) {
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+    o.lr = lr;
+    return o;
+}
+
 static gf_optimizer *make(bool adam, gf_tensor **p, double momentum) {
-    return adam ? gf_adam_create(p, 2, &(gf_adam_opts){.lr = 0.05})
+    const gf_adam_opts ao = adam_lr(0.05);
+    return adam ? gf_adam_create(p, 2, &ao)
                 : gf_sgd_create(p, 2, &(gf_sgd_opts){.lr = 0.05, .momentum = momentum});
 }
 
@@ -175,7 +183,7 @@ static void test_errors(void) {
     gf_tensor *m3d = gf_zeros((const int64_t[]){3}, 1, GF_F64, NULL);
     gf_tensor *step_ok = gf_scalar(4, GF_I64, NULL);
     gf_tensor *step_neg = gf_scalar(-1, GF_I64, NULL);
-    gf_tensor *step_f = gf_scalar(4, GF_F32, NULL);
+    gf_tensor *step_f = gf_scalar(4.5, GF_F32, NULL);
     gf_tensor *step_v = gf_zeros((const int64_t[]){1}, 1, GF_I64, NULL);
 
     check_refused(adam, "s.0.momentum_buffer", m23, "which Adam state does not have");
@@ -189,8 +197,8 @@ static void test_errors(void) {
     check_refused(adam, "s.0.exp_avg", m3, "is f32[3], but its parameter is f32[2, 3]");
     check_refused(sgd, "s.1.momentum_buffer", m3d, "is f64[3], but its parameter is f32[3]");
     check_refused(adam, "s.0.step", step_neg, "negative step count");
-    check_refused(adam, "s.0.step", step_f, "0-dim integer");
-    check_refused(adam, "s.0.step", step_v, "0-dim integer");
+    check_refused(adam, "s.0.step", step_f, "not a whole number");
+    check_refused(adam, "s.0.step", step_v, "must be a 0-dim step count");
     /* Adam needs all three entries of a parameter */
     {
         const char *names[2] = {"s.1.exp_avg", "s.1.step"};
@@ -239,15 +247,16 @@ static void test_set_lr(void) {
     gf_tensor *p[2], *q[2];
     make_params(p);
     make_params(q);
-    gf_optimizer *a = gf_adam_create(p, 2, &(gf_adam_opts){.lr = 0.05});
-    gf_optimizer *b = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.05});
+    const gf_adam_opts ao = adam_lr(0.05), ao2 = adam_lr(0.01);
+    gf_optimizer *a = gf_adam_create(p, 2, &ao);
+    gf_optimizer *b = gf_adam_create(q, 2, &ao);
     step(a, p, 0);
     step(b, q, 0);
     CHECK(gf_optimizer_get_lr(a) == 0.05);
     CHECK(gf_optimizer_set_lr(a, 0.01) == GF_OK && gf_optimizer_get_lr(a) == 0.01);
     /* b: a fresh Adam at lr 0.01 carrying b's state */
     gf_tensor_dict *st = gf_optimizer_state_dict(b, NULL);
-    gf_optimizer *c = gf_adam_create(q, 2, &(gf_adam_opts){.lr = 0.01});
+    gf_optimizer *c = gf_adam_create(q, 2, &ao2);
     CHECK(gf_optimizer_load_state_dict(c, st, NULL) == GF_OK);
     gf_tensor_dict_destroy(st);
     step(a, p, 1);

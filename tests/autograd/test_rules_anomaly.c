@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_anomaly.c — rule 22: anomaly mode records where each node was
  * created and reports it on a backward error; with it on, a NaN gradient is
  * an error naming the node. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_custom.c — rule 20 (custom functions from C) and rule 23
  * (gf_gradcheck / gf_gradgradcheck catch a wrong backward).
  *

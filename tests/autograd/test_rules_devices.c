@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_devices.c — autograd rules whose values the device computes
  * (docs/autograd.md): .grad accumulated in place (rule 2), gradients at
  * non-differentiable points (rule 24: std at zero variance, ties of

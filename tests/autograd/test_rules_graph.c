@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_graph.c — rules 1–7 of the autograd semantics (docs/autograd.md):
  * flags, .grad, backward's arguments, freeing saved tensors, gf_grad,
  * gradient summation and node order, and freeing very long graphs.

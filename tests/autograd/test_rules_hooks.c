@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_hooks.c — rules 16–19: tensor hooks, post-accumulate-grad
  * hooks, node pre/post hooks and their order, saved-tensor hooks. */
 #include <pthread.h>

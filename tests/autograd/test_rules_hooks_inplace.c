@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_hooks_inplace.c — saved-tensor hooks (rule 19) around in-place
  * ops (rules 11-14): hooks that keep what pack is given must never keep a
  * tensor that holds the node's own history.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_inplace.c — rules 11–15: version counters, the check of saved
  * tensors, in-place on leaves, rebasing views of non-leaves (CopySlices),
  * and the views that may not be written in place. */

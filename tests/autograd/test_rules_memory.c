@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_memory.c — rule 25: intermediates are freed as soon as nothing
  * needs them, measured with the allocator's statistics.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_modes.c — rules 8–10: no-grad, enable-grad, nesting,
  * thread-local modes, the mode backward runs in, and inference mode. */
 #include <pthread.h>

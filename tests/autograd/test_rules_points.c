@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_points.c — rule 24: gradients at non-differentiable and
  * undefined points follow PyTorch's conventions (docs/autograd.md lists
  * them): relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, ties of max/min split

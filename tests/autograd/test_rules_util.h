@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules_util.h — helpers shared by the autograd rule tests
  * (tests/autograd/test_rules_*.c, test_threads_autograd.c).
  *
@@ -8,7 +9,9 @@
 #define GRAFT_TESTS_RULES_UTIL_H
 
 #include <graft.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -190,6 +193,22 @@ static inline uint64_t ag_bytes_in_use(void) {
     gf_memory_stats st = {0};
     if (gf_memory_get_stats(gf_device_default(), &st) != GF_OK) return UINT64_MAX;
     return st.bytes_in_use;
+}
+
+/* Compares t (any strides) with the n values want, each within tol * (1 +
+ * |want|): the torch-expected comparisons of the module tests. */
+static inline void ag_near(const char *what, const gf_tensor *t, const double *want, int64_t n,
+                           double tol) {
+    gf_tensor *c = t ? gf_contiguous(t) : NULL;
+    double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    CHECK_MSG(c && got && gf_tensor_numel(c) == n &&
+                  gf_tensor_to_host(c, got, (size_t)n * sizeof(double)) == GF_OK,
+              "%s: %s", what, gf_last_error());
+    for (int64_t i = 0; c && got && gf_tensor_numel(c) == n && i < n; i++)
+        CHECK_MSG(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
+                  "%s[%lld]: %.17g, torch %.17g", what, (long long)i, got[i], want[i]);
+    free(got);
+    gf_tensor_release(c);
 }
 
 /* The device the program runs on (GRAFT_DEVICE; the programs that also run

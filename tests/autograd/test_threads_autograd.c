@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_threads_autograd.c — rule 21: backward from several threads, and
  * backward called from inside a hook or a custom backward. Also run under
  * ThreadSanitizer in CI (every tests/autograd/test_threads*.c is).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_train_utils.c — gf_clip_grad_norm_ / gf_clip_grad_value_ against
  * hand-computed norms and scaled gradients, and the torch.nn.init-style
  * initialisers: fans, gains, bounds, sample moments, determinism under a

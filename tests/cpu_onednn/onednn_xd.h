@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* onednn_xd.h — the cpu_onednn suite's part of the cross-device harness
  * (tests/xd_harness.h): cpu:0, the cpu_onednn plugin's device, is tested
  * against the reference plugin through libgraft.

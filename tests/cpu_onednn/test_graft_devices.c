@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_graft_devices.c — cpu_onednn through libgraft, against the reference
  * device in the same process (GRAFT_PLUGINS=cpu_onednn,reference: cpu:0 is
  * cpu_onednn, cpu:1 the reference): whole training steps of an MLP and of a
@@ -165,7 +166,9 @@ static void test_cnn_training(void) {
         rm[k] = gf_zeros((int64_t[]){6}, 1, GF_F32, d);
         rv[k] = gf_ones((int64_t[]){6}, 1, GF_F32, d);
         gf_tensor *ps[8] = {n[k].c1, n[k].cb1, n[k].c2, n[k].cb2, n[k].g, n[k].be, n[k].w, n[k].b};
-        opt[k] = gf_adam_create(ps, 8, &(gf_adam_opts){.lr = 0.01});
+        gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+        ao.lr = 0.01;
+        opt[k] = gf_adam_create(ps, 8, &ao);
     }
     for (int step = 0; step < 3; step++) {
         gf_tensor *loss[2];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_onednn_elementwise.c — cpu_onednn against the reference plugin for
  * every elementwise op: unary (f32, f64, integers), binary with broadcasting,
  * comparisons, WHERE, COPY between every dtype pair, FILL, buffer_fill; on

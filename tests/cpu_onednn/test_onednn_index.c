@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_onednn_index.c — cpu_onednn against the reference plugin for the
  * indexing ops (INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD): every data
  * dtype, every dim, transposed / sliced / offset layouts, repeated indices

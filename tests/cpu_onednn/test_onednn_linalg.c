@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_onednn_linalg.c — cpu_onednn against the reference plugin for MATMUL
  * (sizes from 1 to 300, batches, batch broadcast through stride-0 dims in a,
  * b or both, transposed, sliced and offset operands and outputs, f32 and f64

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_onednn_reduce.c — cpu_onednn against the reference plugin for the
  * reductions (every op, every dims mask of a rank-3 tensor, rows, columns,
  * whole tensors, layouts), softmax / log_softmax along every dim, layer norm

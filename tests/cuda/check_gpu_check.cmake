@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check_gpu_check.cmake — scripts/gpu-check.sh rehearsed without a GPU, on the
 # build under test (--no-build), in a few seconds:
 #  1. the steps that need a GPU report it as their reason, the summary and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # graft-info lists the cuda plugin as loaded; with no device it shows the
 # plugin's reason (what CUDA said), with devices their compute capability and
 # memory. Run with -DINFO=<graft-info> and GRAFT_PLUGINS=cuda,reference.

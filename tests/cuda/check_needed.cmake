@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The cuda plugin must load where there is no NVIDIA driver: it may not name
 # libcuda.so.1 among its DT_NEEDED libraries (the static CUDA runtime opens
 # the driver itself, at run time). Nor may it name cuBLAS or cuDNN: every

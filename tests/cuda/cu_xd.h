@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_xd.h — the CUDA suite's part of the cross-device harness
  * (tests/xd_harness.h): cuda:0 is tested against the reference plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_formulas.c — the CUDA elementwise formulas are the ones the
  * OpenCL (and Vulkan) kernels are generated from, and they compute what the
  * reference plugin computes. Needs no GPU.

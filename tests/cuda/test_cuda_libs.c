@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_libs.c — cuda_libs.c alone: cuBLAS and cuDNN open on first use.
  *
  * Needs no GPU: opening the libraries and resolving their symbols does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_load.c — the cuda plugin loads and behaves, GPU or not.
  *
  * Through the ABI alone (the plugin file from GRAFT_TEST_CUDA_PLUGIN): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_philox.c — the CUDA RANDOM kernel's numbers are the reference's.
  *
  * The kernel computes every number with cu_philox.h, a header that is CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_xd_elementwise.c — every elementwise op on cuda:0 against the
  * reference plugin: unary, binary, comparison, logical, where, masked_fill,
  * copies between every pair of dtypes, fill, arange, tril/triu, random

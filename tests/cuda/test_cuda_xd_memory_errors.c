@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_xd_memory_errors.c — device memory, transfers, threads and
  * errors on cuda:0.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_xd_nn.c — convolution, pooling, batch_norm, the indexing ops and
  * a gradient through all of them, on cuda:0 against the reference plugin.
  *

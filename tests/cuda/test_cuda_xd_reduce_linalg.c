@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cuda_xd_reduce_linalg.c — reductions, matmul, softmax and layer_norm
  * on cuda:0 against the reference plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* asan_keep_modules.c — preloaded (LD_PRELOAD) into the MPI tests'
  * processes in sanitizer builds only (dist/CMakeLists.txt): dlclose becomes
  * a no-op, so the shared objects Open MPI loads at run time (its MCA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dist_test.h — what the MPI tests share: start-up on the device
  * GRAFT_DEVICE names, host values of every dtype (f16 / bf16 included),
  * tensors made from them, and the report of each rank.

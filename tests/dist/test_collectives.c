@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_collectives — every collective of graft/dist.h on the device
  * GRAFT_DEVICE names, for every dtype it stores, sizes 0, 1, odd and large,
  * contiguous and strided tensors, against values computed on the host; the

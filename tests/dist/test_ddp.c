@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ddp — data-parallel gradients (gf_ddp) on the device GRAFT_DEVICE
  * names, with 2 ranks: each rank runs backward on its half of a global
  * batch; after gf_ddp_wait every .grad must equal the gradient of the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* check_abi_reference.c — docs/abi-reference.md against abi/graft_plugin.h.
  *
  *   check_abi_reference <graft_plugin.h> <abi-reference.md>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check_snippets.cmake -DPAGES=<page.md>|... -DSOURCE_DIR=<tests/docs>
 # Every ```c block of the pages must be a marked, uniquely named program, so
 # that every C snippet in the docs is compiled and run (see snippets.cmake).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # run_snippet.cmake -DEXE=<program> -DDIR=<working dir> [-DEXPECTED=<file>]
 #                   [-DLAUNCHER=<command|args...>]
 # Runs one program of the docs (through LAUNCHER, '|'-separated, e.g.

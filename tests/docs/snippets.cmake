@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # snippets.cmake — finds the C programs in a Markdown page.
 #
 # A C code block that is a complete program is preceded by a marker line:

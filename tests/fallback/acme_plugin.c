@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acme_plugin.c — a device plugin shaped like a vendor's first drop, for the
  * fallback tests.
  *

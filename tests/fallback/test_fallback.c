@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fallback.c — ops a device lacks run on the fallback device.
  *
  * The partial device is acme (acme_plugin.c: not host-addressable, 15 f32

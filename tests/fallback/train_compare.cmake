@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Trains an example on cpu, then on acme with the default fallback, and
 # compares every batch's loss (relative RTOL); then on acme in strict mode,
 # which must fail with the UNSUPPORTED message. Run with cmake -P:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_api.c — a libFuzzer target over graft's public API.
  *
  * The input is a little program: each byte group picks an action (create a
@@ -27,7 +28,12 @@
  * release callback) must be given back by the end of each input, and
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
- * RMSprop, Adagrad) step pooled tensors with whatever gradients they hold.
+ * RMSprop, Adagrad, Adadelta, NAdam, RAdam) step pooled tensors with
+ * whatever gradients they hold.
+ * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
+ * graft must refuse. Modules (Linear, Sequential) run on pooled tensors and
+ * load their own state dicts, altered; recurrent, attention and encoder
+ * layers run on them with pooled states and masks.
  *
  * Patterns left out, each a known defect fixed separately:
  *  - gf_scope_keep of a tensor recorded in an enclosing scope (a nested scope
@@ -88,6 +94,8 @@ static gf_dtype dtype_arg(reader *r) {
     /* the 16-bit floats rarely: where the device does not store them every
      * call must refuse them */
     int i = pick(r, 32);
+    if (i == 9) return GF_C64; /* the complex dtypes as rarely as the 16-bit ones */
+    if (i == 10) return GF_C128;
     return i < 7 ? d[i] : i == 7 ? GF_F16 : i == 8 ? GF_BF16 : d[i % 7];
 }
 
@@ -130,6 +138,15 @@ static bool track(gf_tensor *t) {
     if (n_tracked == TRACKED) return false;
     tracked[n_tracked++] = gf_tensor_retain(t);
     return true;
+}
+
+/* Whether the pool or the tracked list holds t. */
+static bool held_by_target(const gf_tensor *t) {
+    for (int i = 0; i < POOL; i++)
+        if (pool[i] == t) return true;
+    for (int i = 0; i < n_tracked; i++)
+        if (tracked[i] == t) return true;
+    return false;
 }
 
 static void drop(gf_tensor *t) {
@@ -258,8 +275,10 @@ static void act_create(reader *r) {
             put_fresh(gf_from_data(NULL, s, rank, dt, NULL));
             break;
         }
-        double buf[CAP];
+        double buf[2 * CAP]; /* c128: two doubles per element */
         for (uint64_t i = 0; i < n; i++) buf[i] = (double)(int8_t)u8(r) / 4.0;
+        if (dt == GF_C128 || dt == GF_C64) /* (re, im) pairs: im from more bytes */
+            for (uint64_t i = n; i-- > 0;) buf[2 * i] = buf[i], buf[2 * i + 1] = (double)(int8_t)u8(r) / 8.0;
         if (dt == GF_BOOL)
             for (uint64_t i = 0; i < n; i++) ((uint8_t *)buf)[i] = buf[i] > 0;
         else if (dt == GF_I32)
@@ -268,6 +287,8 @@ static void act_create(reader *r) {
             for (uint64_t i = 0; i < n; i++) ((int64_t *)buf)[i] = (int64_t)buf[i];
         else if (dt == GF_F32)
             for (uint64_t i = 0; i < n; i++) ((float *)buf)[i] = (float)buf[i];
+        else if (dt == GF_C64)
+            for (uint64_t i = 0; i < 2 * n; i++) ((float *)buf)[i] = (float)buf[i];
         if (pick(r, 2)) {
             put_fresh(gf_from_data(buf, s, rank, dt, NULL));
             break;
@@ -291,7 +312,7 @@ static void act_view(reader *r) {
     int64_t s[GF_MAX_RANK];
     int rank = pick(r, 5);
     for (int i = 0; i < rank; i++) s[i] = pick(r, 8) == 0 ? -1 : size_arg(r);
-    switch (pick(r, 16)) {
+    switch (pick(r, 19)) {
     case 0: put(gf_reshape(t, s, rank)); break;
     case 1: put(gf_view(t, s, rank)); break;
     case 2:
@@ -324,6 +345,12 @@ static void act_view(reader *r) {
         break;
     }
     case 14: put(gf_contiguous(t)); break;
+    case 15: put(gf_flatten_dims(t, dim_arg(r), dim_arg(r))); break;
+    case 16: put(gf_unflatten(t, dim_arg(r), s, rank)); break;
+    case 17:
+        put(pick(r, 2) ? gf_pixel_shuffle(t, pick(r, 4) ? pick(r, 4) : int_arg(r))
+                       : gf_pixel_unshuffle(t, pick(r, 4) ? pick(r, 4) : int_arg(r)));
+        break;
     default: put(gf_detach(t)); break;
     }
 }
@@ -331,7 +358,7 @@ static void act_view(reader *r) {
 static void act_unary(reader *r) {
     gf_tensor *t = get(r);
     if (!t) return;
-    switch (pick(r, 24)) {
+    switch (pick(r, 27)) {
     case 0: put(gf_neg(t)); break;
     case 1: put(gf_abs(t)); break;
     case 2: put(gf_exp(t)); break;
@@ -355,6 +382,9 @@ static void act_unary(reader *r) {
     case 20: put(gf_tril(t, int_arg(r))); break;
     case 21: put(gf_triu(t, int_arg(r))); break;
     case 22: put(gf_elu(t, dbl_arg(r))); break;
+    case 23: put(pick(r, 2) ? gf_rand_like(t) : gf_randn_like(t)); break;
+    case 24: put(gf_randint_like(t, int_arg(r), int_arg(r))); break;
+    case 25: put(gf_multinomial(t, pick(r, 2) ? 1 + pick(r, 4) : int_arg(r), pick(r, 2))); break;
     default: put(gf_reciprocal(t)); break;
     }
 }
@@ -362,7 +392,7 @@ static void act_unary(reader *r) {
 static void act_binary(reader *r) {
     gf_tensor *a = get(r), *b = get(r);
     if (!a) return;
-    switch (pick(r, 20)) {
+    switch (pick(r, 25)) {
     case 0: put(gf_add(a, b)); break;
     case 1: put(gf_sub(a, b)); break;
     case 2: put(gf_mul(a, b)); break;
@@ -381,6 +411,11 @@ static void act_binary(reader *r) {
     case 15: put(gf_div_scalar(a, dbl_arg(r))); break;
     case 16: put(gf_lt_scalar(a, dbl_arg(r))); break;
     case 17: put(gf_mse_loss(a, b, (gf_reduction)pick(r, 4))); break;
+    case 19: put(gf_add_alpha(a, b, dbl_arg(r))); break;
+    case 20: put(gf_sub_alpha(a, b, dbl_arg(r))); break;
+    case 21: put(gf_dot(a, b)); break;
+    case 22: put(gf_vdot(a, b)); break;
+    case 23: put(gf_outer(a, b)); break;
     case 18: {
         gf_tensor *ts[3] = {a, b, get(r)};
         put(gf_cat(ts, 1 + pick(r, 3), dim_arg(r)));
@@ -539,7 +574,24 @@ static void act_nn(reader *r) {
 static void act_inplace(reader *r) {
     gf_tensor *t = get(r), *o = get(r);
     if (!t) return;
-    switch (pick(r, 17)) {
+    switch (pick(r, 32)) {
+    case 17: gf_leaky_relu_(t, dbl_arg(r)); break;
+    case 18: gf_elu_(t, dbl_arg(r)); break;
+    case 19: gf_celu_(t, dbl_arg(r)); break;
+    case 20: gf_selu_(t); break;
+    case 21: gf_hardtanh_(t, dbl_arg(r), dbl_arg(r)); break;
+    case 22: gf_relu6_(t); break;
+    case 23: gf_silu_(t); break;
+    case 24: gf_gelu_(t, pick(r, 2)); break;
+    case 25: gf_hardsigmoid_(t); break;
+    case 26: gf_hardswish_(t); break;
+    case 27: gf_mish_(t); break;
+    case 28: gf_add_alpha_(t, o, dbl_arg(r)); break;
+    case 29: gf_sub_alpha_(t, o, dbl_arg(r)); break;
+    case 30:
+        if (pick(r, 2)) gf_init_orthogonal_(t, dbl_arg(r));
+        else gf_init_trunc_normal_(t, dbl_arg(r), dbl_arg(r), dbl_arg(r), dbl_arg(r));
+        break;
     case 12: gf_sigmoid_(t); break;
     case 13: gf_tanh_(t); break;
     case 14: gf_mul_scalar_(t, dbl_arg(r)); break;
@@ -595,6 +647,13 @@ static void act_autograd(reader *r) {
     }
     case 3: {
         gf_tensor *g = gf_tensor_grad(t);
+        /* inside a scope, the reflex of a C programmer: releasing what graft
+         * returned (the .grad slot holds it too); graft must refuse it. Not
+         * when the target holds a reference of its own to that tensor (in
+         * the pool or tracked): a release then cannot be told from the
+         * release of that reference (graft/tensor.h), and the target would
+         * go on using both. */
+        if (g && scope_depth && !held_by_target(g) && pick(r, 2)) gf_tensor_release(g);
         put(g);
         break;
     }
@@ -660,6 +719,47 @@ static gf_tensor *check_mul(gf_tensor *const *in, int n, void *user) {
     return gf_mul(in[0], in[n > 1 ? 1 : 0]);
 }
 
+/* The complex API: construction from parts, the views between complex and
+ * real (sharing storage and version counter, refused for in-place writes
+ * that autograd cannot follow), the parts, conjugation, reading elements. */
+static void act_complex(reader *r) {
+    gf_tensor *a = get(r);
+    switch (pick(r, 12)) {
+    case 0: put(gf_complex(a, get(r))); break;
+    case 1: put(gf_polar(a, get(r))); break;
+    case 2: put(gf_view_as_real(a)); break;
+    case 3: put(gf_view_as_complex(a)); break;
+    case 4: put(gf_real(a)); break;
+    case 5: put(gf_imag(a)); break;
+    case 6: put(gf_conj(a)); break;
+    case 7: put(gf_angle(a)); break;
+    case 8: {
+        int rank = pick(r, 4);
+        int64_t s[GF_MAX_RANK];
+        for (int i = 0; i < rank; i++) s[i] = size_arg(r);
+        gf_dtype dt = pick(r, 4) ? (pick(r, 2) ? GF_C64 : GF_C128) : dtype_arg(r);
+        if (sizes_ok(s, rank)) put_fresh(gf_randn_complex(s, rank, dt, NULL));
+        break;
+    }
+    case 9: {
+        double re, im;
+        int64_t idx[GF_MAX_RANK] = {0};
+        if (pick(r, 2)) gf_tensor_item_complex(a, pick(r, 2) ? &re : NULL, &im);
+        else if (a && gf_tensor_numel(a) > 0) gf_tensor_get_complex(a, idx, &re, &im);
+        break;
+    }
+    case 10: put(gf_to_dtype(a, pick(r, 2) ? GF_C64 : GF_C128)); break;
+    default: {
+        /* a real loss of a complex tensor: |z|^2 summed, backward through it */
+        gf_tensor *ab = gf_abs(a), *sq = ab ? gf_square(ab) : NULL;
+        gf_tensor *l = sq ? gf_sum(sq, NULL, 0, false) : NULL;
+        if (l && gf_tensor_requires_grad(l)) gf_backward(l, NULL, NULL);
+        put(l);
+        if (!scope_depth) gf_tensor_release(ab), gf_tensor_release(sq);
+    }
+    }
+}
+
 static void act_check(reader *r) {
     static const gf_check_fn fns[] = {check_exp_sum, check_fails, check_integer, check_mul};
     gf_tensor *in[2] = {get(r), get(r)};
@@ -668,8 +768,17 @@ static void act_check(reader *r) {
     if (gf_tensor_numel(in[0]) > 16 || gf_tensor_numel(in[1]) > 16) return;
     gf_check_fn fn = fns[pick(r, 4)];
     int n = 1 + pick(r, 2);
-    if (pick(r, 2)) gf_gradcheck(fn, in, n, NULL, NULL);
-    else gf_gradgradcheck(fn, in, n, NULL, NULL);
+    /* the defaults, or tolerances (0 included) and steps of any value */
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+    const gf_gradcheck_opts *op = NULL;
+    if (pick(r, 4) == 0) {
+        o.eps = dbl_arg(r), o.atol = dbl_arg(r), o.rtol = dbl_arg(r);
+        o.skip_determinism = pick(r, 2);
+        if (pick(r, 8) == 0) o.init = 0;
+        op = &o;
+    }
+    if (pick(r, 2)) gf_gradcheck(fn, in, n, NULL, op);
+    else gf_gradgradcheck(fn, in, n, NULL, op);
 }
 
 /* An optimiser over one or two pooled tensors (refused unless they are
@@ -677,17 +786,49 @@ static void act_check(reader *r) {
  * broadcast, another dtype, from create_graph), its state saved and loaded
  * back, then destroyed: Adam and AdamW take the device's fused update where
  * it has one. */
+/* L-BFGS's closure: sum(p^2) (or a failure), p's .grad cleared first. */
+static gf_tensor *lbfgs_param;
+static bool lbfgs_fail;
+static gf_tensor *lbfgs_closure(void *user) {
+    (void)user;
+    if (lbfgs_fail) {
+        gf_set_error(GF_ERR_INVALID, "fuzz: the closure fails");
+        return NULL;
+    }
+    gf_tensor_set_grad(lbfgs_param, NULL);
+    gf_tensor *sq = gf_square(lbfgs_param);
+    gf_tensor *s = sq ? gf_sum(sq, NULL, 0, false) : NULL;
+    if (s) gf_backward(s, NULL, NULL);
+    if (!scope_depth) gf_tensor_release(sq);
+    return s;
+}
+
 static void act_optim(reader *r) {
     gf_tensor *p[2] = {get(r), get(r)};
     int n = 1 + pick(r, 2);
     if (!p[0] || (n == 2 && !p[1])) return;
+    if (pick(r, 8) == 0) {
+        gf_lbfgs_opts o = GF_LBFGS_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.max_iter = pick(r, 30) - 1, o.max_eval = pick(r, 40) - 2;
+        o.history_size = size_arg(r), o.strong_wolfe = pick(r, 2);
+        o.tolerance_grad = dbl_arg(r);
+        gf_lbfgs *l = gf_lbfgs_create(p, 1, &o);
+        lbfgs_param = p[0];
+        lbfgs_fail = pick(r, 4) == 0;
+        double loss;
+        if (l && track(p[0])) gf_lbfgs_step(l, lbfgs_closure, NULL, &loss);
+        gf_lbfgs_destroy(l);
+        return;
+    }
     gf_optimizer *opt = NULL;
-    switch (pick(r, 4)) {
+    switch (pick(r, 7)) {
     case 0: {
-        gf_adam_opts o = {.lr = dbl_arg(r), .beta1 = dbl_arg(r), .beta2 = dbl_arg(r),
-                          .eps = dbl_arg(r), .weight_decay = dbl_arg(r),
-                          .decoupled_weight_decay = pick(r, 2)};
-        opt = gf_adam_create(p, n, &o);
+        /* from the defaults or not (refused), then any value in each field */
+        gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+        if (pick(r, 8) == 0) o.init = 0;
+        o.lr = dbl_arg(r), o.beta1 = dbl_arg(r), o.beta2 = dbl_arg(r), o.eps = dbl_arg(r);
+        o.weight_decay = dbl_arg(r), o.decoupled_weight_decay = pick(r, 2);
+        opt = gf_adam_create(p, n, pick(r, 8) ? &o : NULL);
         break;
     }
     case 1: {
@@ -697,14 +838,35 @@ static void act_optim(reader *r) {
         break;
     }
     case 2: {
-        gf_rmsprop_opts o = {.lr = dbl_arg(r), .alpha = dbl_arg(r), .momentum = dbl_arg(r),
-                             .centered = pick(r, 2)};
+        gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.alpha = dbl_arg(r), o.momentum = dbl_arg(r), o.eps = dbl_arg(r);
+        o.centered = pick(r, 2);
         opt = gf_rmsprop_create(p, n, &o);
         break;
     }
-    default: {
-        gf_adagrad_opts o = {.lr = dbl_arg(r), .lr_decay = dbl_arg(r)};
+    case 3: {
+        gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.lr_decay = dbl_arg(r), o.eps = dbl_arg(r);
         opt = gf_adagrad_create(p, n, &o);
+        break;
+    }
+    case 4: {
+        gf_adadelta_opts o = GF_ADADELTA_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.rho = dbl_arg(r), o.eps = dbl_arg(r);
+        opt = gf_adadelta_create(p, n, &o);
+        break;
+    }
+    case 5: {
+        gf_nadam_opts o = GF_NADAM_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.beta1 = dbl_arg(r), o.momentum_decay = dbl_arg(r);
+        o.decoupled_weight_decay = pick(r, 2), o.weight_decay = dbl_arg(r);
+        opt = gf_nadam_create(p, n, &o);
+        break;
+    }
+    default: {
+        gf_radam_opts o = GF_RADAM_OPTS_DEFAULT;
+        o.lr = dbl_arg(r), o.beta2 = dbl_arg(r), o.eps = dbl_arg(r);
+        opt = gf_radam_create(p, n, &o);
         break;
     }
     }
@@ -720,8 +882,92 @@ static void act_optim(reader *r) {
     gf_optimizer_destroy(opt);
 }
 
+/* Modules: a Linear sized from a pooled tensor (or not), run on it, its
+ * state dict saved and loaded back (strict or not, with an entry removed or
+ * replaced by a pooled tensor), a pooled leaf registered as a parameter, a
+ * Sequential around it, train/eval, zero_grad, freezing. */
+/* Sequence layers on a pooled tensor taken as [T or N, N or T, features]:
+ * an RNN/LSTM/GRU (with or without the pooled h0), or self-attention with
+ * a pooled mask, or an encoder layer. */
+static void act_seq_module(reader *r, gf_tensor *x) {
+    int64_t e = gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : 1, h = 1 + pick(r, 3);
+    const int64_t ws[2] = {4 * h, e > h ? e : h};
+    if (!sizes_ok(ws, 2)) return;
+    gf_module *m = NULL;
+    gf_tensor *y = NULL, *hn = NULL, *cn = NULL, *w = NULL;
+    switch (pick(r, 3)) {
+    case 0:
+        m = gf_nn_rnn((gf_rnn_mode)pick(r, 4), e, h, 1 + pick(r, 2), pick(r, 2), pick(r, 2),
+                      0.0, pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_rnn_forward(m, x, pick(r, 2) ? get(r) : NULL, NULL, &hn,
+                                     pick(r, 2) ? &cn : NULL);
+        break;
+    case 1:
+        m = gf_nn_mha(e, 1, 0.0, pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_mha_forward(m, x, x, x, pick(r, 2) ? get(r) : NULL,
+                                     pick(r, 2) ? get(r) : NULL, pick(r, 2), pick(r, 2) ? &w : NULL);
+        break;
+    default:
+        m = gf_nn_transformer_encoder_layer(e, 1, 1 + pick(r, 4), 0.0, pick(r, 2), 1e-5,
+                                            pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
+        if (m) y = gf_nn_transformer_forward(m, x, pick(r, 2) ? get(r) : NULL, NULL);
+        break;
+    }
+    put(y), put(hn), put(cn), put(w);
+    gf_module_release(m);
+}
+
+static void act_module(reader *r) {
+    gf_tensor *x = gf_tensor_retain(get(r)); /* put() may drop its slot */
+    if (x && pick(r, 4) == 0) {
+        act_seq_module(r, x);
+        gf_tensor_release(x);
+        return;
+    }
+    int64_t in = x && gf_tensor_rank(x) > 0 ? gf_tensor_size(x, -1) : size_arg(r);
+    int64_t out = size_arg(r);
+    const int64_t ws[2] = {out, in};
+    /* weights graft fills: small, or certainly refused */
+    gf_module *lin = sizes_ok(ws, 2) ? gf_nn_linear(in, out, pick(r, 2), dtype_arg(r), NULL)
+                                     : NULL;
+    gf_module *parts[2] = {lin, lin ? gf_nn_relu() : NULL};
+    gf_module *seq = lin ? gf_nn_sequential(parts, pick(r, 3)) : NULL;
+    gf_module *m = seq ? seq : lin;
+    if (m) {
+        if (x) put(gf_module_forward(m, &x, 1));
+        gf_tensor_dict *d = gf_module_state_dict(m);
+        if (d && pick(r, 2)) gf_tensor_dict_remove(d, gf_tensor_dict_name(d, 0));
+        gf_tensor *t = get(r);
+        if (d && t && pick(r, 2)) gf_tensor_dict_set(d, pick(r, 2) ? "0.weight" : "weight", t);
+        gf_load_report rep = {0};
+        gf_module_load_state_dict(m, d, pick(r, 2), pick(r, 2) ? &rep : NULL);
+        gf_load_report_clear(&rep);
+        gf_tensor_dict_destroy(d);
+        int k = slot(r);
+        if (pool[k] && fresh[k] && track(pool[k]))
+            gf_module_register_parameter(lin, "extra", pool[k]);
+        switch (pick(r, 3)) {
+        case 0: gf_module_train(m, pick(r, 2)); break;
+        case 1: gf_module_zero_grad(m); break;
+        default: gf_module_requires_grad_(m, pick(r, 2)); break;
+        }
+        if (x) put(gf_module_forward(m, &x, 1));
+    }
+    gf_tensor_release(x);
+    gf_module_release(parts[1]);
+    gf_module_release(seq);
+    gf_module_release(lin);
+}
+
 static void act_scope(reader *r) {
-    (void)r;
+    if (scope_depth && pick(r, 2)) {
+        /* a result released by hand inside its scope (refused), then used */
+        gf_tensor *t = get(r);
+        gf_tensor *y = t ? gf_neg(t) : NULL;
+        gf_tensor_release(y);
+        put(y);
+        return;
+    }
     if (scope_depth) {
         gf_scope_end();
         scope_depth = 0;
@@ -774,11 +1020,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int steps = 0; r.n && steps < 64; steps++) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
         /* byte % 12 as before the optimisers came (the seeds keep their
-         * programs), the top 16 byte values for them */
+         * programs), the top 16 byte values for optimisers and modules, the
+         * 8 below them for the complex API */
         uint8_t b = u8(&r);
-        int act = b >= 240 ? 12 : b % 12;
-        if (trace) fprintf(stderr, " %d/13", act);
+        int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b % 12;
+        if (trace) fprintf(stderr, " %d/15", act);
         switch (act) {
+        case 14: act_complex(&r); break;
+        case 13: act_module(&r); break;
         case 12: act_optim(&r); break;
         case 10: act_hooks(&r); break;
         case 11: act_check(&r); break;

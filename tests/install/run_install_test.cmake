@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # run_install_test.cmake MODE=prefix|cmake_consumer|pkgconfig_consumer
 # (see CMakeLists.txt for the variables).
 cmake_minimum_required(VERSION 3.25)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """DLPack between graft and NumPy, both ways, in one process.
 
     dlpack_numpy.py LIBGRAFT_SO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interop_test.h — helpers shared by the interop tests: a private temporary
  * directory, raw file bytes, and checks of a failed call's status and
  * message. Expected file contents are written out by hand from the format

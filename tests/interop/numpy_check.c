@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* numpy_check.c — .npy / .npz / safetensors against NumPy itself.
  *
  *   numpy_check <work dir> <python3 with numpy, or "">

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_adopt.c — gf_from_host_memory: tensors over memory the caller owns.
  * Writes go both ways without copies, kernels (and autograd) run on the
  * memory in place, views keep it alive, release runs exactly once on the

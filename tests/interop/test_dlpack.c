@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_dlpack.c — DLPack export (memory shared, deleter releases graft's
  * reference), import of foreign tensors (adopted without a copy, the
  * producer's deleter run once when graft lets go; copied when they cannot be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_dlpack_versioned.c — DLPack 1.x (DLManagedTensorVersioned): export
  * with version and flags, import of foreign tensors (adopted), READ_ONLY
  * (copied, the producer's memory untouched), a major version graft does not

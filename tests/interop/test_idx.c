@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_idx.c — gf_load_idx on IDX files laid out by hand from the format's
  * description (magic 00 00 <type> <rank>, big-endian u32 sizes, big-endian
  * data), plain and gzip-compressed, and on every kind of bad file. The gzip

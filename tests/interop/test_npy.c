@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_npy.c — .npy save and load. The bytes graft writes are compared with
  * files laid out by hand from NumPy's format description, and hand-made files
  * (other versions, byte orders, Fortran order, narrower integers, malformed

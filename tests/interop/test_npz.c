@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_npz.c — .npz save and load: round trips, the archive's structure read
  * by the test's own ZIP walker (members are exactly the .npy files, stored,
  * with correct CRC-32s), damaged archives and argument errors. */

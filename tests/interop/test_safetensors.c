@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_safetensors.c — safetensors save and load: exact bytes of a written
  * file, hand-made files (metadata, escapes, narrow integers, data out of
  * header order) and malformed ones. */
@@ -212,6 +213,61 @@ static void test_save_errors(void) {
     gf_tensor_release(t);
 }
 
+/* A state dict built in memory: set keeps a replaced name's position and
+ * appends new ones, remove keeps the order, and the dict saves and loads
+ * back as itself. */
+static void test_dict_in_memory(void) {
+    gf_tensor *a = gf_scalar(1, GF_F32, NULL), *b = gf_scalar(2, GF_F64, NULL);
+    gf_tensor *c = gf_zeros(SZ(2, 3), 2, GF_I64, NULL);
+    gf_tensor_dict *d = gf_tensor_dict_new();
+    CHECK(d && gf_tensor_dict_size(d) == 0);
+    CHECK(gf_tensor_dict_set(d, "layer1.0.weight", a) == GF_OK);
+    CHECK(gf_tensor_dict_set(d, "bn1.num_batches_tracked", c) == GF_OK);
+    CHECK(gf_tensor_dict_set(d, "fc.bias", b) == GF_OK);
+    CHECK(gf_tensor_dict_set(d, "layer1.0.weight", b) == GF_OK); /* replaced in place */
+    CHECK(gf_tensor_dict_size(d) == 3 && gf_tensor_dict_at(d, 0) == b &&
+          !strcmp(gf_tensor_dict_name(d, 0), "layer1.0.weight"));
+    CHECK(gf_tensor_dict_remove(d, "bn1.num_batches_tracked") == GF_OK);
+    CHECK(gf_tensor_dict_size(d) == 2 && !strcmp(gf_tensor_dict_name(d, 1), "fc.bias"));
+    CHECK(gf_tensor_dict_set(d, "bn1.num_batches_tracked", c) == GF_OK);
+    CHECK(gf_save_safetensors_dict(d, it_path("dict.st")) == GF_OK);
+    gf_tensor_dict *e = gf_load_safetensors(it_path("dict.st"), NULL);
+    CHECK(e && gf_tensor_dict_size(e) == 3);
+    for (int i = 0; e && i < 3; i++) {
+        CHECK(!strcmp(gf_tensor_dict_name(e, i), gf_tensor_dict_name(d, i)));
+        CHECK(gf_tensor_dtype(gf_tensor_dict_at(e, i)) == gf_tensor_dtype(gf_tensor_dict_at(d, i)));
+    }
+    /* the dict holds its own references */
+    gf_tensor_release(a);
+    gf_tensor_release(b);
+    gf_tensor_release(c);
+    CHECK(it_get(gf_tensor_dict_get(d, "fc.bias"), 0) == 2.0);
+    /* errors */
+    CHECK(gf_tensor_dict_remove(d, "nope") == GF_ERR_NOT_FOUND);
+    CHECK_CONTAINS(gf_last_error(), "no tensor named 'nope'");
+    CHECK(gf_tensor_dict_set(d, "", gf_tensor_dict_at(d, 0)) == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "empty");
+    CHECK(gf_tensor_dict_set(d, "x", NULL) == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_set(NULL, "x", gf_tensor_dict_at(d, 0)) == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_set(d, NULL, gf_tensor_dict_at(d, 0)) == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_remove(NULL, "x") == GF_ERR_INVALID);
+    CHECK(gf_save_safetensors_dict(NULL, it_path("x.st")) == GF_ERR_INVALID);
+    char longname[5000];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    CHECK(gf_tensor_dict_set(d, longname, gf_tensor_dict_at(d, 0)) == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_size(d) == 3);
+    /* an empty dict saves and loads as empty */
+    gf_tensor_dict *empty = gf_tensor_dict_new();
+    CHECK(gf_save_safetensors_dict(empty, it_path("empty.st")) == GF_OK);
+    gf_tensor_dict *f = gf_load_safetensors(it_path("empty.st"), NULL);
+    CHECK(f && gf_tensor_dict_size(f) == 0);
+    gf_tensor_dict_destroy(f);
+    gf_tensor_dict_destroy(empty);
+    gf_tensor_dict_destroy(e);
+    gf_tensor_dict_destroy(d);
+}
+
 int main(void) {
     it_setup("safetensors");
     RUN(test_roundtrip);
@@ -219,6 +275,7 @@ int main(void) {
     RUN(test_load_made);
     RUN(test_load_errors);
     RUN(test_save_errors);
+    RUN(test_dict_in_memory);
     it_teardown();
     return CHECK_REPORT();
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs graft-info and checks what it prints. cmake -DINFO=<graft-info> -DMODE=<mode> -P this.
 #   json       --json parses (python3 -m json.tool when PYTHON is given, and
 #              CMake's own parser), lists the reference plugin and "Reference CPU",

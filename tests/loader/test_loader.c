@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_loader.c — plugin discovery, negotiation, defaults and failures.
  *
  * The loader initialises once per process, so each scenario is one run of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check_cache.cmake — the OpenCL kernel cache on disk, across processes.
 #   cmake -DPROBE=<ocl_device> -DDIR=<scratch dir> -P check_cache.cmake
 # 1. A first run (GRAFT_OPENCL_CACHE=1, an empty GRAFT_CACHE_DIR) builds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_device.c — the OpenCL plugin's device, driver and error paths, one
  * scenario per run (the environment of each is set by CMake):
  *

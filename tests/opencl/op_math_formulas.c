@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* op_math_formulas.c — the shared elementwise formulas (plugins/common/
  * op_math.def), generated as host C (graft-opgen c), give exactly what the
  * reference plugin computes, for every op and compute type: same bits, NaN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_conv_pool.c — conv2d and its two gradients, max and average
  * pooling and theirs, on the OpenCL device against the reference plugin:
  * strides, padding, dilation, groups, bias, ceil mode, count_include_pad,

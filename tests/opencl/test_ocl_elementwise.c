@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_elementwise.c — every elementwise op on the OpenCL device against
  * the reference plugin: unary, binary, comparison, logical, where, copy with
  * every dtype conversion, fill, arange, tril/triu and in-place forms, on

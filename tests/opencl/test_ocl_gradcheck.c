@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_gradcheck.c — gradients computed on the OpenCL device agree with
  * central differences (gf_gradcheck, f64): elementwise chains, matmul,
  * softmax / cross-entropy, layer norm, convolution, pooling, reductions and
@@ -69,7 +70,7 @@ static gf_tensor *f_index(gf_tensor *const *in, int n, void *user) {
 
 static void check(const char *what, gf_check_fn fn, gf_tensor **in, int n, void *user,
                   bool deterministic) {
-    gf_gradcheck_opts o = {0};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
     o.skip_determinism = !deterministic;
     gf_status st = gf_gradcheck(fn, in, n, user, &o);
     CHECK_MSG(st == GF_OK, "gradcheck %s: %s", what, gf_last_error());
@@ -105,7 +106,7 @@ static void test_gradcheck(void) {
 
 static void test_gradgradcheck(void) {
     gf_tensor *e[2] = {leaf(SZ(2, 3), 2, 21), leaf(SZ(2, 3), 2, 22)};
-    gf_gradcheck_opts o = {0};
+    gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
     gf_status st = gf_gradgradcheck(f_elementwise, e, 2, NULL, &o);
     CHECK_MSG(st == GF_OK, "gradgradcheck: %s", gf_last_error());
     gf_tensor_release(e[0]);

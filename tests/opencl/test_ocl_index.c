@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_index.c — index_select, gather, scatter_add, index_add (and the
  * ops built on them: embedding, one_hot, cross_entropy) on the OpenCL device
  * against the reference plugin, including duplicate indices (atomic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_linalg.c — matmul, softmax, log_softmax, layer_norm and
  * batch_norm on the OpenCL device against the reference plugin: sizes that
  * fill no tile evenly, transposed and sliced operands, batches with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_random.c — the OpenCL device draws the reference plugin's random
  * numbers: the same seed gives the same values (uniform and bernoulli bit for
  * bit; normal to the last bits of the device's log and cos), for every dtype,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_reduce.c — reductions on the OpenCL device against the reference
  * plugin: every reduction and dtype, over one dim, several dims, all dims,
  * with keepdim, on contiguous and strided inputs, long lines (the work-group

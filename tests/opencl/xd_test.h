@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* xd_test.h — the OpenCL suite's part of the cross-device harness
  * (tests/xd_harness.h): opencl:0 is tested against the reference plugin.
  *

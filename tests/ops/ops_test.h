@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ops_test.h — helpers shared by the forward-op tests (tests/ops/test_*.c).
  *
  * Tensors are built from double literals converted on the host side, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shape_test.h — what the tests of graft/shape.h share: layout makers that
  * can run inside a scope (ops_test.h's release their base tensor, which an
  * open scope refuses), and the device's f64 support. */

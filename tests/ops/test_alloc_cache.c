@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_alloc_cache.c — the caching allocator's bound (gf_memory_set_cache_limit,
  * GRAFT_CACHE_LIMIT): blocks freed longest ago go back to the plugin first,
  * a step's blocks stay, and the limit's every value is usable (0 caches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_binary.c — binary elementwise ops with broadcasting and type
  * promotion, comparisons, where and masked_fill. Expected
  * values are computed on the host by an independent broadcasting loop. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_complex.c — complex tensors (c64, c128) on the reference device:
  * creation, the views between complex and real (storage and version
  * shared), promotion, the elementwise ops, reductions, matmul, index and
@@ -291,6 +292,26 @@ static void test_reduce_matmul_index(void) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
 
+/* dot, vdot (which conjugates its first vector, as torch.vdot) and outer. */
+static void test_dot_vdot_outer(void) {
+    const double complex w3[3] = {CMPLX(0.5, -1), CMPLX(2, 2), CMPLX(-1, 0.5)};
+    int64_t n = 3;
+    gf_tensor *a = c128s(Z3, &n, 1), *b = c128s(w3, &n, 1);
+    gf_tensor *d = gf_dot(a, b), *vd = gf_vdot(a, b), *o = gf_outer(a, b);
+    double complex dw = 0, vw = 0, ow[9];
+    for (int k = 0; k < 3; k++) {
+        dw += Z3[k] * w3[k];
+        vw += conj(Z3[k]) * w3[k];
+        for (int j = 0; j < 3; j++) ow[k * 3 + j] = Z3[k] * w3[j];
+    }
+    check_c("dot", d, &dw, 1, 1e-14);
+    check_c("vdot", vd, &vw, 1, 1e-14);
+    check_c("outer", o, ow, 9, 0);
+    CHECK(d && gf_tensor_dtype(d) == GF_C128 && vd && gf_tensor_dtype(vd) == GF_C128);
+    gf_tensor *ts[] = {a, b, d, vd, o};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
+}
+
 static void test_randn(void) {
     gf_manual_seed(7);
     int64_t n = 4000;
@@ -369,6 +390,7 @@ int main(void) {
     RUN(test_promotion);
     RUN(test_elementwise);
     RUN(test_reduce_matmul_index);
+    RUN(test_dot_vdot_outer);
     RUN(test_randn);
     RUN(test_format);
     RUN(test_refusals);

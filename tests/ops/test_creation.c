@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_creation.c — creation, data movement, dtype conversion, random
  * numbers and allocator statistics through the public API. */
 #include "ops_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_elementwise_extra.c — the ops of graft/ops_extra.h, forward: values
  * against the C library or hand-computed ones, computed on the host in
  * double (f32 inputs rounded to float first), through contiguous, step-2

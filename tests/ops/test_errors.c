@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_errors.c — one test per error class: the status and the key words of
  * the message (what happened, with the values that matter). */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_index.c — index_select, gather, scatter_add, index_add, embedding,
  * cat, stack, tril/triu and one_hot, with hand-computed expectations. */
 #include "ops_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_inplace.c — in-place elementwise ops that record nothing write into
  * self directly: no new memory, the same values as out of place, for every
  * aliasing case (self with itself, broadcast operands, a transposed self,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_inverse_trig.c — gf_asin, gf_acos, gf_atan and gf_atan2, forward:
  * hand-computed values (multiples of pi), C's special values (signed zeros,
  * infinities, NaN, arguments outside [-1, 1]) with the sign of every zero

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_layers.c — forward values of the layers of graft/layers.h (conv1d,
  * conv_transpose1d/2d, group_norm, instance_norm, adaptive avg/max
  * pooling, interpolate, embedding with padding_idx, scaled dot-product

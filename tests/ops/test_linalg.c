@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_linalg.c — matmul in all its shapes (1-D and 2-D operands, batched
  * with broadcast batch dims, transposed and expanded inputs, 0-size), and
  * softmax/log_softmax along each dim. A plain host matmul is the reference. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_nn.c — conv2d and its backward kernels, pooling, layer/batch norm,
  * dropout and the losses. Small cases are computed by hand in the comments;
  * larger conv cases use a plain host convolution written here. */

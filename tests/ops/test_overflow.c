@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_overflow.c — arguments at the edges of int64 and of the dtypes: each
  * call either works or fails with an error naming what overflowed; none
  * computes out of range (this program runs under UBSan in the sanitizer

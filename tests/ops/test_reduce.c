@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_reduce.c — reductions over one dim, several dims and all dims, with
  * and without keepdim, negative dims, strided inputs, 0-size and 0-dim
  * inputs; max_dim/min_dim and argmax/argmin. Expected values come from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_scalars.c — the scalar rule of ops.h for every scalar op: a double
  * scalar is floating (an integer or bool tensor gives f32, whatever the
  * value), an int64_t scalar (the _int forms) is integer (an integer tensor

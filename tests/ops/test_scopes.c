@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_scopes.c — scopes release what was made inside them; gf_scope_keep
  * hands a result to the caller; gf_scope_end_return hands it to the
  * enclosing scope, so helpers that open their own scope compose. */
@@ -192,6 +193,50 @@ static void test_release_of_a_scope_reference_is_an_error(void) {
     CHECK(in_use() == before);
 }
 
+/* The trap a C programmer falls into: gf_tensor_grad's result released
+ * inside a scope. The .grad slot holds the gradient too, so the reference
+ * count alone cannot tell; the release must still be refused (before, the
+ * scope's end freed the gradient under the slot: heap corruption at the
+ * next .grad read or at the leaf's release). Outside a scope, releasing it
+ * twice is refused the same way. */
+static void test_release_of_grad_in_a_scope_is_an_error(void) {
+    uint64_t before = in_use();
+    gf_tensor *w = gf_full(SZ(4), 1, 3.0, GF_F32, cpu);
+    CHECK(gf_tensor_set_requires_grad(w, true) == GF_OK);
+    for (int round = 0; round < 3; round++) {
+        gf_scope_begin();
+        gf_tensor *y = gf_sum(gf_mul(w, w), NULL, 0, false);
+        CHECK(gf_backward(y, NULL, NULL) == GF_OK);
+        gf_tensor *g = gf_tensor_grad(w);
+        CHECK(g && value0(g) == 6.0f * (float)(round + 1));
+        g_over_released = g_wrong_message = 0;
+        release_by_hand(g);
+        CHECK(g_over_released == 1 && g_wrong_message == 0);
+        CHECK(strstr(gf_last_error(), ".grad") != NULL);
+        gf_scope_end();
+        /* the slot's gradient is intact and accumulates on the next round */
+        gf_tensor *again = gf_tensor_grad(w);
+        CHECK(again && value0(again) == 6.0f * (float)(round + 1));
+        gf_tensor_release(again);
+    }
+    /* outside a scope: one release is fine, a second one is refused */
+    gf_tensor *g = gf_tensor_grad(w);
+    gf_clear_error();
+    gf_tensor_release(g);
+    CHECK(gf_last_status() == GF_OK);
+    gf_tensor_release(g);
+    CHECK(gf_last_status() == GF_ERR_INVALID && strstr(gf_last_error(), "released twice"));
+    gf_tensor *still = gf_tensor_grad(w);
+    CHECK(still && value0(still) == 18.0f);
+    gf_tensor_release(still);
+    /* clearing the slot gives its hold back: the gradient is freed */
+    gf_clear_error();
+    CHECK(gf_tensor_set_grad(w, NULL) == GF_OK);
+    gf_tensor_release(w);
+    CHECK(gf_last_status() == GF_OK);
+    CHECK(in_use() == before);
+}
+
 int main(void) {
     cpu = gf_device_find("cpu");
     if (!cpu) {
@@ -204,5 +249,6 @@ int main(void) {
     RUN(test_keep_from_an_enclosing_scope);
     RUN(test_keep_takes_one_reference);
     RUN(test_release_of_a_scope_reference_is_an_error);
+    RUN(test_release_of_grad_in_a_scope_is_an_error);
     return CHECK_REPORT();
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shape_errors.c — every error path of graft/shape.h: bad dims, bad
  * shapes, bad dtypes, k / sizes / pads / q out of range, overflowing sizes,
  * malformed einsum equations. Each failure must return NULL (or a failure

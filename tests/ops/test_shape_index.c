@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shape_index.c — the shape and indexing ops of graft/shape.h (flip,
  * roll, repeat, tile, repeat_interleave, pad, unbind, split_with_sizes,
  * unfold, take_along_dim, scatter, nonzero, masked_select, masked_scatter,

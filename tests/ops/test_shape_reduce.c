@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shape_reduce.c — the reductions, scans and sorting ops of
  * graft/shape.h (all, any, count_nonzero, vector_norm, aminmax, cumsum,
  * cumprod, logcumsumexp, sort, argsort, topk, median, quantile): forward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_unary.c — every unary elementwise op on contiguous, strided
  * (step-2 slice, transposed), expanded (stride 0), 0-size and 0-dim inputs,
  * in f32 and f64, and in i32/i64 for the ops that take integers. Expected

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_views.c — views share storage and copy nothing; each view's sizes,
  * strides and offset, and writes through a view seen by its base. */
 #include "ops_test.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check_op_table.cmake — graft-plugin-check covers every op of the ABI's table,
 # by the table's number and name.
 #   -DCHECK=<graft-plugin-check> -DTABLE=<abi/graft_ops.def>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fault_plugin.c — the reference plugin with one planted fault, to show that
  * graft-plugin-check finds it and names it.
  *

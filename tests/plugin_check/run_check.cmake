@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # run_check.cmake — runs graft-plugin-check on one plugin and judges its
 # exit status and report.
 #   -DCHECK=<graft-plugin-check> -DPLUGIN=<.so> [-DARGS=a;b] -DEXPECT=pass|fault

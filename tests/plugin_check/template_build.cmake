@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # template_build.cmake — the README's walk, as a test: configure and build
 # examples/plugin_template out of tree with nothing of graft but the ABI
 # header, run its own CTest (graft-plugin-check --quick), the full checker,

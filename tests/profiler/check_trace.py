@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """check_trace.py TRACE LOG [expect...] — checks a graft profile.
 
 TRACE is the Chrome trace-event JSON that GRAFT_PROFILE or gf_profiler_write

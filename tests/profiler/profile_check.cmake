@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a program, then checks the trace it wrote with check_trace.py. With
 # -DENV_PROFILE=1 the program records through GRAFT_PROFILE (and GRAFT_LOG=
 # debug, whose dispatch lines the op events must match); otherwise the

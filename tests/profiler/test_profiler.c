@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_profiler.c — the profiler's API: what it records, the summary, the
  * trace file (whose JSON check_trace.py parses), and that nothing is
  * recorded when it is off. Usage: test_profiler TRACE.json */

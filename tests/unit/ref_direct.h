@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref_direct.h — the host side of the tests that call the reference plugin
  * through its ABI alone (tests/unit/test_ref_abi_*.c,
  * tests/opencl/op_math_formulas.c): the test plays the core through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_abi_layout.c — freezes the v1 plugin ABI (abi/graft_plugin.h): 1.0 to 1.3.
  *
  * A plugin built against v1.0 keeps working only while every offset, size,

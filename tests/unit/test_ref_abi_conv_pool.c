@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ref_abi_conv_pool.c — the reference plugin's convolution and pooling kernels,
  * called directly through the plugin ABI (no core in between).
  *

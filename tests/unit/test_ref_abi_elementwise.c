@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ref_abi_elementwise.c — the reference plugin's entry, memory and elementwise
  * kernels through the ABI alone: the plugin is dlopen'ed, buffers come from
  * its table, descriptors are made by hand. Expected values are closed forms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ref_abi_reduce_linalg_index.c — the reference plugin's reductions, matmul,
  * normalisations and indexing, launched straight through the plugin ABI (no
  * core in between) on hand-made descriptors, against values computed by hand

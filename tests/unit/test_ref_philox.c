@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ref_philox.c — GFP_OP_RANDOM of the reference plugin against the ABI's
  * definition, through the ABI alone (the plugin is dlopen'ed, no core).
  *

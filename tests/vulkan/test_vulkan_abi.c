@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_abi.c — the Vulkan plugin through the ABI alone (dlopen, its
  * own host table), for what the public API cannot see:
  *   run            buffers (write/read/copy/fill with odd patterns and

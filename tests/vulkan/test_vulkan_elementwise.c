@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_elementwise.c — vulkan:0 against cpu:0 (the reference plugin)
  * for the elementwise family: unary ops (every dtype each provides), binary
  * ops with broadcasting, comparisons, logical ops, where, dtype conversions,

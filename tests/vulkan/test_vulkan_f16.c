@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_f16.c — f16 on the Vulkan device (storage only: the shaders
  * compute in f32 and round the result to f16, as PyTorch's half on GPUs).
  *

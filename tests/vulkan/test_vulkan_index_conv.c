@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_index_conv.c — vulkan:0 against cpu:0 (the reference) for the
  * indexing ops (index_select, gather, scatter_add, index_add, embedding,
  * with repeated indices so accumulation order matters), convolution and its

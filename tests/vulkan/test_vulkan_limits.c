@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_limits.c — maxStorageBufferRange through the public API.
  *
  * One descriptor covers at most maxStorageBufferRange bytes (128 MiB on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_reduce_linalg.c — vulkan:0 against cpu:0 (the reference) for
  * reductions (every op, dims sets, keepdim, strided inputs, long and short
  * lines, 0-size lines), max/min along a dim, matmul (naive and tiled sizes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_tree_gemm.c — vulkan:0 against cpu:0 (the reference) for the
  * tree reductions (f32 sum, mean, amax, amin, var, logsumexp: a workgroup
  * per line, lines in chunks combined by a second dispatch, vec4 and strided

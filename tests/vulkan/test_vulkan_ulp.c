@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vulkan_ulp.c — the f32 transcendental ops of vulkan:0 against a
  * double reference computed here, in ulp, over dense sweeps of f32 inputs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_pinned.c — runs a program pinned to the Vulkan device (GRAFT_DEVICE=
  * vulkan: the autograd suites, the training example) only when there is one.
  *

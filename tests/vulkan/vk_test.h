@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vk_test.h — the Vulkan suite's part of the cross-device harness
  * (tests/xd_harness.h): vulkan:0 is tested against the reference plugin
  * (cpu:0), in the names the Vulkan tests use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* autograd_cmd.c — `graft-bench autograd`: the autograd-overhead workload
  * alone, on the device GRAFT_DEVICE names, with its own options and a JSON
  * form that bench_autograd_torch.py reads to compare with PyTorch.

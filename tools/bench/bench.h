@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench.h — graft-bench's shared types: options, devices, results, and the
  * interfaces between its parts.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks that graft-bench --threads 1 holds for the OpenMP runtime it links
 # (libgomp reads OMP_NUM_THREADS when it loads, before main): run with
 # OMP_NUM_THREADS set to another value, the MLP step must run on 1 thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dist_cmd.c — `graft-bench dist`: data parallel over MPI, run by mpirun.
  *
  *   mpirun -np 1 graft-bench dist      one rank: the baseline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft-bench — one matched set of workloads on every device graft finds,
  * side by side, with each device's speed relative to a baseline device.
  *

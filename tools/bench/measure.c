@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* measure.c — the clock, the statistics of repeated runs, the repeat policy
  * and the progress line. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */

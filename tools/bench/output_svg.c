@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output_svg.c — a grouped bar chart of the ratios, as a standalone SVG.
  *
  * One group of bars per workload row, one bar per device (colour, legend),

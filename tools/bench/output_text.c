@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output_text.c — the terminal table, CSV and JSON.
  *
  * Rows are grouped by workload (in the order of the set), one line per

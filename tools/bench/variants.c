@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* variants.c — a plugin's own variants of a workload, reached through
  * gf_device_query_extension: the bench asks the device's plugin for an
  * extension it knows, and each variant becomes a row of its own next to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_direct.c — the rows of the "host" pseudo-device: the same work
  * done without graft, the baselines graft is measured against.
  *

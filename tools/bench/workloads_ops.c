@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_ops.c — single-op workloads: matmul (f32 and f64), elementwise
  * (add, mul, exp), reductions (sum over the last dim and over all), softmax,
  * conv2d and its two gradient kernels, batch_norm, layer_norm, max_pool2d.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_overhead.c — what the library costs per op when the kernel is
  * negligible: chains of ops on 1-element tensors.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_train.c — whole training steps: zero_grad, forward, cross-entropy,
  * backward and an Adam update, on one fixed batch.
  *
@@ -112,7 +113,7 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         }
     t->x = gf_empty(x_sizes, x_rank, GF_F32, t->dev);
     t->y = gf_empty((const int64_t[]){t->batch}, 1, GF_I64, t->dev);
-    t->opt = gf_adam_create(t->param, t->n_params, &(gf_adam_opts){.lr = 1e-3});
+    t->opt = gf_adam_create(t->param, t->n_params, NULL); /* PyTorch's defaults, lr 1e-3 */
     if (!t->x || !t->y || !t->opt) {
         bench_result_graft_error(r, "creating the batch or the optimizer");
         goto done;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cases_elementwise.c — the cases of COPY, FILL, ARANGE, RANDOM, TRIL/TRIU,
  * the unary and binary elementwise ops and WHERE.
  *

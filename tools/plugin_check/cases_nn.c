@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cases_nn.c — the cases of MATMUL, the convolution ops and the pooling ops.
  *
  * Matmul: plain, batched (the broadcast layout gives stride-0 batch dims),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cases_optim.c — the catalogue of the optimiser updates (ADAM_UPDATE).
  *
  * Each case is one step with drawn p, g, m and v >= 0 and one set of

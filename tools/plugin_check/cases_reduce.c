@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cases_reduce.c — the cases of the reductions, SOFTMAX and LOG_SOFTMAX,
  * LAYER_NORM and BATCH_NORM, and the indexing ops.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* checks.c — what a plugin must do besides computing right: the memory
  * slots, refusing what it cannot do without crashing, serving two threads at
  * once when it says it can, and not keeping memory it was given back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* compare.c — a plugin's output against the oracle's.
  *
  * Floating outputs are compared by normalised mean squared error over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gradcheck.c — the backward kernels against their forward ops, through the
  * plugin alone.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft-plugin-check — the conformance checker for graft device plugins.
  *
  *   graft-plugin-check [options] PATH.so

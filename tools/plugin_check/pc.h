@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pc.h — what the files of graft-plugin-check share.
  *
  * graft-plugin-check loads one plugin file through the ABI alone (dlopen,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin.c — loading a plugin through the ABI alone, the host table the
  * checker offers it, the negotiation and struct checks, and the wrappers
  * through which every later call goes.

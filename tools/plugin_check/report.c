@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* report.c — the results: a text report written as the checks run, and a
  * JSON document (--json) written at the end.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* runner.c — runs the op catalogue on one device against the oracle.
  *
  * For every op and every dtype combination the device declares (query_op, or

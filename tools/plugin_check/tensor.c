@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tensor.c — dtypes, host arrays, random inputs, layouts and guarded buffers.
  *
  * Every tensor the checker gives a plugin lives alone in a buffer that is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/autograd.h — reverse-mode automatic differentiation.
  *
  * The semantics are PyTorch's (docs/autograd.md lists them rule by rule):
@@ -169,14 +170,19 @@ GF_API void gf_set_anomaly_enabled(bool enabled);
 GF_API bool gf_is_anomaly_enabled(void);
 
 /* ---- checking gradients numerically */
+/* Start from GF_GRADCHECK_OPTS_DEFAULT (graft/types.h, GF_OPTS_INIT); opts
+ * NULL = the defaults. eps > 0 (the finite-difference step), atol and rtol
+ * >= 0 (0 is allowed: an exact comparison). Backward runs twice and the
+ * two results must agree unless skip_determinism. */
 typedef struct gf_gradcheck_opts {
-    double eps;  /* 0 = 1e-6 */
-    double atol; /* 0 = 1e-5 */
-    double rtol; /* 0 = 1e-3 */
-    bool check_determinism; /* run backward twice and compare (default on: set
-                               skip_determinism to turn it off) */
+    uint32_t init;
+    double eps;
+    double atol;
+    double rtol;
     bool skip_determinism;
 } gf_gradcheck_opts;
+#define GF_GRADCHECK_OPTS_DEFAULT \
+    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false}
 /* The function under test: returns a new reference to one output (of any
  * shape) computed from inputs with graft ops; NULL on failure, after saying
  * why with gf_set_error (or a graft call inside it that failed). */
@@ -200,6 +206,10 @@ GF_API gf_status gf_add_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_sub_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_mul_(gf_tensor *self, const gf_tensor *other);
 GF_API gf_status gf_div_(gf_tensor *self, const gf_tensor *other);
+/* self += alpha other / self -= alpha other (gf_add_alpha's rules; an
+ * integer self refuses a float result, and a non-integral alpha). */
+GF_API gf_status gf_add_alpha_(gf_tensor *self, const gf_tensor *other, double alpha);
+GF_API gf_status gf_sub_alpha_(gf_tensor *self, const gf_tensor *other, double alpha);
 /* Scalars follow ops.h's rule: a double scalar with an integer or bool self
  * gives an f32 result, which is refused (DTYPE); the _int forms keep an
  * integer self's dtype. */
@@ -212,6 +222,24 @@ GF_API gf_status gf_clamp_int_(gf_tensor *self, int64_t min, int64_t max);
 GF_API gf_status gf_relu_(gf_tensor *self);
 GF_API gf_status gf_sigmoid_(gf_tensor *self);
 GF_API gf_status gf_tanh_(gf_tensor *self);
+/* The activations PyTorch has in place (F.leaky_relu_, elu_, celu_, selu_,
+ * hardtanh_, relu6/silu/gelu/hardsigmoid/hardswish/mish with inplace=True):
+ * the out-of-place op's value (graft/ops.h, graft/ops_extra.h) written into
+ * self, with the in-place rules above. A float result into an integer self
+ * fails DTYPE. Deviation: PyTorch refuses the backward of leaky_relu_ with
+ * a negative slope and of elu_ with a negative alpha (it keeps only the
+ * result); graft keeps self's old value and differentiates them. */
+GF_API gf_status gf_leaky_relu_(gf_tensor *self, double negative_slope);
+GF_API gf_status gf_elu_(gf_tensor *self, double alpha);
+GF_API gf_status gf_celu_(gf_tensor *self, double alpha);
+GF_API gf_status gf_selu_(gf_tensor *self);
+GF_API gf_status gf_hardtanh_(gf_tensor *self, double min_val, double max_val);
+GF_API gf_status gf_relu6_(gf_tensor *self);
+GF_API gf_status gf_silu_(gf_tensor *self);
+GF_API gf_status gf_gelu_(gf_tensor *self, bool approximate);
+GF_API gf_status gf_hardsigmoid_(gf_tensor *self);
+GF_API gf_status gf_hardswish_(gf_tensor *self);
+GF_API gf_status gf_mish_(gf_tensor *self);
 GF_API gf_status gf_exp_(gf_tensor *self);
 GF_API gf_status gf_fill_(gf_tensor *self, double value);
 GF_API gf_status gf_zero_(gf_tensor *self);
@@ -232,42 +260,96 @@ typedef struct gf_sgd_opts {
     double weight_decay;
     bool nesterov;
 } gf_sgd_opts;
+/* The next three start from their _DEFAULT initialiser (GF_OPTS_INIT in
+ * graft/types.h: a field of 0 means 0); opts NULL = PyTorch's defaults.
+ * Adam and AdamW (decoupled_weight_decay; GF_ADAMW_OPTS_DEFAULT has
+ * torch.optim.AdamW's weight_decay 1e-2): lr >= 0, betas in [0, 1),
+ * eps >= 0, weight_decay >= 0. */
 typedef struct gf_adam_opts {
-    double lr;           /* 0 = 1e-3 */
-    double beta1, beta2; /* 0 = 0.9, 0.999 */
-    double eps;          /* 0 = 1e-8 */
+    uint32_t init;
+    double lr;
+    double beta1, beta2;
+    double eps;
     double weight_decay;
     bool decoupled_weight_decay; /* true = AdamW */
 } gf_adam_opts;
-/* PyTorch's RMSprop (0 means the default here too). centered: normalise by
- * the variance estimate (square_avg - grad_avg^2). */
+#define GF_ADAM_OPTS_DEFAULT                                                           \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .decoupled_weight_decay = false}
+#define GF_ADAMW_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 1e-2, .decoupled_weight_decay = true}
+/* PyTorch's RMSprop. alpha in [0, 1]; centered: normalise by the variance
+ * estimate (square_avg - grad_avg^2). */
 typedef struct gf_rmsprop_opts {
-    double lr;    /* 0 = 1e-2 */
-    double alpha; /* 0 = 0.99; in [0, 1] */
-    double eps;   /* 0 = 1e-8 */
+    uint32_t init;
+    double lr;
+    double alpha;
+    double eps;
     double weight_decay;
     double momentum;
     bool centered;
 } gf_rmsprop_opts;
+#define GF_RMSPROP_OPTS_DEFAULT                                                        \
+    {.init = GF_OPTS_INIT, .lr = 1e-2, .alpha = 0.99, .eps = 1e-8, .weight_decay = 0.0, \
+     .momentum = 0.0, .centered = false}
 /* PyTorch's Adagrad: lr / (1 + (step - 1) lr_decay), the sum of squared
  * gradients starting at initial_accumulator_value. */
 typedef struct gf_adagrad_opts {
-    double lr;  /* 0 = 1e-2 */
+    uint32_t init;
+    double lr;
     double lr_decay;
     double weight_decay;
     double initial_accumulator_value;
-    double eps; /* 0 = 1e-10 */
+    double eps;
 } gf_adagrad_opts;
+#define GF_ADAGRAD_OPTS_DEFAULT                                                        \
+    {.init = GF_OPTS_INIT, .lr = 1e-2, .lr_decay = 0.0, .weight_decay = 0.0,           \
+     .initial_accumulator_value = 0.0, .eps = 1e-10}
 /* Retain the parameters until gf_optimizer_destroy. Fails: INVALID (bad
  * options, a parameter that is not a float leaf requiring grad). */
 GF_API gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *opts);
 GF_API gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts);
-/* Deviation for both: an option of 0 selects the default, so RMSprop's
- * alpha = 0 and an explicit lr = 0 cannot be asked for (as Adam here). */
 GF_API gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n,
                                        const gf_rmsprop_opts *opts);
 GF_API gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n,
                                        const gf_adagrad_opts *opts);
+/* PyTorch's Adadelta: square_avg = rho sa + (1 - rho) g^2; delta =
+ * sqrt(acc_delta + eps) / sqrt(sa + eps) g; acc_delta = rho ad + (1 - rho)
+ * delta^2; p -= lr delta. rho in [0, 1]. */
+typedef struct gf_adadelta_opts {
+    uint32_t init;
+    double lr, rho, eps, weight_decay;
+} gf_adadelta_opts;
+#define GF_ADADELTA_OPTS_DEFAULT \
+    {.init = GF_OPTS_INIT, .lr = 1.0, .rho = 0.9, .eps = 1e-6, .weight_decay = 0.0}
+/* PyTorch's NAdam (Nesterov momentum with momentum_decay's schedule of mu;
+ * decoupled_weight_decay = NAdamW) and RAdam (the variance rectification
+ * of Liu et al.; decoupled_weight_decay = RAdamW). betas in [0, 1). */
+typedef struct gf_nadam_opts {
+    uint32_t init;
+    double lr, beta1, beta2, eps, weight_decay, momentum_decay;
+    bool decoupled_weight_decay;
+} gf_nadam_opts;
+#define GF_NADAM_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .momentum_decay = 4e-3, .decoupled_weight_decay = false}
+typedef struct gf_radam_opts {
+    uint32_t init;
+    double lr, beta1, beta2, eps, weight_decay;
+    bool decoupled_weight_decay;
+} gf_radam_opts;
+#define GF_RADAM_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,      \
+     .weight_decay = 0.0, .decoupled_weight_decay = false}
+/* Options as the others (NULL = the defaults; from the _DEFAULT initialiser
+ * or refused). State keys: Adadelta square_avg, acc_delta, step; NAdam
+ * exp_avg, exp_avg_sq, mu_product (0-dim), step; RAdam exp_avg,
+ * exp_avg_sq, step. */
+GF_API gf_optimizer *gf_adadelta_create(gf_tensor *const *params, int n,
+                                        const gf_adadelta_opts *opts);
+GF_API gf_optimizer *gf_nadam_create(gf_tensor *const *params, int n, const gf_nadam_opts *opts);
+GF_API gf_optimizer *gf_radam_create(gf_tensor *const *params, int n, const gf_radam_opts *opts);
 GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
@@ -278,6 +360,41 @@ GF_API void gf_optimizer_destroy(gf_optimizer *opt);
  * for NULL. */
 GF_API gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr);
 GF_API double gf_optimizer_get_lr(const gf_optimizer *opt);
+
+/* ---- L-BFGS (torch.optim.LBFGS): each step runs up to max_iter iterations,
+ * calling the closure to re-evaluate; the closure zeroes the gradients,
+ * computes the loss, runs backward and returns the loss (a one-element
+ * tensor, a new reference, which graft releases) or NULL with an error.
+ * strong_wolfe selects PyTorch's line_search_fn="strong_wolfe"; max_eval <
+ * 0 means PyTorch's None (max_iter * 5 / 4). One parameter group. The
+ * curvature history lives on the host in f64 (see core/src/autograd/
+ * lbfgs.c). */
+typedef struct gf_lbfgs_opts {
+    uint32_t init;
+    double lr;
+    int64_t max_iter, max_eval;
+    double tolerance_grad, tolerance_change;
+    int64_t history_size;
+    bool strong_wolfe;
+    bool maximize;
+} gf_lbfgs_opts;
+#define GF_LBFGS_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .lr = 1.0, .max_iter = 20, .max_eval = -1,                  \
+     .tolerance_grad = 1e-7, .tolerance_change = 1e-9, .history_size = 100,            \
+     .strong_wolfe = false, .maximize = false}
+typedef struct gf_lbfgs gf_lbfgs;
+typedef gf_tensor *(*gf_lbfgs_closure)(void *user);
+/* Fails INVALID (options, parameters as gf_sgd_create's), OUT_OF_MEMORY. */
+GF_API gf_lbfgs *gf_lbfgs_create(gf_tensor *const *params, int n, const gf_lbfgs_opts *opts);
+/* One step; *loss (may be NULL) receives the first evaluation's loss, as
+ * torch's step returns. Fails with the closure's errors (the parameters
+ * are then wherever the iteration had put them). */
+GF_API gf_status gf_lbfgs_step(gf_lbfgs *l, gf_lbfgs_closure fn, void *user, double *loss);
+/* Evaluations and iterations since creation (torch's state func_evals,
+ * n_iter); -1 for NULL. */
+GF_API int64_t gf_lbfgs_func_evals(const gf_lbfgs *l);
+GF_API int64_t gf_lbfgs_n_iter(const gf_lbfgs *l);
+GF_API void gf_lbfgs_destroy(gf_lbfgs *l);
 
 /* ---- optimiser state, for checkpoints (torch's optimizer.state_dict()).
  * The state of parameter i (its position in the create call, then in the
@@ -378,6 +495,22 @@ GF_API gf_status gf_init_kaiming_uniform_(gf_tensor *t, double a, gf_fan_mode mo
                                           gf_nonlinearity nonlinearity);
 GF_API gf_status gf_init_kaiming_normal_(gf_tensor *t, double a, gf_fan_mode mode,
                                          gf_nonlinearity nonlinearity);
+/* PyTorch's orthogonal_: t viewed as rows = size(0) by cols = numel / rows;
+ * a normal matrix of that shape (transposed when rows < cols) is QR
+ * factored (Householder, on the host in f64), Q's columns multiplied by the
+ * signs of R's diagonal, transposed back, times gain. The rows (rows <=
+ * cols) or the columns (rows >= cols) come out orthonormal times gain
+ * (PyTorch's default gain 1). Fails SHAPE for rank < 2, INVALID for a
+ * gain that is not finite. */
+GF_API gf_status gf_init_orthogonal_(gf_tensor *t, double gain);
+/* PyTorch's trunc_normal_ (defaults mean 0, std 1, a -2, b 2): N(mean,
+ * std^2) truncated to [a, b] by the inverse CDF (uniform in [2 cdf(a) - 1,
+ * 2 cdf(b) - 1], erfinv, scaled, clamped to [a, b]), computed on the host
+ * in f64 from uniforms of graft's generator. Fails INVALID unless mean and
+ * std are finite, std >= 0 and a < b (either may be infinite). Unlike
+ * PyTorch, no warning when mean is more than 2 std outside [a, b]. */
+GF_API gf_status gf_init_trunc_normal_(gf_tensor *t, double mean, double std, double a,
+                                       double b);
 
 #ifdef __cplusplus
 }

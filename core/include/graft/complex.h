@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/complex.h — complex tensors (GF_C64, GF_C128), with PyTorch's
  * semantics.
  *

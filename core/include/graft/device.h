@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/device.h — devices, plugins, memory statistics. */
 #ifndef GRAFT_DEVICE_H
 #define GRAFT_DEVICE_H

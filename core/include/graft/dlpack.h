@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/dlpack.h — the DLPack structs graft's interop functions take.
  *
  * Includes <dlpack/dlpack.h> (install DLPack, e.g. libdlpack-dev). DLPack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/interop.h — exchanging tensors with other tools: DLPack (memory
  * shared with array libraries in the same process) and files (.npy and .npz
  * as NumPy writes them, .safetensors, and the IDX files of MNIST-style data
@@ -119,9 +120,22 @@ GF_API gf_status gf_save_npy(const gf_tensor *t, const char *path);
 GF_API gf_tensor *gf_load_npy(const char *path, gf_device *dev);
 
 /* ------------------------------------------------------------ dictionaries
- * A loaded set of named tensors (.npz, .safetensors), in file order.
- * Sole owner: destroy it with gf_tensor_dict_destroy. */
+ * An ordered set of named tensors (a state dict): loaded from a file (.npz,
+ * .safetensors, in file order), returned by gf_optimizer_state_dict, or
+ * built in memory with gf_tensor_dict_new / _set. Sole owner: destroy it
+ * with gf_tensor_dict_destroy. */
 typedef struct gf_tensor_dict gf_tensor_dict;
+
+/* An empty dict. Fails: OUT_OF_MEMORY. */
+GF_API gf_tensor_dict *gf_tensor_dict_new(void);
+/* d[name] = t (the dict retains t): an existing name keeps its position and
+ * releases its old tensor, a new one goes last, as a Python dict. Names are
+ * any non-empty string of up to 4096 bytes. Fails: INVALID (NULL argument,
+ * empty or overlong name), OUT_OF_MEMORY (d unchanged). */
+GF_API gf_status gf_tensor_dict_set(gf_tensor_dict *d, const char *name, gf_tensor *t);
+/* Removes name, keeping the others' order. Fails: INVALID (NULL),
+ * NOT_FOUND (no such name). */
+GF_API gf_status gf_tensor_dict_remove(gf_tensor_dict *d, const char *name);
 
 GF_API int gf_tensor_dict_size(const gf_tensor_dict *d); /* 0 for NULL */
 /* The i-th name, NULL (INDEX) when out of range. Valid while d lives. */
@@ -161,9 +175,13 @@ GF_API gf_tensor_dict *gf_load_npz(const char *path, gf_device *dev);
  *
  * Saving writes every graft dtype (BOOL, F16, BF16, F32, F64, I32, I64), in
  * the order given, C order, no metadata. Names as for gf_save_npz, and not
- * "__metadata__". Fails as gf_save_npz. */
+ * "__metadata__". n may be 0 (the empty file of save_file({}); names and
+ * tensors may then be NULL). Fails as gf_save_npz. */
 GF_API gf_status gf_save_safetensors(const char *const *names, const gf_tensor *const *tensors,
                                      int n, const char *path);
+/* Saves every entry of d, in its order (gf_save_safetensors' rules and
+ * errors; INVALID for d NULL). */
+GF_API gf_status gf_save_safetensors_dict(const gf_tensor_dict *d, const char *path);
 
 /* Loads every tensor onto dev (NULL = default device), in the header's order
  * ("__metadata__" is skipped). dtypes as gf_load_npy: BOOL, F16, BF16, F32,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/layers.h — the layers of PyTorch's torch.nn.functional beyond
  * graft/nn.h: conv1d, transposed convolutions, group and instance norm,
  * adaptive pooling, interpolate, embedding with padding_idx, scaled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/nn.h — neural-network ops (NCHW) and losses. Same conventions as
  * graft/ops.h: new references, borrowed inputs, NULL on error. */
 #ifndef GRAFT_NN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/ops.h — the forward op set. Every op returns a new reference (NULL on
  * error), takes borrowed inputs, accepts strided (non-contiguous) inputs, and
  * broadcasts binary inputs as NumPy/PyTorch do. Inputs must be on one device.
@@ -98,6 +99,15 @@ GF_API gf_tensor *gf_logical_not(const gf_tensor *x); /* out bool */
 /* ---- binary elementwise with broadcasting */
 GF_API gf_tensor *gf_add(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_sub(const gf_tensor *a, const gf_tensor *b);
+/* torch.add(a, b, alpha=) / torch.sub(a, b, alpha=): a + alpha b and
+ * a - alpha b, broadcast and promoted as gf_add; alpha does not promote. A
+ * float result is computed in its dtype (b converted first); integer and
+ * bool results need an integral alpha (INVALID otherwise, as PyTorch) and
+ * compute exactly (alpha must fit b's dtype: OVERFLOW otherwise). alpha 1
+ * is gf_add / gf_sub. The gradient of b is alpha (-alpha) times the
+ * incoming one. */
+GF_API gf_tensor *gf_add_alpha(const gf_tensor *a, const gf_tensor *b, double alpha);
+GF_API gf_tensor *gf_sub_alpha(const gf_tensor *a, const gf_tensor *b, double alpha);
 GF_API gf_tensor *gf_mul(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_div(const gf_tensor *a, const gf_tensor *b); /* true division:
                                                      integer inputs give f32 */
@@ -187,6 +197,16 @@ GF_API gf_tensor *gf_argmin(const gf_tensor *x, int dim, bool keepdim);
 /* As torch.matmul: 1-D operands are promoted and the added dim removed; batch
  * dims broadcast. */
 GF_API gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b);
+/* torch.dot(a, b): the 0-dim inner product of two 1-D tensors of one length
+ * and one dtype (no promotion, as PyTorch; an integer dot keeps its dtype,
+ * bool fails DTYPE). Fails: SHAPE (not 1-D, lengths differ), DTYPE. */
+GF_API gf_tensor *gf_dot(const gf_tensor *a, const gf_tensor *b);
+/* torch.vdot(a, b): sum(conj(a) b), the first vector conjugated when it is
+ * complex; for real dtypes it is gf_dot exactly. */
+GF_API gf_tensor *gf_vdot(const gf_tensor *a, const gf_tensor *b);
+/* torch.outer(a, b): the [len(a), len(b)] matrix a_i b_j of two 1-D tensors
+ * (promoted as gf_mul). Fails SHAPE unless both are 1-D. */
+GF_API gf_tensor *gf_outer(const gf_tensor *a, const gf_tensor *b);
 GF_API gf_tensor *gf_softmax(const gf_tensor *x, int dim);
 GF_API gf_tensor *gf_log_softmax(const gf_tensor *x, int dim);
 

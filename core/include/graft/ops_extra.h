@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/ops_extra.h — more elementwise ops with PyTorch's names, semantics
  * and defaults: activations (hardtanh, relu6, hardsigmoid, mish, logsigmoid,
  * softsign, selu, celu), remainder / fmod, lerp, addcmul / addcdiv, clamp

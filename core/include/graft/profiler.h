@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/profiler.h — what ran where and for how long.
  *
  * The profiler records every op dispatch (the op, the public function that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/schedule.h — parameter groups and learning-rate schedules for every
  * optimiser of graft/autograd.h (SGD, Adam/AdamW, RMSprop, Adagrad), as
  * torch.optim's param_groups and torch.optim.lr_scheduler. */
@@ -68,15 +69,22 @@ GF_API gf_lr_scheduler *gf_lr_linear_create(gf_optimizer *opt, double start_fact
  * first, then to the minimum), by cosine or linear annealing. A step past
  * total_steps fails INVALID (as PyTorch). Deviation: one max_lr for every
  * group, and momentum is not cycled (PyTorch's cycle_momentum=False). */
+/* Start from GF_ONECYCLE_OPTS_DEFAULT (GF_OPTS_INIT, graft/types.h) and set
+ * max_lr and total_steps, which have no default. */
 typedef struct gf_onecycle_opts {
-    double max_lr;
+    uint32_t init;
+    double max_lr;           /* finite, >= 0 */
     int64_t total_steps;     /* >= 1 */
-    double pct_start;        /* 0 = 0.3; in (0, 1] */
+    double pct_start;        /* in [0, 1] */
     bool anneal_linear;      /* false = 'cos' (PyTorch's default) */
-    double div_factor;       /* 0 = 25 */
-    double final_div_factor; /* 0 = 1e4 */
+    double div_factor;       /* finite, > 0 */
+    double final_div_factor; /* finite, > 0 */
     bool three_phase;
 } gf_onecycle_opts;
+#define GF_ONECYCLE_OPTS_DEFAULT                                                       \
+    {.init = GF_OPTS_INIT, .max_lr = 0.0, .total_steps = 0, .pct_start = 0.3,          \
+     .anneal_linear = false, .div_factor = 25.0, .final_div_factor = 1e4,              \
+     .three_phase = false}
 GF_API gf_lr_scheduler *gf_lr_onecycle_create(gf_optimizer *opt, const gf_onecycle_opts *o);
 /* SequentialLR: schedule i runs from milestones[i - 1] (0 for the first)
  * on, seeing epoch - milestones[i - 1]; n - 1 increasing milestones >= 1.
@@ -86,6 +94,21 @@ GF_API gf_lr_scheduler *gf_lr_onecycle_create(gf_optimizer *opt, const gf_onecyc
 GF_API gf_lr_scheduler *gf_lr_sequential_create(gf_optimizer *opt,
                                                 gf_lr_scheduler *const *schedulers, int n,
                                                 const int64_t *milestones);
+/* The factor of a LambdaLR or MultiplicativeLR at epoch for group (the
+ * user pointer given at creation). */
+typedef double (*gf_lr_lambda)(int64_t epoch, int group, void *user);
+/* LambdaLR: initial_lr fn(epoch). A factor that makes a lr negative or not
+ * finite fails the step (or the create, for epoch 0) with INVALID. */
+GF_API gf_lr_scheduler *gf_lr_lambda_create(gf_optimizer *opt, gf_lr_lambda fn, void *user);
+/* MultiplicativeLR: initial_lr times the product of fn(1..epoch) (PyTorch's
+ * lr = lr * fn(epoch) per step; fn is called once per step and group, and
+ * once per epoch so far after a state dict is loaded). */
+GF_API gf_lr_scheduler *gf_lr_multiplicative_create(gf_optimizer *opt, gf_lr_lambda fn,
+                                                    void *user);
+/* ConstantLR: initial_lr factor before total_iters, initial_lr from then
+ * on; factor in [0, 1], total_iters >= 0 (PyTorch's defaults 1/3, 5). */
+GF_API gf_lr_scheduler *gf_lr_constant_create(gf_optimizer *opt, double factor,
+                                              int64_t total_iters);
 /* Advances one step and sets every group's lr. Fails INVALID (NULL, a
  * OneCycle schedule past its total steps). */
 GF_API gf_status gf_lr_scheduler_step(gf_lr_scheduler *s);
@@ -103,6 +126,38 @@ GF_API gf_tensor_dict *gf_lr_scheduler_state_dict(const gf_lr_scheduler *s, cons
 GF_API gf_status gf_lr_scheduler_load_state_dict(gf_lr_scheduler *s, const gf_tensor_dict *d,
                                                  const char *prefix);
 GF_API void gf_lr_scheduler_destroy(gf_lr_scheduler *s);
+
+/* ---- ReduceLROnPlateau: lowers every group's lr by factor (not below
+ * min_lr; a change of eps or less is skipped) once the metric has not
+ * improved for more than patience steps, then waits cooldown steps.
+ * Improvement: mode min (mode_max false) a < best (1 - threshold), or a <
+ * best - threshold with threshold_abs; mode max the mirror. A NaN metric
+ * never improves. Start from GF_PLATEAU_OPTS_DEFAULT (graft/types.h's
+ * GF_OPTS_INIT; NULL = the defaults). Its state is not a closed form of a
+ * step count: it has no state dict here. */
+typedef struct gf_plateau_opts {
+    uint32_t init;
+    bool mode_max;      /* false = 'min' (PyTorch's default) */
+    double factor;      /* in [0, 1) */
+    int64_t patience;   /* >= 0 */
+    double threshold;   /* >= 0 */
+    bool threshold_abs; /* false = 'rel' (PyTorch's default) */
+    int64_t cooldown;   /* >= 0 */
+    double min_lr;      /* one for every group */
+    double eps;
+} gf_plateau_opts;
+#define GF_PLATEAU_OPTS_DEFAULT                                                        \
+    {.init = GF_OPTS_INIT, .mode_max = false, .factor = 0.1, .patience = 10,           \
+     .threshold = 1e-4, .threshold_abs = false, .cooldown = 0, .min_lr = 0.0, .eps = 1e-8}
+typedef struct gf_lr_plateau gf_lr_plateau;
+/* Fails INVALID (opt NULL, a struct not from the initialiser, an option out
+ * of range), OUT_OF_MEMORY. The optimiser must outlive the schedule. */
+GF_API gf_lr_plateau *gf_lr_plateau_create(gf_optimizer *opt, const gf_plateau_opts *opts);
+/* One step with this epoch's metric (validation loss, accuracy...). */
+GF_API gf_status gf_lr_plateau_step(gf_lr_plateau *p, double metric);
+GF_API double gf_lr_plateau_get_last_lr(const gf_lr_plateau *p, int group); /* -1: none */
+GF_API int64_t gf_lr_plateau_num_bad_epochs(const gf_lr_plateau *p);        /* -1: NULL */
+GF_API void gf_lr_plateau_destroy(gf_lr_plateau *p);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/shape.h — reductions, scans, sorting, shape and indexing ops with
  * PyTorch's names, semantics and defaults (torch.all, torch.cumsum,
  * torch.sort, torch.nn.functional.pad, torch.einsum, ...).
@@ -100,6 +101,13 @@ GF_API gf_tensor *gf_quantile_scalar(const gf_tensor *x, double q, int dim, bool
                                      gf_quantile_interp interpolation);
 
 /* ---- shape */
+/* torch.nn.functional.pixel_shuffle(x, r): [..., C r^2, H, W] ->
+ * [..., C, H r, W r] (any number of leading batch dims; a copy), and
+ * pixel_unshuffle(x, r), its inverse: [..., C, H r, W r] -> [..., C r^2, H,
+ * W]. Fails: SHAPE (rank < 3; the channels not divisible by r^2; height or
+ * width not divisible by r), INVALID (r <= 0). */
+GF_API gf_tensor *gf_pixel_shuffle(const gf_tensor *x, int64_t upscale_factor);
+GF_API gf_tensor *gf_pixel_unshuffle(const gf_tensor *x, int64_t downscale_factor);
 /* torch.flip: reverses the given dims (a copy). */
 GF_API gf_tensor *gf_flip(const gf_tensor *x, const int *dims, int ndims);
 /* torch.roll: shifts[i] along dims[i]; ndims 0 (dims NULL) rolls the

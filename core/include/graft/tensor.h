@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/tensor.h — tensors: creation, data, views, scopes.
  *
  * Ownership: a function documented "Returns a new reference" hands the caller
@@ -20,9 +21,10 @@ typedef struct gf_tensor gf_tensor;
 
 GF_API gf_tensor *gf_tensor_retain(gf_tensor *t); /* returns t */
 /* NULL is harmless. Releasing a reference that an open scope holds (the
- * scope would release it again) is refused: INVALID recorded for the thread
- * and logged, the tensor left to the scope. Detected when nothing else holds
- * the tensor; see gf_scope_begin. */
+ * scope would release it again), or one that would leave fewer references
+ * than graft's own holds (a .grad released twice), is refused: INVALID
+ * recorded for the thread and logged, the tensor left as it was. See
+ * gf_scope_begin for the one case counts cannot tell. */
 GF_API void gf_tensor_release(gf_tensor *t);
 
 /* ---- creation. dev NULL = gf_device_default(). All return a new reference.
@@ -65,6 +67,29 @@ GF_API gf_tensor *gf_rand_normal(const int64_t *sizes, int rank, double mean, do
 /* Elements are 1 with probability p (0 <= p <= 1). */
 GF_API gf_tensor *gf_bernoulli(const int64_t *sizes, int rank, double p, gf_dtype dtype,
                                gf_device *dev);
+/* torch.rand_like / randn_like: x's sizes, dtype and device (a contiguous
+ * tensor, no history). Fails DTYPE for an integer or bool x (as PyTorch). */
+GF_API gf_tensor *gf_rand_like(const gf_tensor *x);
+GF_API gf_tensor *gf_randn_like(const gf_tensor *x);
+/* torch.randint_like(x, low, high): integers uniform in [low, high) with x's
+ * sizes, dtype (integer, bool or float, as PyTorch) and device; computed as
+ * floor(low + u (high - low)) from a uniform u of the generator (f64 where
+ * the device stores it, else f32: uniform for ranges up to 2^53 resp. 2^24).
+ * Fails INVALID for low >= high or a range x's dtype cannot hold exactly. */
+GF_API gf_tensor *gf_randint_like(const gf_tensor *x, int64_t low, int64_t high);
+/* torch.multinomial(probs, num_samples, replacement): i64 category indices
+ * drawn from the rows of probs (1-D [n] gives [num_samples], 2-D [r, n]
+ * gives [r, num_samples]); rows are non-negative, finite weights with a
+ * positive sum (they need not sum to 1). Without replacement each row gives
+ * distinct categories, in the order drawn. The weights are read back to the
+ * host and the draws made there from num_samples uniforms per row of graft's
+ * generator (so a seed repeats them on every device, but they are not
+ * PyTorch's numbers). Not differentiable. Fails: SHAPE (rank not 1 or 2, no
+ * category, more than 2^24), DTYPE (integer probs), INVALID (num_samples <=
+ * 0; a negative, NaN or infinite weight; a zero row sum; without
+ * replacement, num_samples above the number of categories or of nonzero
+ * weights of a row). */
+GF_API gf_tensor *gf_multinomial(const gf_tensor *probs, int64_t num_samples, bool replacement);
 
 /* ---- properties (t must not be NULL; they return 0 / NULL for NULL) */
 GF_API int gf_tensor_rank(const gf_tensor *t);
@@ -110,6 +135,17 @@ GF_API gf_tensor *gf_view(const gf_tensor *t, const int64_t *sizes, int rank);
 /* A view when possible, otherwise a contiguous copy. */
 GF_API gf_tensor *gf_reshape(const gf_tensor *t, const int64_t *sizes, int rank);
 GF_API gf_tensor *gf_flatten(const gf_tensor *t);
+/* torch.flatten(t, start_dim, end_dim): dims start_dim..end_dim (negative
+ * counted from the end) merged into one; a view when the strides allow it,
+ * else a copy (as gf_reshape). A 0-dim t gives a 1-D tensor of size 1.
+ * Fails: INDEX (a dim out of range), INVALID (start_dim after end_dim). */
+GF_API gf_tensor *gf_flatten_dims(const gf_tensor *t, int start_dim, int end_dim);
+/* torch.unflatten(t, dim, sizes): dim split into n dims of the given sizes,
+ * one of which may be -1 (inferred); their product must be the size of
+ * dim. A view (as gf_reshape). Fails: INDEX (dim out of range, 0-dim t),
+ * INVALID (n == 0, two -1, a size below -1), SHAPE (the product differs,
+ * the result's rank above 8). */
+GF_API gf_tensor *gf_unflatten(const gf_tensor *t, int dim, const int64_t *sizes, int n);
 GF_API gf_tensor *gf_transpose(const gf_tensor *t, int dim0, int dim1);
 GF_API gf_tensor *gf_permute(const gf_tensor *t, const int *dims, int ndims);
 /* Elements start, start+step, ... < end of dim (start/end clamped as Python
@@ -148,9 +184,14 @@ GF_API gf_status gf_chunk(const gf_tensor *t, int chunks, int dim, gf_tensor **o
  * reference for good: no scope releases it). Scopes nest. Tensors written to
  * out-parameters (gf_grad, gf_max_dim, gf_split, gf_layer_norm's statistics,
  * ...) are recorded too. Inside a scope, do not release what graft returned:
- * when nothing else holds the tensor, such a release is refused with an
- * error (gf_tensor_release); when graft holds it too (a leaf in a graph, a
- * .grad), it cannot be detected and gf_scope_end releases it once too often. */
+ * such a release is refused with an error (gf_tensor_release), also for
+ * gf_tensor_grad's result, which the .grad slot holds too. What reference
+ * counts cannot tell from a correct release: the caller also holds a
+ * reference of its own to the same tensor (gf_tensor_grad called before the
+ * scope and again inside it; a function that returns its own argument as a
+ * new reference: gf_to_dtype or gf_to_device to what the tensor already is,
+ * gf_dropout in eval mode). Releasing the scope's reference by hand then
+ * spends the caller's own. */
 GF_API void gf_scope_begin(void);
 GF_API void gf_scope_end(void);
 GF_API gf_tensor *gf_scope_keep(gf_tensor *t);

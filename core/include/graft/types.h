@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/types.h — status codes, dtypes, errors, library lifetime. */
 #ifndef GRAFT_TYPES_H
 #define GRAFT_TYPES_H
@@ -49,6 +50,23 @@ typedef enum gf_dtype {
 } gf_dtype;
 
 #define GF_MAX_RANK 8
+
+/* Options structs where a PyTorch default is not zero (gf_gradcheck_opts,
+ * gf_adam_opts, gf_rmsprop_opts, gf_adagrad_opts, gf_adadelta_opts,
+ * gf_nadam_opts, gf_radam_opts, gf_lbfgs_opts, gf_onecycle_opts,
+ * gf_plateau_opts) begin
+ * with `init`. Start from the struct's _DEFAULT initialiser, which sets it
+ * to GF_OPTS_INIT and every field to PyTorch's default, then change what you
+ * need: every field means its value, 0 included (Adam's beta1 = 0, lr = 0,
+ * gradcheck's atol = 0).
+ *   gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
+ *   o.beta1 = 0.0, o.beta2 = 0.99;
+ * A struct whose init is not GF_OPTS_INIT (zero-initialised, as
+ * `&(gf_adam_opts){.lr = 1e-2}`) is refused with INVALID naming the
+ * initialiser: before this release a 0 there selected the default, and such
+ * code would now silently run with zeros. A NULL pointer still means every
+ * default where a default exists. */
+#define GF_OPTS_INIT 0x67664f33u
 
 /* Name of a dtype ("f32") or "?" for an unknown value. Never NULL. */
 GF_API const char *gf_dtype_name(gf_dtype dtype);

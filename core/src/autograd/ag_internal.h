@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ag_internal.h — the autograd graph as the core's files see it.
  *
  * Ownership: a tensor's autograd meta holds a reference to its grad_fn node;
@@ -248,6 +249,18 @@ gf_status gf__ag_check_inplace(gf_tensor *self, const char *op);
  * computed (gf__ag_save_originals). */
 gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_input,
                                 uint64_t recorded_since, const char *op);
+/* Runs an elementwise in-place op defined outside inplace.c: checks self,
+ * computes fn(dst, self, ctx) (dst is self when nothing is recorded, so fn
+ * may write there, else NULL), refuses a result of a higher kind than self
+ * (a float result into an integer self), writes it into self and commits
+ * the history. other: the op's other tensor input, or NULL. self_input:
+ * the input of the result's node that is self's old value (0 for a single
+ * op on self), -1 when that node does not take self directly (a composite
+ * ending in an op on an intermediate): a view's base is then rebased
+ * through the composite's own edges to self's old history. */
+typedef gf_tensor *(*gf__ag_inplace_fn)(gf_tensor *dst, gf_tensor *self, const void *ctx);
+gf_status gf__ag_inplace_ew(gf_tensor *self, const char *name, gf__ag_inplace_fn fn,
+                            const void *ctx, const gf_tensor *other, int self_input);
 
 /* ---- engine (engine.c) */
 gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, int n_roots,

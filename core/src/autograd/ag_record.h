@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ag_record.h — where the forward and the backward half of each op meet.
  *
  * A forward op (core/src/ops_*.c, creation.c) computes its result, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_copy.c — backward of copies: clone, contiguous, dtype and device moves.
  * The gradient flows back unchanged, converted to the input's dtype and
  * moved to its device. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_elementwise.c — backward formulas of the elementwise ops.
  *
  * Formulas use graft's own public (differentiable) ops, so with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_elementwise_extra.c — the backward of the ops of graft/ops_extra.h that
  * are recorded as one node (ops_elementwise_extra.c): remainder and fmod of
  * floats, and clamp with tensor bounds. Each formula is PyTorch's, written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_index.c — backward of the indexing ops: index_select, gather,
  * scatter_add, index_add, cat, tril, triu (recorded from ops_index.c).
  *

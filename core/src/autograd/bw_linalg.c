@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_linalg.c — backward formulas of matmul, softmax and log_softmax.
  *
  * Formulas use graft's public (differentiable) ops only, so create_graph

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_nn.c — backward of conv2d, pooling, layer_norm and batch_norm
  * (recorded from ops_nn.c).
  *

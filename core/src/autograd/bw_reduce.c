@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_reduce.c — backward formulas of the reductions (sum, mean, prod,
  * amax/amin, var, std, logsumexp, max_dim/min_dim); argmax/argmin and the
  * indices of max_dim/min_dim are integers and get none.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_util.c — helpers shared by backward formulas. */
 #include <string.h>
 

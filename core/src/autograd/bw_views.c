@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_views.c — backward of view ops, and the strided-region ops that
  * in-place rebasing uses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engine.c — runs a recorded graph backwards.
  *
  * Dependency counting from the roots, a ready queue ordered by creation

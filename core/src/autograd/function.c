@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* function.c — custom autograd functions from C (rule 20). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* grad_mode.c — thread-local grad modes and the process-wide anomaly flag. */
 #include "ag_internal.h"
 

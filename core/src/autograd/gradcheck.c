@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gradcheck.c — numerical checks of backward formulas.
  *
  * gradcheck compares, for every (output element, input element) pair, the
@@ -108,10 +109,17 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
                                 const gf_gradcheck_opts *opts) {
     gf_status s = check_args(fn, inputs, n, "gf_gradcheck");
     if (s != GF_OK) return s;
-    double eps = opts && opts->eps > 0 ? opts->eps : 1e-6;
-    double atol = opts && opts->atol > 0 ? opts->atol : 1e-5;
-    double rtol = opts && opts->rtol > 0 ? opts->rtol : 1e-3;
-    bool determinism = !(opts && opts->skip_determinism);
+    gf_gradcheck_opts co = GF_GRADCHECK_OPTS_DEFAULT;
+    if (opts) co = *opts;
+    if (gf__opts_check("gf_gradcheck", "gf_gradcheck_opts", "GF_GRADCHECK_OPTS_DEFAULT",
+                       co.init) != GF_OK)
+        return gf__status();
+    if (!(co.eps > 0) || isinf(co.eps) || !(co.atol >= 0) || !(co.rtol >= 0))
+        return gf__error(GF_ERR_INVALID, "gf_gradcheck: eps %g, atol %g, rtol %g: eps must be "
+                         "finite and > 0 (the finite-difference step), atol and rtol >= 0",
+                         co.eps, co.atol, co.rtol);
+    double eps = co.eps, atol = co.atol, rtol = co.rtol;
+    bool determinism = !co.skip_determinism;
 
     gf_tensor *out = call_fn(fn, inputs, n, user);
     if (!out) return gf__status();

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hooks.c — tensor hooks, node hooks, retain_grad, saved-tensor hooks. */
 #include <stdlib.h>
 #include <string.h>
@@ -297,8 +298,8 @@ gf_status gf__ag_run_retain_grad(gf_node *n, gf_tensor **grads) {
         gf_tensor *g = grads[h->output_nr];
         gf_tensor *next = m->grad ? gf_add(m->grad, g) : gf_clone(g);
         if (!next) return gf__status();
-        gf_tensor_release(m->grad);
-        m->grad = next;
+        gf__hold_release(m->grad);
+        m->grad = gf__hold_adopt(next);
     }
     return GF_OK;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inplace.c — in-place ops: the checks before writing, the version bump,
  * and the history afterwards (rules 10–15 of docs/autograd.md).
  *
@@ -248,3 +249,15 @@ static gf_status fill_named(gf_tensor *self, double value, const char *name) {
 
 gf_status gf_fill_(gf_tensor *self, double value) { return fill_named(self, value, "gf_fill_"); }
 gf_status gf_zero_(gf_tensor *self) { return fill_named(self, 0.0, "gf_zero_"); }
+
+/* The in-place forms defined in other files (ops_more.c): the same check,
+ * compute and commit as INPLACE_EW, with fn computing self's new value.
+ * self_input as INPLACE_AB's: -1 for a composite whose last node does not
+ * take self itself as input 0 (self's old value then keeps its own edges
+ * inside the composite, and a view's base is rebased through them).
+ * fn may write into dst when it is not NULL (nothing is recorded then) or
+ * ignore it and return a new tensor, which is copied in. */
+gf_status gf__ag_inplace_ew(gf_tensor *self, const char *name, gf__ag_inplace_fn fn,
+                            const void *ctx, const gf_tensor *other, int self_input) {
+    INPLACE_AB(name, fn(dst_, self, ctx), self_input, true, other, NULL);
+}

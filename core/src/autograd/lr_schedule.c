@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lr_schedule.c — learning-rate schedules (graft/schedule.h), as
  * torch.optim.lr_scheduler's closed forms: each lr is a function of the
  * group's initial_lr and the step count, so the state is small and a
@@ -14,7 +15,8 @@
 double gf__optim_initial_lr(gf_optimizer *opt, int group);
 
 typedef enum sched_kind {
-    S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ
+    S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ, S_LAMBDA, S_MULT,
+    S_CONST
 } sched_kind;
 
 struct gf_lr_scheduler {
@@ -32,19 +34,44 @@ struct gf_lr_scheduler {
     gf_onecycle_opts oc;
     gf_lr_scheduler **children; /* sequential */
     int n_children;
+    gf_lr_lambda fn; /* LambdaLR, MultiplicativeLR */
+    void *user;
+    double *prod;       /* MultiplicativeLR: the product of fn(1..prod_epoch) per group */
+    int64_t prod_epoch; /* -1: none yet */
+    double factor;      /* ConstantLR */
 };
 
 static const char *kind_name(sched_kind k) {
     static const char *const names[] = {"StepLR", "MultiStepLR", "ExponentialLR",
                                         "CosineAnnealingLR", "LinearLR", "OneCycleLR",
-                                        "SequentialLR"};
+                                        "SequentialLR", "LambdaLR", "MultiplicativeLR",
+                                        "ConstantLR"};
     return names[k];
+}
+
+/* MultiplicativeLR's factor up to epoch e for group g: the product of
+ * fn(1..e), kept from the last call so that stepping costs one call of fn
+ * (a resumed schedule recomputes it once). */
+static double mult_product(const gf_lr_scheduler *s, int g, int64_t e) {
+    gf_lr_scheduler *w = (gf_lr_scheduler *)s; /* the cache only */
+    if (w->prod_epoch < 0 || w->prod_epoch > e) {
+        for (int k = 0; k < w->n_groups; k++) w->prod[k] = 1.0;
+        w->prod_epoch = 0;
+    }
+    while (w->prod_epoch < e) {
+        w->prod_epoch++;
+        for (int k = 0; k < w->n_groups; k++) w->prod[k] *= w->fn(w->prod_epoch, k, w->user);
+    }
+    return w->prod[g];
 }
 
 /* The closed-form lr of group g at epoch e. */
 static double lr_at(const gf_lr_scheduler *s, int g, int64_t e) {
     double b = s->base[g];
     switch (s->kind) {
+    case S_LAMBDA: return b * s->fn(e, g, s->user);
+    case S_MULT: return b * mult_product(s, g, e);
+    case S_CONST: return e < s->total ? b * s->factor : b;
     case S_STEP: return b * pow(s->gamma, (double)(e / s->step_size));
     case S_MULTISTEP: {
         int k = 0;
@@ -259,16 +286,15 @@ gf_lr_scheduler *gf_lr_onecycle_create(gf_optimizer *opt, const gf_onecycle_opts
         return NULL;
     }
     gf_onecycle_opts o = *opts;
-    if (o.pct_start == 0) o.pct_start = 0.3;
-    if (o.div_factor == 0) o.div_factor = 25;
-    if (o.final_div_factor == 0) o.final_div_factor = 1e4;
+    if (gf__opts_check(k, "gf_onecycle_opts", "GF_ONECYCLE_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     if (!(o.max_lr >= 0) || isinf(o.max_lr)) {
         bad(k, "max_lr", o.max_lr, "finite and >= 0");
         return NULL;
     }
     if (o.total_steps < 1 && bad(k, "total_steps", (double)o.total_steps, ">= 1")) return NULL;
-    if (!(o.pct_start > 0 && o.pct_start <= 1)) {
-        bad(k, "pct_start", o.pct_start, "in (0, 1]");
+    if (!(o.pct_start >= 0 && o.pct_start <= 1)) {
+        bad(k, "pct_start", o.pct_start, "in [0, 1]");
         return NULL;
     }
     if (!(o.div_factor > 0) || isinf(o.div_factor)) {
@@ -447,8 +473,54 @@ gf_status gf_lr_scheduler_load_state_dict(gf_lr_scheduler *s, const gf_tensor_di
     return st;
 }
 
+gf_lr_scheduler *gf_lr_lambda_create(gf_optimizer *opt, gf_lr_lambda fn, void *user) {
+    if (!fn) {
+        gf__error(GF_ERR_INVALID, "LambdaLR: lr_lambda is NULL");
+        return NULL;
+    }
+    gf_lr_scheduler *s = sched_new(S_LAMBDA, opt);
+    if (!s) return NULL;
+    s->fn = fn;
+    s->user = user;
+    return start(s);
+}
+
+gf_lr_scheduler *gf_lr_multiplicative_create(gf_optimizer *opt, gf_lr_lambda fn, void *user) {
+    if (!fn) {
+        gf__error(GF_ERR_INVALID, "MultiplicativeLR: lr_lambda is NULL");
+        return NULL;
+    }
+    gf_lr_scheduler *s = sched_new(S_MULT, opt);
+    if (!s) return NULL;
+    s->prod = calloc((size_t)s->n_groups, sizeof *s->prod);
+    if (!s->prod) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "MultiplicativeLR: out of host memory");
+        gf_lr_scheduler_destroy(s);
+        return NULL;
+    }
+    s->fn = fn;
+    s->user = user;
+    s->prod_epoch = -1;
+    return start(s);
+}
+
+gf_lr_scheduler *gf_lr_constant_create(gf_optimizer *opt, double factor, int64_t total_iters) {
+    const char *k = "ConstantLR";
+    if (!(factor >= 0 && factor <= 1)) {
+        bad(k, "factor", factor, "in [0, 1]");
+        return NULL;
+    }
+    if (total_iters < 0 && bad(k, "total_iters", (double)total_iters, ">= 0")) return NULL;
+    gf_lr_scheduler *s = sched_new(S_CONST, opt);
+    if (!s) return NULL;
+    s->factor = factor;
+    s->total = total_iters;
+    return start(s);
+}
+
 void gf_lr_scheduler_destroy(gf_lr_scheduler *s) {
     if (!s) return;
+    free(s->prod);
     for (int i = 0; i < s->n_children; i++) gf_lr_scheduler_destroy(s->children[i]);
     free(s->children);
     free(s->milestones);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* meta.c — per-tensor autograd metadata: flags, .grad, history, views. */
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ void gf__ag_meta_free(gf_tensor *t) {
     pthread_mutex_unlock(&g_acc_lock);
     t->autograd = NULL;
     if (m->retain_hook) m->retain_hook->target = NULL; /* owned by grad_fn, still alive */
-    gf_tensor_release(m->grad);
+    gf__hold_release(m->grad);
     gf_tensor_release(m->base);
     gf__ag_hooks_free(m->post_acc_hooks);
     gf__ag_hooks_free(m->leaf_hooks);
@@ -223,8 +224,8 @@ gf_status gf__ag_accumulate(gf_tensor *leaf, gf_tensor *g, bool create_graph) {
         next = gf_add(old, g);
     }
     if (next) {
-        m->grad = next;
-        gf_tensor_release(old);
+        m->grad = gf__hold_adopt(next);
+        gf__hold_release(old);
     } else s = gf__status();
     pthread_mutex_unlock(&g_grad_lock);
     if (s == GF_OK) s = gf__ag_run_post_accumulate(leaf);
@@ -325,9 +326,9 @@ gf_status gf_tensor_set_grad(gf_tensor *t, const gf_tensor *grad) {
                          "the other .grad first");
     }
     gf_tensor *old = m->grad;
-    m->grad = gf_tensor_retain((gf_tensor *)grad);
+    m->grad = gf__hold_adopt(gf_tensor_retain((gf_tensor *)grad));
     pthread_mutex_unlock(&g_grad_lock);
-    gf_tensor_release(old);
+    gf__hold_release(old);
     return GF_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* node.c — backward nodes: creation, recording, saved tensors, release. */
 #include <execinfo.h>
 #include <stdio.h>

@@ -1,4 +1,6 @@
-/* optim.c — SGD and Adam/AdamW, with the update rules of torch.optim.
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* optim.c — SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta, NAdam and RAdam,
+ * with the update rules of torch.optim.
  *
  * A step runs under no-grad (in-place writes to leaves that require grad are
  * allowed there, and nothing is recorded) with graft's public ops, so it works
@@ -16,7 +18,9 @@
 #include "profiler_internal.h"
 #include "interop_internal.h"
 
-typedef enum opt_kind { OPT_SGD, OPT_ADAM, OPT_RMSPROP, OPT_ADAGRAD } opt_kind;
+typedef enum opt_kind {
+    OPT_SGD, OPT_ADAM, OPT_RMSPROP, OPT_ADAGRAD, OPT_ADADELTA, OPT_NADAM, OPT_RADAM
+} opt_kind;
 
 /* Per-parameter state: SGD uses buf1 (momentum buffer); Adam uses buf1
  * (exp_avg), buf2 (exp_avg_sq) and step (its own count, as PyTorch keeps
@@ -28,7 +32,8 @@ typedef struct param_state {
     gf_tensor *param; /* reference */
     gf_tensor *buf1, *buf2, *buf3;
     int64_t step;
-    int group; /* its parameter group */
+    double mu_product; /* NAdam: the product of its mu over the steps so far */
+    int group;         /* its parameter group */
 } param_state;
 
 /* A parameter group's own hyperparameters (torch's param_groups[g]):
@@ -44,6 +49,9 @@ struct gf_optimizer {
     gf_adam_opts adam; /* defaults resolved */
     gf_rmsprop_opts rmsprop;
     gf_adagrad_opts adagrad;
+    gf_adadelta_opts adadelta;
+    gf_nadam_opts nadam;
+    gf_radam_opts radam;
     int n;
     param_state *ps;
     int n_groups;
@@ -146,13 +154,9 @@ gf_optimizer *gf_sgd_create(gf_tensor *const *params, int n, const gf_sgd_opts *
 
 gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts *opts) {
     const char *op = "gf_adam_create";
-    gf_adam_opts o = {0};
+    gf_adam_opts o = GF_ADAM_OPTS_DEFAULT;
     if (opts) o = *opts;
-    /* 0 selects the documented default (the header's contract). */
-    if (o.lr == 0) o.lr = 1e-3;
-    if (o.beta1 == 0) o.beta1 = 0.9;
-    if (o.beta2 == 0) o.beta2 = 0.999;
-    if (o.eps == 0) o.eps = 1e-8;
+    if (gf__opts_check(op, "gf_adam_opts", "GF_ADAM_OPTS_DEFAULT", o.init) != GF_OK) return NULL;
     if (!nonneg(o.lr)) {
         gf__error(GF_ERR_INVALID, "%s: invalid learning rate %g; lr must be >= 0", op, o.lr);
         return NULL;
@@ -182,11 +186,10 @@ gf_optimizer *gf_adam_create(gf_tensor *const *params, int n, const gf_adam_opts
 
 gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmsprop_opts *opts) {
     const char *op = "gf_rmsprop_create";
-    gf_rmsprop_opts o = {0};
+    gf_rmsprop_opts o = GF_RMSPROP_OPTS_DEFAULT;
     if (opts) o = *opts;
-    if (o.lr == 0) o.lr = 1e-2;
-    if (o.alpha == 0) o.alpha = 0.99;
-    if (o.eps == 0) o.eps = 1e-8;
+    if (gf__opts_check(op, "gf_rmsprop_opts", "GF_RMSPROP_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     const char *bad = !nonneg(o.lr) ? "lr" : !(o.alpha >= 0 && o.alpha <= 1) ? "alpha"
                     : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
                     : !nonneg(o.momentum) ? "momentum" : NULL;
@@ -206,10 +209,10 @@ gf_optimizer *gf_rmsprop_create(gf_tensor *const *params, int n, const gf_rmspro
 
 gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n, const gf_adagrad_opts *opts) {
     const char *op = "gf_adagrad_create";
-    gf_adagrad_opts o = {0};
+    gf_adagrad_opts o = GF_ADAGRAD_OPTS_DEFAULT;
     if (opts) o = *opts;
-    if (o.lr == 0) o.lr = 1e-2;
-    if (o.eps == 0) o.eps = 1e-10;
+    if (gf__opts_check(op, "gf_adagrad_opts", "GF_ADAGRAD_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
     const char *bad = !nonneg(o.lr) ? "lr" : !nonneg(o.lr_decay) ? "lr_decay"
                     : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay"
                     : !nonneg(o.initial_accumulator_value) ? "initial_accumulator_value" : NULL;
@@ -223,6 +226,66 @@ gf_optimizer *gf_adagrad_create(gf_tensor *const *params, int n, const gf_adagra
     if (check_params(op, params, n) != GF_OK) return NULL;
     gf_optimizer *opt = opt_new(OPT_ADAGRAD, params, n, o.lr, o.weight_decay);
     if (opt) opt->adagrad = o;
+    return opt;
+}
+
+gf_optimizer *gf_adadelta_create(gf_tensor *const *params, int n, const gf_adadelta_opts *opts) {
+    const char *op = "gf_adadelta_create";
+    gf_adadelta_opts o = GF_ADADELTA_OPTS_DEFAULT;
+    if (opts) o = *opts;
+    if (gf__opts_check(op, "gf_adadelta_opts", "GF_ADADELTA_OPTS_DEFAULT", o.init) != GF_OK)
+        return NULL;
+    const char *bad = !nonneg(o.lr) ? "lr" : !(o.rho >= 0 && o.rho <= 1) ? "rho"
+                    : !nonneg(o.eps) ? "eps" : !nonneg(o.weight_decay) ? "weight_decay" : NULL;
+    if (bad) {
+        gf__error(GF_ERR_INVALID, "%s: invalid %s (lr %g, rho %g, eps %g, weight_decay %g); lr, "
+                  "eps and weight_decay must be finite and >= 0, rho in [0, 1]", op, bad, o.lr,
+                  o.rho, o.eps, o.weight_decay);
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_ADADELTA, params, n, o.lr, o.weight_decay);
+    if (opt) opt->adadelta = o;
+    return opt;
+}
+
+/* The checks NAdam and RAdam share with Adam. */
+static bool adam_like_ok(const char *op, double lr, double b1, double b2, double eps, double wd) {
+    const char *bad = !nonneg(lr) ? "lr" : !(b1 >= 0 && b1 < 1) ? "beta1"
+                    : !(b2 >= 0 && b2 < 1) ? "beta2" : !nonneg(eps) ? "eps"
+                    : !nonneg(wd) ? "weight_decay" : NULL;
+    if (!bad) return true;
+    gf__error(GF_ERR_INVALID, "%s: invalid %s (lr %g, betas %g %g, eps %g, weight_decay %g); "
+              "betas must be in [0, 1), the others finite and >= 0", op, bad, lr, b1, b2, eps, wd);
+    return false;
+}
+
+gf_optimizer *gf_nadam_create(gf_tensor *const *params, int n, const gf_nadam_opts *opts) {
+    const char *op = "gf_nadam_create";
+    gf_nadam_opts o = GF_NADAM_OPTS_DEFAULT;
+    if (opts) o = *opts;
+    if (gf__opts_check(op, "gf_nadam_opts", "GF_NADAM_OPTS_DEFAULT", o.init) != GF_OK) return NULL;
+    if (!adam_like_ok(op, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay)) return NULL;
+    if (!nonneg(o.momentum_decay)) {
+        gf__error(GF_ERR_INVALID, "%s: invalid momentum_decay %g; it must be finite and >= 0", op,
+                  o.momentum_decay);
+        return NULL;
+    }
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_NADAM, params, n, o.lr, o.weight_decay);
+    if (opt) opt->nadam = o;
+    return opt;
+}
+
+gf_optimizer *gf_radam_create(gf_tensor *const *params, int n, const gf_radam_opts *opts) {
+    const char *op = "gf_radam_create";
+    gf_radam_opts o = GF_RADAM_OPTS_DEFAULT;
+    if (opts) o = *opts;
+    if (gf__opts_check(op, "gf_radam_opts", "GF_RADAM_OPTS_DEFAULT", o.init) != GF_OK) return NULL;
+    if (!adam_like_ok(op, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay)) return NULL;
+    if (check_params(op, params, n) != GF_OK) return NULL;
+    gf_optimizer *opt = opt_new(OPT_RADAM, params, n, o.lr, o.weight_decay);
+    if (opt) opt->radam = o;
     return opt;
 }
 
@@ -474,13 +537,114 @@ static gf_status adagrad_update(const gf_adagrad_opts *o, param_state *st, gf_te
     return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(g, std), clr));
 }
 
+/* A zero tensor like p, kept by the optimiser (out of the step's scope). */
+static gf_status lazy_zeros(gf_tensor **slot, const gf_tensor *p) {
+    if (*slot) return GF_OK;
+    gf_tensor *z = gf_zeros_like(p);
+    if (!z) return failed();
+    *slot = gf_scope_keep(z);
+    return GF_OK;
+}
+
+/* g + wd p (L2), or p *= 1 - lr wd first (decoupled); the gradient to use. */
+static gf_tensor *weight_decay(gf_tensor *p, gf_tensor *g, double lr, double wd, bool decoupled,
+                               gf_status *s) {
+    *s = GF_OK;
+    if (wd == 0) return g;
+    if (decoupled) {
+        *s = scale_(p, 1.0 - lr * wd);
+        return g;
+    }
+    gf_tensor *r = gf_add(g, gf_mul_scalar(p, wd));
+    if (!r) *s = failed();
+    return r;
+}
+
+/* buf = beta buf + (1 - beta) x (x NULL: g g). */
+static gf_status ema_(gf_tensor *buf, double beta, gf_tensor *x) {
+    gf_status s = scale_(buf, beta);
+    return s != GF_OK ? s : update_(GFP_OP_ADD, buf, gf_mul_scalar(x, 1.0 - beta));
+}
+
+static gf_status adadelta_update(const gf_adadelta_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if ((s = lazy_zeros(&st->buf1, p)) != GF_OK || (s = lazy_zeros(&st->buf2, p)) != GF_OK)
+        return s;
+    st->step++;
+    g = weight_decay(p, g, o->lr, o->weight_decay, false, &s);
+    if (s != GF_OK) return s;
+    if ((s = ema_(st->buf1, o->rho, gf_mul(g, g))) != GF_OK) return s;
+    gf_tensor *std = gf_sqrt(gf_add_scalar(st->buf1, o->eps));
+    gf_tensor *delta = gf_mul(gf_div(gf_sqrt(gf_add_scalar(st->buf2, o->eps)), std), g);
+    if (!delta) return failed();
+    if ((s = ema_(st->buf2, o->rho, gf_mul(delta, delta))) != GF_OK) return s;
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(delta, o->lr));
+}
+
+static gf_status nadam_update(const gf_nadam_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if ((s = lazy_zeros(&st->buf1, p)) != GF_OK || (s = lazy_zeros(&st->buf2, p)) != GF_OK)
+        return s;
+    if (st->step == 0) st->mu_product = 1.0;
+    st->step++;
+    double t = (double)st->step;
+    g = weight_decay(p, g, o->lr, o->weight_decay, o->decoupled_weight_decay, &s);
+    if (s != GF_OK) return s;
+    double bc2 = 1.0 - pow(o->beta2, t);
+    double mu = o->beta1 * (1.0 - 0.5 * pow(0.96, t * o->momentum_decay));
+    double mu_next = o->beta1 * (1.0 - 0.5 * pow(0.96, (t + 1.0) * o->momentum_decay));
+    /* PyTorch keeps mu_product as a 0-dim tensor of its scalar dtype (f32
+     * unless the default dtype is f64) and multiplies it by mu in f32: so
+     * here, so that trajectories and checkpoints agree with PyTorch's */
+    float mu_f = (float)mu, prod_f = (float)st->mu_product * mu_f; /* as its f32 kernel */
+    double mu_product = (double)prod_f;
+    if ((s = ema_(st->buf1, o->beta1, g)) != GF_OK) return s;
+    if ((s = ema_(st->buf2, o->beta2, gf_mul(g, g))) != GF_OK) return s;
+    gf_tensor *denom = gf_add_scalar(gf_sqrt(gf_div_scalar(st->buf2, bc2)), o->eps);
+    gf_tensor *a = gf_mul_scalar(gf_div(g, denom), o->lr * (1.0 - mu) / (1.0 - mu_product));
+    gf_tensor *b = gf_mul_scalar(gf_div(st->buf1, denom),
+                                 o->lr * mu_next / (1.0 - mu_product * mu_next));
+    if ((s = update_(GFP_OP_SUB, p, a)) != GF_OK) return s;
+    if ((s = update_(GFP_OP_SUB, p, b)) != GF_OK) return s;
+    st->mu_product = mu_product;
+    return GF_OK;
+}
+
+static gf_status radam_update(const gf_radam_opts *o, param_state *st, gf_tensor *g) {
+    gf_tensor *p = st->param;
+    gf_status s;
+    if ((s = lazy_zeros(&st->buf1, p)) != GF_OK || (s = lazy_zeros(&st->buf2, p)) != GF_OK)
+        return s;
+    st->step++;
+    double t = (double)st->step;
+    g = weight_decay(p, g, o->lr, o->weight_decay, o->decoupled_weight_decay, &s);
+    if (s != GF_OK) return s;
+    if ((s = ema_(st->buf1, o->beta1, g)) != GF_OK) return s;
+    if ((s = ema_(st->buf2, o->beta2, gf_mul(g, g))) != GF_OK) return s;
+    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+    double rho_inf = 2.0 / (1.0 - o->beta2) - 1.0;
+    double rho_t = rho_inf - 2.0 * t * pow(o->beta2, t) / bc2;
+    gf_tensor *m_hat = gf_div_scalar(st->buf1, bc1);
+    if (rho_t > 5.0) {
+        double rect = sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf /
+                           ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t));
+        gf_tensor *adaptive = gf_div(gf_full_like(st->buf2, sqrt(bc2)),
+                                     gf_add_scalar(gf_sqrt(st->buf2), o->eps));
+        return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_mul(m_hat, adaptive), o->lr * rect));
+    }
+    return update_(GFP_OP_SUB, p, gf_mul_scalar(m_hat, o->lr));
+}
+
 gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
     gf_status s = GF_OK;
-    const char *prof_name = opt->kind == OPT_SGD    ? "SGD.step"
-                            : opt->kind == OPT_ADAM ? "Adam.step"
-                            : opt->kind == OPT_RMSPROP ? "RMSprop.step" : "Adagrad.step";
+    static const char *const prof_names[] = {"SGD.step",      "Adam.step",  "RMSprop.step",
+                                             "Adagrad.step",  "Adadelta.step", "NAdam.step",
+                                             "RAdam.step"};
+    const char *prof_name = prof_names[opt->kind];
     uint64_t prof_t0 = gf__prof_on() ? gf__prof_span_begin("optimizer", prof_name) : 0;
     for (int i = 0; i < opt->n && s == GF_OK; i++) {
         param_state *st = &opt->ps[i];
@@ -515,6 +679,27 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
                 o.lr = gr->lr;
                 o.weight_decay = gr->weight_decay;
                 s = adagrad_update(&o, st, g);
+                break;
+            }
+            case OPT_ADADELTA: {
+                gf_adadelta_opts o = opt->adadelta;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = adadelta_update(&o, st, g);
+                break;
+            }
+            case OPT_NADAM: {
+                gf_nadam_opts o = opt->nadam;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = nadam_update(&o, st, g);
+                break;
+            }
+            case OPT_RADAM: {
+                gf_radam_opts o = opt->radam;
+                o.lr = gr->lr;
+                o.weight_decay = gr->weight_decay;
+                s = radam_update(&o, st, g);
                 break;
             }
             }
@@ -567,12 +752,16 @@ gf_status gf_optimizer_add_param_group(gf_optimizer *opt, gf_tensor *const *para
         return gf__error(GF_ERR_INVALID, "%s: the optimiser has %d groups already, the most "
                          "allowed", op, opt->n_groups);
     /* NAN: the create call's value (torch's defaults of the optimiser). */
-    double base_lr = opt->kind == OPT_SGD ? opt->sgd.lr : opt->kind == OPT_ADAM ? opt->adam.lr
-                     : opt->kind == OPT_RMSPROP ? opt->rmsprop.lr : opt->adagrad.lr;
-    double base_wd = opt->kind == OPT_SGD ? opt->sgd.weight_decay
-                     : opt->kind == OPT_ADAM ? opt->adam.weight_decay
-                     : opt->kind == OPT_RMSPROP ? opt->rmsprop.weight_decay
-                                                : opt->adagrad.weight_decay;
+    double base_lr = 0, base_wd = 0;
+    switch (opt->kind) {
+    case OPT_SGD: base_lr = opt->sgd.lr, base_wd = opt->sgd.weight_decay; break;
+    case OPT_ADAM: base_lr = opt->adam.lr, base_wd = opt->adam.weight_decay; break;
+    case OPT_RMSPROP: base_lr = opt->rmsprop.lr, base_wd = opt->rmsprop.weight_decay; break;
+    case OPT_ADAGRAD: base_lr = opt->adagrad.lr, base_wd = opt->adagrad.weight_decay; break;
+    case OPT_ADADELTA: base_lr = opt->adadelta.lr, base_wd = opt->adadelta.weight_decay; break;
+    case OPT_NADAM: base_lr = opt->nadam.lr, base_wd = opt->nadam.weight_decay; break;
+    case OPT_RADAM: base_lr = opt->radam.lr, base_wd = opt->radam.weight_decay; break;
+    }
     if (isnan(lr)) lr = base_lr;
     if (isnan(weight_decay)) weight_decay = base_wd;
     if (!nonneg(lr))
@@ -685,13 +874,21 @@ static const key_def adam_keys[] = {{"exp_avg", 1}, {"exp_avg_sq", 2}, {"step", 
 static const key_def rmsprop_keys[] = {
     {"square_avg", 1}, {"momentum_buffer", 2}, {"grad_avg", 3}, {"step", 0}};
 static const key_def adagrad_keys[] = {{"sum", 1}, {"step", 0}};
+static const key_def adadelta_keys[] = {{"square_avg", 1}, {"acc_delta", 2}, {"step", 0}};
+/* slot 4: NAdam's mu_product, a 0-dim float (a number, not a buffer) */
+static const key_def nadam_keys[] = {
+    {"exp_avg", 1}, {"exp_avg_sq", 2}, {"mu_product", 4}, {"step", 0}};
 #define MAX_KEYS 4
+#define SLOT_MU 4
 
 static const key_def *kind_keys(opt_kind k, int *n) {
     switch (k) {
     case OPT_SGD: *n = 1; return sgd_keys;
     case OPT_ADAM: *n = 3; return adam_keys;
     case OPT_RMSPROP: *n = 4; return rmsprop_keys;
+    case OPT_ADADELTA: *n = 3; return adadelta_keys;
+    case OPT_NADAM: *n = 4; return nadam_keys;
+    case OPT_RADAM: *n = 3; return adam_keys;
     case OPT_ADAGRAD: break;
     }
     *n = 2;
@@ -699,7 +896,9 @@ static const key_def *kind_keys(opt_kind k, int *n) {
 }
 
 static const char *kind_name(opt_kind k) {
-    return k == OPT_SGD ? "SGD" : k == OPT_ADAM ? "Adam" : k == OPT_RMSPROP ? "RMSprop" : "Adagrad";
+    static const char *const names[] = {"SGD",     "Adam",  "RMSprop", "Adagrad",
+                                        "Adadelta", "NAdam", "RAdam"};
+    return names[k];
 }
 
 /* Whether a stepped parameter of this optimiser has key k (its options
@@ -748,7 +947,9 @@ gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const char *pre
         if (!st->buf1) continue; /* not stepped yet (or SGD without momentum) */
         for (int k = 0; k < nk && s == GF_OK; k++) {
             if (!key_used(opt, k)) continue;
-            gf_tensor *t = keys[k].slot
+            gf_tensor *t = keys[k].slot == SLOT_MU
+                               ? gf__scalar(st->mu_product, st->param->dtype, st->param->storage->device)
+                           : keys[k].slot
                                ? gf_tensor_retain(slot_of(st, keys[k].slot))
                                : gf__scalar((double)st->step, GF_I64, st->param->storage->device);
             s = t ? add_entry(d, prefix, i, keys[k].name, t) : gf__status();
@@ -801,19 +1002,49 @@ static gf_status parse_entry(const gf_optimizer *opt, const char *name, const ch
 
 /* Checks that t fits key k of parameter p. */
 static gf_status check_entry(const gf_optimizer *opt, const char *name, const gf_tensor *t,
-                             const gf_tensor *p, int k, int64_t *step) {
+                             const gf_tensor *p, int k, int64_t *step, double *mu) {
     const char *op = "gf_optimizer_load_state_dict";
     int nk;
     const key_def *keys = kind_keys(opt->kind, &nk);
-    if (keys[k].slot == 0) {
-        if (t->rank != 0 || gf_dtype_is_float(t->dtype) || t->dtype == GF_BOOL)
-            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim integer step count "
-                             "(got %s of rank %d)", op, name, gf_dtype_name(t->dtype), t->rank);
-        int64_t v = 0;
-        gf_tensor *c = gf_to_dtype(t, GF_I64);
-        gf_status s = c ? gf_tensor_to_host(c, &v, sizeof v) : gf__status();
+    if (keys[k].slot == SLOT_MU) {
+        double f = -1;
+        gf_tensor *c = t->rank == 0 && gf_dtype_is_float(t->dtype) ? gf_to_dtype(t, GF_F64) : NULL;
+        gf_status s = c ? gf_tensor_to_host(c, &f, sizeof f) : GF_OK;
         gf_tensor_release(c);
         if (s != GF_OK) return s;
+        if (!(f >= 0 && f <= 1))
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim float in [0, 1] "
+                             "(NAdam's product of mu; got %s of rank %d, value %g)", op, name,
+                             gf_dtype_name(t->dtype), t->rank, f);
+        *mu = f;
+        return GF_OK;
+    }
+    if (keys[k].slot == 0) {
+        /* PyTorch (1.12 on) keeps `step` as a 0-dim f32 tensor: a float
+         * step is taken when it holds a whole number. */
+        if (t->rank != 0 || t->dtype == GF_BOOL)
+            return gf__error(GF_ERR_INVALID, "%s: entry '%s' must be a 0-dim step count, an "
+                             "integer or a float holding a whole number (got %s of rank %d)", op,
+                             name, gf_dtype_name(t->dtype), t->rank);
+        int64_t v = 0;
+        gf_status s;
+        if (gf_dtype_is_float(t->dtype)) {
+            double f = 0;
+            gf_tensor *c = gf_to_dtype(t, GF_F64);
+            s = c ? gf_tensor_to_host(c, &f, sizeof f) : gf__status();
+            gf_tensor_release(c);
+            if (s != GF_OK) return s;
+            if (!(f >= 0 && f <= 9007199254740992.0) || f != floor(f))
+                return gf__error(GF_ERR_INVALID, "%s: entry '%s' is not a step count: %s %g is "
+                                 "not a whole number in [0, 2^53]", op, name,
+                                 gf_dtype_name(t->dtype), f);
+            v = (int64_t)f;
+        } else {
+            gf_tensor *c = gf_to_dtype(t, GF_I64);
+            s = c ? gf_tensor_to_host(c, &v, sizeof v) : gf__status();
+            gf_tensor_release(c);
+            if (s != GF_OK) return s;
+        }
         if (v < 0)
             return gf__error(GF_ERR_INVALID, "%s: entry '%s' is a negative step count (%lld)", op,
                              name, (long long)v);
@@ -845,8 +1076,9 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
      * 3 + slot - 1]: its copy on the parameter's device. */
     const gf_tensor **found = calloc((size_t)n * MAX_KEYS, sizeof *found);
     int64_t *steps = calloc((size_t)n, sizeof *steps);
+    double *mus = calloc((size_t)n, sizeof *mus);
     gf_tensor **fresh = calloc((size_t)n * 3, sizeof *fresh);
-    gf_status s = found && steps && fresh
+    gf_status s = found && steps && mus && fresh
                       ? GF_OK
                       : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     for (int e = 0; s == GF_OK && e < gf_tensor_dict_size(d); e++) {
@@ -856,7 +1088,7 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
         s = parse_entry(opt, name, name + plen, &i, &k);
         if (s != GF_OK) break;
         const gf_tensor *t = gf_tensor_dict_at(d, e);
-        s = check_entry(opt, name, t, opt->ps[i].param, k, &steps[i]);
+        s = check_entry(opt, name, t, opt->ps[i].param, k, &steps[i], &mus[i]);
         found[i * MAX_KEYS + k] = t;
     }
     /* Every key the options use, or none, per parameter. */
@@ -883,7 +1115,7 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
     for (int i = 0; s == GF_OK && i < n; i++) {
         for (int k = 0; k < nk && s == GF_OK; k++) {
             const gf_tensor *t = found[i * MAX_KEYS + k];
-            if (!t || keys[k].slot == 0) continue;
+            if (!t || keys[k].slot == 0 || keys[k].slot == SLOT_MU) continue;
             gf_tensor *moved = gf_to_device(t, opt->ps[i].param->storage->device);
             gf_tensor *c = moved ? gf_clone(moved) : NULL;
             gf_tensor_release(moved);
@@ -903,12 +1135,14 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
             st->buf2 = fresh[i * 3 + 1];
             st->buf3 = fresh[i * 3 + 2];
             st->step = st->buf1 ? steps[i] : 0;
+            st->mu_product = st->buf1 ? mus[i] : 1.0;
         }
     } else if (fresh) {
         for (int i = 0; i < n * 3; i++) gf_tensor_release(fresh[i]);
     }
     free(found);
     free(steps);
+    free(mus);
     free(fresh);
     return s;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* train_utils.c — gradient clipping (clip_grad_norm_, clip_grad_value_)
  * and parameter initialisers (torch.nn.init), written with public ops
  * under no-grad so they never enter a graph. */

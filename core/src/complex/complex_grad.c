@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* complex_grad.c — backward rules at the boundary between real and complex
  * tensors, in PyTorch's convention: the gradient of a real loss L with
  * respect to z = x + iy is dL/dx + i dL/dy (the conjugate Wirtinger

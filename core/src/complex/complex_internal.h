@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* complex_internal.h — what the core's files ask about complex dtypes
  * (complex_ops.c, complex_grad.c). Not installed. */
 #ifndef GRAFT_COMPLEX_INTERNAL_H

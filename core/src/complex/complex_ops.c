@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* complex_ops.c — complex tensors: the views between complex and real
  * dtypes, construction, conjugate, modulus and argument, random numbers,
  * and the checks the rest of the core asks about complex dtypes.

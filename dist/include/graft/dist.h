@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* graft/dist.h — data-parallel training over MPI (library libgraft-dist).
  *
  * Built when CMake finds MPI (GRAFT_WITH_MPI=AUTO|ON|OFF); link graft::dist

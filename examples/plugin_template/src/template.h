@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* template.h — what the files of the template plugin share.
  *
  * The template is a complete graft device plugin in plain C that a third

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* template_elementwise.c — COPY, FILL, RANDOM, the unary and binary ops,
  * comparisons and WHERE.
  *

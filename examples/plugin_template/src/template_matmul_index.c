@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* template_matmul_index.c — MATMUL, and INDEX_SELECT, GATHER, SCATTER_ADD,
  * INDEX_ADD.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* template_plugin.c — the template plugin's entry point, table, device,
  * memory, and the table of what it supports.
  *

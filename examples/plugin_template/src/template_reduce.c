@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* template_reduce.c — SUM, MEAN, AMAX and MAX_DIM over a set of dims, and
  * SOFTMAX / LOG_SOFTMAX along one dim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_common.cuh — what the CUDA kernels share: element loads and stores with
  * the reference plugin's conversion rules, index arithmetic, launch shapes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_conv.cu — 2-D convolution without cuDNN (NCHW, any strides).
  *
  * Used when the plugin was built without cuDNN, when GRAFT_CUDA_CUDNN=0, or

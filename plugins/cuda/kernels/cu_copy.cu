@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_copy.cu — COPY (with dtype conversion), FILL, ARANGE, TRIL/TRIU and the
  * byte-pattern fill behind buffer_fill.
  *

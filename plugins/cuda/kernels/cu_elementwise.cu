@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_elementwise.cu — unary and binary elementwise ops, comparisons, logical
  * ops and WHERE.
  *

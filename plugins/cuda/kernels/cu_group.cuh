@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_group.cuh — groups of threads that share one line (cu_reduce.cu,
  * cu_norm.cu).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_index.cu — INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD, and the index
  * range check that runs before them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_matmul.cu — MATMUL for the dtypes cuBLAS does not multiply (i32, i64),
  * and the probe that tells whether this build runs on the current device.
  *

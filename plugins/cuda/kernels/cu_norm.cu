@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_norm.cu — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM (f32, f64).
  *
  * Each output line is owned by one group of threads (cu_group.cuh). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_philox.h — the ABI's random numbers, as the RANDOM kernel computes them.
  *
  * Valid CUDA C++ and host C11: the kernel (cu_random.cu) calls these functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_pool.cu — max and average pooling (NCHW) and their gradients.
  *
  * cuDNN's pooling returns no argmax positions, which MAX_POOL2D must output,

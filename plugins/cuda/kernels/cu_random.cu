@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_random.cu — GFP_OP_RANDOM: the ABI's counter-based streams, one thread
  * per element, any output strides (element i is the i-th in row-major order).
  * The numbers come from cu_philox.h, which the host tests check against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cu_reduce.cu — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP MAX_DIM MIN_DIM.
  *
  * Slots of cuk_lines: 0 = x, 1 = y, 2 = indices (MAX_DIM / MIN_DIM); p0 is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common.cl — the prelude of every graft OpenCL program.
  *
  * Build options give GF_HAS_FP64 and GF_HAS_INT64_ATOMICS (0 or 1). FP

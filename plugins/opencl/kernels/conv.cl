@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conv.cl — CONV2D (NCHW) and its two gradient kernels, in gather form:
  * each work-item computes one output element as one sum (in the dtype, with
  * mad), so every element is written once and nothing needs atomics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ew_copy.cl — COPY (with conversions), FILL, ARANGE, TRIL/TRIU and WHERE.
  *
  * Each kernel comes in the three forms of common.cl (_c, _2, _s), built by

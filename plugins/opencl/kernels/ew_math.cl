@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ew_math.cl — the unary, binary, comparison and logical ops, instantiated
  * from the generated op math (op_math.cl, from plugins/common/op_math.def).
  *

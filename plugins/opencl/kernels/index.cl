@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* index.cl — INDEX_SELECT, GATHER, SCATTER_ADD, INDEX_ADD, and the index
  * check that runs before them.
  *

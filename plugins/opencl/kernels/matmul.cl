@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* matmul.cl — MATMUL: y[b, m, n] = sum_k a[b, m, k] * b[b, k, n].
  *
  * Operands are any strided views: (a_m, a_k), (b_k, b_n), (y_m, y_n) are the

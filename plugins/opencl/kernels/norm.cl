@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* norm.cl — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM (f32, f64).
  *
  * Each op works on "lines": softmax on the elements along its dim, layer norm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pool.cl — MAX_POOL2D, AVG_POOL2D (NCHW) and their gradients, with the
  * reference plugin's semantics: padding never wins a max; the first maximum
  * in window order wins, and a NaN always takes over; indices are flat

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* random.cl — GFP_OP_RANDOM: Philox4x32-10, exactly as abi/graft_plugin.h
  * defines it, so every device draws the reference plugin's numbers.
  *

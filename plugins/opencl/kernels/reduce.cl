@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reduce.cl — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP and MAX_DIM / MIN_DIM.
  *
  * Output element o reduces the "line" of input elements that share its index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 9
 // batch_norm over x [N, C, ...]: a workgroup per channel. Params

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // batch_norm_body.glsl — one channel of batch_norm, per float type (FT, FN,
 // L(tensor, i) loads, S(tensor, i, v) stores, PF(f32 word, f64 word)).
 void FN(batch_norm)(uint c) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // batch_norm_fast_body.glsl — f32 batch_norm (vk_ops_norm.c): a workgroup
 // per channel, whose elements are R0 runs (stride S0) of R1 elements (stride
 // S1): the mean and the corrected two-pass variance through group_fast.glsl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 9
 // f32 batch_norm, without subgroup operations (batch_norm_fast_body.glsl).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // common.glsl — what every shader shares: extensions, dtype codes, the
 // params block (binding 0, raw 32-bit words) and typed views of a tensor
 // binding. A tensor binding is the whole buffer of a memory block; the

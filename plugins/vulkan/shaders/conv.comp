@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 5
 // CONV2D (160), CONV2D_BACKWARD_INPUT (161), CONV2D_BACKWARD_WEIGHT (162),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // conv_body.glsl — the three convolution kernels in gather form (each output
 // element one sum, as the reference), per float type: FT, FN, L(t, i), S(t, i, v).
 // Roles: X input-shaped [N, Ci, H, W], W weight-shaped, Y output-shaped.

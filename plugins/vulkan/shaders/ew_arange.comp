@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 2
 // y[i] = start + i * step: exact in int64 when EXACT (integer output,

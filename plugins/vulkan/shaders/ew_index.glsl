@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // ew_index.glsl — offsets of up to four tensors sharing one shape, from a
 // row-major linear index. Params layout (words), written by vk_ops_elementwise.c:
 //   0 n   1 rank   2..5 element offsets   6..13 sizes   14..45 strides[4][8]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // ew_math.glsl — the formulas of the unary, binary, comparison and logical
 // ops come from plugins/common/op_math.def, generated into op_math.glsl by
 // graft-opgen-glsl (the same table that gives the OpenCL and CUDA kernels

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 3
 // graft: f16

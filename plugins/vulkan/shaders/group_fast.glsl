@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // group_fast.glsl — a workgroup's sum and max of one f32 per invocation,
 // every invocation getting the result (the same value in each: every one
 // combines the same partials in the same order). With GF_SG (subgroup

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // group_sum.glsl — a workgroup's compensated sum, included once per float
 // type (FT, FN as in reduce_float.glsl). Every invocation gets the total.
 shared FT FN(gs_s)[gl_WorkGroupSize.x];

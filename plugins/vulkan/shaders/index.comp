@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 4
 // INDEX_SELECT / GATHER (ADD = 0): y[p] = data[p with p[dim] = index[..]];

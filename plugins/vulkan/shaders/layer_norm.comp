@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 7
 // layer_norm over the trailing dims: a workgroup per leading index. Params

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // layer_norm_body.glsl — one group of layer_norm, per float type (FT, FN,
 // XL/YL/WL/BL element access, ST_* stores, EPS). See layer_norm.comp.
 void FN(layer_norm)(uint g) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // layer_norm_fast_body.glsl — f32 layer_norm over one merged inner dim
 // (vk_ops_norm.c): a workgroup per line, the mean and the corrected
 // two-pass variance through group_fast.glsl (subgroup arithmetic where the

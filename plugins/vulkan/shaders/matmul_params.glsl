@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // matmul_params.glsl — params of the matmul shaders (vk_ops_matmul.c):
 //   0 M  1 N  2 K  3 batches  4 batch rank  5..7 offsets of a, b, y
 //   8 a_m  9 a_k  10 b_k  11 b_n  12 y_m  13 y_n

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // ops.glsl — the ABI's op ids (abi/graft_plugin.h, enum gfp_op), for shaders
 // that select their formula by an OP specialisation constant.
 #define OP_NEG 20u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 4
 // 2-D max and average pooling and their gradients (NCHW), as the reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // pool_body.glsl — pooling kernels per float type (FT, FN, L, S), gather form.
 // Ops: 163 max pool (y o, indices i1, x i2), 164 its backward (grad_x o,
 // grad_y i1, indices i2), 165 avg pool (y o, x i1), 166 its backward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // reduce_fast_body.glsl — f32 SUM MEAN AMAX AMIN VAR LOGSUMEXP over lines
 // of one merged dim (vk_ops_reduce.c), as a tree over the device's
 // parallelism: STAGE 0 a workgroup per line into y; STAGE 1 a workgroup per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // reduce_float.glsl — the float reductions, included once per float type:
 // FT the type, FN(name) a per-type name, LD(i) loads x element i, ST(i, v)
 // stores y element i. A line is reduced by the whole workgroup (WG mode) or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // reduce_params.glsl — the params of reduce.comp, written by vk_ops_reduce.c:
 //   0 outputs   1 line length   2 kept rank   3 reduced rank
 //   4 x offset  5 y offset  6 indices offset

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // softmax_body.glsl — one line of softmax / log_softmax, per float type
 // (FT, FN, L, S, EXPF, LOGF; group_sum.glsl included before).
 shared FT FN(sh_max)[gl_WorkGroupSize.x];

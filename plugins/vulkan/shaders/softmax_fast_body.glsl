@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // softmax_fast_body.glsl — f32 softmax / log_softmax along one dim
 // (vk_ops_norm.c). STAGE 0: a workgroup per line, three passes (the max,
 // the sum of exp(x - max), the outputs), the group combining through

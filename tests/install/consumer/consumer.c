@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* consumer.c — a program built against an installed graft, as a user would
  * build one: it creates a tensor on the cpu device, runs one op, reads the
  * result back and prints where the loaded plugins came from (the install

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plugin.c — the smallest third-party plugin source, built through the
  * graft::abi target: it includes the installed ABI header and links nothing
  * of graft. It declines every ABI so it can never be mistaken for a device.

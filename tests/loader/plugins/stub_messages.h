@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stub_messages.h — texts the stub plugin attaches to the failures it
  * injects, shared with the tests that look for them in graft's errors. */
 #ifndef GRAFT_TESTS_STUB_MESSAGES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stub_plugin.c — a device plugin for the loader and ABI tests.
  *
  * It needs no hardware: buffers are malloc'ed host memory, and it runs FILL,
