@@ -7,6 +7,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* A test that includes <complex.h> first: glibc defines CMPLX for GCC only,
+ * clang has the builtin. */
+#if defined(_COMPLEX_H) && !defined(CMPLX)
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 #include <string.h>
 
 static int check_passed_, check_failed_, check_case_failed_;

@@ -82,6 +82,13 @@ void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v);
 /* ref_complex.c includes <complex.h>; the other files see the values as
  * the C99 type too. */
 #include <complex.h>
+/* glibc's <complex.h> defines CMPLX for GCC only; clang has the builtin. */
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+/* <complex.h>'s one-letter macro I is no name for anything else in the
+ * plugin to collide with. */
+#undef I
 bool ref_is_complex(int32_t dtype);
 /* Element at off as a complex number (a real dtype gives value + 0i). */
 double complex ref_load_c(const gfp_tensor *t, int64_t off);

@@ -356,7 +356,9 @@ static gf_status wrong_bwd(gf_function_ctx *ctx, gf_tensor *const *g, int n, gf_
     (void)n_in;
     (void)user;
     gf_tensor *z = gf_ctx_saved_tensor(ctx, 0);
-    gin[0] = gf_mul(g[0], gf_mul_scalar(z, 2.0)); /* missing conj */
+    gf_tensor *twice = gf_mul_scalar(z, 2.0);
+    gin[0] = gf_mul(g[0], twice); /* missing conj */
+    gf_tensor_release(twice);
     gf_tensor_release(z);
     return gin[0] ? GF_OK : gf_last_status();
 }

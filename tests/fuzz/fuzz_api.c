@@ -384,7 +384,13 @@ static void act_unary(reader *r) {
     case 22: put(gf_elu(t, dbl_arg(r))); break;
     case 23: put(pick(r, 2) ? gf_rand_like(t) : gf_randn_like(t)); break;
     case 24: put(gf_randint_like(t, int_arg(r), int_arg(r))); break;
-    case 25: put(gf_multinomial(t, pick(r, 2) ? 1 + pick(r, 4) : int_arg(r), pick(r, 2))); break;
+    case 25: {
+        /* num_samples small, or an extreme graft must refuse (not 2^31
+         * samples with replacement: a legal 16 GB request) */
+        int64_t ns = pick(r, 2) ? 1 + pick(r, 4) : int_arg(r);
+        if (sizes_ok(&ns, 1)) put(gf_multinomial(t, ns, pick(r, 2)));
+        break;
+    }
     default: put(gf_reciprocal(t)); break;
     }
 }

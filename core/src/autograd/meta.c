@@ -37,7 +37,7 @@ void gf__ag_meta_free(gf_tensor *t) {
     t->autograd = NULL;
     if (m->retain_hook) m->retain_hook->target = NULL; /* owned by grad_fn, still alive */
     gf__hold_release(m->grad);
-    gf_tensor_release(m->base);
+    gf__hold_release(m->base);
     gf__ag_hooks_free(m->post_acc_hooks);
     gf__ag_hooks_free(m->leaf_hooks);
     gf__ag_hooks_free(m->leaf_node_hooks);
@@ -154,7 +154,7 @@ gf_status gf__ag_on_view(const gf_tensor *base, gf_tensor *view, gf_view_creatio
     const gf_tensor *root = (base->autograd && base->autograd->base) ? base->autograd->base : base;
     gf_autograd_meta *m = gf__ag_meta(view);
     if (!m) return gf__status();
-    m->base = gf_tensor_retain((gf_tensor *)root);
+    m->base = gf__hold_adopt(gf_tensor_retain((gf_tensor *)root)); /* graft's own hold */
     m->attr_version = gf_tensor_version(view);
     if (how == GF_VIEW_MULTI_OUTPUT) m->view_creation = GF_VIEW_MULTI_OUTPUT;
     else if (gf__ag_inference_mode()) m->view_creation = GF_VIEW_INFERENCE;

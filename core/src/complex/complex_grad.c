@@ -99,12 +99,13 @@ static gf_status complex_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
     gf_status s = GF_OK;
     for (int i = 0; i < 2 && s == GF_OK; i++) {
         if (!n->next[i].node) continue;
+        /* part belongs to the scope; summed (possibly a new reference to
+         * part itself) and r are this function's own references */
         gf_scope_begin();
         gf_tensor *part = i == 0 ? gf_real(g) : gf_imag(g);
-        gf_tensor *summed = part ? gf_scope_keep(gf__ag_sum_to(part, c->sizes[i], c->rank[i]))
-                                 : NULL;
+        gf_tensor *summed = part ? gf__ag_sum_to(part, c->sizes[i], c->rank[i]) : NULL;
         gf_tensor *r = summed ? gf__grad_to_dtype(summed, c->dtype[i]) : NULL;
-        if (summed) gf__ret(summed);
+        gf_tensor_release(summed);
         gf_scope_end();
         if (!r) s = gf__status();
         out[i] = r;
