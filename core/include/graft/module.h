@@ -256,6 +256,33 @@ GF_API gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_la
 GF_API gf_tensor *gf_nn_transformer_forward(gf_module *m, const gf_tensor *src,
                                             const gf_tensor *mask,
                                             const gf_tensor *src_key_padding_mask);
+/* nn.TransformerDecoderLayer (children self_attn, multihead_attn, linear1,
+ * dropout, linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3, in
+ * PyTorch's order; activation relu or gelu; norm_first) and
+ * nn.TransformerDecoder over given layers ("layers.0"..., retained: make
+ * each with the same arguments) and an optional final norm.
+ * gf_module_forward takes 2 inputs (tgt, memory); the full call takes
+ * PyTorch's masks, each may be NULL: tgt_mask and memory_mask are the
+ * self-attention's and the cross-attention's attn_mask ([T, T] / [T, S],
+ * or per head [N * heads, ...]), the key padding masks [N, T] / [N, S]
+ * (bool true = may NOT attend, or float, added). Deviation: tgt_is_causal
+ * and memory_is_causal are absent (give the causal mask itself). Fails:
+ * INVALID (not such a module, a NULL tgt or memory, a layer that is not a
+ * TransformerDecoderLayer, dim_feedforward < 1, gf_nn_mha's), SHAPE (a
+ * mask or input of the wrong shape, as gf_nn_mha_forward). */
+GF_API gf_module *gf_nn_transformer_decoder_layer(int64_t d_model, int64_t nhead,
+                                                  int64_t dim_feedforward, double dropout,
+                                                  bool gelu, double layer_norm_eps,
+                                                  bool batch_first, bool norm_first,
+                                                  gf_dtype dtype, gf_device *dev);
+GF_API gf_module *gf_nn_transformer_decoder(gf_module *const *layers, int num_layers,
+                                            gf_module *norm);
+GF_API gf_tensor *gf_nn_transformer_decoder_forward(gf_module *m, const gf_tensor *tgt,
+                                                    const gf_tensor *memory,
+                                                    const gf_tensor *tgt_mask,
+                                                    const gf_tensor *memory_mask,
+                                                    const gf_tensor *tgt_key_padding_mask,
+                                                    const gf_tensor *memory_key_padding_mask);
 /* nn.RNN (tanh or relu), nn.LSTM and nn.GRU: num_layers, bias, batch_first,
  * dropout between layers (training mode), bidirectional; parameters
  * weight_ih_l{k}[_reverse], weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} with
