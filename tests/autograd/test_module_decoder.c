@@ -148,7 +148,8 @@ static void test_decoder_errors(void) {
     CHECK_ERR_NULL(gf_module_forward(dec, in, 1), GF_ERR_INVALID, "TransformerDecoder.forward",
                    "2 inputs");
     gf_module *l0 = gf_module_get_submodule(dec, "layers.0");
-    CHECK_ERR_NULL(gf_module_forward(l0, in, 3), GF_ERR_INVALID,
+    gf_tensor *in3[3] = {tgt, mem, mem};
+    CHECK_ERR_NULL(gf_module_forward(l0, in3, 3), GF_ERR_INVALID,
                    "TransformerDecoderLayer.forward", "2 inputs");
     CHECK_ERR_NULL(gf_nn_transformer_decoder_forward(NULL, tgt, mem, NULL, NULL, NULL, NULL),
                    GF_ERR_INVALID, "NULL", "TransformerDecoder");
