@@ -146,10 +146,12 @@ GF_API gf_status gf_module_requires_grad_(gf_module *m, bool requires_grad);
  * gf_module_get_parameter or an optimiser stays valid and sees the move),
  * requires_grad and hooks are kept. Every tensor is converted before any
  * changes, so on failure the module is unchanged. Create optimisers after
- * moving (their state does not move). Fails: INVALID (NULL), DTYPE (a
- * dtype that is not floating-point), NOT_FOUND / INVALID (the device, as
- * gf_device_find), and the conversions' errors (OUT_OF_MEMORY, DTYPE when
- * the device does not store the dtype). */
+ * moving (their state does not move), and do not run backward through a
+ * graph built before the move (its gradients have the old dtype and
+ * device). Fails: INVALID (NULL), DTYPE (a dtype that is not
+ * floating-point), NOT_FOUND / INVALID (the device, as gf_device_find),
+ * and the conversions' errors (OUT_OF_MEMORY, DTYPE when the device does
+ * not store the dtype). */
 #define GF_MODULE_KEEP_DTYPE ((gf_dtype)-1)
 GF_API gf_status gf_module_to(gf_module *m, const char *device, gf_dtype dtype);
 
