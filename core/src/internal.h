@@ -310,6 +310,10 @@ gf_tensor *gf__empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *
 /* A view of t's storage with the given geometry (no checks beyond rank). */
 gf_tensor *gf__view(const gf_tensor *t, const int64_t *sizes, const int64_t *strides, int rank,
                     int64_t offset);
+/* Makes t take src's storage, dtype and geometry (PyTorch's t.data = src):
+ * t keeps its identity, references and autograd metadata; what viewed t's
+ * old storage keeps it. Cannot fail. */
+void gf__tensor_set_data(gf_tensor *t, const gf_tensor *src);
 /* Checks sizes (non-negative, rank <= 8) and returns numel, or -1 with error. */
 int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op);
 int64_t gf__numel(const gf_tensor *t);

@@ -166,6 +166,20 @@ gf_tensor *gf__view(const gf_tensor *base, const int64_t *sizes, const int64_t *
     return t;
 }
 
+void gf__tensor_set_data(gf_tensor *t, const gf_tensor *src) {
+    if (t == src) return;
+    gf__storage_retain(src->storage);
+    gf__storage_release(t->storage);
+    t->storage = src->storage;
+    t->dtype = src->dtype;
+    t->rank = src->rank;
+    for (int i = 0; i < src->rank; i++) {
+        t->sizes[i] = src->sizes[i];
+        t->strides[i] = src->strides[i];
+    }
+    t->offset = src->offset;
+}
+
 gf_tensor *gf_tensor_retain(gf_tensor *t) {
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;

@@ -137,6 +137,24 @@ GF_API gf_status gf_module_zero_grad(gf_module *m);
 /* requires_grad_(flag) on every parameter of the tree (freezing). */
 GF_API gf_status gf_module_requires_grad_(gf_module *m, bool requires_grad);
 
+/* module.to(device, dtype): moves and/or casts every parameter and buffer
+ * of the tree (and each parameter's .grad) in place. device is a string as
+ * gf_device_find takes ("cpu:1", "cuda:0,cpu"), NULL = keep each tensor's;
+ * dtype a floating-point dtype, or GF_MODULE_KEEP_DTYPE. As PyTorch: only
+ * floating-point tensors are cast (num_batches_tracked stays i64), the
+ * tensors keep their identity (t.data = converted: a pointer from
+ * gf_module_get_parameter or an optimiser stays valid and sees the move),
+ * requires_grad and hooks are kept. Every tensor is converted before any
+ * changes, so on failure the module is unchanged. Create optimisers after
+ * moving (their state does not move), and do not run backward through a
+ * graph built before the move (its gradients have the old dtype and
+ * device). Fails: INVALID (NULL), DTYPE (a dtype that is not
+ * floating-point), NOT_FOUND / INVALID (the device, as gf_device_find),
+ * and the conversions' errors (OUT_OF_MEMORY, DTYPE when the device does
+ * not store the dtype). */
+#define GF_MODULE_KEEP_DTYPE ((gf_dtype)-1)
+GF_API gf_status gf_module_to(gf_module *m, const char *device, gf_dtype dtype);
+
 /* Runs the forward pre-hooks, the class's forward, then the forward hooks.
  * A pre-hook may replace the inputs: it returns GF_OK and may write new
  * references into in[] (the old ones are then its to release: they are
@@ -240,6 +258,33 @@ GF_API gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_la
 GF_API gf_tensor *gf_nn_transformer_forward(gf_module *m, const gf_tensor *src,
                                             const gf_tensor *mask,
                                             const gf_tensor *src_key_padding_mask);
+/* nn.TransformerDecoderLayer (children self_attn, multihead_attn, linear1,
+ * dropout, linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3, in
+ * PyTorch's order; activation relu or gelu; norm_first) and
+ * nn.TransformerDecoder over given layers ("layers.0"..., retained: make
+ * each with the same arguments) and an optional final norm.
+ * gf_module_forward takes 2 inputs (tgt, memory); the full call takes
+ * PyTorch's masks, each may be NULL: tgt_mask and memory_mask are the
+ * self-attention's and the cross-attention's attn_mask ([T, T] / [T, S],
+ * or per head [N * heads, ...]), the key padding masks [N, T] / [N, S]
+ * (bool true = may NOT attend, or float, added). Deviation: tgt_is_causal
+ * and memory_is_causal are absent (give the causal mask itself). Fails:
+ * INVALID (not such a module, a NULL tgt or memory, a layer that is not a
+ * TransformerDecoderLayer, dim_feedforward < 1, gf_nn_mha's), SHAPE (a
+ * mask or input of the wrong shape, as gf_nn_mha_forward). */
+GF_API gf_module *gf_nn_transformer_decoder_layer(int64_t d_model, int64_t nhead,
+                                                  int64_t dim_feedforward, double dropout,
+                                                  bool gelu, double layer_norm_eps,
+                                                  bool batch_first, bool norm_first,
+                                                  gf_dtype dtype, gf_device *dev);
+GF_API gf_module *gf_nn_transformer_decoder(gf_module *const *layers, int num_layers,
+                                            gf_module *norm);
+GF_API gf_tensor *gf_nn_transformer_decoder_forward(gf_module *m, const gf_tensor *tgt,
+                                                    const gf_tensor *memory,
+                                                    const gf_tensor *tgt_mask,
+                                                    const gf_tensor *memory_mask,
+                                                    const gf_tensor *tgt_key_padding_mask,
+                                                    const gf_tensor *memory_key_padding_mask);
 /* nn.RNN (tanh or relu), nn.LSTM and nn.GRU: num_layers, bias, batch_first,
  * dropout between layers (training mode), bidirectional; parameters
  * weight_ih_l{k}[_reverse], weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} with
@@ -264,10 +309,36 @@ GF_API gf_module *gf_nn_rnn_cell(gf_rnn_mode mode, int64_t input_size, int64_t h
                                  bool bias, gf_dtype dtype, gf_device *dev);
 GF_API gf_tensor *gf_nn_rnn_cell_forward(gf_module *m, const gf_tensor *x, const gf_tensor *h,
                                          const gf_tensor *c, gf_tensor **c_out);
-/* nn.ReLU / nn.Tanh / nn.Flatten(start_dim = 1, end_dim = -1): no state. */
+/* nn.ReLU / nn.Tanh / nn.Flatten() (start_dim 1, end_dim -1): no state. */
 GF_API gf_module *gf_nn_relu(void);
 GF_API gf_module *gf_nn_tanh(void);
 GF_API gf_module *gf_nn_flatten(void);
+/* nn.Flatten(start_dim, end_dim) and nn.Unflatten(dim, sizes): forward is
+ * gf_flatten_dims / gf_unflatten (negative dims count from the end; one
+ * size may be -1), whose errors a wrong input gets. Unflatten fails:
+ * INVALID (n outside 1..8, sizes NULL, a size below -1). */
+GF_API gf_module *gf_nn_flatten_dims(int start_dim, int end_dim);
+GF_API gf_module *gf_nn_unflatten(int dim, const int64_t *sizes, int n);
+/* nn.PixelShuffle(r) / nn.PixelUnshuffle(r): gf_pixel_shuffle /
+ * gf_pixel_unshuffle. Fails: INVALID (r < 1). */
+GF_API gf_module *gf_nn_pixel_shuffle(int64_t upscale_factor);
+GF_API gf_module *gf_nn_pixel_unshuffle(int64_t downscale_factor);
+/* nn.Upsample(size or scale_factor, mode, align_corners): gf_interpolate
+ * with a copy of opts (graft/layers.h: nearest, nearest-exact, linear on
+ * [N, C, L], bilinear on [N, C, H, W], area). Fails: INVALID (opts NULL,
+ * an unknown mode, neither or both of size and scale_factor, align_corners
+ * with a mode other than linear / bilinear). */
+GF_API gf_module *gf_nn_upsample(const gf_interpolate_opts *opts);
+/* nn.ModuleList: children "0", "1", ... (each retained), no forward.
+ * append adds the next index; get takes a negative index from the end
+ * (BORROWED); len is the count (-1 on failure). append, get and len also
+ * take a Sequential (PyTorch's Sequential appends and indexes too).
+ * Fails: INVALID (n < 0, a NULL module or array, not a ModuleList or
+ * Sequential), INDEX (get out of range). */
+GF_API gf_module *gf_nn_module_list(gf_module *const *modules, int n);
+GF_API gf_status gf_module_list_append(gf_module *list, gf_module *child);
+GF_API gf_module *gf_module_list_get(const gf_module *list, int i);
+GF_API int gf_module_list_len(const gf_module *list);
 
 #ifdef __cplusplus
 }

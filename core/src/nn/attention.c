@@ -358,7 +358,6 @@ static gf_tensor *enc_forward(gf_module *m, gf_tensor *const *in, int n) {
     return enc_impl(m, in[0], NULL, NULL);
 }
 static const gf_module_class enc_class = {"TransformerEncoder", enc_forward, NULL};
-static const gf_module_class list_class = {"ModuleList", NULL, NULL};
 
 gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_layers, gf_module *norm) {
     const char *op = "gf_nn_transformer_encoder";
@@ -372,22 +371,15 @@ gf_module *gf_nn_transformer_encoder(gf_module *const *layers, int num_layers, g
             gf__error(GF_ERR_INVALID, "%s: layer %d is not a TransformerEncoderLayer", op, i);
             return NULL;
         }
-    gf_module *m = calloc(1, sizeof *m), *list = calloc(1, sizeof *list);
-    gf_status st = m && list ? gf_module_init(m, &enc_class)
-                             : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    if (st == GF_OK) st = gf_module_init(list, &list_class);
-    else free(list), list = NULL;
+    gf_module *m = calloc(1, sizeof *m);
+    gf_status st = m ? gf_module_init(m, &enc_class)
+                     : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     if (st != GF_OK) {
-        if (m && m->state) gf_module_release(m);
-        else free(m);
-        free(list);
+        free(m);
         return NULL;
     }
-    for (int i = 0; st == GF_OK && i < num_layers; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "%d", i);
-        st = gf_module_register_module(list, name, layers[i]);
-    }
+    gf_module *list = gf_nn_module_list(layers, num_layers);
+    if (!list) st = gf__status();
     if (st == GF_OK) st = gf_module_register_module(m, "layers", list);
     gf_module_release(list);
     if (st == GF_OK && norm) st = gf_module_register_module(m, "norm", norm);

@@ -121,27 +121,8 @@ static gf_tensor *tanh_forward(gf_module *m, gf_tensor *const *in, int n) {
     (void)m;
     return gf__mod_one_input("Tanh", n) ? gf_tanh(in[0]) : NULL;
 }
-static gf_tensor *flatten_forward(gf_module *m, gf_tensor *const *in, int n) {
-    (void)m;
-    if (!gf__mod_one_input("Flatten", n)) return NULL;
-    int r = gf_tensor_rank(in[0]);
-    if (r < 2) {
-        gf__error(GF_ERR_INDEX, "Flatten.forward: start_dim 1 is out of range for a %d-dim "
-                  "input", r);
-        return NULL;
-    }
-    const int64_t sizes[2] = {gf_tensor_size(in[0], 0), -1};
-    if (sizes[0] == 0) {
-        int64_t rest = 1;
-        for (int d = 1; d < r; d++) rest *= gf_tensor_size(in[0], d);
-        const int64_t zs[2] = {0, rest};
-        return gf_reshape(in[0], zs, 2);
-    }
-    return gf_reshape(in[0], sizes, 2);
-}
 static const gf_module_class relu_class = {"ReLU", relu_forward, NULL};
 static const gf_module_class tanh_class = {"Tanh", tanh_forward, NULL};
-static const gf_module_class flatten_class = {"Flatten", flatten_forward, NULL};
 
 static gf_module *stateless(const gf_module_class *cls) {
     gf_module *m = calloc(1, sizeof *m);
@@ -157,4 +138,3 @@ static gf_module *stateless(const gf_module_class *cls) {
 }
 gf_module *gf_nn_relu(void) { return stateless(&relu_class); }
 gf_module *gf_nn_tanh(void) { return stateless(&tanh_class); }
-gf_module *gf_nn_flatten(void) { return stateless(&flatten_class); }
