@@ -55,8 +55,8 @@ static bool to_dl_dtype(gf_dtype dt, DLDataType *out) {
     case GF_I32: out->code = kDLInt; out->bits = 32; return true;
     case GF_I64: out->code = kDLInt; out->bits = 64; return true;
     case GF_BOOL: out->code = GF_DL_BOOL; out->bits = 8; return true;
-    case GF_C64:
-    case GF_C128: return false; /* complex interop is not provided yet */
+    case GF_C64: out->code = kDLComplex; out->bits = 64; return true;
+    case GF_C128: out->code = kDLComplex; out->bits = 128; return true;
     }
     return false;
 }
@@ -82,6 +82,11 @@ static bool from_dl_dtype(DLDataType d, gf_dtype *out) {
     case GF_DL_BOOL:
         if (d.bits != 8) return false;
         *out = GF_BOOL;
+        return true;
+    case kDLComplex: /* interleaved (re, im), as C99's float/double complex */
+        if (d.bits == 64) *out = GF_C64;
+        else if (d.bits == 128) *out = GF_C128;
+        else return false;
         return true;
     default:
         return false;
@@ -250,7 +255,7 @@ static gf_tensor *import_common(const DLTensor *d, gf_device *dev, const export_
     if (!from_dl_dtype(d->dtype, &dtype)) {
         gf__error(d->dtype.lanes != 1 ? GF_ERR_INVALID : GF_ERR_DTYPE,
                   "%s: DLPack dtype %s%u (code %u) with %u lanes has no graft dtype; graft takes "
-                  "float16/32/64, bfloat16, int32/64 and bool, one lane", op,
+                  "float16/32/64, bfloat16, complex64/128, int32/64 and bool, one lane", op,
                   dl_code_name(d->dtype.code), (unsigned)d->dtype.bits,
                   (unsigned)d->dtype.code, (unsigned)d->dtype.lanes);
         return NULL;

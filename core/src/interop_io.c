@@ -174,6 +174,12 @@ gf_status gf__fdtype_target(const gf__fdtype *fd, const char *op, const char *wh
     case 'B':
         if (fd->size == 2) { *out = GF_BF16; return GF_OK; }
         break;
+    case 'c': /* size: the whole (re, im) pair */
+        if (fd->size == 8) { *out = GF_C64; return GF_OK; }
+        if (fd->size == 16) { *out = GF_C128; return GF_OK; }
+        return gf__error(GF_ERR_DTYPE, "%s: %s holds %d-byte complex numbers (%s); graft has c64 "
+                         "(two f32) and c128 (two f64): convert it first (e.g. "
+                         "astype(numpy.complex128))", op, what, fd->size, name);
     case 'i':
         if (fd->size == 1 || fd->size == 2 || fd->size == 4) { *out = GF_I32; return GF_OK; }
         if (fd->size == 8) { *out = GF_I64; return GF_OK; }
@@ -186,7 +192,7 @@ gf_status gf__fdtype_target(const gf__fdtype *fd, const char *op, const char *wh
         break;
     }
     return gf__error(GF_ERR_DTYPE, "%s: %s has element type %s, which graft cannot load (it has "
-                     "bool, f16, bf16, f32, f64 and integers up to 64 bits)", op, what, name);
+                     "bool, f16, bf16, f32, f64, c64, c128 and integers up to 64 bits)", op, what, name);
 }
 
 static bool host_big_endian(void) {
@@ -274,7 +280,8 @@ gf_tensor *gf__read_tensor(gf__rd *rd, const gf__fdtype *fd, gf_dtype target,
         size_t k = (size_t)(numel - done) < chunk ? (size_t)(numel - done) : chunk;
         s = gf__rd_read(rd, src, k * (size_t)fd->size, "the data");
         if (s != GF_OK) break;
-        if (swap) swap_bytes(src, k, fd->size);
+        if (swap && fd->kind == 'c') swap_bytes(src, 2 * k, fd->size / 2); /* each part */
+        else if (swap) swap_bytes(src, k, fd->size);
         uint64_t bad = 0;
         if (!convert_chunk(fd, src, target, dst, k, &bad)) {
             s = gf__error(GF_ERR_OVERFLOW, "%s: %s holds the unsigned 64-bit value %llu, beyond "
@@ -320,7 +327,8 @@ gf_status gf__write_tensor(gf__wr *wr, const gf_tensor *t) {
         s = gf__dev_read(c->storage->device, c->storage->buffer, base + (uint64_t)done * es, buf,
                          k * es);
         if (s != GF_OK) break;
-        if (swap) swap_bytes(buf, k, (int)es);
+        if (swap && gf_dtype_is_complex(c->dtype)) swap_bytes(buf, 2 * k, (int)es / 2);
+        else if (swap) swap_bytes(buf, k, (int)es);
         s = gf__wr_write(wr, buf, k * es);
         done += (int64_t)k;
     }

@@ -194,13 +194,9 @@ static gf_status parse_descr(const npy_hdr *h, const char *op, const char *what,
     if (kind == 'O')
         return gf__error(GF_ERR_DTYPE, "%s: %s holds pickled Python objects (dtype %s); graft "
                          "loads numeric arrays only", op, what, quoted);
-    if (kind == 'c')
-        return gf__error(GF_ERR_DTYPE, "%s: %s holds complex numbers (dtype %s); graft has no "
-                         "complex dtype: save the real and imaginary parts (x.real, x.imag) as "
-                         "two arrays", op, what, quoted);
-    if (*d || size == 0 || !strchr("bfiu", kind))
+    if (*d || size == 0 || !strchr("bfiuc", kind))
         return gf__error(GF_ERR_DTYPE, "%s: %s has dtype %s, which graft cannot load (it loads "
-                         "bool, float and integer arrays)", op, what, quoted);
+                         "bool, float, complex and integer arrays)", op, what, quoted);
     fd->kind = kind;
     fd->size = size;
     return gf__fdtype_target(fd, op, what, quoted, target);
@@ -303,6 +299,8 @@ static const char *npy_descr(gf_dtype dt) {
     case GF_I64: return "<i8";
     case GF_BOOL: return "|b1";
     case GF_F16: return "<f2";
+    case GF_C64: return "<c8";
+    case GF_C128: return "<c16";
     default: return NULL;
     }
 }

@@ -28,7 +28,7 @@ static const struct {
     {"I16", {'i', 2, false}},  {"U16", {'u', 2, false}}, {"F16", {'f', 2, false}},
     {"BF16", {'B', 2, false}}, {"I32", {'i', 4, false}}, {"U32", {'u', 4, false}},
     {"F32", {'f', 4, false}},  {"F64", {'f', 8, false}}, {"I64", {'i', 8, false}},
-    {"U64", {'u', 8, false}},
+    {"U64", {'u', 8, false}},  {"C64", {'c', 8, false}},
 };
 #define N_ST_TYPES ((int)(sizeof st_types / sizeof st_types[0]))
 
@@ -41,8 +41,8 @@ static const char *st_name_of(gf_dtype dt) {
     case GF_F64: return "F64";
     case GF_I32: return "I32";
     case GF_I64: return "I64";
-    case GF_C64:
-    case GF_C128: break; /* safetensors has no complex dtype */
+    case GF_C64: return "C64";
+    case GF_C128: break; /* the format has C64 only */
     }
     return NULL;
 }
@@ -422,6 +422,13 @@ gf_status gf_save_safetensors(const char *const *names, const gf_tensor *const *
         const gf_tensor *t = tensors[i];
         const char *dt = st_name_of(t->dtype);
         uint64_t nbytes;
+        if (!dt && t->dtype == GF_C128) {
+            s = gf__error(GF_ERR_DTYPE, "%s: tensor '%s' is c128, and the safetensors format has "
+                          "no 128-bit complex dtype (C64 only, as safetensors.torch refuses "
+                          "complex128): save gf_to_dtype(t, GF_C64), or gf_view_as_real(t) as "
+                          "F64 and gf_view_as_complex it after loading", op, names[i]);
+            break;
+        }
         if (!dt) {
             s = gf__error(GF_ERR_DTYPE, "%s: tensor '%s' has unknown dtype %d", op, names[i],
                           (int)t->dtype);

@@ -85,6 +85,19 @@ static inline unsigned char *it_read(const char *path, size_t *n) {
 
 static inline int it_exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* The first device that stores dtype dt, or else one that does not (want
+ * false): NULL when there is none. */
+static inline gf_device *it_device_storing(gf_dtype dt, int want) {
+    for (int i = 0; i < gf_device_count(); i++) {
+        gf_device_info info;
+        gf_device *d = gf_device_at(i);
+        if (d && gf_device_get_info(d, &info) == GF_OK &&
+            (((info.dtypes >> (unsigned)dt) & 1u) != 0) == (want != 0))
+            return d;
+    }
+    return NULL;
+}
+
 /* A failed call: the expected status and a message containing `text`;
  * clears the error for the next check. */
 #define CHECK_FAILS(status, text)                                            \

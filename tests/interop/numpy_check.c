@@ -58,7 +58,9 @@ static const char gen_py[] =
     "np.save(p('u8_ok.npy'), np.array([2**63 - 1], dtype=np.uint64))\n"
     "np.save(p('u8_big.npy'), np.array([2**64 - 1], dtype=np.uint64))\n"
     "np.save(p('f2.npy'), np.array([1.0, 0.5], dtype=np.float16))\n"
-    "np.save(p('c8.npy'), np.array([1 + 2j], dtype=np.complex64))\n"
+    "np.save(p('c8.npy'), np.array([1 + 2j, -0.5 - 0.25j], dtype=np.complex64))\n"
+    "np.save(p('c16.npy'), np.array([[1e300 - 1j], [0.1 + 0.2j]], dtype=np.complex128))\n"
+    "np.save(p('c32.npy'), np.array([1j], dtype=np.clongdouble))\n"
     "np.save(p('obj.npy'), np.array([{'a': 1}], dtype=object), allow_pickle=True)\n"
     "np.save(p('rec.npy'), np.zeros(2, dtype=[('x', '<f4'), ('y', '<i4')]))\n"
     "np.save(p('str.npy'), np.array(['ab', 'c']))\n"
@@ -121,6 +123,9 @@ static const char check_py[] =
     "eq('g_empty', np.load(p('g_empty.npy')), np.zeros((0, 2)), np.int64)\n"
     "eq('g_view', np.load(p('g_view.npy')), [[0, 3], [1, 4], [2, 5]], np.float32)\n"
     "eq('g_slice', np.load(p('g_slice.npy')), [0, 3, 6, 9], np.int64)\n"
+    "if os.path.exists(p('g_c64.npy')):\n"
+    "    eq('g_c64', np.load(p('g_c64.npy')), [1 + 2j, -3.5 + 0j], np.complex64)\n"
+    "    eq('g_c128', np.load(p('g_c128.npy')), [[1e300 - 0.5j], [-0.0 + 4j]], np.complex128)\n"
     "z = np.load(p('g.npz'))\n"
     "if list(z.files) != ['w', 'b', 'nested/name']:\n"
     "    fails.append('g.npz names: %r' % (z.files,))\n"
@@ -282,7 +287,26 @@ static void test_numpy_files(void) {
 
     refused("u8_big.npy", GF_ERR_OVERFLOW, "18446744073709551615");
     refused("f2.npy", GF_ERR_DTYPE, "does not store dtype f16");
-    refused("c8.npy", GF_ERR_DTYPE, "complex");
+    /* complex, where the device stores it (the reference plugin does) */
+    gf_device_info info;
+    gf_device *dev = gf_device_default();
+    if (dev && gf_device_get_info(dev, &info) == GF_OK && ((info.dtypes >> GF_C64) & 1u)) {
+        t = load("c8.npy");
+        gf_tensor *re = t ? gf_real(t) : NULL, *im = t ? gf_imag(t) : NULL;
+        CHECK(t && gf_tensor_dtype(t) == GF_C64);
+        expect(re, "c8 re", GF_F32, 1, SZ(2), (const double[]){1, -0.5});
+        expect(im, "c8 im", GF_F32, 1, SZ(2), (const double[]){2, -0.25});
+        gf_tensor_release(re), gf_tensor_release(im), gf_tensor_release(t);
+        t = load("c16.npy");
+        re = t ? gf_real(t) : NULL, im = t ? gf_imag(t) : NULL;
+        CHECK(t && gf_tensor_dtype(t) == GF_C128);
+        expect(re, "c16 re", GF_F64, 2, SZ(2, 1), (const double[]){1e300, 0.1});
+        expect(im, "c16 im", GF_F64, 2, SZ(2, 1), (const double[]){-1, 0.2});
+        gf_tensor_release(re), gf_tensor_release(im), gf_tensor_release(t);
+    } else {
+        refused("c8.npy", GF_ERR_DTYPE, "does not store dtype c64");
+    }
+    refused("c32.npy", GF_ERR_DTYPE, "complex numbers");
     refused("obj.npy", GF_ERR_DTYPE, "pickled");
     refused("rec.npy", GF_ERR_DTYPE, "structured");
     refused("str.npy", GF_ERR_DTYPE, "'<U2'");
@@ -397,6 +421,19 @@ static void write_graft_files(void) {
     gf_tensor *q = gf_arange(0, 10, 1, GF_I64, NULL);
     gf_tensor *qs = gf_slice(q, 0, 0, 10, 3);
     save(qs, "g_slice.npy");
+
+    gf_device_info info;
+    gf_device *dev = gf_device_default();
+    if (dev && gf_device_get_info(dev, &info) == GF_OK && ((info.dtypes >> GF_C64) & 1u)) {
+        const float c64[4] = {1, 2, -3.5f, 0};
+        const double c128[4] = {1e300, -0.5, -0.0, 4};
+        gf_tensor *x = gf_from_data(c64, SZ(2), 1, GF_C64, NULL);
+        gf_tensor *y = gf_from_data(c128, SZ(2, 1), 2, GF_C128, NULL);
+        save(x, "g_c64.npy");
+        save(y, "g_c128.npy");
+        gf_tensor_release(x);
+        gf_tensor_release(y);
+    }
 
     const float w[4] = {1, 2, 3, 4};
     gf_tensor *tw = gf_from_data(w, SZ(2, 2), 2, GF_F32, NULL);

@@ -281,9 +281,9 @@ static void test_import_errors(void) {
     producer_init(&p, buf, 1, SZ(4), NULL, kDLUInt, 16);
     p.data = NULL;
     import_error(&p, GF_ERR_DTYPE, "uint16");
-    producer_init(&p, buf, 1, SZ(2), NULL, kDLComplex, 64);
+    producer_init(&p, buf, 1, SZ(2), NULL, kDLComplex, 32);
     p.data = NULL;
-    import_error(&p, GF_ERR_DTYPE, "complex64");
+    import_error(&p, GF_ERR_DTYPE, "complex32");
     producer_init(&p, buf, 1, SZ(2), NULL, kDLFloat, 32);
     p.managed.dl_tensor.dtype.lanes = 4;
     p.data = NULL;
@@ -377,6 +377,56 @@ static void test_across_devices(void) {
     gf_tensor_release(two);
 }
 
+/* Complex tensors both ways: kDLComplex 64 / 128 with interleaved parts, on
+ * a device that stores them; a device that does not refuses the import
+ * (nothing deleted) with the message of gf_empty. */
+static void test_complex(void) {
+    gf_device *cx = it_device_storing(GF_C64, 1);
+    CHECK_MSG(cx != NULL, "no loaded device stores c64 (the reference plugin does)");
+    if (!cx) return;
+    double *a = malloc(6 * sizeof *a); /* 3 c128 values: 0.5k + (k - 1)i */
+    for (int k = 0; k < 3; k++) a[2 * k] = 0.5 * k, a[2 * k + 1] = k - 1;
+    producer p;
+    producer_init(&p, a, 1, SZ(3), NULL, kDLComplex, 128);
+    gf_tensor *t = gf_from_dlpack(&p.managed, cx);
+    CHECK_MSG(t && gf_tensor_dtype(t) == GF_C128, "%s", gf_last_error());
+    double re = 0, im = 0;
+    CHECK(t && gf_tensor_get_complex(t, SZ(2), &re, &im) == GF_OK && re == 1.0 && im == 1.0);
+    a[3] = 7; /* shared: the producer's write is read as the imaginary part of element 1 */
+    CHECK(t && gf_tensor_get_complex(t, SZ(1), &re, &im) == GF_OK && re == 0.5 && im == 7);
+    /* exported back: kDLComplex 128, the same memory */
+    DLManagedTensor *m = t ? gf_to_dlpack(t) : NULL;
+    CHECK(m && m->dl_tensor.dtype.code == kDLComplex && m->dl_tensor.dtype.bits == 128 &&
+          m->dl_tensor.data == (void *)a);
+    if (m) m->deleter(m);
+    gf_tensor_release(t);
+    CHECK(p.deleted == 1);
+
+    /* c64 made by graft, exported and read through the DLPack fields */
+    const float zf[4] = {1, -2, 3.5f, 4};
+    gf_tensor *z = gf_from_data(zf, SZ(2), 1, GF_C64, cx);
+    m = z ? gf_to_dlpack(z) : NULL;
+    CHECK(m && m->dl_tensor.dtype.code == kDLComplex && m->dl_tensor.dtype.bits == 64);
+    if (m) {
+        const float *e = dl_at(&m->dl_tensor, SZ(1), 8);
+        CHECK(e[0] == 3.5f && e[1] == 4);
+        gf_tensor *back = gf_from_dlpack(m, cx); /* a view of z's storage */
+        CHECK(back && gf_tensor_dtype(back) == GF_C64 && gf_tensor_shares_storage(back, z));
+        gf_tensor_release(back);
+    }
+    gf_tensor_release(z);
+
+    gf_device *plain = it_device_storing(GF_C64, 0);
+    if (plain) { /* cpu_onednn, when it is loaded */
+        float *b = malloc(4 * sizeof *b);
+        producer_init(&p, b, 1, SZ(2), NULL, kDLComplex, 64);
+        CHECK(gf_from_dlpack(&p.managed, plain) == NULL);
+        CHECK_FAILS(GF_ERR_DTYPE, "does not store dtype c64");
+        CHECK(p.deleted == 0);
+        free(b);
+    }
+}
+
 int main(void) {
     cpu = gf_device_find("cpu");
     if (!cpu) {
@@ -390,6 +440,7 @@ int main(void) {
     RUN(test_import_errors);
     RUN(test_round_trip);
     RUN(test_across_devices);
+    RUN(test_complex);
     return CHECK_REPORT();
 }
 

@@ -257,8 +257,8 @@ static void test_load_errors(void) {
     const float f[4] = {1, 2, 3, 4};
     check_load_error(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (10,), }", f, sizeof f,
                      GF_ERR_INVALID, "truncated");
-    check_load_error(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", f, sizeof f,
-                     GF_ERR_DTYPE, "complex");
+    check_load_error(1, "{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }", f, sizeof f,
+                     GF_ERR_DTYPE, "complex numbers ('<c32')");
     check_load_error(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", f, sizeof f,
                      GF_ERR_DTYPE, "pickled");
     check_load_error(1, "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, "

@@ -48,7 +48,8 @@ GF_API gf_tensor *gf_from_host_memory(void *data, const int64_t *sizes, const in
  * DLPack 1.0 defines. graft's own headers do not need them.
  *
  * dtypes: f32, f64, f16 (kDLFloat), i32, i64 (kDLInt), bf16 (kDLBfloat),
- * bool (type code 6 with 8 bits: kDLBool of DLPack >= 0.8). Lanes are 1. */
+ * c64, c128 (kDLComplex 64 / 128, interleaved re, im), bool (type code 6
+ * with 8 bits: kDLBool of DLPack >= 0.8). Lanes are 1. */
 struct DLManagedTensor;
 struct DLManagedTensorVersioned;
 
@@ -85,7 +86,7 @@ GF_API struct DLManagedTensorVersioned *gf_to_dlpack_versioned(const gf_tensor *
  * the caller still owns it.
  * Returns a new reference. Fails: INVALID (NULL, ndim > 8, negative sizes,
  * NULL data for a non-empty tensor, lanes != 1), DTYPE (a type graft does not
- * have: unsigned, complex, f8...), DEVICE (memory not addressable by the
+ * have: unsigned, complex32, f8...), DEVICE (memory not addressable by the
  * host), OVERFLOW, OUT_OF_MEMORY. */
 GF_API gf_tensor *gf_from_dlpack(struct DLManagedTensor *managed, gf_device *dev);
 /* The same for DLPack 1.x, and:
@@ -101,7 +102,7 @@ GF_API gf_tensor *gf_from_dlpack_versioned(struct DLManagedTensorVersioned *mana
  *
  * Saving writes version 1.0 (2.0 when the header needs it), little-endian,
  * C order, whatever t's strides are. dtypes: f32 '<f4', f64 '<f8', i32 '<i4',
- * i64 '<i8', bool '|b1', f16 '<f2'. bf16 has no NumPy dtype: convert it to f32
+ * i64 '<i8', bool '|b1', f16 '<f2', c64 '<c8', c128 '<c16'. bf16 has no NumPy dtype: convert it to f32
  * first (or use safetensors). A file that fails half-way is removed.
  * Fails: INVALID (NULL), DTYPE (bf16), NOT_FOUND / INVALID for a path that
  * cannot be created (message with the system's reason), and the errors of
@@ -110,12 +111,13 @@ GF_API gf_status gf_save_npy(const gf_tensor *t, const char *path);
 
 /* Loads a .npy file onto dev (NULL = gf_device_default()).
  * Accepted dtypes, either byte order: b1 -> bool; f2, f4, f8 -> f16, f32, f64;
+ * c8, c16 -> c64, c128;
  * i4, i8 -> i32, i64; the narrower integers i1, u1, i2, u2 widen to i32 and u4
  * to i64 (exact); u8 -> i64 when every value fits (else OVERFLOW).
  * fortran_order True is accepted: the result is the same array, C order.
  * Returns a new reference (contiguous). Fails: NOT_FOUND (no such file),
  * INVALID (bad magic, malformed header, truncated data, I/O errors, object
- * arrays), DTYPE (complex, strings, structured, dates, long double), and the
+ * arrays), DTYPE (complex256, strings, structured, dates, long double), and the
  * device's errors (a dtype it does not store, out of memory). */
 GF_API gf_tensor *gf_load_npy(const char *path, gf_device *dev);
 
@@ -173,7 +175,8 @@ GF_API gf_tensor_dict *gf_load_npz(const char *path, gf_device *dev);
  * header {"name": {"dtype", "shape", "data_offsets"}, "__metadata__": {...}},
  * then the little-endian data.
  *
- * Saving writes every graft dtype (BOOL, F16, BF16, F32, F64, I32, I64), in
+ * Saving writes every graft dtype but c128 (BOOL, F16, BF16, F32, F64, I32, I64,
+ * C64; the format has no 128-bit complex: DTYPE, saying what to do), in
  * the order given, C order, no metadata. Names as for gf_save_npz, and not
  * "__metadata__". n may be 0 (the empty file of save_file({}); names and
  * tensors may then be NULL). Fails as gf_save_npz. */
@@ -185,7 +188,7 @@ GF_API gf_status gf_save_safetensors_dict(const gf_tensor_dict *d, const char *p
 
 /* Loads every tensor onto dev (NULL = default device), in the header's order
  * ("__metadata__" is skipped). dtypes as gf_load_npy: BOOL, F16, BF16, F32,
- * F64, I32, I64 as themselves; U8, I8, I16, U16 widen to i32, U32 to i64, U64
+ * F64, I32, I64, C64 as themselves; U8, I8, I16, U16 widen to i32, U32 to i64, U64
  * to i64 when the values fit. Returns a new dict, or NULL.
  * Fails: NOT_FOUND (no file), INVALID (malformed header or JSON, offsets that
  * do not match the shape or the file, truncated data, I/O errors), DTYPE
