@@ -99,6 +99,14 @@ static bool pixel_checks(const gf_tensor *x, int64_t r, const char *op, const ch
     return true;
 }
 
+/* An output size beyond int64 (an empty input's other sizes can be huge). */
+static void pixel_overflow(const gf_tensor *x, int64_t r, const char *op) {
+    char shape[160];
+    gf__error(GF_ERR_OVERFLOW, "%s: the output of an input of sizes %s with factor %lld has a "
+              "size beyond 2^63 - 1; use a smaller factor", op,
+              gf__shape_str(x->sizes, x->rank, shape, sizeof shape), (long long)r);
+}
+
 /* x [B..., C r^2, H, W] -> [B..., C, H r, W r]: the batch dims are folded into
  * one so the six-dim intermediate fits any rank. */
 gf_tensor *gf_pixel_shuffle(const gf_tensor *x, int64_t upscale_factor) {
@@ -117,7 +125,9 @@ gf_tensor *gf_pixel_shuffle(const gf_tensor *x, int64_t upscale_factor) {
     int64_t s6[6] = {prod(x->sizes, 0, k - 3), oc, r, r, h, w};
     int64_t out[GF_MAX_RANK];
     memcpy(out, x->sizes, sizeof(int64_t) * (size_t)(k - 3));
-    out[k - 3] = oc, out[k - 2] = h * r, out[k - 1] = w * r;
+    out[k - 3] = oc;
+    if (!gf__mul_ok(h, r, &out[k - 2]) || !gf__mul_ok(w, r, &out[k - 1]))
+        return pixel_overflow(x, r, op), NULL;
     static const int perm[6] = {0, 1, 4, 2, 5, 3};
     BEGIN;
     gf_tensor *v = T(gf_reshape(x, s6, 6));
@@ -143,7 +153,8 @@ gf_tensor *gf_pixel_unshuffle(const gf_tensor *x, int64_t downscale_factor) {
     int64_t s6[6] = {prod(x->sizes, 0, k - 3), c, h / r, r, w / r, r};
     int64_t out[GF_MAX_RANK];
     memcpy(out, x->sizes, sizeof(int64_t) * (size_t)(k - 3));
-    out[k - 3] = c * r * r, out[k - 2] = h / r, out[k - 1] = w / r;
+    if (!gf__mul_ok(c, r * r, &out[k - 3])) return pixel_overflow(x, r, op), NULL;
+    out[k - 2] = h / r, out[k - 1] = w / r;
     static const int perm[6] = {0, 1, 3, 5, 2, 4};
     BEGIN;
     gf_tensor *v = T(gf_reshape(x, s6, 6));

@@ -42,12 +42,20 @@
  *  - gf_tensor_set_grad(t, t or a view of t): not used.
  *  - in-place ops on a view that was itself made a requires-grad leaf:
  *    requires_grad is set only on tensors made by a creation function. */
+#define _POSIX_C_SOURCE 200809L
 #include <graft.h>
+#if defined(__has_include)
+#if __has_include(<dlpack/dlpack.h>)
+#include <graft/dlpack.h>
+#define FUZZ_HAVE_DLPACK 1
+#endif
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define POOL 8
 #define CAP 256
@@ -730,7 +738,43 @@ static gf_tensor *check_mul(gf_tensor *const *in, int n, void *user) {
  * that autograd cannot follow), the parts, conjugation, reading elements. */
 static void act_complex(reader *r) {
     gf_tensor *a = get(r);
-    switch (pick(r, 12)) {
+    switch (pick(r, 14)) {
+    case 12: {
+        /* a round trip through a file: .npy, .npz or safetensors (what a
+         * format cannot hold is refused; a file graft wrote loads back) */
+        static char path[64];
+        if (!path[0]) snprintf(path, sizeof path, "/tmp/graft-fuzz-%ld", (long)getpid());
+        if (!a) break;
+        const char *nm[1] = {"t"};
+        const gf_tensor *ts[1] = {a};
+        gf_tensor_dict *d = NULL;
+        switch (pick(r, 3)) {
+        case 0:
+            if (gf_save_npy(a, path) == GF_OK) put(gf_load_npy(path, NULL));
+            break;
+        case 1:
+            if (gf_save_npz(nm, ts, 1, path) == GF_OK) d = gf_load_npz(path, NULL);
+            break;
+        default:
+            if (gf_save_safetensors(nm, ts, 1, path) == GF_OK) d = gf_load_safetensors(path, NULL);
+            break;
+        }
+        if (d) put(gf_tensor_retain(gf_tensor_dict_at(d, 0)));
+        gf_tensor_dict_destroy(d);
+        remove(path);
+        break;
+    }
+    case 13: {
+#if FUZZ_HAVE_DLPACK
+        /* DLPack: exported and imported back (a view of the same memory) */
+        DLManagedTensor *m = gf_to_dlpack(a);
+        if (!m) break;
+        gf_tensor *u = gf_from_dlpack(m, pick(r, 2) ? NULL : dev);
+        if (!u) m->deleter(m); /* on failure the caller still owns it */
+        put(u);
+#endif
+        break;
+    }
     case 0: put(gf_complex(a, get(r))); break;
     case 1: put(gf_polar(a, get(r))); break;
     case 2: put(gf_view_as_real(a)); break;
@@ -901,7 +945,26 @@ static void act_seq_module(reader *r, gf_tensor *x) {
     if (!sizes_ok(ws, 2)) return;
     gf_module *m = NULL;
     gf_tensor *y = NULL, *hn = NULL, *cn = NULL, *w = NULL;
-    switch (pick(r, 3)) {
+    switch (pick(r, 4)) {
+    case 3: {
+        /* a decoder layer over x as both target and memory (or another
+         * pooled tensor as memory), masks from the pool */
+        m = gf_nn_transformer_decoder_layer(e, 1, 1 + pick(r, 4), 0.0, pick(r, 2), 1e-5,
+                                            pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
+        if (m && pick(r, 2)) {
+            gf_module *one[1] = {m};
+            gf_module *dec = gf_nn_transformer_decoder(one, 1, NULL);
+            gf_module_release(m);
+            m = dec;
+        }
+        if (m)
+            y = gf_nn_transformer_decoder_forward(m, x, pick(r, 2) ? x : get(r),
+                                                  pick(r, 2) ? get(r) : NULL,
+                                                  pick(r, 2) ? get(r) : NULL,
+                                                  pick(r, 2) ? get(r) : NULL,
+                                                  pick(r, 2) ? get(r) : NULL);
+        break;
+    }
     case 0:
         m = gf_nn_rnn((gf_rnn_mode)pick(r, 4), e, h, 1 + pick(r, 2), pick(r, 2), pick(r, 2),
                       0.0, pick(r, 2), dtype_arg(r), NULL);
@@ -952,12 +1015,58 @@ static void act_module(reader *r) {
         int k = slot(r);
         if (pool[k] && fresh[k] && track(pool[k]))
             gf_module_register_parameter(lin, "extra", pool[k]);
-        switch (pick(r, 3)) {
+        switch (pick(r, 5)) {
         case 0: gf_module_train(m, pick(r, 2)); break;
         case 1: gf_module_zero_grad(m); break;
+        case 3: {
+            /* moved or cast in place: a device that exists or not, a dtype
+             * graft stores there or not, or kept */
+            static const char *const devs[] = {NULL, "cpu", "cpu:1", "cpu:7", "nodevice", ""};
+            gf_module_to(m, devs[pick(r, 6)], pick(r, 3) ? dtype_arg(r) : GF_MODULE_KEEP_DTYPE);
+            break;
+        }
+        case 4: {
+            /* a ModuleList around it, appended to and indexed */
+            gf_module *list = gf_nn_module_list(&m, pick(r, 2));
+            if (list) {
+                gf_module_list_append(list, pick(r, 2) ? m : NULL);
+                gf_module_list_get(list, (int)int_arg(r));
+                gf_module_list_len(list);
+            }
+            gf_module_release(list);
+            break;
+        }
         default: gf_module_requires_grad_(m, pick(r, 2)); break;
         }
         if (x) put(gf_module_forward(m, &x, 1));
+    }
+    if (x && pick(r, 4) == 0) {
+        /* the stateless shape modules on x */
+        gf_module *sm = NULL;
+        int64_t f = pick(r, 2) ? 1 + pick(r, 3) : int_arg(r);
+        switch (pick(r, 5)) {
+        case 0: sm = gf_nn_pixel_shuffle(f); break;
+        case 1: sm = gf_nn_pixel_unshuffle(f); break;
+        case 2: sm = gf_nn_flatten_dims(dim_arg(r), dim_arg(r)); break;
+        case 3: {
+            const int64_t us[2] = {f, -1};
+            sm = gf_nn_unflatten(dim_arg(r), us, 1 + pick(r, 2));
+            break;
+        }
+        default: {
+            /* small outputs, or sizes and scales graft must refuse (not a
+             * legal 3e9x upsampling: gigabytes) */
+            static const int64_t us[] = {1, 2, 3, 0, -1, INT64_MAX, INT64_C(1) << 62};
+            static const double uf[] = {0.5, 1.0, 2.0, 2.5, 0.0, -1.0, NAN, INFINITY, 1e300};
+            gf_interpolate_opts io = {.mode = (gf_interp_mode)pick(r, 6)};
+            if (pick(r, 2)) io.size[0] = io.size[1] = us[pick(r, 7)];
+            else io.scale_factor[0] = io.scale_factor[1] = uf[pick(r, 9)];
+            io.align_corners = pick(r, 2);
+            sm = gf_nn_upsample(&io);
+        }
+        }
+        if (sm) put(gf_module_forward(sm, &x, 1));
+        gf_module_release(sm);
     }
     gf_tensor_release(x);
     gf_module_release(parts[1]);

@@ -117,6 +117,13 @@ static void test_pixel(void) {
     CHECK_NULL_ERR(gf_pixel_shuffle(z3, 2), GF_ERR_SHAPE, "at least 3 dimensions");
     CHECK_NULL_ERR(gf_pixel_unshuffle(z3, 2), GF_ERR_SHAPE, "got an input with 2 dimension(s)");
     CHECK_NULL_ARG(gf_pixel_shuffle(NULL, 2), "gf_pixel_shuffle: x is NULL");
+    /* an empty input may have huge other sizes: an output size beyond int64
+     * is an error, not an overflow (found by fuzzing) */
+    gf_tensor *e0 = gf_zeros(SZ(6442450941, 0, 0), 3, GF_F32, NULL);
+    CHECK_NULL_ERR(gf_pixel_unshuffle(e0, 2147483647), GF_ERR_OVERFLOW, "beyond 2^63 - 1");
+    gf_tensor *e1 = gf_zeros(SZ(0, INT64_C(1) << 40, 1), 3, GF_F32, NULL);
+    CHECK_NULL_ERR(gf_pixel_shuffle(e1, 1 << 30), GF_ERR_OVERFLOW, "use a smaller factor");
+    gf_tensor_release(e0), gf_tensor_release(e1);
     /* an integer tensor shuffles too; 0-size batch */
     gf_tensor *zi = gf_zeros(SZ(0, 4, 1, 1), 4, GF_I64, NULL);
     y = gf_pixel_shuffle(zi, 2);
