@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""One training step of graft-bench's MLP and CNN: graft vs PyTorch.
+"""One training step of graft-bench's MLP, CNN, LSTM and GRU: graft vs PyTorch.
 
     bench_train_torch.py GRAFT_BENCH [--threads 1,2] [--reps 15] [--device cpu]
 
-Runs `graft-bench --only mlp,cnn --device D --threads N --json` for each
-thread count (OMP threads, as graft's CPU plugins use them), then the same
-two workloads in PyTorch on the CPU with torch.set_num_threads(n), in this
+Runs `graft-bench --only mlp,cnn,lstm,gru --device D --threads N --json` for
+each thread count (OMP threads, as graft's CPU plugins use them), then the same
+workloads in PyTorch on the CPU with torch.set_num_threads(n), in this
 one run, and prints both with the ratio torch / graft (above 1: graft is
 faster). The workloads are those of tools/bench/workloads_train.c:
 
@@ -14,6 +14,9 @@ faster). The workloads are those of tools/bench/workloads_train.c:
        -> Linear(1024, 10) -> cross entropy (mean)
   CNN: x [64, 1, 28, 28] -> Conv2d(1, 16, 3, padding=1) -> ReLU -> MaxPool2d(2)
        -> Conv2d(16, 32, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Linear(1568, 10)
+       -> cross entropy (mean)
+  LSTM, GRU: x [64, 32, 64] (seq, batch, features) -> nn.LSTM / nn.GRU(64, 256,
+       num_layers=2) -> the last layer's h_n [32, 256] -> Linear(256, 10)
        -> cross entropy (mean)
 
 A step is zero_grad(set_to_none=True), forward, backward and
@@ -56,10 +59,31 @@ import sys
 import time
 
 
-def torch_step_times(torch, cnn, reps):
+class Recurrent:
+    """nn.LSTM / nn.GRU, then a linear head on the last layer's h_n."""
+
+    def __init__(self, torch, kind):
+        nn = torch.nn
+        self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(64, 256, num_layers=2)
+        self.head = nn.Linear(256, 10)
+
+    def parameters(self):
+        return list(self.rnn.parameters()) + list(self.head.parameters())
+
+    def __call__(self, x):
+        out = self.rnn(x)[1]
+        h_n = out[0] if isinstance(out, tuple) else out
+        return self.head(h_n[-1])
+
+
+def torch_step_times(torch, name, reps):
     nn = torch.nn
     torch.manual_seed(1234)
-    if cnn:
+    cnn = name == "cnn"
+    if name in ("lstm", "gru"):
+        model = Recurrent(torch, name)
+        x = torch.rand(64, 32, 64)
+    elif cnn:
         model = nn.Sequential(
             nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -70,7 +94,8 @@ def torch_step_times(torch, cnn, reps):
             nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
             nn.Linear(1024, 10))
         x = torch.rand(256, 784)
-    target = torch.tensor([(i * 7) % 10 for i in range(x.shape[0])])
+    batch = x.shape[1] if name in ("lstm", "gru") else x.shape[0]
+    target = torch.tensor([(i * 7) % 10 for i in range(batch)])
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     times, cpus, losses = [], [], []
@@ -104,14 +129,16 @@ def torch_blas(torch):
     return ", ".join(sorted(os.path.realpath(p) for p in libs if p.startswith("/"))) or "none"
 
 
-ROWS = {"mlp train step": "mlp", "cnn train step": "cnn"}
+ROWS = {"mlp train step": "mlp", "cnn train step": "cnn", "lstm train step": "lstm",
+        "gru train step": "gru"}
+NAMES = ("mlp", "cnn", "lstm", "gru")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def graft_times(bench, device, threads, reps):
     env = dict(os.environ)
     env.setdefault("GRAFT_PLUGINS", "cpu_onednn")
-    cmd = [bench, "--only", "mlp,cnn", "--device", device, "--threads", str(threads),
+    cmd = [bench, "--only", ",".join(NAMES), "--device", device, "--threads", str(threads),
            "--warmup", "2", "--repeats", str(reps), "--max-repeats", str(reps),
            "--min-time", "0", "--no-progress", "--json"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
@@ -127,7 +154,7 @@ def graft_times(bench, device, threads, reps):
             t = row["time_s"]
             found[name] = (t["median"], t["min"], row["loss_first"], row["loss_last"],
                            row["cpu_median_s"])
-    if set(found) != {"mlp", "cnn"}:
+    if set(found) != set(NAMES):
         sys.exit("bench_train_torch.py: unexpected output from %s:\n%s" % (" ".join(cmd), out))
     return found
 
@@ -174,8 +201,8 @@ def main():
             "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
             "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
     graft = graft_times(args.bench, args.device, threads, args.reps)
-    for name in ("mlp", "cnn"):
-        tm, tmin, tl0, tl1, tc = torch_step_times(torch, name == "cnn", args.reps)
+    for name in NAMES:
+        tm, tmin, tl0, tl1, tc = torch_step_times(torch, name, args.reps)
         gm, gmin, gl0, gl1, gc = graft[name]
         print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
               "%.4f -> %.4f | %.4f -> %.4f" % (

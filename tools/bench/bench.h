@@ -208,6 +208,8 @@ void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
+void bench_lstm_step(bench_run *run, int device, int64_t batch);
+void bench_gru_step(bench_run *run, int device, int64_t batch);
 /* Data-parallel training steps (graft-bench dist): when set, the training
  * workloads call attach once with their parameters, sync after each
  * backward (before the update), detach at the end. attach and sync return 0,

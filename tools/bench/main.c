@@ -52,6 +52,8 @@ static const bench_workload WORKLOADS[] = {
     {"autograd", bench_autograd, 1000, 200, NULL},
     {"mlp", bench_mlp_step, 256, 32, NULL},
     {"cnn", bench_cnn_step, 64, 8, NULL},
+    {"lstm", bench_lstm_step, 32, 4, NULL},
+    {"gru", bench_gru_step, 32, 4, NULL},
 };
 #define N_WORKLOADS (int)(sizeof WORKLOADS / sizeof WORKLOADS[0])
 

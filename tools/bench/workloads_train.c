@@ -5,6 +5,9 @@
  *   mlp  784-1024-1024-10 with ReLU, batch 256 (the classic MNIST MLP);
  *   cnn  conv 1->16 3x3 + ReLU + max-pool 2, conv 16->32 3x3 + ReLU +
  *        max-pool 2, linear 1568->10, on 1x28x28 images, batch 64.
+ *   lstm, gru  nn.LSTM / nn.GRU (graft/module.h) of 2 layers, hidden 256,
+ *        over a sequence of 64 steps of 64 features, batch 32, the last
+ *        layer's final hidden state through a linear 256->10.
  *
  * The parameters start from a fixed host formula (PyTorch's default bound
  * 1/sqrt(fan_in)), so every device trains the same model on the same data.
@@ -16,7 +19,7 @@
 
 #include "bench.h"
 
-#define MAX_PARAMS 6
+#define MAX_PARAMS 16
 
 const bench_train_dist *bench_train_dist_active;
 #define N_CLASSES 10
@@ -37,6 +40,7 @@ struct train_case {
     float loss_host;
     /* Logits [batch, N_CLASSES]; intermediates belong to the caller's scope. */
     gf_tensor *(*forward)(const train_case *t);
+    gf_module *rnn, *head; /* the recurrent workloads' modules */
 };
 
 /* A parameter of the given shape, U(-bound, bound) from the host formula. */
@@ -156,6 +160,8 @@ done:
     for (int i = 0; i < t->n_params; i++) gf_tensor_release(t->param[i]);
     gf_tensor_release(t->x);
     gf_tensor_release(t->y);
+    gf_module_release(t->rnn);
+    gf_module_release(t->head);
     free(t->host_x);
     free(t->host_y);
 }
@@ -225,4 +231,45 @@ void bench_cnn_step(bench_run *run, int device, int64_t batch) {
     t.param[4] = param_init((const int64_t[]){32 * 7 * 7, N_CLASSES}, 2, b3, 44, t.dev);
     t.param[5] = param_init((const int64_t[]){N_CLASSES}, 1, b3, 45, t.dev);
     run_train(run, r, &t, (const int64_t[]){batch, 1, 28, 28}, 4);
+}
+
+/* ------------------------------------------------------------ LSTM, GRU */
+static gf_tensor *rnn_forward(const train_case *t) {
+    gf_tensor *h_n = NULL;
+    gf_tensor *y = gf_nn_rnn_forward(t->rnn, t->x, NULL, NULL, &h_n, NULL);
+    if (!y || !h_n) return NULL;
+    gf_tensor *last = gf_select(h_n, 0, gf_tensor_size(h_n, 0) - 1);
+    return last ? gf_module_forward(t->head, &last, 1) : NULL;
+}
+
+static void rnn_step(bench_run *run, int device, int64_t batch, gf_rnn_mode mode) {
+    bool quick = run->opts.quick;
+    int64_t hidden = quick ? 16 : 256, seq = quick ? 4 : 64, feat = quick ? 8 : 64;
+    const char *name = mode == GF_RNN_LSTM ? "lstm train step" : "gru train step";
+    char detail[112];
+    snprintf(detail, sizeof detail, "%s 2 layers, hidden %lld, seq %lld x %lld, batch %lld, f32, "
+             "Adam", mode == GF_RNN_LSTM ? "LSTM" : "GRU", (long long)hidden, (long long)seq,
+             (long long)feat, (long long)batch);
+    bench_result *r = bench_result_add(run, device, name, detail);
+    if (!r) return;
+    r->per = "step";
+    r->work = (double)batch;
+    r->rate_unit = "samples/s";
+    train_case t = {.dev = run->devices[device].dev, .batch = batch, .forward = rnn_forward};
+    gf_manual_seed(50); /* PyTorch's init, U(+-1/sqrt(hidden)), from one seed */
+    t.rnn = gf_nn_rnn(mode, feat, hidden, 2, true, false, 0.0, false, GF_F32, t.dev);
+    t.head = gf_nn_linear(hidden, N_CLASSES, true, GF_F32, t.dev);
+    gf_tensor *ps[MAX_PARAMS];
+    int n = t.rnn ? gf_module_parameters(t.rnn, ps, MAX_PARAMS) : -1;
+    int k = t.head && n >= 0 ? gf_module_parameters(t.head, ps + n, MAX_PARAMS - n) : -1;
+    t.n_params = n >= 0 && k >= 0 ? n + k : 1; /* one NULL parameter: reported below */
+    for (int i = 0; i < t.n_params; i++) t.param[i] = n >= 0 && k >= 0 ? gf_tensor_retain(ps[i]) : NULL;
+    run_train(run, r, &t, (const int64_t[]){seq, batch, feat}, 3);
+}
+
+void bench_lstm_step(bench_run *run, int device, int64_t batch) {
+    rnn_step(run, device, batch, GF_RNN_LSTM);
+}
+void bench_gru_step(bench_run *run, int device, int64_t batch) {
+    rnn_step(run, device, batch, GF_RNN_GRU);
 }
