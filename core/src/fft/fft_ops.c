@@ -152,11 +152,8 @@ static bool canon_nd(const gf_tensor *x, const int64_t *s, int n_s, const int *d
         n_dims = 2;
     }
     if (dims) {
-        if (n_dims > rank) {
-            gf__error(GF_ERR_INVALID, "%s: %d dims given for an input of rank %d; each dim is "
-                      "transformed once", op, n_dims, rank);
-            return false;
-        }
+        /* Distinct valid dims are at most rank <= GF_MAX_RANK: a longer
+         * list fails on a repeat before a->dims overflows. */
         for (int i = 0; i < n_dims; i++) {
             int d = gf__norm_dim(dims[i], rank, op);
             if (d < 0) return false;
