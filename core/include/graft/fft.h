@@ -42,6 +42,7 @@
 #ifndef GRAFT_FFT_H
 #define GRAFT_FFT_H
 
+#include "graft/shape.h"
 #include "graft/tensor.h"
 
 #ifdef __cplusplus
@@ -118,6 +119,65 @@ GF_API gf_tensor *gf_rfftfreq(int64_t n, double d, gf_dtype dtype, gf_device *de
  * dims). */
 GF_API gf_tensor *gf_fftshift(const gf_tensor *x, const int *dims, int n_dims);
 GF_API gf_tensor *gf_ifftshift(const gf_tensor *x, const int *dims, int n_dims);
+
+/* ---- short-time Fourier transform */
+/* Options of gf_stft (torch.stft's keyword arguments). Start from
+ * GF_STFT_OPTS_DEFAULT (GF_OPTS_INIT, graft/types.h) and change what
+ * differs; NULL options are every default. */
+typedef struct gf_stft_opts {
+    uint32_t init;
+    int64_t hop_length;      /* GF_FFT_SIZE_DEFAULT: n_fft / 4 */
+    int64_t win_length;      /* GF_FFT_SIZE_DEFAULT: n_fft; at most n_fft */
+    const gf_tensor *window; /* 1-D of win_length, centred in n_fft with
+                                zeros; NULL: ones (a rectangular window) */
+    bool center;             /* pad x by n_fft / 2 on both sides first */
+    gf_pad_mode pad_mode;    /* how (center only): GF_PAD_REFLECT by default */
+    bool normalized;         /* scale the frames' DFT by 1 / sqrt(n_fft) */
+    int onesided;            /* -1: real x and window give bins 0 .. n_fft/2
+                                only, complex ones every bin; 0 or 1 */
+    bool return_complex;     /* false: view_as_real of the result */
+} gf_stft_opts;
+#define GF_STFT_OPTS_DEFAULT                                                                 \
+    {.init = GF_OPTS_INIT, .hop_length = GF_FFT_SIZE_DEFAULT,                                \
+     .win_length = GF_FFT_SIZE_DEFAULT, .window = NULL, .center = true,                      \
+     .pad_mode = GF_PAD_REFLECT, .normalized = false, .onesided = -1, .return_complex = true}
+/* torch.stft: x [L] or [B, L] (real or complex) cut into frames of n_fft
+ * every hop_length, each multiplied by the window and transformed: out
+ * [B?, n_freq, n_frames] complex (n_freq = n_fft / 2 + 1 onesided, else
+ * n_fft; n_frames = 1 + (L' - n_fft) / hop, L' the padded length), or
+ * [B?, n_freq, n_frames, 2] real without return_complex. Differentiable
+ * in x and the window. Fails: SHAPE (x not 1-D or 2-D, n_fft above L',
+ * a window of the wrong size), INVALID (n_fft, hop or win_length out of
+ * range, onesided with a complex x or window, options not started from
+ * GF_STFT_OPTS_DEFAULT; reflect padding of n_fft / 2 needs L > n_fft / 2),
+ * DTYPE, DEVICE. */
+GF_API gf_tensor *gf_stft(const gf_tensor *x, int64_t n_fft, const gf_stft_opts *opts);
+
+/* Options of gf_istft (torch.istft's keyword arguments). */
+typedef struct gf_istft_opts {
+    uint32_t init;
+    int64_t hop_length;      /* GF_FFT_SIZE_DEFAULT: n_fft / 4 */
+    int64_t win_length;      /* GF_FFT_SIZE_DEFAULT: n_fft */
+    const gf_tensor *window; /* as gf_stft's; NULL: ones */
+    bool center;             /* the stft was centred: drop n_fft / 2 each side */
+    bool normalized;         /* the stft was normalised */
+    int onesided;            /* -1: from the bin count (n_fft / 2 + 1: onesided) */
+    int64_t length;          /* GF_FFT_SIZE_DEFAULT: as the frames give; else
+                                trimmed or zero-padded to it */
+    bool return_complex;     /* a complex signal (the stft was not onesided) */
+} gf_istft_opts;
+#define GF_ISTFT_OPTS_DEFAULT                                                                \
+    {.init = GF_OPTS_INIT, .hop_length = GF_FFT_SIZE_DEFAULT,                                \
+     .win_length = GF_FFT_SIZE_DEFAULT, .window = NULL, .center = true, .normalized = false, \
+     .onesided = -1, .length = GF_FFT_SIZE_DEFAULT, .return_complex = false}
+/* torch.istft: the inverse of gf_stft by windowed overlap-add, divided by
+ * the overlap-added squared window. X complex [B?, n_freq, n_frames]; out
+ * real (complex with return_complex) [B?, length]. Differentiable in X and
+ * the window. Fails: DTYPE (X real), SHAPE (X not 2-D or 3-D, a bin count
+ * that fits neither onesided nor full, a window of the wrong size),
+ * INVALID (as gf_stft; a window whose overlap-added square is below 1e-11
+ * somewhere in the output: the nonzero overlap-add condition fails). */
+GF_API gf_tensor *gf_istft(const gf_tensor *X, int64_t n_fft, const gf_istft_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,11 @@ gf_tensor *gf__fft_r2c(const gf_tensor *x, const int *dims, int nd, double scale
 gf_tensor *gf__fft_c2r(const gf_tensor *x, const int *dims, int nd, int64_t last_n,
                        double scale);
 
+/* x as a floating or complex tensor: integers and bool to f32 (torch's
+ * default dtype); f16 and bf16 are refused (DTYPE naming op). New
+ * reference, not in any scope. */
+gf_tensor *gf__fft_to_float(const gf_tensor *x, const char *op);
+
 /* ---- autograd (fft_grad.c): record the node of each primitive; y is its
  * output, x its input. */
 gf_status gf__fft_record_c2c(const gf_tensor *x, gf_tensor *y, const int *dims, int nd,

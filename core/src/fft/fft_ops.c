@@ -207,9 +207,7 @@ static bool canon_nd(const gf_tensor *x, const int64_t *s, int n_s, const int *d
 }
 
 /* ------------------------------------------------------------ conversions */
-/* x as a floating or complex tensor: integers and bool to f32 (torch's
- * default dtype); f16 and bf16 are refused. New reference. */
-static gf_tensor *to_float(const gf_tensor *x, const char *op) {
+gf_tensor *gf__fft_to_float(const gf_tensor *x, const char *op) {
     if (x->dtype == GF_F16 || x->dtype == GF_BF16) {
         gf__error(GF_ERR_DTYPE, "%s: x is %s; the transforms take f32, f64, c64, c128 (and "
                   "integers, converted to f32): convert x with gf_to_dtype(x, GF_F32)", op,
@@ -218,7 +216,10 @@ static gf_tensor *to_float(const gf_tensor *x, const char *op) {
     }
     if (gf_dtype_is_float(x->dtype) || gf_dtype_is_complex(x->dtype))
         return gf_tensor_retain((gf_tensor *)x);
-    return gf_to_dtype(x, GF_F32);
+    int saved = gf__scope_suspend();
+    gf_tensor *f = gf_to_dtype(x, GF_F32);
+    gf__scope_resume(saved);
+    return f;
 }
 
 static gf_tensor *to_complex(gf_tensor *x) {
@@ -263,7 +264,7 @@ static double norm_scale(gf_fft_norm norm, bool forward, const int64_t *n, int n
 /* ------------------------------------------------------------ the three paths */
 static gf_tensor *run_c2c(const gf_tensor *x0, const fft_dims *a, bool forward, gf_fft_norm norm,
                           const char *op) {
-    gf_tensor *x = to_complex(to_float(x0, op));
+    gf_tensor *x = to_complex(gf__fft_to_float(x0, op));
     if (x && a->nd == 0) { /* no dim transformed: a complex copy, as torch */
         gf_tensor *c = gf_clone(x);
         gf_tensor_release(x);
@@ -290,7 +291,7 @@ static gf_tensor *run_r2c(const gf_tensor *x0, const fft_dims *a, bool forward, 
                   "at least one", op);
         return NULL;
     }
-    gf_tensor *x = resize(to_float(x0, op), a->dims, a->n, a->nd);
+    gf_tensor *x = resize(gf__fft_to_float(x0, op), a->dims, a->n, a->nd);
     gf_tensor *y = x ? gf__fft_r2c(x, a->dims, a->nd, norm_scale(norm, forward, a->n, a->nd))
                      : NULL;
     gf_tensor_release(x);
@@ -313,7 +314,7 @@ static gf_tensor *run_c2r(const gf_tensor *x0, const fft_dims *a, bool forward, 
     memcpy(half, a->n, sizeof half);
     int64_t last_n = a->n[a->nd - 1];
     half[a->nd - 1] = last_n / 2 + 1;
-    gf_tensor *x = resize(to_complex(to_float(x0, op)), a->dims, half, a->nd);
+    gf_tensor *x = resize(to_complex(gf__fft_to_float(x0, op)), a->dims, half, a->nd);
     if (x && forward) { /* hfft: the inverse transform of the conjugate */
         gf_tensor *c = gf_conj(x);
         gf_tensor_release(x);
