@@ -114,9 +114,10 @@ GF_API gf_tensor *gf_fftfreq(int64_t n, double d, gf_dtype dtype, gf_device *dev
 GF_API gf_tensor *gf_rfftfreq(int64_t n, double d, gf_dtype dtype, gf_device *dev);
 /* torch.fft.fftshift: rolls each of dims (NULL: every dim) by half its size
  * (size / 2), so that frequency 0 is in the middle; gf_ifftshift undoes it
- * (rolls by (size + 1) / 2 back). A copy; differentiable. Deviation: a
- * 0-dim x gives a copy (torch refuses it). Fails: INDEX, INVALID (repeated
- * dims). */
+ * (rolls by (size + 1) / 2). A copy; differentiable. A dim listed twice is
+ * rolled twice, as torch.roll does. Deviation: a 0-dim x gives a copy
+ * (torch refuses it). Fails: INDEX (a dim out of range), INVALID (dims
+ * NULL with n_dims > 0, n_dims above 8). */
 GF_API gf_tensor *gf_fftshift(const gf_tensor *x, const int *dims, int n_dims);
 GF_API gf_tensor *gf_ifftshift(const gf_tensor *x, const int *dims, int n_dims);
 
