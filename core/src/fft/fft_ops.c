@@ -128,6 +128,7 @@ static bool canon_1d(const gf_tensor *x, int64_t n, int dim, bool c2r, const cha
     a->nd = 1;
     a->dims[0] = d;
     bool dflt = n == GF_FFT_SIZE_DEFAULT;
+    /* 2 (m - 1) cannot overflow: graft keeps every size below 2^59. */
     if (dflt) n = c2r ? 2 * (x->sizes[d] - 1) : x->sizes[d];
     a->n[0] = n;
     return check_resolved(n, d, op, c2r && dflt);
