@@ -30,6 +30,7 @@ typedef enum gfp_op_family {
     GFP_FAMILY_CONV,
     GFP_FAMILY_POOL,
     GFP_FAMILY_OPTIM,   /* optimiser updates (1.3) */
+    GFP_FAMILY_FFT,     /* discrete Fourier transforms (1.3) */
     GFP_FAMILY_COUNT
 } gfp_op_family;
 
@@ -56,6 +57,7 @@ typedef enum gfp_params_kind {
     GFP_PARAMS_pool2d,
     GFP_PARAMS_random,
     GFP_PARAMS_adam,
+    GFP_PARAMS_fft,
     GFP_PARAMS_COUNT
 } gfp_params_kind;
 
@@ -135,6 +137,7 @@ static inline size_t gfp_params_min_size(gfp_params_kind k) {
     case GFP_PARAMS_pool2d: return GFP_POOL2D_PARAMS_SIZE_V1_0;
     case GFP_PARAMS_random: return GFP_RANDOM_PARAMS_SIZE_V1_0;
     case GFP_PARAMS_adam: return GFP_ADAM_PARAMS_SIZE_V1_3; /* its first version */
+    case GFP_PARAMS_fft: return GFP_FFT_PARAMS_SIZE_V1_3;
     default: return 0;
     }
 }
@@ -145,7 +148,7 @@ static inline const char *gfp_params_name(gfp_params_kind k) {
         "", "gfp_scalar_params", "gfp_fill_params", "gfp_arange_params",
         "gfp_clamp_params", "gfp_tri_params", "gfp_reduce_params", "gfp_dim_params",
         "gfp_layer_norm_params", "gfp_batch_norm_params", "gfp_conv2d_params",
-        "gfp_pool2d_params", "gfp_random_params", "gfp_adam_params"};
+        "gfp_pool2d_params", "gfp_random_params", "gfp_adam_params", "gfp_fft_params"};
     return (unsigned)k < GFP_PARAMS_COUNT ? names[k] : "";
 }
 

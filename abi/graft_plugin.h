@@ -14,6 +14,10 @@
  *     1.1 one, and a plugin of an older minor answers NONE from query_op for
  *     the op (or refuses its launch as UNSUPPORTED), after which the core
  *     composes the update from other ops on the same device.
+ *     Also in 1.3: the op FFT 168 with its parameter struct gfp_fft_params
+ *     and the constants GFP_FFT_C2C, GFP_FFT_R2C, GFP_FFT_C2R; a plugin
+ *     that predates it answers NONE and the core runs the transform on its
+ *     fallback device.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every
@@ -331,6 +335,28 @@ typedef struct gfp_adam_params {
 } gfp_adam_params;
 #define GFP_ADAM_PARAMS_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_adam_params, bias_correction2_sqrt)
 
+/* FFT (1.3): which dtypes a transform takes and gives (graft_ops.def says
+ * what each computes). */
+typedef enum gfp_fft_kind {
+    GFP_FFT_C2C = 0, /* complex to complex */
+    GFP_FFT_R2C = 1, /* real to complex, the last listed dim onesided */
+    GFP_FFT_C2R = 2  /* onesided complex to real, the inverse of R2C's halving */
+} gfp_fft_kind;
+
+typedef struct gfp_fft_params {
+    uint32_t struct_size;
+    uint32_t kind;    /* gfp_fft_kind */
+    uint32_t inverse; /* 0: exponent sign -1 (a forward DFT); 1: +1 (unscaled inverse) */
+    uint32_t n_dims;  /* how many dims are transformed, 1 .. rank */
+    /* The transformed dims, distinct, in [0, rank) of the complex-side
+     * tensor's rank (x and y have one rank). For R2C and C2R the last one
+     * listed, dims[n_dims - 1], is the onesided dim; the order of the others
+     * does not matter. Entries past n_dims are not read. */
+    int32_t dims[GFP_MAX_RANK];
+    double scale; /* every output element is multiplied by it (1, 1/n, 1/sqrt(n)) */
+} gfp_fft_params;
+#define GFP_FFT_PARAMS_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_fft_params, scale)
+
 /* ------------------------------------------------------------------ capability */
 /* What the core asks before the first launch of an (op, dtypes, layout). */
 #define GFP_LAYOUT_CONTIGUOUS 0u /* every tensor row-major contiguous */
@@ -503,6 +529,7 @@ GFP_STATIC_ASSERT(GFP_RANDOM_PARAMS_SIZE_V1_0 == 40, "gfp_random_params v1.0 lay
 GFP_STATIC_ASSERT(GFP_CONV2D_PARAMS_SIZE_V1_0 == 32, "gfp_conv2d_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_POOL2D_PARAMS_SIZE_V1_0 == 44, "gfp_pool2d_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_ADAM_PARAMS_SIZE_V1_3 == 64, "gfp_adam_params v1.3 layout moved");
+GFP_STATIC_ASSERT(GFP_FFT_PARAMS_SIZE_V1_3 == 56, "gfp_fft_params v1.3 layout moved");
 #endif
 
 #ifdef __cplusplus

@@ -17,6 +17,7 @@
 #include "graft/interop.h"
 #include "graft/profiler.h"
 #include "graft/complex.h"
+#include "graft/fft.h"
 #include "graft/module.h"
 
 #endif

@@ -76,6 +76,8 @@ static const field_info fields[] = {
     F(gfp_adam_params, beta1), F(gfp_adam_params, beta2), F(gfp_adam_params, eps),
     F(gfp_adam_params, weight_decay), F(gfp_adam_params, bias_correction1),
     F(gfp_adam_params, bias_correction2_sqrt),
+    F(gfp_fft_params, struct_size), F(gfp_fft_params, kind), F(gfp_fft_params, inverse),
+    F(gfp_fft_params, n_dims), F(gfp_fft_params, dims), F(gfp_fft_params, scale),
 
     F(gfp_op_query, struct_size), F(gfp_op_query, op), F(gfp_op_query, layout),
     F(gfp_op_query, n_inputs), F(gfp_op_query, n_outputs), F(gfp_op_query, input_dtypes),
@@ -122,6 +124,7 @@ static const struct_info structs[] = {
     S(gfp_pool2d_params, GFP_POOL2D_PARAMS_SIZE_V1_0),
     S(gfp_random_params, GFP_RANDOM_PARAMS_SIZE_V1_0),
     S(gfp_adam_params, GFP_ADAM_PARAMS_SIZE_V1_3),
+    S(gfp_fft_params, GFP_FFT_PARAMS_SIZE_V1_3),
     S(gfp_op_query, GFP_OP_QUERY_SIZE_V1_0),
     S(gfp_plugin, GFP_PLUGIN_SIZE_V1_1),
     S(gfp_negotiate_request, GFP_NEGOTIATE_REQUEST_SIZE_V1_0),

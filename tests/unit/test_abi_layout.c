@@ -123,7 +123,7 @@ static void test_op_ids(void) {
         OP(HARDSWISH, 49), OP(ASIN, 50), OP(ACOS, 51), OP(ATAN, 52), OP(ATAN2, 76),
         OP(BATCH_NORM_BACKWARD, 125),
         /* 1.3 */
-        OP(ADAM_UPDATE, 167),
+        OP(ADAM_UPDATE, 167), OP(FFT, 168),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];
@@ -262,6 +262,16 @@ static void test_params_layout(void) {
     CHECK_FIELD(gfp_adam_params, bias_correction1, 48, 8, double);
     CHECK_FIELD(gfp_adam_params, bias_correction2_sqrt, 56, 8, double);
     CHECK(GFP_ADAM_DECOUPLED_WEIGHT_DECAY == 0x1u);
+
+    CHECK(GFP_FFT_PARAMS_SIZE_V1_3 == 56);
+    CHECK(sizeof(gfp_fft_params) == 56);
+    CHECK_FIELD(gfp_fft_params, struct_size, 0, 4, uint32_t);
+    CHECK_FIELD(gfp_fft_params, kind, 4, 4, uint32_t);
+    CHECK_FIELD(gfp_fft_params, inverse, 8, 4, uint32_t);
+    CHECK_FIELD(gfp_fft_params, n_dims, 12, 4, uint32_t);
+    CHECK_FIELD(gfp_fft_params, dims, 16, 32, int32_t *);
+    CHECK_FIELD(gfp_fft_params, scale, 48, 8, double);
+    CHECK(GFP_FFT_C2C == 0 && GFP_FFT_R2C == 1 && GFP_FFT_C2R == 2);
 }
 
 static void test_op_query_layout(void) {

@@ -248,6 +248,7 @@ typedef union pc_params {
     gfp_pool2d_params pool;
     gfp_random_params random;
     gfp_adam_params adam;
+    gfp_fft_params fft;
 } pc_params;
 
 struct pc_ctx;
@@ -291,6 +292,7 @@ bool pc_cases_elementwise(const gfp_op_info *row, pc_op *op);
 bool pc_cases_reduce(const gfp_op_info *row, pc_op *op);
 bool pc_cases_nn(const gfp_op_info *row, pc_op *op);
 bool pc_cases_optim(const gfp_op_info *row, pc_op *op);
+bool pc_cases_fft(const gfp_op_info *row, pc_op *op);
 /* Every op of the table with cases; *n receives the count. */
 const pc_op *pc_catalogue(size_t *n);
 /* The rows no cases file covers (a checker without cases for a new op says

@@ -54,7 +54,7 @@ typedef enum gf_dtype {
 /* Options structs where a PyTorch default is not zero (gf_gradcheck_opts,
  * gf_adam_opts, gf_rmsprop_opts, gf_adagrad_opts, gf_adadelta_opts,
  * gf_nadam_opts, gf_radam_opts, gf_lbfgs_opts, gf_onecycle_opts,
- * gf_plateau_opts) begin
+ * gf_plateau_opts, gf_stft_opts, gf_istft_opts) begin
  * with `init`. Start from the struct's _DEFAULT initialiser, which sets it
  * to GF_OPTS_INIT and every field to PyTorch's default, then change what you
  * need: every field means its value, 0 included (Adam's beta1 = 0, lr = 0,

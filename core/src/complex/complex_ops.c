@@ -61,7 +61,8 @@ static bool complex_op(gfp_op op) {
     case GFP_OP_INDEX_SELECT:
     case GFP_OP_GATHER:
     case GFP_OP_SCATTER_ADD:
-    case GFP_OP_INDEX_ADD: return true;
+    case GFP_OP_INDEX_ADD:
+    case GFP_OP_FFT: return true;
     default: return false;
     }
 }
