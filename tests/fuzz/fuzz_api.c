@@ -738,7 +738,68 @@ static gf_tensor *check_mul(gf_tensor *const *in, int n, void *user) {
  * that autograd cannot follow), the parts, conjugation, reading elements. */
 static void act_complex(reader *r) {
     gf_tensor *a = get(r);
-    switch (pick(r, 14)) {
+    /* FFT lengths: torch's None, small, or ones graft must refuse (never a
+     * legal zero-padding to gigabytes) */
+    static const int64_t fl[] = {GF_FFT_SIZE_DEFAULT, 1, 2, 3, 5, 7, 8, 0, -2, INT64_MAX,
+                                 INT64_MIN};
+    switch (pick(r, 17)) {
+    case 14: {
+        int64_t n = fl[pick(r, 11)];
+        int dim = dim_arg(r);
+        gf_fft_norm norm = (gf_fft_norm)pick(r, 4);
+        switch (pick(r, 6)) {
+        case 0: put(gf_fft(a, n, dim, norm)); break;
+        case 1: put(gf_ifft(a, n, dim, norm)); break;
+        case 2: put(gf_rfft(a, n, dim, norm)); break;
+        case 3: put(gf_irfft(a, n, dim, norm)); break;
+        case 4: put(gf_hfft(a, n, dim, norm)); break;
+        default: put(gf_ihfft(a, n, dim, norm)); break;
+        }
+        break;
+    }
+    case 15: {
+        int64_t sz[3] = {fl[pick(r, 11)], fl[pick(r, 11)], fl[pick(r, 11)]};
+        int dims[3] = {dim_arg(r), dim_arg(r), dim_arg(r)};
+        int ns = pick(r, 4), nd = pick(r, 4);
+        const int64_t *sp = pick(r, 3) ? sz : NULL;
+        const int *dp = pick(r, 3) ? dims : NULL;
+        gf_fft_norm norm = (gf_fft_norm)pick(r, 3);
+        switch (pick(r, 7)) {
+        case 0: put(gf_fftn(a, sp, ns, dp, nd, norm)); break;
+        case 1: put(gf_ifftn(a, sp, ns, dp, nd, norm)); break;
+        case 2: put(gf_rfftn(a, sp, ns, dp, nd, norm)); break;
+        case 3: put(gf_irfftn(a, sp, ns, dp, nd, norm)); break;
+        case 4: put(gf_fftshift(a, dp, nd)); break;
+        case 5: put(gf_ifftshift(a, dp, nd)); break;
+        default:
+            put_fresh(pick(r, 2) ? gf_fftfreq(fl[pick(r, 11)], dbl_arg(r), dtype_arg(r), NULL)
+                                 : gf_rfftfreq(fl[pick(r, 11)], dbl_arg(r), dtype_arg(r), NULL));
+            break;
+        }
+        break;
+    }
+    case 16: {
+        /* stft of a, and istft of what it gave */
+        static const int64_t nf[] = {1, 2, 4, 5, 8, 0, -1, INT64_MAX};
+        int64_t n_fft = nf[pick(r, 8)];
+        gf_stft_opts so = GF_STFT_OPTS_DEFAULT;
+        if (pick(r, 2)) {
+            so.hop_length = fl[pick(r, 11)], so.win_length = fl[pick(r, 11)];
+            so.window = pick(r, 2) ? get(r) : NULL;
+            so.center = pick(r, 2), so.pad_mode = (gf_pad_mode)pick(r, 4);
+            so.normalized = pick(r, 2), so.onesided = pick(r, 3) - 1;
+            so.return_complex = pick(r, 2);
+            if (pick(r, 8) == 0) so.init = 0;
+        }
+        gf_tensor *sp = gf_stft(a, n_fft, &so);
+        put(sp);
+        if (sp && pick(r, 2)) {
+            gf_istft_opts io = GF_ISTFT_OPTS_DEFAULT;
+            io.center = so.center, io.normalized = so.normalized, io.onesided = so.onesided;
+            put(gf_istft(sp, n_fft, &io));
+        }
+        break;
+    }
     case 12: {
         /* a round trip through a file: .npy, .npz or safetensors (what a
          * format cannot hold is refused; a file graft wrote loads back) */
