@@ -346,8 +346,8 @@ static bool columns_apply(const red_plan *p) {
 }
 
 static void run_columns(const red_plan *p) {
-    int64_t blocks = (p->outputs + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
     int64_t bw = p->cx ? COLUMN_BLOCK / 2 : COLUMN_BLOCK;
+    int64_t blocks = (p->outputs + bw - 1) / bw;
     int nt = odn_threads(p->outputs * p->len);
     /* Narrow blocks when there are fewer blocks than threads. */
     if (nt > 1 && blocks < nt) {
