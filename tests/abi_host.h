@@ -152,7 +152,9 @@ static inline void abi_unload(abi_plugin *p) {
 static inline size_t abi_esize(int32_t dt) {
     switch (dt) {
     case GFP_F64:
-    case GFP_I64: return 8;
+    case GFP_I64:
+    case GFP_C64: return 8;
+    case GFP_C128: return 16;
     case GFP_BOOL: return 1;
     case GFP_F16:
     case GFP_BF16: return 2;

@@ -101,6 +101,13 @@ static inline double ap_decode(int32_t dt, const unsigned char *in) {
     }
 }
 
+/* Complex dtypes are handled as their parts: an element of c64 is two f32
+ * values (re, im), each drawn, encoded and compared on its own. */
+static inline int ap_parts(int32_t dt) { return dt == GFP_C64 || dt == GFP_C128 ? 2 : 1; }
+static inline int32_t ap_part_dtype(int32_t dt) {
+    return dt == GFP_C64 ? GFP_F32 : dt == GFP_C128 ? GFP_F64 : dt;
+}
+
 /* Deterministic values (splitmix64). */
 static uint64_t ap_rng = 0x9E3779B97F4A7C15ull;
 static inline double ap_uniform(void) {
@@ -208,8 +215,11 @@ static inline ap_tensor ap_make(int32_t dtype, int rank, const int64_t *sizes, a
         ap_geometry(AL_CONTIG, rank, sizes, strides, &offset, &p.storage);
     }
     size_t es = abi_esize(dtype), bytes = (size_t)p.storage * es;
+    int32_t pd = ap_part_dtype(dtype);
+    size_t pes = abi_esize(pd);
     p.init = malloc(bytes);
-    for (int64_t i = 0; i < p.storage; i++) ap_encode(dtype, ap_value(dom), p.init + i * es);
+    for (int64_t i = 0; i < p.storage * ap_parts(dtype); i++)
+        ap_encode(pd, ap_value(dom), p.init + i * pes);
     for (int k = 0; k < 2; k++) {
         gfp_tensor *t = &p.t[k];
         t->struct_size = sizeof *t;
@@ -287,13 +297,19 @@ static inline int ap_compare(const ap_tensor *p, double atol, double rtol, const
         }
     }
     int bad = 0;
+    int32_t pd = ap_part_dtype(p->dtype);
+    size_t pes = abi_esize(pd);
     for (int64_t i = 0; i < p->storage; i++) {
-        double g = ap_decode(p->dtype, got + i * es), w = ap_decode(p->dtype, want + i * es);
-        int ok = covered[i] ? ap_close(g, w, atol, rtol)
-                            : memcmp(got + i * es, p->init + i * es, es) == 0;
-        if (!ok && bad++ < 4)
-            fprintf(stderr, "  %s: %s element %lld: %s %.9g, reference %.9g\n", what,
-                    covered[i] ? "output" : "untouched", (long long)i, ap_name(), g, w);
+        for (int q = 0; q < ap_parts(p->dtype); q++) {
+            const unsigned char *gp = got + i * es + q * pes, *wp = want + i * es + q * pes;
+            double g = ap_decode(pd, gp), w = ap_decode(pd, wp);
+            int ok = covered[i] ? ap_close(g, w, atol, rtol)
+                                : memcmp(gp, p->init + i * es + q * pes, pes) == 0;
+            if (!ok && bad++ < 4)
+                fprintf(stderr, "  %s: %s element %lld%s: %s %.9g, reference %.9g\n", what,
+                        covered[i] ? "output" : "untouched", (long long)i,
+                        ap_parts(p->dtype) == 1 ? "" : q ? " (im)" : " (re)", ap_name(), g, w);
+        }
     }
     free(got), free(want), free(covered);
     return bad;

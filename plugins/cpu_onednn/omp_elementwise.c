@@ -192,7 +192,7 @@ __attribute__((target("avx512f"))) static void transpose16(float *dst, const flo
 }
 #endif
 
-/* dst[i][j] = src[j * col + i] for an h x w tile, element size es. */
+/* dst[i][j] = src[j * col + i] for an h x w tile, element size es (1 to 16). */
 static void gather_tile(char *dst, const char *src, int64_t col, int64_t h, int64_t w, size_t es) {
 #ifdef ODN_HAVE_T16
     if (es == 4 && h == TILE && w == TILE && __builtin_cpu_supports("avx512f")) {
@@ -209,7 +209,8 @@ static void gather_tile(char *dst, const char *src, int64_t col, int64_t h, int6
     case 1: GATHER(uint8_t) break;
     case 2: GATHER(uint16_t) break;
     case 4: GATHER(uint32_t) break;
-    default: GATHER(uint64_t) break;
+    case 8: GATHER(uint64_t) break;
+    default: GATHER(odn_u128) break;
     }
 #undef GATHER
 }
@@ -219,7 +220,7 @@ static void run_tiles(const odn_ew *g, odn_ew_fn fn, const void *ctx, int64_t lo
     int64_t rows = g->sizes[r - 2], cols = g->sizes[r - 1];
     int64_t rb = (rows + TILE - 1) / TILE, cb = (cols + TILE - 1) / TILE;
     int64_t s[4] = {0, 0, 0, 0}, os[4] = {0, 0, 0, 0};
-    _Alignas(64) char buf[3][TILE * TILE * 8];
+    _Alignas(64) char buf[3][TILE * TILE * 16]; /* up to c128 elements */
     for (int k = 0; k < g->n; k++) {
         s[k] = is_transposed(g, k) ? 1 : g->strides[k][r - 1];
         os[k] = is_transposed(g, k) ? TILE * (int64_t)g->esize[k]
@@ -335,16 +336,20 @@ STRIDED_STORE(uint8_t)
 STRIDED_STORE(uint16_t)
 STRIDED_STORE(uint32_t)
 STRIDED_STORE(uint64_t)
+STRIDED_STORE(odn_u128)
 
 static uint16_t f32_to_bf16(float f);
 
-/* The element's bytes as the reference stores them (ref_store / ref_store_i64). */
+/* The element's bytes as the reference stores them (ref_store / ref_store_i64;
+ * complex: value + 0i, ref_store_c). */
 static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *bytes) {
     gfp_tensor one;
     memset(&one, 0, sizeof one);
     one.dtype = dtype;
     one.buffer = bytes;
-    if (dtype == GFP_BF16) {
+    if (ref_is_complex(dtype)) {
+        ref_store_c(&one, 0, CMPLX(p->value, 0.0));
+    } else if (dtype == GFP_BF16) {
         uint16_t b = f32_to_bf16((float)p->value);
         memcpy(bytes, &b, 2);
     } else if (pk_is_float(dtype) || dtype == GFP_BOOL) {
@@ -355,7 +360,7 @@ static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *b
 }
 
 static gfp_status run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
-    unsigned char bytes[8] = {0};
+    _Alignas(16) unsigned char bytes[16] = {0};
     fill_value(y->dtype, p, bytes);
     size_t es = pk_dtype_size(y->dtype);
     if (odn_is_contiguous(y)) {
@@ -366,8 +371,11 @@ static gfp_status run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
     odn_ew g;
     const gfp_tensor *t[1] = {y};
     odn_ew_init(&g, t, 1);
-    odn_ew_fn fn = es == 1 ? fill_uint8_t : es == 2 ? fill_uint16_t : es == 4 ? fill_uint32_t
-                                                                             : fill_uint64_t;
+    odn_ew_fn fn = es == 1   ? fill_uint8_t
+                   : es == 2 ? fill_uint16_t
+                   : es == 4 ? fill_uint32_t
+                   : es == 8 ? fill_uint64_t
+                             : fill_odn_u128;
     odn_ew_run(&g, fn, bytes, 1);
     return GFP_OK;
 }
@@ -442,12 +450,44 @@ CONVERT(cv_f64_bf, double, bf16, f32_to_bf16((float)v))
 CONVERT(cv_bf_f32, bf16, float, bf16_to_f32(v))
 CONVERT(cv_bf_f64, bf16, double, bf16_to_f32(v))
 
-/* [source][destination] over f32 f64 i32 i64 bool f16 bf16; NULL: not here. */
+/* Complex: the reference converts through double complex and rounds each
+ * part once (ref_load_c / ref_store_c); a real x becomes x + 0i. */
+#define CONVERT_C(NAME, TS, TD, RE, IM)                                                  \
+    ODN_EW_INLINE void NAME##_1d(char *const *p, const int64_t *s, int64_t n,            \
+                                 const void *ctx) {                                      \
+        (void)ctx;                                                                       \
+        TD *y = (TD *)p[0];                                                              \
+        const TS *x = (const TS *)p[1];                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                \
+            TS v = x[i * s[1]];                                                          \
+            y[i * s[0]].re = (RE);                                                       \
+            y[i * s[0]].im = (IM);                                                       \
+        }                                                                                \
+    }                                                                                    \
+    ODN_EW_KERNEL_2D(NAME)
+ODN_EW_INLINE void cv_same16_1d(char *const *p, const int64_t *s, int64_t n, const void *ctx) {
+    (void)ctx;
+    odn_u128 *y = (odn_u128 *)p[0];
+    const odn_u128 *x = (const odn_u128 *)p[1];
+    for (int64_t i = 0; i < n; i++) y[i * s[0]] = x[i * s[1]];
+}
+ODN_EW_KERNEL_2D(cv_same16)
+CONVERT_C(cv_c64_c128, odn_c64, odn_c128, v.re, v.im)
+CONVERT_C(cv_c128_c64, odn_c128, odn_c64, (float)v.re, (float)v.im)
+CONVERT_C(cv_f32_c64, float, odn_c64, v, 0.0f)
+CONVERT_C(cv_f32_c128, float, odn_c128, v, 0.0)
+CONVERT_C(cv_f64_c64, double, odn_c64, (float)v, 0.0f)
+CONVERT_C(cv_f64_c128, double, odn_c128, v, 0.0)
+
+/* [source][destination] over f32 f64 i32 i64 bool f16 bf16 c64 c128; NULL:
+ * not here (complex -> real is no copy: the reference refuses it). */
 static odn_ew_fn const converters[GFP_DTYPE_COUNT][GFP_DTYPE_COUNT] = {
     [GFP_F32] = {[GFP_F32] = cv_same4, [GFP_F64] = cv_f32_f64, [GFP_I32] = cv_f32_i32,
-                 [GFP_I64] = cv_f32_i64, [GFP_BOOL] = cv_f32_b, [GFP_BF16] = cv_f32_bf},
+                 [GFP_I64] = cv_f32_i64, [GFP_BOOL] = cv_f32_b, [GFP_BF16] = cv_f32_bf,
+                 [GFP_C64] = cv_f32_c64, [GFP_C128] = cv_f32_c128},
     [GFP_F64] = {[GFP_F32] = cv_f64_f32, [GFP_F64] = cv_same8, [GFP_I32] = cv_f64_i32,
-                 [GFP_I64] = cv_f64_i64, [GFP_BOOL] = cv_f64_b, [GFP_BF16] = cv_f64_bf},
+                 [GFP_I64] = cv_f64_i64, [GFP_BOOL] = cv_f64_b, [GFP_BF16] = cv_f64_bf,
+                 [GFP_C64] = cv_f64_c64, [GFP_C128] = cv_f64_c128},
     [GFP_I32] = {[GFP_F32] = cv_i32_f32, [GFP_F64] = cv_i32_f64, [GFP_I32] = cv_same4,
                  [GFP_I64] = cv_i32_i64, [GFP_BOOL] = cv_i32_b},
     [GFP_I64] = {[GFP_F32] = cv_i64_f32, [GFP_F64] = cv_i64_f64, [GFP_I32] = cv_i64_i32,
@@ -455,6 +495,8 @@ static odn_ew_fn const converters[GFP_DTYPE_COUNT][GFP_DTYPE_COUNT] = {
     [GFP_BOOL] = {[GFP_F32] = cv_b_f32, [GFP_F64] = cv_b_f64, [GFP_I32] = cv_b_i32,
                   [GFP_I64] = cv_b_i64, [GFP_BOOL] = cv_b_b},
     [GFP_BF16] = {[GFP_F32] = cv_bf_f32, [GFP_F64] = cv_bf_f64, [GFP_BF16] = cv_same2},
+    [GFP_C64] = {[GFP_C64] = cv_same8, [GFP_C128] = cv_c64_c128},
+    [GFP_C128] = {[GFP_C64] = cv_c128_c64, [GFP_C128] = cv_same16},
 };
 
 /* One contiguous same-dtype block: a plain parallel memcpy. */
@@ -562,6 +604,7 @@ static odn_ew_fn compare_fn(uint32_t op, int32_t dt) {
 WHERE(where1, uint8_t)
 WHERE(where4, uint32_t)
 WHERE(where8, uint64_t)
+WHERE(where16, odn_u128)
 
 /* ------------------------------------------------------------ routing */
 static bool same_shapes(const gfp_tensor *const *t, int n) {
@@ -588,6 +631,11 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     }
     if (!same_shapes(t, (int)n_in + 1)) return ODN_FALLBACK;
     const gfp_tensor *y = out[0];
+    bool cx = false; /* complex arithmetic and comparisons: omp_complex.c */
+    for (uint32_t k = 0; k <= n_in; k++) cx = cx || ref_is_complex(t[k]->dtype);
+    if (cx && op != GFP_OP_COPY && op != GFP_OP_FILL && op != GFP_OP_WHERE &&
+        gfp_op_family_of(op) != GFP_FAMILY_TRI)
+        return odn_complex_launch(op, t, (int)n_in + 1, params);
     switch (op) {
     case GFP_OP_COPY:
         if (n_in != 1) return ODN_FALLBACK;
@@ -615,7 +663,11 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
             in[2]->dtype != y->dtype || y->dtype == GFP_BF16)
             return ODN_FALLBACK;
         size_t es = pk_dtype_size(y->dtype);
-        odn_ew_fn fn = es == 1 ? where1 : es == 4 ? where4 : es == 8 ? where8 : NULL;
+        odn_ew_fn fn = es == 1   ? where1
+                       : es == 4 ? where4
+                       : es == 8 ? where8
+                       : es == 16 ? where16
+                                  : NULL;
         if (!fn) return ODN_FALLBACK;
         odn_ew g;
         odn_ew_init(&g, t, 4);

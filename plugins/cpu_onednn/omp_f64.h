@@ -34,6 +34,16 @@ gfp_status odn_gemm_f64(odn_ctx *ctx, const odn_gemm *g);
  * y [..., M, N], equal batch sizes, stride-0 batch dims in a and b allowed). */
 gfp_status odn_matmul_f64(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y);
 
+/* MATMUL f32 / bf16 on oneDNN's matmul (onednn_matmul.c), same contract,
+ * and k > 0; ODN_FALLBACK when oneDNN has no primitive for it. */
+gfp_status odn_matmul_dnnl(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y);
+
+/* MATMUL c64 / c128 (omp_complex_gemm.c), same contract, k > 0, an output
+ * that does not overlap itself: one real GEMM of the parts (c64 on
+ * odn_matmul_dnnl, c128 on odn_matmul_f64). ODN_FALLBACK when that cannot
+ * run (no scratch memory, no oneDNN primitive) before y is written. */
+gfp_status odn_matmul_complex(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y);
+
 /* CONV2D, CONV2D_BACKWARD_INPUT / _WEIGHT in f64 (omp_conv_f64.c);
  * ODN_FALLBACK for anything else. */
 gfp_status odn_conv_f64(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,

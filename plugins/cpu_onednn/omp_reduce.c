@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_reduce.c — SUM MEAN PROD AMAX AMIN VAR LOGSUMEXP MAX_DIM MIN_DIM in
- * f32 and f64 with OpenMP (integer reductions stay with the reference).
+ * f32 and f64, and SUM MEAN in c64 and c128, with OpenMP (integer
+ * reductions and complex PROD stay with the reference).
  *
  * The input's dims are split into kept and reduced groups (size-1 dims
  * dropped, dims contiguous in every tensor merged), so output element o
@@ -13,6 +14,7 @@
  *  - split lines: few outputs with long lines (a loss, a norm): every thread
  *    takes a range of each line and the partial results are combined.
  * Sums accumulate in double (the reference uses a compensated double sum);
+ * a complex sum is the two sums of its parts, read interleaved;
  * VAR is the reference's corrected two-pass formula; AMAX / AMIN / MAX_DIM
  * let a NaN win, as the reference does. */
 #include <math.h>
@@ -34,7 +36,9 @@ typedef struct partial {
 
 typedef struct red_plan {
     uint32_t op;
-    int32_t dtype;
+    int32_t dtype; /* f32 or f64: the part dtype when complex */
+    bool cx;       /* c64 / c128: elements are (re, im) pairs of dtype */
+    size_t es;     /* bytes per element */
     group kept, red;
     int64_t outputs, len;
     const char *x;
@@ -69,7 +73,9 @@ static int64_t group_offset(const group *g, int64_t j, bool in_y) {
 
 /* ------------------------------------------------------------ line kernels */
 /* PASS1: sum, extreme (max or min), product folded into sum slot via *= . */
-enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN };
+/* K_CSUM: complex elements, the real parts summed into sum, the imaginary
+ * ones into sq. */
+enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN, K_CSUM };
 
 #define LINE_KERNELS(T, TAG)                                                              \
     static void run_##TAG(const T *x, int64_t n, int64_t s, int kind, double c,           \
@@ -90,6 +96,31 @@ enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN };
                 for (int64_t i = 0; i < n; i++) acc += (double)x[i * s];                  \
             }                                                                             \
             p->sum += acc;                                                                \
+            break;                                                                        \
+        }                                                                                 \
+        case K_CSUM: {                                                                    \
+            double re = 0, im = 0;                                                        \
+            if (s == 1) { /* 8 running sums of each part, interleaved as stored */        \
+                double part[16] = {0};                                                    \
+                int64_t i = 0;                                                            \
+                for (; i + 8 <= n; i += 8)                                                \
+                    for (int j = 0; j < 16; j++) part[j] += (double)x[2 * i + j];         \
+                for (; i < n; i++) {                                                      \
+                    re += (double)x[2 * i];                                               \
+                    im += (double)x[2 * i + 1];                                           \
+                }                                                                         \
+                for (int j = 0; j < 16; j += 2) {                                         \
+                    re += part[j];                                                        \
+                    im += part[j + 1];                                                    \
+                }                                                                         \
+            } else {                                                                      \
+                for (int64_t i = 0; i < n; i++) {                                         \
+                    re += (double)x[2 * i * s];                                           \
+                    im += (double)x[2 * i * s + 1];                                       \
+                }                                                                         \
+            }                                                                             \
+            p->sum += re;                                                                 \
+            p->sq += im;                                                                  \
             break;                                                                        \
         }                                                                                 \
         case K_PROD:                                                                      \
@@ -156,7 +187,7 @@ static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, 
     const group *g = &p->red;
     int r = g->rank;
     int64_t inner = g->sizes[r - 1], s = g->xs[r - 1];
-    size_t es = p->dtype == GFP_F32 ? 4 : 8;
+    size_t es = p->es;
     while (lo < hi) {
         int64_t in_run = lo % inner, n = inner - in_run;
         if (n > hi - lo) n = hi - lo;
@@ -212,9 +243,16 @@ static partial line_pass(const red_plan *p, int64_t base, int kind, double c, in
     return total;
 }
 
-/* The value of output o (and its index for MAX_DIM / MIN_DIM). */
-static double reduce_line(const red_plan *p, int64_t base, int nt, int64_t *index) {
+/* The value of output o (and its index for MAX_DIM / MIN_DIM; the
+ * imaginary part of a complex sum or mean). */
+static double reduce_line(const red_plan *p, int64_t base, int nt, int64_t *index, double *im) {
     double n = (double)p->len;
+    if (p->cx) {
+        partial q = line_pass(p, base, K_CSUM, 0, nt);
+        double div = p->op == GFP_OP_MEAN ? n : 1.0;
+        *im = q.sq / div;
+        return q.sum / div;
+    }
     switch (p->op) {
     case GFP_OP_SUM: return line_pass(p, base, K_SUM, 0, nt).sum;
     case GFP_OP_MEAN: return line_pass(p, base, K_SUM, 0, nt).sum / n;
@@ -244,8 +282,18 @@ static double reduce_line(const red_plan *p, int64_t base, int nt, int64_t *inde
     }
 }
 
-static void store(const red_plan *p, int64_t o, double v, int64_t index) {
+static void store(const red_plan *p, int64_t o, double v, int64_t index, double im) {
     int64_t off = group_offset(&p->kept, o, true);
+    if (p->cx) {
+        if (p->dtype == GFP_F32) {
+            ((float *)(void *)p->y)[2 * off] = (float)v;
+            ((float *)(void *)p->y)[2 * off + 1] = (float)im;
+        } else {
+            ((double *)(void *)p->y)[2 * off] = v;
+            ((double *)(void *)p->y)[2 * off + 1] = im;
+        }
+        return;
+    }
     if (p->dtype == GFP_F32) ((float *)(void *)p->y)[off] = (float)v;
     else ((double *)(void *)p->y)[off] = v;
     if (p->ind) {
@@ -259,6 +307,7 @@ static void store(const red_plan *p, int64_t o, double v, int64_t index) {
 }
 
 /* ------------------------------------------------------------ columns */
+/* Parts per block (a complex column is two parts, summed apart). */
 #define COLUMN_BLOCK 512
 
 #define COLUMNS(NAME, T)                                                                  \
@@ -266,11 +315,11 @@ static void store(const red_plan *p, int64_t o, double v, int64_t index) {
         double acc[COLUMN_BLOCK];                                                         \
         bool ext = p->op == GFP_OP_AMAX || p->op == GFP_OP_AMIN;                          \
         bool mx = p->op == GFP_OP_AMAX;                                                   \
-        int64_t w = c1 - c0;                                                              \
+        int64_t parts = p->cx ? 2 : 1, w = (c1 - c0) * parts;                             \
         for (int64_t i = 0; i < w; i++) acc[i] = ext ? (mx ? -INFINITY : INFINITY) : 0;   \
         for (int64_t r = 0; r < p->len; r++) {                                            \
-            const T *row = (const T *)(const void *)p->x + group_offset(&p->red, r, false) \
-                           + c0;                                                          \
+            const T *row = (const T *)(const void *)p->x +                                \
+                           (group_offset(&p->red, r, false) + c0) * parts;                \
             if (!ext) {                                                                   \
                 _Pragma("omp simd")                                                       \
                 for (int64_t i = 0; i < w; i++) acc[i] += (double)row[i];                 \
@@ -282,7 +331,7 @@ static void store(const red_plan *p, int64_t o, double v, int64_t index) {
                 }                                                                         \
             }                                                                             \
         }                                                                                 \
-        T *y = (T *)(void *)p->y + c0;                                                    \
+        T *y = (T *)(void *)p->y + c0 * parts;                                            \
         double n = p->op == GFP_OP_MEAN ? (double)p->len : 1.0;                           \
         for (int64_t i = 0; i < w; i++) y[i] = (T)(acc[i] / n);                           \
     }
@@ -297,8 +346,8 @@ static bool columns_apply(const red_plan *p) {
 }
 
 static void run_columns(const red_plan *p) {
-    int64_t blocks = (p->outputs + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
-    int64_t bw = COLUMN_BLOCK;
+    int64_t bw = p->cx ? COLUMN_BLOCK / 2 : COLUMN_BLOCK;
+    int64_t blocks = (p->outputs + bw - 1) / bw;
     int nt = odn_threads(p->outputs * p->len);
     /* Narrow blocks when there are fewer blocks than threads. */
     if (nt > 1 && blocks < nt) {
@@ -323,7 +372,9 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         rp->struct_size < GFP_REDUCE_PARAMS_SIZE_V1_0)
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *y = out[0], *ind = by_dim ? out[1] : NULL;
-    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
+    bool cx = x->dtype == GFP_C64 || x->dtype == GFP_C128;
+    if (cx && op != GFP_OP_SUM && op != GFP_OP_MEAN) return ODN_FALLBACK;
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64 && !cx) || y->dtype != x->dtype ||
         (ind && ind->dtype != GFP_I64))
         return ODN_FALLBACK;
     uint32_t dims = rp->dims;
@@ -333,7 +384,9 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     red_plan p;
     memset(&p, 0, sizeof p);
     p.op = op;
-    p.dtype = x->dtype;
+    p.cx = cx;
+    p.dtype = x->dtype == GFP_F32 || x->dtype == GFP_C64 ? GFP_F32 : GFP_F64;
+    p.es = pk_dtype_size(x->dtype);
     p.correction = rp->correction;
     p.outputs = p.len = 1;
     int kept_dims[GFP_MAX_RANK], nk = 0;
@@ -379,14 +432,17 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     if (nt > 1 && p.outputs < 4 * nt && !by_dim) {
         for (int64_t o = 0; o < p.outputs; o++) { /* split every line */
             int64_t unused = 0;
-            store(&p, o, reduce_line(&p, group_offset(&p.kept, o, false), nt, &unused), 0);
+            double im = 0;
+            double v = reduce_line(&p, group_offset(&p.kept, o, false), nt, &unused, &im);
+            store(&p, o, v, 0, im);
         }
         return GFP_OK;
     }
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t o = 0; o < p.outputs; o++) {
         int64_t index = 0;
-        double v = reduce_line(&p, group_offset(&p.kept, o, false), 1, &index);
-        store(&p, o, v, index);
+        double im = 0;
+        double v = reduce_line(&p, group_offset(&p.kept, o, false), 1, &index, &im);
+        store(&p, o, v, index, im);
     });
     return GFP_OK;
 }

@@ -165,6 +165,18 @@ typedef struct odn_arg {
 gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args, int n,
                     const char *what);
 
+/* Element types of the complex dtypes (the ABI's layout: re, im), and a
+ * 16-byte unit for copies of c128 elements. */
+typedef struct odn_c64 {
+    float re, im;
+} odn_c64;
+typedef struct odn_c128 {
+    double re, im;
+} odn_c128;
+typedef struct odn_u128 {
+    uint64_t lo, hi;
+} odn_u128;
+
 /* ---- the elementwise engine (omp_elementwise.c) */
 /* Up to four tensors of one shape (t[0] the output), with dims of size 1
  * dropped and dims that are contiguous in every tensor merged, so that most
@@ -191,6 +203,12 @@ void odn_ew_run(const odn_ew *g, odn_ew_fn fn, const void *ctx, int64_t cost);
 /* Unary and binary arithmetic in f32/f64 (and integer add/sub/mul/min/max):
  * t[0] = op(t[1] [, t[2]]); ODN_FALLBACK for what it does not do (omp_ew_math.c). */
 gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params);
+
+/* The elementwise family on c64 / c128 (omp_complex.c): t[0] = op(t[1]
+ * [, t[2]]), one shape; the reference's results; ODN_FALLBACK for what it
+ * does not do. */
+gfp_status odn_complex_launch(uint32_t op, const gfp_tensor *const *t, int n_t,
+                              const void *params);
 
 /* Vectorised builds of the hot loops for the CPUs that have wider units. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)

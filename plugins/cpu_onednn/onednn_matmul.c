@@ -12,7 +12,8 @@
  *  - a batch dim broadcast in both operands (a is expanded).
  * If oneDNN still picks its reference implementation, every operand is
  * packed (mode 1); that decision is cached with the geometry.
- * f64 goes to the C GEMM of omp_gemm.c. */
+ * f64 goes to the C GEMM of omp_gemm.c, complex dtypes to omp_complex_gemm.c
+ * (one real GEMM: c64 on oneDNN's f32 matmul here, c128 on the f64 GEMM). */
 #include <string.h>
 
 #include "omp_f64.h"
@@ -190,20 +191,8 @@ static bool shapes_ok(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor
            a->sizes[r - 1] == b->sizes[r - 2];
 }
 
-gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
-    (void)params;
-    if (op != GFP_OP_MATMUL || n_in != 2 || n_out != 1 || !in[0] || !in[1]) return ODN_FALLBACK;
-    const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    if (y->dtype != GFP_F32 && y->dtype != GFP_BF16 && y->dtype != GFP_F64) return ODN_FALLBACK;
-    if (a->dtype != y->dtype || b->dtype != y->dtype || !shapes_ok(a, b, y)) return ODN_FALLBACK;
-    if (pk_numel(y) == 0) return GFP_OK;
-    if (a->sizes[a->rank - 1] == 0) return ODN_FALLBACK; /* an empty sum: the reference's zeros */
-    if (y->dtype == GFP_F64) {
-        for (int d = 0; d < y->rank; d++) /* an output that overlaps itself */
-            if (y->strides[d] == 0 && y->sizes[d] > 1) return ODN_FALLBACK;
-        return odn_matmul_f64(a, b, y); /* oneDNN 2.x has no f64 matmul */
-    }
+/* MATMUL f32 / bf16 on oneDNN: shapes checked by the caller, k > 0. */
+gfp_status odn_matmul_dnnl(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y) {
     odn_ctx *c;
     gfp_status cst = odn_ctx_acquire(&c);
     if (cst != GFP_OK) return cst;
@@ -232,4 +221,24 @@ gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     }
     odn_team_end(team);
     return st;
+}
+
+gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+    (void)params;
+    if (op != GFP_OP_MATMUL || n_in != 2 || n_out != 1 || !in[0] || !in[1]) return ODN_FALLBACK;
+    const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
+    bool cx = y->dtype == GFP_C64 || y->dtype == GFP_C128;
+    if (y->dtype != GFP_F32 && y->dtype != GFP_BF16 && y->dtype != GFP_F64 && !cx)
+        return ODN_FALLBACK;
+    if (a->dtype != y->dtype || b->dtype != y->dtype || !shapes_ok(a, b, y)) return ODN_FALLBACK;
+    if (pk_numel(y) == 0) return GFP_OK;
+    if (a->sizes[a->rank - 1] == 0) return ODN_FALLBACK; /* an empty sum: the reference's zeros */
+    if (y->dtype == GFP_F64 || cx) {
+        for (int d = 0; d < y->rank; d++) /* an output that overlaps itself */
+            if (y->strides[d] == 0 && y->sizes[d] > 1) return ODN_FALLBACK;
+        if (cx) return odn_matmul_complex(a, b, y); /* omp_complex_gemm.c */
+        return odn_matmul_f64(a, b, y); /* oneDNN 2.x has no f64 matmul */
+    }
+    return odn_matmul_dnnl(a, b, y);
 }

@@ -56,8 +56,11 @@ static void odn_shutdown(void *plugin_ctx) {
 }
 
 static uint32_t stored_dtypes(void) {
+    /* Complex dtypes: every op the reference's kernels take them for (those
+     * kernels are compiled in), the hot ones with kernels of their own. */
     uint32_t d = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
-                 GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL);
+                 GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) |
+                 GFP_DTYPE_BIT(GFP_C128);
     return odn_bf16 ? d | GFP_DTYPE_BIT(GFP_BF16) : d;
 }
 

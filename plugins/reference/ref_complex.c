@@ -133,7 +133,7 @@ const char *ref_complex_accepted_text(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ formulas */
-static double complex unary_c(uint32_t op, double complex z, double a) {
+double complex ref_complex_unary(uint32_t op, double complex z, double a) {
     switch (op) {
     case GFP_OP_NEG: return -z;
     case GFP_OP_EXP: return cexp(z);
@@ -164,7 +164,7 @@ static double complex unary_c(uint32_t op, double complex z, double a) {
     }
 }
 
-static double complex binary_c(uint32_t op, double complex a, double complex b) {
+double complex ref_complex_binary(uint32_t op, double complex a, double complex b) {
     switch (op) {
     case GFP_OP_ADD: return a + b;
     case GFP_OP_SUB: return a - b;
@@ -193,10 +193,10 @@ gfp_status ref_complex_run(uint32_t op, const gfp_tensor *const *t, int n, const
         case PK_EW_FILL: ref_store_c(y, yo, CMPLX(fill, 0.0)); break;
         case PK_EW_UNARY:
             if (op == GFP_OP_ABS) ref_store(y, yo, cabs(ref_load_c(t[1], xo)));
-            else ref_store_c(y, yo, unary_c(op, ref_load_c(t[1], xo), a));
+            else ref_store_c(y, yo, ref_complex_unary(op, ref_load_c(t[1], xo), a));
             break;
         case PK_EW_BINARY:
-            ref_store_c(y, yo, binary_c(op, ref_load_c(t[1], xo),
+            ref_store_c(y, yo, ref_complex_binary(op, ref_load_c(t[1], xo),
                                         ref_load_c(t[2], ref_offset(t[2], idx))));
             break;
         case PK_EW_COMPARE: {

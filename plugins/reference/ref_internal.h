@@ -100,6 +100,11 @@ void ref_store_c(const gfp_tensor *t, int64_t off, double complex v);
 bool ref_complex_accepts(uint32_t op, const int32_t *in, const int32_t *out);
 const char *ref_complex_accepted_text(uint32_t op);
 gfp_status ref_complex_run(uint32_t op, const gfp_tensor *const *t, int n, const void *params);
+/* One value of a unary op (a: POW_SCALAR's exponent) or a binary op that
+ * the kernel above computes, in double complex; the cpu_onednn plugin's
+ * complex loops call them so that their results are the reference's. */
+double complex ref_complex_unary(uint32_t op, double complex z, double a);
+double complex ref_complex_binary(uint32_t op, double complex a, double complex b);
 
 /* Neumaier's compensated sum: the rounding error of every addition is
  * carried apart, so the result is close to the exact sum rounded once. */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "complex_device.h"
 #include "complex_expected.h"
 
 static gf_device *dev;
@@ -174,6 +175,7 @@ int main(void) {
             dev = gf_device_at(i);
     }
     CHECK_MSG(dev != NULL, "no device stores c128 (the reference plugin does)");
+    check_complex_device(dev);
     if (dev) RUN(test_against_torch);
     return CHECK_REPORT();
 }

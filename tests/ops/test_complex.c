@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "complex_device.h"
 
 /* A c128 tensor of n values. */
 static gf_tensor *c128s(const double complex *v, const int64_t *sizes, int rank) {
@@ -383,7 +384,17 @@ static void test_refusals(void) {
     gf_tensor_release(z);
 }
 
+/* The default device does the work (see complex_device.h). */
+static void test_device(void) {
+    int64_t n = 2;
+    gf_tensor *z = gf_zeros(&n, 1, GF_C128, NULL);
+    CHECK_MSG(z != NULL, "%s", gf_last_error());
+    if (z) check_complex_device(gf_tensor_device(z));
+    gf_tensor_release(z);
+}
+
 int main(void) {
+    RUN(test_device);
     RUN(test_dtypes);
     RUN(test_creation_and_read);
     RUN(test_views);

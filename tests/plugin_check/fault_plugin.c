@@ -10,6 +10,8 @@
  *   FAULT_WRONG   sigmoid is off by a relative 1e-3 on every other element
  *   FAULT_LEAK    buffer_free keeps every 7th buffer (never freed)
  *   FAULT_STRUCT  the table's struct_size is 16 bytes more than its minor's table
+ *   FAULT_CONJ    complex matmul returns the conjugate of the product (a sign
+ *                 slip in a complex GEMM)
  * Nothing else differs from the reference, so anything else the checker
  * reports for these plugins is a false alarm. */
 #include <stdatomic.h>
@@ -29,8 +31,10 @@ gfp_status ref_inner_negotiate(const gfp_negotiate_request *request, const gfp_p
 #define FAULT_NAME "fault-leak"
 #elif defined(FAULT_STRUCT)
 #define FAULT_NAME "fault-struct"
+#elif defined(FAULT_CONJ)
+#define FAULT_NAME "fault-conj"
 #else
-#error "define one of FAULT_OOB, FAULT_WRONG, FAULT_LEAK, FAULT_STRUCT"
+#error "define one of FAULT_OOB, FAULT_WRONG, FAULT_LEAK, FAULT_STRUCT, FAULT_CONJ"
 #endif
 
 static const gfp_plugin *inner;
@@ -63,6 +67,14 @@ static gfp_status fault_launch(void *device, uint32_t op, const gfp_tensor *cons
         do {
             int64_t off = ref_offset(y, idx);
             if (i++ % 2) ref_store(y, off, ref_load(y, off) * (1 + 1e-3));
+        } while (ref_next_index(idx, y->sizes, y->rank));
+    }
+#elif defined(FAULT_CONJ)
+    if (op == GFP_OP_MATMUL && ref_is_complex(y->dtype)) {
+        int64_t idx[GFP_MAX_RANK] = {0};
+        do {
+            int64_t off = ref_offset(y, idx);
+            ref_store_c(y, off, conj(ref_load_c(y, off)));
         } while (ref_next_index(idx, y->sizes, y->rank));
     }
 #else

@@ -193,6 +193,8 @@ typedef struct bench_workload {
 
 void bench_matmul(bench_run *run, int device, int64_t n);
 void bench_matmul64(bench_run *run, int device, int64_t n);
+void bench_cmatmul(bench_run *run, int device, int64_t n); /* c64, real-flop rated */
+void bench_cmul(bench_run *run, int device, int64_t n);    /* c64 gf_mul */
 void bench_add(bench_run *run, int device, int64_t n);
 void bench_mul(bench_run *run, int device, int64_t n);
 void bench_exp(bench_run *run, int device, int64_t n);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* workloads_ops.c — single-op workloads: matmul (f32 and f64), elementwise
- * (add, mul, exp), reductions (sum over the last dim and over all), softmax,
+/* workloads_ops.c — single-op workloads: matmul (f32, f64 and c64),
+ * elementwise (add, mul, exp; mul in c64), reductions (sum over the last dim and over all), softmax,
  * conv2d and its two gradient kernels, batch_norm, layer_norm, max_pool2d.
  *
  * Each one times three things separately on one device:
@@ -61,7 +61,8 @@ struct op_case {
     size_t out_bytes;
     /* GF_F32 (0 is taken as f32), or GF_F64: the inputs are host_in widened
      * (host_in64), the output is read into host_out64 and narrowed into
-     * host_out for the check. */
+     * host_out for the check; or GF_C64: host_in and host_out hold the
+     * parts (re, im) of each element, twice the floats. */
     gf_dtype dtype;
     double *host_in64[MAX_IN];
     double *host_out64;
@@ -73,6 +74,9 @@ struct op_case {
 };
 
 static bool is_f64(const op_case *c) { return c->dtype == GF_F64; }
+static size_t elem_bytes(const op_case *c) {
+    return c->dtype == GF_F64 || c->dtype == GF_C64 ? 8 : 4;
+}
 
 static int64_t in_numel(const op_case *c, int i) {
     int64_t n = 1;
@@ -81,7 +85,7 @@ static int64_t in_numel(const op_case *c, int i) {
 }
 
 static size_t in_bytes(const op_case *c, int i) {
-    return (size_t)in_numel(c, i) * (is_f64(c) ? sizeof(double) : sizeof(float));
+    return (size_t)in_numel(c, i) * elem_bytes(c);
 }
 
 static int step_upload(void *state) {
@@ -139,7 +143,7 @@ static void run_variants(bench_run *run, op_case *c) {
  * variant of the plugin's. Frees everything. */
 static void run_case(bench_run *run, op_case *c) {
     bench_result *r = c->r;
-    gf_dtype dt = is_f64(c) ? GF_F64 : GF_F32;
+    gf_dtype dt = c->dtype == GF_F64 || c->dtype == GF_C64 ? c->dtype : GF_F32;
     for (int i = 0; i < c->n_in; i++) {
         if (!c->host_in[i]) {
             bench_result_wrong(r, "out of host memory for the inputs");
@@ -172,7 +176,7 @@ static void run_case(bench_run *run, op_case *c) {
         bench_result_graft_error(r, "the kernel");
         goto done;
     }
-    c->out_bytes = (size_t)gf_tensor_numel(c->out) * (is_f64(c) ? sizeof(double) : sizeof(float));
+    c->out_bytes = (size_t)gf_tensor_numel(c->out) * elem_bytes(c);
     r->d2h_bytes = (double)c->out_bytes;
     c->host_out = malloc(c->out_bytes ? c->out_bytes : 1);
     if (is_f64(c)) c->host_out64 = malloc(c->out_bytes ? c->out_bytes : 1);
@@ -254,6 +258,57 @@ static void matmul(bench_run *run, int device, int64_t n, bool f64) {
 void bench_matmul(bench_run *run, int device, int64_t n) { matmul(run, device, n, false); }
 void bench_matmul64(bench_run *run, int device, int64_t n) { matmul(run, device, n, true); }
 
+/* c64: sampled entries against a double complex dot product, the tolerance
+ * relative to the sum of |a_ik| |b_kj|. */
+static int check_cmatmul(op_case *c) {
+    int64_t m = c->in_sizes[0][0], k = c->in_sizes[0][1], n = c->in_sizes[1][1];
+    const float *a = c->host_in[0], *b = c->host_in[1];
+    for (int s = 0; s < 64; s++) {
+        int64_t i = (s * 37 + 3) % m, j = (s * 101 + 7) % n;
+        double re = 0, im = 0, mag = 0;
+        for (int64_t q = 0; q < k; q++) {
+            double ar = a[2 * (i * k + q)], ai = a[2 * (i * k + q) + 1];
+            double br = b[2 * (q * n + j)], bi = b[2 * (q * n + j) + 1];
+            re += ar * br - ai * bi;
+            im += ar * bi + ai * br;
+            mag += hypot(ar, ai) * hypot(br, bi);
+        }
+        double gr = c->host_out[2 * (i * n + j)], gi = c->host_out[2 * (i * n + j) + 1];
+        if (!close_to(gr, re, 1e-4 * mag + 1e-6, 0) || !close_to(gi, im, 1e-4 * mag + 1e-6, 0)) {
+            bench_result_wrong(c->r, "wrong result: y[%lld][%lld] = %.7g%+.7gi, expected %.7g%+.7gi",
+                               (long long)i, (long long)j, gr, gi, re, im);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* c64 [n, n] @ [n, n]: rated in real flops, 8n^3 (each complex multiply-add
+ * is four real multiplies and four adds), so the row compares with matmul's
+ * 2n^3 directly. */
+void bench_cmatmul(bench_run *run, int device, int64_t n) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "cmatmul %lld", (long long)n);
+    snprintf(detail, sizeof detail, "c64 [%lld,%lld] @ [%lld,%lld], 8n^3 real flops",
+             (long long)n, (long long)n, (long long)n, (long long)n);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 2,
+                 .in_sizes = {{n, n}, {n, n}},
+                 .in_rank = {2, 2},
+                 .op = op_matmul,
+                 .check = check_cmatmul,
+                 .dtype = GF_C64,
+                 .family = "cmatmul"};
+    if (!c.r) return;
+    c.r->work = 8.0 * (double)n * (double)n * (double)n;
+    c.r->rate_unit = "GFLOP/s";
+    c.r->peak_share = 1.0;
+    c.host_in[0] = bench_host_values(2 * n * n, 11, -1, 1);
+    c.host_in[1] = bench_host_values(2 * n * n, 12, -1, 1);
+    run_case(run, &c);
+}
+
 /* ------------------------------------------------------------ elementwise */
 static gf_tensor *op_add(const op_case *c) { return gf_add(c->in[0], c->in[1]); }
 static gf_tensor *op_mul(const op_case *c) { return gf_mul(c->in[0], c->in[1]); }
@@ -304,6 +359,46 @@ static void elementwise(bench_run *run, int device, int64_t n, int kind) {
     c.r->rate_unit = "GB/s";
     c.host_in[0] = bench_host_values(n, 3, -1, 1);
     if (c.n_in == 2) c.host_in[1] = bench_host_values(n, 4, -1, 1);
+    run_case(run, &c);
+}
+
+/* c64 products: every 61st element and the last against the host's double
+ * complex product (rounded to f32 once per part on the device). */
+static int check_cmul(op_case *c) {
+    int64_t n = c->in_sizes[0][0];
+    const float *a = c->host_in[0], *b = c->host_in[1];
+    for (int64_t i = 0; i < n; i = i == n - 1 ? n : i + 61 < n ? i + 61 : n - 1) {
+        double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
+        double re = ar * br - ai * bi, im = ar * bi + ai * br;
+        double gr = c->host_out[2 * i], gi = c->host_out[2 * i + 1];
+        if (!close_to(gr, re, 1e-7, 1e-6) || !close_to(gi, im, 1e-7, 1e-6)) {
+            bench_result_wrong(c->r, "wrong result: y[%lld] = %.9g%+.9gi, expected %.9g%+.9gi",
+                               (long long)i, gr, gi, re, im);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* gf_mul of two c64 vectors: GB/s counts 3 x 8 bytes per element, so the
+ * row compares with add's f32 3 x 4 bytes per element. */
+void bench_cmul(bench_run *run, int device, int64_t n) {
+    char name[40], detail[112], cnt[24];
+    snprintf(name, sizeof name, "cmul %s", fmt_count(n, cnt, sizeof cnt));
+    snprintf(detail, sizeof detail, "c64 [%lld] and [%lld]", (long long)n, (long long)n);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 2,
+                 .in_sizes = {{n}, {n}},
+                 .in_rank = {1, 1},
+                 .op = op_mul,
+                 .check = check_cmul,
+                 .dtype = GF_C64};
+    if (!c.r) return;
+    c.r->work = 3.0 * (double)n * 8.0;
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(2 * n, 13, -1, 1);
+    c.host_in[1] = bench_host_values(2 * n, 14, -1, 1);
     run_case(run, &c);
 }
 

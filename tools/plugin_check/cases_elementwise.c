@@ -183,16 +183,45 @@ static void unary_params(uint32_t op, int v, bool is_int, pc_case *c, double *lo
     c->has_params = true;
 }
 
+/* The unary ops the reference computes on c64 / c128 (ref_complex.c); ABS
+ * gives the part dtype. */
+static bool complex_unary(uint32_t op) {
+    switch (op) {
+    case GFP_OP_NEG:
+    case GFP_OP_EXP:
+    case GFP_OP_LOG:
+    case GFP_OP_LOG1P:
+    case GFP_OP_EXPM1:
+    case GFP_OP_SQRT:
+    case GFP_OP_RSQRT:
+    case GFP_OP_RECIPROCAL:
+    case GFP_OP_SQUARE:
+    case GFP_OP_SIN:
+    case GFP_OP_COS:
+    case GFP_OP_TANH:
+    case GFP_OP_SIGMOID:
+    case GFP_OP_POW_SCALAR:
+    case GFP_OP_ASIN:
+    case GFP_OP_ACOS:
+    case GFP_OP_ATAN:
+    case GFP_OP_ABS: return true;
+    default: return false;
+    }
+}
+
 static int combos_unary(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
-    (void)op;
-    return pc_combos_same(dtypes, 1, 1, out, max);
+    int n = pc_combos_same(dtypes, 1, 1, out, max);
+    if (complex_unary(op->id))
+        n += pc_combos_complex(dtypes, 1, 1, op->id == GFP_OP_ABS ? PC_PART_DTYPE : -1, out + n,
+                               max - n);
+    return n;
 }
 
 static bool build_unary(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     const unary_info *u = unary_of(op->id);
     if (!u) return false;
     int32_t dt = cb->in[0];
-    bool is_float = pc_is_float(dt);
+    bool is_float = pc_is_float(dt) || pc_is_complex(dt); /* complex: parts in the float range */
     int nv = unary_variants(op->id), s, v;
     pc_case_init(c, 1, 1);
     char ptext[64];
@@ -210,7 +239,7 @@ static bool build_unary(const pc_op *op, const pc_combo *cb, int k, bool quick, 
     /* One more for floats: special values, the first parameter variant. */
     int n = 0;
     while (pick(n, nv, quick, cb, true, &s, &v)) n++;
-    if (k != n || !is_float) return false;
+    if (k != n || !pc_is_float(dt)) return false; /* complex: Annex G's corners are not checked */
     static const int64_t sizes[2] = {4, 16};
     unary_params(op->id, 0, false, c, &lo, &hi, ptext, sizeof ptext);
     /* sin(1e30) needs an exact argument reduction, which GPU APIs do not
@@ -286,6 +315,13 @@ static int combos_binary(const pc_op *op, uint32_t dtypes, pc_combo *out, int ma
     int n = pc_combos_same(dtypes, 2, 1, out, max);
     if (is_compare(op->id))
         for (int i = 0; i < n; i++) out[i].out[0] = GFP_BOOL;
+    /* complex: the arithmetic, and equality (no order) */
+    uint32_t id = op->id;
+    if (id == GFP_OP_ADD || id == GFP_OP_SUB || id == GFP_OP_MUL || id == GFP_OP_DIV ||
+        id == GFP_OP_POW)
+        n += pc_combos_complex(dtypes, 2, 1, -1, out + n, max - n);
+    else if (id == GFP_OP_EQ || id == GFP_OP_NE)
+        n += pc_combos_complex(dtypes, 2, 1, GFP_BOOL, out + n, max - n);
     return n;
 }
 
@@ -324,8 +360,9 @@ static bool build_binary(const pc_op *op, const pc_combo *cb, int k, bool quick,
     pc_gen gen;
     double r[4];
     pc_tol tol;
+    /* complex: parts in the float ranges; no NaN/inf case (Annex G's corners) */
     bool is_float = pc_is_float(cb->in[0]) && pc_is_float(cb->in[1]);
-    binary_ranges(op->id, pc_is_float(cb->in[0]), &gen, r, &tol);
+    binary_ranges(op->id, pc_is_float(cb->in[0]) || pc_is_complex(cb->in[0]), &gen, r, &tol);
     pc_case_init(c, 2, 1);
     if (pick(k, 1, quick, cb, true, &s, &v)) {
         const shape *sh = &ew_shapes[s];

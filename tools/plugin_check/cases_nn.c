@@ -17,8 +17,9 @@ static bool f32_data(const pc_combo *cb) { return cb->in[0] == GFP_F32; }
 
 /* ------------------------------------------------------------ matmul */
 static int combos_same_2(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
-    (void)op;
-    return pc_combos_same(dtypes, 2, 1, out, max);
+    int n = pc_combos_same(dtypes, 2, 1, out, max);
+    if (op->id == GFP_OP_MATMUL) n += pc_combos_complex(dtypes, 2, 1, -1, out + n, max - n);
+    return n;
 }
 
 static bool build_matmul(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
@@ -43,7 +44,7 @@ static bool build_matmul(const pc_op *op, const pc_combo *cb, int k, bool quick,
     a[r - 2] = y[r - 2] = cases[k].m;
     a[r - 1] = b[r - 2] = cases[k].kk;
     b[r - 1] = y[r - 1] = cases[k].n;
-    bool is_float = pc_is_float(cb->in[0]);
+    bool is_float = pc_is_float(cb->in[0]) || pc_is_complex(cb->in[0]);
     double lim = is_float ? 1 : 10;
     pc_case_init(c, 2, 1);
     pc_arg_set(&c->in[0], cb->in[0], r, a, PC_GEN_UNIFORM, -lim, lim);

@@ -31,6 +31,9 @@ static int combos_reduce(const pc_op *op, uint32_t dtypes, pc_combo *out, int ma
     int n = pc_combos_same(dtypes, 1, is_dim_op(op->id) ? 2 : 1, out, max);
     if (is_dim_op(op->id))
         for (int i = 0; i < n; i++) out[i].out[1] = GFP_I64;
+    uint32_t id = op->id; /* complex: the sums and the product (no order) */
+    if (id == GFP_OP_SUM || id == GFP_OP_MEAN || id == GFP_OP_PROD)
+        n += pc_combos_complex(dtypes, 1, 1, -1, out + n, max - n);
     return n;
 }
 
@@ -61,7 +64,7 @@ static const reduce_case reduce_cases[] = {
 static bool build_reduce(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     uint32_t id = op->id;
     int32_t dt = cb->in[0];
-    bool is_float = pc_is_float(dt);
+    bool is_float = pc_is_float(dt) || pc_is_complex(dt); /* complex: parts as floats */
     /* VAR also runs its first case with correction 0. */
     int extra = id == GFP_OP_VAR ? 1 : 0;
     double correction = 1;
@@ -70,7 +73,7 @@ static bool build_reduce(const pc_op *op, const pc_combo *cb, int k, bool quick,
         const reduce_case *r = &reduce_cases[i];
         bool ok = is_dim_op(id) ? r->dim_op_ok : r->other_ok;
         if (r->sizes[1] == 0 && r->rank && is_extreme(id)) ok = false;
-        if (r->gen == PC_GEN_NONFINITE && !is_float) ok = false;
+        if (r->gen == PC_GEN_NONFINITE && !pc_is_float(dt)) ok = false;
         if (r->what && !strcmp(r->what, "large") && (quick || !f32_data(cb))) ok = false;
         if (!ok) continue;
         if (k == 0) {

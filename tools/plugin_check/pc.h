@@ -116,6 +116,8 @@ gfp_status pc_query(pc_device *d, const gfp_op_query *q, uint32_t *support);
 size_t pc_dtype_size(int32_t dt);
 const char *pc_dtype_name(int32_t dt); /* "-" for an absent optional tensor (-1) */
 bool pc_is_float(int32_t dt);          /* f32, f64, f16, bf16 */
+bool pc_is_complex(int32_t dt);        /* c64, c128 */
+int32_t pc_part_dtype(int32_t dt);     /* c64 -> f32, c128 -> f64; others unchanged */
 double pc_load(const void *base, int32_t dt, int64_t i);
 int64_t pc_load_i64(const void *base, int32_t dt, int64_t i);
 void pc_store(void *base, int32_t dt, int64_t i, double v);
@@ -139,6 +141,9 @@ void pc_array_free(pc_array *a);
 /* dst = src converted to dtype (exact for the reference's dtypes, rounding
  * to f16/bf16). */
 bool pc_array_convert(pc_array *dst, const pc_array *src, int32_t dtype);
+/* A complex array seen as its parts: the part dtype, one more dim of size 2
+ * (re, im), the same data. */
+pc_array pc_array_parts(const pc_array *a);
 /* Makes a's values equal along dim (all copies of index 0): a broadcast source. */
 void pc_array_collapse(pc_array *a, int dim);
 /* "[7, 13]" */
@@ -306,8 +311,14 @@ void pc_case_init(pc_case *c, uint32_t n_in, uint32_t n_out);
 void pc_arg_set(pc_arg *a, int32_t dtype, int rank, const int64_t *sizes, pc_gen gen, double lo,
                 double hi);
 void pc_label(pc_case *c, const char *fmt, ...) PC_PRINTF(2, 3);
-/* Appends each stored dtype d as (d, ..., d) -> (d, ...) with n_in/n_out. */
+/* Appends each stored real dtype d as (d, ..., d) -> (d, ...) with n_in/n_out. */
 int pc_combos_same(uint32_t dtypes, uint32_t n_in, uint32_t n_out, pc_combo *out, int max);
+/* The same for each stored complex dtype (c64, c128), for the ops the
+ * reference computes on them; out_dtype -1: d, PC_PART_DTYPE: d's part
+ * dtype (ABS), else that dtype (bool for EQ / NE). */
+#define PC_PART_DTYPE (-2)
+int pc_combos_complex(uint32_t dtypes, uint32_t n_in, uint32_t n_out, int32_t out_dtype,
+                      pc_combo *out, int max);
 uint32_t pc_stored_dtypes(uint32_t dtypes); /* the known bits of props.dtypes */
 
 /* ------------------------------------------------------------ the run */

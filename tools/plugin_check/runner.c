@@ -43,20 +43,40 @@ void pc_label(pc_case *c, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* The checker's cases cover the real dtypes; complex ones (c64, c128) are
- * not generated yet, so a plugin that stores them is checked on the rest. */
-uint32_t pc_stored_dtypes(uint32_t dtypes) { return dtypes & ((1u << GFP_C64) - 1u); }
+/* The real dtypes go through pc_combos_same; complex ones (c64, c128)
+ * through pc_combos_complex, for the ops the reference computes on them
+ * (elementwise arithmetic, sums, matmul): each combos function adds those. */
+uint32_t pc_stored_dtypes(uint32_t dtypes) { return dtypes & ((1u << GFP_DTYPE_COUNT) - 1u); }
 
 int pc_combos_same(uint32_t dtypes, uint32_t n_in, uint32_t n_out, pc_combo *out, int max) {
     int n = 0;
     for (int32_t d = 0; d < GFP_DTYPE_COUNT && n < max; d++) {
-        if (!(dtypes & GFP_DTYPE_BIT(d))) continue;
+        if (!(dtypes & GFP_DTYPE_BIT(d)) || pc_is_complex(d)) continue;
         pc_combo *c = &out[n++];
         memset(c, 0, sizeof *c);
         c->n_in = n_in;
         c->n_out = n_out;
         for (uint32_t i = 0; i < n_in; i++) c->in[i] = d;
         for (uint32_t i = 0; i < n_out; i++) c->out[i] = d;
+    }
+    return n;
+}
+
+int pc_combos_complex(uint32_t dtypes, uint32_t n_in, uint32_t n_out, int32_t out_dtype,
+                      pc_combo *out, int max) {
+    static const int32_t cx[2] = {GFP_C64, GFP_C128};
+    int n = 0;
+    for (int k = 0; k < 2 && n < max; k++) {
+        int32_t d = cx[k];
+        if (!(dtypes & GFP_DTYPE_BIT(d))) continue;
+        pc_combo *c = &out[n++];
+        memset(c, 0, sizeof *c);
+        c->n_in = n_in;
+        c->n_out = n_out;
+        for (uint32_t i = 0; i < n_in; i++) c->in[i] = d;
+        for (uint32_t i = 0; i < n_out; i++)
+            c->out[i] = out_dtype == -1 ? d : out_dtype == PC_PART_DTYPE ? pc_part_dtype(d)
+                                                                         : out_dtype;
     }
     return n;
 }
@@ -387,6 +407,11 @@ static void choose_bdims(const pc_case *c, int *bdim) {
 
 /* --dump: the values of a failing case (the first 256 of each array). */
 static void dump(const char *what, uint32_t i, const pc_array *a) {
+    if (pc_is_complex(a->dtype)) { /* the parts, re and im in turn */
+        pc_array parts = pc_array_parts(a);
+        dump(what, i, &parts);
+        return;
+    }
     char shape[64];
     printf("    %s %u %s %s:", what, (unsigned)i, pc_dtype_name(a->dtype),
            pc_shape_text(shape, sizeof shape, a->rank, a->sizes));

@@ -41,6 +41,26 @@ bool pc_is_float(int32_t dt) {
     return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
 }
 
+bool pc_is_complex(int32_t dt) { return dt == GFP_C64 || dt == GFP_C128; }
+
+int32_t pc_part_dtype(int32_t dt) {
+    return dt == GFP_C64 ? GFP_F32 : dt == GFP_C128 ? GFP_F64 : dt;
+}
+
+pc_array pc_array_parts(const pc_array *a) {
+    pc_array p = *a;
+    p.dtype = pc_part_dtype(a->dtype);
+    if (a->rank < GFP_MAX_RANK) {
+        p.sizes[a->rank] = 2;
+        p.rank = a->rank + 1;
+    } else { /* no room for the parts' dim: one flat dim */
+        p.rank = 1;
+        p.sizes[0] = 2 * a->numel;
+    }
+    p.numel = 2 * a->numel;
+    return p;
+}
+
 /* IEEE binary16, round to nearest even. */
 uint16_t pc_f16_from_double(double v) {
     float f = (float)v;
@@ -191,6 +211,11 @@ void pc_array_free(pc_array *a) {
 
 bool pc_array_convert(pc_array *dst, const pc_array *src, int32_t dtype) {
     if (!pc_array_init(dst, dtype, src->rank, src->sizes)) return false;
+    if (pc_is_complex(src->dtype) || pc_is_complex(dtype)) { /* complex copies: bytes */
+        if (dtype == src->dtype && src->numel)
+            memcpy(dst->data, src->data, (size_t)src->numel * pc_dtype_size(dtype));
+        return dtype == src->dtype;
+    }
     bool via_float = pc_is_float(src->dtype) || pc_is_float(dtype);
     for (int64_t i = 0; i < src->numel; i++) {
         if (via_float)
@@ -244,6 +269,11 @@ static double special_value(int k, int n) {
 }
 
 void pc_array_fill(pc_array *a, pc_gen gen, double lo, double hi, uint64_t seed) {
+    if (pc_is_complex(a->dtype)) { /* each part from the range */
+        pc_array parts = pc_array_parts(a);
+        pc_array_fill(&parts, gen, lo, hi, seed);
+        return;
+    }
     pc_rng r = {seed};
     bool is_float = pc_is_float(a->dtype);
     for (int64_t i = 0; i < a->numel; i++) {

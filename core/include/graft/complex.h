@@ -3,9 +3,9 @@
  * semantics.
  *
  * Storage: interleaved (re, im) pairs, as C99's float complex / double
- * complex, on devices whose plugin stores them (the reference plugin does;
- * on a device that does not, creating such a tensor fails with GF_ERR_DTYPE
- * naming the device and a device that stores the dtype).
+ * complex, on devices whose plugin stores them (the reference and cpu_onednn
+ * plugins do; on a device that does not, creating such a tensor fails with
+ * GF_ERR_DTYPE naming the device and a device that stores the dtype).
  *
  * Promotion: a complex dtype with a real one gives the complex dtype whose
  * parts have the promoted real dtype (c64 with f64 -> c128; c64 with f32,
