@@ -33,7 +33,9 @@ typedef struct family {
 /* The reference's families, each with the accelerated kernels in front. */
 #define ODN_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch, odn_##f##_launch},
 static const family families[] = {
-    PK_FAMILIES(ODN_FAMILY_ENTRY) ODN_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))};
+    PK_FAMILIES(ODN_FAMILY_ENTRY) ODN_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))
+    /* FFT (1.3): the reference's mixed-radix / Bluestein kernels, one thread */
+    {GFP_FAMILY_BIT(GFP_FAMILY_FFT), ref_fft_support, ref_fft_launch, NULL}};
 #undef ODN_FAMILY_ENTRY
 
 /* ------------------------------------------------------------ plugin */

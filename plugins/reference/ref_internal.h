@@ -122,7 +122,7 @@ double ref_ksum_value(const ref_ksum *k);
     gfp_status ref_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
 PK_FAMILIES(REF_FAMILY)
 REF_FAMILY(optim, 0) /* ref_optim.c: ADAM_UPDATE (1.3); the CPU plugins only */
-REF_FAMILY(fft, 0)   /* ref_fft.c: FFT (1.3); the reference plugin only */
+REF_FAMILY(fft, 0)   /* ref_fft.c: FFT (1.3); cpu_onednn serves it with these kernels too */
 #undef REF_FAMILY
 
 #endif
