@@ -91,6 +91,23 @@ static void test_creation_and_read(void) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
 }
 
+/* A slice with a huge step has one element and a stride near INT64_MAX:
+ * the parts views of it must not double that stride into an overflow
+ * (found by fuzzing). */
+static void test_views_of_huge_strides(void) {
+    int64_t n = 3;
+    gf_tensor *z = c128s(Z3, &n, 1);
+    gf_tensor *s = gf_slice(z, 0, 0, 3, INT64_MAX - 1);
+    CHECK(s && gf_tensor_numel(s) == 1);
+    gf_tensor *re = gf_real(s), *im = gf_imag(s), *vr = gf_view_as_real(s);
+    double v = 0;
+    CHECK(re && gf_tensor_get(re, (const int64_t[]){0}, &v) == GF_OK && v == creal(Z3[0]));
+    CHECK(im && gf_tensor_get(im, (const int64_t[]){0}, &v) == GF_OK && v == cimag(Z3[0]));
+    CHECK(vr && gf_tensor_get(vr, (const int64_t[]){0, 1}, &v) == GF_OK && v == cimag(Z3[0]));
+    gf_tensor *ts[] = {z, s, re, im, vr};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gf_tensor_release(ts[i]);
+}
+
 static void test_views(void) {
     int64_t n = 3;
     gf_tensor *z = c128s(Z3, &n, 1);
@@ -398,6 +415,7 @@ int main(void) {
     RUN(test_dtypes);
     RUN(test_creation_and_read);
     RUN(test_views);
+    RUN(test_views_of_huge_strides);
     RUN(test_promotion);
     RUN(test_elementwise);
     RUN(test_reduce_matmul_index);

@@ -108,12 +108,20 @@ static gf_tensor *retyped_view(const gf_tensor *t, gf_dtype dt, const int64_t *s
     return v;
 }
 
+/* Stride i of z counted in parts. A stride so large that doubling it
+ * overflows can only sit on a dim of size 1 or in an empty tensor (no
+ * element is that far away), where it addresses nothing: 0 then. */
+static int64_t part_stride(const gf_tensor *z, int i) {
+    int64_t d;
+    return gf__mul_ok(z->strides[i], 2, &d) ? d : 0;
+}
+
 /* The parts view of complex z: sizes + [2], strides doubled + [1]. */
 gf_tensor *gf__parts_view(const gf_tensor *z) {
     int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
     for (int i = 0; i < z->rank; i++) {
         sizes[i] = z->sizes[i];
-        strides[i] = 2 * z->strides[i];
+        strides[i] = part_stride(z, i);
     }
     sizes[z->rank] = 2;
     strides[z->rank] = 1;
@@ -198,7 +206,7 @@ gf_tensor *gf_view_as_complex(const gf_tensor *t) {
 /* One part (0: re, 1: im) of complex z as a view. */
 static gf_tensor *part_view(const gf_tensor *z, int part) {
     int64_t strides[GF_MAX_RANK];
-    for (int i = 0; i < z->rank; i++) strides[i] = 2 * z->strides[i];
+    for (int i = 0; i < z->rank; i++) strides[i] = part_stride(z, i);
     return retyped_view(z, gf_dtype_to_real(z->dtype), z->sizes, strides, z->rank,
                         2 * z->offset + part);
 }
