@@ -42,9 +42,10 @@ static gf_tensor *param(const gf_module *m, const char *kind, int layer, bool re
     return e ? e->t : NULL;
 }
 
-/* Columns [k H, (k + 1) H) of g [N, G H], copied out: a column block of g is strided, and elementwise kernels on
- * strided [N, H] blocks ran ~9x slower than on contiguous ones (tanh 109
- * vs 12 us for [32, 256] on cpu_onednn). */
+/* Columns [k H, (k + 1) H) of g [N, G H], copied out: a column block of g
+ * is strided, and elementwise kernels on strided [N, H] blocks ran ~9x
+ * slower than on contiguous ones (tanh 109 vs 12 us for [32, 256] on
+ * cpu_onednn). */
 static gf_tensor *gate(gf_tensor *g, int k, int64_t h) {
     return gf_contiguous(gf_narrow(g, 1, k * h, h));
 }
