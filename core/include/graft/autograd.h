@@ -251,7 +251,12 @@ GF_API gf_status gf_index_add_(gf_tensor *self, int dim, const gf_tensor *index,
 GF_API gf_status gf_scatter_add_(gf_tensor *self, int dim, const gf_tensor *index,
                                  const gf_tensor *src);
 
-/* ---- optimisers: update parameters in place under no-grad. */
+/* ---- optimisers: update parameters in place under no-grad. Parameters
+ * are float or complex leaves; a complex one is updated as PyTorch does it,
+ * through gf_view_as_real of it, its gradient and its state (the real and
+ * imaginary parts are separate coordinates: Adam's second moment is per
+ * part), and its state stays complex (as torch's state_dict). L-BFGS takes
+ * real parameters only. */
 typedef struct gf_optimizer gf_optimizer;
 typedef struct gf_sgd_opts {
     double lr;

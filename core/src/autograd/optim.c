@@ -69,12 +69,7 @@ static gf_status check_params(const char *op, gf_tensor *const *params, int n) {
     for (int i = 0; i < n; i++) {
         const gf_tensor *p = params[i];
         if (!p) return gf__error(GF_ERR_INVALID, "%s: parameter %d is NULL", op, i);
-        if (gf_dtype_is_complex(p->dtype))
-            return gf__error(GF_ERR_INVALID, "%s: parameter %d is complex (%s), which graft's "
-                             "optimisers do not take yet; keep the parameter as a real tensor "
-                             "with a last dim of 2 and use gf_view_as_complex of it in the "
-                             "model", op, i, gf_dtype_name(p->dtype));
-        if (!gf_dtype_is_float(p->dtype))
+        if (!gf_dtype_is_float(p->dtype) && !gf_dtype_is_complex(p->dtype))
             return gf__error(GF_ERR_INVALID, "%s: parameter %d has dtype %s; only floating-point "
                              "tensors can be optimised", op, i, gf_dtype_name(p->dtype));
         if (!gf_tensor_is_leaf(p))
@@ -637,6 +632,87 @@ static gf_status radam_update(const gf_radam_opts *o, param_state *st, gf_tensor
     return update_(GFP_OP_SUB, p, gf_mul_scalar(m_hat, o->lr));
 }
 
+/* One parameter's update with its group's hyperparameters. */
+static gf_status update_one(gf_optimizer *opt, param_state *st, gf_tensor *g) {
+    const opt_group *gr = &opt->groups[st->group];
+    switch (opt->kind) {
+    case OPT_SGD: {
+        gf_sgd_opts o = opt->sgd;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return sgd_update(&o, st, g);
+    }
+    case OPT_ADAM: {
+        gf_adam_opts o = opt->adam;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return adam_update(&o, st, g);
+    }
+    case OPT_RMSPROP: {
+        gf_rmsprop_opts o = opt->rmsprop;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return rmsprop_update(&o, st, g);
+    }
+    case OPT_ADAGRAD: {
+        gf_adagrad_opts o = opt->adagrad;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return adagrad_update(&o, st, g);
+    }
+    case OPT_ADADELTA: {
+        gf_adadelta_opts o = opt->adadelta;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return adadelta_update(&o, st, g);
+    }
+    case OPT_NADAM: {
+        gf_nadam_opts o = opt->nadam;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return nadam_update(&o, st, g);
+    }
+    case OPT_RADAM: {
+        gf_radam_opts o = opt->radam;
+        o.lr = gr->lr;
+        o.weight_decay = gr->weight_decay;
+        return radam_update(&o, st, g);
+    }
+    }
+    return gf__error(GF_ERR_INVALID, "gf_optimizer_step: unknown optimiser kind %d", (int)opt->kind);
+}
+
+/* A complex parameter is updated as PyTorch does it: through
+ * gf_view_as_real of the parameter, its gradient and its state, so the real
+ * and imaginary parts are separate coordinates (Adam's second moment is
+ * per part, not |g|^2). The state stays complex (as torch's state_dict
+ * has it); buffers the update creates come back as complex views. Runs in
+ * the step's scope. */
+static gf_status update_complex(gf_optimizer *opt, param_state *st, gf_tensor *g) {
+    param_state tmp = *st;
+    gf_tensor **bufs[3] = {&st->buf1, &st->buf2, &st->buf3};
+    gf_tensor **tbufs[3] = {&tmp.buf1, &tmp.buf2, &tmp.buf3};
+    gf_tensor *views[3] = {0};
+    tmp.param = gf_view_as_real(st->param);
+    gf_tensor *gr = gf_view_as_real(g);
+    for (int k = 0; k < 3; k++)
+        if (*bufs[k]) views[k] = *tbufs[k] = gf_view_as_real(*bufs[k]);
+    if (!tmp.param || !gr) return failed();
+    gf_status s = update_one(opt, &tmp, gr);
+    st->step = tmp.step;
+    st->mu_product = tmp.mu_product;
+    for (int k = 0; k < 3; k++) {
+        gf_tensor *b = *tbufs[k];
+        if (!b || b == views[k]) continue; /* none, or updated in place */
+        gf_tensor *c = gf_view_as_complex(b); /* a buffer the update made: owned */
+        gf_tensor_release(b);
+        if (!c) return s == GF_OK ? failed() : s;
+        gf_tensor_release(*bufs[k]);
+        *bufs[k] = gf_scope_keep(c);
+    }
+    return s;
+}
+
 gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
@@ -650,60 +726,9 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
         param_state *st = &opt->ps[i];
         gf_scope_begin();
         gf_tensor *g = gf_tensor_grad(st->param);
-        const opt_group *gr = &opt->groups[st->group];
-        if (g) { /* parameters without a gradient are skipped, as in PyTorch */
-            switch (opt->kind) {
-            case OPT_SGD: {
-                gf_sgd_opts o = opt->sgd;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = sgd_update(&o, st, g);
-                break;
-            }
-            case OPT_ADAM: {
-                gf_adam_opts o = opt->adam;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = adam_update(&o, st, g);
-                break;
-            }
-            case OPT_RMSPROP: {
-                gf_rmsprop_opts o = opt->rmsprop;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = rmsprop_update(&o, st, g);
-                break;
-            }
-            case OPT_ADAGRAD: {
-                gf_adagrad_opts o = opt->adagrad;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = adagrad_update(&o, st, g);
-                break;
-            }
-            case OPT_ADADELTA: {
-                gf_adadelta_opts o = opt->adadelta;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = adadelta_update(&o, st, g);
-                break;
-            }
-            case OPT_NADAM: {
-                gf_nadam_opts o = opt->nadam;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = nadam_update(&o, st, g);
-                break;
-            }
-            case OPT_RADAM: {
-                gf_radam_opts o = opt->radam;
-                o.lr = gr->lr;
-                o.weight_decay = gr->weight_decay;
-                s = radam_update(&o, st, g);
-                break;
-            }
-            }
-        }
+        if (g) /* parameters without a gradient are skipped, as in PyTorch */
+            s = gf_dtype_is_complex(st->param->dtype) ? update_complex(opt, st, g)
+                                                      : update_one(opt, st, g);
         gf_scope_end();
         if (s != GF_OK) {
             char msg[900];
@@ -948,7 +973,8 @@ gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const char *pre
         for (int k = 0; k < nk && s == GF_OK; k++) {
             if (!key_used(opt, k)) continue;
             gf_tensor *t = keys[k].slot == SLOT_MU
-                               ? gf__scalar(st->mu_product, st->param->dtype, st->param->storage->device)
+                               ? gf__scalar(st->mu_product, gf_dtype_to_real(st->param->dtype),
+                                            st->param->storage->device)
                            : keys[k].slot
                                ? gf_tensor_retain(slot_of(st, keys[k].slot))
                                : gf__scalar((double)st->step, GF_I64, st->param->storage->device);
