@@ -764,7 +764,14 @@ static void act_complex(reader *r) {
         const int64_t *sp = pick(r, 3) ? sz : NULL;
         const int *dp = pick(r, 3) ? dims : NULL;
         gf_fft_norm norm = (gf_fft_norm)pick(r, 3);
-        switch (pick(r, 7)) {
+        switch (pick(r, 9)) {
+        case 7:
+            put(pick(r, 2) ? gf_hfftn(a, sp, ns, dp, nd, norm) : gf_hfft2(a, sp, ns, dp, nd, norm));
+            break;
+        case 8:
+            put(pick(r, 2) ? gf_ihfftn(a, sp, ns, dp, nd, norm)
+                           : gf_ihfft2(a, sp, ns, dp, nd, norm));
+            break;
         case 0: put(gf_fftn(a, sp, ns, dp, nd, norm)); break;
         case 1: put(gf_ifftn(a, sp, ns, dp, nd, norm)); break;
         case 2: put(gf_rfftn(a, sp, ns, dp, nd, norm)); break;

@@ -112,6 +112,10 @@ static gf_tensor *call_case(const fft_case *c, gf_tensor *x) {
     case FFT_FN_IFFT2: return gf_ifft2(x, s, c->n_s, d, c->n_dims, nm);
     case FFT_FN_RFFT2: return gf_rfft2(x, s, c->n_s, d, c->n_dims, nm);
     case FFT_FN_IRFFT2: return gf_irfft2(x, s, c->n_s, d, c->n_dims, nm);
+    case FFT_FN_HFFTN: return gf_hfftn(x, s, c->n_s, d, c->n_dims, nm);
+    case FFT_FN_IHFFTN: return gf_ihfftn(x, s, c->n_s, d, c->n_dims, nm);
+    case FFT_FN_HFFT2: return gf_hfft2(x, s, c->n_s, d, c->n_dims, nm);
+    case FFT_FN_IHFFT2: return gf_ihfft2(x, s, c->n_s, d, c->n_dims, nm);
     }
     return NULL;
 }
@@ -220,6 +224,10 @@ static void test_roundtrips(void) {
                                      NULL, 0, nm), x3) < 1e-13);
         CHECK(max_abs_diff(gf_ifft2(gf_fft2(z3, NULL, 0, NULL, 0, nm), NULL, 0, NULL, 0, nm),
                            z3) < 1e-13);
+        CHECK(max_abs_diff(gf_hfftn(gf_ihfftn(x3, NULL, 0, NULL, 0, nm), (int64_t[]){4, 6, 5},
+                                    3, NULL, 0, nm), x3) < 1e-13);
+        CHECK(max_abs_diff(gf_hfft2(gf_ihfft2(x3, NULL, 0, NULL, 0, nm), (int64_t[]){6, 5}, 2,
+                                    NULL, 0, nm), x3) < 1e-13);
         /* Parseval: sum |X|^2 = n^a sum |x|^2, a = 1, 0, -1 for the norms */
         double ex = sum_sq(z), eX = sum_sq(gf_fft(z, -1, -1, nm));
         double want = ex * (nm == GF_FFT_NORM_BACKWARD ? 97.0 : nm == GF_FFT_NORM_ORTHO ? 1.0
@@ -279,6 +287,12 @@ static gf_tensor *g_irfftn(gf_tensor *x) {
     return gf_irfftn(x, (const int64_t[]){3, 5}, 2, NULL, 0, GF_FFT_NORM_BACKWARD);
 }
 static gf_tensor *g_irfft2(gf_tensor *x) { return gf_irfft2(x, NULL, 0, NULL, 0, GF_FFT_NORM_ORTHO); }
+static gf_tensor *g_hfftn(gf_tensor *x) {
+    return gf_hfftn(x, (const int64_t[]){3, 6}, 2, (const int[]){1, 0}, 2, GF_FFT_NORM_ORTHO);
+}
+static gf_tensor *g_ihfft2(gf_tensor *x) {
+    return gf_ihfft2(x, NULL, 0, NULL, 0, GF_FFT_NORM_BACKWARD);
+}
 static gf_tensor *g_shift(gf_tensor *x) {
     return gf_ifftshift(gf_fftshift(gf_fft(x, -1, 0, GF_FFT_NORM_BACKWARD), NULL, 0),
                         (const int[]){1}, 1);
@@ -320,7 +334,8 @@ static void test_gradchecks(void) {
         {"ifft2 of real", g_ifft2, false}, {"rfftn onesided dim0", g_rfftn, false},
         {"rfft2", g_rfft2, false},         {"irfftn", g_irfftn, true},
         {"irfft2", g_irfft2, true},        {"fftshift", g_shift, true},
-        {"|rfft|^2", g_abs_rfft, false},
+        {"|rfft|^2", g_abs_rfft, false},   {"hfftn dims 1,0", g_hfftn, true},
+        {"ihfft2", g_ihfft2, false},
     };
     gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
     o.eps = 1e-6, o.atol = 1e-7, o.rtol = 1e-5;
@@ -433,6 +448,11 @@ static void test_errors(void) {
     expect_error(gf_fft2(x1, NULL, 0, NULL, 0, N), GF_ERR_INDEX, "gf_fft2", "fft2 of rank 1");
     expect_error(gf_rfftn(x, NULL, 0, (const int[]){0}, 0, N), GF_ERR_INVALID,
                  "at least one", "rfftn of no dims");
+    expect_error(gf_ihfftn(z, NULL, 0, NULL, 0, N), GF_ERR_DTYPE, "gf_ifftn", "ihfftn c128");
+    expect_error(gf_ihfft2(z, NULL, 0, NULL, 0, N), GF_ERR_DTYPE, "gf_ifft2", "ihfft2 c128");
+    expect_error(gf_hfftn(z, NULL, 0, (const int[]){0}, 0, N), GF_ERR_INVALID,
+                 "at least one", "hfftn of no dims");
+    expect_error(gf_hfft2(x1, NULL, 0, NULL, 0, N), GF_ERR_INDEX, "gf_hfft2", "hfft2 of rank 1");
     expect_error(gf_irfftn(z, NULL, 0, (const int[]){0}, 0, N), GF_ERR_INVALID,
                  "at least one", "irfftn of no dims");
     expect_error(gf_fft(NULL, -1, -1, N), GF_ERR_INVALID, "gf_fft: x is NULL", "NULL x");

@@ -26,7 +26,7 @@ import torch
 
 NORMS = {"backward": 0, "ortho": 1, "forward": 2}
 FNS = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn",
-       "fft2", "ifft2", "rfft2", "irfft2"]
+       "fft2", "ifft2", "rfft2", "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2"]
 ONE_D = {"fft", "ifft", "rfft", "irfft", "hfft", "ihfft"}
 
 # (name, fn, x shape, x kind, kwargs, layout); kind: "r" f64, "c" c128,
@@ -84,6 +84,20 @@ CASES = [
     ("rfft2_2x6x9_fwd", "rfft2", [2, 6, 9], "r", {"norm": "forward"}, ""),
     ("irfft2_3x5x4_s6_7", "irfft2", [3, 5, 4], "c", {"s": [6, 7]}, ""),
     ("fft2_c4x3x2_d0_2", "fft2", [4, 3, 2], "c", {"dim": [0, 2]}, ""),
+    ("hfftn_c3x4x5", "hfftn", [3, 4, 5], "c", {}, ""),
+    ("hfftn_c6x4_s5_7_d1_0_ortho", "hfftn", [6, 4], "c",
+     {"s": [5, 7], "dim": [1, 0], "norm": "ortho"}, ""),
+    ("hfftn_c3x4_fwd", "hfftn", [3, 4], "c", {"dim": [-1], "norm": "forward"}, ""),
+    ("hfftn_r3x5", "hfftn", [3, 5], "r", {}, ""),
+    ("ihfftn_4x6x7", "ihfftn", [4, 6, 7], "r", {}, ""),
+    ("ihfftn_5x6_s4_9_d1_0_fwd", "ihfftn", [5, 6], "r",
+     {"s": [4, 9], "dim": [1, 0], "norm": "forward"}, ""),
+    ("ihfftn_r32_3x8_ortho", "ihfftn", [3, 8], "r32", {"norm": "ortho"}, ""),
+    ("hfft2_c2x5x4_s6_7", "hfft2", [2, 5, 4], "c", {"s": [6, 7]}, ""),
+    ("hfft2_c64_3x4", "hfft2", [3, 4], "c64", {"norm": "forward"}, ""),
+    ("ihfft2_2x6x9", "ihfft2", [2, 6, 9], "r", {}, ""),
+    ("ihfft2_4x3x2_d0_2_ortho", "ihfft2", [4, 3, 2], "r", {"dim": [0, 2], "norm": "ortho"}, ""),
+    ("ihfft2_transposed", "ihfft2", [5, 6], "r", {}, "t"),
 ]
 
 DTYPES = {"r": torch.float64, "c": torch.complex128, "r32": torch.float32,

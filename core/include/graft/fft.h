@@ -103,6 +103,22 @@ GF_API gf_tensor *gf_rfft2(const gf_tensor *x, const int64_t *s, int n_s, const 
                            int n_dims, gf_fft_norm norm);
 GF_API gf_tensor *gf_irfft2(const gf_tensor *x, const int64_t *s, int n_s, const int *dims,
                             int n_dims, gf_fft_norm norm);
+/* torch.fft.hfftn: the n-D fft of a signal Hermitian in every dim of dims
+ * given by its one-sided half in the last of them (m values; its output
+ * length is the last entry of s, by default 2 (m - 1)); real out. The other
+ * dims are full. Fails: INVALID when no dim is transformed. */
+GF_API gf_tensor *gf_hfftn(const gf_tensor *x, const int64_t *s, int n_s, const int *dims,
+                           int n_dims, gf_fft_norm norm);
+/* torch.fft.ihfftn: the inverse of gf_hfftn: the n-D inverse fft of a real
+ * x, one-sided (n/2 + 1 bins) in the last dim of dims. Fails: DTYPE for a
+ * complex x (use gf_ifftn); INVALID when no dim is transformed. */
+GF_API gf_tensor *gf_ihfftn(const gf_tensor *x, const int64_t *s, int n_s, const int *dims,
+                            int n_dims, gf_fft_norm norm);
+/* Their 2-D forms (dims == NULL meaning {-2, -1}). */
+GF_API gf_tensor *gf_hfft2(const gf_tensor *x, const int64_t *s, int n_s, const int *dims,
+                           int n_dims, gf_fft_norm norm);
+GF_API gf_tensor *gf_ihfft2(const gf_tensor *x, const int64_t *s, int n_s, const int *dims,
+                            int n_dims, gf_fft_norm norm);
 
 /* ---- helpers */
 /* torch.fft.fftfreq: the n sample frequencies of an fft of length n with

@@ -398,6 +398,10 @@ FFT_ND(gf_fft2, true, PATH_C2C, true, NULL)
 FFT_ND(gf_ifft2, true, PATH_C2C, false, NULL)
 FFT_ND(gf_rfft2, true, PATH_R2C, true, "gf_fft2")
 FFT_ND(gf_irfft2, true, PATH_C2R, false, NULL)
+FFT_ND(gf_hfftn, false, PATH_C2R, true, NULL)
+FFT_ND(gf_ihfftn, false, PATH_R2C, false, "gf_ifftn")
+FFT_ND(gf_hfft2, true, PATH_C2R, true, NULL)
+FFT_ND(gf_ihfft2, true, PATH_R2C, false, "gf_ifft2")
 #undef FFT_ND
 
 /* ------------------------------------------------------------ frequencies, shifts */
