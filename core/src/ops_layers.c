@@ -1074,7 +1074,9 @@ gf_tensor *gf_linear(const gf_tensor *x, const gf_tensor *weight, const gf_tenso
                   "%s and weight %s", bx, bw);
         return NULL;
     }
-    if (!check_float(op, "x", x) || !check_like(op, "weight", weight, x) ||
+    /* complex too, as torch's linear: x W^T + b, no conjugation */
+    if (!gf_dtype_is_complex(x->dtype) && !check_float(op, "x", x)) return NULL;
+    if (!check_like(op, "weight", weight, x) ||
         !check_like(op, "bias", bias, x) ||
         !check_vec(op, "bias", bias, weight->sizes[0], "weight's dim 0"))
         return NULL;

@@ -89,12 +89,16 @@ static gf_tensor *p_mean_neg_rsqrt(gf_tensor *z, gf_tensor *w, gf_tensor *m, gf_
     (void)m, (void)x;
     return gf_sub(gf_add(gf_mean(z, NULL, 0, false), gf_neg(w)), gf_rsqrt(z));
 }
+static gf_tensor *p_linear(gf_tensor *z, gf_tensor *w, gf_tensor *m, gf_tensor *x) {
+    (void)x;
+    return gf_linear(z, w, gf_select(m, 0, 0));
+}
 
 static const program programs[] = {
     p_mul,          p_div_add_real,  p_exp_log,        p_sqrt_sin,        p_cos_tanh,
     p_sinh_cosh,    p_sigmoid_square, p_pow,           p_reciprocal_cube, p_matmul,
     p_conj_mul,     p_complex_parts, p_polar,          p_abs_angle_real,  p_view_as_real,
-    p_sum_prod,     p_where,         p_mean_neg_rsqrt,
+    p_sum_prod,     p_where,         p_mean_neg_rsqrt, p_linear,
 };
 #define N_PROGRAMS (sizeof programs / sizeof programs[0])
 _Static_assert(N_PROGRAMS == sizeof cx_expected_cases / sizeof cx_expected_cases[0],

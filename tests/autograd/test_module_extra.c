@@ -195,7 +195,7 @@ static void test_to_errors(void) {
     gf_device *dev = gf_tensor_device(w0);
     CHECK_ERR(gf_module_to(NULL, NULL, GF_F64), GF_ERR_INVALID, "gf_module_to", "NULL");
     CHECK_ERR(gf_module_to(m, NULL, GF_I64), GF_ERR_DTYPE, "gf_module_to", "i64",
-              "floating-point", "GF_MODULE_KEEP_DTYPE");
+              "floating-point or complex", "GF_MODULE_KEEP_DTYPE");
     CHECK_ERR(gf_module_to(m, NULL, (gf_dtype)42), GF_ERR_DTYPE, "(unknown)");
     CHECK_ERR(gf_module_to(m, "nosuchdevice:3", GF_F64), GF_ERR_NOT_FOUND, "gf_module_to",
               "nosuchdevice", "graft-info", "unchanged");
@@ -211,6 +211,60 @@ static void test_to_errors(void) {
     CHECK(gf_module_get_parameter(m, "0.weight") == w0 && gf_tensor_dtype(w0) == GF_F32 &&
           gf_tensor_device(w0) == dev);
     near("unchanged 0.weight", w0, mx_to_v0, 24, 0);
+    gf_module_release(m);
+}
+
+/* module.to(complex dtype), as torch's model.to(torch.complex128): the
+ * floating-point parameters become complex (imaginary parts zero) and a
+ * complex input then goes through the layer (linear: x W^T + b, no
+ * conjugation); a complex module to a real dtype fails and leaves it as it
+ * was (graft never drops an imaginary part). Devices that do not store
+ * c128 refuse the move with DTYPE, the module unchanged. */
+static void test_to_complex(void) {
+    gf_module *m = gf_nn_linear(4, 3, true, GF_F64, NULL);
+    CHECK_MSG(m != NULL, "%s", gf_last_error());
+    if (!m) return;
+    gf_tensor *w = gf_module_get_parameter(m, "weight"), *b = gf_module_get_parameter(m, "bias");
+    double wv[12], bv[3];
+    CHECK(ag_read(w, wv, 12) == 12 && ag_read(b, bv, 3) == 3);
+    gf_device_info info;
+    CHECK_OK(gf_device_get_info(gf_tensor_device(w), &info));
+    if (!(info.dtypes & (1u << GF_C128))) {
+        CHECK_ERR(gf_module_to(m, NULL, GF_C128), GF_ERR_DTYPE, "gf_module_to", "c128",
+                  "unchanged");
+        CHECK(gf_tensor_dtype(w) == GF_F64);
+        gf_module_release(m);
+        return;
+    }
+    CHECK_OK(gf_module_to(m, NULL, GF_C128));
+    CHECK(gf_module_get_parameter(m, "weight") == w && gf_tensor_dtype(w) == GF_C128 &&
+          gf_tensor_dtype(b) == GF_C128 && gf_tensor_requires_grad(w));
+    /* x [2, 4] complex; y = x W^T + b against the same sum on the host */
+    double xr[8], xi[8];
+    for (int i = 0; i < 8; i++) xr[i] = 0.3 * i - 1.0, xi[i] = 0.7 - 0.2 * i;
+    gf_tensor *re = gf_from_data(xr, SZ(2, 4), 2, GF_F64, gf_tensor_device(w));
+    gf_tensor *im = gf_from_data(xi, SZ(2, 4), 2, GF_F64, gf_tensor_device(w));
+    gf_tensor *x = gf_complex(re, im);
+    gf_tensor *y = gf_module_forward(m, &x, 1);
+    CHECK_MSG(y && gf_tensor_dtype(y) == GF_C128, "%s", gf_last_error());
+    for (int64_t r = 0; y && r < 2; r++)
+        for (int64_t o = 0; o < 3; o++) {
+            double wr = bv[o], wi = 0;
+            for (int k = 0; k < 4; k++) {
+                wr += xr[r * 4 + k] * wv[o * 4 + k];
+                wi += xi[r * 4 + k] * wv[o * 4 + k];
+            }
+            double gr = NAN, gi = NAN;
+            CHECK(gf_tensor_get_complex(y, (const int64_t[]){r, o}, &gr, &gi) == GF_OK);
+            CHECK_MSG(fabs(gr - wr) < 1e-12 && fabs(gi - wi) < 1e-12,
+                      "y[%lld,%lld] %g%+gi vs %g%+gi", (long long)r, (long long)o, gr, gi, wr, wi);
+        }
+    /* back to a real dtype: refused, nothing changed */
+    CHECK_ERR(gf_module_to(m, NULL, GF_F64), GF_ERR_DTYPE, "gf_module_to", "parameter 'weight'",
+              "gf_real", "unchanged");
+    CHECK(gf_tensor_dtype(w) == GF_C128 && gf_tensor_dtype(b) == GF_C128);
+    gf_tensor *items[] = {re, im, x, y};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
     gf_module_release(m);
 }
 
@@ -353,6 +407,7 @@ int main(void) {
     RUN(test_to_shared);
     RUN(test_to_device);
     RUN(test_to_errors);
+    RUN(test_to_complex);
     RUN(test_shape_layers);
     RUN(test_module_list);
     return ag_finish();

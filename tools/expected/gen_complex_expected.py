@@ -50,6 +50,7 @@ PROGRAMS = [
     ("sum_prod", "zw", lambda z, w, m, x: z.sum(dim=1) * w.prod(dim=1)),
     ("where", "zw", lambda z, w, m, x: torch.where(x > 0, z, w) * z),
     ("mean_neg_rsqrt", "zw", lambda z, w, m, x: z.mean() + torch.neg(w) - torch.rsqrt(z)),
+    ("linear", "zwm", lambda z, w, m, x: torch.nn.functional.linear(z, w, m[0])),
 ]
 
 

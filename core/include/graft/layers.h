@@ -156,7 +156,8 @@ GF_API gf_tensor *gf_scaled_dot_product_attention(const gf_tensor *q, const gf_t
                                                   bool is_causal, double scale);
 
 /* PyTorch's linear: x [..., in] (rank >= 1), weight [out, in], bias [out]
- * or NULL; y = x weight^T + bias. */
+ * or NULL; y = x weight^T + bias. Complex (c64, c128) too: no conjugation,
+ * as torch. */
 GF_API gf_tensor *gf_linear(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias);
 
 #ifdef __cplusplus

@@ -140,16 +140,18 @@ GF_API gf_status gf_module_requires_grad_(gf_module *m, bool requires_grad);
 /* module.to(device, dtype): moves and/or casts every parameter and buffer
  * of the tree (and each parameter's .grad) in place. device is a string as
  * gf_device_find takes ("cpu:1", "cuda:0,cpu"), NULL = keep each tensor's;
- * dtype a floating-point dtype, or GF_MODULE_KEEP_DTYPE. As PyTorch: only
- * floating-point tensors are cast (num_batches_tracked stays i64), the
+ * dtype a floating-point or complex dtype, or GF_MODULE_KEEP_DTYPE. As
+ * PyTorch: only floating-point and complex tensors are cast
+ * (num_batches_tracked stays i64); a complex tensor to a real dtype fails
+ * (graft keeps imaginary parts: take gf_real yourself), the
  * tensors keep their identity (t.data = converted: a pointer from
  * gf_module_get_parameter or an optimiser stays valid and sees the move),
  * requires_grad and hooks are kept. Every tensor is converted before any
  * changes, so on failure the module is unchanged. Create optimisers after
  * moving (their state does not move), and do not run backward through a
  * graph built before the move (its gradients have the old dtype and
- * device). Fails: INVALID (NULL), DTYPE (a dtype that is not
- * floating-point), NOT_FOUND / INVALID (the device, as gf_device_find),
+ * device). Fails: INVALID (NULL), DTYPE (a dtype that is neither
+ * floating-point nor complex; a complex tensor to a real dtype), NOT_FOUND / INVALID (the device, as gf_device_find),
  * and the conversions' errors (OUT_OF_MEMORY, DTYPE when the device does
  * not store the dtype). */
 #define GF_MODULE_KEEP_DTYPE ((gf_dtype)-1)

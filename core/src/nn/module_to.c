@@ -35,10 +35,14 @@ static gf_status convert(to_ctx *c, gf_tensor *t) {
         c->cap = cap;
     }
     /* Integer and bool tensors (num_batches_tracked) keep their dtype, as
-     * PyTorch casts floating-point ones only. */
-    gf_dtype dt = c->dtype != GF_MODULE_KEEP_DTYPE && gf_dtype_is_float(gf_tensor_dtype(t))
+     * PyTorch casts floating-point and complex ones only. A complex tensor
+     * to a real dtype fails (gf_to_dtype's rule: graft never drops an
+     * imaginary part silently, where PyTorch warns and drops it). */
+    gf_dtype t_dt = gf_tensor_dtype(t);
+    gf_dtype dt = c->dtype != GF_MODULE_KEEP_DTYPE &&
+                          (gf_dtype_is_float(t_dt) || gf_dtype_is_complex(t_dt))
                       ? c->dtype
-                      : gf_tensor_dtype(t);
+                      : t_dt;
     gf_device *dev = c->dev ? c->dev : gf_tensor_device(t);
     gf_tensor *r = NULL;
     if (dt != gf_tensor_dtype(t) || dev != gf_tensor_device(t)) {
@@ -72,10 +76,11 @@ gf_status gf_module_to(gf_module *m, const char *device, gf_dtype dtype) {
     if (!m || !m->state)
         return gf__error(GF_ERR_INVALID, "%s: the module is NULL (or was never initialised "
                          "with gf_module_init)", op);
-    if (dtype != GF_MODULE_KEEP_DTYPE && !gf_dtype_is_float(dtype))
+    if (dtype != GF_MODULE_KEEP_DTYPE && !gf_dtype_is_float(dtype) && !gf_dtype_is_complex(dtype))
         return gf__error(GF_ERR_DTYPE, "%s: dtype %s: a module is converted to a floating-point "
-                         "dtype only (its integer buffers keep theirs); give GF_F32, GF_F64, "
-                         "GF_F16 or GF_BF16, or GF_MODULE_KEEP_DTYPE to move it only", op,
+                         "or complex dtype only (its integer buffers keep theirs); give GF_F32, "
+                         "GF_F64, GF_F16, GF_BF16, GF_C64 or GF_C128, or GF_MODULE_KEEP_DTYPE "
+                         "to move it only", op,
                          gf_dtype_size(dtype) ? gf_dtype_name(dtype) : "(unknown)");
     to_ctx c = {.dtype = dtype};
     if (device) {
