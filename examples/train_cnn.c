@@ -53,11 +53,6 @@
 static const char *const class_names[N_CLASSES] = {"horizontal", "vertical", "diagonal",
                                                    "square"};
 
-/* conv weights [Co, Ci, 3, 3] and biases [Co]; the head's weight [128, 4]. */
-typedef struct cnn {
-    gf_tensor *w1, *b1, *w2, *b2, *wf, *bf;
-} cnn;
-
 static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
@@ -134,46 +129,45 @@ static gf_status make_shapes(gf_device *dev, gf_tensor **x_out, gf_tensor **y_ou
     return *x_out && *y_out ? GF_OK : gf_last_status();
 }
 
-/* A parameter that requires grad: weights from He's uniform initialisation
- * U(-sqrt(6/fan_in), sqrt(6/fan_in)), biases zero. With PyTorch's default
- * (a third of that variance) a network this narrow sometimes starts with
- * every ReLU dead and never learns. */
-static gf_tensor *param(const int64_t *sizes, int rank, int64_t fan_in, gf_device *dev) {
-    double bound = rank > 1 ? sqrt(6.0 / (double)fan_in) : 0.0;
-    gf_tensor *t = gf_rand_uniform(sizes, rank, -bound, bound, GF_F32, dev);
-    if (t && gf_tensor_set_requires_grad(t, true) != GF_OK) {
-        gf_tensor_release(t);
-        return NULL;
-    }
-    return t;
-}
-
-static gf_status cnn_init(cnn *m, gf_device *dev) {
-    m->w1 = param((const int64_t[]){C1, 1, 3, 3}, 4, 1 * 9, dev);
-    m->b1 = param((const int64_t[]){C1}, 1, 1 * 9, dev);
-    m->w2 = param((const int64_t[]){C2, C1, 3, 3}, 4, C1 * 9, dev);
-    m->b2 = param((const int64_t[]){C2}, 1, C1 * 9, dev);
-    m->wf = param((const int64_t[]){FC_IN, N_CLASSES}, 2, FC_IN, dev);
-    m->bf = param((const int64_t[]){N_CLASSES}, 1, FC_IN, dev);
-    return m->w1 && m->b1 && m->w2 && m->b2 && m->wf && m->bf ? GF_OK : gf_last_status();
-}
-
-static void cnn_free(cnn *m) {
-    gf_tensor *all[6] = {m->w1, m->b1, m->w2, m->b2, m->wf, m->bf};
-    for (int i = 0; i < 6; i++) gf_tensor_release(all[i]);
-}
-
-/* Logits [N, 4] of x [N, 1, 16, 16] (a train_forward_fn). Intermediates
- * belong to the caller's scope; a failure anywhere gives NULL (NULL
- * propagates through the ops). */
-static gf_tensor *cnn_forward(const void *model, const gf_tensor *x) {
-    const cnn *m = model;
+/* The network as torch.nn.Sequential: Conv2d(1, 4, 3, padding=1), ReLU,
+ * MaxPool2d(2), Conv2d(4, 8, 3, padding=1), ReLU, MaxPool2d(2), Flatten,
+ * Linear(128, 4). Weights from He's uniform initialisation
+ * (kaiming_uniform_ for ReLU: U(+-sqrt(6 / fan_in))), biases zero: with
+ * PyTorch's default (a third of that variance) a network this narrow
+ * sometimes starts with every ReLU dead and never learns. */
+static gf_module *cnn_new(gf_device *dev) {
     const gf_conv2d_opts same = {.padding = {1, 1}}; /* 3x3, stride 1: keeps H, W */
     const gf_pool2d_opts half = {.kernel = {2, 2}};  /* stride = kernel */
-    gf_tensor *h = gf_max_pool2d(gf_relu(gf_conv2d(x, m->w1, m->b1, &same)), &half, NULL);
-    h = gf_max_pool2d(gf_relu(gf_conv2d(h, m->w2, m->b2, &same)), &half, NULL);
-    h = gf_reshape(h, (const int64_t[]){-1, FC_IN}, 2);
-    return gf_add(gf_matmul(h, m->wf), m->bf);
+    const int k3[2] = {3, 3};
+    gf_module *layers[8] = {gf_nn_conv2d(1, C1, k3, &same, true, GF_F32, dev), gf_nn_relu(),
+                            gf_nn_max_pool2d(&half), gf_nn_conv2d(C1, C2, k3, &same, true,
+                                                                  GF_F32, dev),
+                            gf_nn_relu(), gf_nn_max_pool2d(&half), gf_nn_flatten(),
+                            gf_nn_linear(FC_IN, N_CLASSES, true, GF_F32, dev)};
+    bool ok = true;
+    for (int i = 0; i < 8; i++) ok = ok && layers[i];
+    gf_module *net = ok ? gf_nn_sequential(layers, 8) : NULL;
+    for (int i = 0; i < 8; i++) gf_module_release(layers[i]);
+    gf_tensor_dict *named = net ? gf_module_named_parameters(net) : NULL;
+    gf_status s = named ? GF_OK : gf_last_status();
+    for (int i = 0; named && s == GF_OK && i < gf_tensor_dict_size(named); i++) {
+        gf_tensor *t = gf_tensor_dict_at(named, i);
+        s = gf_tensor_rank(t) > 1
+                ? gf_init_kaiming_uniform_(t, 0.0, GF_FAN_IN, GF_NONLIN_RELU)
+                : gf_init_zeros_(t);
+    }
+    gf_tensor_dict_destroy(named);
+    if (s != GF_OK) {
+        gf_module_release(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* Logits [N, 4] of x [N, 1, 16, 16] (a train_forward_fn). */
+static gf_tensor *cnn_forward(const void *model, const gf_tensor *x) {
+    gf_tensor *in = (gf_tensor *)x;
+    return gf_module_forward((gf_module *)model, &in, 1);
 }
 
 int main(int argc, char **argv) {
@@ -183,7 +177,7 @@ int main(int argc, char **argv) {
     static int64_t labels[N_IMAGES], pred[N_TEST], perm[N_TRAIN];
     static float u[N_TRAIN];
     int rc = 1;
-    cnn m = {0};
+    gf_module *net = NULL;
     gf_tensor *x = NULL, *y = NULL, *x_train = NULL, *y_train = NULL;
     gf_optimizer *adam = NULL;
     double acc = 0, per_class[N_CLASSES] = {0};
@@ -196,13 +190,15 @@ int main(int argc, char **argv) {
     x_train = gf_narrow(x, 0, 0, N_TRAIN);
     y_train = gf_narrow(y, 0, 0, N_TRAIN);
     TRY(x_train && y_train);
-    TRY(cnn_init(&m, dev) == GF_OK);
-    gf_tensor *params[6] = {m.w1, m.b1, m.w2, m.b2, m.wf, m.bf};
+    TRY((net = cnn_new(dev)) != NULL);
+    gf_tensor *params[8];
+    int np = gf_module_parameters(net, params, 8);
+    TRY(np == 6);
     gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
     ao.lr = opt.lr;
-    adam = gf_adam_create(params, 6, &ao);
+    adam = gf_adam_create(params, np, &ao);
     TRY(adam != NULL);
-    TRY(train_ddp_create(params, 6) == GF_OK);
+    TRY(train_ddp_create(params, np) == GF_OK);
     printf("data: %d training and %d test images 1x%dx%d of %d shapes; conv %d, conv %d, "
            "linear %d->%d; Adam lr %g, batch %d, %d epochs\n",
            N_TRAIN, N_TEST, SIDE, SIDE, N_CLASSES, C1, C2, FC_IN, N_CLASSES, opt.lr, opt.batch,
@@ -211,14 +207,14 @@ int main(int argc, char **argv) {
     /* Every epoch trains on the training images, then measures on the test
      * images, the N_TEST after them. */
     train_loop loop = {.dev = dev, .x = x_train, .y = y_train, .n = N_TRAIN, .batch = opt.batch,
-                       .forward = cnn_forward, .model = &m, .opt = adam,
+                       .forward = cnn_forward, .model = net, .opt = adam,
                        .perm = perm, .u = u, .bar = &bar};
     progress_init(&bar, opt.epochs);
     double t0 = now_seconds();
     for (int epoch = 1; epoch <= opt.epochs; epoch++) {
         double loss = 0;
         TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
-        TRY(train_predict(cnn_forward, &m, x, N_TRAIN, N_TEST, pred) == GF_OK);
+        TRY(train_predict(cnn_forward, net, x, N_TRAIN, N_TEST, pred) == GF_OK);
         acc = train_accuracy(pred, labels + N_TRAIN, N_TEST, N_CLASSES, per_class);
         progress_line(&bar, "epoch %3d  loss %.4f  test accuracy %.4f  (%.1f s)", epoch, loss,
                       acc, now_seconds() - t0);
@@ -230,7 +226,7 @@ int main(int argc, char **argv) {
     rc = train_check_accuracy(TRAIN_PROG, "final test accuracy", acc, opt.min_accuracy);
 fail:
     gf_optimizer_destroy(adam);
-    cnn_free(&m);
+    gf_module_release(net);
     gf_tensor_release(x_train);
     gf_tensor_release(y_train);
     gf_tensor_release(x);
