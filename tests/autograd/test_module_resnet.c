@@ -4,12 +4,17 @@
  * a residual block of one's own) loads a torch state dict by name (running
  * statistics and batch counts included; tools/expected/gen_resnet.py) and
  * gives torch's output in eval mode, and in training mode torch's output,
- * running statistics, batch count and gradients. */
+ * running statistics, batch count and gradients. And a PyTorch checkpoint
+ * as PyTorch users save one (safetensors.torch.save_file of the model's
+ * state_dict, and of its Adam's state: tests/autograd/data/, written by
+ * tools/expected/gen_checkpoints.py) loads from the files into the same
+ * model and a graft Adam, which then continue training as PyTorch did. */
 #include <graft.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/checkpoint_expected.h"
 #include "autograd/resnet_expected.h"
 #include "autograd/test_rules_util.h"
 #include "check.h"
@@ -170,10 +175,58 @@ static void test_layers(void) {
     gf_module_release(drop);
 }
 
+/* Loads the model file and the Adam file into net() and a graft Adam with
+ * torch's hyperparameters (lr 0.01, the defaults else: param_groups are
+ * not tensors, so they are the create call's), checks the loaded output,
+ * then one training step: forward in training mode, sum(y * w), backward,
+ * Adam's step; the output and parameters after it are torch's. */
+static void test_torch_checkpoint(void) {
+    gf_module *m = net();
+    gf_tensor_dict *md = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/resnet_model.safetensors",
+                                             NULL);
+    CHECK_MSG(md != NULL, "%s", gf_last_error());
+    CHECK_MSG(gf_module_load_state_dict(m, md, true, NULL) == GF_OK, "%s", gf_last_error());
+    gf_tensor_dict_destroy(md);
+    gf_tensor *params[16];
+    int np = gf_module_parameters(m, params, 16);
+    CHECK(np == 11);
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = 0.01;
+    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, &ao) : NULL;
+    gf_tensor_dict *od = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/resnet_adam.safetensors", NULL);
+    CHECK_MSG(od && gf_tensor_dict_size(od) == 3 * np, "%s", gf_last_error());
+    CHECK_MSG(opt && gf_optimizer_load_state_dict(opt, od, "state.") == GF_OK, "%s",
+              gf_last_error());
+    gf_tensor_dict_destroy(od);
+    gf_tensor *x = gf_from_data(ck_rn_x, (const int64_t[]){2, 3, 8, 8}, 4, GF_F64, NULL);
+    gf_tensor *w = gf_from_data(ck_rn_w, (const int64_t[]){2, 3}, 2, GF_F64, NULL);
+    CHECK(gf_module_train(m, false) == GF_OK);
+    gf_tensor *y0 = gf_module_forward(m, &x, 1);
+    ag_near("output after loading", y0, ck_rn_y_loaded, 6, 1e-10);
+    CHECK(gf_module_train(m, true) == GF_OK);
+    gf_scope_begin();
+    gf_tensor *loss = gf_sum(gf_mul(gf_module_forward(m, &x, 1), w), NULL, 0, false);
+    CHECK_MSG(loss && gf_backward(loss, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    CHECK_MSG(opt && gf_optimizer_step(opt) == GF_OK, "%s", gf_last_error());
+    gf_scope_end();
+    CHECK(gf_module_train(m, false) == GF_OK);
+    gf_tensor *y1 = gf_module_forward(m, &x, 1);
+    ag_near("output after a step", y1, ck_rn_y_stepped, 6, 1e-9);
+    ag_near("conv1.weight after a step", gf_module_get_parameter(m, "conv1.weight"),
+            ck_rn_conv1_weight, 108, 1e-10);
+    ag_near("fc.bias after a step", gf_module_get_parameter(m, "fc.bias"), ck_rn_fc_bias, 3,
+            1e-10);
+    gf_tensor *items[] = {x, w, y0, y1};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_optimizer_destroy(opt);
+    gf_module_release(m);
+}
+
 int main(void) {
     int missing = ag_device_check();
     if (missing) return missing;
     RUN(test_resnet_matches_torch);
     RUN(test_layers);
+    RUN(test_torch_checkpoint);
     return CHECK_REPORT();
 }

@@ -4,11 +4,19 @@
  * nn.MultiheadAttention built from graft's modules load torch's state dicts
  * by name and give torch's outputs (with a key padding mask and a causal
  * float mask, or a bool attn_mask), gradients and averaged attention
- * weights (tools/expected/gen_transformer.py). */
+ * weights (tools/expected/gen_transformer.py). And a small GPT (token
+ * embedding, learned positions, two pre-norm GELU layers under a causal
+ * mask, a final norm, a linear head) loads a PyTorch checkpoint saved with
+ * safetensors.torch.save_file, and its Adam's state, from
+ * tests/autograd/data/ (tools/expected/gen_checkpoints.py): the logits
+ * after loading, the loss, and the logits and parameters after one more
+ * Adam step are PyTorch's. */
 #include <graft.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "autograd/checkpoint_expected.h"
 #include "autograd/test_rules_util.h"
 #include "autograd/transformer_expected.h"
 #include "check.h"
@@ -114,11 +122,120 @@ static void test_mha_weights(void) {
     gf_module_release(mha);
 }
 
+/* ag_near for an f32 tensor (read as f64). */
+static void near32(const char *what, const gf_tensor *t, const double *want, int64_t n,
+                   double tol) {
+    gf_tensor *d = t ? gf_to_dtype(t, GF_F64) : NULL;
+    ag_near(what, d, want, n, tol);
+    gf_tensor_release(d);
+}
+
+/* The GPT: "tok", "pos", "encoder", "head", as the torch model's names. */
+static gf_tensor *gpt_forward(gf_module *m, gf_tensor *const *in, int n) {
+    (void)n;
+    const int64_t t = gf_tensor_size(in[0], 1);
+    float mask[CK_GPT_T * CK_GPT_T];
+    for (int64_t i = 0; i < t; i++)
+        for (int64_t j = 0; j < t; j++) mask[i * t + j] = j > i ? -INFINITY : 0.0f;
+    gf_scope_begin();
+    gf_tensor *x = in[0];
+    gf_tensor *causal = gf_from_data(mask, (const int64_t[]){t, t}, 2, GF_F32,
+                                     gf_tensor_device(x));
+    gf_tensor *e = gf_module_forward(gf_module_get_submodule(m, "tok"), &x, 1);
+    gf_tensor *h = gf_add(e, gf_module_get_parameter(m, "pos"));
+    gf_tensor *z = gf_nn_transformer_forward(gf_module_get_submodule(m, "encoder"), h, causal,
+                                             NULL);
+    gf_tensor *y = z ? gf_module_forward(gf_module_get_submodule(m, "head"), &z, 1) : NULL;
+    gf_tensor *r = gf_scope_keep(y);
+    gf_scope_end();
+    return r;
+}
+static const gf_module_class gpt_class = {"GPT", gpt_forward, NULL};
+
+static gf_module *gpt(void) {
+    gf_module *m = calloc(1, sizeof *m);
+    CHECK(m && gf_module_init(m, &gpt_class) == GF_OK);
+    gf_module *layers[2];
+    for (int i = 0; i < 2; i++)
+        layers[i] = gf_nn_transformer_encoder_layer(CK_GPT_D, CK_GPT_HEADS, CK_GPT_FF, 0.0, true,
+                                                    1e-5, true, true, GF_F32, NULL);
+    gf_module *norm = gf_nn_layer_norm((const int64_t[]){CK_GPT_D}, 1, 1e-5, true, GF_F32, NULL);
+    gf_module *enc = gf_nn_transformer_encoder(layers, 2, norm);
+    for (int i = 0; i < 2; i++) gf_module_release(layers[i]);
+    gf_module_release(norm);
+    gf_module *tok = gf_nn_embedding(CK_GPT_V, CK_GPT_D, GF_F32, NULL);
+    gf_module *head = gf_nn_linear(CK_GPT_D, CK_GPT_V, true, GF_F32, NULL);
+    gf_tensor *pos = gf_zeros((const int64_t[]){CK_GPT_T, CK_GPT_D}, 2, GF_F32, NULL);
+    /* torch's registration order: tok, pos, encoder, head */
+    CHECK(tok && gf_module_register_module(m, "tok", tok) == GF_OK);
+    CHECK(pos && gf_module_register_parameter(m, "pos", pos) == GF_OK);
+    CHECK(enc && gf_module_register_module(m, "encoder", enc) == GF_OK);
+    CHECK(head && gf_module_register_module(m, "head", head) == GF_OK);
+    gf_module_release(tok), gf_module_release(enc), gf_module_release(head);
+    gf_tensor_release(pos);
+    return m;
+}
+
+static void test_gpt_torch_checkpoint(void) {
+    gf_module *m = gpt();
+    gf_tensor_dict *md = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/gpt_model.safetensors", NULL);
+    CHECK_MSG(md != NULL, "%s", gf_last_error());
+    gf_tensor_dict *sd = gf_module_state_dict(m);
+    CHECK_MSG(gf_tensor_dict_size(sd) == gf_tensor_dict_size(md), "%d keys, torch's file %d",
+              gf_tensor_dict_size(sd), gf_tensor_dict_size(md));
+    /* the same names (a safetensors file keeps them sorted, not in order) */
+    for (int i = 0; i < gf_tensor_dict_size(sd); i++)
+        CHECK_MSG(gf_tensor_dict_get(md, gf_tensor_dict_name(sd, i)) != NULL,
+                  "graft's key %s is not in torch's file", gf_tensor_dict_name(sd, i));
+    gf_tensor_dict_destroy(sd);
+    CHECK_MSG(gf_module_load_state_dict(m, md, true, NULL) == GF_OK, "%s", gf_last_error());
+    gf_tensor_dict_destroy(md);
+    gf_tensor *params[64];
+    int np = gf_module_parameters(m, params, 64);
+    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
+    ao.lr = 0.01;
+    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, &ao) : NULL;
+    gf_tensor_dict *od = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/gpt_adam.safetensors", NULL);
+    CHECK_MSG(od && gf_tensor_dict_size(od) == 3 * np, "%s", gf_last_error());
+    CHECK_MSG(opt && gf_optimizer_load_state_dict(opt, od, "state.") == GF_OK, "%s",
+              gf_last_error());
+    gf_tensor_dict_destroy(od);
+    const int64_t bt[2] = {CK_GPT_B, CK_GPT_T}, nv = CK_GPT_B * CK_GPT_T * CK_GPT_V;
+    gf_tensor *x = gf_from_data(ck_gpt_x, bt, 2, GF_I64, NULL);
+    gf_tensor *yt = gf_from_data(ck_gpt_y, (const int64_t[]){CK_GPT_B * CK_GPT_T}, 1, GF_I64,
+                                 NULL);
+    CHECK(gf_module_train(m, false) == GF_OK);
+    gf_tensor *l0 = gf_module_forward(m, &x, 1);
+    near32("logits after loading", l0, ck_gpt_logits_loaded, nv, 2e-5);
+    CHECK(gf_module_train(m, true) == GF_OK);
+    gf_scope_begin();
+    gf_tensor *logits = gf_reshape(gf_module_forward(m, &x, 1),
+                                   (const int64_t[]){CK_GPT_B * CK_GPT_T, CK_GPT_V}, 2);
+    gf_tensor *loss = gf_cross_entropy(logits, yt, NULL, GF_REDUCTION_MEAN, -100, 0.0);
+    double lv = NAN;
+    CHECK(loss && gf_tensor_item(loss, &lv) == GF_OK && fabs(lv - ck_gpt_loss) < 2e-5);
+    CHECK_MSG(loss && gf_backward(loss, NULL, NULL) == GF_OK, "%s", gf_last_error());
+    CHECK_MSG(opt && gf_optimizer_step(opt) == GF_OK, "%s", gf_last_error());
+    gf_scope_end();
+    CHECK(gf_module_train(m, false) == GF_OK);
+    gf_tensor *l1 = gf_module_forward(m, &x, 1);
+    near32("logits after a step", l1, ck_gpt_logits_stepped, nv, 5e-5);
+    near32("head.weight after a step", gf_module_get_parameter(m, "head.weight"),
+            ck_gpt_head_weight, CK_GPT_V * CK_GPT_D, 2e-5);
+    near32("pos after a step", gf_module_get_parameter(m, "pos"), ck_gpt_pos,
+            CK_GPT_T * CK_GPT_D, 2e-5);
+    gf_tensor *items[] = {x, yt, l0, l1};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_optimizer_destroy(opt);
+    gf_module_release(m);
+}
+
 int main(void) {
     int missing = ag_device_check();
     if (missing) return missing;
     RUN(test_encoder_post_norm);
     RUN(test_encoder_pre_norm_seq_first);
     RUN(test_mha_weights);
+    RUN(test_gpt_torch_checkpoint);
     return CHECK_REPORT();
 }

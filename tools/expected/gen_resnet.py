@@ -83,4 +83,5 @@ def main():
     print("static const double rn_grad_fc_weight[] = {%s};" % arr(net.fc.weight.grad))
 
 
-main()
+if __name__ == "__main__":
+    main()
