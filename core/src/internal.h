@@ -363,6 +363,9 @@ gf_tensor *gf__full_like_raw(const gf_tensor *t, double value);
 #define gf__ones_like_raw(t) gf__full_like_raw((t), 1.0)
 /* A 0-dim tensor of dtype on dev. */
 gf_tensor *gf__scalar(double value, gf_dtype dtype, gf_device *dev);
+/* Copies of x's slices along dim 0 into out[0 .. size(0)), one autograd
+ * node for all (ops_shape.c; no scope). */
+gf_status gf__unbind_copies(const gf_tensor *x, gf_tensor **out);
 
 /* ------------------------------------------------------------ scopes (scope.c) */
 gf_tensor *gf__ret(gf_tensor *t);

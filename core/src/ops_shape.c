@@ -397,6 +397,33 @@ gf_status gf_unbind(const gf_tensor *x, int dim, gf_tensor **out, int max_out, i
     return st;
 }
 
+/* out[0..size(0)) new tensors holding copies of x's slices along dim 0, with
+ * one autograd node for all of them (UnbindBackward: their gradients
+ * stacked), where gf_unbind's views would each send a gradient of x's full
+ * size back. For the recurrent layers' per-step inputs (core/src/nn/rnn.c).
+ * On failure every out[i] is NULL and the error is set. */
+gf_status gf__unbind_copies(const gf_tensor *x, gf_tensor **out) {
+    int cnt = (int)x->sizes[0];
+    for (int i = 0; i < cnt; i++) out[i] = NULL;
+    int saved = gf__scope_suspend();
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    bool ok = true;
+    for (int i = 0; ok && i < cnt; i++) {
+        gf_tensor *v = gf_select(x, 0, i);
+        out[i] = v ? gf_clone(v) : NULL;
+        gf_tensor_release(v);
+        ok = out[i] != NULL;
+    }
+    gf_grad_mode_set(prev);
+    gf__scope_resume(saved);
+    if (ok) ok = gf__ag_record_unbind_copies(x, out, cnt) == GF_OK;
+    if (!ok) {
+        for (int i = 0; i < cnt; i++) gf_tensor_release(out[i]), out[i] = NULL;
+        return gf__status();
+    }
+    return GF_OK;
+}
+
 gf_status gf_split_with_sizes(const gf_tensor *x, const int64_t *sizes, int nsizes, int dim,
                               gf_tensor **out, int max_out) {
     const char *op = "split_with_sizes";

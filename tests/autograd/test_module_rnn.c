@@ -112,10 +112,50 @@ static void test_cells(void) {
     gf_module_release(gc);
 }
 
+/* The layers' gradients and second derivatives with respect to the input
+ * and h0 by finite differences (f64, small): the sequence projected in one
+ * GEMM and cut into steps by one backward node, bidirectional, two layers,
+ * both for an LSTM and a GRU. */
+static gf_tensor *rnn_fn(gf_tensor *const *in, int n, void *user) {
+    (void)n;
+    gf_tensor *hn = NULL;
+    gf_scope_begin();
+    gf_tensor *y = gf_nn_rnn_forward(user, in[0], in[1], NULL, &hn, NULL);
+    gf_tensor *r = y && hn ? gf_add(gf_sum(gf_tanh(y), NULL, 0, false), gf_sum(gf_mul(hn, hn),
+                                                                                 NULL, 0, false))
+                           : NULL;
+    r = gf_scope_keep(r);
+    gf_scope_end();
+    return r;
+}
+
+static void test_gradchecks(void) {
+    const gf_rnn_mode modes[2] = {GF_RNN_LSTM, GF_RNN_GRU};
+    for (int k = 0; k < 2; k++) {
+        gf_module *m = gf_nn_rnn(modes[k], 3, 2, 2, true, false, 0.0, true, GF_F64, NULL);
+        CHECK_MSG(m != NULL, "%s", gf_last_error());
+        if (!m) continue;
+        gf_tensor *x = gf_rand_normal((const int64_t[]){4, 2, 3}, 3, 0, 1, GF_F64, NULL);
+        gf_tensor *h0 = gf_rand_normal((const int64_t[]){4, 2, 2}, 3, 0, 1, GF_F64, NULL);
+        CHECK(gf_tensor_set_requires_grad(x, true) == GF_OK &&
+              gf_tensor_set_requires_grad(h0, true) == GF_OK);
+        gf_tensor *in[2] = {x, h0};
+        gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+        CHECK_MSG(gf_gradcheck(rnn_fn, in, 2, m, &o) == GF_OK, "%s gradcheck: %s",
+                  k ? "GRU" : "LSTM", gf_last_error());
+        CHECK_MSG(gf_gradgradcheck(rnn_fn, in, 2, m, &o) == GF_OK, "%s gradgradcheck: %s",
+                  k ? "GRU" : "LSTM", gf_last_error());
+        gf_tensor_release(x);
+        gf_tensor_release(h0);
+        gf_module_release(m);
+    }
+}
+
 int main(void) {
     int missing = ag_device_check();
     if (missing) return missing;
     RUN(test_against_torch);
     RUN(test_cells);
+    RUN(test_gradchecks);
     return CHECK_REPORT();
 }

@@ -19,6 +19,8 @@
 
 /* ---- bw_copy.c (called from creation.c) */
 gf_status gf__ag_record_copy(const gf_tensor *in, gf_tensor *out, const char *name);
+/* (called from ops_shape.c) outs[0..cnt) are copies of in's slices along dim 0 */
+gf_status gf__ag_record_unbind_copies(const gf_tensor *in, gf_tensor *const *outs, int cnt);
 
 /* ---- bw_elementwise.c (called from ops_elementwise.c) */
 gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b);

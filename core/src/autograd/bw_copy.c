@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* bw_copy.c — backward of copies: clone, contiguous, dtype and device moves.
  * The gradient flows back unchanged, converted to the input's dtype and
- * moved to its device. */
+ * moved to its device. And the slices of a tensor copied out along dim 0 as
+ * one node (gf__unbind_copies): its backward stacks their gradients. */
 #include "ag_internal.h"
 
 typedef struct copy_ctx {
@@ -34,5 +35,20 @@ gf_status gf__ag_record_copy(const gf_tensor *in, gf_tensor *out, const char *na
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(name, copy_backward, ins, 1, outs, 1);
     if (n) *GF_NODE_CTX(n, copy_ctx) = (copy_ctx){in->dtype, in->storage->device};
+    return GF_OK;
+}
+
+/* The T slices' gradients (zeros where a slice had none) stacked back into
+ * the input's shape: one pass, where T select views would each fill a
+ * zero tensor of the input's size. Differentiable (gf_stack records under
+ * create_graph). */
+static gf_status unbind_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
+    out[0] = gf_stack(grads, n->n_outputs, 0);
+    return out[0] ? GF_OK : gf__status();
+}
+
+gf_status gf__ag_record_unbind_copies(const gf_tensor *in, gf_tensor *const *outs, int cnt) {
+    const gf_tensor *ins[1] = {in};
+    gf__ag_record("UnbindBackward", unbind_backward, ins, 1, outs, cnt);
     return GF_OK;
 }

@@ -6,12 +6,13 @@
  * and the gates' elementwise ops, composed of graft's ops: autograd and
  * double backward come with them. A fused per-step kernel is not here yet.
  *
- * A layer takes its input as a list of steps and gives its output as one:
- * the steps are never views of one sequence tensor. A view's backward
- * writes its gradient into zeros of its base's size, so T selects of a
- * [T, N, G H] projection (the whole sequence projected at once) cost T
- * full-size zero fills and additions in backward: O(T^2) memory traffic,
- * which made a 64-step LSTM step 3x slower than PyTorch's. */
+ * A layer projects its whole input sequence at once (one GEMM, x W_ih^T +
+ * b_ih) and cuts the projection into steps with gf__unbind_copies: copies
+ * with one backward node that stacks their gradients. The steps are never
+ * views of the projection: a view's backward writes its gradient into
+ * zeros of its base's size, so T selects would cost T full-size zero fills
+ * and additions in backward (O(T^2) memory traffic, which made a 64-step
+ * LSTM step 3x slower than PyTorch's). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -77,19 +78,26 @@ static gf_tensor *cell_step(gf_rnn_mode mode, gf_tensor *xt, gf_tensor *h, gf_te
     }
 }
 
-/* One direction of one layer over the steps xs[0..T) [N, In]: the outputs
- * outs[0..T) [N, H] and the final h (and c). Runs inside the caller's
+/* One direction of one layer over the sequence xseq [T, N, In]: the outputs
+ * outs[0..T) [N, H] and the final h (and c). The input side of every step
+ * is one GEMM over the whole sequence (x W_ih^T + b_ih), cut into steps by
+ * gf__unbind_copies (one backward node that stacks the steps' gradients,
+ * so that backward is one GEMM for W_ih's gradient and one for the
+ * input's too). xt[0..T) is scratch for the steps. Runs inside the caller's
  * scope. */
-static bool direction(const rnn_mod *r, gf_tensor *const *xs, int64_t t_len, int layer,
-                      bool rev, gf_tensor *h, gf_tensor *c, gf_tensor **outs, gf_tensor **h_out,
-                      gf_tensor **c_out) {
+static bool direction(const rnn_mod *r, const gf_tensor *xseq, gf_tensor **xt, int64_t t_len,
+                      int layer, bool rev, gf_tensor *h, gf_tensor *c, gf_tensor **outs,
+                      gf_tensor **h_out, gf_tensor **c_out) {
     const gf_module *m = &r->base;
     int64_t hs = r->hidden_size;
     gf_tensor *w_ih = param(m, "weight_ih", layer, rev), *b_ih = param(m, "bias_ih", layer, rev);
     gf_tensor *w_hh = param(m, "weight_hh", layer, rev), *b_hh = param(m, "bias_hh", layer, rev);
+    gf_tensor *proj = t_len ? gf_linear(xseq, w_ih, b_ih) : NULL;
+    if (t_len && (!proj || gf__unbind_copies(proj, xt) != GF_OK)) return false;
+    for (int64_t t = 0; t < t_len; t++) gf__ret(xt[t]); /* the scope owns them */
     for (int64_t s = 0; s < t_len && h; s++) {
         int64_t t = rev ? t_len - 1 - s : s;
-        h = cell_step(r->mode, gf_linear(xs[t], w_ih, b_ih), h, &c, w_hh, b_hh, hs);
+        h = cell_step(r->mode, xt[t], h, &c, w_hh, b_hh, hs);
         outs[t] = h;
     }
     *h_out = h;
@@ -132,7 +140,7 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
                   (long long)t_len, INT_MAX / 3);
         return NULL;
     }
-    /* the steps' lists: the layer's input, and each direction's output */
+    /* the steps: the layer's input projected (scratch), each direction's output */
     gf_tensor **steps = calloc((size_t)(3 * (t_len ? t_len : 1)), sizeof *steps);
     if (!steps) {
         gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld steps", name,
@@ -147,28 +155,28 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
     gf_tensor *hn[64], *cn[64];
     int k = 0;
     bool ok = x && zeros;
-    for (int64_t t = 0; ok && t < t_len; t++) ok = (steps[t] = gf_select(x, 0, t)) != NULL;
+    gf_tensor *seq = x; /* the layer's input [T, N, In] */
     for (int l = 0; ok && l < r->num_layers; l++) {
         for (int d = 0; ok && d < nd; d++, k++) {
             gf_tensor *h = gf_select(hs0, 0, k), *c = gf_select(cs0, 0, k);
-            ok = direction(r, steps, t_len, l, d == 1, h, c, outs[d], &hn[k],
+            ok = direction(r, seq, steps, t_len, l, d == 1, h, c, outs[d], &hn[k],
                            r->mode == GF_RNN_LSTM ? &cn[k] : NULL);
         }
-        for (int64_t t = 0; ok && t < t_len; t++)
-            ok = (steps[t] = nd == 2 ? gf_cat((gf_tensor *[]){outs[0][t], outs[1][t]}, 2, 1)
-                                     : outs[0][t]) != NULL;
-        if (ok && t_len && l + 1 < r->num_layers && r->dropout > 0) {
-            /* over the whole layer output at once (PyTorch's draws), then
-             * the steps again */
-            gf_tensor *drop = gf_dropout(gf_stack(steps, (int)t_len, 0), r->dropout,
-                                         gf_module_is_training(mod));
-            for (int64_t t = 0; t < t_len; t++) ok = ok && (steps[t] = gf_select(drop, 0, t));
-        }
-    }
-    x = !ok ? NULL
-        : t_len ? gf_stack(steps, (int)t_len, 0)
-                : gf_zeros((const int64_t[]){0, n, r->hidden_size * nd}, 3,
+        if (!ok) break;
+        if (!t_len) {
+            seq = gf_zeros((const int64_t[]){0, n, r->hidden_size * nd}, 3,
                            gf_tensor_dtype(input), gf_tensor_device(input));
+        } else {
+            gf_tensor *ys[2] = {gf_stack(outs[0], (int)t_len, 0),
+                                nd == 2 ? gf_stack(outs[1], (int)t_len, 0) : NULL};
+            seq = nd == 2 ? gf_cat(ys, 2, 2) : ys[0];
+        }
+        /* dropout over the whole layer output at once (PyTorch's draws) */
+        if (seq && t_len && l + 1 < r->num_layers && r->dropout > 0)
+            seq = gf_dropout(seq, r->dropout, gf_module_is_training(mod));
+        ok = seq != NULL;
+    }
+    x = ok ? seq : NULL;
     free(steps);
     ok = ok && x;
     gf_tensor *y = NULL;
