@@ -51,11 +51,13 @@ static gf_tensor *gate(gf_tensor *g, int k, int64_t h) {
     return gf_contiguous(gf_narrow(g, 1, k * h, h));
 }
 
-/* One time step from xt = x W_ih^T + b_ih [N, G H]: the new h (and *c for
- * an LSTM), or NULL. Inside a scope: nothing is released here. */
+/* One time step from xt = x W_ih^T + b_ih (+ b_hh but for the GRU) [N, G H]:
+ * the new h (and *c for an LSTM), or NULL. Inside a scope: nothing is
+ * released here. */
 static gf_tensor *cell_step(gf_rnn_mode mode, gf_tensor *xt, gf_tensor *h, gf_tensor **c,
                             const gf_tensor *w_hh, const gf_tensor *b_hh, int64_t hs) {
-    gf_tensor *ht = gf_linear(h, w_hh, b_hh);
+    /* b_hh is in xt already, except for the GRU (see direction) */
+    gf_tensor *ht = gf_linear(h, w_hh, mode == GF_RNN_GRU ? b_hh : NULL);
     if (!xt || !ht) return NULL;
     switch (mode) {
     case GF_RNN_LSTM: {
@@ -93,6 +95,11 @@ static bool direction(const rnn_mod *r, const gf_tensor *xseq, gf_tensor **xt, i
     gf_tensor *w_ih = param(m, "weight_ih", layer, rev), *b_ih = param(m, "bias_ih", layer, rev);
     gf_tensor *w_hh = param(m, "weight_hh", layer, rev), *b_hh = param(m, "bias_hh", layer, rev);
     gf_tensor *proj = t_len ? gf_linear(xseq, w_ih, b_ih) : NULL;
+    /* Where b_hh is only added to the gates (not the GRU, whose n gate
+     * multiplies W_hn h + b_hn by r), it joins the projection once instead
+     * of every step: T bias additions forward and T reductions backward
+     * fewer. */
+    if (proj && b_hh && r->mode != GF_RNN_GRU) proj = gf_add(proj, b_hh);
     if (t_len && (!proj || gf__unbind_copies(proj, xt) != GF_OK)) return false;
     for (int64_t t = 0; t < t_len; t++) gf__ret(xt[t]); /* the scope owns them */
     for (int64_t s = 0; s < t_len && h; s++) {
@@ -315,8 +322,9 @@ static gf_tensor *cell_impl(gf_module *mod, const gf_tensor *x, const gf_tensor 
     gf_tensor *zeros = gf_zeros((const int64_t[]){n, hs}, 2, gf_tensor_dtype(x), gf_tensor_device(x));
     gf_tensor *hh = h ? (gf_tensor *)h : zeros, *cc = c ? (gf_tensor *)c : zeros;
     gf_tensor *xt = gf_linear(x, gf__mod_own(mod, "weight_ih"), gf__mod_own(mod, "bias_ih"));
-    gf_tensor *y = zeros ? cell_step(k->mode, xt, hh, &cc, gf__mod_own(mod, "weight_hh"),
-                                     gf__mod_own(mod, "bias_hh"), hs)
+    gf_tensor *b_hh = gf__mod_own(mod, "bias_hh");
+    if (xt && b_hh && k->mode != GF_RNN_GRU) xt = gf_add(xt, b_hh); /* as cell_step expects */
+    gf_tensor *y = zeros ? cell_step(k->mode, xt, hh, &cc, gf__mod_own(mod, "weight_hh"), b_hh, hs)
                          : NULL;
     if (y) {
         y = gf_scope_keep(y);
