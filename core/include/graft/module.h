@@ -295,7 +295,9 @@ GF_API gf_tensor *gf_nn_transformer_decoder_forward(gf_module *m, const gf_tenso
  * gf_nn_rnn_forward also takes h0 (and c0 for an LSTM) [num_layers *
  * directions, N, H] (NULL: zeros) and returns h_n (and c_n) as new
  * references (recorded in an open scope; may be NULL). Batched 3-D input
- * only. Each time step is a matmul and the gates' ops (no fused kernel). */
+ * only. A layer's input side is one matmul over the whole sequence (and
+ * b_hh is added there once, but for the GRU); each time step is then the
+ * hidden state's matmul and the gates' ops (no fused kernel). */
 typedef enum gf_rnn_mode { GF_RNN_TANH = 0, GF_RNN_RELU = 1, GF_RNN_LSTM = 2, GF_RNN_GRU = 3 } gf_rnn_mode;
 GF_API gf_module *gf_nn_rnn(gf_rnn_mode mode, int64_t input_size, int64_t hidden_size,
                             int num_layers, bool bias, bool batch_first, double dropout,
