@@ -196,9 +196,15 @@ typedef struct gf_gradcheck_opts {
     double atol;
     double rtol;
     bool skip_determinism;
+    /* Also check forward mode (graft/forward_ad.h): the tangent of the
+     * output for a one-hot tangent of each input element, against the same
+     * central differences (gf_gradgradcheck passes it on to its check of
+     * the gradient, so the jvp of every backward formula is checked too). */
+    bool check_forward_ad;
 } gf_gradcheck_opts;
-#define GF_GRADCHECK_OPTS_DEFAULT \
-    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false}
+#define GF_GRADCHECK_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false, \
+     .check_forward_ad = false}
 /* The function under test: returns a new reference to one output (of any
  * shape) computed from inputs with graft ops; NULL on failure, after saying
  * why with gf_set_error (or a graft call inside it that failed). */

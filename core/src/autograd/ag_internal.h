@@ -43,6 +43,7 @@ typedef struct gf_saved {
     bool is_output;       /* an output of the saving node itself */
     bool requires_grad;
     const gf_saved_tensor_hooks *hooks; /* set when saved through hooks */
+    struct gf_fw_entry *fw; /* its tangents at save time (values without history) */
     gf_saved_tensor_hooks hooks_copy;
     void *packed;
 } gf_saved;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 /* Moves r out of the current scope into *slot; false (error set) when r is NULL. */
 static bool keep(gf_tensor *r, gf_tensor **slot) {
@@ -350,7 +351,10 @@ GF_CTX_FITS(norm_ctx);
 /* The kernel's statistics are constants; when the gradient must itself be
  * differentiable in x, they are recomputed from x with public ops. */
 static bool recompute_stats(const gf_tensor *x) {
-    return gf_is_grad_enabled() && gf_tensor_requires_grad(x);
+    /* Also when x carries a tangent: the tangent of the gradient depends on
+     * how the statistics move (forward-over-reverse). */
+    const gf_tensor *xs[1] = {x};
+    return (gf_is_grad_enabled() && gf_tensor_requires_grad(x)) || gf__fw_any_tangent(xs, 1);
 }
 
 /* y = layer_norm(x, w, b) over the last k dims. Edges: x, weight, bias.

@@ -55,6 +55,12 @@ bool gf__fw_any_tangent(const gf_tensor *const *ts, int n);
 /* Sets t's tangent at level d (tangent is retained; NULL: explicitly none).
  * Replaces an existing entry. */
 gf_status gf__fw_set(gf_tensor *t, int d, gf_tensor *tangent);
+/* t's tangents at the open, unmasked levels into *out, as entries holding
+ * aliases without history (a saved tensor keeps them: gf__ag_save); *out
+ * is NULL when it has none. */
+gf_status gf__fw_snapshot(const gf_tensor *t, gf_fw_entry **out);
+/* Gives t the tangents of a snapshot at the levels still open. */
+gf_status gf__fw_restore(gf_tensor *t, const gf_fw_entry *snap);
 /* Frees every entry (from gf__ag_meta_free). */
 void gf__fw_entries_free(gf_fw_entry *e);
 

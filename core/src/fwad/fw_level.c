@@ -145,6 +145,42 @@ gf_status gf__fw_set(gf_tensor *t, int d, gf_tensor *tangent) {
     return GF_OK;
 }
 
+gf_status gf__fw_snapshot(const gf_tensor *t, gf_fw_entry **out) {
+    *out = NULL;
+    int depth = atomic_load(&gf__fw_depth);
+    gf_fw_entry *head = NULL;
+    for (int d = 0; d < depth; d++) {
+        gf_tensor *tan = gf__fw_tangent(t, d);
+        if (!tan) continue;
+        gf_fw_entry *e = calloc(1, sizeof *e);
+        gf_tensor *a = e ? gf__ag_alias(tan) : NULL;
+        gf_tensor_release(tan);
+        if (!a) {
+            free(e);
+            gf__fw_entries_free(head);
+            return gf__error(GF_ERR_OUT_OF_MEMORY, "forward AD: out of host memory for a saved "
+                             "tangent");
+        }
+        e->level_id = gf__fw_level_id(d);
+        e->tangent = a;
+        e->next = head;
+        head = e;
+    }
+    *out = head;
+    return GF_OK;
+}
+
+gf_status gf__fw_restore(gf_tensor *t, const gf_fw_entry *snap) {
+    int depth = atomic_load(&gf__fw_depth);
+    for (const gf_fw_entry *e = snap; e; e = e->next)
+        for (int d = 0; d < depth; d++)
+            if (gf__fw_level_id(d) == e->level_id) {
+                gf_status s = gf__fw_set(t, d, e->tangent);
+                if (s != GF_OK) return s;
+            }
+    return GF_OK;
+}
+
 static int64_t storage_numel(const gf_tensor *t) {
     return (int64_t)(t->storage->nbytes / gf_dtype_size(t->dtype));
 }
