@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 typedef struct host_vec {
     double *v;
@@ -123,10 +124,15 @@ static gf_status forward_column(gf_check_fn fn, gf_tensor *const *inputs, int n,
                         inputs[k]->storage->device);
         s = tan ? from_host(tan, onehot) : gf__status();
     }
+    /* The dual is a view of its input with the input's history (made in
+     * grad mode even while the numerical evaluation runs without), so a
+     * function that differentiates its inputs (gradgradcheck's) can. */
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     for (int i = 0; i < n && s == GF_OK; i++) {
         duals[i] = i == k ? gf_fwad_make_dual(inputs[i], tan, level) : gf_tensor_retain(inputs[i]);
         if (!duals[i]) s = gf__status();
     }
+    gf_grad_mode_set(prev);
     if (s == GF_OK && !(out = call_fn(fn, duals, n, user))) s = gf__status();
     if (s == GF_OK) s = gf_fwad_unpack_dual(out, level, NULL, &t);
     if (s == GF_OK && !t && !(t = gf_zeros_like(out))) s = gf__status();
@@ -324,6 +330,13 @@ static gf_tensor *gg_fn(gf_tensor *const *inputs, int n, void *user) {
     gf_tensor *r = gg_fn_graph(inputs, n, user);
     if (r && prev != GF_GRAD_MODE_GRAD) { /* numerical evaluation: no history wanted */
         gf_tensor *d = gf__ag_alias(r);
+        /* ... but its tangents (forward-mode checks of the gradient) */
+        gf_fw_entry *tangents = NULL;
+        if (d && gf__fw_snapshot(r, &tangents) == GF_OK && gf__fw_restore(d, tangents) != GF_OK) {
+            gf_tensor_release(d);
+            d = NULL;
+        }
+        gf__fw_entries_free(tangents);
         gf_tensor_release(r);
         r = d;
     }
