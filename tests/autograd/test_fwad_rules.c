@@ -496,5 +496,6 @@ static void test_coverage(void) {
 int main(void) {
     RUN(test_every_rule);
     RUN(test_coverage);
+    CHECK_MSG(gf_shutdown() == GF_OK, "every buffer released: %s", gf_last_error());
     return CHECK_REPORT();
 }
