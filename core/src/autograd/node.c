@@ -176,6 +176,14 @@ static gf_status save_copy(gf_saved *s) {
     gf_tensor_release(t);
     s->data = c;
     s->version = 0;
+    /* Its tangents are about to be overwritten in place too (the commit
+     * writes the new tangent into self's): keep copies of the old ones. */
+    for (gf_fw_entry *e = s->fw; e; e = e->next) {
+        gf_tensor *tc = e->tangent ? plain_copy(e->tangent) : NULL;
+        if (e->tangent && !tc) return gf__status();
+        gf_tensor_release(e->tangent);
+        e->tangent = tc;
+    }
     return GF_OK;
 }
 
