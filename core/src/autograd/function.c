@@ -321,7 +321,11 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
     int scope = gf__scope_suspend();
     c->in_forward = true;
     uint64_t seq = gf__error_seq();
+    /* As PyTorch: forward mode is off inside forward (the ops there would
+     * otherwise move the inputs' tangents, which the jvp callback computes). */
+    uint64_t fw_mask = gf__fw_mask_all();
     gf_status s = def->forward(c, inputs, n_inputs, outputs, n_outputs, def->user);
+    gf__fw_mask_pop(fw_mask);
     c->in_forward = false;
     gf__scope_resume(scope);
     gf_grad_mode_set(prev);

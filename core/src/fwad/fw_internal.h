@@ -44,6 +44,9 @@ bool gf__fw_masked(int d);
 /* Masks / unmasks level d on this thread; returns the previous mask. */
 uint64_t gf__fw_mask_push(int d);
 void gf__fw_mask_pop(uint64_t prev);
+/* Masks every level (a custom function's forward: its tangents are the
+ * jvp callback's to compute); returns the previous mask for _pop. */
+uint64_t gf__fw_mask_all(void);
 
 /* t's tangent at open level d: a new reference, or NULL (no tangent, or a
  * masked level, or a non-float tensor). A view without a tangent of its own

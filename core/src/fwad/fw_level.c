@@ -37,6 +37,12 @@ uint64_t gf__fw_mask_push(int d) {
 
 void gf__fw_mask_pop(uint64_t prev) { tl_mask = prev; }
 
+uint64_t gf__fw_mask_all(void) {
+    uint64_t prev = tl_mask;
+    tl_mask = ~(uint64_t)0;
+    return prev;
+}
+
 /* ------------------------------------------------------------ levels */
 gf_status gf_fwad_level_enter(int *level) {
     if (!level) return gf__null_arg_of("gf_fwad_level_enter", "level", GF__ARG_OUT);
