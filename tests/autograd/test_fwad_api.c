@@ -241,6 +241,15 @@ static void test_errors(void) {
     gf_tensor *xi = gf_zeros(SZ(3), 1, GF_I64, NULL);
     CHECK(gf_fwad_make_dual(xi, xi, level) == NULL);
     CHECK_ERR(gf_last_status(), GF_ERR_DTYPE, "i64", "floating");
+    /* a tangent on another device (where two are loaded) */
+    gf_device *other = NULL;
+    for (int i = 0; i < gf_device_count() && !other; i++)
+        if (gf_device_at(i) != gf_tensor_device(x)) other = gf_device_at(i);
+    if (other) {
+        gf_tensor *to = gf_to_device(x, other);
+        CHECK(to && gf_fwad_make_dual(x, to, level) == NULL);
+        CHECK_ERR(gf_last_status(), GF_ERR_DEVICE, "gf_to_device");
+    }
     gf_clear_error();
     CHECK(gf_fwad_make_dual(NULL, x, level) == NULL);
     CHECK(gf_last_status() == GF_ERR_INVALID);
