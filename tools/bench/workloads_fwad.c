@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* workloads_fwad.c — forward mode: a Hessian-vector product of an MLP's
- * loss with respect to its parameters, two ways, in the same run:
+/* workloads_fwad.c — forward mode against reverse mode.
+ *
+ * Jacobians of y = tanh(W x) (W fixed) by gf_jacfwd (one forward pass per
+ * input element) and gf_jacrev (one backward pass per output element), on
+ * a map with few inputs and many outputs (4 -> n) and the reverse (n -> 4);
+ * the check: the two Jacobians agree.
+ *
+ * And a Hessian-vector product of an MLP's loss with respect to its
+ * parameters, two ways, in the same run:
  *
  *   hvp fwd-over-rev  gf_hvp: the gradient computed from dual parameters
  *                     (one forward and one backward pass carrying tangents);
@@ -96,6 +103,90 @@ static float *host_products(hvp_case *c, int64_t *n_out) {
     return h;
 }
 
+/* ------------------------------------------------------------ Jacobians */
+typedef struct jac_case {
+    gf_tensor *w, *x;
+    gf_tensor *jac; /* of the last run */
+    bool fwd;
+} jac_case;
+
+static gf_status tanh_map(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
+    (void)n, (void)n_out;
+    const jac_case *c = user;
+    gf_scope_begin();
+    out[0] = gf_scope_keep(gf_tanh(gf_matmul(c->w, in[0])));
+    gf_scope_end();
+    return out[0] ? GF_OK : gf_last_status();
+}
+
+static int step_jac(void *state) {
+    jac_case *c = state;
+    gf_tensor_release(c->jac);
+    c->jac = NULL;
+    gf_status s = c->fwd ? gf_jacfwd(tanh_map, &c->x, 1, 1, c, &c->jac)
+                         : gf_jacrev(tanh_map, &c->x, 1, 1, c, &c->jac);
+    return s == GF_OK ? 0 : -1;
+}
+
+/* Rows "jacfwd IxO" and "jacrev IxO" for a map of in inputs and out outputs. */
+static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) {
+    char name[2][40], detail[112];
+    snprintf(name[0], sizeof name[0], "jacfwd %lld->%lld", (long long)in, (long long)out);
+    snprintf(name[1], sizeof name[1], "jacrev %lld->%lld", (long long)in, (long long)out);
+    snprintf(detail, sizeof detail, "Jacobian of tanh(W x), W [%lld, %lld], f32", (long long)out,
+             (long long)in);
+    bench_result *r[2] = {bench_result_add(run, device, name[0], detail),
+                          bench_result_add(run, device, name[1], detail)};
+    if (!r[0] || !r[1]) return;
+    r[0]->per = r[1]->per = "run";
+    gf_device *dev = run->devices[device].dev;
+    int64_t ws[2] = {out, in};
+    float *hw = bench_host_values(out * in, 301, -0.5f, 0.5f), *hx = bench_host_values(in, 302, -1, 1);
+    jac_case c = {0};
+    c.w = hw ? gf_from_data(hw, ws, 2, GF_F32, dev) : NULL;
+    c.x = hx ? gf_from_data(hx, &in, 1, GF_F32, dev) : NULL;
+    float *j[2] = {NULL, NULL};
+    int64_t n = out * in;
+    for (int k = 0; k < 2; k++) {
+        if (!c.w || !c.x) {
+            bench_result_graft_error(r[k], "creating the map");
+            continue;
+        }
+        c.fwd = k == 0;
+        bench_progress(run, k == 0 ? "jacfwd" : "jacrev");
+        if (bench_measure(run, dev, step_jac, &c, 1, &r[k]->time) != 0) {
+            bench_result_graft_error(r[k], k == 0 ? "gf_jacfwd" : "gf_jacrev");
+            continue;
+        }
+        j[k] = malloc((size_t)n * sizeof *j[k]);
+        if (j[k] && gf_tensor_to_host(c.jac, j[k], (size_t)n * sizeof *j[k]) != GF_OK) {
+            free(j[k]);
+            j[k] = NULL;
+        }
+    }
+    if (j[0] && j[1]) {
+        double diff = 0;
+        for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs((double)j[0][i] - j[1][i]));
+        if (!(diff <= 1e-5)) {
+            bench_result_wrong(r[0], "jacfwd and jacrev differ by up to %.3g", diff);
+            r[1]->state = r[0]->state;
+        }
+    }
+    free(j[0]);
+    free(j[1]);
+    free(hw);
+    free(hx);
+    gf_tensor_release(c.jac);
+    gf_tensor_release(c.w);
+    gf_tensor_release(c.x);
+}
+
+void bench_jacobians(bench_run *run, int device, int64_t n) {
+    bench_jac_pair(run, device, 4, n);
+    bench_jac_pair(run, device, n, 4);
+}
+
+/* ------------------------------------------------------------ Hessian-vector products */
 void bench_hvp(bench_run *run, int device, int64_t batch) {
     char detail[112];
     snprintf(detail, sizeof detail, "MLP 256-256-256-10 tanh, cross-entropy, batch %lld, f32",
