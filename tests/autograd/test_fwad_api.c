@@ -48,6 +48,11 @@ static void test_make_unpack(void) {
     gf_grad_mode_set(prev);
     for (int i = 0; i < 3; i++) e[i] = exp(xv[i]) * tv[i];
     CHECK_VALS(tz, e, 3, 1e-12);
+    /* a tensor that is its own tangent: an in-place op scales both once */
+    gf_tensor *w = vec(DV(1, 2), 2), *dw = gf_fwad_make_dual(w, w, level);
+    CHECK(gf_mul_scalar_(dw, 3.0) == GF_OK);
+    CHECK_VALS(w, DV(3, 6), 2, 0);
+    CHECK_VALS(tangent_of(dw, level), DV(3, 6), 2, 0);
     CHECK(gf_fwad_level_exit(level) == GF_OK);
     CHECK(gf_fwad_level_count() == 0);
     /* after exit the tangents are gone: a new level sees none */

@@ -321,10 +321,11 @@ gf_tensor *gf_fwad_make_dual(const gf_tensor *primal, const gf_tensor *tangent, 
     if (check_tangent(primal, tangent, op, "tangent") != GF_OK) return NULL;
     int sc = gf__scope_suspend();
     gf_tensor *tan = NULL;
-    if (same_layout(tangent, primal)) {
+    if (same_layout(tangent, primal) && tangent->storage != primal->storage) {
         tan = gf_tensor_retain((gf_tensor *)tangent);
     } else {
-        /* Laid out like the primal, so views of the dual find theirs. */
+        /* Laid out like the primal, so views of the dual find theirs (and
+         * never the primal's own memory: an in-place op writes both). */
         tan = shadow_zeros(primal);
         uint64_t prev = gf__fw_mask_push(d);
         if (tan && gf_copy_(tan, tangent) != GF_OK) {
