@@ -257,6 +257,42 @@ static gf_tensor *c_fft(gf_tensor *const *in, int n) { return gf_fft(X, -1, -1, 
 static gf_tensor *c_rfft(gf_tensor *const *in, int n) { return gf_rfft(X, -1, -1, GF_FFT_NORM_BACKWARD); }
 static gf_tensor *c_irfft(gf_tensor *const *in, int n) { return gf_irfft(X, 6, -1, GF_FFT_NORM_FORWARD); }
 
+/* composites of graft/shape.h and graft/complex.h: tangents through the
+ * ops they are made of */
+static gf_tensor *c_cumsum(gf_tensor *const *in, int n) { return gf_cumsum(X, 1); }
+static gf_tensor *c_cumprod(gf_tensor *const *in, int n) { return gf_cumprod(X, 1); }
+static gf_tensor *c_logcumsumexp(gf_tensor *const *in, int n) { return gf_logcumsumexp(X, 0); }
+static gf_tensor *c_sort(gf_tensor *const *in, int n) {
+    gf_tensor *v = NULL, *i = NULL;
+    gf_sort(X, 1, true, &v, &i);
+    return v;
+}
+static gf_tensor *c_topk(gf_tensor *const *in, int n) {
+    gf_tensor *v = NULL, *i = NULL;
+    gf_topk(X, 2, 1, true, true, &v, &i);
+    return v;
+}
+static gf_tensor *c_median(gf_tensor *const *in, int n) {
+    gf_tensor *v = NULL, *i = NULL;
+    gf_median_dim(X, 1, false, &v, &i);
+    return v;
+}
+static gf_tensor *c_einsum(gf_tensor *const *in, int n) {
+    return gf_einsum("ij,jk->ik", (gf_tensor *const[]){X, Y}, 2);
+}
+static gf_tensor *c_roll_repeat(gf_tensor *const *in, int n) {
+    gf_tensor *r = gf_roll(X, (const int64_t[]){1}, 1, D1, 1);
+    return gf_mul(gf_repeat(r, (const int64_t[]){1, 2}, 2), gf_tile(X, (const int64_t[]){2}, 1));
+}
+static gf_tensor *c_unfold(gf_tensor *const *in, int n) { return gf_unfold(X, 1, 2, 1); }
+static gf_tensor *c_scatter(gf_tensor *const *in, int n) {
+    return gf_scatter(X, 1, i64s((const int64_t[]){2, 0, 1, 3}, SZ(2, 2), 2), Y);
+}
+static gf_tensor *c_polar(gf_tensor *const *in, int n) {
+    return gf_view_as_real(gf_polar(gf_add_scalar(gf_square(X), 0.5), Y));
+}
+static gf_tensor *c_angle(gf_tensor *const *in, int n) { return gf_angle(X); }
+
 #define S2 2, {2, 2, 0}
 static const fcase CASES[] = {
     {"neg", {20}, c_neg, IN1(2, {3, 4}), -2, 2, false, true},
@@ -352,6 +388,18 @@ static const fcase CASES[] = {
     {"avg_pool2d_backward", {166}, c_avg_pool_bw, IN1(4, {1, 2, 2, 2}), -2, 2, false, true},
     {"mse_loss", {0}, c_mse, 2, {2, 2}, {{3, 4}, {3, 4}}, -2, 2, false, true},
     {"cross_entropy", {0}, c_xent, IN1(2, {3, 4}), -2, 2, false, true},
+    {"cumsum", {0}, c_cumsum, IN1(2, {3, 4}), -2, 2, false, true},
+    {"cumprod", {0}, c_cumprod, IN1(2, {3, 4}), 0.5, 1.5, false, true},
+    {"logcumsumexp", {0}, c_logcumsumexp, IN1(2, {3, 4}), -2, 2, false, true},
+    {"sort", {0}, c_sort, IN1(2, {3, 4}), -2, 2, false, true},
+    {"topk", {0}, c_topk, IN1(2, {3, 4}), -2, 2, false, true},
+    {"median_dim", {0}, c_median, IN1(2, {3, 5}), -2, 2, false, true},
+    {"einsum", {0}, c_einsum, 2, {2, 2}, {{2, 3}, {3, 4}}, -1, 1, false, true},
+    {"roll/repeat/tile", {0}, c_roll_repeat, IN1(2, {2, 3}), -2, 2, false, true},
+    {"unfold", {0}, c_unfold, IN1(2, {2, 4}), -2, 2, false, true},
+    {"scatter", {0}, c_scatter, 2, {2, 2}, {{2, 4}, {2, 2}}, -2, 2, false, true},
+    {"polar", {0}, c_polar, 2, {1, 1}, {{4}, {4}}, -1, 1, false, false},
+    {"angle", {0}, c_angle, IN1(1, {4}), -1, 1, true, false},
     {"complex exp*sin", {23, 31, 62}, c_cx_mul, IN1(1, {5}), -1, 1, true, false},
     {"complex abs", {0}, c_cx_abs, IN1(1, {5}), -1, 1, true, false},
     {"complex real/imag/view_as_real", {0}, c_cx_parts, IN1(1, {5}), -1, 1, true, false},
