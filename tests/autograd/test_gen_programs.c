@@ -9,7 +9,11 @@
  *   - against central differences in f64 along random directions;
  *   - to second order: a Hessian-vector product through create_graph (by
  *     gf_grad, or by gf_backward and .grad), the second call without
- *     retain_graph, against differences of gradients.
+ *     retain_graph, against differences of gradients;
+ *   - in forward mode (graft/forward_ad.h), on dual leaves: the tangent of y
+ *     against the reverse-mode directional derivative, and the tangent of
+ *     the gradient (forward-over-reverse) against the Hessian-vector
+ *     product above.
  * On a device that does not store f64, the program runs in f32 and its
  * gradients are compared with those of the same program on the reference
  * device in f64 (itself checked as above).
@@ -348,9 +352,23 @@ static gf_tensor *operand(const prog *P, const step *st, built *B, const env *e,
 
 /* A custom function writing in place (rule 20 with gf_ctx_mark_dirty):
  * self = self * s + other, s at def.user. */
+/* Its forward-mode rule: t_self * s + t_other. */
+static gf_status scale_add_jvp(gf_function_ctx *ctx, gf_tensor *const *in, gf_tensor *const *tin,
+                               int n_in, gf_tensor *const *out, gf_tensor **tout, int n_out,
+                               void *user) {
+    double sc = *(const double *)user;
+    gf_scope_begin();
+    gf_tensor *r = tin[0] ? gf_mul_scalar(tin[0], sc) : NULL;
+    if (tin[1]) r = r ? gf_add(r, tin[1]) : gf_mul_scalar(tin[1], 1.0);
+    tout[0] = gf_scope_keep(r);
+    gf_scope_end();
+    return tout[0] || (!tin[0] && !tin[1]) ? GF_OK : gf_last_status();
+}
+
 static gf_status scale_add_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n_in,
                                gf_tensor **out, int n_out, void *user) {
-    gf_status s = gf_mul_scalar_(in[0], *(const double *)user);
+    gf_status s = gf_ctx_set_jvp(ctx, scale_add_jvp, user);
+    if (s == GF_OK) s = gf_mul_scalar_(in[0], *(const double *)user);
     if (s == GF_OK) s = gf_add_(in[0], in[1]);
     if (s == GF_OK) s = gf_ctx_mark_dirty(ctx, in[0]);
     if (s == GF_OK && !(out[0] = gf_tensor_retain(in[0]))) s = gf_last_status();
@@ -413,14 +431,18 @@ static gf_tensor *acc_add(gf_tensor *acc, gf_tensor *t) {
 /* Runs the program on leaves with values vals (requiring grad when grad):
  * returns y and the leaves in leaves_out (new references), or NULL. Every
  * intermediate lives in a scope and goes at its end. */
-static gf_tensor *build(const prog *P, double vals[][MAXE], const env *e, bool grad,
-                        gf_tensor **leaves_out) {
+static gf_tensor *build_dual(const prog *P, double vals[][MAXE], const env *e, bool grad,
+                             gf_tensor **leaves_out, double tan[][MAXE], int level) {
     built B = {0};
-    gf_tensor *y = NULL;
+    gf_tensor *y = NULL, *own[MAXLEAF] = {0};
     gf_scope_begin();
     for (int i = 0; i < P->n_leaf; i++) {
-        B.leaves[i] = mk(e, vals[i], P->leaf[i].rank, P->leaf[i].sizes);
+        own[i] = B.leaves[i] = mk(e, vals[i], P->leaf[i].rank, P->leaf[i].sizes);
         if (!B.leaves[i] || (grad && gf_tensor_set_requires_grad(B.leaves[i], true) != GF_OK))
+            goto out;
+        /* forward mode: the program runs on dual views of the leaves */
+        if (tan && !(B.leaves[i] = gf_fwad_make_dual(
+                         own[i], mk(e, tan[i], P->leaf[i].rank, P->leaf[i].sizes), level)))
             goto out;
     }
     B.b = P->base_add ? gf_add(B.leaves[0], B.leaves[1]) : gf_mul_scalar(B.leaves[0], P->a);
@@ -447,10 +469,15 @@ static gf_tensor *build(const prog *P, double vals[][MAXE], const env *e, bool g
     for (int sl = 0; sl < P->n_slot; sl++)
         if (B.slots[sl] && !(acc = acc_add(acc, weighted_sum(B.slots[sl], P->cs[sl], e)))) goto out;
     y = gf_scope_keep(acc);
-    for (int i = 0; i < P->n_leaf; i++) leaves_out[i] = gf_scope_keep(B.leaves[i]);
+    for (int i = 0; i < P->n_leaf; i++) leaves_out[i] = gf_scope_keep(own[i]);
 out:
     gf_scope_end();
     return y;
+}
+
+static gf_tensor *build(const prog *P, double vals[][MAXE], const env *e, bool grad,
+                        gf_tensor **leaves_out) {
+    return build_dual(P, vals, e, grad, leaves_out, NULL, 0);
 }
 
 static void release_leaves(const prog *P, gf_tensor **leaves) {
@@ -575,6 +602,36 @@ static gf_status eval_hvp(const prog *P, vec vals, const env *e, vec d, bool via
     return s;
 }
 
+/* Forward mode: on leaves with tangents d at a dual level of its own, the
+ * tangent of y (*jv, the directional derivative along d) and, when hd is
+ * not NULL, the tangent of the gradient (forward-over-reverse: H d). */
+static gf_status eval_forward(const prog *P, vec vals, const env *e, vec d, double *jv, vec hd) {
+    int level;
+    if (gf_fwad_level_enter(&level) != GF_OK) return fail("gf_fwad_level_enter");
+    gf_tensor *leaves[MAXLEAF] = {0}, *g[MAXLEAF] = {0}, *tg[MAXLEAF] = {0}, *ty = NULL;
+    gf_tensor *t = build_dual(P, vals, e, hd != NULL, leaves, d, level);
+    gf_status s = t ? GF_OK : fail("forward on dual leaves");
+    if (s == GF_OK && (s = gf_fwad_unpack_dual(t, level, NULL, &ty)) != GF_OK)
+        s = fail("gf_fwad_unpack_dual");
+    if (s == GF_OK) *jv = ty ? ag_item(ty) : 0.0;
+    if (s == GF_OK && hd) {
+        gf_grad_opts o = {.retain_graph = -1, .allow_unused = true, .materialize_grads = true};
+        if ((s = gf_grad(&t, 1, NULL, leaves, P->n_leaf, g, &o)) != GF_OK)
+            s = fail("gf_grad from dual leaves");
+        for (int i = 0; i < P->n_leaf && s == GF_OK; i++)
+            if (gf_fwad_unpack_dual(g[i], level, NULL, &tg[i]) != GF_OK)
+                s = fail("the gradient's tangent");
+        if (s == GF_OK) s = read_all(P, tg, hd);
+    }
+    gf_tensor_release(ty);
+    release_leaves(P, tg);
+    release_leaves(P, g);
+    release_leaves(P, leaves);
+    gf_tensor_release(t);
+    if (gf_fwad_level_exit(level) != GF_OK && s == GF_OK) s = fail("gf_fwad_level_exit");
+    return s;
+}
+
 /* ------------------------------------------------------------ checks */
 static gf_device *g_dev, *g_ref;
 static int g_failed_programs;
@@ -667,6 +724,14 @@ static void check_f64(verdict *v, const prog *P, gf_device *dev, vec g, vec d, v
         if (!(fabs(fd - an) <= 1e-6 * (1 + mag + fabs(y))))
             bad(v, P, "directional derivative %d: analytical %.12g, central differences %.12g", dir,
                 an, fd);
+        double jv = 0;
+        if (eval_forward(P, vals, &e, dd, &jv, NULL) != GF_OK) {
+            bad(v, P, "%s", g_err);
+            return;
+        }
+        if (!(fabs(jv - an) <= 1e-10 * (1 + mag)))
+            bad(v, P, "directional derivative %d: forward mode (jvp) %.15g, reverse mode %.15g",
+                dir, jv, an);
     }
     random_dir(r, P, d);
     if (eval_hvp(P, vals, &e, d, v->id % 2 == 1, hd) != GF_OK) {
@@ -691,6 +756,14 @@ static void check_f64(verdict *v, const prog *P, gf_device *dev, vec g, vec d, v
     compare(v, P, v->id % 2 ? "Hessian-vector product (gf_backward, create_graph) vs differences"
                             : "Hessian-vector product (gf_grad, create_graph) vs differences",
             hd, fd, 1e-6 * (1 + gscale), 1e-6);
+    vec hf;
+    double jv = 0;
+    if (eval_forward(P, vals, &e, d, &jv, hf) != GF_OK) {
+        bad(v, P, "%s", g_err);
+        return;
+    }
+    compare(v, P, "Hessian-vector product: forward-over-reverse vs double backward", hf, hd,
+            1e-10 * (1 + gscale), 1e-9);
 }
 
 /* A device without f64: the program in f32 there against the reference

@@ -164,6 +164,22 @@ GF_API bool gf_ctx_needs_input_grad(const gf_function_ctx *ctx, int i);
  * the node is freed, if given). */
 GF_API void gf_ctx_set_data(gf_function_ctx *ctx, void *data, void (*release)(void *));
 GF_API void *gf_ctx_data(const gf_function_ctx *ctx);
+/* The optional forward-mode rule of a custom function (graft/forward_ad.h).
+ * Called after forward, once per dual level at which some input carries a
+ * tangent: input_tangents[i] is input i's tangent there (NULL: zero, or not
+ * a tensor); it writes output_tangents[j] (a new reference of output j's
+ * shape and dtype, or NULL for a zero tangent). It runs in the caller's
+ * grad mode, so tangents made with graft's ops are differentiable; the
+ * inputs and outputs it reads carry no tangent at that level. It fails by
+ * returning a failure status after gf_set_error. */
+typedef gf_status (*gf_function_jvp_fn)(gf_function_ctx *ctx, gf_tensor *const *inputs,
+                                        gf_tensor *const *input_tangents, int n_inputs,
+                                        gf_tensor *const *outputs, gf_tensor **output_tangents,
+                                        int n_outputs, void *user);
+/* In forward: gives the function its jvp rule (user is passed to it).
+ * Without one, applying the function to an input that carries a tangent
+ * fails (AUTOGRAD, naming the function) instead of dropping the tangent. */
+GF_API gf_status gf_ctx_set_jvp(gf_function_ctx *ctx, gf_function_jvp_fn jvp, void *user);
 
 /* ---- anomaly mode (process-wide) */
 GF_API void gf_set_anomaly_enabled(bool enabled);
@@ -180,9 +196,15 @@ typedef struct gf_gradcheck_opts {
     double atol;
     double rtol;
     bool skip_determinism;
+    /* Also check forward mode (graft/forward_ad.h): the tangent of the
+     * output for a one-hot tangent of each input element, against the same
+     * central differences (gf_gradgradcheck passes it on to its check of
+     * the gradient, so the jvp of every backward formula is checked too). */
+    bool check_forward_ad;
 } gf_gradcheck_opts;
-#define GF_GRADCHECK_OPTS_DEFAULT \
-    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false}
+#define GF_GRADCHECK_OPTS_DEFAULT                                                          \
+    {.init = GF_OPTS_INIT, .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .skip_determinism = false, \
+     .check_forward_ad = false}
 /* The function under test: returns a new reference to one output (of any
  * shape) computed from inputs with graft ops; NULL on failure, after saying
  * why with gf_set_error (or a graft call inside it that failed). */

@@ -19,6 +19,7 @@
 #include "ag_record.h"
 #include "internal.h"
 #include "complex/complex_internal.h"
+#include "fwad/fw_record.h"
 
 typedef struct gf_node gf_node;
 
@@ -42,6 +43,7 @@ typedef struct gf_saved {
     bool is_output;       /* an output of the saving node itself */
     bool requires_grad;
     const gf_saved_tensor_hooks *hooks; /* set when saved through hooks */
+    struct gf_fw_entry *fw; /* its tangents at save time (values without history) */
     gf_saved_tensor_hooks hooks_copy;
     void *packed;
 } gf_saved;
@@ -112,6 +114,7 @@ struct gf_autograd_meta {
                                  here, since the accumulator lives only while a
                                  graph refers to it */
     gf_hook *post_acc_hooks;
+    struct gf_fw_entry *fw; /* forward-mode tangents, one per dual level (fwad/) */
 };
 
 typedef struct gf_autograd_meta gf_autograd_meta;
@@ -272,5 +275,24 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
 gf_tensor *gf__ag_sum_to(const gf_tensor *g, const int64_t *sizes, int rank);
 /* Zeros like the output meta. */
 gf_tensor *gf__ag_zeros_meta(const gf_output_meta *m);
+
+/* ---- derivative formulas shared with forward mode (fwad/): the backward
+ * formulas with the incoming gradient g, inside the caller's scope. For the
+ * elementwise ops g times the elementwise derivative is also the jvp (with
+ * g the tangent and the primals not conjugated). */
+/* g * f'(x) for unary op (a, b its parameters); reads x or y. */
+gf_tensor *gf__ag_unary_derivative(gfp_op op, double a, double b, gf_tensor *g, gf_tensor *x,
+                                   gf_tensor *y);
+/* g * dy/da into *ga (need_a) and g * dy/db into *gb (need_b), unreduced. */
+void gf__ag_binary_derivative(gfp_op op, gf_tensor *g, gf_tensor *a, gf_tensor *b, gf_tensor *y,
+                              bool need_a, bool need_b, gf_tensor **ga, gf_tensor **gb);
+/* fmod / remainder (in: a, b) or clamp with tensor bounds (in: x, then min
+ * and/or max): g times each input's partial derivative into out[i] (for
+ * fmod / remainder out[0] is a new reference to g, outside the scope). */
+void gf__ag_extra_derivative(bool clamp, bool python, gf_tensor *g, gf_tensor *const *in,
+                             bool has_min, bool has_max, gf_tensor **out);
+/* dy/dx of a reduction (x's shape, or broadcasting to it), from x and y. */
+gf_tensor *gf__ag_reduce_partial(gfp_op op, bool std, uint32_t mask, bool keepdim,
+                                 double correction, gf_tensor *x, gf_tensor *y);
 
 #endif

@@ -31,6 +31,7 @@ static gf_status copy_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **
 
 gf_status gf__ag_record_copy(const gf_tensor *in, gf_tensor *out, const char *name) {
     if (out == in) return GF_OK; /* a new reference to the input itself */
+    if (gf__fw_copy(in, out, name) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {in};
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(name, copy_backward, ins, 1, outs, 1);

@@ -49,6 +49,7 @@ static gf_tensor *to_input(const gf_tensor *g, const int64_t *sizes, int rank, g
 }
 
 /* ------------------------------------------------------------ unary */
+static const char *grad_fn_name(gfp_op op, const char *otherwise);
 typedef struct unary_ctx {
     gfp_op op;
     double a, b; /* op parameters (slope, alpha, beta, threshold, exponent, min, max) */
@@ -164,6 +165,12 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     }
 }
 
+gf_tensor *gf__ag_unary_derivative(gfp_op op, double a, double b, gf_tensor *g, gf_tensor *x,
+                                   gf_tensor *y) {
+    const unary_ctx c = {.op = op, .a = a, .b = b};
+    return unary_formula(&c, grad_fn_name(op, "UnaryBackward"), g, x, y);
+}
+
 static gf_status unary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const unary_ctx *c = GF_NODE_CTX(n, unary_ctx);
     gf_tensor *x = NULL, *y = NULL;
@@ -246,6 +253,7 @@ static void unary_needs(gfp_op op, bool *need_x, bool *need_y) {
 }
 
 gf_status gf__ag_record_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, double b) {
+    if (gf__fw_unary(op, x, y, a, b) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record(grad_fn_name(op, "UnaryBackward"), unary_backward, ins, 1, outs, 1);
@@ -350,6 +358,18 @@ static void binary_formula(const binary_ctx *c, const char *name, gf_tensor *g, 
     }
 }
 
+void gf__ag_binary_derivative(gfp_op op, gf_tensor *g, gf_tensor *a, gf_tensor *b, gf_tensor *y,
+                              bool need_a, bool need_b, gf_tensor **ga, gf_tensor **gb) {
+    if (gf_dtype_is_complex(g->dtype) && op == GFP_OP_POW) {
+        complex_pow_grads(g, a, b, y, need_a, need_b, ga, gb);
+        return;
+    }
+    binary_ctx c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    binary_formula(&c, grad_fn_name(op, "BinaryBackward"), g, a, b, y, need_a, need_b, ga, gb);
+}
+
 /* Gradients of a and b, each summed back to its own (pre-broadcast) shape. */
 static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const binary_ctx *c = GF_NODE_CTX(n, binary_ctx);
@@ -395,6 +415,7 @@ static gf_status binary_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
 }
 
 gf_status gf__ag_record_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_tensor *y) {
+    if (gf__fw_binary(op, a, b, y) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {a, b};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record(grad_fn_name(op, "BinaryBackward"), binary_backward, ins, 2, outs, 1);
@@ -474,6 +495,7 @@ static gf_status where_backward(gf_node *n, gf_tensor *const *grads, gf_tensor *
 
 gf_status gf__ag_record_where(const gf_tensor *cond, const gf_tensor *a, const gf_tensor *b,
                               gf_tensor *y) {
+    if (gf__fw_where(cond, a, b, y) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {cond, a, b};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("WhereBackward", where_backward, ins, 3, outs, 1);
@@ -505,6 +527,7 @@ static gf_status masked_fill_backward(gf_node *n, gf_tensor *const *grads, gf_te
 }
 
 gf_status gf__ag_record_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tensor *y) {
+    if (gf__fw_masked_fill(x, mask, y) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {x, mask};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("MaskedFillBackward", masked_fill_backward, ins, 2, outs, 1);

@@ -78,6 +78,22 @@ static void clamp_grads(const extra_ctx *c, gf_tensor *g, gf_tensor *x, gf_tenso
     (void)c;
 }
 
+void gf__ag_extra_derivative(bool clamp, bool python, gf_tensor *g, gf_tensor *const *in,
+                             bool has_min, bool has_max, gf_tensor **out) {
+    extra_ctx c;
+    memset(&c, 0, sizeof c);
+    c.kind = clamp ? XK_CLAMP : python ? XK_REMAINDER : XK_FMOD;
+    c.has_min = has_min;
+    c.has_max = has_max;
+    if (clamp) {
+        gf_tensor *lo = has_min ? in[1] : NULL;
+        gf_tensor *hi = has_max ? in[has_min ? 2 : 1] : NULL;
+        clamp_grads(&c, g, in[0], lo, hi, out);
+    } else {
+        mod_grads(&c, g, in[0], in[1], out);
+    }
+}
+
 static gf_status extra_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const extra_ctx *c = GF_NODE_CTX(n, extra_ctx);
     gf_tensor *in[3] = {NULL, NULL, NULL};
@@ -136,6 +152,7 @@ static gf_status record(extra_kind kind, const char *name, const gf_tensor *cons
 }
 
 gf_status gf__ag_record_mod(bool python, const gf_tensor *a, const gf_tensor *b, gf_tensor *y) {
+    if (gf__fw_mod(python, a, b, y) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {a, b};
     return record(python ? XK_REMAINDER : XK_FMOD, python ? "RemainderBackward" : "FmodBackward",
                   ins, 2, y, false, false);
@@ -143,6 +160,7 @@ gf_status gf__ag_record_mod(bool python, const gf_tensor *a, const gf_tensor *b,
 
 gf_status gf__ag_record_clamp_tensor(const gf_tensor *x, const gf_tensor *min,
                                      const gf_tensor *max, gf_tensor *y) {
+    if (gf__fw_clamp_tensor(x, min, max, y) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {x, min ? min : max, max};
     return record(XK_CLAMP, "ClampBackward", ins, min && max ? 3 : 2, y, min != NULL,
                   max != NULL);

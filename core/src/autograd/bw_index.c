@@ -77,11 +77,13 @@ static gf_status record_select_like(const char *name, gf_backward_fn fn, const g
 
 gf_status gf__ag_record_index_select(const gf_tensor *x, int dim, const gf_tensor *index,
                                      gf_tensor *y) {
+    if (gf__fw_index_select(x, dim, index, y) != GF_OK) return gf__status();
     return record_select_like("IndexSelectBackward", index_select_backward, x, dim, index, y);
 }
 
 gf_status gf__ag_record_gather(const gf_tensor *x, int dim, const gf_tensor *index,
                                gf_tensor *y) {
+    if (gf__fw_gather(x, dim, index, y) != GF_OK) return gf__status();
     return record_select_like("GatherBackward", gather_backward, x, dim, index, y);
 }
 
@@ -151,11 +153,13 @@ static gf_status record_add_like(const char *name, gf_backward_fn fn, const gf_t
 
 gf_status gf__ag_record_scatter_add(const gf_tensor *x, int dim, const gf_tensor *index,
                                     const gf_tensor *src, gf_tensor *y) {
+    if (gf__fw_scatter_add(x, dim, index, src, y) != GF_OK) return gf__status();
     return record_add_like("ScatterAddBackward", scatter_add_backward, x, dim, index, src, y);
 }
 
 gf_status gf__ag_record_index_add(const gf_tensor *x, int dim, const gf_tensor *index,
                                   const gf_tensor *src, gf_tensor *y) {
+    if (gf__fw_index_add(x, dim, index, src, y) != GF_OK) return gf__status();
     return record_add_like("IndexAddBackward", index_add_backward, x, dim, index, src, y);
 }
 
@@ -198,6 +202,7 @@ static gf_status cat_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 }
 
 gf_status gf__ag_record_cat(gf_tensor *const *tensors, int count, int dim, gf_tensor *y) {
+    if (gf__fw_cat(tensors, count, dim, y) != GF_OK) return gf__status();
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("CatBackward", cat_backward, (const gf_tensor *const *)tensors,
                                count, outs, 1);
@@ -240,6 +245,7 @@ static gf_status tri_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 }
 
 gf_status gf__ag_record_tri(bool upper, const gf_tensor *x, int64_t diagonal, gf_tensor *y) {
+    if (gf__fw_tri(upper, x, diagonal, y) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record(upper ? "TriuBackward" : "TrilBackward", tri_backward, ins, 1,

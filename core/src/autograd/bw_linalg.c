@@ -111,6 +111,7 @@ static gf_status matmul_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
 }
 
 gf_status gf__ag_record_matmul(const gf_tensor *a, const gf_tensor *b, gf_tensor *y) {
+    if (gf__fw_matmul(a, b, y) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {a, b};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("MatmulBackward", matmul_backward, ins, 2, outs, 1);
@@ -159,6 +160,7 @@ static gf_status softmax_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
 }
 
 gf_status gf__ag_record_softmax(gfp_op op, const gf_tensor *x, gf_tensor *y, int dim) {
+    if (gf__fw_softmax(op, x, y, dim) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record(op == GFP_OP_SOFTMAX ? "SoftmaxBackward" : "LogSoftmaxBackward",

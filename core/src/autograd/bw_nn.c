@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 /* Moves r out of the current scope into *slot; false (error set) when r is NULL. */
 static bool keep(gf_tensor *r, gf_tensor **slot) {
@@ -91,6 +92,7 @@ static gf_status conv2d_backward(gf_node *n, gf_tensor *const *grads, gf_tensor 
 
 gf_status gf__ag_record_conv2d(const gf_tensor *x, const gf_tensor *w, const gf_tensor *bias,
                                const gf_conv2d_opts *opts, gf_tensor *y) {
+    if (gf__fw_conv2d(x, w, bias, opts, y) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {x, w, bias};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("ConvolutionBackward", conv2d_backward, ins, 3, outs, 1);
@@ -127,6 +129,7 @@ static gf_status conv_bw_input_backward(gf_node *n, gf_tensor *const *grads, gf_
 gf_status gf__ag_record_conv2d_backward_input(const gf_tensor *grad_y, const gf_tensor *w,
                                               const int64_t *input_sizes,
                                               const gf_conv2d_opts *opts, gf_tensor *gx) {
+    if (gf__fw_conv2d_backward_input(grad_y, w, input_sizes, opts, gx) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {grad_y, w};
     gf_tensor *outs[1] = {gx};
     gf_node *n = gf__ag_record("ConvolutionBackwardInputBackward", conv_bw_input_backward, ins,
@@ -164,6 +167,7 @@ static gf_status conv_bw_weight_backward(gf_node *n, gf_tensor *const *grads, gf
 gf_status gf__ag_record_conv2d_backward_weight(const gf_tensor *grad_y, const gf_tensor *x,
                                                const int64_t *weight_sizes,
                                                const gf_conv2d_opts *opts, gf_tensor *gw) {
+    if (gf__fw_conv2d_backward_weight(grad_y, x, weight_sizes, opts, gw) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {grad_y, x};
     gf_tensor *outs[1] = {gw};
     gf_node *n = gf__ag_record("ConvolutionBackwardWeightBackward", conv_bw_weight_backward,
@@ -219,6 +223,7 @@ static gf_status max_pool2d_backward_fn(gf_node *n, gf_tensor *const *grads, gf_
 
 gf_status gf__ag_record_max_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
                                    const gf_tensor *indices, gf_tensor *y) {
+    if (gf__fw_max_pool2d(x, opts, indices, y) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y}; /* indices are integers: no gradient */
     gf_node *n = gf__ag_record("MaxPool2DWithIndicesBackward", max_pool2d_backward_fn, ins, 1,
@@ -259,6 +264,7 @@ static gf_status max_pool2d_bw_backward(gf_node *n, gf_tensor *const *grads, gf_
 gf_status gf__ag_record_max_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *indices,
                                             const gf_tensor *x, const gf_pool2d_opts *opts,
                                             gf_tensor *gx) {
+    if (gf__fw_max_pool2d_backward(grad_y, indices, x, opts, gx) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {grad_y, indices, x};
     gf_tensor *outs[1] = {gx};
     gf_node *n = gf__ag_record("MaxPool2DWithIndicesBackwardBackward", max_pool2d_bw_backward,
@@ -283,6 +289,7 @@ static gf_status avg_pool2d_backward_fn(gf_node *n, gf_tensor *const *grads, gf_
 
 gf_status gf__ag_record_avg_pool2d(const gf_tensor *x, const gf_pool2d_opts *opts,
                                    gf_tensor *y) {
+    if (gf__fw_avg_pool2d(x, opts, y) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("AvgPool2DBackward", avg_pool2d_backward_fn, ins, 1, outs, 1);
@@ -306,6 +313,7 @@ static gf_status avg_pool2d_bw_backward(gf_node *n, gf_tensor *const *grads, gf_
 
 gf_status gf__ag_record_avg_pool2d_backward(const gf_tensor *grad_y, const gf_tensor *x,
                                             const gf_pool2d_opts *opts, gf_tensor *gx) {
+    if (gf__fw_avg_pool2d_backward(grad_y, x, opts, gx) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {grad_y, x};
     gf_tensor *outs[1] = {gx};
     gf_node *n = gf__ag_record("AvgPool2DBackwardBackward", avg_pool2d_bw_backward, ins, 2,
@@ -343,7 +351,10 @@ GF_CTX_FITS(norm_ctx);
 /* The kernel's statistics are constants; when the gradient must itself be
  * differentiable in x, they are recomputed from x with public ops. */
 static bool recompute_stats(const gf_tensor *x) {
-    return gf_is_grad_enabled() && gf_tensor_requires_grad(x);
+    /* Also when x carries a tangent: the tangent of the gradient depends on
+     * how the statistics move (forward-over-reverse). */
+    const gf_tensor *xs[1] = {x};
+    return (gf_is_grad_enabled() && gf_tensor_requires_grad(x)) || gf__fw_any_tangent(xs, 1);
 }
 
 /* y = layer_norm(x, w, b) over the last k dims. Edges: x, weight, bias.
@@ -398,6 +409,7 @@ static gf_status layer_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
 gf_status gf__ag_record_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *w,
                                    const gf_tensor *b, double eps, const gf_tensor *mean,
                                    const gf_tensor *rstd, gf_tensor *y) {
+    if (gf__fw_layer_norm(x, normalized_rank, w, b, eps, y) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {x, w, b};
     gf_tensor *outs[1] = {y}; /* mean and rstd are not differentiable outputs */
     gf_node *n = gf__ag_record("NativeLayerNormBackward", layer_norm_backward, ins, 3, outs, 1);
@@ -516,6 +528,7 @@ gf_status gf__ag_record_batch_norm(const gf_tensor *x, const gf_tensor *w, const
                                    const gf_tensor *running_mean, const gf_tensor *running_var,
                                    bool training, double eps, const gf_tensor *save_mean,
                                    const gf_tensor *save_invstd, gf_tensor *y) {
+    if (gf__fw_batch_norm(x, w, b, running_mean, running_var, training, eps, y) != GF_OK) return gf__status();
     const gf_tensor *ins[3] = {x, w, b};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("NativeBatchNormBackward", batch_norm_backward, ins, 3, outs, 1);

@@ -139,6 +139,21 @@ static gf_tensor *reduce_formula(const reduce_ctx *c, const char *name, gf_tenso
     }
 }
 
+gf_tensor *gf__ag_reduce_partial(gfp_op op, bool std, uint32_t mask, bool keepdim,
+                                 double correction, gf_tensor *x, gf_tensor *y) {
+    reduce_ctx c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.std = std;
+    c.rank = x->rank;
+    memcpy(c.sizes, x->sizes, sizeof c.sizes);
+    c.mask = mask;
+    c.keepdim = keepdim;
+    c.correction = correction;
+    gf_tensor *ones = gf_ones_like(y);
+    return ones ? reduce_formula(&c, "reduce", ones, x, y) : NULL;
+}
+
 /* Saved: 0 = x, 1 = y (whichever the formula reads). */
 static gf_status reduce_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     const reduce_ctx *c = GF_NODE_CTX(n, reduce_ctx);
@@ -179,6 +194,7 @@ static const char *reduce_name(gfp_op op) {
 
 gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint32_t mask,
                                bool keepdim, double correction) {
+    if (gf__fw_reduce(op, x, y, mask, keepdim, correction) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record(reduce_name(op), reduce_backward, ins, 1, outs, 1);
@@ -207,6 +223,7 @@ gf_status gf__ag_record_reduce(gfp_op op, const gf_tensor *x, gf_tensor *y, uint
 
 gf_status gf__ag_record_std(const gf_tensor *x, gf_tensor *y, uint32_t mask, bool keepdim,
                            double correction) {
+    if (gf__fw_std(x, y, mask, keepdim, correction) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("StdBackward", reduce_backward, ins, 1, outs, 1);
@@ -263,6 +280,7 @@ static gf_status extreme_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
 
 gf_status gf__ag_record_extreme_dim(gfp_op op, const gf_tensor *x, gf_tensor *values,
                                     const gf_tensor *indices, int dim, bool keepdim) {
+    if (gf__fw_extreme_dim(op, x, values, indices, dim, keepdim) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {x};
     gf_tensor *outs[1] = {values}; /* the indices are not differentiable */
     gf_node *n = gf__ag_record(op == GFP_OP_MAX_DIM ? "MaxBackward" : "MinBackward",

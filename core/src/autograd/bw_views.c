@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 typedef struct view_ctx {
     gf_view_kind kind;
@@ -41,6 +42,15 @@ static gf_status scatter_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
     return GF_OK;
 }
 
+static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g);
+
+/* Linear in g: the tangent goes through the same scatter. */
+static gf_tensor *view_scatter_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
+                                   gf_tensor *const *y, int j) {
+    (void)x, (void)y, (void)j;
+    return gf__ret(view_scatter(p, t[0]));
+}
+
 static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g) {
     gf_tensor *z = gf__empty(c->sizes, c->rank, g->dtype, g->storage->device);
     if (!z || gf__fill(z, 0.0) != GF_OK) {
@@ -60,6 +70,10 @@ static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g) {
     }
     const gf_tensor *ins[1] = {g};
     gf_tensor *outs[1] = {z};
+    if (gf__fw_apply("view_scatter", view_scatter_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+        gf_tensor_release(z);
+        return NULL;
+    }
     gf_node *n = gf__ag_record("ViewScatterBackward", scatter_backward, ins, 1, outs, 1);
     if (n) *GF_NODE_CTX(n, view_ctx) = *c;
     return z;
@@ -102,6 +116,7 @@ static const char *view_name(gf_view_kind k) {
 gf_status gf__ag_record_view(const gf_tensor *in, gf_tensor *out, gf_view_kind kind,
                              const int64_t *params, int n_params, bool is_view) {
     if (is_view && gf__ag_on_view(in, out, GF_VIEW_DEFAULT) != GF_OK) return gf__status();
+    if (gf__fw_view(in, out, (int)kind, params, n_params, is_view) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {in};
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(view_name(kind), view_backward, ins, 1, outs, 1);
@@ -137,6 +152,20 @@ static geom geom_of(const gf_tensor *t) {
 static gf_tensor *region_view(const gf_tensor *flat, const region_ctx *c);
 static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c);
 
+/* Both region ops are linear: a tangent goes through the same op. */
+static gf_tensor *region_view_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
+                                  gf_tensor *const *y, int j) {
+    (void)x, (void)y, (void)j;
+    gf_tensor *flat = gf_contiguous(t[0]);
+    return flat ? gf__ret(region_view(flat, p)) : NULL;
+}
+
+static gf_tensor *region_scatter_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
+                                     gf_tensor *const *y, int j) {
+    (void)x, (void)y, (void)j;
+    return gf__ret(region_scatter(t[0], p));
+}
+
 static gf_status region_view_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
     gf_tensor *r = region_scatter(grads[0], GF_NODE_CTX(n, region_ctx));
     if (!r) return gf__status();
@@ -168,6 +197,10 @@ static gf_tensor *region_view(const gf_tensor *flat, const region_ctx *c) {
     if (!r) return NULL;
     const gf_tensor *ins[1] = {flat};
     gf_tensor *outs[1] = {r};
+    if (gf__fw_apply("as_strided", region_view_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+        gf_tensor_release(r);
+        return NULL;
+    }
     gf_node *n = gf__ag_record("AsStridedBackward", region_view_backward, ins, 1, outs, 1);
     if (n) *GF_NODE_CTX(n, region_ctx) = *c;
     return r;
@@ -190,6 +223,10 @@ static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c) {
     }
     const gf_tensor *ins[1] = {g};
     gf_tensor *outs[1] = {z};
+    if (gf__fw_apply("as_strided_scatter", region_scatter_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+        gf_tensor_release(z);
+        return NULL;
+    }
     gf_node *n = gf__ag_record("AsStridedScatterBackward", region_scatter_backward, ins, 1, outs, 1);
     if (n) *GF_NODE_CTX(n, region_ctx) = *c;
     return z;

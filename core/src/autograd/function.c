@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
+
+static bool contains(gf_tensor *const *arr, int n, const gf_tensor *t);
 
 struct gf_function_ctx {
     gf_function_def def;
@@ -21,6 +24,8 @@ struct gf_function_ctx {
     void *data;
     void (*release)(void *);
     bool in_forward;
+    gf_function_jvp_fn jvp; /* forward mode (gf_ctx_set_jvp), optional */
+    void *jvp_user;
 };
 
 static void ctx_free(gf_function_ctx *c) {
@@ -103,6 +108,92 @@ void gf_ctx_set_data(gf_function_ctx *ctx, void *data, void (*release)(void *)) 
 }
 
 void *gf_ctx_data(const gf_function_ctx *ctx) { return ctx ? ctx->data : NULL; }
+
+gf_status gf_ctx_set_jvp(gf_function_ctx *ctx, gf_function_jvp_fn jvp, void *user) {
+    if (!ctx) return gf__null_arg_of("gf_ctx_set_jvp", "ctx", GF__ARG_OPTIONS);
+    if (!ctx->in_forward)
+        return gf__error(GF_ERR_AUTOGRAD, "%s: gf_ctx_set_jvp may only be called in forward",
+                         ctx->name);
+    ctx->jvp = jvp;
+    ctx->jvp_user = user;
+    return GF_OK;
+}
+
+/* ------------------------------------------------------------ forward mode */
+/* The tangents of the outputs, by the function's jvp callback, at every
+ * open dual level where an input carries one. An input returned unchanged
+ * is handed out as a view first (as below), so its tangent is the view's,
+ * not the input's; an input modified in place (dirty) gets its new tangent
+ * written into its own. */
+static gf_status custom_jvp(gf_function_ctx *c, gf_tensor *const *inputs, int n_inputs,
+                            gf_tensor **outputs, int n_outputs) {
+    if (!gf__fw_enabled() || !gf__fw_any_tangent((const gf_tensor *const *)inputs, n_inputs))
+        return GF_OK;
+    for (int j = 0; j < n_outputs; j++) {
+        gf_tensor *o = outputs[j];
+        if (!contains(inputs, n_inputs, o) || contains(c->dirty, c->n_dirty, o)) continue;
+        gf_tensor *a = gf__ag_alias(o);
+        if (!a) return gf__status();
+        gf_tensor_release(o);
+        outputs[j] = a;
+    }
+    gf_tensor **tin = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *tin);
+    gf_tensor **tout = calloc((size_t)n_outputs, sizeof *tout);
+    gf_status s = tin && tout ? GF_OK
+                              : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", c->name);
+    int depth = gf_fwad_level_count();
+    for (int d = 0; d < depth && s == GF_OK; d++) {
+        if (gf__fw_masked(d)) continue;
+        bool any = false;
+        int first = -1;
+        for (int i = 0; i < n_inputs; i++) {
+            tin[i] = inputs[i] ? gf__fw_tangent(inputs[i], d) : NULL;
+            if (tin[i] && first < 0) first = i;
+            any |= tin[i] != NULL;
+        }
+        if (any && !c->jvp) {
+            s = gf__error(GF_ERR_AUTOGRAD, "%s: this custom function has no jvp rule, and its "
+                          "input %d carries a tangent at dual level %d (forward-mode AD); give it "
+                          "one with gf_ctx_set_jvp in forward, or apply it outside the dual level",
+                          c->name, first, d);
+        } else if (any) {
+            uint64_t prev = gf__fw_mask_push(d);
+            int sc = gf__scope_suspend();
+            uint64_t seq = gf__error_seq();
+            s = c->jvp(c, inputs, tin, n_inputs, outputs, tout, n_outputs, c->jvp_user);
+            gf__scope_resume(sc);
+            gf__fw_mask_pop(prev);
+            if (s != GF_OK) s = gf__callback_failed(s, seq, "%s: jvp", c->name);
+            for (int j = 0; j < n_outputs && s == GF_OK; j++) {
+                gf_tensor *o = outputs[j], *r = tout[j];
+                if (!r || !gf__dtype_differentiable(o->dtype)) continue;
+                if (r->rank != o->rank ||
+                    memcmp(r->sizes, o->sizes, sizeof(int64_t) * (size_t)o->rank)) {
+                    char a[200], b[200];
+                    s = gf__error(GF_ERR_AUTOGRAD, "%s: jvp returned a tangent of sizes %s for "
+                                  "output %d, whose sizes are %s", c->name,
+                                  gf__shape_str(r->sizes, r->rank, a, sizeof a), j,
+                                  gf__shape_str(o->sizes, o->rank, b, sizeof b));
+                } else if (contains(c->dirty, c->n_dirty, o)) {
+                    s = gf__fw_commit_level(o, d, r, c->name);
+                } else {
+                    s = gf__fw_store(o, d, r, (const gf_tensor *const *)inputs, tin, n_inputs);
+                }
+            }
+        }
+        for (int j = 0; tout && j < n_outputs; j++) {
+            gf_tensor_release(tout[j]);
+            tout[j] = NULL;
+        }
+        for (int i = 0; tin && i < n_inputs; i++) {
+            gf_tensor_release(tin[i]);
+            tin[i] = NULL;
+        }
+    }
+    free(tin);
+    free(tout);
+    return s;
+}
 
 /* ------------------------------------------------------------ backward */
 /* The error node is part of the gradient's graph and outlives the
@@ -230,7 +321,11 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
     int scope = gf__scope_suspend();
     c->in_forward = true;
     uint64_t seq = gf__error_seq();
+    /* As PyTorch: forward mode is off inside forward (the ops there would
+     * otherwise move the inputs' tangents, which the jvp callback computes). */
+    uint64_t fw_mask = gf__fw_mask_all();
     gf_status s = def->forward(c, inputs, n_inputs, outputs, n_outputs, def->user);
+    gf__fw_mask_pop(fw_mask);
     c->in_forward = false;
     gf__scope_resume(scope);
     gf_grad_mode_set(prev);
@@ -251,6 +346,7 @@ gf_status gf_function_apply(const gf_function_def *def, gf_tensor *const *inputs
         else if (!record)
             gf__bump_version(c->dirty[i]);
     }
+    if (s == GF_OK) s = custom_jvp(c, inputs, n_inputs, outputs, n_outputs);
     if (s != GF_OK) {
         for (int i = 0; i < n_outputs; i++) {
             gf_tensor_release(outputs[i]);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 typedef struct host_vec {
     double *v;
@@ -103,6 +104,47 @@ static gf_status check_args(gf_check_fn fn, gf_tensor *const *inputs, int n, con
         return gf__error(GF_ERR_INVALID, "%s: no input requires grad; set requires_grad on the "
                          "inputs to check", op);
     return GF_OK;
+}
+
+/* The forward-mode column of input k's coordinate j: the tangent of fn's
+ * output (its real coordinates) when input k carries a one-hot tangent
+ * there, at a dual level of its own. */
+static gf_status forward_column(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
+                                int k, int64_t j, int64_t n_coords_k, host_vec *col) {
+    int level;
+    gf_status s = gf_fwad_level_enter(&level);
+    if (s != GF_OK) return s;
+    gf_tensor **duals = calloc((size_t)n, sizeof *duals);
+    double *onehot = calloc((size_t)(n_coords_k ? n_coords_k : 1), sizeof *onehot);
+    gf_tensor *tan = NULL, *out = NULL, *t = NULL;
+    if (!duals || !onehot) s = gf__error(GF_ERR_OUT_OF_MEMORY, "gradcheck: out of host memory");
+    if (s == GF_OK) {
+        onehot[j] = 1.0;
+        tan = gf__empty(inputs[k]->sizes, inputs[k]->rank, inputs[k]->dtype,
+                        inputs[k]->storage->device);
+        s = tan ? from_host(tan, onehot) : gf__status();
+    }
+    /* The dual is a view of its input with the input's history (made in
+     * grad mode even while the numerical evaluation runs without), so a
+     * function that differentiates its inputs (gradgradcheck's) can. */
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_GRAD);
+    for (int i = 0; i < n && s == GF_OK; i++) {
+        duals[i] = i == k ? gf_fwad_make_dual(inputs[i], tan, level) : gf_tensor_retain(inputs[i]);
+        if (!duals[i]) s = gf__status();
+    }
+    gf_grad_mode_set(prev);
+    if (s == GF_OK && !(out = call_fn(fn, duals, n, user))) s = gf__status();
+    if (s == GF_OK) s = gf_fwad_unpack_dual(out, level, NULL, &t);
+    if (s == GF_OK && !t && !(t = gf_zeros_like(out))) s = gf__status();
+    if (s == GF_OK) s = to_host(t, col);
+    for (int i = 0; duals && i < n; i++) gf_tensor_release(duals[i]);
+    free(duals);
+    free(onehot);
+    gf_tensor_release(tan);
+    gf_tensor_release(out);
+    gf_tensor_release(t);
+    gf_status e = gf_fwad_level_exit(level);
+    return s == GF_OK ? e : s;
 }
 
 static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n, void *user,
@@ -215,6 +257,21 @@ static gf_status gradcheck_impl(gf_check_fn fn, gf_tensor *const *inputs, int n,
                                   "%.8g, analytical %.8g (atol %g, rtol %g)", (long long)o,
                                   rg_index[k], (long long)j, num, ana, atol, rtol);
             }
+            host_vec fwd = {0};
+            if (s == GF_OK && co.check_forward_ad)
+                s = forward_column(fn, inputs, n, user, rg_index[k], j, x.n, &fwd);
+            for (int64_t o = 0; o < fwd.n && s == GF_OK; o++) {
+                double num = (plus.v[o] - minus.v[o]) / (2 * eps);
+                bool ok = fabs(fwd.v[o] - num) <= atol + rtol * fabs(num) ||
+                          (isnan(fwd.v[o]) && isnan(num));
+                if (!ok)
+                    s = gf__error(GF_ERR_AUTOGRAD, "gf_gradcheck: forward-mode Jacobian mismatch "
+                                  "for output element %lld with respect to input %d element "
+                                  "%lld: numerical %.8g, forward mode (jvp) %.8g (atol %g, rtol "
+                                  "%g)", (long long)o, rg_index[k], (long long)j, num, fwd.v[o],
+                                  atol, rtol);
+            }
+            free(fwd.v);
             gf_tensor_release(fp);
             gf_tensor_release(fm);
             free(plus.v);
@@ -273,6 +330,13 @@ static gf_tensor *gg_fn(gf_tensor *const *inputs, int n, void *user) {
     gf_tensor *r = gg_fn_graph(inputs, n, user);
     if (r && prev != GF_GRAD_MODE_GRAD) { /* numerical evaluation: no history wanted */
         gf_tensor *d = gf__ag_alias(r);
+        /* ... but its tangents (forward-mode checks of the gradient) */
+        gf_fw_entry *tangents = NULL;
+        if (d && gf__fw_snapshot(r, &tangents) == GF_OK && gf__fw_restore(d, tangents) != GF_OK) {
+            gf_tensor_release(d);
+            d = NULL;
+        }
+        gf__fw_entries_free(tangents);
         gf_tensor_release(r);
         r = d;
     }

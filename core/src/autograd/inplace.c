@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 static bool has_internal_overlap(const gf_tensor *t) {
     for (int i = 0; i < t->rank; i++)
@@ -87,6 +88,7 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
     }
     if (s != GF_OK) return s;
     gf__bump_version(self);
+    if ((s = gf__fw_commit_inplace(self, result, op)) != GF_OK) return s;
     gf_node *n = result->autograd ? result->autograd->grad_fn : NULL;
     if (!n || !gf__ag_grad_enabled()) return GF_OK;
     gf_autograd_meta *m = self->autograd;
@@ -102,11 +104,14 @@ gf_status gf__ag_commit_inplace(gf_tensor *self, gf_tensor *result, int self_inp
 /* True when an in-place op on self with these other inputs records
  * nothing: then its kernel may write straight into self. */
 static bool unrecorded(const gf_tensor *self, const gf_tensor *a, const gf_tensor *b) {
-    if (!gf__ag_grad_enabled()) return true;
     const gf_tensor *ts[3] = {self, a, b};
     int n = 1;
     if (a) ts[n++] = a;
     if (b) ts[n++] = b;
+    /* Forward mode needs self's old value for the tangent (mul_: t_self *
+     * other + self * t_other), so a dual operand is computed out of place. */
+    if (gf__fw_any_tangent(ts, n)) return false;
+    if (!gf__ag_grad_enabled()) return true;
     return !gf__ag_any_requires_grad(ts, n);
 }
 
@@ -213,7 +218,9 @@ gf_status gf_scatter_add_(gf_tensor *self, int dim, const gf_tensor *index, cons
  * gradient. Built as where(all-true, new, self) so the graph says exactly
  * that without a dedicated node. */
 static gf_tensor *replace_all(gf_tensor *self, const gf_tensor *src) {
-    if (!gf__ag_grad_enabled() || !gf__ag_any_requires_grad((const gf_tensor *const[]){self, src}, 2)) {
+    const gf_tensor *both[2] = {self, src};
+    if (!gf__fw_any_tangent(both, 2) &&
+        (!gf__ag_grad_enabled() || !gf__ag_any_requires_grad(both, 2))) {
         gf_tensor *r = gf__empty(self->sizes, self->rank, self->dtype, self->storage->device);
         if (r && gf__copy_into(r, src) != GF_OK) {
             gf_tensor_release(r);

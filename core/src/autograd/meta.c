@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 static pthread_mutex_t g_acc_lock = PTHREAD_MUTEX_INITIALIZER;  /* accumulator weak refs */
 static pthread_mutex_t g_grad_lock = PTHREAD_MUTEX_INITIALIZER; /* .grad accumulation */
@@ -42,6 +43,7 @@ void gf__ag_meta_free(gf_tensor *t) {
     gf__ag_hooks_free(m->leaf_hooks);
     gf__ag_hooks_free(m->leaf_node_hooks);
     gf__ag_node_release(m->grad_fn);
+    gf__fw_entries_free(m->fw);
     free(m);
 }
 

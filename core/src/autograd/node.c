@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 static atomic_uint_fast64_t g_seq;
 
@@ -70,6 +71,8 @@ static void free_saved_slot(gf_saved *s) {
     s->data = NULL;
     gf__ag_node_release(s->grad_fn);
     s->grad_fn = NULL;
+    gf__fw_entries_free(s->fw);
+    s->fw = NULL;
 }
 
 static void destroy(gf_node *n) {
@@ -173,6 +176,14 @@ static gf_status save_copy(gf_saved *s) {
     gf_tensor_release(t);
     s->data = c;
     s->version = 0;
+    /* Its tangents are about to be overwritten in place too (the commit
+     * writes the new tangent into self's): keep copies of the old ones. */
+    for (gf_fw_entry *e = s->fw; e; e = e->next) {
+        gf_tensor *tc = e->tangent ? plain_copy(e->tangent) : NULL;
+        if (e->tangent && !tc) return gf__status();
+        gf_tensor_release(e->tangent);
+        e->tangent = tc;
+    }
     return GF_OK;
 }
 
@@ -240,6 +251,9 @@ gf_status gf__ag_save(gf_node *n, int i, const gf_tensor *t, bool is_output) {
                          "outside inference mode and use that", n->name);
     s->is_output = is_output;
     s->requires_grad = gf__ag_requires_grad(t);
+    /* Its tangents go with it, so a backward formula run on it carries
+     * them (forward-over-reverse). */
+    if (gf__fw_enabled() && gf__fw_snapshot(t, &s->fw) != GF_OK) return gf__status();
     s->version = gf_tensor_version(t);
     if (is_output) {
         s->output_nr = t->autograd ? t->autograd->output_nr : 0;
@@ -336,6 +350,10 @@ gf_status gf__ag_unpack(gf_node *n, int i, gf_tensor **out) {
         }
         if (src) gf__ag_set_history(t, src, nr);
         gf__ag_node_release(src);
+    }
+    if (s->fw && gf__fw_restore(t, s->fw) != GF_OK) {
+        gf_tensor_release(t);
+        return gf__status();
     }
     *out = t;
     return GF_OK;

@@ -78,6 +78,7 @@ gf_status gf__cx_record_view(const gf_tensor *in, gf_tensor *out, gf_cx_view kin
      * a gradient are refused (inplace.c), since the base's history cannot
      * be rebased across dtypes. */
     if (gf__ag_on_view(in, out, GF_VIEW_DEFAULT) != GF_OK) return gf__status();
+    if (gf__fw_cx_view(in, out, (int)kind) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {in};
     gf_tensor *outs[1] = {out};
     gf_node *n = gf__ag_record(cx_view_name(kind), cx_view_backward, ins, 1, outs, 1);
@@ -118,6 +119,7 @@ static gf_status complex_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
 }
 
 gf_status gf__cx_record_complex(const gf_tensor *re, const gf_tensor *im, gf_tensor *z) {
+    if (gf__fw_cx_complex(re, im, z) != GF_OK) return gf__status();
     const gf_tensor *ins[2] = {re, im};
     gf_tensor *outs[1] = {z};
     gf_node *n = gf__ag_record("ComplexBackward", complex_backward, ins, 2, outs, 1);
@@ -143,6 +145,7 @@ static gf_status conj_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **
 }
 
 gf_status gf__cx_record_conj(const gf_tensor *z, gf_tensor *y) {
+    if (gf__fw_cx_conj(z, y) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {z};
     gf_tensor *outs[1] = {y};
     gf__ag_record("ConjBackward", conj_backward, ins, 1, outs, 1);
@@ -174,6 +177,7 @@ static gf_status abs_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 }
 
 gf_status gf__cx_record_abs(const gf_tensor *z, gf_tensor *y) {
+    if (gf__fw_cx_abs(z, y) != GF_OK) return gf__status();
     const gf_tensor *ins[1] = {z};
     gf_tensor *outs[1] = {y};
     gf_node *n = gf__ag_record("AbsBackward", abs_backward, ins, 1, outs, 1);

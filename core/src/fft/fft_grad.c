@@ -56,6 +56,7 @@ static gf_status c2c_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 
 gf_status gf__fft_record_c2c(const gf_tensor *x, gf_tensor *y, const int *dims, int nd,
                              bool inverse, double scale) {
+    if (gf__fw_fft_c2c(x, y, dims, nd, inverse, scale) != GF_OK) return gf__status();
     fft_ctx *c = record("FftC2CBackward", c2c_backward, x, y, dims, nd, scale);
     if (c) c->inverse = inverse;
     return GF_OK;
@@ -89,6 +90,7 @@ static gf_status r2c_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 
 gf_status gf__fft_record_r2c(const gf_tensor *x, gf_tensor *y, const int *dims, int nd,
                              double scale) {
+    if (gf__fw_fft_r2c(x, y, dims, nd, scale) != GF_OK) return gf__status();
     fft_ctx *c = record("FftR2CBackward", r2c_backward, x, y, dims, nd, scale);
     if (c) {
         c->last_n = x->sizes[dims[nd - 1]];
@@ -141,6 +143,7 @@ static gf_status c2r_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
 
 gf_status gf__fft_record_c2r(const gf_tensor *x, gf_tensor *y, const int *dims, int nd,
                              double scale) {
+    if (gf__fw_fft_c2r(x, y, dims, nd, scale) != GF_OK) return gf__status();
     fft_ctx *c = record("FftC2RBackward", c2r_backward, x, y, dims, nd, scale);
     if (c) {
         c->last_n = y->sizes[dims[nd - 1]];

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fw_level.c — dual levels, tangent entries, make_dual / unpack_dual, and
+ * the hook every op runs (gf__fw_apply).
+ *
+ * A level is a serial number on a process-wide stack; a tensor's entry names
+ * the serial it belongs to, so closing a level makes its entries dead at
+ * once (they are pruned whenever the tensor's entries are next written, and
+ * freed with the tensor). A tangent is kept laid out like its primal over
+ * the primal's storage where it can be (the same strides and offset): then
+ * the tangent of any view of that storage is the same view of the tangent's
+ * storage, which is how a write into a view reaches its base's tangent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/ag_internal.h"
+#include "fw_internal.h"
+
+atomic_int gf__fw_depth;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_ids[GF_FWAD_MAX_LEVELS];
+static uint64_t g_next_id = 1;
+static _Thread_local uint64_t tl_mask;
+
+uint64_t gf__fw_level_id(int d) {
+    if (d < 0 || d >= atomic_load(&gf__fw_depth)) return 0;
+    return __atomic_load_n(&g_ids[d], __ATOMIC_ACQUIRE);
+}
+
+bool gf__fw_masked(int d) { return (tl_mask >> d) & 1u; }
+
+uint64_t gf__fw_mask_push(int d) {
+    uint64_t prev = tl_mask;
+    tl_mask |= (uint64_t)1 << d;
+    return prev;
+}
+
+void gf__fw_mask_pop(uint64_t prev) { tl_mask = prev; }
+
+uint64_t gf__fw_mask_all(void) {
+    uint64_t prev = tl_mask;
+    tl_mask = ~(uint64_t)0;
+    return prev;
+}
+
+/* ------------------------------------------------------------ levels */
+gf_status gf_fwad_level_enter(int *level) {
+    if (!level) return gf__null_arg_of("gf_fwad_level_enter", "level", GF__ARG_OUT);
+    pthread_mutex_lock(&g_lock);
+    int d = atomic_load(&gf__fw_depth);
+    if (d >= GF_FWAD_MAX_LEVELS) {
+        pthread_mutex_unlock(&g_lock);
+        return gf__error(GF_ERR_INVALID, "gf_fwad_level_enter: %d dual levels are open already, "
+                         "the most that may nest (GF_FWAD_MAX_LEVELS); exit one first", d);
+    }
+    __atomic_store_n(&g_ids[d], g_next_id++, __ATOMIC_RELEASE);
+    atomic_store(&gf__fw_depth, d + 1);
+    pthread_mutex_unlock(&g_lock);
+    *level = d;
+    return GF_OK;
+}
+
+gf_status gf_fwad_level_exit(int level) {
+    pthread_mutex_lock(&g_lock);
+    int d = atomic_load(&gf__fw_depth);
+    if (d == 0 || level != d - 1) {
+        pthread_mutex_unlock(&g_lock);
+        if (d == 0)
+            return gf__error(GF_ERR_INVALID, "gf_fwad_level_exit: level %d is not open (no dual "
+                             "level is); enter one with gf_fwad_level_enter first", level);
+        return gf__error(GF_ERR_INVALID, "gf_fwad_level_exit: level %d is not the innermost open "
+                         "dual level (that is %d); exit levels in the reverse order of entering "
+                         "them", level, d - 1);
+    }
+    atomic_store(&gf__fw_depth, d - 1);
+    __atomic_store_n(&g_ids[d - 1], 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g_lock);
+    return GF_OK;
+}
+
+int gf_fwad_level_count(void) { return atomic_load(&gf__fw_depth); }
+
+/* Resolves a public level argument to an open level, or -1 (error set). */
+static int resolve_level(int level, const char *op) {
+    int d = atomic_load(&gf__fw_depth);
+    if (d == 0) {
+        gf__error(GF_ERR_AUTOGRAD, "%s: no dual level is open; call gf_fwad_level_enter first", op);
+        return -1;
+    }
+    if (level == GF_FWAD_LEVEL_CURRENT) return d - 1;
+    if (level < 0 || level >= d) {
+        gf__error(GF_ERR_AUTOGRAD, "%s: dual level %d is not open (levels 0 to %d are); pass an "
+                  "index gf_fwad_level_enter returned, or GF_FWAD_LEVEL_CURRENT", op, level, d - 1);
+        return -1;
+    }
+    return level;
+}
+
+/* ------------------------------------------------------------ entries */
+static bool id_live(uint64_t id) {
+    int d = atomic_load(&gf__fw_depth);
+    for (int i = 0; i < d; i++)
+        if (__atomic_load_n(&g_ids[i], __ATOMIC_ACQUIRE) == id) return true;
+    return false;
+}
+
+void gf__fw_entries_free(gf_fw_entry *e) {
+    while (e) {
+        gf_fw_entry *next = e->next;
+        gf_tensor_release(e->tangent);
+        free(e);
+        e = next;
+    }
+}
+
+static gf_fw_entry *find_entry(const gf_tensor *t, uint64_t id) {
+    const gf_autograd_meta *m = t ? t->autograd : NULL;
+    for (gf_fw_entry *e = m ? m->fw : NULL; e; e = e->next)
+        if (e->level_id == id) return e;
+    return NULL;
+}
+
+gf_status gf__fw_set(gf_tensor *t, int d, gf_tensor *tangent) {
+    uint64_t id = gf__fw_level_id(d);
+    if (!id) return gf__error(GF_ERR_AUTOGRAD, "internal: dual level %d is not open", d);
+    gf_autograd_meta *m = gf__ag_meta(t);
+    if (!m) return gf__status();
+    /* Prune the entries of closed levels while walking the list. */
+    gf_fw_entry **pp = &m->fw, *found = NULL;
+    while (*pp) {
+        gf_fw_entry *e = *pp;
+        if (e->level_id == id) found = e;
+        if (e->level_id != id && !id_live(e->level_id)) {
+            *pp = e->next;
+            e->next = NULL;
+            gf__fw_entries_free(e);
+            continue;
+        }
+        pp = &e->next;
+    }
+    if (!found) {
+        found = calloc(1, sizeof *found);
+        if (!found) return gf__error(GF_ERR_OUT_OF_MEMORY, "forward AD: out of host memory for a tangent");
+        found->level_id = id;
+        found->next = m->fw;
+        m->fw = found;
+    }
+    gf_tensor *old = found->tangent;
+    found->tangent = tangent ? gf_tensor_retain(tangent) : NULL;
+    gf_tensor_release(old);
+    return GF_OK;
+}
+
+gf_status gf__fw_snapshot(const gf_tensor *t, gf_fw_entry **out) {
+    *out = NULL;
+    int depth = atomic_load(&gf__fw_depth);
+    gf_fw_entry *head = NULL;
+    for (int d = 0; d < depth; d++) {
+        gf_tensor *tan = gf__fw_tangent(t, d);
+        if (!tan) continue;
+        gf_fw_entry *e = calloc(1, sizeof *e);
+        gf_tensor *a = e ? gf__ag_alias(tan) : NULL;
+        gf_tensor_release(tan);
+        if (!a) {
+            free(e);
+            gf__fw_entries_free(head);
+            return gf__error(GF_ERR_OUT_OF_MEMORY, "forward AD: out of host memory for a saved "
+                             "tangent");
+        }
+        e->level_id = gf__fw_level_id(d);
+        e->tangent = a;
+        e->next = head;
+        head = e;
+    }
+    *out = head;
+    return GF_OK;
+}
+
+gf_status gf__fw_restore(gf_tensor *t, const gf_fw_entry *snap) {
+    int depth = atomic_load(&gf__fw_depth);
+    for (const gf_fw_entry *e = snap; e; e = e->next)
+        for (int d = 0; d < depth; d++)
+            if (gf__fw_level_id(d) == e->level_id) {
+                gf_status s = gf__fw_set(t, d, e->tangent);
+                if (s != GF_OK) return s;
+            }
+    return GF_OK;
+}
+
+static int64_t storage_numel(const gf_tensor *t) {
+    return (int64_t)(t->storage->nbytes / gf_dtype_size(t->dtype));
+}
+
+/* One past the last element t reaches in its storage (0 when empty). */
+static int64_t extent(const gf_tensor *t) {
+    int64_t hi = t->offset;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->sizes[i] == 0) return 0;
+        if (t->strides[i] > 0) hi += (t->sizes[i] - 1) * t->strides[i];
+    }
+    return hi + 1;
+}
+
+/* tan is laid out like primal over a storage that holds primal's whole
+ * storage: the same strides (where a dim has more than one element) and
+ * offset, the same dtype. */
+static bool same_layout(const gf_tensor *tan, const gf_tensor *primal) {
+    if (tan->dtype != primal->dtype || tan->rank != primal->rank || tan->offset != primal->offset)
+        return false;
+    for (int i = 0; i < tan->rank; i++) {
+        if (tan->sizes[i] != primal->sizes[i]) return false;
+        if (tan->sizes[i] > 1 && tan->strides[i] != primal->strides[i]) return false;
+    }
+    return storage_numel(tan) >= storage_numel(primal);
+}
+
+gf_tensor *gf__fw_tangent(const gf_tensor *t, int d) {
+    if (!t || !t->autograd || gf__fw_masked(d) || !gf__dtype_differentiable(t->dtype)) return NULL;
+    uint64_t id = gf__fw_level_id(d);
+    if (!id) return NULL;
+    gf_fw_entry *e = find_entry(t, id);
+    if (e) return e->tangent ? gf_tensor_retain(e->tangent) : NULL;
+    /* A view without an entry of its own: its region of the base's
+     * tangent, when that tangent is laid out like the base. */
+    const gf_tensor *base = t->autograd->base;
+    gf_fw_entry *be = base ? find_entry(base, id) : NULL;
+    if (!be || !be->tangent || base->dtype != t->dtype || !same_layout(be->tangent, base) ||
+        extent(t) > storage_numel(be->tangent))
+        return NULL;
+    gf_tensor *v = gf__view(be->tangent, t->sizes, t->strides, t->rank, t->offset);
+    if (!v) return NULL;
+    if (gf__ag_on_view(be->tangent, v, GF_VIEW_DEFAULT) != GF_OK ||
+        gf__fw_set((gf_tensor *)t, d, v) != GF_OK) {
+        gf_tensor_release(v);
+        return NULL;
+    }
+    return v;
+}
+
+bool gf__fw_any_tangent(const gf_tensor *const *ts, int n) {
+    if (!gf__fw_enabled()) return false;
+    int depth = atomic_load(&gf__fw_depth);
+    for (int d = 0; d < depth; d++)
+        for (int i = 0; i < n; i++) {
+            gf_tensor *tt = ts[i] ? gf__fw_tangent(ts[i], d) : NULL;
+            if (tt) {
+                gf_tensor_release(tt);
+                return true;
+            }
+        }
+    return false;
+}
+
+/* Zeros laid out like t over a storage of t's storage's size (a view of a
+ * new flat tensor, registered as its view). New reference, no scope. */
+static gf_tensor *shadow_zeros(const gf_tensor *t) {
+    int64_t n = storage_numel(t);
+    gf_tensor *flat = gf__empty(&n, 1, t->dtype, t->storage->device);
+    if (!flat || gf__fill(flat, 0.0) != GF_OK) {
+        gf_tensor_release(flat);
+        return NULL;
+    }
+    gf_tensor *v = gf__view(flat, t->sizes, t->strides, t->rank, t->offset);
+    if (v && gf__ag_on_view(flat, v, GF_VIEW_DEFAULT) != GF_OK) {
+        gf_tensor_release(v);
+        v = NULL;
+    }
+    gf_tensor_release(flat);
+    return v;
+}
+
+/* ------------------------------------------------------------ make / unpack */
+/* A view of t with t's geometry, recorded as a view (so reverse mode flows
+ * through it and its tangents are t's). New reference, no scope. */
+static gf_tensor *alias_view(const gf_tensor *t) {
+    gf_tensor *v = gf__view(t, t->sizes, t->strides, t->rank, t->offset);
+    if (v && gf__ag_record_view(t, v, GF_VIEW_KIND_RESHAPE, NULL, 0, true) != GF_OK) {
+        gf_tensor_release(v);
+        v = NULL;
+    }
+    return v;
+}
+
+static gf_status check_tangent(const gf_tensor *primal, const gf_tensor *tangent, const char *op,
+                               const char *what) {
+    char a[200], b[200];
+    if (tangent->rank != primal->rank ||
+        memcmp(tangent->sizes, primal->sizes, sizeof(int64_t) * (size_t)primal->rank))
+        return gf__error(GF_ERR_SHAPE, "%s: the %s has sizes %s but its primal has sizes %s; a "
+                         "tangent must have its primal's shape", op, what,
+                         gf__shape_str(tangent->sizes, tangent->rank, a, sizeof a),
+                         gf__shape_str(primal->sizes, primal->rank, b, sizeof b));
+    if (tangent->dtype != primal->dtype)
+        return gf__error(GF_ERR_DTYPE, "%s: the %s is %s but its primal is %s; convert it with "
+                         "gf_to_dtype", op, what, gf_dtype_name(tangent->dtype),
+                         gf_dtype_name(primal->dtype));
+    if (tangent->storage->device != primal->storage->device)
+        return gf__error(GF_ERR_DEVICE, "%s: the %s is on %s but its primal is on %s; move it "
+                         "with gf_to_device", op, what, tangent->storage->device->spec,
+                         primal->storage->device->spec);
+    return GF_OK;
+}
+
+gf_tensor *gf_fwad_make_dual(const gf_tensor *primal, const gf_tensor *tangent, int level) {
+    static const char op[] = "gf_fwad_make_dual";
+    if (!primal) {
+        gf__null_arg(op, "primal");
+        return NULL;
+    }
+    if (!tangent) {
+        gf__null_arg(op, "tangent");
+        return NULL;
+    }
+    int d = resolve_level(level, op);
+    if (d < 0) return NULL;
+    if (!gf__dtype_differentiable(primal->dtype)) {
+        gf__error(GF_ERR_DTYPE, "%s: the primal is %s; only floating-point and complex tensors "
+                  "carry tangents (convert it with gf_to_dtype)", op, gf_dtype_name(primal->dtype));
+        return NULL;
+    }
+    if (check_tangent(primal, tangent, op, "tangent") != GF_OK) return NULL;
+    int sc = gf__scope_suspend();
+    gf_tensor *tan = NULL;
+    if (same_layout(tangent, primal) && tangent->storage != primal->storage) {
+        tan = gf_tensor_retain((gf_tensor *)tangent);
+    } else {
+        /* Laid out like the primal, so views of the dual find theirs (and
+         * never the primal's own memory: an in-place op writes both). */
+        tan = shadow_zeros(primal);
+        uint64_t prev = gf__fw_mask_push(d);
+        if (tan && gf_copy_(tan, tangent) != GF_OK) {
+            gf_tensor_release(tan);
+            tan = NULL;
+        }
+        gf__fw_mask_pop(prev);
+    }
+    gf_tensor *dual = tan ? alias_view(primal) : NULL;
+    if (dual && gf__fw_set(dual, d, tan) != GF_OK) {
+        gf_tensor_release(dual);
+        dual = NULL;
+    }
+    gf_tensor_release(tan);
+    gf__scope_resume(sc);
+    return gf__ret(dual);
+}
+
+gf_status gf_fwad_unpack_dual(const gf_tensor *dual, int level, gf_tensor **primal,
+                              gf_tensor **tangent) {
+    static const char op[] = "gf_fwad_unpack_dual";
+    if (primal) *primal = NULL;
+    if (tangent) *tangent = NULL;
+    if (!dual) return gf__null_arg(op, "dual");
+    int d = resolve_level(level, op);
+    if (d < 0) return gf__status();
+    int sc = gf__scope_suspend();
+    gf_tensor *p = NULL, *t = gf__fw_tangent(dual, d);
+    gf_status s = GF_OK;
+    if (primal) {
+        p = alias_view(dual);
+        if (!p || gf__fw_set(p, d, NULL) != GF_OK) s = gf__status();
+    }
+    gf__scope_resume(sc);
+    if (s != GF_OK) {
+        gf_tensor_release(p);
+        gf_tensor_release(t);
+        return s;
+    }
+    if (primal) *primal = gf__ret(p);
+    if (tangent) *tangent = gf__ret(t);
+    else gf_tensor_release(t);
+    return GF_OK;
+}
+
+/* ------------------------------------------------------------ the op hook */
+static bool shares(const gf_tensor *a, const gf_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+
+/* r fitted to y: converted to y's dtype, broadcast to its sizes; then, for
+ * an output that is not a view, a tensor of its own laid out like y. In the
+ * open scope. */
+static gf_tensor *fit(gf_tensor *r, const gf_tensor *y, const gf_tensor *const *x,
+                      gf_tensor *const *t, int nx, bool view) {
+    if (r && r->dtype != y->dtype) {
+        if (gf_dtype_is_complex(r->dtype) && !gf_dtype_is_complex(y->dtype)) r = gf_real(r);
+        r = gf_to_dtype(r, y->dtype);
+    }
+    if (r && (r->rank != y->rank || memcmp(r->sizes, y->sizes, sizeof(int64_t) * (size_t)y->rank)))
+        r = gf_expand(r, y->sizes, y->rank);
+    if (!r || view) return r;
+    bool copy = !same_layout(r, y) || shares(r, y);
+    for (int i = 0; i < nx && !copy; i++) copy = shares(r, x[i]) || shares(r, t[i]);
+    if (!copy) return r;
+    if (gf__is_contiguous(y) && y->offset == 0) return gf_clone(r);
+    gf_tensor *z = gf__ret(shadow_zeros(y));
+    if (z && gf_copy_(z, r) != GF_OK) return NULL;
+    return z;
+}
+
+/* Runs the rule of level d for every float output. */
+static gf_status apply_level(const char *op, gf__fw_rule rule, const void *p,
+                             const gf_tensor *const *x, gf_tensor **t, int nx,
+                             gf_tensor *const *y, int ny, bool view, int d) {
+    uint64_t prev = gf__fw_mask_push(d);
+    gf_status s = GF_OK;
+    gf_scope_begin();
+    for (int j = 0; j < ny && s == GF_OK; j++) {
+        if (!y[j] || !gf__dtype_differentiable(y[j]->dtype)) continue;
+        uint64_t seq = gf__error_seq();
+        gf_tensor *r = rule(p, (gf_tensor *const *)x, t, y, j);
+        if (r) r = fit(r, y[j], x, t, nx, view);
+        if (!r) {
+            if (gf__error_seq() != seq) s = gf__status();
+            continue;
+        }
+        r = gf_scope_keep(r);
+        s = gf__fw_set(y[j], d, r);
+        gf_tensor_release(r);
+    }
+    gf_scope_end();
+    gf__fw_mask_pop(prev);
+    return s;
+}
+
+gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
+                       int nx, gf_tensor *const *y, int ny, bool view) {
+    if (!gf__fw_enabled()) return GF_OK;
+    int depth = atomic_load(&gf__fw_depth);
+    gf_tensor *small[8] = {NULL}, **t = nx <= 8 ? small : calloc((size_t)nx, sizeof *t);
+    if (!t) return gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for tangents", op);
+    gf_status s = GF_OK;
+    int sc = gf__scope_suspend();
+    for (int d = 0; d < depth && s == GF_OK; d++) {
+        if (gf__fw_masked(d)) continue;
+        bool any = false;
+        for (int i = 0; i < nx; i++) {
+            t[i] = gf__fw_tangent(x[i], d);
+            any |= t[i] != NULL;
+        }
+        if (any && !rule)
+            s = gf__error(GF_ERR_AUTOGRAD, "%s: forward-mode AD has no jvp rule for this op, and an "
+                          "input carries a tangent at dual level %d; compute it outside the dual "
+                          "level (on gf_fwad_unpack_dual's primal), or use reverse mode", op, d);
+        else if (any)
+            s = apply_level(op, rule, p, x, t, nx, y, ny, view, d);
+        for (int i = 0; i < nx; i++) {
+            gf_tensor_release(t[i]);
+            t[i] = NULL;
+        }
+    }
+    gf__scope_resume(sc);
+    if (t != small) free(t);
+    return s;
+}
+
+/* ------------------------------------------------------------ in-place */
+gf_status gf__fw_commit_level(gf_tensor *self, int d, gf_tensor *nt, const char *op) {
+    gf_tensor *old = gf__fw_tangent(self, d);
+    if (!nt && !old) return GF_OK;
+    gf_status s = GF_OK;
+    gf_tensor *bt = NULL, *vt = NULL;
+    if (!old) {
+        gf_autograd_meta *m = self->autograd;
+        gf_tensor *base = m ? m->base : NULL;
+        if (base && base->dtype == self->dtype && !find_entry(base, gf__fw_level_id(d))) {
+            /* The base gets a zero tangent laid out like it, and self (a
+             * view) its region of it. */
+            bt = shadow_zeros(base);
+            s = bt ? gf__fw_set(base, d, bt) : gf__status();
+            vt = s == GF_OK ? gf__fw_tangent(self, d) : NULL;
+            if (s == GF_OK && !vt)
+                s = gf__error(GF_ERR_AUTOGRAD, "internal: the view's tangent could not be "
+                              "derived from its base's");
+        } else {
+            vt = shadow_zeros(self);
+            s = vt ? gf__fw_set(self, d, vt) : gf__status();
+        }
+    }
+    uint64_t prev = gf__fw_mask_push(d);
+    if (s == GF_OK && old) /* written into the tangent it has: its views and base see it */
+        s = nt ? gf_copy_(old, nt) : gf_zero_(old);
+    else if (s == GF_OK)
+        s = gf_copy_(vt, nt);
+    gf__fw_mask_pop(prev);
+    gf_tensor_release(bt);
+    gf_tensor_release(vt);
+    gf_tensor_release(old);
+    if (s != GF_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gf__message());
+        s = gf__error(s, "%s: updating the tangent at dual level %d failed: %s", op, d, why);
+    }
+    return s;
+}
+
+gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const char *op) {
+    if (!gf__fw_enabled()) return GF_OK;
+    int depth = atomic_load(&gf__fw_depth);
+    gf_status s = GF_OK;
+    int sc = gf__scope_suspend();
+    for (int d = 0; d < depth && s == GF_OK; d++) {
+        if (gf__fw_masked(d)) continue;
+        gf_tensor *nt = result != self ? gf__fw_tangent(result, d) : NULL;
+        s = gf__fw_commit_level(self, d, nt, op);
+        gf_tensor_release(nt);
+    }
+    gf__scope_resume(sc);
+    return s;
+}
+
+gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
+                       gf_tensor *const *t, int nx) {
+    gf_scope_begin();
+    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false));
+    gf_scope_end();
+    if (!f) return gf__status();
+    gf_status s = gf__fw_set(y, d, f);
+    gf_tensor_release(f);
+    return s;
+}
