@@ -437,6 +437,11 @@ static void test_other_device(void) {
     /* a real tensor on the default device cannot become complex there */
     gf_tensor *x = gf_ones(&n, 1, GF_F64, def);
     CHECK(gf_to_dtype(x, GF_C128) == NULL && gf_last_status() == GF_ERR_DTYPE);
+    /* nor a view of it: no complex tensor exists where none can be stored */
+    gf_tensor *pairs = gf_ones((const int64_t[]){3, 2}, 2, GF_F64, def);
+    CHECK(pairs && gf_view_as_complex(pairs) == NULL && gf_last_status() == GF_ERR_DTYPE);
+    CHECK_CONTAINS(gf_last_error(), "does not store dtype c128");
+    gf_tensor_release(pairs);
     gf_tensor_release(x);
 }
 

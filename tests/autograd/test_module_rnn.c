@@ -115,7 +115,7 @@ static void test_cells(void) {
 /* The layers' gradients and second derivatives with respect to the input
  * and h0 by finite differences (f64, small): the sequence projected in one
  * GEMM and cut into steps by one backward node, bidirectional, two layers,
- * both for an LSTM and a GRU. */
+ * both for an LSTM and a GRU; forward mode's tangents too. */
 static gf_tensor *rnn_fn(gf_tensor *const *in, int n, void *user) {
     (void)n;
     gf_tensor *hn = NULL;
@@ -141,6 +141,7 @@ static void test_gradchecks(void) {
               gf_tensor_set_requires_grad(h0, true) == GF_OK);
         gf_tensor *in[2] = {x, h0};
         gf_gradcheck_opts o = GF_GRADCHECK_OPTS_DEFAULT;
+        o.check_forward_ad = true; /* tangents through the layers too */
         CHECK_MSG(gf_gradcheck(rnn_fn, in, 2, m, &o) == GF_OK, "%s gradcheck: %s",
                   k ? "GRU" : "LSTM", gf_last_error());
         CHECK_MSG(gf_gradgradcheck(rnn_fn, in, 2, m, &o) == GF_OK, "%s gradgradcheck: %s",

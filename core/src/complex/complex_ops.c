@@ -186,6 +186,12 @@ gf_tensor *gf_view_as_complex(const gf_tensor *t) {
                       (long long)t->strides[i]);
             return NULL;
         }
+    gf_dtype cdt = t->dtype == GF_F32 ? GF_C64 : GF_C128;
+    gf_device *dev = t->storage->device;
+    if (!(dev->props.dtypes & GFP_DTYPE_BIT(cdt))) { /* no c64/c128 tensor where none can live */
+        gf__dtype_not_stored(dev, cdt);
+        return NULL;
+    }
     if (t->offset % 2) {
         gf__error(GF_ERR_SHAPE, "%s: t's storage offset must be even (it is %lld): a complex "
                   "element starts at an even real element; make t contiguous with gf_contiguous "
