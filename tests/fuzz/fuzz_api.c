@@ -630,7 +630,30 @@ static void act_autograd(reader *r) {
     int k = slot(r);
     gf_tensor *t = pool[k];
     if (!t) return;
-    switch (pick(r, 10)) {
+    switch (pick(r, 12)) {
+    case 10: {
+        /* forward mode: levels opened and closed (the wrong one too),
+         * duals of pooled tensors with pooled tangents of any shape */
+        int lv = -1;
+        switch (pick(r, 4)) {
+        case 0: gf_fwad_level_enter(pick(r, 8) ? &lv : NULL); break;
+        case 1: gf_fwad_level_exit(gf_fwad_level_count() - 1); break;
+        case 2: gf_fwad_level_exit(pick(r, 4) - 1); break;
+        default:
+            put(gf_fwad_make_dual(t, get(r), pick(r, 2) ? GF_FWAD_LEVEL_CURRENT : pick(r, 3)));
+            break;
+        }
+        break;
+    }
+    case 11: {
+        gf_tensor *p = NULL, *tg = NULL;
+        if (gf_fwad_unpack_dual(t, pick(r, 2) ? GF_FWAD_LEVEL_CURRENT : pick(r, 3),
+                                pick(r, 4) ? &p : NULL, &tg) == GF_OK) {
+            put(p);
+            put(tg);
+        }
+        break;
+    }
     case 0:
         /* leaves only on tensors a creation function made; turned off
          * again now and then (then used in place with operands from its
@@ -1175,6 +1198,7 @@ static void cleanup(void) {
         gf_saved_tensor_hooks_pop();
         hooks_depth--;
     }
+    while (gf_fwad_level_count() > 0) gf_fwad_level_exit(gf_fwad_level_count() - 1);
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     gf_clear_error();
 }
