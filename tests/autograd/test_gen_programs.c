@@ -251,7 +251,8 @@ static void prog_gen(uint64_t id, prog *P) {
             bound += 1;
             break;
         case W_INDEX_ADD: {
-            st->k = 1 + irand(r, 3);
+            /* a slot with no rows (a narrow of length 0) gets an empty index */
+            st->k = rc->sizes[0] ? 1 + irand(r, 3) : 0;
             for (int k = 0; k < st->k; k++) st->idx[k] = irand(r, (int)rc->sizes[0]);
             int64_t ss[2] = {st->k, rc->sizes[1]};
             st->leaf = new_leaf(r, P, rc->rank, ss, -1, 1, false);
