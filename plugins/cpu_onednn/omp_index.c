@@ -37,6 +37,12 @@ static bool indices_ok(const gfp_tensor *index, int64_t limit) {
     int64_t n = pk_numel(index), bad = 0;
     int r = index->rank;
     int nt = odn_threads(n);
+    if (r == 1) { /* no divisions (they cost more than the gather itself) */
+        int64_t s = index->strides[0];
+        ODN_PARALLEL_FOR(nt, reduction(+ : bad) schedule(static), for (int64_t i = 0; i < n; i++)
+            bad += ib[i * s] < 0 || ib[i * s] >= limit;);
+        return bad == 0;
+    }
     ODN_PARALLEL_FOR(nt, reduction(+ : bad) schedule(static), for (int64_t i = 0; i < n; i++) {
         int64_t off = 0, j = i;
         for (int d = r - 1; d >= 0; d--) {
