@@ -247,8 +247,134 @@ static bool FS(lanes_dense)(const FS(lanes) *L) {
     return d < st;
 }
 
+
+/* ---- FV x FV transposes in registers, for lines stored one after the
+ * other (rows of a batch): a lane's elements are consecutive there, a row
+ * of the work buffer wants one element of each lane. Generic vectors: each
+ * clone of the callers gets its own instructions (2-input permutes on
+ * AVX-512). Stage h swaps the off-diagonal h x h blocks of every 2h x 2h
+ * block; the stages h = FV/2 .. 1 make the transpose. */
+typedef FT FS(vec) __attribute__((vector_size(64)));
+typedef FI FS(ivec) __attribute__((vector_size(64)));
+
+#define FLO(c) ((c) & h ? FV + ((c) ^ h) : (c))
+#define FHI(c) ((c) & h ? FV + (c) : ((c) ^ h))
+FINLINE void FS(tstage)(FS(vec) *r, const int h) {
+    const FS(ivec) lo = FMASK(FLO), hi = FMASK(FHI);
+#pragma GCC unroll 16
+    for (int i = 0; i < FV; i++) {
+        if (i & h) continue;
+        FS(vec) a = r[i], b = r[i | h];
+        r[i] = __builtin_shuffle(a, b, lo);
+        r[i | h] = __builtin_shuffle(a, b, hi);
+    }
+}
+#undef FLO
+#undef FHI
+
+FINLINE void FS(transpose)(FS(vec) *r) {
+    if (FV == 16) FS(tstage)(r, 8);
+    FS(tstage)(r, 4);
+    FS(tstage)(r, 2);
+    FS(tstage)(r, 1);
+}
+
+/* Unaligned vector moves (macros: a vector argument would change the ABI
+ * between the clones). */
+#define FVLD(d, p) memcpy(&(d), (p), sizeof(d))
+#define FVST(p, v) memcpy((p), &(v), sizeof(v))
+
+/* How the lanes lie for the transposing paths: 2 when each is complex pairs
+ * one after the other (im = re + 1, stride 2), 1 when each is real values
+ * one after the other (no im), 0 otherwise. */
+static int FS(lanes_packed)(const FS(lanes) *L) {
+    if (L->st == 1) {
+        for (int v = 0; v < L->nl; v++)
+            if (L->im[v]) return 0;
+        return 1;
+    }
+    if (L->st != 2) return 0;
+    for (int v = 0; v < L->nl; v++)
+        if (L->im[v] != L->re[v] + 1) return 0;
+    return 2;
+}
+
+/* Rows [0, full) of buf from packed lanes, full a multiple of FV; returns
+ * full (the caller does the rest). */
+ODN_CLONES static int64_t FS(load_tr)(FT *buf, int64_t rows, const FS(lanes) *L, int kind) {
+    const int64_t full = rows / FV * FV;
+    FS(vec) A[FV];
+    const FS(vec) zero = {0};
+    for (int64_t j0 = 0; j0 < full; j0 += FV) {
+        if (kind == 2) {
+            for (int half = 0; half < 2; half++) {
+                for (int v = 0; v < FV; v++) {
+                    if (v < L->nl) FVLD(A[v], L->re[v] + 2 * j0 + half * FV);
+                    else A[v] = zero;
+                }
+                FS(transpose)(A);
+                for (int k = 0; k < FV / 2; k++) {
+                    FVST(FROW(buf, j0 + half * FV / 2 + k), A[2 * k]);
+                    FVST(FROW(buf, j0 + half * FV / 2 + k) + FV, A[2 * k + 1]);
+                }
+            }
+        } else {
+            for (int v = 0; v < FV; v++) {
+                if (v < L->nl) FVLD(A[v], L->re[v] + j0);
+                else A[v] = zero;
+            }
+            FS(transpose)(A);
+            for (int k = 0; k < FV; k++) {
+                FVST(FROW(buf, j0 + k), A[k]);
+                FVST(FROW(buf, j0 + k) + FV, zero);
+            }
+        }
+    }
+    return full;
+}
+
+ODN_CLONES static int64_t FS(store_tr)(const FT *buf, int64_t rows, const FS(lanes) *L, int kind,
+                                       FT scale) {
+    const int64_t full = rows / FV * FV;
+    FS(vec) A[FV];
+    for (int64_t j0 = 0; j0 < full; j0 += FV) {
+        if (kind == 2) {
+            for (int half = 0; half < 2; half++) {
+                for (int k = 0; k < FV / 2; k++) {
+                    FVLD(A[2 * k], FROW(buf, j0 + half * FV / 2 + k));
+                    A[2 * k] *= scale;
+                    FVLD(A[2 * k + 1], FROW(buf, j0 + half * FV / 2 + k) + FV);
+                    A[2 * k + 1] *= scale;
+                }
+                FS(transpose)(A);
+                for (int v = 0; v < L->nl; v++) FVST(L->re[v] + 2 * j0 + half * FV, A[v]);
+            }
+        } else {
+            for (int k = 0; k < FV; k++) {
+                FVLD(A[k], FROW(buf, j0 + k));
+                A[k] *= scale;
+            }
+            FS(transpose)(A);
+            for (int v = 0; v < L->nl; v++) FVST(L->re[v] + j0, A[v]);
+        }
+    }
+    return full;
+}
+
 ODN_CLONES static void FS(lanes_load)(FT *buf, int64_t rows, const FS(lanes) *L) {
     const int64_t st = L->st;
+    int packed = FS(lanes_dense)(L) ? 0 : FS(lanes_packed)(L);
+    if (packed) {
+        int64_t done = FS(load_tr)(buf, rows, L, packed);
+        for (int64_t j = done; j < rows; j++) {
+            FT *o = FROW(buf, j);
+            for (int v = 0; v < FV; v++) {
+                o[v] = v < L->nl ? L->re[v][j * st] : 0;
+                o[FV + v] = v < L->nl && L->im[v] ? L->im[v][j * st] : 0;
+            }
+        }
+        return;
+    }
     if (FS(lanes_dense)(L)) {
         for (int64_t j = 0; j < rows; j++) {
             FT *o = FROW(buf, j);
@@ -275,6 +401,18 @@ ODN_CLONES static void FS(lanes_load)(FT *buf, int64_t rows, const FS(lanes) *L)
 ODN_CLONES static void FS(lanes_store)(const FT *buf, int64_t rows, const FS(lanes) *L,
                                        FT scale) {
     const int64_t st = L->st;
+    int packed = FS(lanes_dense)(L) ? 0 : FS(lanes_packed)(L);
+    if (packed) {
+        int64_t done = FS(store_tr)(buf, rows, L, packed, scale);
+        for (int64_t j = done; j < rows; j++) {
+            const FT *o = FROW(buf, j);
+            for (int v = 0; v < L->nl; v++) {
+                L->re[v][j * st] = o[v] * scale;
+                if (L->im[v]) L->im[v][j * st] = o[FV + v] * scale;
+            }
+        }
+        return;
+    }
     if (FS(lanes_dense)(L)) {
         for (int64_t j = 0; j < rows; j++) {
             const FT *o = FROW(buf, j);
@@ -495,7 +633,7 @@ typedef struct FS(line1) {
     int64_t st;
 } FS(line1);
 
-static void FS(four_cols)(const FS(lplan) *P, FS(line1) x, FT *yre, FT *yim, int64_t c0,
+ODN_CLONES static void FS(four_cols)(const FS(lplan) *P, FS(line1) x, FT *yre, FT *yim, int64_t c0,
                           int64_t c1, FT *a, FT *b) {
     const int64_t n1 = P->n1, n2 = P->n2;
     for (int64_t c = c0; c < c1; c++) {
@@ -509,9 +647,25 @@ static void FS(four_cols)(const FS(lplan) *P, FS(line1) x, FT *yre, FT *yim, int
         L.st = n2 * x.st;
         FS(lanes_load)(a, n1, &L);
         const FT *r = FS(lanes_fft)(&P->c, a, b);
+        /* block (k1 / FV, j2): the FV x FV tile of k1 % FV by lane, transposed */
+        const int64_t full = n1 / FV * FV;
+        FS(vec) A[FV], B[FV];
+        for (int64_t k0 = 0; k0 < full; k0 += FV) {
+            for (int l = 0; l < FV; l++) {
+                FVLD(A[l], FROW(r, k0 + l));
+                FVLD(B[l], FROW(r, k0 + l) + FV);
+            }
+            FS(transpose)(A);
+            FS(transpose)(B);
+            for (int v = 0; v < L.nl; v++) {
+                int64_t i = ((k0 / FV) * n2 + j0 + v) * FV;
+                FVST(yre + i, A[v]);
+                FVST(yim + i, B[v]);
+            }
+        }
         for (int v = 0; v < L.nl; v++) {
             int64_t j2 = j0 + v;
-            for (int64_t k1 = 0; k1 < n1; k1++) {
+            for (int64_t k1 = full; k1 < n1; k1++) {
                 int64_t i = ((k1 / FV) * n2 + j2) * FV + k1 % FV;
                 yre[i] = FROW(r, k1)[v];
                 yim[i] = FROW(r, k1)[FV + v];
