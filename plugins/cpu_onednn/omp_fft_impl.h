@@ -299,6 +299,51 @@ static int FS(lanes_packed)(const FS(lanes) *L) {
     return 2;
 }
 
+/* Whether all FV lanes are adjacent complex elements (re[v] = re[0] + 2v,
+ * im = re + 1): a row is then 2 FV consecutive values, split by permutes. */
+static bool FS(lanes_adjacent)(const FS(lanes) *L) {
+    if (L->nl != FV) return false;
+    for (int v = 0; v < FV; v++)
+        if (L->re[v] != L->re[0] + 2 * v || L->im[v] != L->re[v] + 1) return false;
+    return true;
+}
+
+#define FEV(c) (2 * (c))
+#define FOD(c) (2 * (c) + 1)
+#define FIL(c) ((c) & 1 ? FV + (c) / 2 : (c) / 2)
+#define FIH(c) ((c) & 1 ? FV + FV / 2 + (c) / 2 : FV / 2 + (c) / 2)
+ODN_CLONES static void FS(load_adj)(FT *buf, int64_t rows, const FT *p, int64_t st) {
+    const FS(ivec) ev = FMASK(FEV), od = FMASK(FOD);
+    for (int64_t j = 0; j < rows; j++) {
+        FS(vec) a, b, re, im;
+        FVLD(a, p + j * st);
+        FVLD(b, p + j * st + FV);
+        re = __builtin_shuffle(a, b, ev);
+        im = __builtin_shuffle(a, b, od);
+        FVST(FROW(buf, j), re);
+        FVST(FROW(buf, j) + FV, im);
+    }
+}
+
+ODN_CLONES static void FS(store_adj)(const FT *buf, int64_t rows, FT *p, int64_t st, FT scale) {
+    const FS(ivec) il = FMASK(FIL), ih = FMASK(FIH);
+    for (int64_t j = 0; j < rows; j++) {
+        FS(vec) re, im, a, b;
+        FVLD(re, FROW(buf, j));
+        FVLD(im, FROW(buf, j) + FV);
+        re *= scale;
+        im *= scale;
+        a = __builtin_shuffle(re, im, il);
+        b = __builtin_shuffle(re, im, ih);
+        FVST(p + j * st, a);
+        FVST(p + j * st + FV, b);
+    }
+}
+#undef FEV
+#undef FOD
+#undef FIL
+#undef FIH
+
 /* Rows [0, full) of buf from packed lanes, full a multiple of FV; returns
  * full (the caller does the rest). */
 ODN_CLONES static int64_t FS(load_tr)(FT *buf, int64_t rows, const FS(lanes) *L, int kind) {
@@ -363,6 +408,10 @@ ODN_CLONES static int64_t FS(store_tr)(const FT *buf, int64_t rows, const FS(lan
 
 ODN_CLONES static void FS(lanes_load)(FT *buf, int64_t rows, const FS(lanes) *L) {
     const int64_t st = L->st;
+    if (FS(lanes_adjacent)(L)) {
+        FS(load_adj)(buf, rows, L->re[0], st);
+        return;
+    }
     int packed = FS(lanes_dense)(L) ? 0 : FS(lanes_packed)(L);
     if (packed) {
         int64_t done = FS(load_tr)(buf, rows, L, packed);
@@ -401,6 +450,10 @@ ODN_CLONES static void FS(lanes_load)(FT *buf, int64_t rows, const FS(lanes) *L)
 ODN_CLONES static void FS(lanes_store)(const FT *buf, int64_t rows, const FS(lanes) *L,
                                        FT scale) {
     const int64_t st = L->st;
+    if (FS(lanes_adjacent)(L)) {
+        FS(store_adj)(buf, rows, L->re[0], st, scale);
+        return;
+    }
     int packed = FS(lanes_dense)(L) ? 0 : FS(lanes_packed)(L);
     if (packed) {
         int64_t done = FS(store_tr)(buf, rows, L, packed, scale);
