@@ -14,7 +14,7 @@
  * again batches.
  *
  * A 1-D transform of complex length n is a Stockham autosort (no bit
- * reversal): passes of radix 4, then 2, 3, 5, 7, 11, 13, each reading one
+ * reversal): passes of radix 8, then 4, 2, 3, 5, 7, 11, 13, each reading one
  * buffer and writing the other, decimation in frequency: pass i, with the
  * length still to split len and stride s = n / len, maps
  *   y[q + s (r p + t)] = w_len^(p t) * sum_k x[q + s (p + k m)] w_r^(k t),
@@ -54,9 +54,10 @@ static void FS(root)(int64_t k, int64_t n, int sign, FT *re, FT *im) {
     *im = (FT)sin(a);
 }
 
-/* Radices of n (4s first); false when a prime factor above 13 remains. */
+/* Radices of n (8s, then 4s first); false when a prime factor above 13 remains. */
 static bool FS(factor)(int64_t n, int *rad, int *np) {
     int k = 0;
+    while (n % 8 == 0 && k < FFT_MAX_PASS) rad[k++] = 8, n /= 8;
     while (n % 4 == 0 && k < FFT_MAX_PASS) rad[k++] = 4, n /= 4;
     static const int primes[] = {2, 3, 5, 7, 11, 13};
     for (int i = 0; i < 6; i++)
@@ -88,7 +89,7 @@ static bool FS(cplan_init)(FS(cplan) *p, int64_t n, int sign) {
         p->twoff[i] = ntw;
         p->rtoff[i] = nrt;
         ntw += (len / r) * (r - 1);
-        if (r != 2 && r != 4) nrt += r;
+        if (r % 2) nrt += r;
         len /= r;
     }
     p->tw = FS(falloc)(2 * ntw);
@@ -106,7 +107,7 @@ static bool FS(cplan_init)(FS(cplan) *p, int64_t n, int sign) {
             for (int t = 1; t < r; t++)
                 FS(root)(q * t, len, sign, &tw[2 * (q * (r - 1) + t - 1)],
                          &tw[2 * (q * (r - 1) + t - 1) + 1]);
-        if (r != 2 && r != 4) {
+        if (r % 2) {
             FT *rt = p->rt + 2 * p->rtoff[i];
             for (int k = 0; k < r; k++) FS(root)(k, r, sign, &rt[2 * k], &rt[2 * k + 1]);
         }
@@ -167,6 +168,56 @@ FINLINE void FS(pass4)(const FT *restrict x, FT *restrict y, int64_t s, int64_t 
     }
 }
 
+/* Radix 8 as 2 x 4: u_k = a_k + a_(k+4) and v_k = (a_k - a_(k+4)) w8^k give
+ * the even and the odd outputs by 4-point transforms. */
+#define FDFT4(x0r, x0i, x1r, x1i, x2r, x2i, x3r, x3i)                                    \
+    do {                                                                                 \
+        FT t0r = x0r + x2r, t0i = x0i + x2i, t1r = x0r - x2r, t1i = x0i - x2i;           \
+        FT t2r = x1r + x3r, t2i = x1i + x3i, dr = x1r - x3r, di = x1i - x3i;             \
+        FT t3r = -sg * di, t3i = sg * dr;                                                \
+        x0r = t0r + t2r, x0i = t0i + t2i, x2r = t0r - t2r, x2i = t0i - t2i;              \
+        x1r = t1r + t3r, x1i = t1i + t3i, x3r = t1r - t3r, x3i = t1i - t3i;              \
+    } while (0)
+FINLINE void FS(pass8)(const FT *restrict x, FT *restrict y, int64_t s, int64_t m,
+                       const FT *restrict tw, FT sg) {
+    const FT h = (FT)0.70710678118654752440;
+    for (int64_t p = 0; p < m; p++) {
+        const FT *w = tw + 14 * p;
+        for (int64_t q = 0; q < s; q++) {
+            const FT *a[8];
+            for (int k = 0; k < 8; k++) a[k] = FROW(x, q + s * (p + k * m));
+            FT *o = FROW(y, q + s * 8 * p);
+            const int64_t os = 2 * FV * s;
+            FSIMD for (int v = 0; v < FV; v++) {
+                FT u0r = a[0][v] + a[4][v], u0i = a[0][FV + v] + a[4][FV + v];
+                FT u1r = a[1][v] + a[5][v], u1i = a[1][FV + v] + a[5][FV + v];
+                FT u2r = a[2][v] + a[6][v], u2i = a[2][FV + v] + a[6][FV + v];
+                FT u3r = a[3][v] + a[7][v], u3i = a[3][FV + v] + a[7][FV + v];
+                FT v0r = a[0][v] - a[4][v], v0i = a[0][FV + v] - a[4][FV + v];
+                FT d1r = a[1][v] - a[5][v], d1i = a[1][FV + v] - a[5][FV + v];
+                FT d2r = a[2][v] - a[6][v], d2i = a[2][FV + v] - a[6][FV + v];
+                FT d3r = a[3][v] - a[7][v], d3i = a[3][FV + v] - a[7][FV + v];
+                /* w8 = h (1 + sign i), w8^2 = sign i, w8^3 = h (-1 + sign i) */
+                FT v1r = h * (d1r - sg * d1i), v1i = h * (d1i + sg * d1r);
+                FT v2r = -sg * d2i, v2i = sg * d2r;
+                FT v3r = h * (-d3r - sg * d3i), v3i = h * (-d3i + sg * d3r);
+                FDFT4(u0r, u0i, u1r, u1i, u2r, u2i, u3r, u3i);
+                FDFT4(v0r, v0i, v1r, v1i, v2r, v2i, v3r, v3i);
+                /* b_2t = u_t, b_2t+1 = v_t; y_t = b_t w^(p t) */
+                o[v] = u0r, o[FV + v] = u0i;
+                FT br[7] = {v0r, u1r, v1r, u2r, v2r, u3r, v3r};
+                FT bi[7] = {v0i, u1i, v1i, u2i, v2i, u3i, v3i};
+                for (int t = 0; t < 7; t++) {
+                    FT wr = w[2 * t], wi = w[2 * t + 1];
+                    o[(t + 1) * os + v] = br[t] * wr - bi[t] * wi;
+                    o[(t + 1) * os + FV + v] = br[t] * wi + bi[t] * wr;
+                }
+            }
+        }
+    }
+}
+#undef FDFT4
+
 /* Any odd radix r <= 13: the r-point DFT as its sums (r is small). */
 FINLINE void FS(passg)(const FT *restrict x, FT *restrict y, int64_t s, int64_t m, int r,
                        const FT *restrict tw, const FT *restrict rt) {
@@ -216,7 +267,8 @@ ODN_CLONES static FT *FS(lanes_fft)(const FS(cplan) *p, FT *a, FT *b) {
         int r = p->rad[i];
         int64_t m = len / r;
         const FT *tw = p->tw + 2 * p->twoff[i];
-        if (r == 4) FS(pass4)(x, y, s, m, tw, sg);
+        if (r == 8) FS(pass8)(x, y, s, m, tw, sg);
+        else if (r == 4) FS(pass4)(x, y, s, m, tw, sg);
         else if (r == 2) FS(pass2)(x, y, s, m, tw);
         else FS(passg)(x, y, s, m, r, tw, p->rt + 2 * p->rtoff[i]);
         FT *t = x;
