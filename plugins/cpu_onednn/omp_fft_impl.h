@@ -537,8 +537,8 @@ ODN_CLONES static void FS(lanes_store)(const FT *buf, int64_t rows, const FS(lan
 
 /* ------------------------------------------------------------ real pre/post */
 /* X[0..h] from Z[0..h) (see the file comment); w: h + 1 pairs w^k. */
-ODN_CLONES static void FS(r2c_post)(const FT *z, FT *X, int64_t h, const FT *w) {
-    for (int64_t k = 0; k <= h; k++) {
+ODN_CLONES static void FS(r2c_post)(const FT *z, FT *X, int64_t h, const FT *w, int64_t k0) {
+    for (int64_t k = k0; k <= h; k++) {
         const FT *a = FROW(z, k == h ? 0 : k), *b = FROW(z, k == 0 ? 0 : h - k);
         FT *o = FROW(X, k);
         const FT wr = w[2 * k], wi = w[2 * k + 1];
@@ -550,6 +550,37 @@ ODN_CLONES static void FS(r2c_post)(const FT *z, FT *X, int64_t h, const FT *w) 
             o[FV + v] = ei + (or_ * wi + oi * wr);
         }
     }
+}
+
+/* r2c_post fused with store_tr's transposes into interleaved complex
+ * lanes (kind 2): rows [0, full) of X go straight from registers to the
+ * lanes; returns full (the caller does the rest). */
+ODN_CLONES static int64_t FS(store_r2c_tr)(const FT *z, int64_t h, const FS(lanes) *L,
+                                           const FT *w, FT scale) {
+    const int64_t full = (h + 1) / FV * FV;
+    FS(vec) A[FV];
+    for (int64_t j0 = 0; j0 < full; j0 += FV) {
+        for (int half = 0; half < 2; half++) {
+            for (int k = 0; k < FV / 2; k++) {
+                int64_t kk = j0 + half * FV / 2 + k;
+                const FT *pa = FROW(z, kk == h ? 0 : kk), *pb = FROW(z, kk == 0 ? 0 : h - kk);
+                FS(vec) zr, zi, cr, ci;
+                FVLD(zr, pa);
+                FVLD(zi, pa + FV);
+                FVLD(cr, pb);
+                FVLD(ci, pb + FV);
+                ci = -ci;
+                const FT wr = w[2 * kk], wi = w[2 * kk + 1];
+                FS(vec) er = (FT)0.5 * (zr + cr), ei = (FT)0.5 * (zi + ci);
+                FS(vec) or_ = (FT)0.5 * (zi - ci), oi = (FT)-0.5 * (zr - cr);
+                A[2 * k] = (er + (or_ * wr - oi * wi)) * scale;
+                A[2 * k + 1] = (ei + (or_ * wi + oi * wr)) * scale;
+            }
+            FS(transpose)(A);
+            for (int v = 0; v < L->nl; v++) FVST(L->re[v] + 2 * j0 + half * FV, A[v]);
+        }
+    }
+    return full;
 }
 
 /* Z'[0..h) from X[0..h] (whose imaginary parts of rows 0 and h are zeroed
@@ -695,12 +726,21 @@ static void FS(lines_chunk)(const odn_fft_job *J, const FS(lplan) *P, int64_t b0
         FS(lanes_of)(J, b0, nl, false, even, &L);
         FS(lanes_load)(a, even ? h : n, &L);
         FT *r = FS(lanes_fft)(&P->c, a, b);
+        FS(lanes_of)(J, b0, nl, true, false, &L);
         if (even) {
             FT *o = r == a ? b : a;
-            FS(r2c_post)(r, o, h, P->wr);
+            int64_t done = 0;
+            if (!FS(lanes_dense)(&L) && FS(lanes_packed)(&L) == 2)
+                done = FS(store_r2c_tr)(r, h, &L, P->wr, scale);
+            FS(r2c_post)(r, o, h, P->wr, done);
             r = o;
+            for (int v = 0; v < nl; v++) { /* what is left: rows done .. h */
+                L.re[v] += done * L.st;
+                L.im[v] += done * L.st;
+            }
+            FS(lanes_store)(FROW(r, done), h + 1 - done, &L, scale);
+            break;
         }
-        FS(lanes_of)(J, b0, nl, true, false, &L);
         FS(lanes_store)(r, h + 1, &L, scale);
         break;
     }
