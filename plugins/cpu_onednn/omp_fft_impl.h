@@ -846,10 +846,16 @@ ODN_CLONES static void FS(four_rows)(const FS(lplan) *P, const FT *yre, const FT
     }
 }
 
-/* Static share [lo, hi) of count items for thread t of k. */
-static void FS(share)(int64_t count, int t, int k, int64_t *lo, int64_t *hi) {
-    *lo = count * t / k;
-    *hi = count * (t + 1) / k;
+/* The next block of work [lo, hi) from a shared counter, a few items at a
+ * time: on a busy machine a thread that starts late takes less, instead of
+ * holding the others at the end. False when none is left. */
+static bool FS(take)(int64_t *next, int64_t count, int k, int64_t *lo, int64_t *hi) {
+    int64_t step = count / (4 * (int64_t)k);
+    if (step < 1) step = 1;
+    *lo = __atomic_fetch_add(next, step, __ATOMIC_RELAXED);
+    if (*lo >= count) return false;
+    *hi = *lo + step < count ? *lo + step : count;
+    return true;
 }
 
 /* x -> out (complex lines of P->m), on nt threads; scratch: y (2 * nb * n2
@@ -858,14 +864,15 @@ static void FS(four_line)(const FS(lplan) *P, FS(line1) x, FS(line1) out, FT sca
                           FT *y, FT *scratch, int64_t rows) {
     const int64_t nb = (P->n1 + FV - 1) / FV, ncol = (P->n2 + FV - 1) / FV;
     FT *yre = y, *yim = y + nb * P->n2 * FV;
+    int64_t next_col = 0, next_row = 0;
     ODN_PARALLEL(nt, t, k, {
         FT *a = scratch + (int64_t)t * 4 * FV * rows, *b = a + 2 * FV * rows;
         int64_t lo, hi;
-        FS(share)(ncol, t, k, &lo, &hi);
-        FS(four_cols)(P, x, yre, yim, lo, hi, a, b);
+        while (FS(take)(&next_col, ncol, k, &lo, &hi))
+            FS(four_cols)(P, x, yre, yim, lo, hi, a, b);
         ODN_PRAGMA(omp barrier)
-        FS(share)(nb, t, k, &lo, &hi);
-        FS(four_rows)(P, yre, yim, out, scale, lo, hi, a, b);
+        while (FS(take)(&next_row, nb, k, &lo, &hi))
+            FS(four_rows)(P, yre, yim, out, scale, lo, hi, a, b);
     });
 }
 
@@ -986,15 +993,16 @@ gfp_status FS(odn_fft_run)(const odn_fft_job *J) {
         if (!scratch) {
             st = FS(oom)(J);
         } else {
+            int64_t next = 0;
             ODN_PARALLEL(nt, t, k, {
                 FT *a = scratch + (int64_t)t * 4 * FV * rows, *b = a + 2 * FV * rows;
                 int64_t lo, hi;
-                FS(share)(chunks, t, k, &lo, &hi);
-                for (int64_t c = lo; c < hi; c++) {
-                    int64_t b0 = c * FV;
-                    int nl = (int)(lines - b0 < FV ? lines - b0 : FV);
-                    FS(lines_chunk)(J, P, b0, nl, a, b);
-                }
+                while (FS(take)(&next, chunks, k, &lo, &hi))
+                    for (int64_t c = lo; c < hi; c++) {
+                        int64_t b0 = c * FV;
+                        int nl = (int)(lines - b0 < FV ? lines - b0 : FV);
+                        FS(lines_chunk)(J, P, b0, nl, a, b);
+                    }
             });
         }
     }
