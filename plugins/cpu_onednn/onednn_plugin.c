@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "onednn_internal.h"
+#include "omp_fft.h"
 #include "plugin_negotiate.h"
 
 bool odn_bf16;
@@ -34,8 +35,8 @@ typedef struct family {
 #define ODN_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch, odn_##f##_launch},
 static const family families[] = {
     PK_FAMILIES(ODN_FAMILY_ENTRY) ODN_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))
-    /* FFT (1.3): the reference's mixed-radix / Bluestein kernels, one thread */
-    {GFP_FAMILY_BIT(GFP_FAMILY_FFT), ref_fft_support, ref_fft_launch, NULL}};
+    /* FFT (1.3): Stockham / four-step kernels (omp_fft.c), Bluestein from the reference */
+    {GFP_FAMILY_BIT(GFP_FAMILY_FFT), ref_fft_support, ref_fft_launch, odn_fft_launch}};
 #undef ODN_FAMILY_ENTRY
 
 /* ------------------------------------------------------------ plugin */

@@ -104,9 +104,22 @@ gf_tensor *gf_stft(const gf_tensor *x, int64_t n_fft, const gf_stft_opts *opts) 
     gf_tensor *xb = xf ? gf_reshape(xf, (const int64_t[]){x->rank == 1 ? 1 : x->sizes[0], -1}, 2)
                        : NULL;
     gf_tensor_release(xf);
+    bool grads = gf_is_grad_enabled() && (gf_tensor_requires_grad(x) ||
+                                          (o.window && gf_tensor_requires_grad(o.window)));
     if (xb && o.center) {
-        int64_t p = n_fft / 2, pad[2] = {p, p};
-        xb = gf_pad(xb, pad, 2, o.pad_mode, 0.0);
+        int64_t p = n_fft / 2, pad[2] = {p, p}, L = xb->sizes[1];
+        if (!grads && o.pad_mode == GF_PAD_REFLECT && p > 0 && L > p) {
+            /* the two mirrored ends around x: one copy of x, not a gather
+             * through an index of every padded sample */
+            const int d1[1] = {1};
+            gf_tensor *lo = gf_narrow(xb, 1, 1, p), *hi = gf_narrow(xb, 1, L - 1 - p, p);
+            lo = lo ? gf_flip(lo, d1, 1) : NULL;
+            hi = hi ? gf_flip(hi, d1, 1) : NULL;
+            gf_tensor *parts[3] = {lo, xb, hi};
+            xb = lo && hi ? gf_cat(parts, 3, 1) : NULL;
+        } else {
+            xb = gf_pad(xb, pad, 2, o.pad_mode, 0.0);
+        }
     }
     if (xb && xb->sizes[1] < n_fft) {
         gf__error(GF_ERR_SHAPE, "%s: n_fft is %lld but the %ssignal has only %lld samples; "
@@ -114,7 +127,18 @@ gf_tensor *gf_stft(const gf_tensor *x, int64_t n_fft, const gf_stft_opts *opts) 
                   o.center ? "padded " : "", (long long)xb->sizes[1]);
         xb = NULL;
     }
-    gf_tensor *frames = xb ? gf_unfold(xb, 1, n_fft, hop) : NULL; /* [B, T, n_fft] */
+    /* [B, T, n_fft]: without gradients, a view whose frames overlap (as
+     * torch's unfold is), read once by the window's product; with them,
+     * gf_unfold's copy, which has its rule. */
+    gf_tensor *frames = NULL, *view = NULL;
+    if (xb && !grads && (o.window || win < n_fft)) {
+        int64_t nw = (xb->sizes[1] - n_fft) / hop + 1;
+        const int64_t vs[3] = {xb->sizes[0], nw, n_fft};
+        const int64_t vst[3] = {xb->strides[0], hop * xb->strides[1], xb->strides[1]};
+        frames = view = gf__view(xb, vs, vst, 3, xb->offset);
+    } else if (xb) {
+        frames = gf_unfold(xb, 1, n_fft, hop);
+    }
     if (frames) {
         gf_dtype wdt = gf_dtype_to_real(frames->dtype);
         gf_tensor *w = full_window(o.window, win, n_fft, wdt, frames->storage->device, false);
@@ -127,6 +151,7 @@ gf_tensor *gf_stft(const gf_tensor *x, int64_t n_fft, const gf_stft_opts *opts) 
     if (y) y = gf_transpose(y, 1, 2);
     if (y && x->rank == 1) y = gf_squeeze(y, 0);
     if (y && !o.return_complex) y = gf_view_as_real(y);
+    gf_tensor_release(view); /* not in the scope; the product holds nothing of it */
     y = gf_scope_keep(y);
     gf_scope_end();
     return gf__ret(y);
