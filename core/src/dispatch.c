@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "complex/complex_internal.h"
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
 
@@ -123,8 +124,48 @@ gf_status gf__dev_wrap_host(gf_device *d, void *host_ptr, uint64_t nbytes, gfp_b
     return GF_OK;
 }
 
+static gf_status write_captured(gf_device *d, gfp_buffer buf, uint64_t off, const void *src,
+                                uint64_t n) {
+    gf_status s = gf__graph_check_device(d, "a write from the host");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_write(d, buf, off, src, n);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_write(d, buf, off, src, n) : s;
+}
+
+static gf_status read_captured(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
+    gf_status s = gf__graph_on_read(d, buf, off, dst, n); /* refused, or recorded */
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_read(d, buf, off, dst, n);
+    gf__graph_resume(saved);
+    return s;
+}
+
+static gf_status copy_captured(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer dst,
+                               uint64_t doff, uint64_t n) {
+    gf_status s = gf__graph_check_device(d, "a copy");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend(); /* the default goes through the host: one copy */
+    s = gf__dev_copy(d, src, soff, dst, doff, n);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_copy(d, src, soff, dst, doff, n) : s;
+}
+
+static gf_status fill_captured(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t n,
+                               const void *pattern, uint32_t pattern_size) {
+    gf_status s = gf__graph_check_device(d, "a fill");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_fill(d, buf, off, n, pattern, pattern_size);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_fill(d, buf, off, n, pattern, pattern_size) : s;
+}
+
 gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *src, uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) return write_captured(d, buf, off, src, n);
     OPEN_OR_RETURN(d);
     uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
@@ -137,6 +178,7 @@ gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *
 
 gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) return read_captured(d, buf, off, dst, n);
     OPEN_OR_RETURN(d);
     uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
@@ -150,6 +192,8 @@ gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, ui
 gf_status gf__dev_copy(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer dst, uint64_t doff,
                        uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0))
+        return copy_captured(d, src, soff, dst, doff, n);
     OPEN_OR_RETURN(d);
     if (GF_SLOT(d->plugin, buffer_copy)) {
         gf__plugin_message_clear();
@@ -172,6 +216,8 @@ gf_status gf__dev_copy(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer d
 gf_status gf__dev_fill(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t n, const void *pattern,
                        uint32_t pattern_size) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0))
+        return fill_captured(d, buf, off, n, pattern, pattern_size);
     OPEN_OR_RETURN(d);
     if (GF_SLOT(d->plugin, buffer_fill)) {
         gf__plugin_message_clear();
@@ -357,12 +403,20 @@ static gf_status raw_launch(gf_device *d, gfp_op op, const char *opname,
         gf__desc(out[i], &dout[i]);
         pout[i] = &dout[i];
     }
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) {
+        gf_status g = gf__graph_check_device(d, "an op");
+        if (g != GF_OK) return g;
+    }
     gf__plugin_message_clear();
     lock_dev(d);
     gfp_status st = d->plugin->table->launch(d->handle, (uint32_t)op, pin, (uint32_t)n_in, pout,
                                              (uint32_t)n_out, params);
     unlock_dev(d);
-    if (st == GFP_OK) return GF_OK;
+    if (st == GFP_OK) {
+        if (__builtin_expect(gf__tl_capture != NULL, 0))
+            return gf__graph_on_launch(d, op, in, pin, n_in, out, pout, n_out, params);
+        return GF_OK;
+    }
     char what[96];
     snprintf(what, sizeof what, "op '%s'", opname);
     return plugin_fail(d, st, what);

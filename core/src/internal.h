@@ -280,6 +280,15 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
 void gf__free_block(gf_device *dev, gf_block *b);
 void gf__allocator_init(gf_allocator *a, const gfp_device_props *props);
 void gf__allocator_release_all(gf_device *dev); /* empty cache */
+/* Graph pools (alloc.c; used by graph/): see gf_graph_pool there. */
+typedef struct gf_graph_pool gf_graph_pool;
+gf_graph_pool *gf__pool_create(void);
+/* The graph lets go: its returned blocks go back to their devices now, the
+ * blocks outputs still hold when they are freed. */
+void gf__pool_close(gf_graph_pool *gp);
+uint64_t gf__pool_bytes(gf_graph_pool *gp);
+/* The pool that owns the storage's memory, or NULL. */
+gf_graph_pool *gf__storage_pool(const gf_storage *s);
 
 /* ------------------------------------------------------------ tensors (tensor.c) */
 struct gf_autograd_meta; /* autograd, defined by the autograd sources */
@@ -303,6 +312,9 @@ struct gf_tensor {
     int64_t strides[GF_MAX_RANK]; /* elements */
     int64_t offset;               /* elements */
     struct gf_autograd_meta *autograd;
+    /* The capture that made this record (graph/), 0 outside any: a tensor
+     * a region reads that it did not make is one of its inputs. */
+    uint64_t capture_id;
 };
 
 /* New contiguous tensor (uninitialised). dev must not be NULL. */

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* replay.c — running a captured graph again, and its lifetime.
+ *
+ * The loop is the whole cost: for a launch, the Philox offsets of a random
+ * op are drawn anew, then the plugin's launch pointer is called with the
+ * descriptors and parameters prepared at capture (and the device's call lock
+ * around it when the device is not thread-safe). No allocation, no
+ * capability query, no reference counting, no autograd. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graft_ops.h"
+#include "graph_impl.h"
+#include "profiler_internal.h"
+
+static const char *shape_of(const int64_t *sizes, int rank, char *buf, size_t len) {
+    return gf__shape_str(sizes, rank, buf, len);
+}
+
+/* The inputs must be where the launches were prepared for. */
+static gf_status check_inputs(const gf_capture *c) {
+    for (size_t i = 0; i < c->n_inputs; i++) {
+        const ginput *in = &c->inputs[i];
+        const gf_tensor *t = in->t;
+        char a[200], b[200];
+        if (atomic_load_explicit(&t->refcount, memory_order_acquire) <= 1)
+            return gf__error(GF_ERR_INVALID, "gf_graph_replay: input %zu of the graph (%s%s, made "
+                             "outside the captured region) was released by everything but the "
+                             "graph; replaying would read memory its owner gave up. Keep the "
+                             "inputs alive while the graph is replayed, or capture again",
+                             i, gf_dtype_name(in->dtype),
+                             shape_of(in->sizes, in->rank, a, sizeof a));
+        bool same = t->storage == in->storage && t->dtype == in->dtype && t->rank == in->rank &&
+                    t->offset == in->offset &&
+                    !memcmp(t->sizes, in->sizes, sizeof(int64_t) * (size_t)in->rank) &&
+                    !memcmp(t->strides, in->strides, sizeof(int64_t) * (size_t)in->rank);
+        if (!same)
+            return gf__error(GF_ERR_INVALID, "gf_graph_replay: input %zu of the graph changed "
+                             "since capture (was %s%s, is now %s%s%s); a graph replays the "
+                             "shapes and memory it was captured with. Write new values into "
+                             "the input in place (gf_copy_), or capture a new graph for the "
+                             "new shape", i, gf_dtype_name(in->dtype),
+                             shape_of(in->sizes, in->rank, a, sizeof a), gf_dtype_name(t->dtype),
+                             shape_of(t->sizes, t->rank, b, sizeof b),
+                             t->storage != in->storage ? " in other memory" : "");
+    }
+    return GF_OK;
+}
+
+static gf_status launch_failed(const gnode *n, size_t i, gfp_status st) {
+    const char *msg = gf__plugin_message();
+    const char *name = gfp_op_name(n->op);
+    return gf__error(st == GFP_ERR_OUT_OF_MEMORY ? GF_ERR_OUT_OF_MEMORY : GF_ERR_PLUGIN,
+                     "gf_graph_replay: node %zu, op '%s' on device %s (plugin '%s'), failed "
+                     "(status %d)%s%s", i, name ? name : "?", n->dev->spec,
+                     n->dev->plugin->name, (int)st, msg[0] ? ": " : "", msg);
+}
+
+static gf_status run_nodes(gf_capture *c) {
+    gf__plugin_message_clear();
+    gnode *nodes = c->nodes;
+    size_t count = c->n_nodes;
+    for (size_t i = 0; i < count; i++) {
+        gnode *n = &nodes[i];
+        gf_status s = GF_OK;
+        switch (n->kind) {
+        case GN_LAUNCH: {
+            if (n->rng_n) {
+                gfp_random_params *p = n->params;
+                gf__rng_next(n->rng_n, &p->seed, &p->offset);
+            }
+            if (n->lock) pthread_mutex_lock(&n->dev->call_lock);
+            gfp_status st = n->launch(n->handle, n->op, n->pin, n->n_in, n->pin + n->n_in,
+                                      n->n_out, n->params);
+            if (n->lock) pthread_mutex_unlock(&n->dev->call_lock);
+            if (__builtin_expect(st != GFP_OK, 0)) return launch_failed(n, i, st);
+            continue;
+        }
+        case GN_WRITE: s = gf__dev_write(n->dev, n->buf, n->off, n->host, n->n); break;
+        case GN_READ: s = gf__dev_read(n->dev, n->buf, n->off, n->host, n->n); break;
+        case GN_COPY: s = gf__dev_copy(n->dev, n->buf, n->off, n->buf2, n->off2, n->n); break;
+        case GN_FILL:
+            s = gf__dev_fill(n->dev, n->buf, n->off, n->n, n->pattern, n->pattern_size);
+            break;
+        case GN_HOST: s = n->fn(n->ctx); break;
+        }
+        if (s != GF_OK) {
+            char msg[900];
+            snprintf(msg, sizeof msg, "%s", gf__message());
+            return gf__error(s, "gf_graph_replay: node %zu failed: %s", i, msg);
+        }
+    }
+    return GF_OK;
+}
+
+gf_status gf_graph_replay(gf_graph *g) {
+    if (!g) return gf__error(GF_ERR_INVALID, "gf_graph_replay: the graph is NULL");
+    if (gf_graph_capturing())
+        return gf__graph_refuse(GF_ERR_INVALID, "gf_graph_replay: called inside a captured "
+                                "region; a graph's replay cannot be captured into another "
+                                "(end the capture first)");
+    gf_capture *c = &g->c;
+    pthread_mutex_lock(&c->replay_lock);
+    gf_status s = check_inputs(c);
+    if (s == GF_OK) {
+        uint64_t t0 = gf__prof_on() ? gf__prof_span_begin("graph", "gf_graph_replay") : 0;
+        s = run_nodes(c);
+        if (t0) gf__prof_span_end("graph", "gf_graph_replay", t0);
+    }
+    pthread_mutex_unlock(&c->replay_lock);
+    return s;
+}
+
+size_t gf_graph_node_count(const gf_graph *g) { return g ? g->c.n_nodes : 0; }
+
+size_t gf_graph_input_count(const gf_graph *g) { return g ? g->c.n_inputs : 0; }
+
+uint64_t gf_graph_pool_bytes(const gf_graph *g) { return g ? gf__pool_bytes(g->c.pool) : 0; }
+
+void gf_graph_destroy(gf_graph *g) {
+    if (!g) return;
+    pthread_mutex_lock(&g->c.replay_lock);
+    pthread_mutex_unlock(&g->c.replay_lock);
+    gf__capture_free(&g->c);
+    free(g);
+}
