@@ -156,6 +156,9 @@ gf_tensor *gf__view(const gf_tensor *base, const int64_t *sizes, const int64_t *
                     int64_t offset) {
     gf_tensor *t = alloc_tensor();
     if (!t) return NULL;
+    /* A view made in a captured region of a tensor made outside it: that
+     * tensor is an input of the graph (checked on replay). */
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) gf__graph_note_source(base);
     gf__storage_retain(base->storage);
     t->storage = base->storage;
     t->dtype = base->dtype;

@@ -65,7 +65,9 @@ GF_API bool gf_graph_capturing(void);
 GF_API gf_status gf_graph_replay(gf_graph *g);
 /* How many launches, fills, copies and host steps the graph replays. */
 GF_API size_t gf_graph_node_count(const gf_graph *g);
-/* How many inputs (tensors made outside the region that it reads). */
+/* How many inputs: storages made outside the region that it reads or
+ * writes (the tensors it was given, parameters, gradients, optimiser
+ * state). */
 GF_API size_t gf_graph_input_count(const gf_graph *g);
 /* Bytes of the graph's private pool. */
 GF_API uint64_t gf_graph_pool_bytes(const gf_graph *g);

@@ -141,18 +141,29 @@ static gnode *new_node(gf_capture *c, gnode_kind kind, gf_device *d) {
     return n;
 }
 
-void gf__graph_touch(const gf_storage *s) {
-    gf_capture *c = gf__tl_capture;
-    if (!c || c->failed || ptrset_has(&c->buffers, s->buffer)) return;
+static void touch(gf_capture *c, const gf_storage *s, const gf_tensor *t) {
+    if (c->failed || ptrset_has(&c->buffers, s->buffer)) return;
     if (gf__storage_pool(s) != c->pool) {
         if (!grow((void **)&c->ext, &c->cap_ext, c->n_ext + 1, sizeof *c->ext)) {
             out_of_memory();
             return;
         }
+        gext *e = &c->ext[c->n_ext++];
         gf__storage_retain((gf_storage *)s);
-        c->ext[c->n_ext++] = (gf_storage *)s;
+        e->s = (gf_storage *)s;
+        if (t) {
+            char shape[48];
+            snprintf(e->desc, sizeof e->desc, "%s%s", gf_dtype_name(t->dtype),
+                     gf__shape_str(t->sizes, t->rank, shape, sizeof shape));
+        } else {
+            snprintf(e->desc, sizeof e->desc, "%llu bytes", (unsigned long long)s->nbytes);
+        }
     }
     if (!ptrset_add(&c->buffers, s->buffer)) out_of_memory();
+}
+
+void gf__graph_touch(const gf_storage *s) {
+    if (gf__tl_capture) touch(gf__tl_capture, s, NULL);
 }
 
 /* A tensor made outside the region: an input, kept and checked on replay. */
@@ -172,8 +183,13 @@ static gf_status note_input(gf_capture *c, const gf_tensor *t) {
     return GF_OK;
 }
 
+void gf__graph_note_source(const gf_tensor *t) {
+    gf_capture *c = gf__tl_capture;
+    if (c && !c->failed) note_input(c, t);
+}
+
 static gf_status note_tensor(gf_capture *c, const gf_tensor *t) {
-    gf__graph_touch(t->storage);
+    touch(c, t->storage, t);
     if (c->failed) return c->fail_status;
     return note_input(c, t);
 }
@@ -371,7 +387,7 @@ void gf__capture_free(gf_capture *c) {
     free(c->nodes);
     for (size_t i = 0; i < c->n_inputs; i++) gf_tensor_release(c->inputs[i].t);
     free(c->inputs);
-    for (size_t i = 0; i < c->n_ext; i++) gf__storage_release(c->ext[i]);
+    for (size_t i = 0; i < c->n_ext; i++) gf__storage_release(c->ext[i].s);
     free(c->ext);
     for (size_t i = 0; i < c->n_scratch; i++) free(c->scratch[i]);
     free(c->scratch);

@@ -52,6 +52,13 @@ typedef struct ginput {
     int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
 } ginput;
 
+/* Memory made outside the region that it uses: kept alive by the graph;
+ * replay refuses to run once the graph is its only holder. */
+typedef struct gext {
+    gf_storage *s; /* a reference */
+    char desc[64]; /* what first used it: "f32[3, 4]" */
+} gext;
+
 /* Pointer -> flag map (open addressing; keys never removed). */
 typedef struct ptrset {
     const void **keys;
@@ -67,7 +74,7 @@ struct gf_capture {
     size_t n_nodes, cap_nodes;
     ginput *inputs;
     size_t n_inputs, cap_inputs;
-    gf_storage **ext; /* external storages the graph keeps alive (references) */
+    gext *ext;        /* external storages the graph keeps alive (references) */
     size_t n_ext, cap_ext;
     ptrset buffers;   /* buffer -> 1 (known: pool or kept storage) */
     ptrset tensors;   /* input tensors already recorded */

@@ -43,6 +43,8 @@ gf_status gf__graph_on_launch(gf_device *d, gfp_op op, const gf_tensor *const *i
 /* The storage whose buffer the next fill, write, copy or read names: the
  * graph keeps external memory alive and knows its pool's. */
 void gf__graph_touch(const gf_storage *s);
+/* A view is being made of t: a tensor made outside the region is an input. */
+void gf__graph_note_source(const gf_tensor *t);
 static inline void gf__graph_note(const gf_storage *s) {
     if (__builtin_expect(gf__tl_capture != NULL, 0)) gf__graph_touch(s);
 }

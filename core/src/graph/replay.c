@@ -45,6 +45,15 @@ static gf_status check_inputs(const gf_capture *c) {
                              shape_of(t->sizes, t->rank, b, sizeof b),
                              t->storage != in->storage ? " in other memory" : "");
     }
+    for (size_t i = 0; i < c->n_ext; i++) {
+        const gext *e = &c->ext[i];
+        if (atomic_load_explicit(&e->s->refcount, memory_order_acquire) <= 1)
+            return gf__error(GF_ERR_INVALID, "gf_graph_replay: input %zu of the graph (%s on %s, "
+                             "made outside the captured region) was released by everything but "
+                             "the graph; replaying would compute from memory its owner gave up. "
+                             "Keep the inputs alive while the graph is replayed, or capture "
+                             "again", i, e->desc, e->s->device->spec);
+    }
     return GF_OK;
 }
 
@@ -114,7 +123,7 @@ gf_status gf_graph_replay(gf_graph *g) {
 
 size_t gf_graph_node_count(const gf_graph *g) { return g ? g->c.n_nodes : 0; }
 
-size_t gf_graph_input_count(const gf_graph *g) { return g ? g->c.n_inputs : 0; }
+size_t gf_graph_input_count(const gf_graph *g) { return g ? g->c.n_ext : 0; }
 
 uint64_t gf_graph_pool_bytes(const gf_graph *g) { return g ? gf__pool_bytes(g->c.pool) : 0; }
 
