@@ -8,6 +8,7 @@
  *                        batch_norm, layer_norm, max_pool2d
  *   workloads_train.c    MLP and CNN training steps
  *   workloads_overhead.c per-op dispatch and autograd overhead
+ *   workloads_graph.c    eager against captured and replayed (graft/graph.h)
  *   workloads_direct.c   the "host" rows: oneDNN and plain C loops called
  *                        directly (no graft), and the CPU's FMA peak
  *   variants.c           a plugin's own variants of a workload (Vulkan's
@@ -208,6 +209,8 @@ void bench_layer_norm(bench_run *run, int device, int64_t rows);
 void bench_max_pool2d(bench_run *run, int device, int64_t batch);
 void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
+void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
+void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);

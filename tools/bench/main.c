@@ -52,6 +52,8 @@ static const bench_workload WORKLOADS[] = {
     {"max_pool2d", bench_max_pool2d, 32, 2, NULL},
     {"dispatch", bench_dispatch, 1000, 200, NULL},
     {"autograd", bench_autograd, 1000, 200, NULL},
+    {"graph", bench_graph_add, 1000, 200, NULL},
+    {"graph", bench_graph_autograd, 1000, 200, NULL},
     {"mlp", bench_mlp_step, 256, 32, NULL},
     {"cnn", bench_cnn_step, 64, 8, NULL},
     {"lstm", bench_lstm_step, 32, 4, NULL},
