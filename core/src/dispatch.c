@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "complex/complex_internal.h"
+#include "graft_ops.h"
 #include "graph/graph_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
@@ -248,6 +249,53 @@ gf_status gf__dev_sync(gf_device *d) {
     gfp_status st = d->plugin->table->synchronize(d->handle);
     unlock_dev(d);
     return st == GFP_OK ? GF_OK : plugin_fail(d, st, "synchronize");
+}
+
+/* ------------------------------------------------------------ captured graphs */
+gf_status gf__dev_launch_prepared(gf_device *d, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params) {
+    lock_dev(d);
+    gfp_status st = d->plugin->table->launch(d->handle, op, in, n_in, out, n_out, params);
+    unlock_dev(d);
+    if (__builtin_expect(st == GFP_OK, 1)) return GF_OK;
+    char what[96];
+    const char *name = gfp_op_name(op);
+    snprintf(what, sizeof what, "op '%s' (replayed)", name ? name : "?");
+    return plugin_fail(d, st, what);
+}
+
+bool gf__dev_has_graphs(const gf_device *d) {
+    return GF_SLOT(d->plugin, graph_create) && GF_SLOT(d->plugin, graph_launch) &&
+           GF_SLOT(d->plugin, graph_destroy);
+}
+
+gf_status gf__dev_graph_create(gf_device *d, const gfp_graph_node *nodes, uint32_t n,
+                               void **graph) {
+    *graph = NULL;
+    if (!gf__dev_has_graphs(d)) return GF_ERR_UNSUPPORTED;
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->graph_create(d->handle, nodes, n, graph);
+    unlock_dev(d);
+    if (st == GFP_OK && *graph) return GF_OK;
+    *graph = NULL;
+    if (st == GFP_ERR_UNSUPPORTED) return GF_ERR_UNSUPPORTED; /* launch by launch: no error */
+    return plugin_fail(d, st == GFP_OK ? GFP_ERR_INTERNAL : st, "graph_create");
+}
+
+gf_status gf__dev_graph_launch(gf_device *d, void *graph) {
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->graph_launch(d->handle, graph);
+    unlock_dev(d);
+    return st == GFP_OK ? GF_OK : plugin_fail(d, st, "graph_launch");
+}
+
+void gf__dev_graph_destroy(gf_device *d, void *graph) {
+    lock_dev(d);
+    d->plugin->table->graph_destroy(d->handle, graph);
+    unlock_dev(d);
 }
 
 /* ------------------------------------------------------------ extensions */

@@ -177,6 +177,18 @@ gf_status gf__dev_copy(gf_device *dev, gfp_buffer src, uint64_t soff, gfp_buffer
 gf_status gf__dev_fill(gf_device *dev, gfp_buffer buf, uint64_t off, uint64_t n,
                        const void *pattern, uint32_t pattern_size);
 gf_status gf__dev_sync(gf_device *dev);
+/* Captured graphs (graph/): a launch prepared at capture, without checks
+ * or capability queries; and the plugin's optional graph slots (ABI 1.3).
+ * gf__dev_graph_create returns GF_ERR_UNSUPPORTED without recording an
+ * error when the plugin has no slots or declines the nodes. */
+gf_status gf__dev_launch_prepared(gf_device *dev, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params);
+bool gf__dev_has_graphs(const gf_device *dev);
+gf_status gf__dev_graph_create(gf_device *dev, const gfp_graph_node *nodes, uint32_t n,
+                               void **graph);
+gf_status gf__dev_graph_launch(gf_device *dev, void *graph);
+void gf__dev_graph_destroy(gf_device *dev, void *graph);
 
 /* Runs one op on the device of the tensors (all on one device). Inputs may
  * contain NULL (absent optional inputs). Asks and caches the capability;

@@ -134,10 +134,6 @@ static gnode *new_node(gf_capture *c, gnode_kind kind, gf_device *d) {
     memset(n, 0, sizeof *n);
     n->kind = (uint8_t)kind;
     n->dev = d;
-    if (d) {
-        n->handle = d->handle;
-        n->lock = !d->thread_safe;
-    }
     return n;
 }
 
@@ -224,7 +220,6 @@ gf_status gf__graph_on_launch(gf_device *d, gfp_op op, const gf_tensor *const *i
     n->op = (uint32_t)op;
     n->n_in = (uint8_t)n_in;
     n->n_out = (uint8_t)n_out;
-    n->launch = d->plugin->table->launch;
     n->pin = (const gfp_tensor **)mem;
     n->descs = (gfp_tensor *)(mem + ptr_bytes);
     for (int i = 0; i < nt; i++) {
@@ -378,6 +373,7 @@ void *gf__graph_last_fill_pattern(uint32_t pattern_size) {
 
 /* ------------------------------------------------------------ begin / end */
 void gf__capture_free(gf_capture *c) {
+    gf__graph_unprepare(c);
     for (size_t i = 0; i < c->n_nodes; i++) {
         gnode *g = &c->nodes[i];
         if (g->kind == GN_LAUNCH) free(g->pin);
@@ -438,6 +434,7 @@ gf_graph *gf_graph_capture_end(void) {
     }
     gf__tl_capture = NULL;
     gf_graph *g = (gf_graph *)c; /* c is g's first member */
+    if (!c->failed) gf__graph_prepare(c);
     if (c->failed) {
         gf_status st = c->fail_status;
         char msg[1024];

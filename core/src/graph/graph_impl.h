@@ -14,18 +14,17 @@ typedef enum gnode_kind {
     GN_HOST,   /* a host step: fn(ctx) */
 } gnode_kind;
 
-typedef gfp_status (*gnode_launch_fn)(void *, uint32_t, const gfp_tensor *const *, uint32_t,
-                                      const gfp_tensor *const *, uint32_t, const void *);
-
 /* One prepared node: what replay passes, computed at capture. */
 typedef struct gnode {
     uint8_t kind;
     uint8_t n_in, n_out;
-    bool lock;        /* the device is not thread-safe: take its call lock */
     uint32_t op;
     gf_device *dev;
-    void *handle;     /* the plugin's device */
-    gnode_launch_fn launch;
+    /* The first launch of a run its plugin took whole (graph_create): the
+     * plugin's graph, the run's length and the nodes handed over. */
+    void *pgraph;
+    uint32_t seg_len;
+    gfp_graph_node *seg_nodes;
     const gfp_tensor **pin; /* n_in + n_out pointers into descs (inputs may be NULL) */
     gfp_tensor *descs;
     void *params;     /* the op's parameter struct (a copy), or NULL */
@@ -93,5 +92,9 @@ struct gf_graph {
 
 /* Frees what a capture holds (capture.c). */
 void gf__capture_free(gf_capture *c);
+/* Hands runs of launches to plugins that take them whole (replay.c). */
+void gf__graph_prepare(gf_capture *c);
+/* Gives the plugins' graphs back (replay.c). */
+void gf__graph_unprepare(gf_capture *c);
 
 #endif

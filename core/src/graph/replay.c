@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graft_ops.h"
 #include "graph_impl.h"
 #include "profiler_internal.h"
 
@@ -57,35 +56,34 @@ static gf_status check_inputs(const gf_capture *c) {
     return GF_OK;
 }
 
-static gf_status launch_failed(const gnode *n, size_t i, gfp_status st) {
-    const char *msg = gf__plugin_message();
-    const char *name = gfp_op_name(n->op);
-    return gf__error(st == GFP_ERR_OUT_OF_MEMORY ? GF_ERR_OUT_OF_MEMORY : GF_ERR_PLUGIN,
-                     "gf_graph_replay: node %zu, op '%s' on device %s (plugin '%s'), failed "
-                     "(status %d)%s%s", i, name ? name : "?", n->dev->spec,
-                     n->dev->plugin->name, (int)st, msg[0] ? ": " : "", msg);
+/* Draws the Philox offsets of the random ops in nodes[first, first + n). */
+static void draw_offsets(gnode *nodes, size_t first, size_t n) {
+    for (size_t k = first; k < first + n; k++)
+        if (nodes[k].rng_n) {
+            gfp_random_params *p = nodes[k].params;
+            gf__rng_next(nodes[k].rng_n, &p->seed, &p->offset);
+        }
 }
 
 static gf_status run_nodes(gf_capture *c) {
-    gf__plugin_message_clear();
     gnode *nodes = c->nodes;
     size_t count = c->n_nodes;
     for (size_t i = 0; i < count; i++) {
         gnode *n = &nodes[i];
         gf_status s = GF_OK;
         switch (n->kind) {
-        case GN_LAUNCH: {
-            if (n->rng_n) {
-                gfp_random_params *p = n->params;
-                gf__rng_next(n->rng_n, &p->seed, &p->offset);
+        case GN_LAUNCH:
+            if (n->pgraph) { /* the plugin runs the whole run */
+                draw_offsets(nodes, i, n->seg_len);
+                s = gf__dev_graph_launch(n->dev, n->pgraph);
+                i += n->seg_len - 1;
+                break;
             }
-            if (n->lock) pthread_mutex_lock(&n->dev->call_lock);
-            gfp_status st = n->launch(n->handle, n->op, n->pin, n->n_in, n->pin + n->n_in,
-                                      n->n_out, n->params);
-            if (n->lock) pthread_mutex_unlock(&n->dev->call_lock);
-            if (__builtin_expect(st != GFP_OK, 0)) return launch_failed(n, i, st);
-            continue;
-        }
+            if (n->rng_n) draw_offsets(nodes, i, 1);
+            s = gf__dev_launch_prepared(n->dev, n->op, n->pin, n->n_in, n->pin + n->n_in,
+                                        n->n_out, n->params);
+            if (__builtin_expect(s == GF_OK, 1)) continue;
+            break;
         case GN_WRITE: s = gf__dev_write(n->dev, n->buf, n->off, n->host, n->n); break;
         case GN_READ: s = gf__dev_read(n->dev, n->buf, n->off, n->host, n->n); break;
         case GN_COPY: s = gf__dev_copy(n->dev, n->buf, n->off, n->buf2, n->off2, n->n); break;
@@ -103,6 +101,63 @@ static gf_status run_nodes(gf_capture *c) {
     return GF_OK;
 }
 
+/* ------------------------------------------------------------ plugin graphs */
+/* A run: consecutive launches on one device whose plugin has the graph slots. */
+static size_t run_length(const gnode *nodes, size_t i, size_t count) {
+    const gnode *n = &nodes[i];
+    if (n->kind != GN_LAUNCH || !gf__dev_has_graphs(n->dev)) return 0;
+    size_t k = i + 1;
+    while (k < count && nodes[k].kind == GN_LAUNCH && nodes[k].dev == n->dev) k++;
+    return k - i;
+}
+
+void gf__graph_prepare(gf_capture *c) {
+    for (size_t i = 0; i < c->n_nodes;) {
+        size_t len = run_length(c->nodes, i, c->n_nodes);
+        if (len < 2 || len > UINT32_MAX) {
+            i += len ? len : 1;
+            continue;
+        }
+        gfp_graph_node *gn = calloc(len, sizeof *gn);
+        if (!gn) return; /* launch by launch */
+        for (size_t k = 0; k < len; k++) {
+            const gnode *n = &c->nodes[i + k];
+            gn[k] = (gfp_graph_node){.struct_size = (uint32_t)sizeof *gn, .op = n->op,
+                                     .n_inputs = n->n_in, .n_outputs = n->n_out,
+                                     .inputs = n->pin, .outputs = n->pin + n->n_in,
+                                     .params = n->params};
+        }
+        gnode *first = &c->nodes[i];
+        void *pg = NULL;
+        gf_status s = gf__dev_graph_create(first->dev, gn, (uint32_t)len, &pg);
+        if (s == GF_OK) {
+            first->pgraph = pg;
+            first->seg_len = (uint32_t)len;
+            first->seg_nodes = gn;
+        } else {
+            free(gn);
+            if (s != GF_ERR_UNSUPPORTED) {
+                /* Not fatal: the launches replay one by one. */
+                gf__log(GFP_LOG_WARN, "graph capture: %s; replaying launch by launch",
+                        gf__message());
+                gf_clear_error();
+            }
+        }
+        i += len;
+    }
+}
+
+void gf__graph_unprepare(gf_capture *c) {
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        gnode *n = &c->nodes[i];
+        if (!n->pgraph) continue;
+        gf__dev_graph_destroy(n->dev, n->pgraph);
+        free(n->seg_nodes);
+        n->pgraph = NULL;
+        n->seg_nodes = NULL;
+    }
+}
+
 gf_status gf_graph_replay(gf_graph *g) {
     if (!g) return gf__error(GF_ERR_INVALID, "gf_graph_replay: the graph is NULL");
     if (gf_graph_capturing())
@@ -112,6 +167,7 @@ gf_status gf_graph_replay(gf_graph *g) {
     gf_capture *c = &g->c;
     pthread_mutex_lock(&c->replay_lock);
     gf_status s = check_inputs(c);
+    gf__plugin_message_clear();
     if (s == GF_OK) {
         uint64_t t0 = gf__prof_on() ? gf__prof_span_begin("graph", "gf_graph_replay") : 0;
         s = run_nodes(c);
