@@ -216,6 +216,13 @@ static void test_cnn_adamw(void) { compare(CNN, ADAMW); }
 static void test_transformer_adam(void) { compare(TRANSFORMER, ADAM); }
 
 int main(void) {
+    /* A GRAFT_DEVICE that names no device here (cuda without a GPU): say so
+     * and skip (77), as the other programs of the every-device list do. */
+    gf_device_info info;
+    if (gf_device_get_info(gf_device_default(), &info) != GF_OK) {
+        printf("skipped: %s\n", gf_last_error());
+        return 77;
+    }
     RUN(test_mlp_adam);
     RUN(test_mlp_sgd);
     RUN(test_cnn_adamw);

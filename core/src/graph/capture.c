@@ -315,14 +315,19 @@ gf_status gf__graph_on_fill(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t
     gf_capture *c = gf__tl_capture;
     if (!c || c->failed) return GF_OK;
     if (!ptrset_has(&c->buffers, buf)) return unknown_buffer("fill");
-    if (pattern_size == 0 || pattern_size > sizeof c->nodes[0].pattern)
+    if (pattern_size == 0 || pattern_size > 16)
         return gf__graph_refuse(GF_ERR_INVALID, "graph capture: a fill pattern of %u bytes "
                                 "cannot be recorded (at most 16)", (unsigned)pattern_size);
-    gnode *g = new_node(c, GN_FILL, d);
-    if (!g) return out_of_memory();
+    unsigned char *pat = malloc(16);
+    gnode *g = pat ? new_node(c, GN_FILL, d) : NULL;
+    if (!g) {
+        free(pat);
+        return out_of_memory();
+    }
     g->buf = buf;
     g->off = off;
     g->n = n;
+    g->pattern = pat;
     memcpy(g->pattern, pattern, pattern_size);
     g->pattern_size = pattern_size;
     c->n_nodes++;
@@ -378,6 +383,7 @@ void gf__capture_free(gf_capture *c) {
         gnode *g = &c->nodes[i];
         if (g->kind == GN_LAUNCH) free(g->pin);
         else if (g->kind == GN_WRITE && g->pattern_size) free(g->host);
+        else if (g->kind == GN_FILL) free(g->pattern);
         else if (g->kind == GN_HOST && g->free_ctx) g->free_ctx(g->ctx);
     }
     free(c->nodes);

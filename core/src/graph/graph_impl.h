@@ -33,7 +33,10 @@ typedef struct gnode {
     gfp_buffer buf, buf2;
     uint64_t off, off2, n;
     void *host;       /* WRITE: data or live source; READ: destination */
-    unsigned char pattern[16];
+    /* FILL: the pattern, in memory of its own (a host step rewrites it
+     * through a pointer taken at capture, while the node array still
+     * grows). WRITE: pattern_size 1 when host is a copy the node owns. */
+    unsigned char *pattern;
     uint32_t pattern_size;
     /* host steps */
     gf__graph_host_fn fn;
