@@ -29,14 +29,22 @@
  *    ends the capture (gf_graph_capture_end then fails with the same reason)
  *    and leaves graft usable: reading a tensor to the host (the value would be
  *    stale on replay), work on a second device (other than the fallback
- *    device running an op the first lacks), a nested capture, set-to-none
- *    gf_optimizer_zero_grad (use gf_optimizer_zero_grad_keep), optimisers
- *    other than SGD and Adam, gf_lr_plateau_step (it reads a metric).
+ *    device running an op the first lacks), a nested capture or a replay,
+ *    optimisers other than SGD and Adam, SGD with momentum before its first
+ *    step, gf_lr_plateau_step (it reads a metric).
+ *  - Warm up first: run one step eagerly before capturing, so gradients
+ *    and optimiser state exist (a first step takes other paths), and clear
+ *    gradients inside the region with gf_optimizer_zero_grad_keep.
  *  - The optimisers and schedules stepped inside a region must outlive the
  *    graph (replay updates their step counts and learning rates).
  *
  * Several threads may capture and replay at once, each its own graph; one
- * graph replays on one thread at a time (others wait). */
+ * graph replays on one thread at a time (others wait). Destroy a graph only
+ * when no thread replays it.
+ *
+ * A plugin may take a captured run of launches as a whole (the ABI's
+ * optional graph slots: cpu_onednn runs a flat list of prepared kernels);
+ * on other devices the core replays launch by launch. */
 #ifndef GRAFT_GRAPH_H
 #define GRAFT_GRAPH_H
 

@@ -4,8 +4,8 @@
  * captures (graph_internal.h).
  *
  * The region runs eagerly; what it asks of the devices is recorded as
- * prepared nodes (descriptors, a copy of the parameters, the plugin's launch
- * pointer and device handle), so replay.c has nothing left to decide. Memory
+ * prepared nodes (the device, the op, its descriptors, a copy of its
+ * parameters), so replay.c has nothing left to decide. Memory
  * it allocates comes from the graph's pool (alloc.c); memory it uses that was
  * allocated outside is kept alive by the graph, and the tensors it reads that
  * were made outside are its inputs, checked before each replay. */

@@ -2,10 +2,11 @@
 /* replay.c — running a captured graph again, and its lifetime.
  *
  * The loop is the whole cost: for a launch, the Philox offsets of a random
- * op are drawn anew, then the plugin's launch pointer is called with the
- * descriptors and parameters prepared at capture (and the device's call lock
- * around it when the device is not thread-safe). No allocation, no
- * capability query, no reference counting, no autograd. */
+ * op are drawn anew, then dispatch's prepared launch passes the descriptors
+ * and parameters recorded at capture straight to the plugin (with the
+ * device's call lock when it is not thread-safe). A run of launches that a
+ * plugin took whole at capture end (its graph slots) is one call. No
+ * allocation, no capability query, no reference counting, no autograd. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
