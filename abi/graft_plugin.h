@@ -18,6 +18,11 @@
  *     and the constants GFP_FFT_C2C, GFP_FFT_R2C, GFP_FFT_C2R; a plugin
  *     that predates it answers NONE and the core runs the transform on its
  *     fallback device.
+ *     Also in 1.3: three OPTIONAL slots appended to gfp_plugin, graph_create,
+ *     graph_launch and graph_destroy (a captured run of launches taken as a
+ *     whole), with the struct gfp_graph_node: a 1.3 table that has them is
+ *     GFP_PLUGIN_SIZE_V1_3 bytes; a plugin without them keeps its 1.1 size
+ *     and its graphs are replayed launch by launch.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every
@@ -357,6 +362,19 @@ typedef struct gfp_fft_params {
 } gfp_fft_params;
 #define GFP_FFT_PARAMS_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_fft_params, scale)
 
+/* ------------------------------------------------------------------ captured graphs */
+/* One launch of a captured sequence (1.3): what launch() would receive. */
+typedef struct gfp_graph_node {
+    uint32_t struct_size;
+    uint32_t op;
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    const gfp_tensor *const *inputs; /* entries may be NULL (absent optional inputs) */
+    const gfp_tensor *const *outputs;
+    const void *params;              /* the op's parameter struct or NULL */
+} gfp_graph_node;
+#define GFP_GRAPH_NODE_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_graph_node, params)
+
 /* ------------------------------------------------------------------ capability */
 /* What the core asks before the first launch of an (op, dtypes, layout). */
 #define GFP_LAYOUT_CONTIGUOUS 0u /* every tensor row-major contiguous */
@@ -486,9 +504,31 @@ typedef struct gfp_plugin {
      * memory with other libraries. */
     gfp_status (*buffer_wrap_host)(void *device, void *host_ptr, uint64_t nbytes,
                                    gfp_buffer *buffer);
+
+    /* OPTIONAL, 1.3 (the three graph slots come together; default: the core
+     * replays a captured graph launch by launch through launch()). The core
+     * hands over a run of launches it captured on this device (graft/graph.h),
+     * in order; graph_create validates them once and prepares what it can,
+     * so that graph_launch runs them all, in order, as launch() would each,
+     * without per-launch checks. The nodes, the descriptors and parameter
+     * structs they point to stay valid until graph_destroy; the core may
+     * rewrite the parameter structs between graph_launch calls (the Philox
+     * offsets of RANDOM, an optimiser's per-step constants), so values taken
+     * from params are read at launch. *graph receives the plugin's handle.
+     * GFP_ERR_UNSUPPORTED from graph_create: the core launches the nodes one
+     * by one instead. A failing graph_launch returns the failing node's
+     * status; nodes before it ran. graph_destroy may be called while other
+     * graphs of the device live, never while graph_launch runs. */
+    gfp_status (*graph_create)(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
+                               void **graph);
+    /* OPTIONAL, 1.3: runs the nodes of a graph from graph_create, in order. */
+    gfp_status (*graph_launch)(void *device, void *graph);
+    /* OPTIONAL, 1.3: frees a graph from graph_create. */
+    void (*graph_destroy)(void *device, void *graph);
 } gfp_plugin;
 #define GFP_PLUGIN_SIZE_V1_0 GFP_SIZE_THROUGH(gfp_plugin, query_extension)
 #define GFP_PLUGIN_SIZE_V1_1 GFP_SIZE_THROUGH(gfp_plugin, buffer_wrap_host)
+#define GFP_PLUGIN_SIZE_V1_3 GFP_SIZE_THROUGH(gfp_plugin, graph_destroy)
 /* The smallest table the core accepts: every REQUIRED slot. Slots beyond a
  * table's struct_size are read as NULL (their documented defaults apply). */
 #define GFP_PLUGIN_SIZE_MIN GFP_SIZE_THROUGH(gfp_plugin, launch)
@@ -524,6 +564,8 @@ GFP_STATIC_ASSERT(GFP_DEVICE_PROPS_SIZE_V1_0 == 320, "gfp_device_props v1.0 layo
 GFP_STATIC_ASSERT(GFP_OP_QUERY_SIZE_V1_0 == 68, "gfp_op_query v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_0 == 160, "gfp_plugin v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_1 == 168, "gfp_plugin v1.1 layout moved");
+GFP_STATIC_ASSERT(GFP_PLUGIN_SIZE_V1_3 == 192, "gfp_plugin v1.3 layout moved");
+GFP_STATIC_ASSERT(GFP_GRAPH_NODE_SIZE_V1_3 == 40, "gfp_graph_node v1.3 layout moved");
 GFP_STATIC_ASSERT(GFP_NEGOTIATE_REQUEST_SIZE_V1_0 == 24, "gfp_negotiate_request v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_RANDOM_PARAMS_SIZE_V1_0 == 40, "gfp_random_params v1.0 layout moved");
 GFP_STATIC_ASSERT(GFP_CONV2D_PARAMS_SIZE_V1_0 == 32, "gfp_conv2d_params v1.0 layout moved");

@@ -3,6 +3,7 @@
  * digits, with AdamW and a warmup + cosine learning-rate schedule.
  *
  *   transformer [--steps N] [--batch B] [--lr X] [--seed S] [--min-accuracy A]
+ *               [--capture]
  *
  * The task: a sequence of SEQ digits (0-9, drawn uniformly) in, the same
  * digits in ascending order out, one prediction per position. Sorting
@@ -20,6 +21,12 @@
  * 0.01 on the matrices, none on biases, norms and embeddings: two
  * parameter groups), lr warmed up linearly over the first 10% of the steps
  * and then annealed by a cosine (gf_lr_sequential_create).
+ *
+ * With --capture the training step is captured once (graft/graph.h) after
+ * one eager warm-up step, and every later step is a replay of it: the batch
+ * is written into the same input tensors, the step's launches run again
+ * without dispatch, and AdamW's step counts and the schedule move on the
+ * host, so the run trains exactly as the eager one.
  *
  * It prints the loss as it goes, then the per-digit and whole-sequence
  * accuracy on the held-out sequences and the time per training step.
@@ -166,16 +173,36 @@ static gf_status evaluate(const model *m, gf_device *dev, const int64_t *x, cons
     return GF_OK;
 }
 
+/* One training step for --capture, the same work as the eager loop's in
+ * the order a graph needs: gradients zeroed in place first (they are the
+ * graph's inputs), no host read. Returns the loss (a new reference). */
+static gf_tensor *capture_step(gf_module *m, gf_tensor *x, gf_tensor *y, gf_optimizer *opt,
+                               gf_lr_scheduler *sched) {
+    gf_scope_begin();
+    gf_status s = gf_optimizer_zero_grad_keep(opt);
+    gf_tensor *loss = s == GF_OK ? gf_cross_entropy(gf_module_forward(m, &x, 1), y, NULL,
+                                                    GF_REDUCTION_MEAN, -100, 0.0)
+                                 : NULL;
+    s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
+    if (s == GF_OK) s = gf_optimizer_step(opt);
+    if (s == GF_OK) s = gf_lr_scheduler_step(sched);
+    gf_tensor *keep = s == GF_OK ? gf_scope_keep(loss) : NULL;
+    gf_scope_end();
+    return keep;
+}
+
 static int usage(const char *argv0) {
     fprintf(stderr,
             "usage: %s [--steps N] [--batch B] [--lr X] [--seed S] [--min-accuracy A]\n"
+            "          [--capture]\n"
             "Trains a %d-layer transformer encoder (d_model %d, %d heads, MLP %d) to sort %d\n"
             "digits, on the device GRAFT_DEVICE names (default cpu).\n"
             "  --steps N         training steps (default 400)\n"
             "  --batch B         sequences per step (default 64)\n"
             "  --lr X            peak AdamW learning rate (default 0.003)\n"
             "  --seed S          seed of the data and of graft's generator (default 0)\n"
-            "  --min-accuracy A  exit with status 1 when the per-digit accuracy is below A\n",
+            "  --min-accuracy A  exit with status 1 when the per-digit accuracy is below A\n"
+            "  --capture         capture the training step once and replay it\n",
             argv0, LAYERS, D, HEADS, FF, SEQ);
     return 2;
 }
@@ -184,12 +211,17 @@ int main(int argc, char **argv) {
     long steps = 400, batch = 64;
     double lr = 3e-3, min_acc = -1;
     unsigned long long seed = 0;
+    bool capture = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(argv[0]);
             return 0;
+        }
+        if (!strcmp(a, "--capture")) {
+            capture = true;
+            continue;
         }
         if (!v) return usage(argv[0]);
         if (!strcmp(a, "--steps")) steps = strtol(v, &end, 10);
@@ -209,6 +241,8 @@ int main(int argc, char **argv) {
     int nd = 0, nr = 0;
     gf_optimizer *opt = NULL;
     gf_lr_scheduler *sched = NULL;
+    gf_graph *graph = NULL;
+    gf_tensor *gx = NULL, *gy = NULL, *gloss = NULL; /* --capture: the graph's inputs, output */
     int64_t *bx = malloc(sizeof(int64_t) * (size_t)(batch * SEQ));
     int64_t *by = malloc(sizeof(int64_t) * (size_t)(batch * SEQ));
     static int64_t ex[N_EVAL * SEQ], ey[N_EVAL * SEQ];
@@ -237,7 +271,40 @@ int main(int argc, char **argv) {
            (long long)n_params, lr, batch, steps);
 
     double t0 = now_seconds(), loss_sum = 0;
-    for (long step = 1; step <= steps; step++) {
+    if (capture) {
+        gx = gf_empty((const int64_t[]){batch, SEQ}, 2, GF_I64, dev);
+        gy = gf_empty((const int64_t[]){batch * SEQ}, 1, GF_I64, dev);
+        if (!gx || !gy) goto fail;
+    }
+    for (long step = 1; step <= steps && capture; step++) {
+        make_batch(bx, by, (int)batch);
+        gf_status s = gf_tensor_from_host(gx, bx, sizeof(int64_t) * (size_t)(batch * SEQ));
+        if (s == GF_OK) s = gf_tensor_from_host(gy, by, sizeof(int64_t) * (size_t)(batch * SEQ));
+        if (s == GF_OK && graph) s = gf_graph_replay(graph);
+        else if (s == GF_OK) {
+            /* Step 1 eager (the gradients and AdamW's state come to exist),
+             * step 2 captured: both run capture_step. */
+            if (step == 2 && (s = gf_graph_capture_begin(dev)) != GF_OK) goto fail;
+            gf_tensor_release(gloss);
+            gloss = capture_step(&m.base, gx, gy, opt, sched);
+            if (step == 2) {
+                graph = gf_graph_capture_end();
+                if (!graph || !gloss) goto fail;
+            }
+            s = gloss ? GF_OK : gf_last_status();
+        }
+        double lv = 0;
+        if (s == GF_OK) s = gf_tensor_item(gloss, &lv);
+        if (s != GF_OK) goto fail;
+        loss_sum += lv;
+        if (step % (steps / 10) == 0) {
+            printf("step %5ld  loss %.4f  lr %.5f  (%.1f s)\n", step,
+                   loss_sum / (double)(steps / 10), gf_optimizer_get_lr(opt), now_seconds() - t0);
+            fflush(stdout);
+            loss_sum = 0;
+        }
+    }
+    for (long step = 1; step <= steps && !capture; step++) {
         make_batch(bx, by, (int)batch);
         gf_scope_begin();
         gf_tensor *x = gf_from_data(bx, (const int64_t[]){batch, SEQ}, 2, GF_I64, dev);
@@ -264,8 +331,9 @@ int main(int argc, char **argv) {
     double acc = 0, seq_acc = 0;
     if (evaluate(&m, dev, ex, ey, N_EVAL, &acc, &seq_acc) != GF_OK) goto fail;
     printf("held-out accuracy: %.4f per digit, %.4f whole sequences (%d sequences); "
-           "%.2f ms per training step (batch %ld) on %s\n", acc, seq_acc, N_EVAL,
-           1000.0 * train_s / (double)steps, batch, gf_device_spec(dev));
+           "%.2f ms per training step (batch %ld) on %s%s\n", acc, seq_acc, N_EVAL,
+           1000.0 * train_s / (double)steps, batch, gf_device_spec(dev),
+           capture ? ", captured and replayed" : "");
     rc = 0;
     if (min_acc >= 0 && acc < min_acc) {
         fprintf(stderr, "transformer: per-digit accuracy %.4f is below --min-accuracy %.4f\n",
@@ -274,6 +342,10 @@ int main(int argc, char **argv) {
     }
 fail:
     if (rc == 1 && gf_last_status() != GF_OK) fprintf(stderr, "transformer: %s\n", gf_last_error());
+    gf_graph_destroy(graph);
+    gf_tensor_release(gloss);
+    gf_tensor_release(gx);
+    gf_tensor_release(gy);
     gf_lr_scheduler_destroy(sched);
     gf_optimizer_destroy(opt);
     gf_tensor_release(m.pos);

@@ -20,5 +20,6 @@
 #include "graft/fft.h"
 #include "graft/module.h"
 #include "graft/forward_ad.h"
+#include "graft/graph.h"
 
 #endif

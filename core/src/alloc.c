@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
 
@@ -24,6 +25,21 @@ struct gf_block {
     uint64_t size;
     gf_block *next;                /* in its free list (while cached) */
     gf_block *lru_newer, *lru_older; /* in the allocator's LRU order (while cached) */
+    gf_graph_pool *pool;           /* the graph pool that owns it, or NULL */
+    gf_device *device;             /* while a pool owns it */
+};
+
+/* A graph's private pool (graph/): blocks allocated while a region is
+ * captured. A block the region frees goes back to the pool, never to the
+ * device's cache, so no tensor made outside the region ever gets memory a
+ * replay writes. The pool's blocks count as in use on their devices until
+ * the graph is destroyed and the last block an output held is freed. */
+struct gf_graph_pool {
+    pthread_mutex_t lock;
+    gf_block *free;   /* blocks returned while the pool is open (chained by next) */
+    uint64_t live;    /* blocks handed out and not returned */
+    uint64_t bytes;   /* every block the pool took */
+    bool closed;      /* the graph is gone: returned blocks go back to their device */
 };
 
 /* The default limit of a device's cache: 256 MiB where the device's memory
@@ -139,8 +155,49 @@ static void release_cache_locked(gf_device *dev) {
     a->lru_newest = a->lru_oldest = NULL;
 }
 
+static gf_status alloc_block_device(gf_device *dev, uint64_t nbytes, gf_block **out,
+                                    gfp_buffer *buf, void **host_ptr);
+
+/* A block from the capturing thread's pool: one it returned of the same
+ * size on the same device, else a new one from the device. */
+static gf_status alloc_block_pool(gf_graph_pool *gp, gf_device *dev, uint64_t nbytes,
+                                  gf_block **out, gfp_buffer *buf, void **host_ptr) {
+    uint64_t size = round_size(nbytes);
+    pthread_mutex_lock(&gp->lock);
+    for (gf_block **pp = &gp->free; *pp; pp = &(*pp)->next) {
+        gf_block *b = *pp;
+        if (b->device == dev && b->size == size) {
+            *pp = b->next;
+            b->next = NULL;
+            gp->live++;
+            pthread_mutex_unlock(&gp->lock);
+            *out = b;
+            *buf = b->buffer;
+            *host_ptr = b->host_ptr;
+            return GF_OK;
+        }
+    }
+    pthread_mutex_unlock(&gp->lock);
+    gf_status s = alloc_block_device(dev, nbytes, out, buf, host_ptr);
+    if (s != GF_OK) return s;
+    pthread_mutex_lock(&gp->lock);
+    (*out)->pool = gp;
+    (*out)->device = dev;
+    gp->live++;
+    gp->bytes += (*out)->size;
+    pthread_mutex_unlock(&gp->lock);
+    return GF_OK;
+}
+
 gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_buffer *buf,
                           void **host_ptr) {
+    gf_graph_pool *gp = gf__graph_alloc_pool();
+    if (gp) return alloc_block_pool(gp, dev, nbytes, out, buf, host_ptr);
+    return alloc_block_device(dev, nbytes, out, buf, host_ptr);
+}
+
+static gf_status alloc_block_device(gf_device *dev, uint64_t nbytes, gf_block **out,
+                                    gfp_buffer *buf, void **host_ptr) {
     gf_allocator *a = &dev->alloc;
     uint64_t size = round_size(nbytes);
     /* Rounding up for the cache must not push a request the device can
@@ -189,7 +246,73 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
     return GF_OK;
 }
 
+static void free_block_device(gf_device *dev, gf_block *b);
+
 void gf__free_block(gf_device *dev, gf_block *b) {
+    gf_graph_pool *gp = b->pool;
+    if (gp) {
+        pthread_mutex_lock(&gp->lock);
+        gp->live--;
+        if (!gp->closed) {
+            b->next = gp->free;
+            gp->free = b;
+            pthread_mutex_unlock(&gp->lock);
+            return;
+        }
+        bool last = gp->live == 0;
+        pthread_mutex_unlock(&gp->lock);
+        b->pool = NULL;
+        free_block_device(dev, b);
+        if (last) {
+            pthread_mutex_destroy(&gp->lock);
+            free(gp);
+        }
+        return;
+    }
+    free_block_device(dev, b);
+}
+
+gf_graph_pool *gf__pool_create(void) {
+    gf_graph_pool *gp = calloc(1, sizeof *gp);
+    if (!gp) {
+        gf__error(GF_ERR_OUT_OF_MEMORY, "gf_graph_capture_begin: out of host memory for the "
+                  "graph's pool");
+        return NULL;
+    }
+    pthread_mutex_init(&gp->lock, NULL);
+    return gp;
+}
+
+gf_graph_pool *gf__storage_pool(const gf_storage *s) { return s->block ? s->block->pool : NULL; }
+
+uint64_t gf__pool_bytes(gf_graph_pool *gp) {
+    pthread_mutex_lock(&gp->lock);
+    uint64_t n = gp->bytes;
+    pthread_mutex_unlock(&gp->lock);
+    return n;
+}
+
+void gf__pool_close(gf_graph_pool *gp) {
+    if (!gp) return;
+    pthread_mutex_lock(&gp->lock);
+    gp->closed = true;
+    gf_block *b = gp->free;
+    gp->free = NULL;
+    bool last = gp->live == 0;
+    pthread_mutex_unlock(&gp->lock);
+    while (b) {
+        gf_block *next = b->next;
+        b->pool = NULL;
+        free_block_device(b->device, b);
+        b = next;
+    }
+    if (last) {
+        pthread_mutex_destroy(&gp->lock);
+        free(gp);
+    }
+}
+
+static void free_block_device(gf_device *dev, gf_block *b) {
     gf_allocator *a = &dev->alloc;
     pthread_mutex_lock(&a->lock);
     a->bytes_in_use -= b->size;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "graph/graph_internal.h"
 #include "internal.h"
 
 /* Records out as a copy of in (out may be in itself: then nothing). */
@@ -57,6 +58,7 @@ gf_tensor *gf_from_data(const void *data, const int64_t *sizes, int rank, gf_dty
         gf__null_arg_of("gf_from_data", "data", GF__ARG_HOST);
         return NULL;
     }
+    gf__graph_note(t->storage);
     if (gf__dev_write(dev, t->storage->buffer, 0, data, n) != GF_OK) {
         gf_tensor_release(t);
         return NULL;
@@ -223,6 +225,7 @@ gf_tensor *gf_to_device(const gf_tensor *t, gf_device *dev) {
             gf__dev_sync(c->storage->device);
             host = (char *)host + (uint64_t)c->offset * gf_dtype_size(c->dtype);
         }
+        gf__graph_note(r->storage);
         if (s == GF_OK) s = gf__dev_write(dev, r->storage->buffer, 0, host, n);
         free(tmp);
     }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "complex/complex_internal.h"
+#include "graft_ops.h"
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
 
@@ -123,8 +125,48 @@ gf_status gf__dev_wrap_host(gf_device *d, void *host_ptr, uint64_t nbytes, gfp_b
     return GF_OK;
 }
 
+static gf_status write_captured(gf_device *d, gfp_buffer buf, uint64_t off, const void *src,
+                                uint64_t n) {
+    gf_status s = gf__graph_check_device(d, "a write from the host");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_write(d, buf, off, src, n);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_write(d, buf, off, src, n) : s;
+}
+
+static gf_status read_captured(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
+    gf_status s = gf__graph_on_read(d, buf, off, dst, n); /* refused, or recorded */
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_read(d, buf, off, dst, n);
+    gf__graph_resume(saved);
+    return s;
+}
+
+static gf_status copy_captured(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer dst,
+                               uint64_t doff, uint64_t n) {
+    gf_status s = gf__graph_check_device(d, "a copy");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend(); /* the default goes through the host: one copy */
+    s = gf__dev_copy(d, src, soff, dst, doff, n);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_copy(d, src, soff, dst, doff, n) : s;
+}
+
+static gf_status fill_captured(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t n,
+                               const void *pattern, uint32_t pattern_size) {
+    gf_status s = gf__graph_check_device(d, "a fill");
+    if (s != GF_OK) return s;
+    int saved = gf__graph_suspend();
+    s = gf__dev_fill(d, buf, off, n, pattern, pattern_size);
+    gf__graph_resume(saved);
+    return s == GF_OK ? gf__graph_on_fill(d, buf, off, n, pattern, pattern_size) : s;
+}
+
 gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *src, uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) return write_captured(d, buf, off, src, n);
     OPEN_OR_RETURN(d);
     uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
@@ -137,6 +179,7 @@ gf_status gf__dev_write(gf_device *d, gfp_buffer buf, uint64_t off, const void *
 
 gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) return read_captured(d, buf, off, dst, n);
     OPEN_OR_RETURN(d);
     uint64_t t0 = gf__prof_on() ? gf__prof_now() : 0;
     gf__plugin_message_clear();
@@ -150,6 +193,8 @@ gf_status gf__dev_read(gf_device *d, gfp_buffer buf, uint64_t off, void *dst, ui
 gf_status gf__dev_copy(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer dst, uint64_t doff,
                        uint64_t n) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0))
+        return copy_captured(d, src, soff, dst, doff, n);
     OPEN_OR_RETURN(d);
     if (GF_SLOT(d->plugin, buffer_copy)) {
         gf__plugin_message_clear();
@@ -172,6 +217,8 @@ gf_status gf__dev_copy(gf_device *d, gfp_buffer src, uint64_t soff, gfp_buffer d
 gf_status gf__dev_fill(gf_device *d, gfp_buffer buf, uint64_t off, uint64_t n, const void *pattern,
                        uint32_t pattern_size) {
     if (n == 0) return GF_OK;
+    if (__builtin_expect(gf__tl_capture != NULL, 0))
+        return fill_captured(d, buf, off, n, pattern, pattern_size);
     OPEN_OR_RETURN(d);
     if (GF_SLOT(d->plugin, buffer_fill)) {
         gf__plugin_message_clear();
@@ -202,6 +249,53 @@ gf_status gf__dev_sync(gf_device *d) {
     gfp_status st = d->plugin->table->synchronize(d->handle);
     unlock_dev(d);
     return st == GFP_OK ? GF_OK : plugin_fail(d, st, "synchronize");
+}
+
+/* ------------------------------------------------------------ captured graphs */
+gf_status gf__dev_launch_prepared(gf_device *d, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params) {
+    lock_dev(d);
+    gfp_status st = d->plugin->table->launch(d->handle, op, in, n_in, out, n_out, params);
+    unlock_dev(d);
+    if (__builtin_expect(st == GFP_OK, 1)) return GF_OK;
+    char what[96];
+    const char *name = gfp_op_name(op);
+    snprintf(what, sizeof what, "op '%s' (replayed)", name ? name : "?");
+    return plugin_fail(d, st, what);
+}
+
+bool gf__dev_has_graphs(const gf_device *d) {
+    return GF_SLOT(d->plugin, graph_create) && GF_SLOT(d->plugin, graph_launch) &&
+           GF_SLOT(d->plugin, graph_destroy);
+}
+
+gf_status gf__dev_graph_create(gf_device *d, const gfp_graph_node *nodes, uint32_t n,
+                               void **graph) {
+    *graph = NULL;
+    if (!gf__dev_has_graphs(d)) return GF_ERR_UNSUPPORTED;
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->graph_create(d->handle, nodes, n, graph);
+    unlock_dev(d);
+    if (st == GFP_OK && *graph) return GF_OK;
+    *graph = NULL;
+    if (st == GFP_ERR_UNSUPPORTED) return GF_ERR_UNSUPPORTED; /* launch by launch: no error */
+    return plugin_fail(d, st == GFP_OK ? GFP_ERR_INTERNAL : st, "graph_create");
+}
+
+gf_status gf__dev_graph_launch(gf_device *d, void *graph) {
+    gf__plugin_message_clear();
+    lock_dev(d);
+    gfp_status st = d->plugin->table->graph_launch(d->handle, graph);
+    unlock_dev(d);
+    return st == GFP_OK ? GF_OK : plugin_fail(d, st, "graph_launch");
+}
+
+void gf__dev_graph_destroy(gf_device *d, void *graph) {
+    lock_dev(d);
+    d->plugin->table->graph_destroy(d->handle, graph);
+    unlock_dev(d);
 }
 
 /* ------------------------------------------------------------ extensions */
@@ -357,12 +451,20 @@ static gf_status raw_launch(gf_device *d, gfp_op op, const char *opname,
         gf__desc(out[i], &dout[i]);
         pout[i] = &dout[i];
     }
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) {
+        gf_status g = gf__graph_check_device(d, "an op");
+        if (g != GF_OK) return g;
+    }
     gf__plugin_message_clear();
     lock_dev(d);
     gfp_status st = d->plugin->table->launch(d->handle, (uint32_t)op, pin, (uint32_t)n_in, pout,
                                              (uint32_t)n_out, params);
     unlock_dev(d);
-    if (st == GFP_OK) return GF_OK;
+    if (st == GFP_OK) {
+        if (__builtin_expect(gf__tl_capture != NULL, 0))
+            return gf__graph_on_launch(d, op, in, pin, n_in, out, pout, n_out, params);
+        return GF_OK;
+    }
     char what[96];
     snprintf(what, sizeof what, "op '%s'", opname);
     return plugin_fail(d, st, what);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "profiler_internal.h"
 
@@ -35,6 +36,10 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_state;
 static gf_device *g_device;
 static _Thread_local int tl_inside; /* running an op on the fallback device */
+/* Inside gf__fallback_run (its transfers too): a capture records them. */
+static _Thread_local int tl_running;
+
+bool gf__fallback_running(void) { return tl_running > 0; }
 
 /* Resolves GRAFT_FALLBACK under g_lock. Returns the device or NULL; *bad
  * receives true when the variable names no device (the error is set). */
@@ -373,6 +378,8 @@ static gf_status transfer(gf_tensor *dst, const gf_tensor *src) {
     if (n == 0) return GF_OK;
     gf_status s;
     gf_storage *ss = src->storage, *ds = dst->storage;
+    gf__graph_note(ss);
+    gf__graph_note(ds);
     if (gf__is_contiguous(src) && gf__is_contiguous(dst)) {
         uint64_t soff = (uint64_t)src->offset * es, doff = (uint64_t)dst->offset * es;
         if (ds->host_ptr) {
@@ -384,13 +391,17 @@ static gf_status transfer(gf_tensor *dst, const gf_tensor *src) {
             if (s == GF_OK)
                 s = gf__dev_write(ds->device, ds->buffer, doff, (char *)ss->host_ptr + soff, n);
         } else {
-            void *tmp = malloc(n);
+            /* Captured: staging that lives as long as the graph (replay
+             * reads into it and writes from it again). */
+            bool captured = gf__capturing();
+            void *tmp = captured ? gf__graph_scratch(n) : malloc(n);
             if (!tmp)
-                return gf__error(GF_ERR_OUT_OF_MEMORY, "fallback: out of host memory for a copy "
-                                 "of %llu bytes", (unsigned long long)n);
+                return captured ? gf__status()
+                                : gf__error(GF_ERR_OUT_OF_MEMORY, "fallback: out of host memory "
+                                            "for a copy of %llu bytes", (unsigned long long)n);
             s = gf__dev_read(ss->device, ss->buffer, soff, tmp, n);
             if (s == GF_OK) s = gf__dev_write(ds->device, ds->buffer, doff, tmp, n);
-            free(tmp);
+            if (!captured) free(tmp);
         }
     } else {
         s = gf__host_copy(dst, src);
@@ -449,6 +460,7 @@ gf_status gf__fallback_run(gf_device *d, gf_device *fb, gfp_op op, const char *o
         gf_clear_error();
     }
     uint64_t t0 = now_ns();
+    tl_running++;
 
     gf_tensor *fin[8] = {0}, *fout[4] = {0};
     gf_status s = GF_OK;
@@ -484,6 +496,7 @@ gf_status gf__fallback_run(gf_device *d, gf_device *fb, gfp_op op, const char *o
     for (int i = 0; i < n_in; i++) gf_tensor_release(fin[i]);
     for (int i = 0; i < n_out; i++) gf_tensor_release(fout[i]);
     gf__prof_fallback_end();
+    tl_running--;
 
     if (s != GF_OK) {
         char msg[1024];

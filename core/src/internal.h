@@ -177,6 +177,18 @@ gf_status gf__dev_copy(gf_device *dev, gfp_buffer src, uint64_t soff, gfp_buffer
 gf_status gf__dev_fill(gf_device *dev, gfp_buffer buf, uint64_t off, uint64_t n,
                        const void *pattern, uint32_t pattern_size);
 gf_status gf__dev_sync(gf_device *dev);
+/* Captured graphs (graph/): a launch prepared at capture, without checks
+ * or capability queries; and the plugin's optional graph slots (ABI 1.3).
+ * gf__dev_graph_create returns GF_ERR_UNSUPPORTED without recording an
+ * error when the plugin has no slots or declines the nodes. */
+gf_status gf__dev_launch_prepared(gf_device *dev, uint32_t op, const gfp_tensor *const *in,
+                                  uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params);
+bool gf__dev_has_graphs(const gf_device *dev);
+gf_status gf__dev_graph_create(gf_device *dev, const gfp_graph_node *nodes, uint32_t n,
+                               void **graph);
+gf_status gf__dev_graph_launch(gf_device *dev, void *graph);
+void gf__dev_graph_destroy(gf_device *dev, void *graph);
 
 /* Runs one op on the device of the tensors (all on one device). Inputs may
  * contain NULL (absent optional inputs). Asks and caches the capability;
@@ -280,6 +292,15 @@ gf_status gf__alloc_block(gf_device *dev, uint64_t nbytes, gf_block **out, gfp_b
 void gf__free_block(gf_device *dev, gf_block *b);
 void gf__allocator_init(gf_allocator *a, const gfp_device_props *props);
 void gf__allocator_release_all(gf_device *dev); /* empty cache */
+/* Graph pools (alloc.c; used by graph/): see gf_graph_pool there. */
+typedef struct gf_graph_pool gf_graph_pool;
+gf_graph_pool *gf__pool_create(void);
+/* The graph lets go: its returned blocks go back to their devices now, the
+ * blocks outputs still hold when they are freed. */
+void gf__pool_close(gf_graph_pool *gp);
+uint64_t gf__pool_bytes(gf_graph_pool *gp);
+/* The pool that owns the storage's memory, or NULL. */
+gf_graph_pool *gf__storage_pool(const gf_storage *s);
 
 /* ------------------------------------------------------------ tensors (tensor.c) */
 struct gf_autograd_meta; /* autograd, defined by the autograd sources */
@@ -303,6 +324,9 @@ struct gf_tensor {
     int64_t strides[GF_MAX_RANK]; /* elements */
     int64_t offset;               /* elements */
     struct gf_autograd_meta *autograd;
+    /* The capture that made this record (graph/), 0 outside any: a tensor
+     * a region reads that it did not make is one of its inputs. */
+    uint64_t capture_id;
 };
 
 /* New contiguous tensor (uninitialised). dev must not be NULL. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/ag_internal.h"
+#include "graph/graph_internal.h"
 
 /* How an op treats dtypes. */
 enum {
@@ -367,6 +368,7 @@ static gf_tensor *int_scalar(int64_t v, gf_dtype dt, gf_device *dev, const char 
     if (dt == GF_I64) memcpy(pat, &v, 8);
     else memcpy(pat, &v32, 4);
     size_t es = gf_dtype_size(dt);
+    gf__graph_note(t->storage);
     if (gf__dev_fill(dev, t->storage->buffer, (uint64_t)t->offset * es, es, pat, (uint32_t)es) !=
         GF_OK) {
         gf_tensor_release(t);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/ag_internal.h"
+#include "graph/graph_internal.h"
 
 /* ------------------------------------------------------------ geometry */
 int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op) {
@@ -120,6 +121,7 @@ static gf_tensor *alloc_tensor(void) {
         atomic_init(&t->refcount, 1);
         atomic_init(&t->scope_refs, 0);
         atomic_init(&t->held_refs, 0);
+        t->capture_id = gf__graph_capture_id();
     }
     return t;
 }
@@ -154,6 +156,9 @@ gf_tensor *gf__view(const gf_tensor *base, const int64_t *sizes, const int64_t *
                     int64_t offset) {
     gf_tensor *t = alloc_tensor();
     if (!t) return NULL;
+    /* A view made in a captured region of a tensor made outside it: that
+     * tensor is an input of the graph (checked on replay). */
+    if (__builtin_expect(gf__tl_capture != NULL, 0)) gf__graph_note_source(base);
     gf__storage_retain(base->storage);
     t->storage = base->storage;
     t->dtype = base->dtype;
@@ -329,11 +334,13 @@ gf_status gf_tensor_from_host(gf_tensor *t, const void *src, size_t nbytes) {
                          "holds %zu bytes (numel * dtype size)", nbytes, want);
     gf_status s = GF_OK;
     if (want && gf__is_contiguous(t)) {
+        gf__graph_note(t->storage);
         s = gf__dev_write(t->storage->device, t->storage->buffer,
                           (uint64_t)t->offset * gf_dtype_size(t->dtype), src, want);
     } else if (want) {
         gf_tensor *tmp = gf__empty(t->sizes, t->rank, t->dtype, t->storage->device);
         if (!tmp) return gf__status();
+        gf__graph_note(tmp->storage);
         s = gf__dev_write(tmp->storage->device, tmp->storage->buffer, 0, src, want);
         if (s == GF_OK) s = gf__copy_into(t, tmp);
         gf_tensor_release(tmp);

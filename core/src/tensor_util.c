@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "complex/complex_internal.h"
+#include "graph/graph_internal.h"
 #include "internal.h"
 
 static int promote_rank(gf_dtype d) {
@@ -82,6 +83,8 @@ gf_status gf__copy_into(gf_tensor *dst, const gf_tensor *src) {
         !memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)dst->rank) &&
         gf__is_contiguous(src) && gf__is_contiguous(dst)) {
         size_t es = gf_dtype_size(dst->dtype);
+        gf__graph_note(src->storage);
+        gf__graph_note(dst->storage);
         return gf__dev_copy(dst->storage->device, src->storage->buffer, (uint64_t)src->offset * es,
                             dst->storage->buffer, (uint64_t)dst->offset * es,
                             (uint64_t)gf__numel(dst) * es);
@@ -127,9 +130,11 @@ gf_status gf__fill(gf_tensor *t, double value) {
         case GF_I64: { int64_t v = (int64_t)value; memcpy(pat, &v, 8); break; }
         default: pat[0] = value != 0; break;
         }
-        if (isfinite(value) || gf_dtype_is_float(t->dtype))
+        if (isfinite(value) || gf_dtype_is_float(t->dtype)) {
+            gf__graph_note(t->storage);
             return gf__dev_fill(t->storage->device, t->storage->buffer, (uint64_t)t->offset * es,
                                 (uint64_t)gf__numel(t) * es, pat, (uint32_t)es);
+        }
     }
     gfp_fill_params p = {.struct_size = sizeof p, .value = value};
     int64_t iv = 0;
@@ -241,6 +246,13 @@ static void convert(void *dst, gf_dtype dd, const void *src, gf_dtype sd) {
 gf_status gf__host_copy(gf_tensor *dst, const gf_tensor *src) {
     int64_t n = gf__numel(dst);
     if (n == 0) return GF_OK;
+    if (gf_graph_capturing())
+        return gf__graph_refuse(GF_ERR_UNSUPPORTED, "a strided copy through host memory (device "
+                                "%s has no strided COPY for %s -> %s) inside a captured region: "
+                                "it reads to the host, which a replay does not repeat; make the "
+                                "tensors contiguous outside the region",
+                                dst->storage->device->spec, gf_dtype_name(src->dtype),
+                                gf_dtype_name(dst->dtype));
     uint64_t slo, shi, dlo, dhi;
     extent(src, &slo, &shi);
     extent(dst, &dlo, &dhi);

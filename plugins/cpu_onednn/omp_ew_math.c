@@ -285,3 +285,28 @@ gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, con
     }
     return ODN_FALLBACK;
 }
+
+/* A captured BINARY launch (the graph slots, onednn_plugin.c): the checks and
+ * the routing odn_elementwise_launch and odn_math_launch make, done once, so
+ * a graph launch is odn_ew_run alone, with the same kernel, split and
+ * order as the launch would have. False: launch it the ordinary way. */
+bool odn_binary_prepare(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                        const gfp_tensor *const *out, uint32_t n_out, odn_ew_prepared *p) {
+    if (gfp_op_family_of(op) != GFP_FAMILY_BINARY || n_in != 2 || n_out != 1 || !in[0] ||
+        !in[1] || !out[0])
+        return false;
+    const gfp_tensor *t[3] = {out[0], in[0], in[1]};
+    for (int k = 0; k < 3; k++)
+        if (ref_is_complex(t[k]->dtype) || t[k]->dtype != t[0]->dtype ||
+            (k && !pk_same_shape(t[0], t[k])))
+            return false;
+    const binary_entry *b = binary_of(op);
+    int32_t dt = t[0]->dtype;
+    if (!b || dt < GFP_F32 || dt > GFP_I64 || !b->fn[dt]) return false;
+    p->fn = b->fn[dt];
+    p->cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
+    odn_ew_init(&p->g, t, 3);
+    return true;
+}
+
+void odn_prepared_run(const odn_ew_prepared *p) { odn_ew_run(&p->g, p->fn, NULL, p->cost); }

@@ -203,6 +203,15 @@ void odn_ew_run(const odn_ew *g, odn_ew_fn fn, const void *ctx, int64_t cost);
 /* Unary and binary arithmetic in f32/f64 (and integer add/sub/mul/min/max):
  * t[0] = op(t[1] [, t[2]]); ODN_FALLBACK for what it does not do (omp_ew_math.c). */
 gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params);
+/* A BINARY launch of a captured graph, prepared once (omp_ew_math.c). */
+typedef struct odn_ew_prepared {
+    odn_ew g;
+    odn_ew_fn fn;
+    int64_t cost;
+} odn_ew_prepared;
+bool odn_binary_prepare(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                        const gfp_tensor *const *out, uint32_t n_out, odn_ew_prepared *p);
+void odn_prepared_run(const odn_ew_prepared *p);
 
 /* The elementwise family on c64 / c128 (omp_complex.c): t[0] = op(t[1]
  * [, t[2]]), one shape; the reference's results; ODN_FALLBACK for what it

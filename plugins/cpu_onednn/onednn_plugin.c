@@ -218,17 +218,13 @@ static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tenso
     return false;
 }
 
-static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
+/* The kernels of f for a launch already checked: the accelerated one, else
+ * the reference. */
+static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
-    (void)device;
-    const pk_device_rules rules = {"cpu_onednn", "oneDNN CPU", stored_dtypes(),
-                                   ref_hostbuf_size_of, NULL};
-    gfp_status st;
-    const family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs, n_outputs,
-                                      params, &st);
-    if (!f) return st;
-    st = f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
+    gfp_status st =
+        f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
     odn_ctx_end_launch();
     if (st != ODN_FALLBACK) return st;
     if (pk_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */
@@ -242,6 +238,95 @@ static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const 
                         "gradients), copy and fill only; convert to f32 with gf_to_dtype",
                         pk_op_name(op));
     return f->reference(op, inputs, n_inputs, outputs, n_outputs, params);
+}
+
+static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
+                             uint32_t n_inputs, const gfp_tensor *const *outputs,
+                             uint32_t n_outputs, const void *params) {
+    (void)device;
+    const pk_device_rules rules = {"cpu_onednn", "oneDNN CPU", stored_dtypes(),
+                                   ref_hostbuf_size_of, NULL};
+    gfp_status st;
+    const family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs, n_outputs,
+                                      params, &st);
+    if (!f) return st;
+    return run_family(f, op, inputs, n_inputs, outputs, n_outputs, params);
+}
+
+/* ------------------------------------------------------------ captured graphs */
+/* A captured run of launches (ABI 1.3 graph slots): each node checked and
+ * routed once, at creation; a launch of the graph runs the flat list of
+ * kernels with no checks, routing or dispatch. The parameter structs are
+ * read at each launch (the core rewrites random offsets and optimiser
+ * constants between launches). */
+typedef struct odn_graph_node {
+    const family *f;
+    gfp_graph_node n;
+    bool prepared; /* a BINARY op whose elementwise run is prepared: pe */
+    odn_ew_prepared pe;
+} odn_graph_node;
+
+typedef struct odn_graph {
+    uint32_t n;
+    odn_graph_node nodes[];
+} odn_graph;
+
+static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
+                                   void **graph) {
+    (void)device;
+    if (!graph) return pk_fail(GFP_ERR_INVALID, "graph_create: graph is NULL");
+    *graph = NULL;
+    if (!nodes || !n_nodes) return pk_fail(GFP_ERR_INVALID, "graph_create: no nodes");
+    const pk_device_rules rules = {"cpu_onednn", "oneDNN CPU", stored_dtypes(),
+                                   ref_hostbuf_size_of, NULL};
+    odn_graph *g = malloc(sizeof *g + sizeof g->nodes[0] * n_nodes);
+    if (!g) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "graph_create: out of host memory");
+    g->n = n_nodes;
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        const gfp_graph_node *n = &nodes[i];
+        gfp_status st = GFP_OK;
+        if (n->struct_size < GFP_GRAPH_NODE_SIZE_V1_3) {
+            free(g);
+            return pk_fail(GFP_ERR_INVALID, "graph_create: node %u has struct_size %u", i,
+                           n->struct_size);
+        }
+        const family *f = PK_LAUNCH_ROUTE(families, &rules, n->op, n->inputs, n->n_inputs,
+                                          n->outputs, n->n_outputs, n->params, &st);
+        if (!f) {
+            free(g);
+            return st;
+        }
+        odn_graph_node *k = &g->nodes[i];
+        k->f = f;
+        k->n = *n;
+        /* Only where the launch would take the elementwise engine itself. */
+        k->prepared = f->fast == odn_elementwise_launch &&
+                      odn_binary_prepare(n->op, n->inputs, n->n_inputs, n->outputs,
+                                         n->n_outputs, &k->pe);
+    }
+    *graph = g;
+    return GFP_OK;
+}
+
+static gfp_status odn_graph_launch(void *device, void *graph) {
+    (void)device;
+    const odn_graph *g = graph;
+    for (uint32_t i = 0; i < g->n; i++) {
+        const odn_graph_node *k = &g->nodes[i];
+        if (k->prepared) {
+            odn_prepared_run(&k->pe);
+            continue;
+        }
+        gfp_status st = run_family(k->f, k->n.op, k->n.inputs, k->n.n_inputs, k->n.outputs,
+                                   k->n.n_outputs, k->n.params);
+        if (st != GFP_OK) return st;
+    }
+    return GFP_OK;
+}
+
+static void odn_graph_destroy(void *device, void *graph) {
+    (void)device;
+    free(graph);
 }
 
 /* Extensions:
@@ -286,6 +371,9 @@ static const gfp_plugin odn_table = {
     .query_op = odn_query_op,
     .query_extension = odn_query_extension,
     .buffer_wrap_host = ref_hostbuf_wrap,
+    .graph_create = odn_graph_create,
+    .graph_launch = odn_graph_launch,
+    .graph_destroy = odn_graph_destroy,
 };
 
 PK_DEFINE_NEGOTIATE(odn_table)

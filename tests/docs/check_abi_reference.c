@@ -90,7 +90,12 @@ static const field_info fields[] = {
     F(gfp_plugin, buffer_free), F(gfp_plugin, buffer_write), F(gfp_plugin, buffer_read),
     F(gfp_plugin, buffer_copy), F(gfp_plugin, buffer_fill), F(gfp_plugin, synchronize),
     F(gfp_plugin, launch), F(gfp_plugin, query_op), F(gfp_plugin, query_extension),
-    F(gfp_plugin, buffer_wrap_host),
+    F(gfp_plugin, buffer_wrap_host), F(gfp_plugin, graph_create), F(gfp_plugin, graph_launch),
+    F(gfp_plugin, graph_destroy),
+
+    F(gfp_graph_node, struct_size), F(gfp_graph_node, op), F(gfp_graph_node, n_inputs),
+    F(gfp_graph_node, n_outputs), F(gfp_graph_node, inputs), F(gfp_graph_node, outputs),
+    F(gfp_graph_node, params),
 
     F(gfp_negotiate_request, struct_size), F(gfp_negotiate_request, abi_major),
     F(gfp_negotiate_request, abi_minor), F(gfp_negotiate_request, reserved0),
@@ -126,7 +131,8 @@ static const struct_info structs[] = {
     S(gfp_adam_params, GFP_ADAM_PARAMS_SIZE_V1_3),
     S(gfp_fft_params, GFP_FFT_PARAMS_SIZE_V1_3),
     S(gfp_op_query, GFP_OP_QUERY_SIZE_V1_0),
-    S(gfp_plugin, GFP_PLUGIN_SIZE_V1_1),
+    S(gfp_graph_node, GFP_GRAPH_NODE_SIZE_V1_3),
+    S(gfp_plugin, GFP_PLUGIN_SIZE_V1_3),
     S(gfp_negotiate_request, GFP_NEGOTIATE_REQUEST_SIZE_V1_0),
 };
 #define N_STRUCTS (sizeof structs / sizeof structs[0])
@@ -136,7 +142,8 @@ static const struct {
     const char *name;
     long long value;
 } extra_sizes[] = {{"GFP_PLUGIN_SIZE_MIN", (long long)GFP_PLUGIN_SIZE_MIN},
-                   {"GFP_PLUGIN_SIZE_V1_0", (long long)GFP_PLUGIN_SIZE_V1_0}};
+                   {"GFP_PLUGIN_SIZE_V1_0", (long long)GFP_PLUGIN_SIZE_V1_0},
+                   {"GFP_PLUGIN_SIZE_V1_1", (long long)GFP_PLUGIN_SIZE_V1_1}};
 
 /* ------------------------------------------------------------ utilities */
 static int failures;

@@ -532,6 +532,47 @@ static int compare_losses(const char *pa, const char *pb, double rtol) {
     return bad || n == 0;
 }
 
+/* ------------------------------------------------------------ captured graphs */
+/* A region on acme whose ops acme lacks: the fallback's transfers and the
+ * cpu launches are recorded with acme's, and replayed. */
+static void graph_replays_fallback(void) {
+    const int64_t sz[1] = {6};
+    const float a[6] = {-2, -1, 0, 0.5f, 1, 3}, b[6] = {4, -3, 0.25f, 2, -0.5f, 1};
+    gf_tensor *x = gf_from_data(a, sz, 1, GF_F32, acme);
+    CHECK(gf_graph_capture_begin(acme) == GF_OK);
+    gf_scope_begin();
+    gf_tensor *y = gf_scope_keep(gf_mul(gf_sigmoid(x), x)); /* sigmoid: on cpu */
+    gf_scope_end();
+    gf_manual_seed(99);
+    gf_tensor *r = gf_rand_uniform(sz, 1, 0, 1, GF_F32, acme); /* RANDOM: on cpu */
+    gf_graph *g = gf_graph_capture_end();
+    CHECK_MSG(g != NULL, "%s", gf_last_error());
+    CHECK(fell_back("sigmoid", NULL));
+    CHECK(gf_tensor_from_host(x, b, sizeof b) == GF_OK);
+    CHECK(g && gf_graph_replay(g) == GF_OK);
+    gf_scope_begin();
+    gf_tensor *xc = gf_from_data(b, sz, 1, GF_F32, cpu);
+    check_same(y, gf_mul(gf_sigmoid(xc), xc), 1e-6, "replayed sigmoid * x");
+    gf_manual_seed(99);
+    gf_tensor *r1 = gf_rand_uniform(sz, 1, 0, 1, GF_F32, cpu);
+    gf_tensor *r2 = gf_rand_uniform(sz, 1, 0, 1, GF_F32, cpu);
+    (void)r1;
+    check_same(r, r2, 0, "the replay's draw is the second eager draw");
+    gf_scope_end();
+    gf_graph_destroy(g);
+    gf_tensor_release(r);
+    gf_tensor_release(y);
+    gf_tensor_release(x);
+    check_no_leak();
+}
+
+static int scenario_graph(void) {
+    if (!setup()) return CHECK_REPORT();
+    RUN(graph_replays_fallback);
+    CHECK_MSG(gf_shutdown() == GF_OK, "%s", gf_last_error());
+    return CHECK_REPORT();
+}
+
 int main(int argc, char **argv) {
     const char *sc = argc > 1 ? argv[1] : "";
     if (!strcmp(sc, "compare") && argc == 5) return compare_losses(argv[2], argv[3], atof(argv[4]));
@@ -544,7 +585,8 @@ int main(int argc, char **argv) {
     if (!strcmp(sc, "bad_env")) return scenario_bad_env();
     if (!strcmp(sc, "threads")) return scenario_threads();
     if (!strcmp(sc, "dtype_not_stored")) return scenario_dtype_not_stored();
+    if (!strcmp(sc, "graph")) return scenario_graph();
     fprintf(stderr, "usage: %s default|strict|fallback_launch_fails|fallback_alloc_fails|"
-                    "bad_env|dtype_not_stored\n", argv[0]);
+                    "bad_env|dtype_not_stored|graph\n", argv[0]);
     return 2;
 }

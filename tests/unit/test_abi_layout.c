@@ -323,10 +323,30 @@ static void test_plugin_table_layout(void) {
     CHECK(GFP_PLUGIN_SIZE_V1_1 == 168);
     CHECK_FIELD(gfp_plugin, buffer_wrap_host, 160, 8,
                 gfp_status (*)(void *, void *, uint64_t, gfp_buffer *));
-    /* 1.2 appended op ids only, 1.3 an op with its own parameter struct:
-     * the table did not grow. */
-    CHECK(sizeof(gfp_plugin) == GFP_PLUGIN_SIZE_V1_1);
+    /* 1.2 appended op ids only; 1.3 ops with their own parameter structs,
+     * and the three OPTIONAL graph slots after buffer_wrap_host. */
+    CHECK(GFP_PLUGIN_SIZE_V1_3 == 192);
+    CHECK_FIELD(gfp_plugin, graph_create, 168, 8,
+                gfp_status (*)(void *, const gfp_graph_node *, uint32_t, void **));
+    CHECK_FIELD(gfp_plugin, graph_launch, 176, 8, gfp_status (*)(void *, void *));
+    CHECK_FIELD(gfp_plugin, graph_destroy, 184, 8, void (*)(void *, void *));
+    CHECK(sizeof(gfp_plugin) == GFP_PLUGIN_SIZE_V1_3);
+    /* A 1.1-sized table (a plugin without the slots) does not cover them. */
+    CHECK(!GFP_HAS_FIELD(GFP_PLUGIN_SIZE_V1_1, gfp_plugin, graph_create));
+    CHECK(GFP_HAS_FIELD(GFP_PLUGIN_SIZE_V1_3, gfp_plugin, graph_destroy));
     CHECK(GFP_ABI_MAJOR == 1 && GFP_ABI_MINOR == 3);
+}
+
+static void test_graph_node_layout(void) {
+    CHECK(GFP_GRAPH_NODE_SIZE_V1_3 == 40);
+    CHECK(sizeof(gfp_graph_node) == 40);
+    CHECK_FIELD(gfp_graph_node, struct_size, 0, 4, uint32_t);
+    CHECK_FIELD(gfp_graph_node, op, 4, 4, uint32_t);
+    CHECK_FIELD(gfp_graph_node, n_inputs, 8, 4, uint32_t);
+    CHECK_FIELD(gfp_graph_node, n_outputs, 12, 4, uint32_t);
+    CHECK_FIELD(gfp_graph_node, inputs, 16, 8, const gfp_tensor *const *);
+    CHECK_FIELD(gfp_graph_node, outputs, 24, 8, const gfp_tensor *const *);
+    CHECK_FIELD(gfp_graph_node, params, 32, 8, const void *);
 }
 
 static void test_negotiate_request_layout(void) {
@@ -354,6 +374,7 @@ static void test_size_macros(void) {
 
 int main(void) {
     RUN(test_version_and_entry);
+    RUN(test_graph_node_layout);
     RUN(test_status_values);
     RUN(test_dtype_values);
     RUN(test_other_constants);

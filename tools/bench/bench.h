@@ -11,6 +11,7 @@
  *   workloads_fwad.c     forward against reverse mode: jacfwd and jacrev,
  *                        Hessian-vector products by forward-over-reverse
  *                        and by double backward
+ *   workloads_graph.c    eager against captured and replayed (graft/graph.h)
  *   workloads_direct.c   the "host" rows: oneDNN and plain C loops called
  *                        directly (no graft), and the CPU's FMA peak
  *   variants.c           a plugin's own variants of a workload (Vulkan's
@@ -217,6 +218,8 @@ void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
 void bench_hvp(bench_run *run, int device, int64_t batch); /* two rows: the two ways */
 void bench_jacobians(bench_run *run, int device, int64_t n); /* jacfwd, jacrev: 4->n, n->4 */
+void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
+void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);

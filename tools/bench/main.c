@@ -57,6 +57,8 @@ static const bench_workload WORKLOADS[] = {
     {"autograd", bench_autograd, 1000, 200, NULL},
     {"hvp", bench_hvp, 256, 16, NULL},
     {"jacobian", bench_jacobians, 256, 32, NULL},
+    {"graph", bench_graph_add, 1000, 200, NULL},
+    {"graph", bench_graph_autograd, 1000, 200, NULL},
     {"mlp", bench_mlp_step, 256, 32, NULL},
     {"cnn", bench_cnn_step, 64, 8, NULL},
     {"lstm", bench_lstm_step, 32, 4, NULL},

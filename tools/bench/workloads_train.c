@@ -95,6 +95,46 @@ static int step_download(void *state) {
     return gf_tensor_to_host(t->loss, &t->loss_host, sizeof t->loss_host) == GF_OK ? 0 : -1;
 }
 
+static int step_replay(void *state) { return gf_graph_replay(state) == GF_OK ? 0 : -1; }
+
+/* The "graph replay" variant of r: the same step captured once (after the
+ * eager steps: gradients and Adam's state exist) and replayed. The check:
+ * the loss keeps falling. */
+static void run_train_replayed(bench_run *run, const bench_result *r, train_case *t) {
+    bench_result *v = bench_result_variant(run, r, "graph replay");
+    if (!v) return;
+    double before = t->loss_host;
+    bench_progress(run, "capture");
+    gf_graph *g = NULL;
+    if (gf_graph_capture_begin(t->dev) == GF_OK) {
+        int rc = step_train(t);
+        g = gf_graph_capture_end();
+        if (rc != 0 && g) {
+            gf_graph_destroy(g);
+            g = NULL;
+        }
+    }
+    if (!g) {
+        bench_result_graft_error(v, "capturing the step");
+        return;
+    }
+    bench_progress(run, "replays");
+    if (bench_measure(run, t->dev, step_replay, g, 1, &v->time) != 0)
+        bench_result_graft_error(v, "replaying the step");
+    else if (step_download(t) != 0)
+        bench_result_graft_error(v, "reading the loss");
+    else {
+        v->has_loss = true;
+        v->loss_first = before;
+        v->loss_last = t->loss_host;
+        if (!isfinite(t->loss_host) || !(t->loss_host < before))
+            bench_result_wrong(v, "wrong result: the loss went from %.6g to %.6g over the "
+                               "replays on one fixed batch; it must fall", before,
+                               t->loss_host);
+    }
+    gf_graph_destroy(g);
+}
+
 /* Creates the batch and the optimizer (the parameters are made by the
  * caller), measures, checks, and frees everything. */
 static void run_train(bench_run *run, bench_result *r, train_case *t, const int64_t *x_sizes,
@@ -153,6 +193,7 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         bench_result_wrong(r, "wrong result: the loss went from %.6g (first step) to %.6g "
                            "(step %d) on one fixed batch; it must fall", first, last,
                            run->opts.warmup + r->time.runs);
+    if (!bench_train_dist_active) run_train_replayed(run, r, t);
 done:
     if (bench_train_dist_active) bench_train_dist_active->detach(bench_train_dist_active->user);
     gf_tensor_release(t->loss);

@@ -538,6 +538,112 @@ void pc_check_threads(pc_ctx *ctx) {
     pc_array_free(&want[1]);
 }
 
+/* ------------------------------------------------------------ graph slots */
+/* ABI 1.3's graph slots, where present (all three or none): a run of two
+ * launches (y = a + b, z = y * b on f32[64]) taken as a graph gives what
+ * the launches give one by one, and again after new inputs are written
+ * between two graph_launch calls. Without the slots: nothing to check. */
+static void graph_desc(gfp_tensor *t, gfp_buffer b) {
+    memset(t, 0, sizeof *t);
+    t->struct_size = sizeof *t;
+    t->dtype = GFP_F32;
+    t->buffer = b;
+    t->rank = 1;
+    t->sizes[0] = 64;
+    t->strides[0] = 1;
+}
+
+void pc_check_graphs(pc_ctx *ctx) {
+    pc_device *d = DEV(ctx);
+    const gfp_plugin *s = &d->plugin->slots;
+    int n_slots = !!s->graph_create + !!s->graph_launch + !!s->graph_destroy;
+    if (n_slots == 0) return;
+    if (n_slots != 3) {
+        pc_report_check(ctx->device_index, "graphs", "graph slots", PC_FAIL,
+                        "%d of the three graph slots are set: graph_create, graph_launch and "
+                        "graph_destroy come together (the core uses none of them otherwise)",
+                        n_slots);
+        return;
+    }
+    pc_combo cb;
+    if (!declared_combo(ctx, pc_op_by_id(GFP_OP_ADD), &cb) || cb.in[0] != GFP_F32 ||
+        !declared_combo(ctx, pc_op_by_id(GFP_OP_MUL), &cb) || cb.in[0] != GFP_F32) {
+        pc_report_check(ctx->device_index, "graphs", "graph slots", PC_SKIP,
+                        "add and mul are not both declared for f32");
+        return;
+    }
+    pc_progress("graph slots");
+    enum { N = 64 };
+    gfp_buffer buf[4] = {NULL, NULL, NULL, NULL};
+    float a[N], b[N], z[N];
+    char bad[300] = "";
+    for (int k = 0; k < 4 && !bad[0]; k++)
+        if (pc_alloc(d, sizeof a, &buf[k], NULL) != GFP_OK)
+            snprintf(bad, sizeof bad, "buffer_alloc failed: %s", pc_error_text());
+    gfp_tensor ta, tb, ty, tz;
+    graph_desc(&ta, buf[0]);
+    graph_desc(&tb, buf[1]);
+    graph_desc(&ty, buf[2]);
+    graph_desc(&tz, buf[3]);
+    const gfp_tensor *in0[2] = {&ta, &tb}, *out0[1] = {&ty}, *in1[2] = {&ty, &tb},
+                     *out1[1] = {&tz};
+    gfp_graph_node nodes[2] = {
+        {.struct_size = sizeof nodes[0], .op = GFP_OP_ADD, .n_inputs = 2, .n_outputs = 1,
+         .inputs = in0, .outputs = out0},
+        {.struct_size = sizeof nodes[0], .op = GFP_OP_MUL, .n_inputs = 2, .n_outputs = 1,
+         .inputs = in1, .outputs = out1}};
+    void *g = NULL;
+    if (!bad[0]) {
+        pc_error_clear();
+        gfp_status st = s->graph_create(d->handle, nodes, 2, &g);
+        if (st == GFP_ERR_UNSUPPORTED) {
+            pc_report_check(ctx->device_index, "graphs", "graph slots", PC_SKIP,
+                            "graph_create declined add + mul (UNSUPPORTED): the core replays "
+                            "launch by launch");
+            g = NULL;
+            goto done;
+        }
+        if (st != GFP_OK || !g)
+            snprintf(bad, sizeof bad, "graph_create of add, mul returned %s%s: %s",
+                     pc_status_name(st), st == GFP_OK ? " without a graph" : "",
+                     pc_error_text());
+    }
+    for (int round = 0; round < 2 && !bad[0]; round++) {
+        for (int i = 0; i < N; i++) {
+            a[i] = (float)(i * 0.25 - 3 + round);
+            b[i] = (float)(1.5 - i * 0.125 * (round + 1));
+        }
+        gfp_status st = pc_write(d, buf[0], 0, a, sizeof a);
+        if (st == GFP_OK) st = pc_write(d, buf[1], 0, b, sizeof b);
+        if (st == GFP_OK) {
+            pc_error_clear();
+            st = s->graph_launch(d->handle, g);
+        }
+        if (st == GFP_OK) st = pc_sync(d);
+        if (st == GFP_OK) st = pc_read(d, buf[3], 0, z, sizeof z);
+        if (st != GFP_OK) {
+            snprintf(bad, sizeof bad, "round %d: graph_launch or a transfer returned %s: %s",
+                     round, pc_status_name(st), pc_error_text());
+            break;
+        }
+        for (int i = 0; i < N && !bad[0]; i++) {
+            float want = (a[i] + b[i]) * b[i]; /* each op rounds once, as the launches */
+            if (memcmp(&want, &z[i], sizeof want))
+                snprintf(bad, sizeof bad, "round %d: element %d is %.9g, the launches give "
+                         "%.9g", round, i, (double)z[i], (double)want);
+        }
+    }
+done:
+    if (g) s->graph_destroy(d->handle, g);
+    for (int k = 0; k < 4; k++)
+        if (buf[k]) pc_free(d, buf[k]);
+    if (!g && !bad[0]) return; /* declined: reported above */
+    pc_report_check(ctx->device_index, "graphs", "graph slots", bad[0] ? PC_FAIL : PC_PASS, "%s",
+                    bad[0] ? bad
+                           : "add then mul on f32[64] as one graph: the launches' results, "
+                             "twice, with new inputs written between the launches");
+}
+
 /* ------------------------------------------------------------ leak probe */
 static bool heap_in_use(size_t *bytes) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))

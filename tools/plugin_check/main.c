@@ -368,6 +368,7 @@ int main(int argc, char **argv) {
         pc_check_gradients(&ctx);
         pc_check_errors(&ctx);
         pc_check_threads(&ctx);
+        pc_check_graphs(&ctx);
         pc_check_leaks(&ctx);
         pc_progress("closing device %u", (unsigned)i);
         pc_device_close(&dev);

@@ -339,6 +339,7 @@ void pc_run_ops(pc_ctx *ctx);                    /* runner.c */
 void pc_check_memory(pc_ctx *ctx);               /* checks.c */
 void pc_check_errors(pc_ctx *ctx);               /* checks.c */
 void pc_check_threads(pc_ctx *ctx);              /* checks.c */
+void pc_check_graphs(pc_ctx *ctx);               /* checks.c: ABI 1.3 graph slots */
 void pc_check_leaks(pc_ctx *ctx);                /* checks.c */
 void pc_check_gradients(pc_ctx *ctx);            /* gradcheck.c */
 bool pc_op_selected(const char *name);           /* main.c: --op filter */

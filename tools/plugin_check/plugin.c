@@ -216,7 +216,11 @@ bool pc_plugin_load(pc_plugin *p, const char *path, const char *role, bool check
         snprintf(size_msg, sizeof size_msg,
                  "struct_size %u is not a plausible table size (set it to sizeof(gfp_plugin))",
                  (unsigned)size);
-    } else if (t->abi_minor == GFP_ABI_MINOR && size != sizeof(gfp_plugin)) {
+    } else if (t->abi_minor == GFP_ABI_MINOR && size != sizeof(gfp_plugin) &&
+               size != GFP_PLUGIN_SIZE_V1_1) {
+        /* A 1.3 table is 192 bytes with the graph slots, or 168 when it was
+         * built before they were appended (the core then replays its
+         * graphs launch by launch). */
         size_ok = false;
         snprintf(size_msg, sizeof size_msg,
                  "struct_size is %u but an ABI %d.%d table is %zu bytes: the core would read "

@@ -380,6 +380,10 @@ GF_API gf_optimizer *gf_radam_create(gf_tensor *const *params, int n, const gf_r
 GF_API gf_status gf_optimizer_step(gf_optimizer *opt);
 /* Clears every parameter's .grad (set_to_none). */
 GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
+/* Writes zeros into every existing .grad in place (set_to_none=False): the
+ * gradients keep their memory, as a captured graph (graft/graph.h) needs
+ * when they are its inputs. Fails: INVALID (opt NULL). */
+GF_API gf_status gf_optimizer_zero_grad_keep(gf_optimizer *opt);
 GF_API void gf_optimizer_destroy(gf_optimizer *opt);
 /* The learning rate (torch's param_groups[g]["lr"]): set gives it to every
  * parameter group (graft/schedule.h), from the next step; get returns group

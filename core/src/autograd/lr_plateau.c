@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "interop_internal.h"
 
@@ -62,6 +63,10 @@ static bool better(const gf_lr_plateau *p, double a) {
 
 gf_status gf_lr_plateau_step(gf_lr_plateau *p, double metric) {
     if (!p) return gf__error(GF_ERR_INVALID, "gf_lr_plateau_step: the schedule is NULL");
+    if (gf__capturing())
+        return gf__graph_refuse(GF_ERR_INVALID, "gf_lr_plateau_step inside a captured region: "
+                                "it follows a metric read on the host, which a replay cannot "
+                                "read again; step it between replays");
     p->last_epoch++;
     if (better(p, metric)) {
         p->best = metric;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "internal.h"
 #include "interop_internal.h"
 
@@ -350,8 +351,20 @@ gf_lr_scheduler *gf_lr_sequential_create(gf_optimizer *opt, gf_lr_scheduler *con
     return NULL;
 }
 
+static gf_status sched_step(gf_lr_scheduler *s);
+
+/* A step inside a captured region runs now and again at each replay (it
+ * only moves host values: the optimiser's replayed step reads them). */
+static gf_status sched_replay_step(void *s) { return sched_step(s); }
+
 gf_status gf_lr_scheduler_step(gf_lr_scheduler *s) {
     if (!s) return gf__error(GF_ERR_INVALID, "gf_lr_scheduler_step: the schedule is NULL");
+    gf_status st = sched_step(s);
+    if (st == GF_OK && gf__capturing()) st = gf__graph_add_host(sched_replay_step, s, NULL);
+    return st;
+}
+
+static gf_status sched_step(gf_lr_scheduler *s) {
     if (s->kind == S_ONECYCLE && s->last_epoch + 1 >= s->oc.total_steps)
         return gf__error(GF_ERR_INVALID, "OneCycleLR: tried to step %lld times; the specified "
                          "number of total steps is %lld", (long long)(s->last_epoch + 2),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "graph/graph_internal.h"
 #include "profiler_internal.h"
 #include "interop_internal.h"
 
@@ -285,6 +286,133 @@ gf_optimizer *gf_radam_create(gf_tensor *const *params, int n, const gf_radam_op
 }
 
 /* A failed op's status; never GF_OK (a NULL result always means failure). */
+/* ------------------------------------------------------------ capture */
+/* A step captured in a graph (graft/graph.h) replays its launches; what
+ * changes from step to step on the host (each parameter's step count, the
+ * group's learning rate that a schedule moves) is recomputed by a host step
+ * the graph runs before them, which writes the new constants into the
+ * recorded fills and parameter structs they read. */
+typedef enum dyn_kind {
+    DYN_LR,              /* lr */
+    DYN_LR_OVER_BC1,     /* lr / (1 - beta1^t) */
+    DYN_SQRT_BC2,        /* sqrt(1 - beta2^t) */
+    DYN_ONE_MINUS_LR_WD, /* 1 - lr * wd (AdamW's decay) */
+    DYN_ADAM_PARAMS,     /* a gfp_adam_params */
+} dyn_kind;
+
+typedef struct dyn_binding {
+    int param;
+    dyn_kind kind;
+    gf_dtype dtype; /* of a fill pattern */
+    void *target;   /* the recorded fill pattern or parameter struct */
+} dyn_binding;
+
+typedef struct opt_capture {
+    gf_optimizer *opt;
+    int *stepped; /* parameters whose step count a replay advances */
+    int n_stepped;
+    dyn_binding *b;
+    int n_b, cap_b;
+} opt_capture;
+
+static void opt_capture_free(void *p) {
+    opt_capture *oc = p;
+    free(oc->stepped);
+    free(oc->b);
+    free(oc);
+}
+
+static gf_status bind(opt_capture *oc, int param, dyn_kind kind, gf_dtype dt, void *target,
+                      const char *what) {
+    if (!target)
+        return gf__graph_refuse(GF_ERR_UNSUPPORTED, "gf_optimizer_step: the %s of parameter %d "
+                                "was not recorded where a replay can update it; this step "
+                                "cannot be captured", what, param);
+    if (oc->n_b == oc->cap_b) {
+        int cap = oc->cap_b ? oc->cap_b * 2 : 16;
+        dyn_binding *nb = realloc(oc->b, sizeof *nb * (size_t)cap);
+        if (!nb) return gf__graph_refuse(GF_ERR_OUT_OF_MEMORY, "gf_optimizer_step: out of host "
+                                         "memory while capturing");
+        oc->b = nb;
+        oc->cap_b = cap;
+    }
+    oc->b[oc->n_b++] = (dyn_binding){.param = param, .kind = kind, .dtype = dt, .target = target};
+    return GF_OK;
+}
+
+/* The capture of the step running on this thread (NULL when not capturing). */
+static _Thread_local opt_capture *tl_oc;
+static _Thread_local int tl_param;
+
+static double dyn_value(const gf_optimizer *opt, const param_state *st, dyn_kind k) {
+    const opt_group *gr = &opt->groups[st->group];
+    const gf_adam_opts *o = &opt->adam;
+    switch (k) {
+    case DYN_LR: return gr->lr;
+    case DYN_LR_OVER_BC1: return gr->lr / (1.0 - pow(o->beta1, (double)st->step));
+    case DYN_SQRT_BC2: return sqrt(1.0 - pow(o->beta2, (double)st->step));
+    case DYN_ONE_MINUS_LR_WD: return 1.0 - gr->lr * gr->weight_decay;
+    case DYN_ADAM_PARAMS: break;
+    }
+    return 0;
+}
+
+/* The host step of a replay: advance, then rewrite the constants. */
+static gf_status opt_replay_step(void *p) {
+    opt_capture *oc = p;
+    gf_optimizer *opt = oc->opt;
+    for (int i = 0; i < oc->n_stepped; i++) opt->ps[oc->stepped[i]].step++;
+    for (int i = 0; i < oc->n_b; i++) {
+        dyn_binding *b = &oc->b[i];
+        const param_state *st = &opt->ps[b->param];
+        if (b->kind == DYN_ADAM_PARAMS) {
+            gfp_adam_params *prm = b->target;
+            const opt_group *gr = &opt->groups[st->group];
+            prm->lr = gr->lr;
+            prm->weight_decay = gr->weight_decay;
+            prm->bias_correction1 = 1.0 - pow(opt->adam.beta1, (double)st->step);
+            prm->bias_correction2_sqrt = sqrt(1.0 - pow(opt->adam.beta2, (double)st->step));
+            continue;
+        }
+        double v = dyn_value(opt, st, b->kind);
+        if (b->dtype == GF_F32) {
+            float f = (float)v;
+            memcpy(b->target, &f, sizeof f);
+        } else memcpy(b->target, &v, sizeof v);
+    }
+    return GF_OK;
+}
+
+/* A 0-dim constant of x's dtype holding v, bound to the capture when one
+ * is open (k says how a replay recomputes v). The same launches as the
+ * scalar ops (gf_mul_scalar...) make. NULL with the error on failure. */
+static gf_tensor *dyn_scalar(const gf_tensor *x, double v, dyn_kind k) {
+    if (!x) return NULL;
+    gf_tensor *c = gf__scalar(v, x->dtype, x->storage->device);
+    if (c && tl_oc) {
+        void *pat = NULL;
+        if (x->dtype == GF_F32 || x->dtype == GF_F64)
+            pat = gf__graph_last_fill_pattern((uint32_t)gf_dtype_size(x->dtype));
+        if (bind(tl_oc, tl_param, k, x->dtype, pat, "learning-rate constant") != GF_OK) {
+            gf_tensor_release(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* x * v or x / v with v a dyn_scalar. */
+static gf_tensor *dyn_op(gfp_op op, const gf_tensor *x, double v, dyn_kind k) {
+    if (!x) return NULL;
+    if (!gf_dtype_is_float(x->dtype) && !tl_oc)
+        return op == GFP_OP_MUL ? gf_mul_scalar(x, v) : gf_div_scalar(x, v);
+    gf_tensor *c = dyn_scalar(x, v, k);
+    if (!c) return NULL;
+    gf_tensor *r = op == GFP_OP_MUL ? gf_mul(x, c) : gf_div(x, c);
+    gf_tensor_release(c);
+    return r;
+}
+
 static gf_status failed(void) {
     gf_status s = gf__status();
     return s != GF_OK ? s : gf__error(GF_ERR_INVALID, "gf_optimizer_step: an update op failed");
@@ -337,6 +465,16 @@ static gf_status scale_(gf_tensor *self, double v) {
     return s;
 }
 
+/* self *= v, v a dyn_scalar. */
+static gf_status dyn_scale_(gf_tensor *self, double v, dyn_kind k) {
+    if (!gf_dtype_is_float(self->dtype) && !tl_oc) return scale_(self, v);
+    gf_tensor *c = dyn_scalar(self, v, k);
+    if (!c) return failed();
+    gf_status s = update_(GFP_OP_MUL, self, c);
+    gf_tensor_release(c);
+    return s;
+}
+
 /* PyTorch's SGD: d = g + wd * p; buf = d on the first step, else
  * momentum * buf + (1 - dampening) * d; d = nesterov ? d + momentum * buf : buf;
  * p -= lr * d. Runs inside a scope (intermediates are released by it). */
@@ -348,6 +486,11 @@ static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g)
         if (!d) return failed();
     }
     if (o->momentum != 0) {
+        if (!st->buf1 && tl_oc)
+            return gf__graph_refuse(GF_ERR_INVALID, "gf_optimizer_step: SGD with momentum "
+                                    "takes its first step differently from the later ones "
+                                    "(the buffer starts as the gradient); run one step before "
+                                    "capturing");
         if (!st->buf1) {
             gf_tensor *b = gf_clone(d);
             if (!b) return failed();
@@ -367,7 +510,7 @@ static gf_status sgd_update(const gf_sgd_opts *o, param_state *st, gf_tensor *g)
             d = st->buf1;
         }
     }
-    return update_(GFP_OP_SUB, p, gf_mul_scalar(d, o->lr));
+    return update_(GFP_OP_SUB, p, dyn_op(GFP_OP_MUL, d, o->lr, DYN_LR));
 }
 
 /* Whether t has p's dtype, device and sizes, is contiguous, and shares no
@@ -414,10 +557,13 @@ static bool fused_adam(const gf_adam_opts *o, param_state *st, gf_tensor *g, dou
         .bias_correction2_sqrt = bc2_sqrt,
     };
     *s = gf__launch_own(GFP_OP_ADAM_UPDATE, "adam_update", in, 4, out, 3, &prm);
-    if (*s == GF_ERR_UNSUPPORTED) {
+    if (*s == GF_ERR_UNSUPPORTED && !tl_oc) {
         gf_clear_error();
         return false;
     }
+    if (*s == GF_OK && tl_oc)
+        *s = bind(tl_oc, tl_param, DYN_ADAM_PARAMS, st->param->dtype,
+                  gf__graph_last_params(GFP_OP_ADAM_UPDATE), "fused update's parameters");
     if (*s == GF_OK)
         for (int i = 0; i < 3; i++) gf__bump_version(out[i]);
     return true;
@@ -432,11 +578,17 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
     gf_tensor *p = st->param;
     gf_status s;
     if (!st->buf1) {
+        /* The moments start at zero once: under a capture, made outside the
+         * recording (and outside its pool: they outlive the graph). */
+        int held = gf__graph_suspend();
         gf_tensor *m = gf_zeros_like(p);
-        if (!m) return failed();
+        gf_tensor *v = m ? gf_zeros_like(p) : NULL;
+        gf__graph_resume(held);
+        if (!m || !v) {
+            gf_tensor_release(m);
+            return failed();
+        }
         st->buf1 = gf_scope_keep(m);
-        gf_tensor *v = gf_zeros_like(p);
-        if (!v) return failed();
         st->buf2 = gf_scope_keep(v);
     }
     st->step++;
@@ -445,7 +597,7 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
     if (fused_adam(o, st, g, bc1, sqrt(bc2), &s)) return s;
     if (o->weight_decay != 0) {
         if (o->decoupled_weight_decay) {
-            s = scale_(p, 1.0 - o->lr * o->weight_decay);
+            s = dyn_scale_(p, 1.0 - o->lr * o->weight_decay, DYN_ONE_MINUS_LR_WD);
             if (s != GF_OK) return s;
         } else {
             g = gf_add(g, gf_mul_scalar(p, o->weight_decay));
@@ -457,8 +609,10 @@ static gf_status adam_update(const gf_adam_opts *o, param_state *st, gf_tensor *
     if ((s = scale_(st->buf2, o->beta2)) != GF_OK) return s;
     if ((s = update_(GFP_OP_ADD, st->buf2, gf_mul_scalar(gf_mul(g, g), 1.0 - o->beta2))) != GF_OK)
         return s;
-    gf_tensor *denom = gf_add_scalar(gf_div_scalar(gf_sqrt(st->buf2), sqrt(bc2)), o->eps);
-    return update_(GFP_OP_SUB, p, gf_mul_scalar(gf_div(st->buf1, denom), o->lr / bc1));
+    gf_tensor *denom =
+        gf_add_scalar(dyn_op(GFP_OP_DIV, gf_sqrt(st->buf2), sqrt(bc2), DYN_SQRT_BC2), o->eps);
+    return update_(GFP_OP_SUB, p,
+                   dyn_op(GFP_OP_MUL, gf_div(st->buf1, denom), o->lr / bc1, DYN_LR_OVER_BC1));
 }
 
 /* PyTorch's RMSprop: g += wd p; sq = alpha sq + (1 - alpha) g^2; avg =
@@ -713,6 +867,32 @@ static gf_status update_complex(gf_optimizer *opt, param_state *st, gf_tensor *g
     return s;
 }
 
+/* Opens the capture of a step: its host step goes first in the graph. */
+static gf_status capture_begin(gf_optimizer *opt, const char *name, opt_capture **out) {
+    *out = NULL;
+    if (opt->kind != OPT_SGD && opt->kind != OPT_ADAM)
+        return gf__graph_refuse(GF_ERR_UNSUPPORTED, "gf_optimizer_step: %s cannot be captured "
+                                "yet (its update uses per-step host values a replay does not "
+                                "recompute); capture SGD or Adam/AdamW, or run this step "
+                                "outside the region", name);
+    for (int i = 0; i < opt->n; i++)
+        if (gf_dtype_is_complex(opt->ps[i].param->dtype))
+            return gf__graph_refuse(GF_ERR_UNSUPPORTED, "gf_optimizer_step: parameter %d is "
+                                    "complex; a step over complex parameters cannot be "
+                                    "captured yet", i);
+    opt_capture *oc = calloc(1, sizeof *oc);
+    if (oc) oc->stepped = calloc((size_t)opt->n + 1, sizeof *oc->stepped);
+    if (!oc || !oc->stepped) {
+        if (oc) free(oc);
+        return gf__graph_refuse(GF_ERR_OUT_OF_MEMORY, "gf_optimizer_step: out of host memory "
+                                "while capturing");
+    }
+    oc->opt = opt;
+    gf_status s = gf__graph_add_host(opt_replay_step, oc, opt_capture_free);
+    if (s == GF_OK) *out = oc;
+    return s;
+}
+
 gf_status gf_optimizer_step(gf_optimizer *opt) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_step: opt is NULL");
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
@@ -721,14 +901,26 @@ gf_status gf_optimizer_step(gf_optimizer *opt) {
                                              "Adagrad.step",  "Adadelta.step", "NAdam.step",
                                              "RAdam.step"};
     const char *prof_name = prof_names[opt->kind];
+    opt_capture *oc = NULL;
+    if (gf__capturing()) {
+        s = capture_begin(opt, prof_name, &oc);
+        if (s != GF_OK) {
+            gf_grad_mode_set(prev);
+            return s;
+        }
+    }
     uint64_t prof_t0 = gf__prof_on() ? gf__prof_span_begin("optimizer", prof_name) : 0;
     for (int i = 0; i < opt->n && s == GF_OK; i++) {
         param_state *st = &opt->ps[i];
         gf_scope_begin();
         gf_tensor *g = gf_tensor_grad(st->param);
+        tl_oc = oc;
+        tl_param = i;
+        if (g && oc && opt->kind == OPT_ADAM) oc->stepped[oc->n_stepped++] = i;
         if (g) /* parameters without a gradient are skipped, as in PyTorch */
             s = gf_dtype_is_complex(st->param->dtype) ? update_complex(opt, st, g)
                                                       : update_one(opt, st, g);
+        tl_oc = NULL;
         gf_scope_end();
         if (s != GF_OK) {
             char msg[900];
@@ -751,6 +943,20 @@ gf_status gf_optimizer_zero_grad(gf_optimizer *opt) {
         if (s != GF_OK) return s;
     }
     return GF_OK;
+}
+
+gf_status gf_optimizer_zero_grad_keep(gf_optimizer *opt) {
+    if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_zero_grad_keep: opt is NULL");
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
+    gf_status s = GF_OK;
+    for (int i = 0; i < opt->n && s == GF_OK; i++) {
+        gf_scope_begin(); /* holds gf_tensor_grad's reference */
+        gf_tensor *g = gf_tensor_grad(opt->ps[i].param);
+        if (g) s = gf_zero_(g);
+        gf_scope_end();
+    }
+    gf_grad_mode_set(prev);
+    return s;
 }
 
 gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr) {

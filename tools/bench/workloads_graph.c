@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* workloads_graph.c — eager against captured and replayed (graft/graph.h).
+ *
+ * Each workload gives a row timed eagerly and its "graph replay" variant:
+ * the same work captured once (gf_graph_capture_begin .. _end) and replayed
+ * with gf_graph_replay, which calls the plugin's launch for each recorded
+ * op and nothing else.
+ *
+ *   graph add     y = y + one, N times on f32[1] (the "dispatch add" chain):
+ *                 per op;
+ *   graph autograd  y * c and y + d alternately, N ops, then gf_backward,
+ *                 on f32[1] with x requiring grad: per forward op (the
+ *                 backward's nodes included in the time).
+ * The training rows (mlp, cnn) add their replay variant in workloads_train.c. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+/* ------------------------------------------------------------ add chain */
+typedef struct add_state {
+    int ops;
+    gf_tensor *x, *one, *y;
+    gf_graph *g;
+} add_state;
+
+static int step_add(void *state) {
+    add_state *s = state;
+    gf_tensor_release(s->y);
+    gf_tensor *y = gf_tensor_retain(s->x);
+    for (int i = 0; i < s->ops && y; i++) {
+        gf_tensor *ny = gf_add(y, s->one);
+        gf_tensor_release(y);
+        y = ny;
+    }
+    s->y = y;
+    return y ? 0 : -1;
+}
+
+static int step_replay(void *state) {
+    gf_graph **g = state;
+    return gf_graph_replay(*g) == GF_OK ? 0 : -1;
+}
+
+/* Captures step(state) on dev; NULL with the graft error set. */
+static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state) {
+    if (gf_graph_capture_begin(dev) != GF_OK) return NULL;
+    int rc = step(state);
+    gf_graph *g = gf_graph_capture_end();
+    if (rc != 0 && g) {
+        gf_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void check_sum(bench_result *r, const gf_tensor *y, double want) {
+    double got = 0;
+    if (gf_tensor_item(y, &got) != GF_OK) bench_result_graft_error(r, "reading the result");
+    else if (got != want)
+        bench_result_wrong(r, "wrong result: the chain gave %.9g, expected %.9g", got, want);
+}
+
+void bench_graph_add(bench_run *run, int device, int64_t ops) {
+    char detail[112];
+    snprintf(detail, sizeof detail, "chain of %lld gf_add on f32[1], no autograd", (long long)ops);
+    bench_result *r = bench_result_add(run, device, "graph add", detail);
+    bench_result *rv = r ? bench_result_variant(run, r, "graph replay") : NULL;
+    if (!r || !rv) return;
+    r->per = rv->per = "op";
+    gf_device *dev = run->devices[device].dev;
+    const int64_t one[1] = {1};
+    add_state s = {.ops = (int)ops,
+                   .x = gf_zeros(one, 1, GF_F32, dev),
+                   .one = gf_ones(one, 1, GF_F32, dev)};
+    bench_progress(run, "eager chain");
+    if (!s.x || !s.one) {
+        bench_result_graft_error(r, "creating the inputs");
+        bench_result_graft_error(rv, "creating the inputs");
+        goto done;
+    }
+    if (bench_measure(run, dev, step_add, &s, (double)ops, &r->time) != 0)
+        bench_result_graft_error(r, "the chain");
+    else check_sum(r, s.y, (double)ops);
+    bench_progress(run, "capture");
+    s.g = capture(dev, step_add, &s);
+    if (!s.g) {
+        bench_result_graft_error(rv, "capturing the chain");
+        goto done;
+    }
+    bench_progress(run, "replays");
+    if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &rv->time) != 0)
+        bench_result_graft_error(rv, "replaying the chain");
+    else check_sum(rv, s.y, (double)ops); /* each replay starts again from x */
+done:
+    gf_graph_destroy(s.g);
+    gf_tensor_release(s.x);
+    gf_tensor_release(s.one);
+    gf_tensor_release(s.y);
+}
+
+/* ------------------------------------------------------------ autograd chain */
+typedef struct ag_state {
+    int ops;
+    gf_tensor *x, *c, *d, *grad;
+    gf_graph *g;
+} ag_state;
+
+static int step_ag(void *state) {
+    ag_state *s = state;
+    if (s->grad && gf_zero_(s->grad) != GF_OK) return -1;
+    gf_tensor *y = gf_tensor_retain(s->x);
+    for (int i = 0; i < s->ops && y; i++) {
+        gf_tensor *ny = (i & 1) ? gf_add(y, s->d) : gf_mul(y, s->c);
+        gf_tensor_release(y);
+        y = ny;
+    }
+    gf_status st = y ? gf_backward(y, NULL, NULL) : gf_last_status();
+    gf_tensor_release(y);
+    return st == GF_OK ? 0 : -1;
+}
+
+static void check_grad(bench_result *r, const ag_state *s) {
+    double want = pow(1.0001, (s->ops + 1) / 2), got = 0;
+    if (gf_tensor_item(s->grad, &got) != GF_OK) bench_result_graft_error(r, "reading the gradient");
+    else if (!(fabs(got - want) <= 1e-3 * want))
+        bench_result_wrong(r, "wrong result: the gradient of the chain is %.7g, expected %.7g",
+                           got, want);
+}
+
+void bench_graph_autograd(bench_run *run, int device, int64_t ops) {
+    char detail[112];
+    snprintf(detail, sizeof detail, "chain of %lld gf_mul/gf_add on f32[1] + gf_backward",
+             (long long)ops);
+    bench_result *r = bench_result_add(run, device, "graph autograd", detail);
+    bench_result *rv = r ? bench_result_variant(run, r, "graph replay") : NULL;
+    if (!r || !rv) return;
+    r->per = rv->per = "op";
+    gf_device *dev = run->devices[device].dev;
+    const int64_t one[1] = {1};
+    ag_state s = {.ops = (int)ops,
+                  .x = gf_ones(one, 1, GF_F32, dev),
+                  .c = gf_full(one, 1, 1.0001, GF_F32, dev),
+                  .d = gf_full(one, 1, 1e-4, GF_F32, dev)};
+    if (!s.x || !s.c || !s.d || gf_tensor_set_requires_grad(s.x, true) != GF_OK ||
+        step_ag(&s) != 0 || !(s.grad = gf_tensor_grad(s.x))) {
+        bench_result_graft_error(r, "creating the inputs");
+        bench_result_graft_error(rv, "creating the inputs");
+        goto done;
+    }
+    bench_progress(run, "eager chain");
+    if (bench_measure(run, dev, step_ag, &s, (double)ops, &r->time) != 0)
+        bench_result_graft_error(r, "the chain");
+    else check_grad(r, &s);
+    bench_progress(run, "capture");
+    s.g = capture(dev, step_ag, &s);
+    if (!s.g) {
+        bench_result_graft_error(rv, "capturing the chain");
+        goto done;
+    }
+    bench_progress(run, "replays");
+    if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &rv->time) != 0)
+        bench_result_graft_error(rv, "replaying the chain");
+    else check_grad(rv, &s);
+done:
+    gf_graph_destroy(s.g);
+    gf_tensor_release(s.grad);
+    gf_tensor_release(s.x);
+    gf_tensor_release(s.c);
+    gf_tensor_release(s.d);
+}
