@@ -19,5 +19,6 @@
 #include "graft/complex.h"
 #include "graft/fft.h"
 #include "graft/module.h"
+#include "graft/amp.h"
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -172,6 +173,7 @@ static gf_tensor *conv2d_4d(const gf_tensor *x, const gf_tensor *w, const gf_ten
 
 gf_tensor *gf_conv2d(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias,
                      const gf_conv2d_opts *opts) {
+    GF__AMP_HOOK(CONV2D, 3, gf_conv2d(amp_v[0], amp_v[1], amp_v[2], opts), x, weight, bias);
     const char *op = "conv2d";
     if (!x || !weight) {
         gf__null_arg(op, !x ? "x" : "weight");
@@ -580,6 +582,7 @@ static gf_status check_affine(const gf_tensor *t, const char *what, const gf_ten
 
 gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *weight,
                          const gf_tensor *bias, double eps, gf_tensor **mean, gf_tensor **rstd) {
+    GF__AMP_HOOK(LAYER_NORM, 3, gf_layer_norm(amp_v[0], normalized_rank, amp_v[1], amp_v[2], eps, mean, rstd), x, weight, bias);
     const char *op = "layer_norm";
     if (mean) *mean = NULL;
     if (rstd) *rstd = NULL;
