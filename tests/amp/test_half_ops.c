@@ -7,9 +7,8 @@
  * in double, an f32 sum of these lengths is exact to far below a 16-bit ulp).
  * Gradients in these dtypes: the dtype of the tensor, close to f32's.
  * Every tensor lives in main's scope (gf_scope_begin): none is released here. */
-#include <graft.h>
+#include "interop/interop_test.h" /* graft.h, check.h, a private temporary directory */
 
-#include "check.h"
 
 static const gf_dtype LOWS[2] = {GF_BF16, GF_F16};
 
@@ -243,6 +242,41 @@ static void test_autograd(void) {
     }
 }
 
+/* Printing, .npy (f16; bf16 has no NumPy dtype) and safetensors (F16, BF16)
+ * keep the values bit for bit. */
+static void test_io(void) {
+    double v[4] = {1.5, -2.0, 0.1, 65504.0};
+    gf_tensor *h = vec(v, 4, GF_F16), *b = vec(v, 4, GF_BF16);
+    char buf[256];
+    const char *txt = gf_tensor_format(b, buf, sizeof buf);
+    CHECK_CONTAINS(txt, "1.5");
+    CHECK_CONTAINS(txt, "dtype=bf16");
+    txt = gf_tensor_format(h, buf, sizeof buf);
+    CHECK_CONTAINS(txt, "65504");
+    CHECK_CONTAINS(txt, "dtype=f16");
+    it_setup("amp");
+    const char *path = it_path("h.npy");
+    CHECK(gf_save_npy(h, path) == GF_OK);
+    gf_tensor *hl = gf_load_npy(path, NULL);
+    CHECK(hl && gf_tensor_dtype(hl) == GF_F16);
+    if (hl) check_ulps("npy f16", hl, gf_to_dtype(h, GF_F32), GF_F16, 0);
+    CHECK(gf_save_npy(b, path) == GF_ERR_DTYPE); /* NumPy has no bf16 */
+    path = it_path("hb.safetensors");
+    const char *names[2] = {"h", "b"};
+    const gf_tensor *ts[2] = {h, b};
+    CHECK(gf_save_safetensors(names, ts, 2, path) == GF_OK);
+    gf_tensor_dict *d = gf_load_safetensors(path, NULL);
+    CHECK(d && gf_tensor_dict_size(d) == 2);
+    gf_tensor *hd = d ? gf_tensor_dict_get(d, "h") : NULL, *bd = d ? gf_tensor_dict_get(d, "b") : NULL;
+    CHECK(hd && gf_tensor_dtype(hd) == GF_F16 && bd && gf_tensor_dtype(bd) == GF_BF16);
+    if (hd && bd) {
+        check_ulps("safetensors f16", hd, gf_to_dtype(h, GF_F32), GF_F16, 0);
+        check_ulps("safetensors bf16", bd, gf_to_dtype(b, GF_F32), GF_BF16, 0);
+    }
+    gf_tensor_dict_destroy(d);
+    it_teardown();
+}
+
 int main(void) {
     gf_manual_seed(28);
     gf_scope_begin();
@@ -251,6 +285,7 @@ int main(void) {
     RUN(test_elementwise);
     RUN(test_families);
     RUN(test_autograd);
+    RUN(test_io);
     gf_scope_end();
     return CHECK_REPORT();
 }
