@@ -234,6 +234,40 @@ static void test_double_backward(void) {
     CHECK_MSG(fabs(vals[1] - vals[0]) <= 0.03 * fabs(vals[0]), "%g vs %g", vals[1], vals[0]);
 }
 
+/* A conv / batch-norm / linear / layer-norm network with f32 parameters
+ * under autocast bf16: the norms take the bf16 activations with their f32
+ * weights and running statistics (PyTorch's mixed form), normalise in f32
+ * and give bf16; the running statistics stay f32; the gradients are f32. */
+static void test_mixed_norms(void) {
+    gf_tensor *x = R4(GF_F32, 2, 3, 6, 6), *k = R4(GF_F32, 4, 3, 3, 3);
+    gf_tensor *g = R1(GF_F32, 4), *b = R1(GF_F32, 4), *w = R2(GF_F32, 5, 16);
+    gf_tensor *lw = R1(GF_F32, 5), *lb = R1(GF_F32, 5);
+    int64_t c4 = 4;
+    gf_tensor *rm = gf_zeros(&c4, 1, GF_F32, NULL), *rv = gf_ones(&c4, 1, GF_F32, NULL);
+    gf_tensor *ps[5] = {k, g, b, w, lw};
+    for (int i = 0; i < 5; i++) gf_tensor_set_requires_grad(ps[i], true);
+    CHECK(gf_autocast_begin("cpu", GF_BF16) == GF_OK);
+    gf_tensor *c = gf_conv2d(x, k, NULL, NULL);
+    CHECK(c && gf_tensor_dtype(c) == GF_BF16);
+    gf_tensor *n = gf_batch_norm(c, rm, rv, g, b, true, 0.1, 1e-5, NULL, NULL);
+    CHECK_MSG(n && gf_tensor_dtype(n) == GF_BF16, "%s", n ? "dtype" : gf_last_error());
+    gf_tensor *p = gf_max_pool2d(gf_relu(n), &(gf_pool2d_opts){.kernel = {2, 2}}, NULL);
+    gf_tensor *h = p ? gf_linear(gf_reshape(p, (int64_t[]){2, 16}, 2), w, NULL) : NULL;
+    gf_tensor *l = h ? gf_layer_norm(h, 1, lw, lb, 1e-5, NULL, NULL) : NULL;
+    CHECK_MSG(l && gf_tensor_dtype(l) == GF_BF16, "%s", l ? "dtype" : gf_last_error());
+    gf_tensor *loss = l ? gf_mse_loss(l, gf_zeros_like(l), GF_REDUCTION_MEAN) : NULL;
+    CHECK(gf_autocast_end() == GF_OK);
+    CHECK(loss && gf_tensor_dtype(loss) == GF_F32);
+    CHECK(gf_tensor_dtype(rm) == GF_F32);
+    double m0 = 0;
+    CHECK(gf_tensor_get(rm, (int64_t[]){0}, &m0) == GF_OK && m0 != 0); /* updated */
+    CHECK(loss && gf_backward(loss, NULL, NULL) == GF_OK);
+    for (int i = 0; i < 5; i++) {
+        gf_tensor *gr = gf_tensor_grad(ps[i]);
+        CHECK_MSG(gr && gf_tensor_dtype(gr) == GF_F32, "param %d", i);
+    }
+}
+
 static void *other_thread(void *arg) {
     int *ok = arg;
     int64_t s[2] = {2, 2};
@@ -264,6 +298,7 @@ int main(void) {
     RUN(test_cache);
     RUN(test_network_grads);
     RUN(test_double_backward);
+    RUN(test_mixed_norms);
     RUN(test_threads);
     gf_scope_end();
     return CHECK_REPORT();
