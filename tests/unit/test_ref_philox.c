@@ -276,8 +276,6 @@ static void errors(void) {
     CHECK(P->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_STRIDED);
     q.output_dtypes[0] = GFP_F16; /* a compute dtype since 1.3: drawn as f32, rounded */
     CHECK(P->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_STRIDED);
-    q.output_dtypes[0] = GFP_C64;
-    CHECK(P->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
     q.output_dtypes[0] = GFP_F64;
     q.n_inputs = 1;
     CHECK(P->query_op(dev, &q, &support) == GFP_OK && support == GFP_SUPPORT_NONE);
