@@ -5,7 +5,7 @@
  *
  *   fashion_mnist [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]
  *                 [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]
- *                 [--eval PATH] [--min-accuracy A]
+ *                 [--eval PATH] [--min-accuracy A] [--autocast bf16|f16]
  *
  * The data are the four IDX files of the Debian package dataset-fashion-mnist
  * (/usr/share/datasets/fashion-mnist, gzip-compressed), read with gf_load_idx. Pixels are
@@ -95,13 +95,17 @@ typedef struct extra_options {
     const char *data, *save, *resume, *eval;
 } extra_options;
 
+/* --autocast: the forward pass runs in an autocast region of this dtype
+ * (GF_F32: none). The weights, Adam's state and the checkpoints stay f32. */
+static gf_dtype autocast_dtype = GF_F32;
+
 static progress bar; /* the progress display (TRY ends it before an error) */
 
 static void usage(FILE *out, const char *argv0) {
     fprintf(out,
             "usage: %s [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]\n"
             "          [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]\n"
-            "          [--eval PATH] [--min-accuracy A]\n"
+            "          [--eval PATH] [--min-accuracy A] [--autocast bf16|f16]\n"
             "Trains a CNN (two conv + batch norm + max-pool blocks, dropout, two linear\n"
             "layers) on Fashion-MNIST with Adam on the device GRAFT_DEVICE names (default\n"
             "cpu), printing the test accuracy after every epoch. 10 epochs reach about\n"
@@ -122,13 +126,21 @@ static void usage(FILE *out, const char *argv0) {
             "  --save PATH       write a safetensors checkpoint after every epoch\n"
             "  --resume PATH     continue training from a checkpoint\n"
             "  --eval PATH       print the test accuracy of a checkpoint and exit\n"
-            "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n",
+            "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n"
+            "  --autocast D      mixed precision: the forward pass in an autocast region of\n"
+            "                    dtype D (bf16 or f16), f32 weights and loss\n",
             argv0);
 }
 
 static int take_option(const char *opt, const char *val, void *ctx) {
     extra_options *e = ctx;
     double v;
+    if (!strcmp(opt, "--autocast")) {
+        if (!strcmp(val, "bf16")) autocast_dtype = GF_BF16;
+        else if (!strcmp(val, "f16")) autocast_dtype = GF_F16;
+        else return -1;
+        return 1;
+    }
     if (!strcmp(opt, "--lr-decay")) {
         if (parse_num(val, 1e-6, 1, &v)) return -1;
         e->lr_decay = v;
@@ -296,7 +308,13 @@ static model *model_new(gf_device *dev) {
 static gf_tensor *model_forward(const void *mp, const gf_tensor *x) {
     const model *m = mp;
     gf_tensor *xd = gf_to_device(x, m->dev);
-    return xd ? gf_module_forward((gf_module *)&m->base, &xd, 1) : NULL;
+    if (!xd || autocast_dtype == GF_F32) return xd ? gf_module_forward((gf_module *)&m->base, &xd, 1) : NULL;
+    /* Mixed precision: the layers in the region's dtype (PyTorch's CPU
+     * lists), the logits back to f32 for the loss. */
+    if (gf_autocast_begin(gf_device_type(m->dev), autocast_dtype) != GF_OK) return NULL;
+    gf_tensor *y = gf_module_forward((gf_module *)&m->base, &xd, 1);
+    gf_autocast_end();
+    return y ? gf_to_dtype(y, GF_F32) : NULL;
 }
 
 /* The test accuracy (per class too) of the n test images x, labels y. */

@@ -21,5 +21,6 @@
 #include "graft/module.h"
 #include "graft/forward_ad.h"
 #include "graft/graph.h"
+#include "graft/amp.h"
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "shape_internal.h"
 
 #define EL_MAX 64 /* 52 letters, then the "..." dims */
@@ -337,6 +338,7 @@ static gf_tensor *einsum(sh_tmps *L, const char *op, const char *eq, gf_tensor *
 }
 
 gf_tensor *gf_einsum(const char *equation, gf_tensor *const *operands, int n) {
+    GF__AMP_HOOK_LIST(EINSUM, operands, n, gf_einsum(equation, amp_list, n));
     const char *op = "einsum";
     if (!equation) {
         gf__null_arg_of(op, "equation", GF__ARG_STRING);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -432,6 +433,7 @@ gf_tensor *gf_embedding(const gf_tensor *weight, const gf_tensor *indices) {
 static bool legacy_empty(const gf_tensor *t) { return t->rank == 1 && t->sizes[0] == 0; }
 
 gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
+    GF__AMP_HOOK_LIST(CAT, tensors, n, gf_cat(amp_list, n, dim));
     const char *op = "cat";
     if (!tensors) {
         gf__null_arg_of(op, "tensors", GF__ARG_ARRAY);
@@ -520,6 +522,7 @@ gf_tensor *gf_cat(gf_tensor *const *tensors, int n, int dim) {
 }
 
 gf_tensor *gf_stack(gf_tensor *const *tensors, int n, int dim) {
+    GF__AMP_HOOK_LIST(STACK, tensors, n, gf_stack(amp_list, n, dim));
     const char *op = "stack";
     if (!tensors) {
         gf__null_arg_of(op, "tensors", GF__ARG_ARRAY);

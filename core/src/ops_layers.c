@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 /* The temporaries of one composite: T(expr) evaluates expr only while every
@@ -128,6 +129,7 @@ static gf_tensor *axis_vector(const double *v, int64_t n, int axis, int rank, gf
 
 gf_tensor *gf_conv1d(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias,
                      const gf_conv1d_opts *opts) {
+    GF__AMP_HOOK(CONV1D, 3, gf_conv1d(amp_v[0], amp_v[1], amp_v[2], opts), x, weight, bias);
     const char *op = "conv1d";
     if (!x || !weight) {
         gf__null_arg(op, !x ? "x" : "weight");
@@ -320,6 +322,7 @@ static gf_tensor *conv_transpose_impl(const char *op, const gf_tensor *x, const 
 
 gf_tensor *gf_conv_transpose2d(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias,
                                const gf_conv_transpose2d_opts *opts) {
+    GF__AMP_HOOK(CONV_TRANSPOSE2D, 3, gf_conv_transpose2d(amp_v[0], amp_v[1], amp_v[2], opts), x, weight, bias);
     const char *op = "conv_transpose2d";
     if (!x || !weight) {
         gf__null_arg(op, !x ? "x" : "weight");
@@ -395,6 +398,7 @@ static bool check_eps(const char *op, double eps) {
 
 gf_tensor *gf_group_norm(const gf_tensor *x, int64_t num_groups, const gf_tensor *weight,
                          const gf_tensor *bias, double eps) {
+    GF__AMP_HOOK(GROUP_NORM, 3, gf_group_norm(amp_v[0], num_groups, amp_v[1], amp_v[2], eps), x, weight, bias);
     const char *op = "group_norm";
     if (!x) {
         gf__null_arg(op, "x");
@@ -963,6 +967,7 @@ gf_tensor *gf_embedding_padding_idx(const gf_tensor *weight, const gf_tensor *in
 gf_tensor *gf_scaled_dot_product_attention(const gf_tensor *q, const gf_tensor *k,
                                            const gf_tensor *v, const gf_tensor *attn_mask,
                                            double dropout_p, bool is_causal, double scale) {
+    GF__AMP_HOOK(SDPA, 4, gf_scaled_dot_product_attention(amp_v[0], amp_v[1], amp_v[2], amp_v[3], dropout_p, is_causal, scale), q, k, v, attn_mask);
     const char *op = "scaled_dot_product_attention";
     if (!q || !k || !v) {
         gf__null_arg(op, !q ? "query" : !k ? "key" : "value");
@@ -1061,6 +1066,7 @@ gf_tensor *gf_scaled_dot_product_attention(const gf_tensor *q, const gf_tensor *
 /* ------------------------------------------------------------ linear */
 
 gf_tensor *gf_linear(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias) {
+    GF__AMP_HOOK(LINEAR, 3, gf_linear(amp_v[0], amp_v[1], amp_v[2]), x, weight, bias);
     const char *op = "linear";
     if (!x || !weight) {
         gf__null_arg(op, !x ? "x" : "weight");

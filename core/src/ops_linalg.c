@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
 
 gf_tensor *gf_matmul(const gf_tensor *a, const gf_tensor *b) {
+    GF__AMP_HOOK(MATMUL, 2, gf_matmul(amp_v[0], amp_v[1]), a, b);
     if (!a || !b) {
         gf__null_arg("matmul", !a ? "a" : "b");
         return NULL;
@@ -167,9 +169,11 @@ static gf_tensor *softmax_op(gfp_op op, const char *name, const gf_tensor *x, in
 }
 
 gf_tensor *gf_softmax(const gf_tensor *x, int dim) {
+    GF__AMP_HOOK(SOFTMAX, 1, gf_softmax(amp_v[0], dim), x);
     return softmax_op(GFP_OP_SOFTMAX, "softmax", x, dim);
 }
 
 gf_tensor *gf_log_softmax(const gf_tensor *x, int dim) {
+    GF__AMP_HOOK(LOG_SOFTMAX, 1, gf_log_softmax(amp_v[0], dim), x);
     return softmax_op(GFP_OP_LOG_SOFTMAX, "log_softmax", x, dim);
 }

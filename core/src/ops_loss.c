@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -199,6 +200,7 @@ static gf_tensor *reduce_loss(gf_tensor *loss, const gf_tensor *denom, gf_reduct
 
 gf_tensor *gf_nll_loss(const gf_tensor *log_probs, const gf_tensor *target,
                        const gf_tensor *weight, gf_reduction reduction, int64_t ignore_index) {
+    GF__AMP_HOOK(NLL_LOSS, 3, gf_nll_loss(amp_v[0], amp_v[1], amp_v[2], reduction, ignore_index), log_probs, target, weight);
     const char *op = "nll_loss";
     if (!log_probs || !target) {
         gf__null_arg(op, !log_probs ? "log_probs" : "target");
@@ -324,6 +326,7 @@ done:
 gf_tensor *gf_cross_entropy(const gf_tensor *logits, const gf_tensor *target,
                             const gf_tensor *weight, gf_reduction reduction,
                             int64_t ignore_index, double label_smoothing) {
+    GF__AMP_HOOK(CROSS_ENTROPY, 3, gf_cross_entropy(amp_v[0], amp_v[1], amp_v[2], reduction, ignore_index, label_smoothing), logits, target, weight);
     const char *op = "cross_entropy";
     if (!logits || !target) {
         gf__null_arg(op, !logits ? "logits" : "target");
@@ -385,6 +388,7 @@ gf_tensor *gf_cross_entropy(const gf_tensor *logits, const gf_tensor *target,
 }
 
 gf_tensor *gf_mse_loss(const gf_tensor *input, const gf_tensor *target, gf_reduction reduction) {
+    GF__AMP_HOOK(MSE_LOSS, 2, gf_mse_loss(amp_v[0], amp_v[1], reduction), input, target);
     const char *op = "mse_loss";
     if (!input || !target) {
         gf__null_arg(op, !input ? "input" : "target");

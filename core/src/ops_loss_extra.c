@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 /* The temporaries of one composite: T(expr) evaluates expr only while every
@@ -123,6 +124,7 @@ static gf_tensor *reduce(tmps *l, gf_tensor *loss, gf_reduction r) {
 
 gf_tensor *gf_binary_cross_entropy(const gf_tensor *input, const gf_tensor *target,
                                    const gf_tensor *weight, gf_reduction reduction) {
+    GF__AMP_HOOK(BCE, 3, gf_binary_cross_entropy(amp_v[0], amp_v[1], amp_v[2], reduction), input, target, weight);
     const char *op = "binary_cross_entropy";
     if (!input || !target) {
         gf__null_arg(op, !input ? "input" : "target");
@@ -164,6 +166,7 @@ gf_tensor *gf_binary_cross_entropy_with_logits(const gf_tensor *input, const gf_
                                                const gf_tensor *weight,
                                                const gf_tensor *pos_weight,
                                                gf_reduction reduction) {
+    GF__AMP_HOOK(BCE_WITH_LOGITS, 4, gf_binary_cross_entropy_with_logits(amp_v[0], amp_v[1], amp_v[2], amp_v[3], reduction), input, target, weight, pos_weight);
     const char *op = "binary_cross_entropy_with_logits";
     if (!input || !target) {
         gf__null_arg(op, !input ? "input" : "target");
@@ -220,6 +223,7 @@ static bool check_pair(const char *op, const gf_tensor *input, const gf_tensor *
 }
 
 gf_tensor *gf_l1_loss(const gf_tensor *input, const gf_tensor *target, gf_reduction reduction) {
+    GF__AMP_HOOK(L1_LOSS, 2, gf_l1_loss(amp_v[0], amp_v[1], reduction), input, target);
     if (!check_pair("l1_loss", input, target, reduction, false)) return NULL;
     int s = gf__scope_suspend();
     tmps L = {0};
@@ -252,6 +256,7 @@ static gf_tensor *piecewise(const gf_tensor *input, const gf_tensor *target,
 
 gf_tensor *gf_smooth_l1_loss(const gf_tensor *input, const gf_tensor *target,
                              gf_reduction reduction, double beta) {
+    GF__AMP_HOOK(SMOOTH_L1_LOSS, 2, gf_smooth_l1_loss(amp_v[0], amp_v[1], reduction, beta), input, target);
     if (!check_pair("smooth_l1_loss", input, target, reduction, false)) return NULL;
     if (!(beta >= 0.0) || isinf(beta)) {
         gf__error(GF_ERR_INVALID, "smooth_l1_loss: beta must be finite and >= 0 "
@@ -263,6 +268,7 @@ gf_tensor *gf_smooth_l1_loss(const gf_tensor *input, const gf_tensor *target,
 
 gf_tensor *gf_huber_loss(const gf_tensor *input, const gf_tensor *target,
                          gf_reduction reduction, double delta) {
+    GF__AMP_HOOK(HUBER_LOSS, 2, gf_huber_loss(amp_v[0], amp_v[1], reduction, delta), input, target);
     if (!check_pair("huber_loss", input, target, reduction, false)) return NULL;
     if (!(delta > 0.0) || isinf(delta)) {
         gf__error(GF_ERR_INVALID, "huber_loss: delta must be finite and > 0 (PyTorch's default "
@@ -274,6 +280,7 @@ gf_tensor *gf_huber_loss(const gf_tensor *input, const gf_tensor *target,
 
 gf_tensor *gf_kl_div(const gf_tensor *input, const gf_tensor *target, gf_reduction reduction,
                      bool log_target) {
+    GF__AMP_HOOK(KL_DIV, 2, gf_kl_div(amp_v[0], amp_v[1], reduction, log_target), input, target);
     if (!check_pair("kl_div", input, target, reduction, true)) return NULL;
     int s = gf__scope_suspend();
     tmps L = {0};

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autograd/ag_record.h"
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -172,6 +173,7 @@ static gf_tensor *conv2d_4d(const gf_tensor *x, const gf_tensor *w, const gf_ten
 
 gf_tensor *gf_conv2d(const gf_tensor *x, const gf_tensor *weight, const gf_tensor *bias,
                      const gf_conv2d_opts *opts) {
+    GF__AMP_HOOK(CONV2D, 3, gf_conv2d(amp_v[0], amp_v[1], amp_v[2], opts), x, weight, bias);
     const char *op = "conv2d";
     if (!x || !weight) {
         gf__null_arg(op, !x ? "x" : "weight");
@@ -580,12 +582,41 @@ static gf_status check_affine(const gf_tensor *t, const char *what, const gf_ten
 
 gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *weight,
                          const gf_tensor *bias, double eps, gf_tensor **mean, gf_tensor **rstd) {
+    GF__AMP_HOOK(LAYER_NORM, 3, gf_layer_norm(amp_v[0], normalized_rank, amp_v[1], amp_v[2], eps, mean, rstd), x, weight, bias);
     const char *op = "layer_norm";
     if (mean) *mean = NULL;
     if (rstd) *rstd = NULL;
     if (!x) {
         gf__null_arg(op, "x");
         return NULL;
+    }
+    /* PyTorch's mixed form: a 16-bit x with f32 weight / bias normalises in
+     * f32 and gives x's dtype (mean and rstd in f32). */
+    if ((x->dtype == GF_F16 || x->dtype == GF_BF16) &&
+        ((weight && weight->dtype == GF_F32) || (bias && bias->dtype == GF_F32)) &&
+        (!weight || weight->dtype == GF_F32 || weight->dtype == x->dtype) &&
+        (!bias || bias->dtype == GF_F32 || bias->dtype == x->dtype)) {
+        int sc = gf__scope_suspend();
+        gf_tensor *x32 = gf_to_dtype(x, GF_F32), *m = NULL, *r = NULL, *y32 = NULL;
+        gf_tensor *w32 = weight ? gf_to_dtype(weight, GF_F32) : NULL;
+        gf_tensor *b32 = bias ? gf_to_dtype(bias, GF_F32) : NULL;
+        if (x32 && (!weight || w32) && (!bias || b32))
+            y32 = gf_layer_norm(x32, normalized_rank, w32, b32, eps, mean ? &m : NULL,
+                                rstd ? &r : NULL);
+        gf_tensor *y = y32 ? gf_to_dtype(y32, x->dtype) : NULL;
+        gf_tensor_release(x32);
+        gf_tensor_release(w32);
+        gf_tensor_release(b32);
+        gf_tensor_release(y32);
+        gf__scope_resume(sc);
+        if (!y) {
+            gf_tensor_release(m);
+            gf_tensor_release(r);
+            return NULL;
+        }
+        if (mean) *mean = m ? gf__ret(m) : NULL;
+        if (rstd) *rstd = r ? gf__ret(r) : NULL;
+        return gf__ret(y);
     }
     if (normalized_rank < 1 || normalized_rank > x->rank) {
         char bx[128];
@@ -665,6 +696,45 @@ gf_tensor *gf_batch_norm(const gf_tensor *x, gf_tensor *running_mean, gf_tensor 
     if (!x) {
         gf__null_arg(op, "x");
         return NULL;
+    }
+    /* PyTorch's mixed form: a 16-bit x with f32 weight, bias and running
+     * statistics (an f32 model under autocast) normalises in f32 and gives
+     * x's dtype. */
+    const gf_tensor *f32_args[4] = {weight, bias, running_mean, running_var};
+    bool mixed = (x->dtype == GF_F16 || x->dtype == GF_BF16);
+    bool any_f32 = false;
+    for (int i = 0; i < 4; i++) {
+        if (f32_args[i] && f32_args[i]->dtype != GF_F32 && f32_args[i]->dtype != x->dtype)
+            mixed = false;
+        if (f32_args[i] && f32_args[i]->dtype == GF_F32) any_f32 = true;
+    }
+    if (mixed && any_f32) {
+        int sc = gf__scope_suspend();
+        gf_tensor *x32 = gf_to_dtype(x, GF_F32), *y32 = NULL, *sm = NULL, *si = NULL;
+        gf_tensor *w32 = weight ? gf_to_dtype(weight, GF_F32) : NULL;
+        gf_tensor *b32 = bias ? gf_to_dtype(bias, GF_F32) : NULL;
+        bool ok = x32 && (!weight || w32) && (!bias || b32);
+        if (ok && (!running_mean || running_mean->dtype == GF_F32) &&
+            (!running_var || running_var->dtype == GF_F32))
+            y32 = gf_batch_norm(x32, running_mean, running_var, w32, b32, training, momentum, eps,
+                                save_mean ? &sm : NULL, save_invstd ? &si : NULL);
+        else if (ok)
+            gf__error(GF_ERR_DTYPE, "%s: the running statistics of a %s x must be f32 or %s",
+                      op, gf_dtype_name(x->dtype), gf_dtype_name(x->dtype));
+        gf_tensor *y = y32 ? gf_to_dtype(y32, x->dtype) : NULL;
+        gf_tensor_release(x32);
+        gf_tensor_release(w32);
+        gf_tensor_release(b32);
+        gf_tensor_release(y32);
+        gf__scope_resume(sc);
+        if (!y) {
+            gf_tensor_release(sm);
+            gf_tensor_release(si);
+            return NULL;
+        }
+        if (save_mean) *save_mean = sm ? gf__ret(sm) : NULL;
+        if (save_invstd) *save_invstd = si ? gf__ret(si) : NULL;
+        return gf__ret(y);
     }
     char bx[128];
     gf__shape_str(x->sizes, x->rank, bx, sizeof bx);

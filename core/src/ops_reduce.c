@@ -11,6 +11,7 @@
 
 #include "autograd/ag_record.h"
 #include "complex/complex_internal.h"
+#include "amp/amp_internal.h"
 #include "internal.h"
 
 static gf_tensor *ret_new(gf_tensor *t) { return t ? gf__ret(t) : NULL; }
@@ -184,6 +185,7 @@ static gf_tensor *reduce_op(gfp_op op, const char *name, const gf_tensor *x, con
 }
 
 gf_tensor *gf_sum(const gf_tensor *x, const int *dims, int ndims, bool keepdim) {
+    GF__AMP_HOOK(SUM, 1, gf_sum(amp_v[0], dims, ndims, keepdim), x);
     return reduce_op(GFP_OP_SUM, "sum", x, dims, ndims, keepdim, 0.0);
 }
 
@@ -192,6 +194,7 @@ gf_tensor *gf_mean(const gf_tensor *x, const int *dims, int ndims, bool keepdim)
 }
 
 gf_tensor *gf_prod(const gf_tensor *x, const int *dims, int ndims, bool keepdim) {
+    GF__AMP_HOOK(PROD, 1, gf_prod(amp_v[0], dims, ndims, keepdim), x);
     return reduce_op(GFP_OP_PROD, "prod", x, dims, ndims, keepdim, 0.0);
 }
 
@@ -276,6 +279,7 @@ gf_tensor *gf_std(const gf_tensor *x, const int *dims, int ndims, double correct
 }
 
 gf_tensor *gf_logsumexp(const gf_tensor *x, const int *dims, int ndims, bool keepdim) {
+    GF__AMP_HOOK(LOGSUMEXP, 1, gf_logsumexp(amp_v[0], dims, ndims, keepdim), x);
     return reduce_op(GFP_OP_LOGSUMEXP, "logsumexp", x, dims, ndims, keepdim, 0.0);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "shape_internal.h"
 
 /* ------------------------------------------------------------ shared helpers */
@@ -147,10 +148,19 @@ static gf_tensor *vector_norm(const char *op, const gf_tensor *x, double ord, co
                               int ndims, bool keepdim) {
     bool red[GF_MAX_RANK];
     if (sh_null(op, x, "x")) return NULL;
-    if (!gf_dtype_is_float(x->dtype) || x->dtype == GF_F16 || x->dtype == GF_BF16) {
-        gf__error(GF_ERR_DTYPE, "%s: expected a float (f32 or f64) x, got %s; convert it with "
-                  "gf_to_dtype", op, gf_dtype_name(x->dtype));
+    if (!gf_dtype_is_float(x->dtype)) {
+        gf__error(GF_ERR_DTYPE, "%s: expected a float (f32, f64, f16 or bf16) x, got %s; convert "
+                  "it with gf_to_dtype", op, gf_dtype_name(x->dtype));
         return NULL;
+    }
+    if (x->dtype == GF_F16 || x->dtype == GF_BF16) {
+        /* Accumulated in f32 (as PyTorch), the result rounded to x's dtype. */
+        gf_tensor *x32 = gf_to_dtype(x, GF_F32);
+        gf_tensor *r32 = x32 ? vector_norm(op, x32, ord, dims, ndims, keepdim) : NULL;
+        gf_tensor *r = r32 ? gf_to_dtype(r32, x->dtype) : NULL;
+        gf_tensor_release(x32);
+        gf_tensor_release(r32);
+        return r;
     }
     if (isnan(ord)) {
         gf__error(GF_ERR_INVALID, "%s: ord is NaN", op);
@@ -250,7 +260,10 @@ static gf_tensor *scan(const char *op, scan_kind kind, const gf_tensor *x, int d
     int d = gf__norm_dim(dim, x->rank, op);
     if (d < 0) return NULL;
     int s = gf__scope_suspend();
-    gf_dtype dt = (x->dtype == GF_I32 || x->dtype == GF_BOOL) ? GF_I64 : x->dtype;
+    bool half = x->dtype == GF_F16 || x->dtype == GF_BF16;
+    /* Integers scan in i64; f16/bf16 accumulate in f32 and round once at the
+     * end (PyTorch's accumulate type). */
+    gf_dtype dt = (x->dtype == GF_I32 || x->dtype == GF_BOOL) ? GF_I64 : half ? GF_F32 : x->dtype;
     gf_tensor *y = gf_to_dtype(x, dt);
     int64_t n = x->rank > 0 ? x->sizes[d] : 1;
     /* The scanned dim first and contiguous: every narrow of a step is then
@@ -292,11 +305,19 @@ static gf_tensor *scan(const char *op, scan_kind kind, const gf_tensor *x, int d
         gf_tensor_release(y);
         y = c;
     }
+    if (y && half) {
+        gf_tensor *r = gf_to_dtype(y, x->dtype);
+        gf_tensor_release(y);
+        y = r;
+    }
     gf__scope_resume(s);
     return sh_ret(y);
 }
 
-gf_tensor *gf_cumsum(const gf_tensor *x, int dim) { return scan("cumsum", SCAN_SUM, x, dim); }
+gf_tensor *gf_cumsum(const gf_tensor *x, int dim) {
+    GF__AMP_HOOK(CUMSUM, 1, gf_cumsum(amp_v[0], dim), x);
+    return scan("cumsum", SCAN_SUM, x, dim);
+}
 
 gf_tensor *gf_cumprod(const gf_tensor *x, int dim) { return scan("cumprod", SCAN_PROD, x, dim); }
 

@@ -55,16 +55,16 @@ static inline bool sh_null(const char *op, const gf_tensor *t, const char *what)
     return true;
 }
 
-/* dtypes the composed ops take (the storage-only f16/bf16 are refused). */
+/* dtypes the composed ops take (every real dtype; float_only: the floats). */
 static inline bool sh_check_dtype(const gf_tensor *x, const char *op, bool float_only) {
     gf_dtype dt = x->dtype;
-    bool ok = float_only ? (dt == GF_F32 || dt == GF_F64)
-                         : (dt == GF_F32 || dt == GF_F64 || dt == GF_I32 || dt == GF_I64 ||
+    bool ok = float_only ? gf_dtype_is_float(dt)
+                         : (gf_dtype_is_float(dt) || dt == GF_I32 || dt == GF_I64 ||
                             dt == GF_BOOL);
     if (ok) return true;
     gf__error(GF_ERR_DTYPE, "%s: x of dtype %s is not supported (%s); convert it with "
               "gf_to_dtype", op, gf_dtype_name(dt),
-              float_only ? "it needs f32 or f64" : "f32, f64, i32, i64 or bool");
+              float_only ? "it needs f32, f64, f16 or bf16" : "f32, f64, f16, bf16, i32, i64 or bool");
     return false;
 }
 

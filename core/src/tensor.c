@@ -6,6 +6,7 @@
 
 #include "autograd/ag_internal.h"
 #include "graph/graph_internal.h"
+#include "pk_half.h"
 
 /* ------------------------------------------------------------ geometry */
 int64_t gf__checked_numel(const int64_t *sizes, int rank, const char *op) {
@@ -356,6 +357,8 @@ static double load_as_double(const void *p, gf_dtype dt) {
     case GF_I32: return *(const int32_t *)p;
     case GF_I64: return (double)*(const int64_t *)p;
     case GF_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case GF_F16: { uint16_t h; memcpy(&h, p, 2); return pk_f16_to_f32(h); }
+    case GF_BF16: { uint16_t h; memcpy(&h, p, 2); return pk_bf16_to_f32(h); }
     default: return 0.0;
     }
 }
@@ -381,7 +384,7 @@ gf_status gf_tensor_get(const gf_tensor *t, const int64_t *index, double *value)
         return gf__error(GF_ERR_DTYPE, "gf_tensor_get: dtype %s is complex and cannot be read as "
                          "one double; use gf_tensor_get_complex or gf_tensor_item_complex",
                          gf_dtype_name(t->dtype));
-    if (gf_dtype_size(t->dtype) > 8 || t->dtype == GF_F16 || t->dtype == GF_BF16)
+    if (gf_dtype_size(t->dtype) > 8)
         return gf__error(GF_ERR_DTYPE, "gf_tensor_get: dtype %s cannot be read as a double",
                          gf_dtype_name(t->dtype));
     int64_t off = t->offset;

@@ -121,6 +121,7 @@ size_t pk_dtype_size(int32_t dtype) {
 }
 
 bool pk_is_float(int32_t dtype) { return dtype == GFP_F32 || dtype == GFP_F64; }
+bool pk_is_half(int32_t dtype) { return dtype == GFP_F16 || dtype == GFP_BF16; }
 
 int64_t pk_numel(const gfp_tensor *t) {
     int64_t n = 1;

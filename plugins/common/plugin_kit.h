@@ -19,6 +19,7 @@
 
 #include "graft_ops.h"
 #include "pk_convert.h" /* pk_trunc_i64, pk_trunc_i32 */
+#include "pk_half.h"    /* f16 / bf16 <-> f32 / f64, round to nearest even */
 
 #if defined(__GNUC__)
 #define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -71,6 +72,7 @@ const char *pk_dtype_name(int32_t dtype);
 /* Bytes per element (0 for an unknown dtype). */
 size_t pk_dtype_size(int32_t dtype);
 bool pk_is_float(int32_t dtype); /* f32 or f64 */
+bool pk_is_half(int32_t dtype);  /* f16 or bf16 */
 int64_t pk_numel(const gfp_tensor *t);
 bool pk_same_shape(const gfp_tensor *a, const gfp_tensor *b);
 
@@ -239,6 +241,9 @@ int64_t pk_pool2d_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t 
 #define PK_DT_FLOAT (PK_DT(GFP_F32) | PK_DT(GFP_F64))
 #define PK_DT_INT (PK_DT(GFP_I32) | PK_DT(GFP_I64))
 #define PK_DT_COMPLEX (PK_DT(GFP_C64) | PK_DT(GFP_C128))
+/* The 16-bit floats: a plugin that computes in them adds this set (the
+ * reference: in double, rounded once on store). */
+#define PK_DT_HALF (PK_DT(GFP_F16) | PK_DT(GFP_BF16))
 /* dt is a dtype of the set. */
 bool pk_dtype_in(int32_t dt, uint32_t dtypes);
 /* t has rank `rank` and sizes[0, rank). */

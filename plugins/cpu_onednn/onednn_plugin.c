@@ -64,7 +64,9 @@ static uint32_t stored_dtypes(void) {
     uint32_t d = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
                  GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) |
                  GFP_DTYPE_BIT(GFP_C128);
-    return odn_bf16 ? d | GFP_DTYPE_BIT(GFP_BF16) : d;
+    /* f16 and bf16: every op the reference computes them in (its kernels,
+     * compiled in); bf16 matmul and conv natively on CPUs with avx512_bf16. */
+    return d | GFP_DTYPE_BIT(GFP_BF16) | GFP_DTYPE_BIT(GFP_F16);
 }
 
 static gfp_status odn_device_props(void *plugin_ctx, uint32_t index, gfp_device_props *props) {
@@ -162,7 +164,8 @@ static bool is_bf16_pair(int32_t a, int32_t b) {
     return fa && fb && (a == GFP_BF16 || b == GFP_BF16);
 }
 
-/* bf16 launches this plugin serves (the reference serves none). */
+/* bf16 launches with native kernels (the reference kernels serve the other
+ * f16/bf16 launches). */
 static uint32_t bf16_support(const gfp_op_query *q) {
     const int32_t *in = q->input_dtypes, *out = q->output_dtypes;
     switch (q->op) {
@@ -188,20 +191,33 @@ static uint32_t bf16_support(const gfp_op_query *q) {
     }
 }
 
-static bool query_has_bf16(const gfp_op_query *q) {
-    for (uint32_t i = 0; i < q->n_inputs; i++)
-        if (q->input_dtypes[i] == GFP_BF16) return true;
-    for (uint32_t i = 0; i < q->n_outputs; i++)
-        if (q->output_dtypes[i] == GFP_BF16) return true;
+static bool query_has_half(const gfp_op_query *q) {
+    for (uint32_t i = 0; i < q->n_inputs && i < 8; i++)
+        if (pk_is_half(q->input_dtypes[i])) return true;
+    for (uint32_t i = 0; i < q->n_outputs && i < 4; i++)
+        if (pk_is_half(q->output_dtypes[i])) return true;
     return false;
+}
+
+/* The launch as a query (dtypes only), to ask bf16_support. */
+static void launch_query(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, gfp_op_query *q) {
+    memset(q, 0, sizeof *q);
+    q->struct_size = sizeof *q;
+    q->op = op;
+    q->layout = GFP_LAYOUT_STRIDED;
+    q->n_inputs = n_in;
+    q->n_outputs = n_out;
+    for (uint32_t i = 0; i < n_in && i < 8; i++) q->input_dtypes[i] = in[i] ? in[i]->dtype : -1;
+    for (uint32_t i = 0; i < n_out && i < 4; i++) q->output_dtypes[i] = out[i]->dtype;
 }
 
 static gfp_status odn_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
     gfp_status st = pk_query_begin(q, support);
     if (st != GFP_OK) return st;
-    if (query_has_bf16(q)) {
-        *support = odn_bf16 ? bf16_support(q) : GFP_SUPPORT_NONE;
+    if (query_has_half(q) && odn_bf16 && bf16_support(q) != GFP_SUPPORT_NONE) {
+        *support = bf16_support(q);
         return GFP_OK;
     }
     const family *f = PK_ROUTE(families, q->op);
@@ -209,12 +225,12 @@ static gfp_status odn_query_op(void *device, const gfp_op_query *q, uint32_t *su
     return GFP_OK;
 }
 
-static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+static bool any_half(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
                      uint32_t n_out) {
     for (uint32_t i = 0; i < n_in; i++)
-        if (in[i] && in[i]->dtype == GFP_BF16) return true;
+        if (in[i] && pk_is_half(in[i]->dtype)) return true;
     for (uint32_t i = 0; i < n_out; i++)
-        if (out[i]->dtype == GFP_BF16) return true;
+        if (pk_is_half(out[i]->dtype)) return true;
     return false;
 }
 
@@ -223,8 +239,16 @@ static bool any_bf16(const gfp_tensor *const *in, uint32_t n_in, const gfp_tenso
 static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
-    gfp_status st =
-        f->fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params) : ODN_FALLBACK;
+    /* f16/bf16: the native kernels where bf16_support says so, else straight
+     * to the reference kernels (the accelerated ones take f32/f64). */
+    bool fast = f->fast != NULL;
+    if (fast && any_half(inputs, n_inputs, outputs, n_outputs)) {
+        gfp_op_query q;
+        launch_query(op, inputs, n_inputs, outputs, n_outputs, &q);
+        fast = odn_bf16 && bf16_support(&q) != GFP_SUPPORT_NONE;
+    }
+    gfp_status st = fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params)
+                         : ODN_FALLBACK;
     odn_ctx_end_launch();
     if (st != ODN_FALLBACK) return st;
     if (pk_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */
@@ -232,11 +256,6 @@ static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *con
         snprintf(msg, sizeof msg, "cpu_onednn: %s runs on the reference kernel", pk_op_name(op));
         pk_host->log(pk_host->host_ctx, GFP_LOG_DEBUG, msg);
     }
-    if (any_bf16(inputs, n_inputs, outputs, n_outputs))
-        return pk_fail(GFP_ERR_UNSUPPORTED,
-                        "%s: the cpu_onednn plugin provides bf16 for matmul, conv2d (and its "
-                        "gradients), copy and fill only; convert to f32 with gf_to_dtype",
-                        pk_op_name(op));
     return f->reference(op, inputs, n_inputs, outputs, n_outputs, params);
 }
 

@@ -13,7 +13,7 @@
 #include "ref_internal.h"
 
 uint32_t ref_conv_support(const gfp_op_query *q) {
-    return pk_conv_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_conv_dtypes_ok(q, REF_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 /* Everything a kernel needs, validated by the kit (plugin_kit.h). */
@@ -24,7 +24,7 @@ typedef pk_conv2d_roles conv_roles;
 static gfp_status check_dtypes(const char *op, const gfp_tensor *const *ts, const char *const *names,
                                int count) {
     int32_t dt = ts[0]->dtype;
-    if (!pk_is_float(dt))
+    if (!ref_is_float(dt))
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: dtype %s (of %s) is not supported; the reference plugin computes "
                         "convolutions in f32 and f64",

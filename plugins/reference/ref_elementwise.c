@@ -22,7 +22,7 @@ static ew_kind kind_of(uint32_t op) { return pk_ew_kind_of(op); }
 static uint32_t inputs_of(uint32_t op) { return gfp_op_lookup(op)->in_min; }
 
 #define DT_BIT(d) GFP_DTYPE_BIT(d)
-#define DT_FLOAT (DT_BIT(GFP_F32) | DT_BIT(GFP_F64))
+#define DT_FLOAT REF_DT_FLOAT
 #define DT_NUMERIC (DT_FLOAT | DT_BIT(GFP_I32) | DT_BIT(GFP_I64))
 #define DT_ALL (DT_NUMERIC | DT_BIT(GFP_BOOL))
 /* What byte-copying kernels (TRIL/TRIU, WHERE) take: every stored dtype. */
@@ -72,17 +72,17 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
 static const char *accepted_text(uint32_t op) {
     switch (kind_of(op)) {
     case PK_EW_COPY:
-    case PK_EW_FILL: return "f32, f64, i32, i64 or bool";
-    case PK_EW_ARANGE: return "an f32, f64, i32 or i64 output";
-    case PK_EW_TRI: return "one dtype of f32, f64, i32, i64, bool for input and output";
+    case PK_EW_FILL: return "f32, f64, f16, bf16, i32, i64 or bool";
+    case PK_EW_ARANGE: return "an f32, f64, f16, bf16, i32 or i64 output";
+    case PK_EW_TRI: return "one stored dtype for input and output";
     case PK_EW_UNARY:
         return arith_dtypes(op) == DT_FLOAT
-                   ? "f32 or f64, the same for input and output"
-                   : "f32, f64, i32 or i64, the same for input and output";
+                   ? "f32, f64, f16 or bf16, the same for input and output"
+                   : "f32, f64, f16, bf16, i32 or i64, the same for input and output";
     case PK_EW_LOGICAL_NOT: return "any stored dtype in, bool out";
     case PK_EW_BINARY:
-        return arith_dtypes(op) == DT_FLOAT ? "f32 or f64 for both inputs and the output"
-                                            : "f32, f64, i32 or i64 for both inputs and the output";
+        return arith_dtypes(op) == DT_FLOAT ? "f32, f64, f16 or bf16 for both inputs and the output"
+                                            : "f32, f64, f16, bf16, i32 or i64 for both inputs and the output";
     case PK_EW_COMPARE: return "two inputs of one stored dtype and a bool output";
     case PK_EW_LOGICAL: return "inputs of any stored dtype and a bool output";
     case PK_EW_WHERE: return "a bool condition, and a, b and output of one stored dtype";
@@ -276,7 +276,7 @@ static int64_t binary_int(uint32_t op, int64_t a, int64_t b) {
 
 /* -1, 0, 1 for a < b, a == b, a > b; 2 when unordered (NaN). */
 static int compare3(const gfp_tensor *a, int64_t ia, const gfp_tensor *b, int64_t ib) {
-    if (pk_is_float(a->dtype)) {
+    if (ref_is_float(a->dtype)) {
         double x = ref_load(a, ia), y = ref_load(b, ib); /* f32 -> double is exact */
         if (x != x || y != y) return 2;
         return (x > y) - (x < y);
@@ -302,6 +302,8 @@ static bool truth(const gfp_tensor *t, int64_t off) {
     switch (t->dtype) {
     case GFP_F32: return AT(float, t, off) != 0;
     case GFP_F64: return AT(double, t, off) != 0;
+    case GFP_F16:
+    case GFP_BF16: return (AT(uint16_t, t, off) & 0x7fffu) != 0; /* +-0 false, NaN true */
     case GFP_I32: return AT(int32_t, t, off) != 0;
     case GFP_I64: return AT(int64_t, t, off) != 0;
     default: return AT(uint8_t, t, off) != 0;
@@ -320,7 +322,7 @@ static void run_copy(const gfp_tensor *const *t) {
         if (x->dtype == y->dtype) /* exact: keeps -0.0 and NaN payloads; may alias */
             memmove(ref_base(y) + it.off[0] * (int64_t)es, ref_base(x) + it.off[1] * (int64_t)es,
                    es);
-        else if (pk_is_float(x->dtype)) /* one rounding; truncation toward 0 */
+        else if (ref_is_float(x->dtype)) /* one rounding; truncation toward 0 */
             ref_store(y, it.off[0], ref_load(x, it.off[1]));
         else /* integers stay exact (i64 -> f32 rounds once, not through double) */
             ref_store_i64(y, it.off[0], ref_load_i64(x, it.off[1]));
@@ -336,7 +338,7 @@ static void run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
     gfp_tensor one = *y; /* a one-element tensor over elem, to reuse the stores */
     one.buffer = elem.bytes;
     one.offset = 0;
-    if (pk_is_float(y->dtype) || y->dtype == GFP_BOOL)
+    if (ref_is_float(y->dtype) || y->dtype == GFP_BOOL)
         ref_store(&one, 0, p->value);
     else
         ref_store_i64(&one, 0, p->ivalue);
@@ -357,7 +359,7 @@ static void run_arange(const gfp_tensor *y, const gfp_arange_params *p) {
     int64_t n = y->sizes[0], s = y->strides[0];
     /* Integer outputs with integral start and step are exact in int64, as
      * PyTorch computes them; everything else goes through double. */
-    bool exact = !pk_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
+    bool exact = !ref_is_float(y->dtype) && is_integral(p->start) && is_integral(p->step);
     uint64_t start = exact ? (uint64_t)(int64_t)p->start : 0;
     uint64_t step = exact ? (uint64_t)(int64_t)p->step : 0;
     for (int64_t i = 0; i < n; i++) {
@@ -398,6 +400,11 @@ static void run_unary(uint32_t op, const gfp_tensor *const *t, const unary_args 
         do AT(double, y, it.off[0]) = unary_f64(op, AT(double, x, it.off[1]), p);
         while (iter_next(&it));
         break;
+    case GFP_F16:
+    case GFP_BF16: /* in f32, as PyTorch's kernels; one rounding on store */
+        do ref_store(y, it.off[0], unary_f32(op, (float)ref_load(x, it.off[1]), p));
+        while (iter_next(&it));
+        break;
     default: {
         unary_args ip = *p;
         ip.has_min = ip.has_min && ip.min == ip.min; /* x < NaN is false: no bound */
@@ -423,6 +430,12 @@ static void run_binary(uint32_t op, const gfp_tensor *const *t) {
     case GFP_F64:
         do AT(double, y, it.off[0]) =
             binary_f64(op, AT(double, a, it.off[1]), AT(double, b, it.off[2]));
+        while (iter_next(&it));
+        break;
+    case GFP_F16:
+    case GFP_BF16:
+        do ref_store(y, it.off[0], binary_f32(op, (float)ref_load(a, it.off[1]),
+                                              (float)ref_load(b, it.off[2])));
         while (iter_next(&it));
         break;
     default:

@@ -14,7 +14,7 @@
 
 /* Data dtypes (plugin_kit.h): the selecting ops copy bytes, so they take
  * bool too; the accumulating ones add, so they take numbers only. */
-#define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL) | PK_DT_COMPLEX)
+#define INDEX_DTYPES (REF_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL) | PK_DT_COMPLEX)
 
 uint32_t ref_index_support(const gfp_op_query *q) {
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
@@ -37,7 +37,7 @@ static void add_element(const gfp_tensor *dst, int64_t dst_off, const gfp_tensor
                         int64_t src_off) {
     if (ref_is_complex(dst->dtype)) {
         ref_store_c(dst, dst_off, ref_load_c(dst, dst_off) + ref_load_c(src, src_off));
-    } else if (pk_is_float(dst->dtype)) {
+    } else if (ref_is_float(dst->dtype)) {
         ref_store(dst, dst_off, ref_load(dst, dst_off) + ref_load(src, src_off));
     } else {
         uint64_t sum = (uint64_t)ref_load_i64(dst, dst_off) + (uint64_t)ref_load_i64(src, src_off);

@@ -24,7 +24,11 @@
 
 #include "plugin_kit.h"
 
-#include "plugin_kit.h"
+/* The float dtypes the reference computes in: f32 and f64, and f16 and bf16
+ * (loaded exactly, computed in double or, for the elementwise formulas, in
+ * f32 as PyTorch does, and rounded once to nearest even on store). */
+#define REF_DT_FLOAT (PK_DT_FLOAT | PK_DT_HALF)
+static inline bool ref_is_float(int32_t dtype) { return pk_is_float(dtype) || pk_is_half(dtype); }
 
 /* ---- host buffers (ref_hostbuf.c; the cpu_onednn plugin uses them too) */
 /* Defined by each plugin's entry file: its name for messages and the magic

@@ -12,7 +12,7 @@
 
 uint32_t ref_matmul_support(const gfp_op_query *q) {
     return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                               PK_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX)
+                               REF_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -20,7 +20,7 @@ uint32_t ref_matmul_support(const gfp_op_query *q) {
 gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
-    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX);
+    gfp_status st = pk_check_matmul(a, b, y, REF_DT_FLOAT | PK_DT_INT | PK_DT_COMPLEX);
     if (st != GFP_OK) return st;
 
     int r = a->rank;
@@ -29,7 +29,7 @@ gfp_status ref_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     int64_t b_k = b->strides[r - 2], b_n = b->strides[r - 1];
     int64_t y_m = y->strides[r - 2], y_n = y->strides[r - 1];
     if (pk_numel(y) == 0) return GFP_OK;
-    bool is_float = pk_is_float(a->dtype), is_complex = ref_is_complex(a->dtype);
+    bool is_float = ref_is_float(a->dtype), is_complex = ref_is_complex(a->dtype);
 
     /* idx walks the batch dims; its last two entries stay 0, so ref_offset
      * gives the offset of each operand's [0, 0] element in that batch. */

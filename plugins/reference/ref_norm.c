@@ -16,7 +16,7 @@ static uint32_t batch_norm_backward_support(const gfp_op_query *q);
 uint32_t ref_norm_support(const gfp_op_query *q) {
     if (q->op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_support(q);
     return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
-                             PK_DT_FLOAT)
+                             REF_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -183,7 +183,7 @@ static uint32_t batch_norm_backward_support(const gfp_op_query *q) {
         q->op != GFP_OP_BATCH_NORM_BACKWARD || q->n_inputs != 5 || q->n_outputs != 3)
         return GFP_SUPPORT_NONE;
     int32_t dt = q->input_dtypes[0];
-    if (dt != GFP_F32 && dt != GFP_F64) return GFP_SUPPORT_NONE;
+    if (!ref_is_float(dt)) return GFP_SUPPORT_NONE;
     for (uint32_t i = 1; i < 5; i++)
         if (q->input_dtypes[i] != dt && !(i == 4 && q->input_dtypes[i] == -1))
             return GFP_SUPPORT_NONE;
@@ -204,8 +204,8 @@ static gfp_status batch_norm_backward_launch(const gfp_tensor *const *in, uint32
             return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", "batch_norm_backward",
                             roles[i]);
     int32_t dt = t[0]->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32 or f64",
+    if (!ref_is_float(dt))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32, f64, f16 or bf16",
                         "batch_norm_backward", pk_dtype_name(dt));
     for (int i = 1; i < 8; i++)
         if (t[i] && t[i]->dtype != dt)
@@ -265,7 +265,7 @@ gfp_status ref_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
         return pk_fail(GFP_ERR_INTERNAL, "norm: op %u is not a normalisation", (unsigned)op);
     if (op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_launch(in, n_in, out, n_out);
     /* Checked here for the three below. */
-    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, REF_DT_FLOAT);
     if (st != GFP_OK) return st;
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm_launch(in, out, params);

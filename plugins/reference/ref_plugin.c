@@ -34,7 +34,7 @@ static const ref_family families[] = {
 #define REF_DTYPES                                                                        \
     (GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |           \
      GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) |          \
-     GFP_DTYPE_BIT(GFP_C128))
+     GFP_DTYPE_BIT(GFP_C128) | GFP_DTYPE_BIT(GFP_F16) | GFP_DTYPE_BIT(GFP_BF16))
 #define REF_DEVICE_NAME "Reference CPU (plain C)"
 
 static const pk_device_rules rules = {"reference", REF_DEVICE_NAME, REF_DTYPES,

@@ -22,13 +22,13 @@
 #include "ref_internal.h"
 
 uint32_t ref_pool_support(const gfp_op_query *q) {
-    return pk_pool_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_pool_dtypes_ok(q, REF_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 typedef pk_pool2d_geom pool_geom; /* validated by the kit (plugin_kit.h) */
 
 static gfp_status check_float(const char *op, const gfp_tensor *t, const char *name, int32_t want) {
-    if (!pk_is_float(t->dtype))
+    if (!ref_is_float(t->dtype))
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: dtype %s (of %s) is not supported; the reference plugin pools f32 "
                         "and f64",

@@ -23,9 +23,9 @@ gfp_status ref_random_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
                              const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
-    gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);
+    gfp_status st = pk_check_random(params, y, REF_DT_FLOAT);
     if (st != GFP_OK) return st;
-    bool is_f32 = y->dtype == GFP_F32;
+    bool is_f32 = y->dtype != GFP_F64; /* f32, f16, bf16: 24 random bits */
     if (pk_numel(y) == 0) return GFP_OK;
 
     uint32_t k0 = (uint32_t)p->seed, k1 = (uint32_t)(p->seed >> 32);

@@ -16,7 +16,7 @@
 /* The input dtypes each op takes (plugin_kit.h); the output has the same
  * dtype (indices of MAX_DIM / MIN_DIM are i64). Bool AMAX / AMIN are any /
  * all. */
-#define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
+#define REDUCE_DTYPES (REF_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
 /* Complex inputs: SUM, MEAN and PROD only (the others need an order), the
  * output of the input's dtype. */
@@ -30,7 +30,7 @@ uint32_t ref_reduce_support(const gfp_op_query *q) {
                                                                           : GFP_SUPPORT_NONE;
     int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
     return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
-                               REDUCE_DTYPES, PK_DT_FLOAT)
+                               REDUCE_DTYPES, REF_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -206,7 +206,7 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
                        "%s out)", pk_op_name(op), pk_dtype_name(x->dtype), pk_dtype_name(y->dtype));
     gfp_status st = pk_check_reduce(op, params, x, y, indices,
                                     REDUCE_DTYPES | (cx ? PK_DT_COMPLEX : 0u),
-                                    PK_DT_FLOAT | (cx ? PK_DT_COMPLEX : 0u));
+                                    REF_DT_FLOAT | (cx ? PK_DT_COMPLEX : 0u));
     if (st != GFP_OK) return st;
 
     line l = {.x = x, .n = 1};
@@ -216,7 +216,7 @@ gfp_status ref_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     }
     if (pk_numel(y) == 0) return GFP_OK;
 
-    bool is_float = pk_is_float(x->dtype);
+    bool is_float = ref_is_float(x->dtype);
     int64_t idx[GFP_MAX_RANK] = {0}; /* output index; 0 in reduced dims */
     do {
         l.base = ref_offset(x, idx);

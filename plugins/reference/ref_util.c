@@ -32,6 +32,8 @@ double ref_load(const gfp_tensor *t, int64_t off) {
     switch (t->dtype) {
     case GFP_F32: return ((const float *)p)[off];
     case GFP_F64: return ((const double *)p)[off];
+    case GFP_F16: return pk_f16_to_f32(((const uint16_t *)p)[off]);
+    case GFP_BF16: return pk_bf16_to_f32(((const uint16_t *)p)[off]);
     case GFP_I32: return ((const int32_t *)p)[off];
     case GFP_I64: return (double)((const int64_t *)p)[off];
     case GFP_BOOL: return ((const uint8_t *)p)[off] != 0;
@@ -44,6 +46,8 @@ void ref_store(const gfp_tensor *t, int64_t off, double v) {
     switch (t->dtype) {
     case GFP_F32: ((float *)p)[off] = (float)v; break;
     case GFP_F64: ((double *)p)[off] = v; break;
+    case GFP_F16: ((uint16_t *)p)[off] = pk_f64_to_f16(v); break; /* one rounding */
+    case GFP_BF16: ((uint16_t *)p)[off] = pk_f64_to_bf16(v); break;
     case GFP_I32: ((int32_t *)p)[off] = pk_trunc_i32(v); break;
     case GFP_I64: ((int64_t *)p)[off] = pk_trunc_i64(v); break;
     case GFP_BOOL: ((uint8_t *)p)[off] = v != 0; break; /* NaN is true */
@@ -56,6 +60,8 @@ int64_t ref_load_i64(const gfp_tensor *t, int64_t off) {
     switch (t->dtype) {
     case GFP_F32: return pk_trunc_i64(((const float *)p)[off]);
     case GFP_F64: return pk_trunc_i64(((const double *)p)[off]);
+    case GFP_F16:
+    case GFP_BF16: return pk_trunc_i64(ref_load(t, off));
     case GFP_I32: return ((const int32_t *)p)[off];
     case GFP_I64: return ((const int64_t *)p)[off];
     case GFP_BOOL: return ((const uint8_t *)p)[off] != 0;
@@ -68,6 +74,8 @@ void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v) {
     switch (t->dtype) {
     case GFP_F32: ((float *)p)[off] = (float)v; break; /* one rounding */
     case GFP_F64: ((double *)p)[off] = (double)v; break;
+    case GFP_F16: ((uint16_t *)p)[off] = pk_f64_to_f16((double)v); break; /* |v| < 2^53 or inf anyway */
+    case GFP_BF16: ((uint16_t *)p)[off] = pk_f64_to_bf16((double)v); break;
     /* Narrowing wraps modulo 2^32, as two's complement hardware does. */
     case GFP_I32: ((int32_t *)p)[off] = (int32_t)(uint32_t)(uint64_t)v; break;
     case GFP_I64: ((int64_t *)p)[off] = v; break;

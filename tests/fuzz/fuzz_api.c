@@ -26,6 +26,9 @@
  * under them, inside a scope or not; after each input every pack must have
  * been released. Memory adopted from the host (gf_from_host_memory, with a
  * release callback) must be given back by the end of each input, and
+ * Autocast regions open and close between ops (all closed after each
+ * input, so no cached cast outlives it), and a GradScaler drives the
+ * optimisers now and then.
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
  * RMSprop, Adagrad, Adadelta, NAdam, RAdam) step pooled tensors with
@@ -1014,6 +1017,31 @@ static void act_optim(reader *r) {
     }
     }
     if (!opt) return;
+    if (pick(r, 3) == 0) {
+        /* loss scaling: any option values (refused or not), steps through the
+         * scaler in any order (the order errors are the scaler's to report) */
+        gf_grad_scaler_opts so = gf_grad_scaler_default_opts();
+        so.init_scale = pick(r, 2) ? dbl_arg(r) : so.init_scale;
+        so.growth_factor = pick(r, 2) ? dbl_arg(r) : so.growth_factor;
+        so.backoff_factor = pick(r, 2) ? dbl_arg(r) : so.backoff_factor;
+        so.growth_interval = pick(r, 2) ? (int64_t)pick(r, 4) - 1 : so.growth_interval;
+        so.enabled = pick(r, 4) != 0;
+        gf_grad_scaler *sc = gf_grad_scaler_create(&so);
+        for (int k = pick(r, 6); sc && k > 0; k--) {
+            switch (pick(r, 5)) {
+            case 0: gf_grad_scaler_unscale_(sc, opt); break;
+            case 1: gf_grad_scaler_step(sc, opt, NULL); break;
+            case 2: gf_grad_scaler_update(sc, pick(r, 2) ? 0 : dbl_arg(r)); break;
+            case 3: put(gf_grad_scaler_scale(sc, get(r))); break;
+            default: {
+                gf_tensor_dict *d = gf_grad_scaler_state_dict(sc, pick(r, 2) ? "s." : NULL);
+                if (d) gf_grad_scaler_load_state_dict(sc, d, pick(r, 4) ? "s." : NULL);
+                gf_tensor_dict_destroy(d);
+            }
+            }
+        }
+        gf_grad_scaler_destroy(sc);
+    }
     for (int steps = 1 + pick(r, 3); steps > 0; steps--) gf_optimizer_step(opt);
     if (pick(r, 2)) {
         gf_tensor_dict *d = gf_optimizer_state_dict(opt, pick(r, 2) ? "o." : NULL);
@@ -1167,6 +1195,21 @@ static void act_module(reader *r) {
     gf_module_release(lin);
 }
 
+static int autocast_depth;
+
+/* Autocast regions: opened (cpu or the device's type, bf16 / f16 / refused
+ * f32, enabled or not) or closed; the ops that follow run inside them;
+ * cleanup() closes what is left. */
+static void act_autocast(reader *r) {
+    if (autocast_depth && pick(r, 2)) {
+        if (gf_autocast_end() == GF_OK) autocast_depth--;
+        return;
+    }
+    static const gf_dtype dts[3] = {GF_BF16, GF_F16, GF_F32};
+    const char *type = pick(r, 2) ? "cpu" : gf_device_type(dev);
+    if (gf_autocast_begin_ex(type, dts[pick(r, 3)], pick(r, 4) != 0) == GF_OK) autocast_depth++;
+}
+
 static void act_scope(reader *r) {
     if (scope_depth && pick(r, 2)) {
         /* a result released by hand inside its scope (refused), then used */
@@ -1199,6 +1242,10 @@ static void cleanup(void) {
         hooks_depth--;
     }
     while (gf_fwad_level_count() > 0) gf_fwad_level_exit(gf_fwad_level_count() - 1);
+    while (autocast_depth) {
+        gf_autocast_end(); /* also drops the region's cast cache */
+        autocast_depth--;
+    }
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     gf_clear_error();
 }
@@ -1230,11 +1277,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
         /* byte % 12 as before the optimisers came (the seeds keep their
          * programs), the top 16 byte values for optimisers and modules, the
-         * 8 below them for the complex API */
+         * 8 below them for the complex API, the 4 below those for autocast */
         uint8_t b = u8(&r);
-        int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b % 12;
-        if (trace) fprintf(stderr, " %d/15", act);
+        int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b >= 228 ? 15 : b % 12;
+        if (trace) fprintf(stderr, " %d/16", act);
         switch (act) {
+        case 15: act_autocast(&r); break;
         case 14: act_complex(&r); break;
         case 13: act_module(&r); break;
         case 12: act_optim(&r); break;

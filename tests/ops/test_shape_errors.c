@@ -56,7 +56,7 @@ static void test_scan_sort_errors(void) {
     EXPECT_ERR(gf_cumprod(X, -3), GF_ERR_INDEX, "cumprod");
     EXPECT_ERR(gf_cumsum(NULL, 0), GF_ERR_INVALID, "cumsum");
     gf_tensor *xi = gf_zeros(SZ(3), 1, GF_I32, NULL);
-    EXPECT_ERR(gf_logcumsumexp(xi, 0), GF_ERR_DTYPE, "logcumsumexp", "f32 or f64");
+    EXPECT_ERR(gf_logcumsumexp(xi, 0), GF_ERR_DTYPE, "logcumsumexp", "f32, f64, f16 or bf16");
     gf_tensor *v = NULL, *i = NULL;
     EXPECT_SERR(gf_sort(X, 2, false, &v, &i), GF_ERR_INDEX, "sort");
     EXPECT_SERR(gf_sort(X, 0, false, NULL, NULL), GF_ERR_INVALID, "sort");

@@ -711,8 +711,8 @@ static void device_properties(void) {
     CHECK(P->device_props(plugin_ctx, 0, &props) == GFP_OK);
     CHECK(props.struct_size == sizeof props);
     CHECK(!strcmp(props.name, "Reference CPU (plain C)") && !strcmp(props.type, "cpu"));
-    /* f32 f64 i32 i64 bool, and c64 c128 (1.3) */
-    CHECK(props.dtypes == 0x19Fu && props.max_rank == 8 && props.driver[0] == '\0');
+    /* f32 f64 i32 i64 bool, f16 bf16 and c64 c128 (1.3) */
+    CHECK(props.dtypes == 0x1FFu && props.max_rank == 8 && props.driver[0] == '\0');
     CHECK(props.flags == (GFP_DEVICE_FLAG_HOST_ADDRESSABLE | GFP_DEVICE_FLAG_THREAD_SAFE));
     CHECK(props.memory_bytes > ((uint64_t)1 << 20)); /* this machine has more than 1 MiB */
     /* An older, smaller struct: nothing past its struct_size is written. */

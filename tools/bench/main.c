@@ -31,6 +31,9 @@ static const bench_workload WORKLOADS[] = {
     {"matmul", bench_matmul, 256, 64, bench_host_matmul},
     {"matmul", bench_matmul, 512, 96, bench_host_matmul},
     {"matmul", bench_matmul, 1024, 128, bench_host_matmul},
+    /* bf16 against the f32 row above; 2048 on request (--only matmul,matmul_bf16
+     * --sizes 1024,2048): the plain-C device would take minutes there */
+    {"matmul_bf16", bench_matmul_bf16, 1024, 128, NULL},
     {"matmul64", bench_matmul64, 256, 64, bench_host_matmul64},
     {"matmul64", bench_matmul64, 512, 96, bench_host_matmul64},
     {"matmul64", bench_matmul64, 1024, 128, bench_host_matmul64},

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* workloads_ops.c — single-op workloads: matmul (f32, f64 and c64),
+/* workloads_ops.c — single-op workloads: matmul (f32, f64, bf16 and c64),
  * elementwise (add, mul, exp; mul in c64), reductions (sum over the last dim and over all), softmax,
  * conv2d and its two gradient kernels, batch_norm, layer_norm, max_pool2d.
  *
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "pk_half.h"
 
 /* splitmix64 of (i, salt): decorrelated values without state, the same on
  * every run and device; 24 bits make the result exact in f32. */
@@ -62,8 +63,13 @@ struct op_case {
     /* GF_F32 (0 is taken as f32), or GF_F64: the inputs are host_in widened
      * (host_in64), the output is read into host_out64 and narrowed into
      * host_out for the check; or GF_C64: host_in and host_out hold the
-     * parts (re, im) of each element, twice the floats. */
+     * parts (re, im) of each element, twice the floats; or
+     * GF_BF16: the inputs are host_in rounded to bf16 (host_in16; host_in is
+     * overwritten with the rounded values, which the check then uses), the
+     * output is read into host_out16 and widened into host_out. */
     gf_dtype dtype;
+    uint16_t *host_in16[MAX_IN];
+    uint16_t *host_out16;
     double *host_in64[MAX_IN];
     double *host_out64;
     const char *family; /* for the plugin's variants */
@@ -74,8 +80,9 @@ struct op_case {
 };
 
 static bool is_f64(const op_case *c) { return c->dtype == GF_F64; }
+static bool is_bf16(const op_case *c) { return c->dtype == GF_BF16; }
 static size_t elem_bytes(const op_case *c) {
-    return c->dtype == GF_F64 || c->dtype == GF_C64 ? 8 : 4;
+    return c->dtype == GF_F64 || c->dtype == GF_C64 ? 8 : is_bf16(c) ? 2 : 4;
 }
 
 static int64_t in_numel(const op_case *c, int i) {
@@ -91,7 +98,9 @@ static size_t in_bytes(const op_case *c, int i) {
 static int step_upload(void *state) {
     op_case *c = state;
     for (int i = 0; i < c->n_in; i++) {
-        const void *src = is_f64(c) ? (const void *)c->host_in64[i] : (const void *)c->host_in[i];
+        const void *src = is_f64(c)    ? (const void *)c->host_in64[i]
+                          : is_bf16(c) ? (const void *)c->host_in16[i]
+                                       : (const void *)c->host_in[i];
         if (gf_tensor_from_host(c->in[i], src, in_bytes(c, i)) != GF_OK) return -1;
     }
     return 0;
@@ -106,6 +115,11 @@ static int step_kernel(void *state) {
 
 static int step_download(void *state) {
     op_case *c = state;
+    if (is_bf16(c)) {
+        if (gf_tensor_to_host(c->out, c->host_out16, c->out_bytes) != GF_OK) return -1;
+        for (size_t i = 0; i < c->out_bytes / 2; i++) c->host_out[i] = pk_bf16_to_f32(c->host_out16[i]);
+        return 0;
+    }
     if (!is_f64(c)) return gf_tensor_to_host(c->out, c->host_out, c->out_bytes) == GF_OK ? 0 : -1;
     if (gf_tensor_to_host(c->out, c->host_out64, c->out_bytes) != GF_OK) return -1;
     for (size_t i = 0; i < c->out_bytes / sizeof(double); i++) c->host_out[i] = (float)c->host_out64[i];
@@ -143,7 +157,7 @@ static void run_variants(bench_run *run, op_case *c) {
  * variant of the plugin's. Frees everything. */
 static void run_case(bench_run *run, op_case *c) {
     bench_result *r = c->r;
-    gf_dtype dt = c->dtype == GF_F64 || c->dtype == GF_C64 ? c->dtype : GF_F32;
+    gf_dtype dt = c->dtype == GF_F64 || c->dtype == GF_C64 || c->dtype == GF_BF16 ? c->dtype : GF_F32;
     for (int i = 0; i < c->n_in; i++) {
         if (!c->host_in[i]) {
             bench_result_wrong(r, "out of host memory for the inputs");
@@ -157,6 +171,18 @@ static void run_case(bench_run *run, op_case *c) {
                 goto done;
             }
             for (int64_t k = 0; k < n; k++) c->host_in64[i][k] = c->host_in[i][k];
+        }
+        if (is_bf16(c)) {
+            int64_t n = in_numel(c, i);
+            c->host_in16[i] = malloc((size_t)(n > 0 ? n : 1) * sizeof(uint16_t));
+            if (!c->host_in16[i]) {
+                bench_result_wrong(r, "out of host memory for the inputs");
+                goto done;
+            }
+            for (int64_t k = 0; k < n; k++) {
+                c->host_in16[i][k] = pk_f32_to_bf16(c->host_in[i][k]);
+                c->host_in[i][k] = pk_bf16_to_f32(c->host_in16[i][k]);
+            }
         }
         c->in[i] = gf_empty(c->in_sizes[i], c->in_rank[i], dt, c->dev);
         if (!c->in[i]) {
@@ -178,9 +204,10 @@ static void run_case(bench_run *run, op_case *c) {
     }
     c->out_bytes = (size_t)gf_tensor_numel(c->out) * elem_bytes(c);
     r->d2h_bytes = (double)c->out_bytes;
-    c->host_out = malloc(c->out_bytes ? c->out_bytes : 1);
+    c->host_out = malloc(c->out_bytes ? (is_bf16(c) ? 2 * c->out_bytes : c->out_bytes) : 1);
     if (is_f64(c)) c->host_out64 = malloc(c->out_bytes ? c->out_bytes : 1);
-    if (!c->host_out || (is_f64(c) && !c->host_out64)) {
+    if (is_bf16(c)) c->host_out16 = malloc(c->out_bytes ? c->out_bytes : 1);
+    if (!c->host_out || (is_f64(c) && !c->host_out64) || (is_bf16(c) && !c->host_out16)) {
         bench_result_wrong(r, "out of host memory for the output");
         goto done;
     }
@@ -195,7 +222,9 @@ done:
         gf_tensor_release(c->in[i]);
         free(c->host_in[i]);
         free(c->host_in64[i]);
+        free(c->host_in16[i]);
     }
+    free(c->host_out16);
     gf_tensor_release(c->out);
     free(c->host_out);
     free(c->host_out64);
@@ -223,7 +252,9 @@ static int check_matmul(op_case *c) {
             mag += fabs(t);
         }
         double got = c->host_out[i * n + j];
-        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+        /* bf16 output: one rounding of the f32 sum, 2^-9 relative */
+        double rtol = is_bf16(c) ? 0x1p-8 : 0;
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, rtol)) {
             bench_result_wrong(c->r, "wrong result: y[%lld][%lld] = %.7g, expected %.7g",
                                (long long)i, (long long)j, got, want);
             return -1;
@@ -257,6 +288,32 @@ static void matmul(bench_run *run, int device, int64_t n, bool f64) {
 
 void bench_matmul(bench_run *run, int device, int64_t n) { matmul(run, device, n, false); }
 void bench_matmul64(bench_run *run, int device, int64_t n) { matmul(run, device, n, true); }
+
+/* bf16 [n, n] @ [n, n] -> bf16 (products summed in f32 by the device): the
+ * same inputs as matmul's, rounded to bf16. Compare with "matmul n" of the
+ * same run for the speed-up over f32. */
+void bench_matmul_bf16(bench_run *run, int device, int64_t n) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "matmul_bf16 %lld", (long long)n);
+    snprintf(detail, sizeof detail, "bf16 [%lld,%lld] @ [%lld,%lld], f32 accumulation",
+             (long long)n, (long long)n, (long long)n, (long long)n);
+    op_case c = {.r = bench_result_add(run, device, name, detail),
+                 .dev = run->devices[device].dev,
+                 .n_in = 2,
+                 .in_sizes = {{n, n}, {n, n}},
+                 .in_rank = {2, 2},
+                 .op = op_matmul,
+                 .check = check_matmul,
+                 .dtype = GF_BF16,
+                 .family = "matmul_bf16"};
+    if (!c.r) return;
+    c.r->work = 2.0 * (double)n * (double)n * (double)n;
+    c.r->rate_unit = "GFLOP/s";
+    c.r->peak_share = 1.0;
+    c.host_in[0] = bench_host_values(n * n, 1, -1, 1);
+    c.host_in[1] = bench_host_values(n * n, 2, -1, 1);
+    run_case(run, &c);
+}
 
 /* c64: sampled entries against a double complex dot product, the tolerance
  * relative to the sum of |a_ik| |b_kj|. */

@@ -389,6 +389,11 @@ GF_API void gf_optimizer_destroy(gf_optimizer *opt);
  * parameter group (graft/schedule.h), from the next step; get returns group
  * 0's. Fails: INVALID (opt NULL, lr negative or not finite). get returns -1
  * for NULL. */
+/* The parameters, in the order given at creation (all groups): a borrowed
+ * reference, valid until gf_optimizer_destroy (torch: param_groups' params).
+ * gf_optimizer_param fails: INVALID (NULL), INDEX. num_params(NULL) is 0. */
+GF_API int gf_optimizer_num_params(const gf_optimizer *opt);
+GF_API gf_tensor *gf_optimizer_param(const gf_optimizer *opt, int i);
 GF_API gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr);
 GF_API double gf_optimizer_get_lr(const gf_optimizer *opt);
 

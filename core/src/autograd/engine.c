@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/amp_internal.h"
 #include "ag_internal.h"
 #include "profiler_internal.h"
 
@@ -355,6 +356,7 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
     run r = {0};
     gf_status s = discover(&r, roots, n_roots);
     gf_grad_mode prev_mode = gf_grad_mode_set(create_graph ? GF_GRAD_MODE_GRAD : GF_GRAD_MODE_NO_GRAD);
+    int amp_saved = gf__autocast_suspend(); /* backward formulas sit below autocast */
     int scope = gf__scope_suspend();
     gf_tensor **grad_inputs = NULL;
 
@@ -439,6 +441,7 @@ gf_status gf__ag_engine_run(const gf_edge *roots, gf_tensor *const *root_grads, 
     run_free(&r);
     gf__scope_resume(scope);
     gf_grad_mode_set(prev_mode);
+    gf__autocast_resume(amp_saved);
     if (s != GF_OK && captured)
         for (int k = 0; k < n_capture; k++) {
             gf_tensor_release(captured[k]);

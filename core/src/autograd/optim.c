@@ -959,6 +959,21 @@ gf_status gf_optimizer_zero_grad_keep(gf_optimizer *opt) {
     return s;
 }
 
+int gf_optimizer_num_params(const gf_optimizer *opt) { return opt ? opt->n : 0; }
+
+gf_tensor *gf_optimizer_param(const gf_optimizer *opt, int i) {
+    if (!opt) {
+        gf__error(GF_ERR_INVALID, "gf_optimizer_param: opt is NULL");
+        return NULL;
+    }
+    if (i < 0 || i >= opt->n) {
+        gf__error(GF_ERR_INDEX, "gf_optimizer_param: index %d is out of range for %d parameters "
+                  "(gf_optimizer_num_params)", i, opt->n);
+        return NULL;
+    }
+    return opt->ps[i].param;
+}
+
 gf_status gf_optimizer_set_lr(gf_optimizer *opt, double lr) {
     if (!opt) return gf__error(GF_ERR_INVALID, "gf_optimizer_set_lr: opt is NULL");
     if (!nonneg(lr))

@@ -14,6 +14,7 @@
 #include "../autograd/ag_internal.h"
 #include "../profiler_internal.h"
 #include "complex_internal.h"
+#include "pk_half.h"
 
 #define PI 3.14159265358979323846
 
@@ -465,6 +466,13 @@ static gf_status read_element(const gf_tensor *t, int64_t off, double *re, doubl
         break;
     }
     case GF_BOOL: r = buf[0] != 0; break;
+    case GF_F16:
+    case GF_BF16: {
+        uint16_t h;
+        memcpy(&h, buf, 2);
+        r = t->dtype == GF_F16 ? pk_f16_to_f32(h) : pk_bf16_to_f32(h);
+        break;
+    }
     default:
         return gf__error(GF_ERR_DTYPE, "%s: dtype %s cannot be read as a number here; convert it "
                          "with gf_to_dtype(t, GF_F32) first", op, gf_dtype_name(t->dtype));
