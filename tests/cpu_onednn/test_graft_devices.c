@@ -409,6 +409,7 @@ static void test_bf16(void) {
     CHECK_MSG(bad && gf_tensor_dtype(bad) == GF_BF16, "%s", gf_last_error());
     if (bad) xd_check_tol("bf16 exp", bad, er, (xd_tol){1.0 / 128, 1e-6});
     gf_tensor_release(er);
+    gf_tensor_release(bad);
     gf_tensor *all[] = {a, b, ab, bb, ar, br, yb, yr, x, w, xb, wb, xr, wr, cb, cr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gf_tensor_release(all[i]);
 }
