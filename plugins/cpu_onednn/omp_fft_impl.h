@@ -309,6 +309,21 @@ static bool FS(lanes_dense)(const FS(lanes) *L) {
 typedef FT FS(vec) __attribute__((vector_size(64)));
 typedef FI FS(ivec) __attribute__((vector_size(64)));
 
+/* Two-input permutes: GCC's __builtin_shuffle; clang has none with a mask
+ * in a variable (its __builtin_shufflevector wants constants), so there a
+ * plain loop (the sanitizer and fuzz builds use clang; speed does not
+ * matter there). */
+#if defined(__clang__)
+/* (through pointers: a 64-byte vector passed by value changes the ABI
+ * between the clones) */
+FINLINE void FS(shuffle2)(FS(vec) *r, const FS(vec) *a, const FS(vec) *b, const FS(ivec) *m) {
+    for (int i = 0; i < FV; i++) (*r)[i] = (*m)[i] < FV ? (*a)[(*m)[i]] : (*b)[(*m)[i] - FV];
+}
+#define FSHUF(d, a, b, m) FS(shuffle2)(&(d), &(a), &(b), &(m))
+#else
+#define FSHUF(d, a, b, m) ((d) = __builtin_shuffle((a), (b), (m)))
+#endif
+
 #define FLO(c) ((c) & h ? FV + ((c) ^ h) : (c))
 #define FHI(c) ((c) & h ? FV + (c) : ((c) ^ h))
 FINLINE void FS(tstage)(FS(vec) *r, const int h) {
@@ -317,8 +332,8 @@ FINLINE void FS(tstage)(FS(vec) *r, const int h) {
     for (int i = 0; i < FV; i++) {
         if (i & h) continue;
         FS(vec) a = r[i], b = r[i | h];
-        r[i] = __builtin_shuffle(a, b, lo);
-        r[i | h] = __builtin_shuffle(a, b, hi);
+        FSHUF(r[i], a, b, lo);
+        FSHUF(r[i | h], a, b, hi);
     }
 }
 #undef FLO
@@ -370,8 +385,8 @@ ODN_CLONES static void FS(load_adj)(FT *buf, int64_t rows, const FT *p, int64_t 
         FS(vec) a, b, re, im;
         FVLD(a, p + j * st);
         FVLD(b, p + j * st + FV);
-        re = __builtin_shuffle(a, b, ev);
-        im = __builtin_shuffle(a, b, od);
+        FSHUF(re, a, b, ev);
+        FSHUF(im, a, b, od);
         FVST(FROW(buf, j), re);
         FVST(FROW(buf, j) + FV, im);
     }
@@ -385,8 +400,8 @@ ODN_CLONES static void FS(store_adj)(const FT *buf, int64_t rows, FT *p, int64_t
         FVLD(im, FROW(buf, j) + FV);
         re *= scale;
         im *= scale;
-        a = __builtin_shuffle(re, im, il);
-        b = __builtin_shuffle(re, im, ih);
+        FSHUF(a, re, im, il);
+        FSHUF(b, re, im, ih);
         FVST(p + j * st, a);
         FVST(p + j * st + FV, b);
     }
