@@ -580,6 +580,27 @@ static gf_status check_affine(const gf_tensor *t, const char *what, const gf_ten
     return check_dtype_as(t, x, op, what, "x");
 }
 
+/* The end of the norms' mixed form (a 16-bit x normalised in f32): y32 back
+ * in x's dtype dt, the f32 copies released, the scope suspended at sc
+ * resumed, and the two f32 statistics s0, s1 handed out through o0, o1
+ * (each may be NULL: not asked for) as returned tensors, or released on
+ * failure. */
+static gf_tensor *mixed_finish(gf_tensor *y32, gf_dtype dt, gf_tensor *const tmp[3], int sc,
+                               gf_tensor *s0, gf_tensor **o0, gf_tensor *s1, gf_tensor **o1) {
+    gf_tensor *y = y32 ? gf_to_dtype(y32, dt) : NULL;
+    for (int i = 0; i < 3; i++) gf_tensor_release(tmp[i]);
+    gf_tensor_release(y32);
+    gf__scope_resume(sc);
+    if (!y) {
+        gf_tensor_release(s0);
+        gf_tensor_release(s1);
+        return NULL;
+    }
+    if (o0) *o0 = s0 ? gf__ret(s0) : NULL;
+    if (o1) *o1 = s1 ? gf__ret(s1) : NULL;
+    return gf__ret(y);
+}
+
 gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *weight,
                          const gf_tensor *bias, double eps, gf_tensor **mean, gf_tensor **rstd) {
     GF__AMP_HOOK(LAYER_NORM, 3, gf_layer_norm(amp_v[0], normalized_rank, amp_v[1], amp_v[2], eps, mean, rstd), x, weight, bias);
@@ -603,20 +624,7 @@ gf_tensor *gf_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tenso
         if (x32 && (!weight || w32) && (!bias || b32))
             y32 = gf_layer_norm(x32, normalized_rank, w32, b32, eps, mean ? &m : NULL,
                                 rstd ? &r : NULL);
-        gf_tensor *y = y32 ? gf_to_dtype(y32, x->dtype) : NULL;
-        gf_tensor_release(x32);
-        gf_tensor_release(w32);
-        gf_tensor_release(b32);
-        gf_tensor_release(y32);
-        gf__scope_resume(sc);
-        if (!y) {
-            gf_tensor_release(m);
-            gf_tensor_release(r);
-            return NULL;
-        }
-        if (mean) *mean = m ? gf__ret(m) : NULL;
-        if (rstd) *rstd = r ? gf__ret(r) : NULL;
-        return gf__ret(y);
+        return mixed_finish(y32, x->dtype, (gf_tensor *[3]){x32, w32, b32}, sc, m, mean, r, rstd);
     }
     if (normalized_rank < 1 || normalized_rank > x->rank) {
         char bx[128];
@@ -721,20 +729,8 @@ gf_tensor *gf_batch_norm(const gf_tensor *x, gf_tensor *running_mean, gf_tensor 
         else if (ok)
             gf__error(GF_ERR_DTYPE, "%s: the running statistics of a %s x must be f32 or %s",
                       op, gf_dtype_name(x->dtype), gf_dtype_name(x->dtype));
-        gf_tensor *y = y32 ? gf_to_dtype(y32, x->dtype) : NULL;
-        gf_tensor_release(x32);
-        gf_tensor_release(w32);
-        gf_tensor_release(b32);
-        gf_tensor_release(y32);
-        gf__scope_resume(sc);
-        if (!y) {
-            gf_tensor_release(sm);
-            gf_tensor_release(si);
-            return NULL;
-        }
-        if (save_mean) *save_mean = sm ? gf__ret(sm) : NULL;
-        if (save_invstd) *save_invstd = si ? gf__ret(si) : NULL;
-        return gf__ret(y);
+        return mixed_finish(y32, x->dtype, (gf_tensor *[3]){x32, w32, b32}, sc, sm, save_mean, si,
+                            save_invstd);
     }
     char bx[128];
     gf__shape_str(x->sizes, x->rank, bx, sizeof bx);
