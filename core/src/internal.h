@@ -334,6 +334,11 @@ gf_tensor *gf__empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *
 /* A view of t's storage with the given geometry (no checks beyond rank). */
 gf_tensor *gf__view(const gf_tensor *t, const int64_t *sizes, const int64_t *strides, int rank,
                     int64_t offset);
+/* A tensor over a storage no tensor record stands for (adopted memory, a
+ * DLPack import of graft's own storage): as gf__view, but with no base to
+ * note as a captured region's input. */
+gf_tensor *gf__view_storage(gf_storage *s, gf_dtype dtype, const int64_t *sizes,
+                            const int64_t *strides, int rank, int64_t offset);
 /* Makes t take src's storage, dtype and geometry (PyTorch's t.data = src):
  * t keeps its identity, references and autograd metadata; what viewed t's
  * old storage keeps it. Cannot fail. */

@@ -79,11 +79,7 @@ gf_tensor *gf__adopt_host(void *data, const int64_t *sizes, const int64_t *strid
     }
     gf_storage *s = gf__storage_adopt(target, data, nbytes, release, ctx);
     if (!s) return NULL;
-    gf_tensor base;
-    memset(&base, 0, sizeof base);
-    base.storage = s;
-    base.dtype = dtype;
-    gf_tensor *t = gf__view(&base, sizes, st, rank, 0);
+    gf_tensor *t = gf__view_storage(s, dtype, sizes, st, rank, 0);
     if (!t) {
         /* The record could not be made: hand the memory back, but the
          * caller keeps ownership (release must not run on failure). */

@@ -289,11 +289,7 @@ static gf_tensor *import_common(const DLTensor *d, gf_device *dev, const export_
     if (own) {
         int64_t off = shared_offset(d, own->storage, es, strides);
         if ((!dev || dev == own->storage->device) && off >= 0) {
-            gf_tensor base;
-            memset(&base, 0, sizeof base);
-            base.storage = own->storage;
-            base.dtype = dtype;
-            t = gf__view(&base, d->shape, strides, d->ndim, off);
+            t = gf__view_storage(own->storage, dtype, d->shape, strides, d->ndim, off);
             if (!t) return NULL;
             if (release) release(ctx); /* the view holds its own reference */
             return t;

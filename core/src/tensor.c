@@ -155,14 +155,19 @@ gf_tensor *gf__empty(const int64_t *sizes, int rank, gf_dtype dtype, gf_device *
 
 gf_tensor *gf__view(const gf_tensor *base, const int64_t *sizes, const int64_t *strides, int rank,
                     int64_t offset) {
-    gf_tensor *t = alloc_tensor();
-    if (!t) return NULL;
     /* A view made in a captured region of a tensor made outside it: that
      * tensor is an input of the graph (checked on replay). */
     if (__builtin_expect(gf__tl_capture != NULL, 0)) gf__graph_note_source(base);
-    gf__storage_retain(base->storage);
-    t->storage = base->storage;
-    t->dtype = base->dtype;
+    return gf__view_storage(base->storage, base->dtype, sizes, strides, rank, offset);
+}
+
+gf_tensor *gf__view_storage(gf_storage *s, gf_dtype dtype, const int64_t *sizes,
+                            const int64_t *strides, int rank, int64_t offset) {
+    gf_tensor *t = alloc_tensor();
+    if (!t) return NULL;
+    gf__storage_retain(s);
+    t->storage = s;
+    t->dtype = dtype;
     t->rank = rank;
     for (int i = 0; i < rank; i++) {
         t->sizes[i] = sizes[i];

@@ -8,7 +8,8 @@
  * ops and captures a graph that replays correctly. Also: a destroyed graph
  * gives its pool back (bytes in use return to the baseline), random ops draw
  * new numbers per replay exactly as eager calls do, inputs written in place
- * are read by the next replay, and a replay inside a capture is refused. */
+ * are read by the next replay, a replay inside a capture is refused, and
+ * host memory adopted inside a region is given back once. */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
@@ -300,6 +301,48 @@ static void test_backward_replay(void) {
     gf_tensor_release(x);
 }
 
+/* Host memory adopted inside a region (gf_from_host_memory): the tensor is
+ * made in the region over memory from outside its pool, so launches that
+ * read it make that memory an input of the graph: the graph holds it and
+ * replays while the caller keeps the tensor, refuses to replay once the
+ * caller released it, and gives it back (the release callback runs once)
+ * when the graph and every tensor over it are gone. */
+static int adopted_releases;
+static void adopted_release(void *ctx) {
+    adopted_releases++;
+    free(ctx);
+}
+static void test_adopted_in_region(void) {
+    for (int keep = 0; keep < 2; keep++) {
+        adopted_releases = 0;
+        CHECK(gf_graph_capture_begin(NULL) == GF_OK);
+        float *m = malloc(2 * sizeof(float));
+        CHECK(m != NULL);
+        m[0] = 3.0f, m[1] = 4.0f;
+        int64_t n = 2;
+        gf_tensor *t = gf_from_host_memory(m, &n, NULL, 1, GF_F32, NULL, adopted_release, m);
+        CHECK(t != NULL);
+        gf_tensor *y = gf_mul_scalar(t, 2.0);
+        if (!keep) gf_tensor_release(t);
+        gf_graph *g = gf_graph_capture_end();
+        CHECK(g != NULL);
+        if (keep) {
+            m[0] = 5.0f;
+            CHECK(gf_graph_replay(g) == GF_OK);
+            CHECK(first(y) == 10.0f);
+        } else {
+            CHECK(gf_graph_replay(g) == GF_ERR_INVALID);
+            CHECK(strstr(gf_last_error(), "released") != NULL);
+        }
+        gf_graph_destroy(g);
+        CHECK(adopted_releases == 0 || !keep);
+        if (keep) gf_tensor_release(t);
+        gf_tensor_release(y);
+        CHECK(adopted_releases == 1);
+    }
+    check_usable();
+}
+
 int main(void) {
     RUN(test_host_read_refused);
     RUN(test_second_device_refused);
@@ -310,5 +353,6 @@ int main(void) {
     RUN(test_pool_released);
     RUN(test_random_per_replay);
     RUN(test_backward_replay);
+    RUN(test_adopted_in_region);
     return CHECK_REPORT();
 }

@@ -28,7 +28,11 @@
  * release callback) must be given back by the end of each input, and
  * Autocast regions open and close between ops (all closed after each
  * input, so no cached cast outlives it), and a GradScaler drives the
- * optimisers now and then.
+ * optimisers now and then. Graph captures open and close between actions
+ * (every other action may run inside one, including what a region must
+ * refuse); two captured graphs are replayed, fed new values in place,
+ * destroyed, or outlived by their outputs; after each input every graph's
+ * pool must be given back.
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
  * RMSprop, Adagrad, Adadelta, NAdam, RAdam) step pooled tensors with
@@ -1197,6 +1201,52 @@ static void act_module(reader *r) {
 
 static int autocast_depth;
 
+/* Graph capture and replay: a capture opens (on the device or the default
+ * one), the actions that follow run inside it until the next graph action
+ * ends it; the graphs made are replayed (several times, after writing new
+ * values into a pooled tensor that may be one of their inputs), measured and
+ * destroyed while pooled tensors may still hold outputs from their pools. */
+static gf_graph *graphs[2];
+static bool capturing;
+static void act_graph(reader *r) {
+    if (capturing) {
+        gf_graph *g = gf_graph_capture_end(); /* NULL when the region was refused */
+        capturing = false;
+        int i = pick(r, 2);
+        gf_graph_destroy(graphs[i]);
+        graphs[i] = g;
+        return;
+    }
+    gf_graph *g = graphs[pick(r, 2)];
+    switch (pick(r, 5)) {
+    case 0:
+        if (gf_graph_capture_begin(pick(r, 4) ? dev : NULL) == GF_OK) capturing = true;
+        break;
+    case 1:
+        for (int n = 1 + pick(r, 3); n > 0; n--)
+            if (gf_graph_replay(g) != GF_OK) break;
+        break;
+    case 2: {
+        gf_tensor *t = get(r), *s = get(r);
+        if (t && s) (void)gf_copy_(t, s);
+        (void)gf_graph_replay(g);
+        break;
+    }
+    case 3: {
+        int i = pick(r, 2);
+        gf_graph_destroy(graphs[i]);
+        graphs[i] = NULL;
+        break;
+    }
+    default:
+        if (trace)
+            fprintf(stderr, " [graph: %zu nodes, %zu inputs, %llu pool bytes]",
+                    gf_graph_node_count(g), gf_graph_input_count(g),
+                    (unsigned long long)gf_graph_pool_bytes(g));
+        break;
+    }
+}
+
 /* Autocast regions: opened (cpu or the device's type, bf16 / f16 / refused
  * f32, enabled or not) or closed; the ops that follow run inside them;
  * cleanup() closes what is left. */
@@ -1246,6 +1296,12 @@ static void cleanup(void) {
         gf_autocast_end(); /* also drops the region's cast cache */
         autocast_depth--;
     }
+    if (capturing) gf_graph_destroy(gf_graph_capture_end());
+    capturing = false;
+    for (int i = 0; i < 2; i++) {
+        gf_graph_destroy(graphs[i]);
+        graphs[i] = NULL;
+    }
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     gf_clear_error();
 }
@@ -1277,11 +1333,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
         /* byte % 12 as before the optimisers came (the seeds keep their
          * programs), the top 16 byte values for optimisers and modules, the
-         * 8 below them for the complex API, the 4 below those for autocast */
+         * 8 below them for the complex API, the 4 below those for autocast,
+         * the 4 below those for graph capture */
         uint8_t b = u8(&r);
-        int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b >= 228 ? 15 : b % 12;
-        if (trace) fprintf(stderr, " %d/16", act);
+        int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b >= 228 ? 15 : b >= 224 ? 16
+                  : b % 12;
+        if (trace) fprintf(stderr, " %d/17", act);
         switch (act) {
+        case 16: act_graph(&r); break;
         case 15: act_autocast(&r); break;
         case 14: act_complex(&r); break;
         case 13: act_module(&r); break;
