@@ -82,7 +82,11 @@ asan)
     dir="${BUILD_DIR:-$here/build-asan}"
     # The CUDA plugin cannot be built with the sanitizers (nvcc) and cannot
     # run here; the plain build compiles and links it.
-    build "$dir" -DGRAFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug -DGRAFT_WITH_CUDA=OFF
+    # -O1 (with the debug information and assertions of a Debug build), as
+    # the sanitizers' own documentation advises: about twice as fast as -O0
+    # under ASan, which keeps this stage's share of CI in bounds.
+    build "$dir" -DGRAFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug \
+        "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DGRAFT_WITH_CUDA=OFF
     # The core's every-device programs repeated on the Vulkan and OpenCL
     # plugins (ops.*_vulkan, autograd.*_opencl, ...) run in the plain test
     # stage only: under the sanitizers they check the same core paths the
@@ -105,7 +109,7 @@ fuzz)
     dir="${BUILD_DIR:-$here/build-fuzz}"
     # Only what the fuzzer runs: the target and the two CPU plugins.
     CC=clang cmake -S "$here" -B "$dir" -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=address,undefined \
-        -DCMAKE_BUILD_TYPE=Debug -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF -DGRAFT_WITH_OPENCL=OFF \
+        -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF -DGRAFT_WITH_OPENCL=OFF \
         -DGRAFT_WITH_VULKAN=OFF
     cmake --build "$dir" -j "$jobs" --target fuzz_api graft_plugin_reference graft_plugin_cpu_onednn
     corpus="${FUZZ_CORPUS:-$dir/fuzz-corpus}"
