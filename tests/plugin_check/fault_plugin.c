@@ -12,6 +12,8 @@
  *   FAULT_STRUCT  the table's struct_size is 16 bytes more than its minor's table
  *   FAULT_CONJ    complex matmul returns the conjugate of the product (a sign
  *                 slip in a complex GEMM)
+ *   FAULT_FFTSIGN an FFT with a complex output returns the conjugate (for a
+ *                 real input, the transform with the exponent's sign flipped)
  * Nothing else differs from the reference, so anything else the checker
  * reports for these plugins is a false alarm. */
 #include <stdatomic.h>
@@ -33,8 +35,10 @@ gfp_status ref_inner_negotiate(const gfp_negotiate_request *request, const gfp_p
 #define FAULT_NAME "fault-struct"
 #elif defined(FAULT_CONJ)
 #define FAULT_NAME "fault-conj"
+#elif defined(FAULT_FFTSIGN)
+#define FAULT_NAME "fault-fftsign"
 #else
-#error "define one of FAULT_OOB, FAULT_WRONG, FAULT_LEAK, FAULT_STRUCT, FAULT_CONJ"
+#error "define one of FAULT_OOB, FAULT_WRONG, FAULT_LEAK, FAULT_STRUCT, FAULT_CONJ, FAULT_FFTSIGN"
 #endif
 
 static const gfp_plugin *inner;
@@ -69,8 +73,12 @@ static gfp_status fault_launch(void *device, uint32_t op, const gfp_tensor *cons
             if (i++ % 2) ref_store(y, off, ref_load(y, off) * (1 + 1e-3));
         } while (ref_next_index(idx, y->sizes, y->rank));
     }
-#elif defined(FAULT_CONJ)
+#elif defined(FAULT_CONJ) || defined(FAULT_FFTSIGN)
+#if defined(FAULT_CONJ)
     if (op == GFP_OP_MATMUL && ref_is_complex(y->dtype)) {
+#else
+    if (op == GFP_OP_FFT && ref_is_complex(y->dtype)) {
+#endif
         int64_t idx[GFP_MAX_RANK] = {0};
         do {
             int64_t off = ref_offset(y, idx);
