@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""One training step of graft-bench's MLP, CNN, LSTM and GRU: graft vs PyTorch.
+"""One training step of graft-bench's MLP, CNN, LSTM, GRU and encoder layer: graft vs PyTorch.
 
     bench_train_torch.py GRAFT_BENCH [--threads 1,2] [--reps 15] [--device cpu]
 
-Runs `graft-bench --only mlp,cnn,lstm,gru --device D --threads N --json` for
+Runs `graft-bench --only mlp,cnn,lstm,gru,encoder --device D --threads N --json` for
 each thread count (OMP threads, as graft's CPU plugins use them), then the same
 workloads in PyTorch on the CPU with torch.set_num_threads(n), in this
 one run, and prints both with the ratio torch / graft (above 1: graft is
@@ -76,6 +76,22 @@ class Recurrent:
         return self.head(h_n[-1])
 
 
+class Encoder:
+    """nn.TransformerEncoderLayer (d_model 256, 8 heads, feed-forward 1024,
+    dropout 0, batch_first), the first token's output through a linear head."""
+
+    def __init__(self, torch):
+        nn = torch.nn
+        self.layer = nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(256, 10)
+
+    def parameters(self):
+        return list(self.layer.parameters()) + list(self.head.parameters())
+
+    def __call__(self, x):
+        return self.head(self.layer(x)[:, 0])
+
+
 def torch_step_times(torch, name, reps):
     nn = torch.nn
     torch.manual_seed(1234)
@@ -83,6 +99,9 @@ def torch_step_times(torch, name, reps):
     if name in ("lstm", "gru"):
         model = Recurrent(torch, name)
         x = torch.rand(64, 32, 64)
+    elif name == "encoder":
+        model = Encoder(torch)
+        x = torch.rand(32, 64, 256)
     elif cnn:
         model = nn.Sequential(
             nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -130,8 +149,8 @@ def torch_blas(torch):
 
 
 ROWS = {"mlp train step": "mlp", "cnn train step": "cnn", "lstm train step": "lstm",
-        "gru train step": "gru"}
-NAMES = ("mlp", "cnn", "lstm", "gru")
+        "gru train step": "gru", "encoder train step": "encoder"}
+NAMES = ("mlp", "cnn", "lstm", "gru", "encoder")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -197,14 +216,14 @@ def main():
     if not args.no_header:
         print("PyTorch %s (BLAS %s), graft %s, OMP_WAIT_POLICY=%s" % (
             torch.__version__, torch_blas(torch), args.bench, os.environ["OMP_WAIT_POLICY"]))
-        print("%-4s %7s %10s %10s %11s %14s %18s   %s" % (
+        print("%-7s %7s %10s %10s %11s %14s %18s   %s" % (
             "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
             "cpu ms: g, t, t/g", "loss graft | torch (first -> last)"))
     graft = graft_times(args.bench, args.device, threads, args.reps)
     for name in NAMES:
         tm, tmin, tl0, tl1, tc = torch_step_times(torch, name, args.reps)
         gm, gmin, gl0, gl1, gc = graft[name]
-        print("%-4s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
+        print("%-7s %7d %10.2f %10.2f %11.2f %6.1f, %6.1f %5.1f, %5.1f, %4.2f   "
               "%.4f -> %.4f | %.4f -> %.4f" % (
                   name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3,
                   gc * 1e3, tc * 1e3, tc / gc, gl0, gl1, tl0, tl1))

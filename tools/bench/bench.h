@@ -225,6 +225,7 @@ void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);
 void bench_gru_step(bench_run *run, int device, int64_t batch);
+void bench_encoder_step(bench_run *run, int device, int64_t batch);
 /* Data-parallel training steps (graft-bench dist): when set, the training
  * workloads call attach once with their parameters, sync after each
  * backward (before the update), detach at the end. attach and sync return 0,

@@ -66,6 +66,7 @@ static const bench_workload WORKLOADS[] = {
     {"cnn", bench_cnn_step, 64, 8, NULL},
     {"lstm", bench_lstm_step, 32, 4, NULL},
     {"gru", bench_gru_step, 32, 4, NULL},
+    {"encoder", bench_encoder_step, 32, 4, NULL},
 };
 #define N_WORKLOADS (int)(sizeof WORKLOADS / sizeof WORKLOADS[0])
 

@@ -8,6 +8,9 @@
  *   lstm, gru  nn.LSTM / nn.GRU (graft/module.h) of 2 layers, hidden 256,
  *        over a sequence of 64 steps of 64 features, batch 32, the last
  *        layer's final hidden state through a linear 256->10.
+ *   encoder  nn.TransformerEncoderLayer (d_model 256, 8 heads, feed-forward
+ *        1024, ReLU, post-norm, dropout 0, batch_first) over 32 sequences of
+ *        64 tokens, the first token's output through a linear 256->10.
  *
  * The parameters start from a fixed host formula (PyTorch's default bound
  * 1/sqrt(fan_in)), so every device trains the same model on the same data.
@@ -40,7 +43,7 @@ struct train_case {
     float loss_host;
     /* Logits [batch, N_CLASSES]; intermediates belong to the caller's scope. */
     gf_tensor *(*forward)(const train_case *t);
-    gf_module *rnn, *head; /* the recurrent workloads' modules */
+    gf_module *body, *head; /* the module workloads' modules */
 };
 
 /* A parameter of the given shape, U(-bound, bound) from the host formula. */
@@ -201,7 +204,7 @@ done:
     for (int i = 0; i < t->n_params; i++) gf_tensor_release(t->param[i]);
     gf_tensor_release(t->x);
     gf_tensor_release(t->y);
-    gf_module_release(t->rnn);
+    gf_module_release(t->body);
     gf_module_release(t->head);
     free(t->host_x);
     free(t->host_y);
@@ -277,7 +280,7 @@ void bench_cnn_step(bench_run *run, int device, int64_t batch) {
 /* ------------------------------------------------------------ LSTM, GRU */
 static gf_tensor *rnn_forward(const train_case *t) {
     gf_tensor *h_n = NULL;
-    gf_tensor *y = gf_nn_rnn_forward(t->rnn, t->x, NULL, NULL, &h_n, NULL);
+    gf_tensor *y = gf_nn_rnn_forward(t->body, t->x, NULL, NULL, &h_n, NULL);
     if (!y || !h_n) return NULL;
     gf_tensor *last = gf_select(h_n, 0, gf_tensor_size(h_n, 0) - 1);
     return last ? gf_module_forward(t->head, &last, 1) : NULL;
@@ -298,10 +301,10 @@ static void rnn_step(bench_run *run, int device, int64_t batch, gf_rnn_mode mode
     r->rate_unit = "samples/s";
     train_case t = {.dev = run->devices[device].dev, .batch = batch, .forward = rnn_forward};
     gf_manual_seed(50); /* PyTorch's init, U(+-1/sqrt(hidden)), from one seed */
-    t.rnn = gf_nn_rnn(mode, feat, hidden, 2, true, false, 0.0, false, GF_F32, t.dev);
+    t.body = gf_nn_rnn(mode, feat, hidden, 2, true, false, 0.0, false, GF_F32, t.dev);
     t.head = gf_nn_linear(hidden, N_CLASSES, true, GF_F32, t.dev);
     gf_tensor *ps[MAX_PARAMS];
-    int n = t.rnn ? gf_module_parameters(t.rnn, ps, MAX_PARAMS) : -1;
+    int n = t.body ? gf_module_parameters(t.body, ps, MAX_PARAMS) : -1;
     int k = t.head && n >= 0 ? gf_module_parameters(t.head, ps + n, MAX_PARAMS - n) : -1;
     t.n_params = n >= 0 && k >= 0 ? n + k : 1; /* one NULL parameter: reported below */
     for (int i = 0; i < t.n_params; i++) t.param[i] = n >= 0 && k >= 0 ? gf_tensor_retain(ps[i]) : NULL;
@@ -313,4 +316,37 @@ void bench_lstm_step(bench_run *run, int device, int64_t batch) {
 }
 void bench_gru_step(bench_run *run, int device, int64_t batch) {
     rnn_step(run, device, batch, GF_RNN_GRU);
+}
+
+/* ------------------------------------------------------------ Transformer encoder layer */
+static gf_tensor *encoder_forward(const train_case *t) {
+    gf_tensor *y = gf_nn_transformer_forward(t->body, t->x, NULL, NULL);
+    gf_tensor *pooled = y ? gf_select(y, 1, 0) : NULL; /* the first token's output */
+    return pooled ? gf_module_forward(t->head, &pooled, 1) : NULL;
+}
+
+void bench_encoder_step(bench_run *run, int device, int64_t batch) {
+    bool quick = run->opts.quick;
+    int64_t d_model = quick ? 32 : 256, heads = quick ? 4 : 8, ff = quick ? 64 : 1024,
+            seq = quick ? 8 : 64;
+    char detail[112];
+    snprintf(detail, sizeof detail, "encoder layer d %lld, %lld heads, ff %lld, seq %lld, "
+             "batch %lld, f32, Adam", (long long)d_model, (long long)heads, (long long)ff,
+             (long long)seq, (long long)batch);
+    bench_result *r = bench_result_add(run, device, "encoder train step", detail);
+    if (!r) return;
+    r->per = "step";
+    r->work = (double)batch;
+    r->rate_unit = "samples/s";
+    train_case t = {.dev = run->devices[device].dev, .batch = batch, .forward = encoder_forward};
+    gf_manual_seed(51);
+    t.body = gf_nn_transformer_encoder_layer(d_model, heads, ff, 0.0, false, 1e-5, true, false,
+                                             GF_F32, t.dev);
+    t.head = gf_nn_linear(d_model, N_CLASSES, true, GF_F32, t.dev);
+    gf_tensor *ps[MAX_PARAMS];
+    int n = t.body ? gf_module_parameters(t.body, ps, MAX_PARAMS) : -1;
+    int k = t.head && n >= 0 ? gf_module_parameters(t.head, ps + n, MAX_PARAMS - n) : -1;
+    t.n_params = n >= 0 && k >= 0 ? n + k : 1; /* one NULL parameter: reported below */
+    for (int i = 0; i < t.n_params; i++) t.param[i] = n >= 0 && k >= 0 ? gf_tensor_retain(ps[i]) : NULL;
+    run_train(run, r, &t, (const int64_t[]){batch, seq, d_model}, 3);
 }
