@@ -103,7 +103,26 @@ gf_tensor *gf__npy_read(gf__rd *rd, gf_device *dev);
 gf_status gf__npy_header(const gf_tensor *t, const char *op, char *buf, size_t cap, size_t *len);
 
 /* ------------------------------------------------------------ dictionaries */
+struct gf_tensor_dict {
+    int n, cap;
+    char **names;
+    gf_tensor **tensors;
+    /* String metadata (interop_dict_meta.c), in insertion order. */
+    int n_meta, cap_meta;
+    char **meta_keys, **meta_values;
+};
 gf_tensor_dict *gf__dict_new(void);
+/* The value of key, or NULL (no error set). */
+const char *gf__dict_meta(const gf_tensor_dict *d, const char *key);
+/* Sets key to value (copies both); takes value over when own_value (freed
+ * on failure too). Fails: OUT_OF_MEMORY (d unchanged). */
+gf_status gf__dict_meta_put(gf_tensor_dict *d, const char *key, char *value, bool own_value);
+void gf__dict_clear_metadata(gf_tensor_dict *d);
+/* The safetensors writer: names/tensors as gf_save_safetensors takes them,
+ * and the metadata of meta (may be NULL) as "__metadata__". */
+gf_status gf__save_safetensors(const char *op, const char *const *names,
+                               const gf_tensor *const *tensors, int n, const gf_tensor_dict *meta,
+                               const char *path);
 /* Takes over the reference t; copies name. Fails: OUT_OF_MEMORY (t is then
  * released). */
 gf_status gf__dict_add(gf_tensor_dict *d, const char *name, size_t name_len, gf_tensor *t);

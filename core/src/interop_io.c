@@ -361,12 +361,6 @@ gf_status gf__check_names(const char *op, const char *const *names,
 }
 
 /* ------------------------------------------------------------ dictionaries */
-struct gf_tensor_dict {
-    int n, cap;
-    char **names;
-    gf_tensor **tensors;
-};
-
 gf_tensor_dict *gf__dict_new(void) {
     gf_tensor_dict *d = calloc(1, sizeof *d);
     if (!d) gf__error(GF_ERR_OUT_OF_MEMORY, "out of host memory for a tensor dictionary");
@@ -490,8 +484,8 @@ gf_status gf_tensor_dict_remove(gf_tensor_dict *d, const char *name) {
 
 gf_status gf_save_safetensors_dict(const gf_tensor_dict *d, const char *path) {
     if (!d) return gf__null_arg_of("gf_save_safetensors_dict", "d", GF__ARG_DICT);
-    return gf_save_safetensors((const char *const *)d->names,
-                               (const gf_tensor *const *)d->tensors, d->n, path);
+    return gf__save_safetensors("gf_save_safetensors_dict", (const char *const *)d->names,
+                                (const gf_tensor *const *)d->tensors, d->n, d, path);
 }
 
 void gf_tensor_dict_destroy(gf_tensor_dict *d) {
@@ -502,5 +496,6 @@ void gf_tensor_dict_destroy(gf_tensor_dict *d) {
     }
     free(d->names);
     free(d->tensors);
+    gf__dict_clear_metadata(d);
     free(d);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "interop_internal.h"
+#include "json_internal.h"
 
 /* The format's own limit on the header, which keeps a corrupt length from
  * allocating gigabytes. */
@@ -47,165 +48,6 @@ static const char *st_name_of(gf_dtype dt) {
     return NULL;
 }
 
-/* ------------------------------------------------------------ JSON (just enough) */
-typedef struct jcur {
-    const char *start, *p, *end;
-    const char *problem;
-} jcur;
-
-static bool jfail(jcur *c, const char *problem) {
-    if (!c->problem) c->problem = problem;
-    return false;
-}
-
-static void jws(jcur *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-        c->p++;
-}
-
-static bool jlit(jcur *c, char ch) {
-    jws(c);
-    if (c->p < c->end && *c->p == ch) {
-        c->p++;
-        return true;
-    }
-    return false;
-}
-
-static int hexval(char ch) {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
-static bool read_hex4(jcur *c, unsigned *v) {
-    if (c->end - c->p < 4) return jfail(c, "a short \\u escape");
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hexval(c->p[i]);
-        if (h < 0) return jfail(c, "a bad \\u escape");
-        *v = *v << 4 | (unsigned)h;
-    }
-    c->p += 4;
-    return true;
-}
-
-/* A JSON string into out (UTF-8, NUL-terminated); *len gets its length. */
-static bool jstring(jcur *c, char *out, size_t cap, size_t *len) {
-    jws(c);
-    if (c->p >= c->end || *c->p != '"') return jfail(c, "expected a string");
-    c->p++;
-    size_t n = 0;
-    while (c->p < c->end && *c->p != '"') {
-        unsigned cp = (unsigned char)*c->p++;
-        if (cp < 0x20) return jfail(c, "a control character in a string");
-        if (cp == '\\') {
-            if (c->p >= c->end) break;
-            char e = *c->p++;
-            switch (e) {
-            case '"': case '\\': case '/': cp = (unsigned char)e; break;
-            case 'b': cp = '\b'; break;
-            case 'f': cp = '\f'; break;
-            case 'n': cp = '\n'; break;
-            case 'r': cp = '\r'; break;
-            case 't': cp = '\t'; break;
-            case 'u': {
-                if (!read_hex4(c, &cp)) return false;
-                if (cp >= 0xD800 && cp < 0xDC00) { /* a surrogate pair */
-                    unsigned lo;
-                    if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
-                        return jfail(c, "an unpaired surrogate");
-                    c->p += 2;
-                    if (!read_hex4(c, &lo)) return false;
-                    if (lo < 0xDC00 || lo > 0xDFFF) return jfail(c, "an unpaired surrogate");
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                }
-                if (cp == 0) return jfail(c, "a NUL character in a string");
-                unsigned char u[4];
-                size_t k;
-                if (cp < 0x80) { u[0] = (unsigned char)cp; k = 1; }
-                else if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | cp >> 6); u[1] = (unsigned char)(0x80 | (cp & 0x3F)); k = 2; }
-                else if (cp < 0x10000) { u[0] = (unsigned char)(0xE0 | cp >> 12); u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)); u[2] = (unsigned char)(0x80 | (cp & 0x3F)); k = 3; }
-                else { u[0] = (unsigned char)(0xF0 | cp >> 18); u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F)); u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (unsigned char)(0x80 | (cp & 0x3F)); k = 4; }
-                if (n + k >= cap) return jfail(c, "a string is too long");
-                memcpy(out + n, u, k);
-                n += k;
-                continue;
-            }
-            default: return jfail(c, "a bad escape in a string");
-            }
-        }
-        if (n + 1 >= cap) return jfail(c, "a string is too long");
-        out[n++] = (char)cp;
-    }
-    if (c->p >= c->end) return jfail(c, "an unterminated string");
-    c->p++;
-    out[n] = '\0';
-    *len = n;
-    return true;
-}
-
-static bool jskip(jcur *c, int depth);
-
-static bool jskip_container(jcur *c, char close, bool object, int depth) {
-    if (jlit(c, close)) return true;
-    for (;;) {
-        if (object) {
-            char key[ST_MAX_NAME];
-            size_t kl;
-            if (!jstring(c, key, sizeof key, &kl)) return false;
-            if (!jlit(c, ':')) return jfail(c, "expected ':' after a key");
-        }
-        if (!jskip(c, depth + 1)) return false;
-        if (jlit(c, close)) return true;
-        if (!jlit(c, ',')) return jfail(c, "expected ',' between items");
-    }
-}
-
-/* Skips any JSON value (metadata, unknown keys). */
-static bool jskip(jcur *c, int depth) {
-    if (depth > 32) return jfail(c, "values nested too deeply");
-    jws(c);
-    if (c->p >= c->end) return jfail(c, "expected a value");
-    char ch = *c->p;
-    if (ch == '{') { c->p++; return jskip_container(c, '}', true, depth); }
-    if (ch == '[') { c->p++; return jskip_container(c, ']', false, depth); }
-    if (ch == '"') {
-        char tmp[ST_MAX_NAME];
-        size_t n;
-        return jstring(c, tmp, sizeof tmp, &n);
-    }
-    const char *s = c->p;
-    while (c->p < c->end && (strchr("+-.eE", *c->p) || (*c->p >= '0' && *c->p <= '9') ||
-                             (*c->p >= 'a' && *c->p <= 'z')))
-        c->p++;
-    return c->p > s ? true : jfail(c, "expected a value");
-}
-
-/* [n, n, ...] of non-negative integers, at most max of them. */
-static bool jints(jcur *c, uint64_t *v, int max, int *count) {
-    if (!jlit(c, '[')) return jfail(c, "expected '['");
-    *count = 0;
-    if (jlit(c, ']')) return true;
-    for (;;) {
-        jws(c);
-        const char *s = c->p;
-        uint64_t x = 0;
-        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-            unsigned d = (unsigned)(*c->p - '0');
-            if (x > (UINT64_MAX - d) / 10) return jfail(c, "an integer too large");
-            x = x * 10 + d;
-            c->p++;
-        }
-        if (c->p == s) return jfail(c, "expected a non-negative integer");
-        if (*count == max) return jfail(c, "too many integers (a shape has at most 8 dims)");
-        v[(*count)++] = x;
-        if (jlit(c, ']')) return true;
-        if (!jlit(c, ',')) return jfail(c, "expected ',' or ']'");
-    }
-}
-
 /* ------------------------------------------------------------ reading */
 typedef struct st_entry {
     char name[ST_MAX_NAME];
@@ -217,44 +59,68 @@ typedef struct st_entry {
 } st_entry;
 
 /* {"dtype": ..., "shape": [...], "data_offsets": [b, e]} into e. */
-static bool parse_info(jcur *c, st_entry *e) {
+static bool parse_info(gf__jcur *c, st_entry *e) {
     bool has_dtype = false, has_shape = false, has_offsets = false;
-    if (!jlit(c, '{')) return jfail(c, "expected '{' for a tensor's description");
-    if (jlit(c, '}')) return jfail(c, "an empty tensor description");
+    if (!gf__jlit(c, '{')) return gf__jfail(c, "expected '{' for a tensor's description");
+    if (gf__jlit(c, '}')) return gf__jfail(c, "an empty tensor description");
     for (;;) {
         char key[64];
         size_t kl;
-        if (!jstring(c, key, sizeof key, &kl)) return false;
-        if (!jlit(c, ':')) return jfail(c, "expected ':' after a key");
+        if (!gf__jstring(c, key, sizeof key, &kl)) return false;
+        if (!gf__jlit(c, ':')) return gf__jfail(c, "expected ':' after a key");
         if (!strcmp(key, "dtype")) {
             size_t dl;
-            if (!jstring(c, e->dtype, sizeof e->dtype, &dl)) return false;
+            if (!gf__jstring(c, e->dtype, sizeof e->dtype, &dl)) return false;
             has_dtype = true;
         } else if (!strcmp(key, "shape")) {
             uint64_t v[GF_MAX_RANK];
-            if (!jints(c, v, GF_MAX_RANK, &e->rank)) return false;
+            if (!gf__jints(c, v, GF_MAX_RANK, &e->rank)) return false;
             for (int i = 0; i < e->rank; i++) {
-                if (v[i] > (uint64_t)INT64_MAX) return jfail(c, "a size too large");
+                if (v[i] > (uint64_t)INT64_MAX) return gf__jfail(c, "a size too large");
                 e->sizes[i] = (int64_t)v[i];
             }
             has_shape = true;
         } else if (!strcmp(key, "data_offsets")) {
             uint64_t v[2];
             int n;
-            if (!jints(c, v, 2, &n)) return false;
-            if (n != 2) return jfail(c, "data_offsets must hold two integers");
+            if (!gf__jints(c, v, 2, &n)) return false;
+            if (n != 2) return gf__jfail(c, "data_offsets must hold two integers");
             e->begin = v[0];
             e->end = v[1];
             has_offsets = true;
-        } else if (!jskip(c, 1)) {
+        } else if (!gf__jskip(c, 1)) {
             return false;
         }
-        if (jlit(c, '}')) break;
-        if (!jlit(c, ',')) return jfail(c, "expected ',' or '}'");
+        if (gf__jlit(c, '}')) break;
+        if (!gf__jlit(c, ',')) return gf__jfail(c, "expected ',' or '}'");
     }
     if (!has_dtype || !has_shape || !has_offsets)
-        return jfail(c, "a tensor's description lacks 'dtype', 'shape' or 'data_offsets'");
+        return gf__jfail(c, "a tensor's description lacks 'dtype', 'shape' or 'data_offsets'");
     return true;
+}
+
+/* "__metadata__": {"key": "value", ...} into d's metadata. The format maps
+ * strings to strings; a value of another kind (some writers nest objects)
+ * is skipped, not kept. *s gets OUT_OF_MEMORY when storing fails. */
+static bool parse_metadata(gf__jcur *c, gf_tensor_dict *d, gf_status *s) {
+    if (!gf__jlit(c, '{')) return gf__jfail(c, "__metadata__ must be an object");
+    if (gf__jlit(c, '}')) return true;
+    for (;;) {
+        char key[ST_MAX_NAME];
+        size_t kl;
+        char *value = NULL;
+        if (!gf__jstring(c, key, sizeof key, &kl)) return false;
+        if (!gf__jlit(c, ':')) return gf__jfail(c, "expected ':' after a key");
+        gf__jws(c);
+        if (c->p < c->end && *c->p != '"') {
+            if (!gf__jskip(c, 2)) return false;
+        } else {
+            if (!gf__jstring_dup(c, &value)) return false;
+            if ((*s = gf__dict_meta_put(d, key, value, true)) != GF_OK) return false;
+        }
+        if (gf__jlit(c, '}')) return true;
+        if (!gf__jlit(c, ',')) return gf__jfail(c, "expected ',' or '}'");
+    }
 }
 
 static gf_status load_entry(FILE *f, const st_entry *e, uint64_t data_start, uint64_t data_len,
@@ -319,13 +185,13 @@ gf_tensor_dict *gf_load_safetensors(const char *path, gf_device *dev) {
     if (s == GF_OK && !(text = malloc((size_t)hlen + 1)))
         s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the header", op);
     if (s == GF_OK) s = gf__rd_read(&rd, text, (size_t)hlen, "the header");
-    jcur c = {0};
+    gf__jcur c = {0};
     if (s == GF_OK) {
-        c = (jcur){.start = text, .p = text, .end = text + hlen};
-        if (!jlit(&c, '{')) {
+        c = (gf__jcur){.start = text, .p = text, .end = text + hlen};
+        if (!gf__jlit(&c, '{')) {
             s = gf__error(GF_ERR_INVALID, "%s: %s is not a safetensors file: its header does not "
                           "start with '{'", op, what);
-        } else if (jlit(&c, '}')) {
+        } else if (gf__jlit(&c, '}')) {
             c.p = c.end; /* an empty file: no tensors */
         }
     }
@@ -333,17 +199,18 @@ gf_tensor_dict *gf_load_safetensors(const char *path, gf_device *dev) {
     int saved = gf__scope_suspend();
     while (s == GF_OK && c.p < c.end) {
         memset(e, 0, sizeof *e);
-        bool ok = jstring(&c, e->name, sizeof e->name, &e->name_len) &&
-                  (jlit(&c, ':') || jfail(&c, "expected ':' after a tensor name"));
-        if (ok && !strcmp(e->name, "__metadata__")) ok = jskip(&c, 1);
+        bool ok = gf__jstring(&c, e->name, sizeof e->name, &e->name_len) &&
+                  (gf__jlit(&c, ':') || gf__jfail(&c, "expected ':' after a tensor name"));
+        if (ok && !strcmp(e->name, "__metadata__")) ok = parse_metadata(&c, d, &s);
         else if (ok) ok = parse_info(&c, e);
-        if (ok && jlit(&c, '}')) {
-            jws(&c);
-            if (c.p != c.end) ok = jfail(&c, "text after the closing '}'");
+        if (ok && gf__jlit(&c, '}')) {
+            gf__jws(&c);
+            if (c.p != c.end) ok = gf__jfail(&c, "text after the closing '}'");
             c.p = c.end;
-        } else if (ok && !jlit(&c, ',')) {
-            ok = jfail(&c, "expected ',' or '}'");
+        } else if (ok && !gf__jlit(&c, ',')) {
+            ok = gf__jfail(&c, "expected ',' or '}'");
         }
+        if (!ok && s != GF_OK) break; /* out of memory storing the metadata */
         if (!ok) {
             s = gf__error(GF_ERR_INVALID, "%s: %s has a malformed JSON header (%s, at byte %d)",
                           op, what, c.problem ? c.problem : "?", (int)(c.p - c.start));
@@ -364,60 +231,20 @@ gf_tensor_dict *gf_load_safetensors(const char *path, gf_device *dev) {
 }
 
 /* ------------------------------------------------------------ writing */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_json_string(sbuf *b, const char *s) {
-    sb_put(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        char esc[8];
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            sb_put(b, esc, 2);
-        } else if (ch < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            sb_put(b, esc, 6);
-        } else {
-            sb_put(b, s, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
 gf_status gf_save_safetensors(const char *const *names, const gf_tensor *const *tensors, int n,
                               const char *path) {
-    const char *op = "gf_save_safetensors";
+    return gf__save_safetensors("gf_save_safetensors", names, tensors, n, NULL, path);
+}
+
+gf_status gf__save_safetensors(const char *op, const char *const *names,
+                               const gf_tensor *const *tensors, int n, const gf_tensor_dict *meta,
+                               const char *path) {
     gf_status s = gf__check_names(op, names, tensors, n, "__metadata__");
     if (s != GF_OK) return s;
     if (!path) return gf__error(GF_ERR_INVALID, "%s: path is NULL", op);
-    sbuf b = {0};
+    gf__sbuf b = {0};
     uint64_t offset = 0;
-    sb_str(&b, "{");
+    gf__sb_str(&b, "{");
     for (int i = 0; s == GF_OK && i < n; i++) {
         const gf_tensor *t = tensors[i];
         const char *dt = st_name_of(t->dtype);
@@ -437,22 +264,32 @@ gf_status gf_save_safetensors(const char *const *names, const gf_tensor *const *
         s = gf__tensor_nbytes(t, op, &nbytes);
         if (s != GF_OK) break;
         char num[64];
-        sb_str(&b, i ? "," : "");
-        sb_json_string(&b, names[i]);
-        sb_str(&b, ":{\"dtype\":\"");
-        sb_str(&b, dt);
-        sb_str(&b, "\",\"shape\":[");
+        gf__sb_str(&b, i ? "," : "");
+        gf__sb_json_string(&b, names[i]);
+        gf__sb_str(&b, ":{\"dtype\":\"");
+        gf__sb_str(&b, dt);
+        gf__sb_str(&b, "\",\"shape\":[");
         for (int k = 0; k < t->rank; k++) {
             snprintf(num, sizeof num, "%s%lld", k ? "," : "", (long long)t->sizes[k]);
-            sb_str(&b, num);
+            gf__sb_str(&b, num);
         }
         snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
                  (unsigned long long)(offset + nbytes));
-        sb_str(&b, num);
+        gf__sb_str(&b, num);
         offset += nbytes;
     }
-    sb_str(&b, "}");
-    while (s == GF_OK && !b.oom && (8 + b.n) % 8) sb_put(&b, " ", 1);
+    if (s == GF_OK && meta && meta->n_meta) {
+        gf__sb_str(&b, n ? ",\"__metadata__\":{" : "\"__metadata__\":{");
+        for (int i = 0; i < meta->n_meta; i++) {
+            gf__sb_str(&b, i ? "," : "");
+            gf__sb_json_string(&b, meta->meta_keys[i]);
+            gf__sb_str(&b, ":");
+            gf__sb_json_string(&b, meta->meta_values[i]);
+        }
+        gf__sb_str(&b, "}");
+    }
+    gf__sb_str(&b, "}");
+    while (s == GF_OK && !b.oom && (8 + b.n) % 8) gf__sb_put(&b, " ", 1);
     if (s == GF_OK && b.oom)
         s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the header", op);
     gf__wr wr;

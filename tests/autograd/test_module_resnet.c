@@ -175,9 +175,10 @@ static void test_layers(void) {
     gf_module_release(drop);
 }
 
-/* Loads the model file and the Adam file into net() and a graft Adam with
- * torch's hyperparameters (lr 0.01, the defaults else: param_groups are
- * not tensors, so they are the create call's), checks the loaded output,
+/* Loads the model file and the Adam file into net() and a graft Adam made
+ * with the defaults, which takes torch's hyperparameters (lr 0.01, betas
+ * (0.8, 0.95), eps 1e-6, weight decay 1e-3) from the file's param_groups;
+ * checks the loaded output,
  * then one training step: forward in training mode, sum(y * w), backward,
  * Adam's step; the output and parameters after it are torch's. */
 static void test_torch_checkpoint(void) {
@@ -190,13 +191,15 @@ static void test_torch_checkpoint(void) {
     gf_tensor *params[16];
     int np = gf_module_parameters(m, params, 16);
     CHECK(np == 11);
-    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
-    ao.lr = 0.01;
-    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, &ao) : NULL;
+    /* created with the defaults: lr, betas, eps and weight decay (and, for
+     * the GPT, AdamW's decoupled decay) come from the file's param_groups */
+    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, NULL) : NULL;
     gf_tensor_dict *od = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/resnet_adam.safetensors", NULL);
     CHECK_MSG(od && gf_tensor_dict_size(od) == 3 * np, "%s", gf_last_error());
     CHECK_MSG(opt && gf_optimizer_load_state_dict(opt, od, "state.") == GF_OK, "%s",
               gf_last_error());
+    CHECK_MSG(opt && fabs(gf_optimizer_get_lr(opt) - 0.01) < 1e-15, "lr %g after loading",
+              gf_optimizer_get_lr(opt));
     gf_tensor_dict_destroy(od);
     gf_tensor *x = gf_from_data(ck_rn_x, (const int64_t[]){2, 3, 8, 8}, 4, GF_F64, NULL);
     gf_tensor *w = gf_from_data(ck_rn_w, (const int64_t[]){2, 3}, 2, GF_F64, NULL);

@@ -192,13 +192,15 @@ static void test_gpt_torch_checkpoint(void) {
     gf_tensor_dict_destroy(md);
     gf_tensor *params[64];
     int np = gf_module_parameters(m, params, 64);
-    gf_adam_opts ao = GF_ADAM_OPTS_DEFAULT;
-    ao.lr = 0.01;
-    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, &ao) : NULL;
+    /* created with the defaults: lr, betas, eps and weight decay (and, for
+     * the GPT, AdamW's decoupled decay) come from the file's param_groups */
+    gf_optimizer *opt = np > 0 ? gf_adam_create(params, np, NULL) : NULL;
     gf_tensor_dict *od = gf_load_safetensors(GRAFT_TEST_DATA_DIR "/gpt_adam.safetensors", NULL);
     CHECK_MSG(od && gf_tensor_dict_size(od) == 3 * np, "%s", gf_last_error());
     CHECK_MSG(opt && gf_optimizer_load_state_dict(opt, od, "state.") == GF_OK, "%s",
               gf_last_error());
+    CHECK_MSG(opt && fabs(gf_optimizer_get_lr(opt) - 0.01) < 1e-15, "lr %g after loading",
+              gf_optimizer_get_lr(opt));
     gf_tensor_dict_destroy(od);
     const int64_t bt[2] = {CK_GPT_B, CK_GPT_T}, nv = CK_GPT_B * CK_GPT_T * CK_GPT_V;
     gf_tensor *x = gf_from_data(ck_gpt_x, bt, 2, GF_I64, NULL);

@@ -36,7 +36,8 @@
  * gf_gradcheck / gf_gradgradcheck run on pooled tensors with functions that
  * work, fail, or return an integer output. Optimisers (SGD, Adam/AdamW,
  * RMSprop, Adagrad, Adadelta, NAdam, RAdam) step pooled tensors with
- * whatever gradients they hold.
+ * whatever gradients they hold, and load their state dicts back with the
+ * param_groups metadata replaced or cut short.
  * Inside a scope, results (gf_tensor_grad's too) are released by hand, which
  * graft must refuse. Modules (Linear, Sequential) run on pooled tensors and
  * load their own state dicts, altered; recurrent, attention and encoder
@@ -1049,6 +1050,25 @@ static void act_optim(reader *r) {
     for (int steps = 1 + pick(r, 3); steps > 0; steps--) gf_optimizer_step(opt);
     if (pick(r, 2)) {
         gf_tensor_dict *d = gf_optimizer_state_dict(opt, pick(r, 2) ? "o." : NULL);
+        if (d && pick(r, 2)) {
+            /* its param_groups (JSON metadata) replaced: by a pooled-up
+             * variant of torch's, or cut short at a fuzzed length */
+            static const char *const groups[] = {
+                ("[{\"lr\": 0.1, \"betas\": [0.5, 0.9], \"momentum\": 0.5, \"eps\": 1e-6, "
+                 "\"weight_decay\": 0, \"amsgrad\": false, \"foreach\": null, \"params\": [0]}]"),
+                "[{\"lr\": -1, \"params\": [0, 1]}, {\"lr\": 1e308, \"params\": []}]",
+                "[{\"lr\": NaN, \"centered\": true, \"rho\": 2, \"x\": {\"y\": [1]}}]",
+                "[{\"params\": [0], \"lr\": 0.5, \"initial_lr\": Infinity, \"alpha\": 0.9}]"};
+            char buf[200];
+            snprintf(buf, sizeof buf, "%s", groups[pick(r, 4)]);
+            size_t len = strlen(buf), cut = (size_t)pick(r, 64);
+            if (cut && cut < len) buf[len - cut] = '\0';
+            const char *key = gf_tensor_dict_metadata_count(d) > 0
+                                  ? gf_tensor_dict_metadata_key(d, 0) : "param_groups";
+            char k[64];
+            snprintf(k, sizeof k, "%s", key ? key : "param_groups");
+            gf_tensor_dict_set_metadata(d, k, pick(r, 8) ? buf : NULL);
+        }
         if (d) gf_optimizer_load_state_dict(opt, d, pick(r, 4) ? "o." : NULL);
         gf_tensor_dict_destroy(d);
         gf_optimizer_step(opt);

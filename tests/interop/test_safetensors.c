@@ -111,6 +111,10 @@ static void test_load_made(void) {
     gf_tensor_dict *d = gf_load_safetensors(make_st(json, data, o), NULL);
     CHECK_MSG(d && gf_tensor_dict_size(d) == 8, "%s", gf_last_error());
     if (!d) return;
+    /* the string metadata is kept, a nested value (not str -> str) skipped */
+    CHECK(gf_tensor_dict_metadata_count(d) == 1);
+    CHECK(!strcmp(gf_tensor_dict_metadata_key(d, 0), "format"));
+    CHECK(!strcmp(gf_tensor_dict_get_metadata(d, "format"), "pt"));
     CHECK(!strcmp(gf_tensor_dict_name(d, 0), "\xc3\xa9" "a"));
     CHECK(!strcmp(gf_tensor_dict_name(d, 1), "b"));
     gf_tensor *a = gf_tensor_dict_at(d, 0);
@@ -266,6 +270,62 @@ static void test_dict_in_memory(void) {
     gf_tensor_dict_destroy(d);
 }
 
+/* String metadata: set, replace, remove, escapes and long values through
+ * a file, what safetensors' Python reader writes, and the errors. */
+static void test_metadata(void) {
+    gf_tensor *a = gf_scalar(1, GF_F32, NULL);
+    gf_tensor_dict *d = gf_tensor_dict_new();
+    CHECK(d && gf_tensor_dict_metadata_count(d) == 0);
+    CHECK(gf_tensor_dict_set(d, "a", a) == GF_OK);
+    static char big[20000];
+    for (size_t i = 0; i + 1 < sizeof big; i++) big[i] = (char)('a' + i % 26);
+    big[100] = '"', big[101] = '\\', big[102] = '\n', big[103] = '\x01';
+    CHECK(gf_tensor_dict_set_metadata(d, "format", "pt") == GF_OK);
+    CHECK(gf_tensor_dict_set_metadata(d, "big", big) == GF_OK);
+    CHECK(gf_tensor_dict_set_metadata(d, "gone", "x") == GF_OK);
+    CHECK(gf_tensor_dict_set_metadata(d, "format", "np") == GF_OK); /* replaced in place */
+    CHECK(gf_tensor_dict_set_metadata(d, "gone", NULL) == GF_OK);   /* removed */
+    CHECK(gf_tensor_dict_set_metadata(d, "never", NULL) == GF_OK);  /* absent: nothing */
+    CHECK(gf_tensor_dict_metadata_count(d) == 2);
+    CHECK(!strcmp(gf_tensor_dict_metadata_key(d, 0), "format"));
+    CHECK(gf_save_safetensors_dict(d, it_path("meta.st")) == GF_OK);
+    gf_tensor_dict *e = gf_load_safetensors(it_path("meta.st"), NULL);
+    CHECK_MSG(e && gf_tensor_dict_size(e) == 1, "%s", gf_last_error());
+    CHECK(e && gf_tensor_dict_metadata_count(e) == 2);
+    const char *v = e ? gf_tensor_dict_get_metadata(e, "big") : NULL;
+    CHECK(v && !strcmp(v, big));
+    v = e ? gf_tensor_dict_get_metadata(e, "format") : NULL;
+    CHECK(v && !strcmp(v, "np"));
+    /* metadata only, no tensors */
+    gf_tensor_dict *m = gf_tensor_dict_new();
+    CHECK(gf_tensor_dict_set_metadata(m, "k", "v") == GF_OK);
+    CHECK(gf_save_safetensors_dict(m, it_path("meta_only.st")) == GF_OK);
+    gf_tensor_dict *mo = gf_load_safetensors(it_path("meta_only.st"), NULL);
+    CHECK(mo && gf_tensor_dict_size(mo) == 0 && gf_tensor_dict_metadata_count(mo) == 1);
+    /* errors */
+    CHECK(gf_tensor_dict_get_metadata(d, "nope") == NULL);
+    CHECK_FAILS(GF_ERR_NOT_FOUND, "no metadata key 'nope'");
+    CHECK(gf_tensor_dict_set_metadata(NULL, "k", "v") == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_set_metadata(d, NULL, "v") == GF_ERR_INVALID);
+    CHECK_CONTAINS(gf_last_error(), "key is NULL");
+    CHECK(gf_tensor_dict_set_metadata(d, "", "v") == GF_ERR_INVALID);
+    gf_clear_error();
+    CHECK(gf_tensor_dict_get_metadata(NULL, "k") == NULL && gf_last_status() == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_get_metadata(d, NULL) == NULL && gf_last_status() == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_metadata_key(d, 2) == NULL && gf_last_status() == GF_ERR_INDEX);
+    gf_clear_error(); /* a NULL dict after an error reports that error (NULL propagation) */
+    CHECK(gf_tensor_dict_metadata_key(NULL, 0) == NULL && gf_last_status() == GF_ERR_INVALID);
+    CHECK(gf_tensor_dict_metadata_count(NULL) == 0);
+    /* a malformed metadata string is a malformed header */
+    load_error("{\"__metadata__\":{\"k\":\"v}}", NULL, 0, GF_ERR_INVALID, "malformed JSON");
+    load_error("{\"__metadata__\":[1]}", NULL, 0, GF_ERR_INVALID, "must be an object");
+    gf_tensor_dict_destroy(mo);
+    gf_tensor_dict_destroy(m);
+    gf_tensor_dict_destroy(e);
+    gf_tensor_dict_destroy(d);
+    gf_tensor_release(a);
+}
+
 int main(void) {
     it_setup("safetensors");
     RUN(test_roundtrip);
@@ -274,6 +334,7 @@ int main(void) {
     RUN(test_load_errors);
     RUN(test_save_errors);
     RUN(test_dict_in_memory);
+    RUN(test_metadata);
     it_teardown();
     return CHECK_REPORT();
 }

@@ -8,9 +8,10 @@ computes after loading them, for graft to load and match:
       safetensors.torch.save_file after three Adam steps
   tests/autograd/data/resnet_adam.safetensors    that Adam's
       state_dict()['state'] flattened to "state.<i>.<key>" (step as PyTorch
-      keeps it: an f32 0-dim tensor)
+      keeps it: an f32 0-dim tensor), with state_dict()['param_groups'] as
+      JSON in the file's metadata under "param_groups"
   tests/autograd/data/gpt_model.safetensors, gpt_adam.safetensors
-      the same for a small GPT (f32): nn.Embedding + learned positions, an
+      the same for a small GPT (f32, trained with AdamW): nn.Embedding + learned positions, an
       nn.TransformerEncoder of two pre-norm GELU layers under a causal mask
       with a final nn.LayerNorm, an nn.Linear head, trained as a
       next-token model
@@ -21,11 +22,13 @@ computes after loading them, for graft to load and match:
 
 tests/autograd/test_module_resnet.c and test_module_transformer.c build the
 same models from graft's modules, load the files by name and check those
-values. Adam's hyperparameters (param_groups) are not tensors, and graft
-takes them from the create call: the tests create Adam with the same ones.
+values. The optimisers use hyperparameters other than the defaults (betas,
+eps, weight decay; AdamW for the GPT) and the tests create graft's Adam with
+the defaults: what they step with comes from the file's param_groups.
 
     python3 tools/expected/gen_checkpoints.py   (from the repository root)
 """
+import json
 import os
 import sys
 
@@ -56,12 +59,15 @@ class GPT(nn.Module):
         return self.head(self.encoder(self.tok(x) + self.pos, mask=mask))
 
 
-def adam_state(opt):
+def save_optimizer(opt, path):
+    """state_dict()['state'] as "state.<i>.<key>" tensors, param_groups as
+    JSON metadata: a flattened torch optimizer checkpoint."""
+    sd = opt.state_dict()
     out = {}
-    for i, st in opt.state_dict()["state"].items():
+    for i, st in sd["state"].items():
         for k, v in st.items():
             out["state.%d.%s" % (i, k)] = v.detach().clone().contiguous()
-    return out
+    save_file(out, path, metadata={"param_groups": json.dumps(sd["param_groups"])})
 
 
 def arr(t):
@@ -75,7 +81,8 @@ def c_name(s):
 def resnet(out):
     torch.manual_seed(1)
     net = Net().double()
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01, betas=(0.8, 0.95), eps=1e-6,
+                           weight_decay=1e-3)
     w = torch.linspace(-1, 1, 2 * 3, dtype=torch.float64).reshape(2, 3)
     for _ in range(3):
         opt.zero_grad()
@@ -83,7 +90,7 @@ def resnet(out):
         opt.step()
     save_file({k: v.contiguous() for k, v in net.state_dict().items()},
               os.path.join(OUT, "resnet_model.safetensors"))
-    save_file(adam_state(opt), os.path.join(OUT, "resnet_adam.safetensors"))
+    save_optimizer(opt, os.path.join(OUT, "resnet_adam.safetensors"))
     x = torch.randn(2, 3, 8, 8, dtype=torch.float64)
     net.eval()
     with torch.no_grad():
@@ -106,7 +113,7 @@ def resnet(out):
 def gpt(out):
     torch.manual_seed(2)
     net = GPT()
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    opt = torch.optim.AdamW(net.parameters(), lr=0.01, betas=(0.85, 0.98), weight_decay=0.05)
     seqs = torch.randint(0, V, (4, B, T + 1))
     for s in seqs[:3]:
         opt.zero_grad()
@@ -115,7 +122,7 @@ def gpt(out):
         opt.step()
     save_file({k: v.contiguous() for k, v in net.state_dict().items()},
               os.path.join(OUT, "gpt_model.safetensors"))
-    save_file(adam_state(opt), os.path.join(OUT, "gpt_adam.safetensors"))
+    save_optimizer(opt, os.path.join(OUT, "gpt_adam.safetensors"))
     s = seqs[3]
     net.eval()
     with torch.no_grad():

@@ -441,9 +441,20 @@ GF_API void gf_lbfgs_destroy(gf_lbfgs *l);
  *   ".grad_avg" (centered)                         RMSprop
  *   "<prefix><i>.sum", ".step"                     Adagrad
  * (the step count is a 0-dim i64 tensor). A parameter not stepped yet has
- * no entries. The hyperparameters are not part of it: they are the create
- * call's options (a schedule's state restores the learning rates). gf_tensor_dict and its functions are in graft/interop.h;
- * gf_save_safetensors writes the tensors, gf_load_safetensors reads them. */
+ * no entries. The hyperparameters are torch's param_groups: a JSON list,
+ * as json.dumps(optimizer.state_dict()["param_groups"]) writes it, in the
+ * dict's string metadata under "<P>param_groups", P the prefix without a
+ * trailing "state." component (so a PyTorch optimizer's state dict flattened to
+ * "state.<i>.<key>" tensors with metadata {"param_groups": json} loads
+ * with prefix "state."). Loading replaces the hyperparameters with the
+ * checkpoint's, as torch does: lr, weight_decay and initial_lr per group,
+ * the others (one value for all groups in graft) the same in every group;
+ * a value that decides which state is kept (momentum zero or not, centered)
+ * must equal the optimiser's; amsgrad and maximize must be false; "params"
+ * must number the parameters as graft does (core/src/autograd/
+ * optim_groups.c). gf_tensor_dict and its functions are in graft/interop.h;
+ * gf_save_safetensors_dict writes the tensors and the metadata,
+ * gf_load_safetensors reads them. */
 typedef struct gf_tensor_dict gf_tensor_dict;
 /* A new dict of the state (prefix NULL = ""). Its moment and momentum
  * tensors are the optimiser's own (as in torch: later steps change them);

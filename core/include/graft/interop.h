@@ -150,6 +150,18 @@ GF_API gf_tensor *gf_tensor_dict_at(const gf_tensor_dict *d, int i);
 GF_API gf_tensor *gf_tensor_dict_get(const gf_tensor_dict *d, const char *name);
 /* Releases the dict's references. NULL is harmless. */
 GF_API void gf_tensor_dict_destroy(gf_tensor_dict *d);
+/* String metadata beside the tensors (safetensors' "__metadata__", str to
+ * str: gf_load_safetensors reads it, gf_save_safetensors_dict writes it;
+ * an optimiser's state dict keeps its param_groups there). set copies key
+ * and value (value NULL removes the key; a missing key is not an error);
+ * keys are 1 to 4096 bytes. get returns the value (valid until the key
+ * changes or d is destroyed), NULL with NOT_FOUND when absent. Fails:
+ * INVALID (NULL d or key, bad key), OUT_OF_MEMORY; key_at: INDEX. */
+GF_API gf_status gf_tensor_dict_set_metadata(gf_tensor_dict *d, const char *key,
+                                             const char *value);
+GF_API const char *gf_tensor_dict_get_metadata(const gf_tensor_dict *d, const char *key);
+GF_API int gf_tensor_dict_metadata_count(const gf_tensor_dict *d); /* 0 for NULL */
+GF_API const char *gf_tensor_dict_metadata_key(const gf_tensor_dict *d, int i);
 
 /* ------------------------------------------------------------ .npz
  * An uncompressed ZIP of .npy members, as np.savez writes it (np.load(path)

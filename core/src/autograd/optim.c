@@ -17,47 +17,8 @@
 #include "ag_internal.h"
 #include "graph/graph_internal.h"
 #include "profiler_internal.h"
+#include "optim_internal.h"
 #include "interop_internal.h"
-
-typedef enum opt_kind {
-    OPT_SGD, OPT_ADAM, OPT_RMSPROP, OPT_ADAGRAD, OPT_ADADELTA, OPT_NADAM, OPT_RADAM
-} opt_kind;
-
-/* Per-parameter state: SGD uses buf1 (momentum buffer); Adam uses buf1
- * (exp_avg), buf2 (exp_avg_sq) and step (its own count, as PyTorch keeps
- * one per parameter: a parameter skipped for lack of a gradient does not
- * advance its bias correction). RMSprop: buf1 square_avg, buf2 the momentum
- * buffer, buf3 grad_avg (centered). Adagrad: buf1 the sum of squares,
- * step its own count (for lr_decay). */
-typedef struct param_state {
-    gf_tensor *param; /* reference */
-    gf_tensor *buf1, *buf2, *buf3;
-    int64_t step;
-    double mu_product; /* NAdam: the product of its mu over the steps so far */
-    int group;         /* its parameter group */
-} param_state;
-
-/* A parameter group's own hyperparameters (torch's param_groups[g]):
- * they replace the create call's lr and weight_decay for its parameters.
- * initial_lr is NAN until a schedule records it (torch's "initial_lr"). */
-typedef struct opt_group {
-    double lr, weight_decay, initial_lr;
-} opt_group;
-
-struct gf_optimizer {
-    opt_kind kind;
-    gf_sgd_opts sgd;
-    gf_adam_opts adam; /* defaults resolved */
-    gf_rmsprop_opts rmsprop;
-    gf_adagrad_opts adagrad;
-    gf_adadelta_opts adadelta;
-    gf_nadam_opts nadam;
-    gf_radam_opts radam;
-    int n;
-    param_state *ps;
-    int n_groups;
-    opt_group *groups;
-};
 
 /* NaN fails every comparison, so `!(x >= 0)` rejects it too. */
 static bool nonneg(double x) { return x >= 0 && !isinf(x); }
@@ -1203,6 +1164,7 @@ gf_tensor_dict *gf_optimizer_state_dict(const gf_optimizer *opt, const char *pre
         }
     }
     gf__scope_resume(saved);
+    if (s == GF_OK) s = gf__optim_groups_put(opt, d, prefix); /* optim_groups.c */
     if (s != GF_OK) {
         gf_tensor_dict_destroy(d);
         return NULL;
@@ -1328,6 +1290,7 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
     gf_status s = found && steps && mus && fresh
                       ? GF_OK
                       : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    gf__optim_groups *groups = NULL;
     for (int e = 0; s == GF_OK && e < gf_tensor_dict_size(d); e++) {
         const char *name = gf_tensor_dict_name(d, e);
         if (strncmp(name, prefix, plen)) continue;
@@ -1356,6 +1319,8 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
                           kind_name(opt->kind), prefix, i, list);
         }
     }
+    /* The param_groups (optim_groups.c), checked now, set with the state. */
+    if (s == GF_OK) s = gf__optim_groups_parse(opt, d, prefix, &groups);
     /* Copies on each parameter's device, made before anything changes. */
     int saved = gf__scope_suspend();
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_NO_GRAD);
@@ -1384,9 +1349,11 @@ gf_status gf_optimizer_load_state_dict(gf_optimizer *opt, const gf_tensor_dict *
             st->step = st->buf1 ? steps[i] : 0;
             st->mu_product = st->buf1 ? mus[i] : 1.0;
         }
+        gf__optim_groups_apply(opt, groups);
     } else if (fresh) {
         for (int i = 0; i < n * 3; i++) gf_tensor_release(fresh[i]);
     }
+    gf__optim_groups_free(groups);
     free(found);
     free(steps);
     free(mus);
