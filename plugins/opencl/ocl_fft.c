@@ -8,7 +8,9 @@
  * transformed line by line in place, and the result is stored into y with
  * the scale (C2R: the real parts, after the onesided dim's lines were
  * extended by conjugate symmetry and transformed last). A line of a power
- * of two is one radix-2 transform; any other length goes through
+ * of two is one radix-2 transform (an item per line, or for a few long
+ * lines a launch per stage with an item per butterfly); any other length
+ * goes through
  * Bluestein's algorithm with power-of-two transforms of m >= 2n - 1, whose
  * scratch lines are taken in chunks of at most OCL_FFT_SCRATCH bytes. The
  * work arrays are buffers of their own, released once their kernels are
@@ -142,9 +144,36 @@ static gfp_status roots(ocl_device *d, cl_mem tw, int64_t n, int sign) {
     return ocl_call_run1(&c, (uint64_t)n, 64);
 }
 
+/* Fewer lines than this, each at least OCL_FFT_STAGED_N long: a launch per
+ * stage with an item per butterfly instead of an item per line. */
+#define OCL_FFT_STAGED_LINES 32
+#define OCL_FFT_STAGED_N 1024
+
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
                              cl_mem tw) {
     ocl_call c;
+    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N) {
+        int p = 0;
+        while (((int64_t)1 << p) < n) p++;
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_bitrev", "fft");
+        ocl_arg_mem(&c, w);
+        ocl_arg_i64(&c, n);
+        ocl_arg_i32(&c, p);
+        ocl_arg_i64(&c, inner);
+        ocl_arg_i64(&c, lines);
+        gfp_status st = ocl_call_run1(&c, (uint64_t)(lines * n), 64);
+        for (int64_t len = 2; st == GFP_OK && len <= n; len *= 2) {
+            ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_stage", "fft");
+            ocl_arg_mem(&c, w);
+            ocl_arg_i64(&c, n);
+            ocl_arg_i64(&c, inner);
+            ocl_arg_i64(&c, lines);
+            ocl_arg_i64(&c, len);
+            ocl_arg_mem(&c, tw);
+            st = ocl_call_run1(&c, (uint64_t)(lines * (n / 2)), 64);
+        }
+        return st;
+    }
     ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_pow2", "fft");
     ocl_arg_mem(&c, w);
     ocl_arg_i64(&c, n);

@@ -92,6 +92,37 @@ __kernel void fx_lines_pow2(__global cx *w, long n, long inner, long first, long
     fx_pow2(line, inner, n, tw);
 }
 
+/* The same transform for few long lines: a bit-reversal launch, then one
+ * launch per stage with an item per butterfly (the same operations in the
+ * same order per element, so both forms give the same bits). */
+long fx_rev(long i, int p) {
+    long r = 0;
+    for (int b = 0; b < p; b++, i >>= 1) r = (r << 1) | (i & 1);
+    return r;
+}
+
+__kernel void fx_bitrev(__global cx *w, long n, int p, long inner, long lines) {
+    long e = get_global_id(0);
+    if (e >= lines * n) return;
+    long l = e / n, i = e % n, j = fx_rev(i, p);
+    if (i >= j) return;
+    __global cx *line = w + (l / inner) * n * inner + l % inner;
+    cx t = line[i * inner];
+    line[i * inner] = line[j * inner];
+    line[j * inner] = t;
+}
+
+__kernel void fx_stage(__global cx *w, long n, long inner, long lines, long len,
+                       __global const cx *tw) {
+    long e = get_global_id(0), hn = n >> 1;
+    if (e >= lines * hn) return;
+    long l = e / hn, b = e % hn, hl = len >> 1, i0 = (b / hl) * len, j = b % hl;
+    __global cx *line = w + (l / inner) * n * inner + l % inner;
+    cx u = line[(i0 + j) * inner], v = fx_mul(line[(i0 + j + hl) * inner], tw[j * (n / len)]);
+    line[(i0 + j) * inner] = u + v;
+    line[(i0 + j + hl) * inner] = u - v;
+}
+
 /* Bluestein: scratch holds a line of m per work-item of this launch;
  * twf and twi the roots of m of signs -1 and +1. */
 __kernel void fx_lines_bluestein(__global cx *w, long n, long inner, long first, long count,
