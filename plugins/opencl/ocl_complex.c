@@ -241,13 +241,54 @@ gfp_status ocl_complex_reduce_launch(ocl_device *d, uint32_t op, const gfp_tenso
 }
 
 /* ------------------------------------------------------------ matmul */
-#define CX_TILE 8 /* complex.cl's */
-
+/* One real GEMM through the plugin's own (ocl_matmul.c, so graft's kernel or
+ * CLBlast, as for the real dtypes): a read as the real [m, 2k] matrix of
+ * interleaved parts, times b expanded to a real [2k, 2n] one
+ * (complex.cl), is y read as the real [m, 2n] one; the GEMM does 8mkn real
+ * flops, as the complex products do. a and y need a unit column stride for
+ * those readings: other views go through contiguous copies. c64 therefore
+ * accumulates in float (the f32 GEMM), c128 in double. */
 uint32_t ocl_complex_matmul_support(const ocl_device *d, const gfp_op_query *q) {
     int32_t a = q->input_dtypes[0];
-    bool ok = cx_ok(d, a) && q->input_dtypes[1] == a && q->output_dtypes[0] == a &&
-              d->max_wg >= CX_TILE * CX_TILE;
+    bool ok = cx_ok(d, a) && q->input_dtypes[1] == a && q->output_dtypes[0] == a;
     return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+}
+
+static gfp_status make(ocl_device *d, uint64_t bytes, ocl_buffer *b) {
+    memset(b, 0, sizeof *b);
+    cl_int err = CL_SUCCESS;
+    cl_mem m = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (!m) return ocl_cl_fail(err, "matmul", "clCreateBuffer (complex operand)");
+    *b = (ocl_buffer){OCL_BUFFER_MAGIC, m, bytes, NULL, NULL};
+    return GFP_OK;
+}
+
+static void drop(ocl_buffer *b) {
+    if (b->mem) ocl.ReleaseMemObject(b->mem);
+    b->mem = NULL;
+}
+
+/* t's contiguous twin in buffer b. */
+static gfp_tensor contiguous_in(const gfp_tensor *t, ocl_buffer *b) {
+    gfp_tensor v = *t;
+    v.buffer = b;
+    v.offset = 0;
+    int64_t st = 1;
+    for (int k = t->rank - 1; k >= 0; k--) {
+        v.strides[k] = st;
+        st *= t->sizes[k];
+    }
+    return v;
+}
+
+/* The real reading of complex t (unit column stride): the last dim doubled. */
+static gfp_tensor real_view(const gfp_tensor *t) {
+    gfp_tensor v = *t;
+    v.dtype = part_of(t->dtype);
+    for (int k = 0; k < t->rank - 1; k++) v.strides[k] = 2 * t->strides[k];
+    v.sizes[t->rank - 1] = 2 * t->sizes[t->rank - 1];
+    v.strides[t->rank - 1] = 1;
+    return v;
 }
 
 gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const gfp_tensor *b,
@@ -255,38 +296,56 @@ gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const g
     uint32_t dts = PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
     gfp_status st = pk_check_matmul(a, b, y, dts);
     if (st != GFP_OK) return st;
-    if (d->max_wg < CX_TILE * CX_TILE)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "matmul: complex products need work-groups of %d "
-                       "items; '%s' allows %zu", CX_TILE * CX_TILE, d->name, d->max_wg);
     int r = a->rank, br = r - 2;
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;
     for (int dd = 0; dd < br; dd++) batches *= a->sizes[dd];
     if (m == 0 || n == 0 || batches == 0) return GFP_OK;
-    char kname[32];
-    snprintf(kname, sizeof kname, "cx_matmul_%s", cdt(a->dtype));
-    ocl_call c;
-    ocl_call_begin(&c, d, OCL_PROG_COMPLEX, kname, "matmul");
-    ocl_arg_mem(&c, ocl_mem(y));
-    ocl_arg_i64(&c, ocl_elem_offset(y));
-    ocl_arg_mem(&c, ocl_mem(a));
-    ocl_arg_i64(&c, ocl_elem_offset(a));
-    ocl_arg_mem(&c, ocl_mem(b));
-    ocl_arg_i64(&c, ocl_elem_offset(b));
-    ocl_arg_i64(&c, m);
-    ocl_arg_i64(&c, n);
-    ocl_arg_i64(&c, k);
-    ocl_arg_i64(&c, a->strides[r - 2]);
-    ocl_arg_i64(&c, a->strides[r - 1]);
-    ocl_arg_i64(&c, b->strides[r - 2]);
-    ocl_arg_i64(&c, b->strides[r - 1]);
-    ocl_arg_i64(&c, y->strides[r - 2]);
-    ocl_arg_i64(&c, y->strides[r - 1]);
-    ocl_arg_long8(&c, a->sizes, br);
-    ocl_arg_long8(&c, a->strides, br);
-    ocl_arg_long8(&c, b->strides, br);
-    ocl_arg_long8(&c, y->strides, br);
-    ocl_arg_i32(&c, br);
-    size_t global[3] = {(size_t)n, (size_t)m, (size_t)batches},
-           local[3] = {CX_TILE, CX_TILE, 1};
-    return ocl_call_run(&c, 3, global, local);
+    if (k == 0) return run_fill(d, y, 0);
+    size_t es = pk_dtype_size(a->dtype);
+    ocl_buffer ab, eb, yb;
+    memset(&ab, 0, sizeof ab);
+    memset(&yb, 0, sizeof yb);
+    gfp_tensor ac = *a, yc = *y, e;
+    if (a->strides[r - 1] != 1 && m * k > 0) {
+        if ((st = make(d, (uint64_t)pk_numel(a) * es, &ab)) != GFP_OK) return st;
+        ac = contiguous_in(a, &ab);
+        st = ocl_complex_copy(d, &ac, a, "matmul");
+    }
+    if (st == GFP_OK && y->strides[r - 1] != 1) {
+        if ((st = make(d, (uint64_t)pk_numel(y) * es, &yb)) == GFP_OK) yc = contiguous_in(y, &yb);
+    }
+    if (st == GFP_OK) st = make(d, (uint64_t)(batches * 4 * k * n) * (es / 2), &eb);
+    if (st == GFP_OK) {
+        char kname[32];
+        snprintf(kname, sizeof kname, "cx_expand_%s", cdt(a->dtype));
+        ocl_call c;
+        ocl_call_begin(&c, d, OCL_PROG_COMPLEX, kname, "matmul");
+        ocl_arg_mem(&c, eb.mem);
+        ocl_arg_mem(&c, ocl_mem(b));
+        ocl_arg_i64(&c, ocl_elem_offset(b));
+        ocl_arg_i64(&c, k);
+        ocl_arg_i64(&c, n);
+        ocl_arg_i64(&c, b->strides[r - 2]);
+        ocl_arg_i64(&c, b->strides[r - 1]);
+        ocl_arg_long8(&c, b->sizes, br);
+        ocl_arg_long8(&c, b->strides, br);
+        ocl_arg_i32(&c, br);
+        size_t global[3] = {(size_t)n, (size_t)k, (size_t)batches}, local[3] = {16, 1, 1};
+        st = ocl_call_run(&c, 3, global, local);
+    }
+    if (st == GFP_OK) {
+        e = *b;
+        e.sizes[r - 2] = 2 * k;
+        e.sizes[r - 1] = 2 * n;
+        e.dtype = part_of(a->dtype);
+        e = contiguous_in(&e, &eb);
+        gfp_tensor ar = real_view(&ac), yr = real_view(&yc);
+        const gfp_tensor *ins[2] = {&ar, &e}, *outs[1] = {&yr};
+        st = ocl_matmul_launch(d, GFP_OP_MATMUL, ins, 2, outs, 1, NULL);
+    }
+    if (st == GFP_OK && yb.mem) st = ocl_complex_copy(d, y, &yc, "matmul");
+    drop(&ab);
+    drop(&eb);
+    drop(&yb);
+    return st;
 }

@@ -135,13 +135,39 @@ static gfp_tensor view(ocl_buffer *b, int32_t dt, int rank, const int64_t *shape
 }
 
 /* ------------------------------------------------------------ 1-D transforms */
-static gfp_status roots(ocl_device *d, cl_mem tw, int64_t n, int sign) {
+/* The first n / 2 roots of n of the sign, kept per device for the next
+ * transform of the same length (computing them costs more than a radix-2
+ * pass); *tw stays valid until the next call for this sign. */
+static gfp_status roots(ocl_device *d, int64_t n, int sign, cl_mem *tw, size_t es) {
+    int i = sign > 0;
+    if (d->fft_roots[i] && d->fft_roots_n[i] == n) {
+        *tw = d->fft_roots[i];
+        return GFP_OK;
+    }
+    ocl_buffer b;
+    gfp_status st = make(d, (uint64_t)(n / 2) * es, &b);
+    if (st != GFP_OK) return st;
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_roots", "fft");
-    ocl_arg_mem(&c, tw);
+    ocl_arg_mem(&c, b.mem);
     ocl_arg_i64(&c, n);
     ocl_arg_i32(&c, sign);
-    return ocl_call_run1(&c, (uint64_t)n, 64);
+    if ((st = ocl_call_run1(&c, (uint64_t)(n / 2), 64)) != GFP_OK) {
+        drop(&b);
+        return st;
+    }
+    if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
+    d->fft_roots[i] = *tw = b.mem;
+    d->fft_roots_n[i] = n;
+    return GFP_OK;
+}
+
+void ocl_fft_release(ocl_device *d) {
+    for (int i = 0; i < 2; i++) {
+        if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
+        d->fft_roots[i] = NULL;
+        d->fft_roots_n[i] = 0;
+    }
 }
 
 /* Fewer lines than this, each at least OCL_FFT_STAGED_N long: a launch per
@@ -161,16 +187,17 @@ static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, 
         ocl_arg_i32(&c, p);
         ocl_arg_i64(&c, inner);
         ocl_arg_i64(&c, lines);
-        gfp_status st = ocl_call_run1(&c, (uint64_t)(lines * n), 64);
-        for (int64_t len = 2; st == GFP_OK && len <= n; len *= 2) {
+        gfp_status st = ocl_call_run1(&c, (uint64_t)(lines * n), 1024);
+        for (int s = 1; st == GFP_OK && s <= p; s++) {
             ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_stage", "fft");
             ocl_arg_mem(&c, w);
             ocl_arg_i64(&c, n);
+            ocl_arg_i32(&c, p);
             ocl_arg_i64(&c, inner);
             ocl_arg_i64(&c, lines);
-            ocl_arg_i64(&c, len);
+            ocl_arg_i32(&c, s);
             ocl_arg_mem(&c, tw);
-            st = ocl_call_run1(&c, (uint64_t)(lines * (n / 2)), 64);
+            st = ocl_call_run1(&c, (uint64_t)(lines * (n / 2)), 1024);
         }
         return st;
     }
@@ -193,17 +220,14 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
         if (k != dim) lines *= shape[k];
     for (int k = dim + 1; k < rank; k++) inner *= shape[k];
     gfp_status st;
-    ocl_buffer tw, twi, chirp, bhat, scratch;
-    memset(&twi, 0, sizeof twi);
+    cl_mem tw = NULL, twi = NULL;
+    ocl_buffer chirp, bhat, scratch;
     memset(&chirp, 0, sizeof chirp);
     memset(&bhat, 0, sizeof bhat);
     memset(&scratch, 0, sizeof scratch);
     if ((n & (n - 1)) == 0) {
-        if ((st = make(d, (uint64_t)n * es, &tw)) != GFP_OK) return st;
-        st = roots(d, tw.mem, n, sign);
-        if (st == GFP_OK) st = pow2_lines(d, w, n, inner, lines, tw.mem);
-        drop(&tw);
-        return st;
+        st = roots(d, n, sign, &tw, es);
+        return st == GFP_OK ? pow2_lines(d, w, n, inner, lines, tw) : st;
     }
     /* Bluestein */
     int64_t m = 1;
@@ -211,12 +235,10 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
     int64_t chunk = (int64_t)(OCL_FFT_SCRATCH / ((uint64_t)m * es));
     if (chunk < 1) chunk = 1;
     if (chunk > lines) chunk = lines;
-    if ((st = make(d, (uint64_t)m * es, &tw)) != GFP_OK) return st;
-    if ((st = make(d, (uint64_t)m * es, &twi)) == GFP_OK &&
-        (st = make(d, (uint64_t)n * es, &chirp)) == GFP_OK &&
+    if ((st = make(d, (uint64_t)n * es, &chirp)) == GFP_OK &&
         (st = make(d, (uint64_t)m * es, &bhat)) == GFP_OK &&
         (st = make(d, (uint64_t)(chunk * m) * es, &scratch)) == GFP_OK &&
-        (st = roots(d, tw.mem, m, -1)) == GFP_OK && (st = roots(d, twi.mem, m, 1)) == GFP_OK) {
+        (st = roots(d, m, -1, &tw, es)) == GFP_OK && (st = roots(d, m, 1, &twi, es)) == GFP_OK) {
         ocl_call c;
         ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_chirp", "fft");
         ocl_arg_mem(&c, chirp.mem);
@@ -231,7 +253,7 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
             ocl_arg_i64(&c, m);
             st = ocl_call_run1(&c, (uint64_t)m, 64);
         }
-        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw.mem);
+        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw);
         for (int64_t first = 0; st == GFP_OK && first < lines; first += chunk) {
             int64_t count = lines - first < chunk ? lines - first : chunk;
             ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_bluestein", "fft");
@@ -243,14 +265,12 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
             ocl_arg_i64(&c, m);
             ocl_arg_mem(&c, chirp.mem);
             ocl_arg_mem(&c, bhat.mem);
-            ocl_arg_mem(&c, tw.mem);
-            ocl_arg_mem(&c, twi.mem);
+            ocl_arg_mem(&c, tw);
+            ocl_arg_mem(&c, twi);
             ocl_arg_mem(&c, scratch.mem);
             st = ocl_call_run1(&c, (uint64_t)count, 16);
         }
     }
-    drop(&tw);
-    drop(&twi);
     drop(&chirp);
     drop(&bhat);
     drop(&scratch);

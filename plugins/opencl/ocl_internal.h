@@ -180,6 +180,10 @@ typedef struct ocl_device {
     double compile_seconds; /* building or loading programs (logged at close) */
     ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
     ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
+    /* The FFT's last table of roots of each sign (ocl_fft.c): [0] sign -1,
+     * [1] sign +1, of length fft_roots_n[]; released with the device. */
+    cl_mem fft_roots[2];
+    int64_t fft_roots_n[2];
 } ocl_device;
 
 /* ------------------------------------------------------------------ programs (ocl_program.c) */
@@ -280,6 +284,9 @@ PK_FAMILIES(OCL_FAMILY)
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);
 gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                           const gfp_tensor *const *out, uint32_t n_out, const void *params);
+
+/* Releases the FFT's cached tables (at device close). */
+void ocl_fft_release(ocl_device *d);
 
 /* The complex dtypes (ocl_complex.c): c64 always, c128 with doubles. The
  * elementwise, reduce and matmul families hand complex operands here. */

@@ -291,6 +291,7 @@ static ocl_fault fault_from_env(void) {
 
 static void device_release(ocl_device *d) {
     ocl_programs_release(d);
+    ocl_fft_release(d);
     if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
     d->scratch = (ocl_buffer){0, NULL, 0, NULL, NULL};
     if (d->flag) ocl.ReleaseMemObject(d->flag);

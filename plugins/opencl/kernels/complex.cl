@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* complex.cl — the complex dtypes (c64: float2, c128: double2): COPY into
- * complex, FILL, the unary and binary ops, EQ/NE, SUM/MEAN/PROD and MATMUL
- * (ocl_complex.c launches them; FFT is fft.cl).
+ * complex, FILL, the unary and binary ops, EQ/NE, SUM/MEAN/PROD and the
+ * operand of MATMUL's real GEMM (ocl_complex.c launches them; FFT is fft.cl).
  *
  * Every value is computed in cx (double2) on a device with doubles, for c64
  * too, and rounded once, part by part, on store: the reference computes in
@@ -247,36 +247,27 @@ CX_REDUCE(c128, double2)
 #endif
 
 /* ------------------------------------------------------------ matmul */
-/* y[b, i, j] = sum_k a[b, i, k] b[b, k, j] (plain products, no conjugate):
- * a work-group of 8 x 8 outputs walks k in tiles of 8 through local
- * memory. Batch dims (bsz) are unravelled per tensor (ab, bb, yb strides);
- * the matrix strides are a (ar, ac), b (br, bc), y (yr, yc). Products
- * accumulate in cx without compensation, as the reference's. */
-#define CX_TILE 8
-#define CX_MATMUL(DN, TD)                                                                      \
-    __kernel __attribute__((reqd_work_group_size(CX_TILE, CX_TILE, 1))) void                  \
-    cx_matmul_##DN(__global TD *y, long oy, __global const TD *a, long oa,                    \
-                   __global const TD *b, long ob, long m, long n, long kk, long ar, long ac,  \
-                   long br, long bc, long yr, long yc, long8 bsz, long8 ab, long8 bb,         \
-                   long8 yb, int brank) {                                                      \
-        __local cx ta[CX_TILE][CX_TILE], tb[CX_TILE][CX_TILE];                                 \
-        long j = get_global_id(0), i = get_global_id(1), bt = get_global_id(2);               \
-        int lj = get_local_id(0), li = get_local_id(1);                                        \
-        long ao = oa + gf_line_offset(bt, bsz, ab, brank);                                     \
-        long bo = ob + gf_line_offset(bt, bsz, bb, brank);                                     \
-        cx acc = (cx)(ZERO, ZERO);                                                             \
-        for (long k0 = 0; k0 < kk; k0 += CX_TILE) {                                            \
-            long ka = k0 + lj, kb = k0 + li;                                                   \
-            ta[li][lj] = i < m && ka < kk ? LD_##DN(a[ao + i * ar + ka * ac]) : (cx)(ZERO, ZERO); \
-            tb[li][lj] = j < n && kb < kk ? LD_##DN(b[bo + kb * br + j * bc]) : (cx)(ZERO, ZERO); \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
-            for (int t = 0; t < CX_TILE; t++) acc += cx_mul(ta[li][t], tb[t][lj]);             \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
-        }                                                                                      \
-        if (i < m && j < n) y[oy + gf_line_offset(bt, bsz, yb, brank) + i * yr + j * yc] = ST_##DN(acc); \
+/* MATMUL runs as one real GEMM (ocl_complex.c): b [.., k, n] becomes the
+ * real [.., 2k, 2n] matrix e (contiguous) with, for each (q, j),
+ *   e[2q][2j] = br   e[2q][2j+1] = bi
+ *   e[2q+1][2j] = -bi  e[2q+1][2j+1] = br
+ * so that a read as the real [m, 2k] matrix (re, im interleaved) times e is
+ * y read as the real [m, 2n] one. Batch dims (bsz, strides bb) are
+ * unravelled per item. */
+#define CX_EXPAND(DN, TD, TP)                                                                  \
+    __kernel void cx_expand_##DN(__global TP *e, __global const TD *b, long ob, long k, long n, \
+                                 long br, long bc, long8 bsz, long8 bb, int brank) {           \
+        long j = get_global_id(0), q = get_global_id(1), bt = get_global_id(2);               \
+        if (j >= n || q >= k) return;                                                          \
+        TD v = b[ob + gf_line_offset(bt, bsz, bb, brank) + q * br + j * bc];                  \
+        __global TP *row = e + (bt * 2 * k + 2 * q) * 2 * n + 2 * j;                           \
+        row[0] = v.x;                                                                          \
+        row[1] = v.y;                                                                          \
+        row[2 * n] = -v.y;                                                                     \
+        row[2 * n + 1] = v.x;                                                                  \
     }
 
-CX_MATMUL(c64, float2)
+CX_EXPAND(c64, float2, float)
 #if GF_HAS_FP64
-CX_MATMUL(c128, double2)
+CX_EXPAND(c128, double2, double)
 #endif

@@ -31,10 +31,11 @@ cx fx_root(long k, long n, int sign) {
     return (cx)(cospi(t), sign * sinpi(t));
 }
 
-/* tw[k] = exp(sign 2 pi i k / n), k < n. */
+/* tw[k] = exp(sign 2 pi i k / n), k < n / 2 (the radix-2 stages read no
+ * more). */
 __kernel void fx_roots(__global cx *tw, long n, int sign) {
     long k = get_global_id(0);
-    if (k < n) tw[k] = fx_root(k, n, sign);
+    if (k < n / 2) tw[k] = fx_root(k, n, sign);
 }
 
 /* chirp[k] = exp(sign pi i k^2 / n) = root(k^2 mod 2n, 2n), k < n. */
@@ -55,7 +56,8 @@ __kernel void fx_chirp_wrap(__global cx *bh, __global const cx *chirp, long n, l
     bh[j] = (cx)(v.x, -v.y);
 }
 
-/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots tw of n. */
+/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots tw of n
+ * (the first n / 2). */
 void fx_pow2(__global cx *a, long s, long n, __global const cx *tw) {
     for (long i = 1, j = 0; i < n; i++) { /* bit reversal */
         long bit = n >> 1;
@@ -104,7 +106,7 @@ long fx_rev(long i, int p) {
 __kernel void fx_bitrev(__global cx *w, long n, int p, long inner, long lines) {
     long e = get_global_id(0);
     if (e >= lines * n) return;
-    long l = e / n, i = e % n, j = fx_rev(i, p);
+    long l = e >> p, i = e & (n - 1), j = fx_rev(i, p);
     if (i >= j) return;
     __global cx *line = w + (l / inner) * n * inner + l % inner;
     cx t = line[i * inner];
@@ -112,13 +114,16 @@ __kernel void fx_bitrev(__global cx *w, long n, int p, long inner, long lines) {
     line[j * inner] = t;
 }
 
-__kernel void fx_stage(__global cx *w, long n, long inner, long lines, long len,
+/* Stage s (len = 2^s) of lines of n = 2^p: shifts and masks, no division
+ * but the line's own. */
+__kernel void fx_stage(__global cx *w, long n, int p, long inner, long lines, int s,
                        __global const cx *tw) {
-    long e = get_global_id(0), hn = n >> 1;
-    if (e >= lines * hn) return;
-    long l = e / hn, b = e % hn, hl = len >> 1, i0 = (b / hl) * len, j = b % hl;
-    __global cx *line = w + (l / inner) * n * inner + l % inner;
-    cx u = line[(i0 + j) * inner], v = fx_mul(line[(i0 + j + hl) * inner], tw[j * (n / len)]);
+    long e = get_global_id(0);
+    if (e >= lines << (p - 1)) return;
+    long l = e >> (p - 1), b = e & ((n >> 1) - 1), hl = (long)1 << (s - 1);
+    long i0 = (b >> (s - 1)) << s, j = b & (hl - 1);
+    __global cx *line = w + (inner == 1 ? l * n : (l / inner) * n * inner + l % inner);
+    cx u = line[(i0 + j) * inner], v = fx_mul(line[(i0 + j + hl) * inner], tw[j << (p - s)]);
     line[(i0 + j) * inner] = u + v;
     line[(i0 + j + hl) * inner] = u - v;
 }
