@@ -91,11 +91,11 @@ static void arg_real(ocl_call *c, const ocl_device *d, double v) {
     else ocl_arg_f32(c, (float)v);
 }
 
-void ocl_complex_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *stem,
-                  const char *op, ocl_geom *g, const gfp_tensor *const *t, int n) {
-    char name[64];
+void ocl_complex_begin(ocl_call *c, char *name, size_t len, ocl_device *d, ocl_prog_id prog,
+                       const char *stem, const char *op, ocl_geom *g, const gfp_tensor *const *t,
+                       int n) {
     ocl_geom_init(g, t, n);
-    snprintf(name, sizeof name, "%s_%c", stem, ocl_geom_form(g));
+    snprintf(name, len, "%s_%c", stem, ocl_geom_form(g));
     ocl_call_begin(c, d, prog, name, op);
     arg_tensors(c, g, t, n);
 }
@@ -108,7 +108,8 @@ gfp_status ocl_complex_copy(ocl_device *d, const gfp_tensor *y, const gfp_tensor
     snprintf(stem, sizeof stem, "cx_copy_%s_%s", cdt(x->dtype), cdt(y->dtype));
     ocl_call c;
     ocl_geom g;
-    ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, op, &g, t, 2);
+    char kname[64]; /* outlives the call: c refers to it */
+    ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, op, &g, t, 2);
     return ocl_geom_run(&c, &g);
 }
 
@@ -129,10 +130,10 @@ static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, double value) {
                                            (size_t)g.numel * es, 0, NULL, NULL);
         return err == CL_SUCCESS ? GFP_OK : ocl_cl_fail(err, "fill", "clEnqueueFillBuffer");
     }
-    char stem[24];
+    char stem[24], kname[64];
     snprintf(stem, sizeof stem, "cx_fill_%s", cdt(y->dtype));
     ocl_call c;
-    ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, "fill", &g, t, 1);
+    ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, "fill", &g, t, 1);
     ocl_arg_raw(&c, es, &e);
     return ocl_geom_run(&c, &g);
 }
@@ -158,26 +159,26 @@ gfp_status ocl_complex_ew_launch(ocl_device *d, uint32_t op, const gfp_tensor *c
     pk_ew_kind kind = pk_ew_kind_of(op);
     if (kind == PK_EW_COPY) return ocl_complex_copy(d, t[0], t[1], name);
     if (kind == PK_EW_FILL) return run_fill(d, out[0], ((const gfp_fill_params *)params)->value);
-    char stem[40];
+    char stem[40], kname[64];
     const char *dn = cdt(t[1]->dtype);
     ocl_call c;
     ocl_geom g;
     if (op == GFP_OP_ABS) {
         snprintf(stem, sizeof stem, "cx_abs_%s", dn);
-        ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, name, &g, t, 2);
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, name, &g, t, 2);
     } else if (kind == PK_EW_UNARY) {
         double a = op == GFP_OP_POW_SCALAR ? ((const gfp_scalar_params *)params)->a : 0;
         snprintf(stem, sizeof stem, "cx_unary_%s", dn);
-        ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, name, &g, t, 2);
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, name, &g, t, 2);
         ocl_arg_i32(&c, UNARY_CODE(op));
         arg_real(&c, d, a);
     } else if (kind == PK_EW_BINARY) {
         snprintf(stem, sizeof stem, "cx_binary_%s", dn);
-        ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, name, &g, t, 3);
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, name, &g, t, 3);
         ocl_arg_i32(&c, BINARY_CODE(op));
     } else {
         snprintf(stem, sizeof stem, "cx_compare_%s", dn);
-        ocl_complex_begin(&c, d, OCL_PROG_COMPLEX, stem, name, &g, t, 3);
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_COMPLEX, stem, name, &g, t, 3);
         ocl_arg_i32(&c, op == GFP_OP_NE);
     }
     return ocl_geom_run(&c, &g);

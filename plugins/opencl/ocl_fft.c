@@ -330,13 +330,13 @@ gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *i
         gfp_tensor rv = view(res, wdt, rank, wshape);
         for (int k = 0; k < rank; k++) rv.sizes[k] = y->sizes[k];
         const gfp_tensor *t[2] = {y, &rv};
-        char stem[24];
+        char stem[24], kname[64];
         snprintf(stem, sizeof stem, "fx_store_%s",
                  y->dtype == GFP_C64 ? "c64" : y->dtype == GFP_C128 ? "c128"
                                              : y->dtype == GFP_F32 ? "f32" : "f64");
         ocl_call c;
         ocl_geom g;
-        ocl_complex_begin(&c, d, OCL_PROG_FFT, stem, "fft", &g, t, 2);
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_FFT, stem, "fft", &g, t, 2);
         if (d->fp64) ocl_arg_f64(&c, p->scale);
         else ocl_arg_f32(&c, (float)p->scale);
         st = ocl_geom_run(&c, &g);

@@ -305,9 +305,12 @@ gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const g
 gfp_status ocl_complex_copy(ocl_device *d, const gfp_tensor *y, const gfp_tensor *x,
                             const char *op);
 /* Begins the elementwise kernel stem_<form> of program prog over t[0..n)
- * (t[0] the output): geometry, then every tensor's arguments. */
-void ocl_complex_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *stem,
-                       const char *op, ocl_geom *g, const gfp_tensor *const *t, int n);
+ * (t[0] the output): geometry, then every tensor's arguments. The kernel's
+ * name is written into name[len], which must outlive the call (c refers to
+ * it). */
+void ocl_complex_begin(ocl_call *c, char *name, size_t len, ocl_device *d, ocl_prog_id prog,
+                       const char *stem, const char *op, ocl_geom *g, const gfp_tensor *const *t,
+                       int n);
 
 /* The "opencl.gemm" extension: 0 GRAFT_OPENCL_GEMM decides, 1 graft, 2 CLBlast. */
 void ocl_matmul_force_gemm(int mode);
