@@ -10,7 +10,8 @@
  * CPU devices: measured on PoCL (graft-bench --only matmul), graft's kernel is
  * several times faster there and needs no multi-second first compile.
  * CLBlast takes only operands with a unit stride in one matrix dim (row- or
- * column-major); other views use graft's kernel. */
+ * column-major); other views use graft's kernel. Complex operands go to
+ * ocl_complex.c, which turns them into one real GEMM through this file. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
