@@ -176,9 +176,55 @@ void ocl_fft_release(ocl_device *d) {
 #define OCL_FFT_STAGED_N 1024
 
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                             cl_mem tw) {
+                             cl_mem tw, int64_t twm);
+
+/* Lines at least this long, contiguous and fewer than OCL_FFT_STAGED_LINES:
+ * the four-step split (fft.cl), two passes of short cached transforms,
+ * one of twiddles and one transpose, instead of log2(n) passes. */
+#define OCL_FFT_SPLIT_N ((int64_t)1 << 14)
+
+static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines, cl_mem tw,
+                              size_t es) {
+    int p = 0;
+    while (((int64_t)1 << p) < n) p++;
+    int p1 = p / 2, p2 = p - p1;
+    int64_t n1 = (int64_t)1 << p1, n2 = (int64_t)1 << p2, total = lines * n;
+    gfp_status st = pow2_lines(d, w, n1, n2, lines * n2, tw, n2);
     ocl_call c;
-    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N) {
+    if (st == GFP_OK) {
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_twiddle", "fft");
+        ocl_arg_mem(&c, w);
+        ocl_arg_i64(&c, total);
+        ocl_arg_i32(&c, p1);
+        ocl_arg_i32(&c, p2);
+        ocl_arg_mem(&c, tw);
+        st = ocl_call_run1(&c, (uint64_t)total, 256);
+    }
+    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw, n1);
+    ocl_buffer t;
+    if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
+    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose", "fft");
+    ocl_arg_mem(&c, t.mem);
+    ocl_arg_mem(&c, w);
+    ocl_arg_i64(&c, total);
+    ocl_arg_i32(&c, p1);
+    ocl_arg_i32(&c, p2);
+    st = ocl_call_run1(&c, (uint64_t)total, 256);
+    if (st == GFP_OK) {
+        cl_int err = ocl.EnqueueCopyBuffer(d->queue, t.mem, w, 0, 0, (size_t)total * es, 0, NULL,
+                                           NULL);
+        if (err != CL_SUCCESS) st = ocl_cl_fail(err, "fft", "clEnqueueCopyBuffer (work array)");
+    }
+    drop(&t);
+    return st;
+}
+
+/* Lines of n = 2^p along a dim of stride inner; tw holds the roots of
+ * n * twm (its first half), read at a stride of twm. */
+static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
+                             cl_mem tw, int64_t twm) {
+    ocl_call c;
+    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N && twm == 1) {
         int p = 0;
         while (((int64_t)1 << p) < n) p++;
         ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_bitrev", "fft");
@@ -208,6 +254,7 @@ static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, 
     ocl_arg_i64(&c, 0);
     ocl_arg_i64(&c, lines);
     ocl_arg_mem(&c, tw);
+    ocl_arg_i64(&c, twm);
     return ocl_call_run1(&c, (uint64_t)lines, 16);
 }
 
@@ -226,8 +273,10 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
     memset(&bhat, 0, sizeof bhat);
     memset(&scratch, 0, sizeof scratch);
     if ((n & (n - 1)) == 0) {
-        st = roots(d, n, sign, &tw, es);
-        return st == GFP_OK ? pow2_lines(d, w, n, inner, lines, tw) : st;
+        if ((st = roots(d, n, sign, &tw, es)) != GFP_OK) return st;
+        if (inner == 1 && lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_SPLIT_N)
+            return split_lines(d, w, n, lines, tw, es);
+        return pow2_lines(d, w, n, inner, lines, tw, 1);
     }
     /* Bluestein */
     int64_t m = 1;
@@ -253,7 +302,7 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
             ocl_arg_i64(&c, m);
             st = ocl_call_run1(&c, (uint64_t)m, 64);
         }
-        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw);
+        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw, 1);
         for (int64_t first = 0; st == GFP_OK && first < lines; first += chunk) {
             int64_t count = lines - first < chunk ? lines - first : chunk;
             ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_bluestein", "fft");

@@ -56,9 +56,9 @@ __kernel void fx_chirp_wrap(__global cx *bh, __global const cx *chirp, long n, l
     bh[j] = (cx)(v.x, -v.y);
 }
 
-/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots tw of n
- * (the first n / 2). */
-void fx_pow2(__global cx *a, long s, long n, __global const cx *tw) {
+/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots of n at
+ * tw[0], tw[twm], ... (a table of the first half of the roots of n * twm). */
+void fx_pow2(__global cx *a, long s, long n, __global const cx *tw, long twm) {
     for (long i = 1, j = 0; i < n; i++) { /* bit reversal */
         long bit = n >> 1;
         for (; j & bit; bit >>= 1) j ^= bit;
@@ -70,7 +70,7 @@ void fx_pow2(__global cx *a, long s, long n, __global const cx *tw) {
         }
     }
     for (long len = 2; len <= n; len <<= 1) {
-        long hl = len >> 1, step = n / len;
+        long hl = len >> 1, step = n / len * twm;
         for (long i0 = 0; i0 < n; i0 += len)
             for (long j = 0; j < hl; j++) {
                 cx u = a[(i0 + j) * s], v = fx_mul(a[(i0 + j + hl) * s], tw[j * step]);
@@ -89,9 +89,31 @@ void fx_pow2(__global cx *a, long s, long n, __global const cx *tw) {
     __global cx *line = w + (l / inner) * n * inner + l % inner;
 
 __kernel void fx_lines_pow2(__global cx *w, long n, long inner, long first, long count,
-                            __global const cx *tw) {
+                            __global const cx *tw, long twm) {
     FX_LINE
-    fx_pow2(line, inner, n, tw);
+    fx_pow2(line, inner, n, tw, twm);
+}
+
+/* The four-step split of long lines of n = n1 n2 = 2^(p1 + p2), each held
+ * as [n1][n2]: after the length-n1 column transforms, element (k1, j2) is
+ * multiplied by the root k1 j2 of n (tw: the first n / 2; the others are
+ * their negatives); after the length-n2 row transforms, (k1, k2) is bin
+ * k1 + n1 k2, which fx_transpose puts in place. */
+__kernel void fx_twiddle(__global cx *w, long total, int p1, int p2, __global const cx *tw) {
+    long e = get_global_id(0);
+    if (e >= total) return;
+    long n = (long)1 << (p1 + p2), r = e & (n - 1);
+    long k = (r >> p2) * (r & (((long)1 << p2) - 1));
+    cx t = k < n / 2 ? tw[k] : -tw[k - n / 2];
+    w[e] = fx_mul(w[e], t);
+}
+
+__kernel void fx_transpose(__global cx *dst, __global const cx *src, long total, int p1, int p2) {
+    long e = get_global_id(0);
+    if (e >= total) return;
+    long n = (long)1 << (p1 + p2), r = e & (n - 1), b = e - r;
+    long k1 = r >> p2, k2 = r & (((long)1 << p2) - 1);
+    dst[b + k1 + (k2 << p1)] = src[e];
 }
 
 /* The same transform for few long lines: a bit-reversal launch, then one
@@ -137,9 +159,9 @@ __kernel void fx_lines_bluestein(__global cx *w, long n, long inner, long first,
     FX_LINE
     __global cx *t = scratch + g * m;
     for (long j = 0; j < m; j++) t[j] = j < n ? fx_mul(line[j * inner], chirp[j]) : (cx)(0, 0);
-    fx_pow2(t, 1, m, twf);
+    fx_pow2(t, 1, m, twf, 1);
     for (long j = 0; j < m; j++) t[j] = fx_mul(t[j], bhat[j]);
-    fx_pow2(t, 1, m, twi);
+    fx_pow2(t, 1, m, twi, 1);
     cr inv_m = (cr)1 / (cr)m; /* exact: m is a power of two */
     for (long k = 0; k < n; k++) line[k * inner] = fx_mul(chirp[k], t[k]) * inv_m;
 }
