@@ -6,7 +6,8 @@
  * the shared table plugins/common/op_math.def, the same one the kernels'
  * formulas are generated from. Which (op, dtypes) are provided is decided in
  * one place, accepts(), for the capability query and for launch alike; the
- * rules are the reference plugin's. */
+ * rules are the reference plugin's. Complex operands go to ocl_complex.c,
+ * except TRIL/TRIU and WHERE, which move their bits here. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,14 +72,30 @@ static uint32_t inputs_of(uint32_t op) {
 static bool is_stored(int32_t d) { return d >= GFP_F32 && d <= GFP_BOOL; }
 static bool is_numeric(int32_t d) { return d >= GFP_F32 && d <= GFP_I64; }
 
-static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
+/* TRIL/TRIU and WHERE move elements as bits: every stored dtype, complex
+ * included; the other complex ops are ocl_complex.c's. */
+static bool moves_bits(const ocl_device *d, int32_t dt) {
+    return is_stored(dt) || dt == GFP_C64 || (dt == GFP_C128 && d->fp64);
+}
+
+static bool complex_operands(const int32_t *in, uint32_t n_in, const int32_t *out) {
+    bool cx = ocl_is_complex(out[0]);
+    for (uint32_t i = 0; i < n_in; i++) cx = cx || ocl_is_complex(in[i]);
+    return cx;
+}
+
+static bool accepts(const ocl_device *d, uint32_t op, const int32_t *in, const int32_t *out) {
+    switch (kind_of(op)) {
+    case EW_TRI: return moves_bits(d, out[0]) && in[0] == out[0];
+    case EW_WHERE:
+        return in[0] == GFP_BOOL && moves_bits(d, out[0]) && in[1] == out[0] && in[2] == out[0];
+    default: break;
+    }
+    if (complex_operands(in, inputs_of(op), out)) return ocl_complex_ew_accepts(d, op, in, out);
     switch (kind_of(op)) {
     case EW_COPY: return is_stored(in[0]) && is_stored(out[0]);
     case EW_FILL: return is_stored(out[0]);
     case EW_ARANGE: return is_numeric(out[0]);
-    case EW_TRI: return is_stored(out[0]) && in[0] == out[0];
-    case EW_WHERE:
-        return in[0] == GFP_BOOL && is_stored(out[0]) && in[1] == out[0] && in[2] == out[0];
     case EW_MATH: break;
     default: return false;
     }
@@ -96,9 +113,8 @@ static bool accepts(uint32_t op, const int32_t *in, const int32_t *out) {
 }
 
 uint32_t ocl_elementwise_support(const ocl_device *d, const gfp_op_query *q) {
-    (void)d;
     if (q->n_inputs != inputs_of(q->op) || q->n_outputs != 1) return GFP_SUPPORT_NONE;
-    return accepts(q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
+    return accepts(d, q->op, q->input_dtypes, q->output_dtypes) ? GFP_SUPPORT_STRIDED
                                                              : GFP_SUPPORT_NONE;
 }
 
@@ -119,6 +135,7 @@ static const char *kbits(int32_t dtype) {
     switch (pk_dtype_size(dtype)) {
     case 1: return "b1";
     case 4: return "b4";
+    case 16: return "b16";
     default: return "b8";
     }
 }
@@ -326,7 +343,9 @@ gfp_status ocl_elementwise_launch(ocl_device *d, uint32_t op, const gfp_tensor *
     const gfp_tensor *t[4];
     int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
     pk_ew_operands(in, n_in, out[0], t, in_dt);
-    if (!accepts(op, in_dt, out_dt)) {
+    if (kind != EW_TRI && kind != EW_WHERE && complex_operands(in_dt, n_in, out_dt))
+        return ocl_complex_ew_launch(d, op, in, n_in, out, params);
+    if (!accepts(d, op, in_dt, out_dt)) {
         char ins[64];
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: not provided for input dtype(s) (%s) and output dtype %s (the "

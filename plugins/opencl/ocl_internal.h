@@ -123,6 +123,8 @@ typedef enum ocl_prog_id {
     OCL_PROG_INDEX,
     OCL_PROG_CONV,
     OCL_PROG_POOL,
+    OCL_PROG_COMPLEX, /* c64 / c128: elementwise, sum/mean/prod, matmul */
+    OCL_PROG_FFT,
     OCL_PROG_COUNT
 } ocl_prog_id;
 
@@ -178,6 +180,10 @@ typedef struct ocl_device {
     double compile_seconds; /* building or loading programs (logged at close) */
     ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
     ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
+    /* The FFT's last table of roots of each sign (ocl_fft.c): [0] sign -1,
+     * [1] sign +1, of length fft_roots_n[]; released with the device. */
+    cl_mem fft_roots[2];
+    int64_t fft_roots_n[2];
 } ocl_device;
 
 /* ------------------------------------------------------------------ programs (ocl_program.c) */
@@ -273,6 +279,38 @@ gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *valu
     gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
 PK_FAMILIES(OCL_FAMILY)
 #undef OCL_FAMILY
+
+/* FFT (ocl_fft.c), routed by ocl_plugin.c beside the kit's families. */
+uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);
+gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                          const gfp_tensor *const *out, uint32_t n_out, const void *params);
+
+/* Releases the FFT's cached tables (at device close). */
+void ocl_fft_release(ocl_device *d);
+
+/* The complex dtypes (ocl_complex.c): c64 always, c128 with doubles. The
+ * elementwise, reduce and matmul families hand complex operands here. */
+bool ocl_is_complex(int32_t dt);
+bool ocl_complex_ew_accepts(const ocl_device *d, uint32_t op, const int32_t *in,
+                            const int32_t *out);
+gfp_status ocl_complex_ew_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                                 uint32_t n_in, const gfp_tensor *const *out, const void *params);
+uint32_t ocl_complex_reduce_support(const ocl_device *d, const gfp_op_query *q);
+gfp_status ocl_complex_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *x,
+                                     const gfp_tensor *y, const void *params);
+uint32_t ocl_complex_matmul_support(const ocl_device *d, const gfp_op_query *q);
+gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                                     const gfp_tensor *y);
+/* y = x converted (x complex or real, y complex; any strides). */
+gfp_status ocl_complex_copy(ocl_device *d, const gfp_tensor *y, const gfp_tensor *x,
+                            const char *op);
+/* Begins the elementwise kernel stem_<form> of program prog over t[0..n)
+ * (t[0] the output): geometry, then every tensor's arguments. The kernel's
+ * name is written into name[len], which must outlive the call (c refers to
+ * it). */
+void ocl_complex_begin(ocl_call *c, char *name, size_t len, ocl_device *d, ocl_prog_id prog,
+                       const char *stem, const char *op, ocl_geom *g, const gfp_tensor *const *t,
+                       int n);
 
 /* The "opencl.gemm" extension: 0 GRAFT_OPENCL_GEMM decides, 1 graft, 2 CLBlast. */
 void ocl_matmul_force_gemm(int mode);

@@ -10,7 +10,8 @@
  * CPU devices: measured on PoCL (graft-bench --only matmul), graft's kernel is
  * several times faster there and needs no multi-second first compile.
  * CLBlast takes only operands with a unit stride in one matrix dim (row- or
- * column-major); other views use graft's kernel. */
+ * column-major); other views use graft's kernel. Complex operands go to
+ * ocl_complex.c, which turns them into one real GEMM through this file. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include "ocl_internal.h"
 
 uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
-    (void)d;
+    if (ocl_is_complex(q->input_dtypes[0])) return ocl_complex_matmul_support(d, q);
     return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
                                PK_DT_FLOAT | PK_DT_INT)
                ? GFP_SUPPORT_STRIDED
@@ -92,6 +93,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
+    if (ocl_is_complex(a->dtype)) return ocl_complex_matmul_launch(d, a, b, y);
     gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
     if (st != GFP_OK) return st;
     int r = a->rank;

@@ -45,13 +45,16 @@ typedef struct ocl_family {
 } ocl_family;
 
 #define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch},
-static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)};
+static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)
+                                          OCL_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
 #undef OCL_FAMILY_ENTRY
 
-/* The dtypes device d stores. */
+/* The dtypes device d stores: c64 always (computed in double where the
+ * device has doubles, else float), f64 and c128 with cl_khr_fp64. */
 static uint32_t stored_dtypes(const ocl_device *d) {
     return GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
-           GFP_DTYPE_BIT(GFP_BOOL) | (d->fp64 ? GFP_DTYPE_BIT(GFP_F64) : 0);
+           GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) |
+           (d->fp64 ? GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_C128) : 0);
 }
 
 /* A live buffer of this plugin: its size. */
@@ -268,8 +271,7 @@ static gfp_status ocl_device_props(void *plugin_ctx, uint32_t index, gfp_device_
     snprintf(full.name, sizeof full.name, "%s", d->name);
     snprintf(full.type, sizeof full.type, "opencl");
     full.memory_bytes = d->memory_bytes;
-    full.dtypes = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
-                  GFP_DTYPE_BIT(GFP_BOOL) | (d->fp64 ? GFP_DTYPE_BIT(GFP_F64) : 0);
+    full.dtypes = stored_dtypes(d);
     full.max_rank = GFP_MAX_RANK;
     full.max_alloc_bytes = d->max_alloc_bytes;
     snprintf(full.driver, sizeof full.driver, "%.45s, driver %.28s (%.35s)", d->version,
@@ -289,6 +291,7 @@ static ocl_fault fault_from_env(void) {
 
 static void device_release(ocl_device *d) {
     ocl_programs_release(d);
+    ocl_fft_release(d);
     if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
     d->scratch = (ocl_buffer){0, NULL, 0, NULL, NULL};
     if (d->flag) ocl.ReleaseMemObject(d->flag);

@@ -45,6 +45,8 @@ static const prog_def programs[OCL_PROG_COUNT] = {
     [OCL_PROG_INDEX] = {"index", {ocl_src_common, ocl_src_index, NULL}},
     [OCL_PROG_CONV] = {"conv", {ocl_src_common, ocl_src_conv, NULL}},
     [OCL_PROG_POOL] = {"pool", {ocl_src_common, ocl_src_pool, NULL}},
+    [OCL_PROG_COMPLEX] = {"complex", {ocl_src_common, ocl_src_complex, NULL}},
+    [OCL_PROG_FFT] = {"fft", {ocl_src_common, ocl_src_fft, NULL}},
 };
 
 static const char fault_source[] = "\n#error fault injected by GRAFT_OPENCL_FAULT=build\n";

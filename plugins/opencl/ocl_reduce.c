@@ -20,7 +20,8 @@
 #define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
 
 uint32_t ocl_reduce_support(const ocl_device *d, const gfp_op_query *q) {
-    (void)d;
+    if (ocl_is_complex(q->input_dtypes[0]) || ocl_is_complex(q->output_dtypes[0]))
+        return ocl_complex_reduce_support(d, q);
     int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
     return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
                                REDUCE_DTYPES, PK_DT_FLOAT)
@@ -225,6 +226,8 @@ gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = pk_reduce_by_dim(op) ? out[1] : NULL;
+    if (ocl_is_complex(x->dtype) || ocl_is_complex(y->dtype))
+        return ocl_complex_reduce_launch(d, op, x, y, params);
     gfp_status st = pk_check_reduce(op, params, x, y, ind, REDUCE_DTYPES, PK_DT_FLOAT);
     if (st != GFP_OK) return st;
     uint32_t dims = p->dims;

@@ -2,15 +2,20 @@
 /* ocl_device.c — the OpenCL plugin's device, driver and error paths, one
  * scenario per run (the environment of each is set by CMake):
  *
- *   props    opencl:0's properties: type, name, memory, dtypes, flags; a too
- *            large allocation fails with OUT_OF_MEMORY naming the limit
+ *   props    opencl:0's properties: type, name, memory, dtypes (c64, and c128
+ *            with f64), flags; a too large allocation fails with
+ *            OUT_OF_MEMORY naming the limit
  *   noicd    no OpenCL driver (OCL_ICD_VENDORS is an empty directory): the
  *            plugin loads with zero devices and says why, the reference works
- *   nofp64   GRAFT_OPENCL_DISABLE_FP64=1: f64 is not offered, and random
- *            numbers (drawn on the host then) are still the reference's
+ *   nofp64   GRAFT_OPENCL_DISABLE_FP64=1: f64 and c128 are not offered,
+ *            random numbers (drawn on the host then) are still the
+ *            reference's, and c64 (computed in float then) still agrees
+ *            with it: elementwise, sum, matmul, FFT of a prime length
  *   build    GRAFT_OPENCL_FAULT=build: a kernel compile fails; the error names
  *            the plugin, the op, CL_BUILD_PROGRAM_FAILURE and the build log
+ *            (the complex and FFT programs too)
  *   enqueue  GRAFT_OPENCL_FAULT=enqueue: launches fail with CL_OUT_OF_RESOURCES
+ *            (complex ops and every path of the FFT too)
  *   lost     GRAFT_OPENCL_FAULT=lost: reads fail as from a lost device
  *   cache    run twice with GRAFT_OPENCL_CACHE=1 (see check_cache.cmake): draws
  *            random numbers, checks them against the reference */
@@ -37,6 +42,8 @@ static void scenario_props(void) {
     CHECK(!info.host_addressable);
     uint32_t want = (1u << GF_F32) | (1u << GF_I32) | (1u << GF_I64) | (1u << GF_BOOL);
     CHECK((info.dtypes & want) == want);
+    CHECK(info.dtypes & (1u << GF_C64));
+    CHECK(!(info.dtypes & (1u << GF_C128)) == !(info.dtypes & (1u << GF_F64)));
     CHECK_CONTAINS(info.driver, "OpenCL");
     /* Larger than one buffer may be: an error, not a crash. */
     int64_t n = (int64_t)(info.max_alloc_bytes / 4) + 1024;
@@ -70,13 +77,68 @@ static void scenario_noicd(void) {
     gf_tensor_release(s);
 }
 
+/* The same c64 values on the device and on the reference device: re + i im
+ * from a fixed pattern. */
+static void complex_pair(const int64_t *sizes, int rank, gf_tensor **dev, gf_tensor **ref) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= sizes[i];
+    float *v = malloc((size_t)(2 * n) * sizeof *v);
+    CHECK(v != NULL);
+    if (!v) return;
+    for (int64_t i = 0; i < 2 * n; i++) v[i] = (float)sin(0.7 * (double)i + 0.3);
+    *dev = gf_from_data(v, sizes, rank, GF_C64, xd_dev);
+    *ref = gf_from_data(v, sizes, rank, GF_C64, xd_ref);
+    free(v);
+    CHECK_MSG(*dev && *ref, "complex inputs: %s", gf_last_error());
+}
+
+/* Compares complex results through their real views, then releases them. */
+static void check_complex_pair(const char *what, gf_tensor *got, gf_tensor *want, xd_tol tol) {
+    CHECK_MSG(got && want, "%s: %s", what, gf_last_error());
+    gf_tensor *g = got ? gf_view_as_real(got) : NULL, *w = want ? gf_view_as_real(want) : NULL;
+    xd_check_pair_tol(what, g, w, tol);
+    gf_tensor_release(got);
+    gf_tensor_release(want);
+}
+
+/* c64 on a device without doubles: computed in float. */
+static void complex_in_float(void) {
+    gf_tensor *a, *ar, *b, *br;
+    complex_pair(SZ(6, 13), 2, &a, &ar);
+    complex_pair(SZ(13, 5), 2, &b, &br);
+    CHECK(gf_tensor_device(a) == xd_dev);
+    const xd_tol tol = {1e-5, 1e-5};
+    check_complex_pair("c64 asin in float", gf_asin(a), gf_asin(ar), tol);
+    check_complex_pair("c64 div in float", gf_div(a, a), gf_div(ar, ar), tol);
+    const int dim1[1] = {1};
+    check_complex_pair("c64 sum in float", gf_sum(a, dim1, 1, false), gf_sum(ar, dim1, 1, false),
+                       tol);
+    check_complex_pair("c64 matmul in float", gf_matmul(a, b), gf_matmul(ar, br), tol);
+    check_complex_pair("c64 fft of 13 (Bluestein) in float",
+                       gf_fft(a, GF_FFT_SIZE_DEFAULT, 1, GF_FFT_NORM_BACKWARD),
+                       gf_fft(ar, GF_FFT_SIZE_DEFAULT, 1, GF_FFT_NORM_BACKWARD), tol);
+    check_complex_pair("c64 ifft of 16 (radix 2) in float",
+                       gf_ifft(a, 16, 1, GF_FFT_NORM_ORTHO), gf_ifft(ar, 16, 1, GF_FFT_NORM_ORTHO),
+                       tol);
+    gf_tensor_release(a);
+    gf_tensor_release(ar);
+    gf_tensor_release(b);
+    gf_tensor_release(br);
+}
+
 static void scenario_nofp64(void) {
     gf_device_info info;
     CHECK(gf_device_get_info(xd_dev, &info) == GF_OK);
     CHECK((info.dtypes & (1u << GF_F64)) == 0);
+    CHECK((info.dtypes & (1u << GF_C128)) == 0);
+    CHECK((info.dtypes & (1u << GF_C64)) != 0);
     gf_clear_error();
     gf_tensor *t = gf_zeros(SZ(4), 1, GF_F64, xd_dev);
     CHECK(t == NULL && gf_last_status() == GF_ERR_DTYPE);
+    gf_clear_error();
+    t = gf_zeros(SZ(4), 1, GF_C128, xd_dev);
+    CHECK(t == NULL && gf_last_status() == GF_ERR_DTYPE);
+    complex_in_float();
     for (int kind = 0; kind < 2; kind++) {
         gf_manual_seed(5);
         gf_tensor *o = kind ? gf_randn(SZ(33, 7), 2, GF_F32, xd_dev)
@@ -119,17 +181,40 @@ static void expect_failure(const char *what, const char *const *want, int n_want
     gf_tensor_release(a);
 }
 
+/* A complex op and FFTs (radix 2 and Bluestein) on the device fail with
+ * every word of `want` and the op's name in the message. */
+static void expect_complex_failures(const char *const *want, int n_want) {
+    gf_tensor *z = gf_zeros(SZ(3, 12), 2, GF_C64, xd_dev), *z16 = gf_zeros(SZ(3, 16), 2, GF_C64, xd_dev);
+    CHECK_MSG(z && z16, "complex tensors on the device: %s", gf_last_error());
+    for (int k = 0; k < 3 && z && z16; k++) {
+        gf_clear_error();
+        gf_tensor *r = k == 0   ? gf_exp(z)
+                       : k == 1 ? gf_fft(z16, GF_FFT_SIZE_DEFAULT, 1, GF_FFT_NORM_BACKWARD)
+                                : gf_fft(z, GF_FFT_SIZE_DEFAULT, 1, GF_FFT_NORM_BACKWARD);
+        double re = 0;
+        gf_status st = r ? gf_tensor_get_complex(r, SZ(0, 0), &re, NULL) : gf_last_status();
+        CHECK_MSG(st != GF_OK, "complex case %d succeeded", k);
+        CHECK_CONTAINS(gf_last_error(), k ? "fft" : "exp");
+        for (int i = 0; i < n_want; i++) CHECK_CONTAINS(gf_last_error(), want[i]);
+        gf_tensor_release(r);
+    }
+    gf_tensor_release(z);
+    gf_tensor_release(z16);
+}
+
 static void scenario_build(void) {
     static const char *const want[] = {"opencl", "exp", "CL_BUILD_PROGRAM_FAILURE", "build log",
                                        "GRAFT_OPENCL_FAULT"};
     expect_failure("a failed build", want, 5);
     /* The second launch fails at once, with the same message. */
     expect_failure("a second launch after a failed build", want, 5);
+    expect_complex_failures(want + 2, 3);
 }
 
 static void scenario_enqueue(void) {
     static const char *const want[] = {"opencl", "exp", "CL_OUT_OF_RESOURCES"};
     expect_failure("a failed enqueue", want, 3);
+    expect_complex_failures(want + 2, 1);
     /* Every form of the convolution and its gradients reports the failed
      * launch (GRAFT_OPENCL_CONV is read at each launch). */
     static const char *const forms[] = {"igemm", "gemm", "direct", "auto"};

@@ -4,7 +4,7 @@
  * Each kernel comes in the three forms of common.cl (_c, _2, _s), built by
  * GF_EW* around an element function NAME_el. Ops that move elements
  * unchanged work on their bits (b1, b4, b8: 1-, 4- and 8-byte elements),
- * which keeps -0.0 and NaN payloads.
+ * which keeps -0.0 and NaN payloads; b16 moves c128 elements (c64 is b8).
  *
  * Conversions follow the reference plugin: float to integer truncates toward
  * zero and saturates, NaN giving 0 (convert_*_sat_rtz); integer and f64 to
@@ -69,6 +69,7 @@ GF_FILL(b8, ulong)
 GF_WHERE(b1, uchar)
 GF_WHERE(b4, uint)
 GF_WHERE(b8, ulong)
+GF_WHERE(b16, ulong2)
 
 /* TRIL / TRIU over the full (uncollapsed) shape, rank >= 2: the last dim is
  * the column, the one before the row. lower: keep col - row <= diag, else
@@ -84,6 +85,7 @@ GF_WHERE(b8, ulong)
 GF_TRI(b1, uchar)
 GF_TRI(b4, uint)
 GF_TRI(b8, ulong)
+GF_TRI(b16, ulong2)
 
 /* ARANGE, y[i * s] = start + i * step. Integer outputs with integral start
  * and step are exact (wrapping i64 arithmetic, narrowed); the rest is

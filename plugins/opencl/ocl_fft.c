@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ocl_fft.c — FFT (kernels/fft.cl): C2C, R2C and C2R over any dims, any
+ * lengths and strides, forward or inverse, with a scale.
+ *
+ * As the reference does it: the input is loaded into a contiguous work
+ * array of complex values in the compute type (c128 on a device with
+ * doubles, else c64) by the complex copy kernels, each listed dim is
+ * transformed line by line in place, and the result is stored into y with
+ * the scale (C2R: the real parts, after the onesided dim's lines were
+ * extended by conjugate symmetry and transformed last). A line of a power
+ * of two is one radix-2 transform (an item per line, or for a few long
+ * lines a launch per stage with an item per butterfly); any other length
+ * goes through
+ * Bluestein's algorithm with power-of-two transforms of m >= 2n - 1, whose
+ * scratch lines are taken in chunks of at most OCL_FFT_SCRATCH bytes. The
+ * work arrays are buffers of their own, released once their kernels are
+ * queued (OpenCL frees them when those kernels are done). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+#define OCL_FFT_SCRATCH ((uint64_t)64 << 20)
+/* Longest line: the chirp's k^2 mod 2n is computed in 64 bits. */
+#define OCL_FFT_MAX_LENGTH ((int64_t)1 << 31)
+
+/* The ABI's dtypes for the kind. */
+static bool kind_dtypes(uint32_t kind, int32_t x, int32_t y) {
+    switch (kind) {
+    case GFP_FFT_C2C: return (x == GFP_C64 || x == GFP_C128) && y == x;
+    case GFP_FFT_R2C: return (x == GFP_F32 && y == GFP_C64) || (x == GFP_F64 && y == GFP_C128);
+    case GFP_FFT_C2R: return (x == GFP_C64 && y == GFP_F32) || (x == GFP_C128 && y == GFP_F64);
+    default: return false;
+    }
+}
+
+/* ... and the device computes them (c128 and f64 need doubles). */
+static bool fft_dtypes_ok(const ocl_device *d, uint32_t kind, int32_t x, int32_t y) {
+    return kind_dtypes(kind, x, y) && (d->fp64 || x == GFP_C64 || y == GFP_C64);
+}
+
+uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q) {
+    if (q->op != GFP_OP_FFT || q->n_inputs != 1 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    int32_t x = q->input_dtypes[0], y = q->output_dtypes[0];
+    bool ok = fft_dtypes_ok(d, GFP_FFT_C2C, x, y) || fft_dtypes_ok(d, GFP_FFT_R2C, x, y) ||
+              fft_dtypes_ok(d, GFP_FFT_C2R, x, y);
+    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+}
+
+/* The params against x and y (the reference's rules); *dl: the last listed dim. */
+static gfp_status check(const ocl_device *d, const gfp_fft_params *p, const gfp_tensor *x,
+                        const gfp_tensor *y, int *dl) {
+    static const char *const kinds[3] = {"C2C", "R2C", "C2R"};
+    if (p->kind > GFP_FFT_C2R)
+        return pk_fail(GFP_ERR_INVALID, "fft: kind %u is not GFP_FFT_C2C, R2C or C2R",
+                       (unsigned)p->kind);
+    if (p->inverse > 1)
+        return pk_fail(GFP_ERR_INVALID, "fft: inverse is %u; it must be 0 or 1",
+                       (unsigned)p->inverse);
+    if (x->rank != y->rank)
+        return pk_fail(GFP_ERR_INVALID, "fft: x has rank %d and y rank %d; they must be equal",
+                       (int)x->rank, (int)y->rank);
+    int rank = x->rank;
+    if (p->n_dims < 1 || p->n_dims > (uint32_t)rank)
+        return pk_fail(GFP_ERR_INVALID, "fft: n_dims is %u; it must be in [1, rank %d]",
+                       (unsigned)p->n_dims, rank);
+    bool seen[GFP_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < p->n_dims; i++) {
+        int32_t dd = p->dims[i];
+        if (dd < 0 || dd >= rank || seen[dd])
+            return pk_fail(GFP_ERR_INVALID, "fft: dims[%u] = %d is out of [0, %d) or repeated",
+                           (unsigned)i, (int)dd, rank);
+        seen[dd] = true;
+    }
+    *dl = p->dims[p->n_dims - 1];
+    if (!fft_dtypes_ok(d, p->kind, x->dtype, y->dtype))
+        return pk_fail(kind_dtypes(p->kind, x->dtype, y->dtype) ? GFP_ERR_UNSUPPORTED
+                                                                : GFP_ERR_INVALID,
+                       "fft: %s takes %s; got %s to %s%s", kinds[p->kind],
+                       p->kind == GFP_FFT_C2C   ? "c64 or c128 to the same dtype"
+                       : p->kind == GFP_FFT_R2C ? "f32 to c64 or f64 to c128"
+                                                : "c64 to f32 or c128 to f64",
+                       pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
+                       d->fp64 ? "" : " (this device has no doubles: c64 and f32 only)");
+    for (int dd = 0; dd < rank; dd++) {
+        bool half = dd == *dl && p->kind != GFP_FFT_C2C;
+        int64_t xs = x->sizes[dd], ys = y->sizes[dd];
+        bool ok = !half ? ys == xs : p->kind == GFP_FFT_R2C ? ys == xs / 2 + 1 : xs == ys / 2 + 1;
+        if (!ok)
+            return pk_fail(GFP_ERR_INVALID,
+                           "fft: dim %d has size %lld in x and %lld in y, which %s does not "
+                           "allow%s", dd, (long long)xs, (long long)ys, kinds[p->kind],
+                           half ? " (the onesided dim holds n/2 + 1 bins)" : "");
+        int64_t n = p->kind == GFP_FFT_C2R ? ys : xs;
+        if (seen[dd] && n == 0)
+            return pk_fail(GFP_ERR_INVALID, "fft: the transformed dim %d has signal length 0",
+                           dd);
+        if (seen[dd] && n > OCL_FFT_MAX_LENGTH)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "fft: dim %d is %lld long; the opencl plugin "
+                           "transforms lines of up to 2^31", dd, (long long)n);
+    }
+    return GFP_OK;
+}
+
+/* ------------------------------------------------------------ buffers */
+static gfp_status make(ocl_device *d, uint64_t bytes, ocl_buffer *b) {
+    memset(b, 0, sizeof *b);
+    cl_int err = CL_SUCCESS;
+    cl_mem m = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (!m) return ocl_cl_fail(err, "fft", "clCreateBuffer (work array)");
+    *b = (ocl_buffer){OCL_BUFFER_MAGIC, m, bytes, NULL, NULL};
+    return GFP_OK;
+}
+
+static void drop(ocl_buffer *b) {
+    if (b->mem) ocl.ReleaseMemObject(b->mem);
+    b->mem = NULL;
+}
+
+/* A contiguous descriptor of shape in b, of the work dtype. */
+static gfp_tensor view(ocl_buffer *b, int32_t dt, int rank, const int64_t *shape) {
+    gfp_tensor t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    t.dtype = dt;
+    t.buffer = b;
+    t.rank = rank;
+    int64_t st = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        t.sizes[k] = shape[k];
+        t.strides[k] = st;
+        st *= shape[k];
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------ 1-D transforms */
+/* The first n / 2 roots of n of the sign, kept per device for the next
+ * transform of the same length (computing them costs more than a radix-2
+ * pass); *tw stays valid until the next call for this sign. */
+static gfp_status roots(ocl_device *d, int64_t n, int sign, cl_mem *tw, size_t es) {
+    int i = sign > 0;
+    if (d->fft_roots[i] && d->fft_roots_n[i] == n) {
+        *tw = d->fft_roots[i];
+        return GFP_OK;
+    }
+    ocl_buffer b;
+    gfp_status st = make(d, (uint64_t)(n / 2) * es, &b);
+    if (st != GFP_OK) return st;
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_roots", "fft");
+    ocl_arg_mem(&c, b.mem);
+    ocl_arg_i64(&c, n);
+    ocl_arg_i32(&c, sign);
+    if ((st = ocl_call_run1(&c, (uint64_t)(n / 2), 64)) != GFP_OK) {
+        drop(&b);
+        return st;
+    }
+    if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
+    d->fft_roots[i] = *tw = b.mem;
+    d->fft_roots_n[i] = n;
+    return GFP_OK;
+}
+
+void ocl_fft_release(ocl_device *d) {
+    for (int i = 0; i < 2; i++) {
+        if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
+        d->fft_roots[i] = NULL;
+        d->fft_roots_n[i] = 0;
+    }
+}
+
+/* Fewer lines than this, each at least OCL_FFT_STAGED_N long: a launch per
+ * stage with an item per butterfly instead of an item per line. */
+#define OCL_FFT_STAGED_LINES 32
+#define OCL_FFT_STAGED_N 1024
+
+static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
+                             cl_mem tw, int64_t twm);
+
+/* Lines at least this long, contiguous and fewer than OCL_FFT_STAGED_LINES:
+ * the four-step split (fft.cl), two passes of short cached transforms,
+ * one of twiddles and one transpose, instead of log2(n) passes. */
+#define OCL_FFT_SPLIT_N ((int64_t)1 << 14)
+
+static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines, cl_mem tw,
+                              size_t es) {
+    int p = 0;
+    while (((int64_t)1 << p) < n) p++;
+    int p1 = p / 2, p2 = p - p1;
+    int64_t n1 = (int64_t)1 << p1, n2 = (int64_t)1 << p2, total = lines * n;
+    gfp_status st = pow2_lines(d, w, n1, n2, lines * n2, tw, n2);
+    ocl_call c;
+    if (st == GFP_OK) {
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_twiddle", "fft");
+        ocl_arg_mem(&c, w);
+        ocl_arg_i64(&c, total);
+        ocl_arg_i32(&c, p1);
+        ocl_arg_i32(&c, p2);
+        ocl_arg_mem(&c, tw);
+        st = ocl_call_run1(&c, (uint64_t)total, 256);
+    }
+    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw, n1);
+    ocl_buffer t;
+    if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
+    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose", "fft");
+    ocl_arg_mem(&c, t.mem);
+    ocl_arg_mem(&c, w);
+    ocl_arg_i64(&c, total);
+    ocl_arg_i32(&c, p1);
+    ocl_arg_i32(&c, p2);
+    st = ocl_call_run1(&c, (uint64_t)total, 256);
+    if (st == GFP_OK) {
+        cl_int err = ocl.EnqueueCopyBuffer(d->queue, t.mem, w, 0, 0, (size_t)total * es, 0, NULL,
+                                           NULL);
+        if (err != CL_SUCCESS) st = ocl_cl_fail(err, "fft", "clEnqueueCopyBuffer (work array)");
+    }
+    drop(&t);
+    return st;
+}
+
+/* Lines of n = 2^p along a dim of stride inner; tw holds the roots of
+ * n * twm (its first half), read at a stride of twm. */
+static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
+                             cl_mem tw, int64_t twm) {
+    ocl_call c;
+    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N && twm == 1) {
+        int p = 0;
+        while (((int64_t)1 << p) < n) p++;
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_bitrev", "fft");
+        ocl_arg_mem(&c, w);
+        ocl_arg_i64(&c, n);
+        ocl_arg_i32(&c, p);
+        ocl_arg_i64(&c, inner);
+        ocl_arg_i64(&c, lines);
+        gfp_status st = ocl_call_run1(&c, (uint64_t)(lines * n), 1024);
+        for (int s = 1; st == GFP_OK && s <= p; s++) {
+            ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_stage", "fft");
+            ocl_arg_mem(&c, w);
+            ocl_arg_i64(&c, n);
+            ocl_arg_i32(&c, p);
+            ocl_arg_i64(&c, inner);
+            ocl_arg_i64(&c, lines);
+            ocl_arg_i32(&c, s);
+            ocl_arg_mem(&c, tw);
+            st = ocl_call_run1(&c, (uint64_t)(lines * (n / 2)), 1024);
+        }
+        return st;
+    }
+    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_pow2", "fft");
+    ocl_arg_mem(&c, w);
+    ocl_arg_i64(&c, n);
+    ocl_arg_i64(&c, inner);
+    ocl_arg_i64(&c, 0);
+    ocl_arg_i64(&c, lines);
+    ocl_arg_mem(&c, tw);
+    ocl_arg_i64(&c, twm);
+    return ocl_call_run1(&c, (uint64_t)lines, 16);
+}
+
+/* Transforms the contiguous work array w of shape along dim. */
+static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, int rank, int dim,
+                                int sign, size_t es) {
+    int64_t n = shape[dim], inner = 1, lines = 1;
+    if (n == 1) return GFP_OK;
+    for (int k = 0; k < rank; k++)
+        if (k != dim) lines *= shape[k];
+    for (int k = dim + 1; k < rank; k++) inner *= shape[k];
+    gfp_status st;
+    cl_mem tw = NULL, twi = NULL;
+    ocl_buffer chirp, bhat, scratch;
+    memset(&chirp, 0, sizeof chirp);
+    memset(&bhat, 0, sizeof bhat);
+    memset(&scratch, 0, sizeof scratch);
+    if ((n & (n - 1)) == 0) {
+        if ((st = roots(d, n, sign, &tw, es)) != GFP_OK) return st;
+        if (inner == 1 && lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_SPLIT_N)
+            return split_lines(d, w, n, lines, tw, es);
+        return pow2_lines(d, w, n, inner, lines, tw, 1);
+    }
+    /* Bluestein */
+    int64_t m = 1;
+    while (m < 2 * n - 1) m *= 2;
+    int64_t chunk = (int64_t)(OCL_FFT_SCRATCH / ((uint64_t)m * es));
+    if (chunk < 1) chunk = 1;
+    if (chunk > lines) chunk = lines;
+    if ((st = make(d, (uint64_t)n * es, &chirp)) == GFP_OK &&
+        (st = make(d, (uint64_t)m * es, &bhat)) == GFP_OK &&
+        (st = make(d, (uint64_t)(chunk * m) * es, &scratch)) == GFP_OK &&
+        (st = roots(d, m, -1, &tw, es)) == GFP_OK && (st = roots(d, m, 1, &twi, es)) == GFP_OK) {
+        ocl_call c;
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_chirp", "fft");
+        ocl_arg_mem(&c, chirp.mem);
+        ocl_arg_i64(&c, n);
+        ocl_arg_i32(&c, sign);
+        st = ocl_call_run1(&c, (uint64_t)n, 64);
+        if (st == GFP_OK) {
+            ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_chirp_wrap", "fft");
+            ocl_arg_mem(&c, bhat.mem);
+            ocl_arg_mem(&c, chirp.mem);
+            ocl_arg_i64(&c, n);
+            ocl_arg_i64(&c, m);
+            st = ocl_call_run1(&c, (uint64_t)m, 64);
+        }
+        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw, 1);
+        for (int64_t first = 0; st == GFP_OK && first < lines; first += chunk) {
+            int64_t count = lines - first < chunk ? lines - first : chunk;
+            ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_bluestein", "fft");
+            ocl_arg_mem(&c, w);
+            ocl_arg_i64(&c, n);
+            ocl_arg_i64(&c, inner);
+            ocl_arg_i64(&c, first);
+            ocl_arg_i64(&c, count);
+            ocl_arg_i64(&c, m);
+            ocl_arg_mem(&c, chirp.mem);
+            ocl_arg_mem(&c, bhat.mem);
+            ocl_arg_mem(&c, tw);
+            ocl_arg_mem(&c, twi);
+            ocl_arg_mem(&c, scratch.mem);
+            st = ocl_call_run1(&c, (uint64_t)count, 16);
+        }
+    }
+    drop(&chirp);
+    drop(&bhat);
+    drop(&scratch);
+    return st;
+}
+
+/* ------------------------------------------------------------ launch */
+gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                          uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                          const void *params) {
+    if (op != GFP_OP_FFT)
+        return pk_fail(GFP_ERR_INTERNAL, "fft: op %u is not a Fourier transform", (unsigned)op);
+    gfp_status st = pk_expect_counts(n_in, 1, n_out, 1, "fft");
+    if (st == GFP_OK) st = pk_check_params(params, GFP_FFT_PARAMS_SIZE_V1_3, "fft");
+    if (st != GFP_OK) return st;
+    const gfp_fft_params *p = params;
+    const gfp_tensor *x = in[0], *y = out[0];
+    int dl = 0;
+    if ((st = check(d, p, x, y, &dl)) != GFP_OK) return st;
+    if (pk_numel(x) == 0 || pk_numel(y) == 0) return GFP_OK; /* an empty batch */
+    int rank = x->rank, sign = p->inverse ? 1 : -1;
+    int32_t wdt = d->fp64 ? GFP_C128 : GFP_C64;
+    size_t es = pk_dtype_size(wdt);
+
+    ocl_buffer w1, w2;
+    memset(&w2, 0, sizeof w2);
+    if ((st = make(d, (uint64_t)pk_numel(x) * es, &w1)) != GFP_OK) return st;
+    gfp_tensor wv = view(&w1, wdt, rank, x->sizes);
+    st = ocl_complex_copy(d, &wv, x, "fft");
+    for (uint32_t i = 0; i < p->n_dims && st == GFP_OK; i++)
+        if (p->kind != GFP_FFT_C2R || p->dims[i] != dl)
+            st = transform_dim(d, w1.mem, x->sizes, rank, p->dims[i], sign, es);
+    const int64_t *wshape = x->sizes;
+    ocl_buffer *res = &w1;
+    if (st == GFP_OK && p->kind == GFP_FFT_C2R) {
+        int64_t inner = 1;
+        for (int k = dl + 1; k < rank; k++) inner *= y->sizes[k];
+        st = make(d, (uint64_t)pk_numel(y) * es, &w2);
+        if (st == GFP_OK) {
+            ocl_call c;
+            ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_extend", "fft");
+            ocl_arg_mem(&c, w2.mem);
+            ocl_arg_mem(&c, w1.mem);
+            ocl_arg_i64(&c, pk_numel(y));
+            ocl_arg_i64(&c, y->sizes[dl]);
+            ocl_arg_i64(&c, x->sizes[dl]);
+            ocl_arg_i64(&c, inner);
+            st = ocl_call_run1(&c, (uint64_t)pk_numel(y), 64);
+        }
+        if (st == GFP_OK) st = transform_dim(d, w2.mem, y->sizes, rank, dl, sign, es);
+        wshape = y->sizes;
+        res = &w2;
+    }
+    if (st == GFP_OK) {
+        /* y's elements read through a view of the work array (R2C keeps
+         * the first n/2 + 1 bins of each line of dl). */
+        gfp_tensor rv = view(res, wdt, rank, wshape);
+        for (int k = 0; k < rank; k++) rv.sizes[k] = y->sizes[k];
+        const gfp_tensor *t[2] = {y, &rv};
+        char stem[24], kname[64];
+        snprintf(stem, sizeof stem, "fx_store_%s",
+                 y->dtype == GFP_C64 ? "c64" : y->dtype == GFP_C128 ? "c128"
+                                             : y->dtype == GFP_F32 ? "f32" : "f64");
+        ocl_call c;
+        ocl_geom g;
+        ocl_complex_begin(&c, kname, sizeof kname, d, OCL_PROG_FFT, stem, "fft", &g, t, 2);
+        if (d->fp64) ocl_arg_f64(&c, p->scale);
+        else ocl_arg_f32(&c, (float)p->scale);
+        st = ocl_geom_run(&c, &g);
+    }
+    drop(&w1);
+    drop(&w2);
+    return st;
+}
