@@ -35,6 +35,8 @@ typedef struct vkp_gdisp {
     uint64_t offset;
     uint32_t shader;
     uint32_t n_params;
+    uint32_t spec[VKP_MAX_SPEC]; /* the pipeline and the geometry recorded */
+    uint32_t groups[3];
 } vkp_gdisp;
 
 typedef struct vkp_gnode {
@@ -207,18 +209,22 @@ gfp_status vkp_graph_params(vkp_device *d, uint32_t bytes, vkp_batch **out, uint
 gfp_status vkp_graph_dispatched(vkp_device *d, const vkp_dispatch *dp, uint64_t poff) {
     vkp_graph *g = d->recording;
     if (!grow((void **)&g->disp, &g->cap_disp, g->n_disp, sizeof *g->disp)) return oom();
-    g->disp[g->n_disp++] = (vkp_gdisp){.seg = g->open, .offset = poff, .shader = dp->shader,
-                                       .n_params = dp->n_params};
+    vkp_gdisp *e = &g->disp[g->n_disp++];
+    *e = (vkp_gdisp){.seg = g->open, .offset = poff, .shader = dp->shader,
+                     .n_params = dp->n_params};
+    memcpy(e->spec, dp->spec, sizeof e->spec);
+    memcpy(e->groups, dp->groups, sizeof e->groups);
     return GFP_OK;
 }
 
 gfp_status vkp_graph_refresh(vkp_device *d, const vkp_dispatch *dp) {
     vkp_graph *g = d->refreshing;
-    if (g->cursor >= g->cursor_end || g->disp[g->cursor].shader != dp->shader ||
-        g->disp[g->cursor].n_params != dp->n_params)
-        return pk_fail(GFP_ERR_INTERNAL, "vulkan: graph_launch: a node's parameters changed "
-                       "its dispatches (shader %s); capture the graph again",
-                       vkp_shader_names[dp->shader]);
+    const vkp_gdisp *c = g->cursor < g->cursor_end ? &g->disp[g->cursor] : NULL;
+    if (!c || c->shader != dp->shader || c->n_params != dp->n_params ||
+        memcmp(c->spec, dp->spec, sizeof c->spec) || memcmp(c->groups, dp->groups, sizeof c->groups))
+        return pk_fail(GFP_ERR_INVALID, "vulkan: graph_launch: the new parameters of a node "
+                       "call for other dispatches than recorded (shader %s, its constants or "
+                       "its geometry); capture the graph again", vkp_shader_names[dp->shader]);
     const vkp_gdisp *e = &g->disp[g->cursor++];
     if (dp->n_params) memcpy((char *)e->seg->params.map + e->offset, dp->params, dp->n_params * 4u);
     return GFP_OK;
@@ -243,8 +249,8 @@ gfp_status vkp_graph_scratch(vkp_device *d, uint64_t nbytes, gfp_buffer *buffer)
     vkp_graph *g = d->refreshing;
     if (g->scursor >= g->scursor_end ||
         ((const vkp_buf *)g->scratch[g->scursor])->size < nbytes)
-        return pk_fail(GFP_ERR_INTERNAL, "vulkan: graph_launch: a node's parameters changed "
-                       "its scratch memory; capture the graph again");
+        return pk_fail(GFP_ERR_INVALID, "vulkan: graph_launch: the new parameters of a node "
+                       "call for other scratch memory than recorded; capture the graph again");
     *buffer = g->scratch[g->scursor++];
     return GFP_OK;
 }
@@ -374,14 +380,21 @@ static gfp_status refresh(vkp_device *d, vkp_graph *g) {
         g->cursor_end = gn->first_disp + gn->n_disp;
         g->scursor = gn->first_scratch;
         g->scursor_end = gn->first_scratch + gn->n_scratch;
-        d->refreshing = g;
         const gfp_graph_node *n = &gn->n;
-        gfp_status st = gn->f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs,
-                                      n->n_outputs, n->params);
-        d->refreshing = NULL;
+        /* The new parameters are checked as launch() would check them. */
+        gfp_status st = GFP_OK;
+        const vkp_family *f = vkp_route(d, n->op, n->inputs, n->n_inputs, n->outputs,
+                                        n->n_outputs, n->params, &st);
+        if (f) {
+            d->refreshing = g;
+            st = f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs, n->n_outputs,
+                           n->params);
+            d->refreshing = NULL;
+        }
         if (st == GFP_OK && g->cursor != g->cursor_end)
-            st = pk_fail(GFP_ERR_INTERNAL, "vulkan: graph_launch: node %u (%s) made fewer "
-                         "dispatches than recorded; capture the graph again", i,
+            st = pk_fail(GFP_ERR_INVALID, "vulkan: graph_launch: the new parameters of node "
+                         "%u (%s) call for fewer dispatches than recorded; capture the graph "
+                         "again", i,
                          pk_op_name(n->op));
         if (st != GFP_OK) {
             /* The next launch tries again. */
