@@ -10,8 +10,9 @@
  * initial weights: every loss and every parameter at the end must have the
  * same bits (dropout's masks differ per step, as the Philox offsets move on
  * each replay as they do eagerly). The schedule and the step counts must
- * end where the eager run's do. On vulkan the replays must have gone
- * through the plugin's graph slots (its "vulkan.stats" counter). */
+ * end where the eager run's do. On vulkan and opencl the replays must have
+ * gone through the plugin's graph slots (the "vulkan.stats" and
+ * "opencl.stats" counters). */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graft_opencl_ext.h"
 #include "graft_vulkan_ext.h"
 
 #define STEPS 10
@@ -157,15 +159,24 @@ static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
 }
 
 /* Runs of plugin graphs so far where the device's plugin counts them
- * (vulkan); UINT64_MAX elsewhere. */
+ * (vulkan, opencl); UINT64_MAX elsewhere. */
 static uint64_t plugin_graph_launches(void) {
     gf_device *dev = gf_device_default();
-    const graft_vulkan_stats_ext *ext = NULL;
-    if (strcmp(gf_device_type(dev), "vulkan")) return UINT64_MAX;
-    bool ok = gf_device_query_extension(dev, "vulkan.stats", (void **)&ext) == GF_OK && ext &&
-              ext->struct_size >= sizeof *ext;
-    CHECK_MSG(ok, "vulkan.stats: %s", gf_last_error());
-    return ok ? ext->graph_launches() : UINT64_MAX;
+    if (!strcmp(gf_device_type(dev), "vulkan")) {
+        const graft_vulkan_stats_ext *ext = NULL;
+        bool ok = gf_device_query_extension(dev, "vulkan.stats", (void **)&ext) == GF_OK &&
+                  ext && ext->struct_size >= sizeof *ext;
+        CHECK_MSG(ok, "vulkan.stats: %s", gf_last_error());
+        return ok ? ext->graph_launches() : UINT64_MAX;
+    }
+    if (!strcmp(gf_device_type(dev), "opencl")) {
+        const graft_opencl_stats_ext *ext = NULL;
+        bool ok = gf_device_query_extension(dev, "opencl.stats", (void **)&ext) == GF_OK &&
+                  ext && ext->struct_size >= sizeof *ext;
+        CHECK_MSG(ok, "opencl.stats: %s", gf_last_error());
+        return ok ? ext->graph_launches() : UINT64_MAX;
+    }
+    return UINT64_MAX;
 }
 
 static void compare(model_kind k, opt_kind o) {
