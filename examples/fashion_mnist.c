@@ -5,7 +5,7 @@
  *
  *   fashion_mnist [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]
  *                 [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]
- *                 [--eval PATH] [--min-accuracy A] [--autocast bf16|f16]
+ *                 [--eval PATH] [--min-accuracy A] [--autocast bf16|f16] [--capture]
  *
  * The data are the four IDX files of the Debian package dataset-fashion-mnist
  * (/usr/share/datasets/fashion-mnist, gzip-compressed), read with gf_load_idx. Pixels are
@@ -38,6 +38,14 @@
  * the same bits as 2 epochs straight (on cpu, with the same number of
  * threads: oneDNN's reductions, hence the last bits, depend on it).
  * --eval PATH prints the test accuracy of a checkpoint and exits.
+ *
+ * With --capture the training step is captured once (graft/graph.h) after
+ * one eager warm-up step, and every later full batch is a replay of it: the
+ * batch is copied into the graph's input tensors in place, the step's
+ * launches run again without dispatch, and Adam's step counts, the
+ * learning rate and dropout's random offsets move on as in the eager run,
+ * which it follows loss for loss. A last, shorter batch of an epoch runs
+ * eagerly (a graph replays the shapes it was captured with).
  *
  * Progress: on a terminal a bar follows the batches (loss, images/s);
  * otherwise one plain line per epoch.
@@ -95,6 +103,9 @@ typedef struct extra_options {
     const char *data, *save, *resume, *eval;
 } extra_options;
 
+/* --capture: the training step captured once, replayed per batch. */
+static bool capture_step_graph = false;
+
 /* --autocast: the forward pass runs in an autocast region of this dtype
  * (GF_F32: none). The weights, Adam's state and the checkpoints stay f32. */
 static gf_dtype autocast_dtype = GF_F32;
@@ -105,7 +116,7 @@ static void usage(FILE *out, const char *argv0) {
     fprintf(out,
             "usage: %s [--epochs N] [--seed S] [--lr X] [--lr-decay G] [--batch B] [--limit N]\n"
             "          [--test-limit N] [--data DIR] [--save PATH] [--resume PATH]\n"
-            "          [--eval PATH] [--min-accuracy A] [--autocast bf16|f16]\n"
+            "          [--eval PATH] [--min-accuracy A] [--autocast bf16|f16] [--capture]\n"
             "Trains a CNN (two conv + batch norm + max-pool blocks, dropout, two linear\n"
             "layers) on Fashion-MNIST with Adam on the device GRAFT_DEVICE names (default\n"
             "cpu), printing the test accuracy after every epoch. 10 epochs reach about\n"
@@ -128,7 +139,9 @@ static void usage(FILE *out, const char *argv0) {
             "  --eval PATH       print the test accuracy of a checkpoint and exit\n"
             "  --min-accuracy A  exit with status 1 when the final test accuracy is below A\n"
             "  --autocast D      mixed precision: the forward pass in an autocast region of\n"
-            "                    dtype D (bf16 or f16), f32 weights and loss\n",
+            "                    dtype D (bf16 or f16), f32 weights and loss\n"
+            "  --capture         capture the training step once (after a warm-up step) and\n"
+            "                    replay it for every later full batch\n",
             argv0);
 }
 
@@ -335,6 +348,97 @@ static gf_status evaluate(model *m, const gf_tensor *x, const int64_t *labels, i
     return GF_OK;
 }
 
+/* ------------------------------------------------------------ --capture */
+/* The graph of the training step and its inputs, across epochs. */
+typedef struct captured {
+    gf_tensor *x, *y; /* a full batch, written in place before each step */
+    gf_tensor *loss;  /* the step's loss: an output of the graph */
+    gf_graph *graph;
+    int steps;        /* full-batch steps so far: 1 eager warm-up, then the captured one */
+} captured;
+
+/* One training step in the form a graph needs: gradients zeroed in place
+ * first (they are the graph's inputs), no host read. Returns the loss (a
+ * new reference). The same work as train_epoch's step. */
+static gf_tensor *graph_step(const train_loop *t, gf_tensor *x, gf_tensor *y) {
+    gf_scope_begin();
+    gf_status s = gf_optimizer_zero_grad_keep(t->opt);
+    gf_tensor *loss = s == GF_OK ? gf_cross_entropy(t->forward(t->model, x), y, NULL,
+                                                    GF_REDUCTION_MEAN, -100, 0.0)
+                                 : NULL;
+    s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
+    if (s == GF_OK) s = gf_optimizer_step(t->opt);
+    gf_tensor *keep = s == GF_OK ? gf_scope_keep(loss) : NULL;
+    gf_scope_end();
+    return keep;
+}
+
+/* train_epoch with the step captured and replayed: the same shuffle, the
+ * same batches, the same random draws in the same order. */
+static gf_status train_epoch_captured(const train_loop *t, captured *c, int epoch,
+                                      double *mean_loss) {
+    double t0 = now_seconds();
+    gf_tensor *order = shuffled_index(gf_tensor_device(t->x), t->perm, t->u, t->n);
+    if (!order) return gf_last_status();
+    if (!c->x) {
+        c->x = gf_empty((const int64_t[]){t->batch, 1, SIDE, SIDE}, 4, GF_F32, t->dev);
+        c->y = gf_empty((const int64_t[]){t->batch}, 1, GF_I64, t->dev);
+    }
+    int n = t->n, n_batches = (n + t->batch - 1) / t->batch, batches = 0;
+    double loss_sum = 0;
+    gf_status s = c->x && c->y ? GF_OK : gf_last_status();
+    for (int start = 0; start < n && s == GF_OK; start += t->batch) {
+        int len = n - start < t->batch ? n - start : t->batch;
+        gf_scope_begin();
+        gf_tensor *idx = gf_narrow(order, 0, start, len);
+        gf_tensor *xb = gf_index_select(t->x, 0, idx), *yb = gf_index_select(t->y, 0, idx);
+        gf_tensor *loss = NULL, *own = NULL; /* loss: c's, or own (released below) */
+        s = xb && yb ? GF_OK : gf_last_status();
+        if (s == GF_OK && len < t->batch) { /* a shorter last batch: eagerly */
+            loss = own = graph_step(t, gf_to_device(xb, t->dev), gf_to_device(yb, t->dev));
+            s = loss ? GF_OK : gf_last_status();
+        } else if (s == GF_OK) {
+            s = gf_copy_(c->x, xb);
+            if (s == GF_OK) s = gf_copy_(c->y, yb);
+            if (s == GF_OK && c->graph) {
+                s = gf_graph_replay(c->graph);
+            } else if (s == GF_OK) {
+                bool capture = c->steps == 1; /* after the warm-up step */
+                if (capture) s = gf_graph_capture_begin(t->dev);
+                gf_tensor_release(c->loss);
+                c->loss = s == GF_OK ? graph_step(t, c->x, c->y) : NULL;
+                if (capture) {
+                    c->graph = gf_graph_capture_end();
+                    if (!c->graph && s == GF_OK) s = gf_last_status();
+                }
+                if (s == GF_OK && !c->loss) s = gf_last_status();
+                c->steps++;
+            }
+            loss = c->loss;
+        }
+        double lv = 0;
+        if (s == GF_OK) s = gf_tensor_item(loss, &lv);
+        gf_scope_end();
+        gf_tensor_release(own);
+        if (s != GF_OK) break;
+        loss_sum += lv;
+        batches++;
+        train_log_loss(epoch, batches, lv);
+        progress_update(t->bar, epoch, batches, n_batches, loss_sum / batches,
+                        (start + len) / (now_seconds() - t0 + 1e-9));
+    }
+    gf_tensor_release(order);
+    *mean_loss = batches ? loss_sum / batches : 0;
+    return s;
+}
+
+static void captured_free(captured *c) {
+    gf_graph_destroy(c->graph);
+    gf_tensor_release(c->loss);
+    gf_tensor_release(c->x);
+    gf_tensor_release(c->y);
+}
+
 /* ------------------------------------------------------------ checkpoints */
 /* Writes the model's state dict, the optimiser's state (opt may be NULL),
  * the generator's state and the epoch to path (through path.tmp, renamed
@@ -407,8 +511,15 @@ static gf_status load_checkpoint(model *m, gf_optimizer *opt, int *epoch, const 
 int main(int argc, char **argv) {
     train_options opt = {.epochs = 3, .batch = 128, .lr = 1e-3, .seed = 0, .min_accuracy = -1};
     extra_options ex = {.data = DATA_DIR, .lr_decay = 0};
-    int status = train_parse_args(argc, argv, TRAIN_PROG, N_TRAIN_MAX, usage, &opt, take_option,
-                                  &ex);
+    /* --capture takes no value: taken out before the common parser. */
+    char *args[64];
+    int n_args = 0;
+    for (int i = 0; i < argc && n_args < 64; i++) {
+        if (i > 0 && !strcmp(argv[i], "--capture")) capture_step_graph = true;
+        else args[n_args++] = argv[i];
+    }
+    int status = train_parse_args(n_args, args, TRAIN_PROG, N_TRAIN_MAX, usage, &opt,
+                                  take_option, &ex);
     if (status >= 0) return status;
     char paths[4][1024];
     if (check_data(ex.data, paths)) return 2;
@@ -419,6 +530,7 @@ int main(int argc, char **argv) {
     model *m = NULL;
     gf_tensor *x_train = NULL, *y_train = NULL, *x_test = NULL, *y_test = NULL;
     gf_optimizer *adam = NULL;
+    captured cap = {0};
     double acc = 0, per_class[N_CLASSES] = {0};
     progress_init(&bar, opt.epochs);
 
@@ -489,7 +601,8 @@ int main(int argc, char **argv) {
                         ? opt.lr * pow(ex.lr_decay, epoch - 1)
                         : opt.lr * (1 + cos(acos(-1.0) * (epoch - 1) / opt.epochs)) / 2;
         TRY(gf_optimizer_set_lr(adam, lr) == GF_OK);
-        TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
+        if (capture_step_graph) TRY(train_epoch_captured(&loop, &cap, epoch, &loss) == GF_OK);
+        else TRY(train_epoch(&loop, epoch, &loss) == GF_OK);
         te = now_seconds() - te;
         train_time += te;
         trained++;
@@ -506,14 +619,16 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < N_CLASSES; k++) printf("  %-12s %.4f\n", class_names[k], per_class[k]);
     printf("final test accuracy %.4f (%ld of %d images) after %d epochs, %.1f s (training "
-           "%.1f s, %.0f images/s)\n",
+           "%.1f s, %.0f images/s%s)\n",
            acc, lround(acc * n_test), n_test, opt.epochs > start_epoch ? opt.epochs : start_epoch,
            now_seconds() - t0, train_time,
-           train_time > 0 ? (double)n_train * trained / train_time : 0.0);
+           train_time > 0 ? (double)n_train * trained / train_time : 0.0,
+           capture_step_graph ? "; the step captured and replayed" : "");
     long peak_kb = peak_resident_kb();
     if (peak_kb > 0) printf("peak resident memory %.0f MB\n", peak_kb / 1024.0);
     rc = train_check_accuracy(TRAIN_PROG, "final test accuracy", acc, opt.min_accuracy);
 fail:
+    captured_free(&cap);
     gf_optimizer_destroy(adam);
     if (m) gf_module_release(&m->base);
     gf_tensor_release(x_train);

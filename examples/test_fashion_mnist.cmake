@@ -7,6 +7,10 @@
 #            accuracy the training run printed last
 #   missing  without the data set: exit status 2 and a message naming the
 #            package to install
+#   capture  2 epochs eagerly and with --capture (the step captured after a
+#            warm-up step, replayed for every later full batch; each epoch's
+#            last, shorter batch eager): every step's loss (TRAIN_LOSS_LOG,
+#            9 digits) and the final test accuracy are the same
 # Without the data set, `resume` prints the example's own message, which the
 # test's SKIP_REGULAR_EXPRESSION turns into a skip.
 cmake_minimum_required(VERSION 3.20)
@@ -62,6 +66,32 @@ elseif(MODE STREQUAL "missing")
   if(NOT rc EQUAL 2 OR NOT err MATCHES "dataset-fashion-mnist")
     message(FATAL_ERROR "expected status 2 and the package's name, got status ${rc}")
   endif()
+elseif(MODE STREQUAL "capture")
+  file(REMOVE_RECURSE "${WORK}")
+  file(MAKE_DIRECTORY "${WORK}")
+  set(small --limit 1000 --test-limit 1000 --seed 7 --epochs 2)
+  set(ENV{TRAIN_LOSS_LOG} "${WORK}/eager.txt")
+  run(eager ${small})
+  if(NOT eager)
+    return()
+  endif()
+  set(ENV{TRAIN_LOSS_LOG} "${WORK}/captured.txt")
+  run(replayed ${small} --capture)
+  file(READ "${WORK}/eager.txt" a)
+  file(READ "${WORK}/captured.txt" b)
+  string(REGEX MATCHALL "\n" lines "${a}")
+  list(LENGTH lines n)
+  if(n LESS 16 OR NOT a STREQUAL b)
+    message(FATAL_ERROR "the losses differ (or are missing):\neager:\n${a}\ncaptured:\n${b}")
+  endif()
+  string(REGEX MATCH "final test accuracy ([0-9.]+)" m1 "${eager}")
+  set(acc "${CMAKE_MATCH_1}")
+  string(REGEX MATCH "final test accuracy ([0-9.]+)" m2 "${replayed}")
+  if(NOT m1 OR NOT CMAKE_MATCH_1 STREQUAL acc OR NOT replayed MATCHES "captured and replayed")
+    message(FATAL_ERROR "--capture's accuracy '${CMAKE_MATCH_1}' differs from '${acc}'")
+  endif()
+  file(REMOVE_RECURSE "${WORK}")
+  message("capture: ${n} steps with the same losses, test accuracy ${acc}")
 else()
-  message(FATAL_ERROR "MODE must be resume or missing, not '${MODE}'")
+  message(FATAL_ERROR "MODE must be resume, missing or capture, not '${MODE}'")
 endif()

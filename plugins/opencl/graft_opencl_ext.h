@@ -7,7 +7,8 @@
  *
  * Check ext->struct_size before reading a field (fields are only appended).
  * It lets a benchmark compare graft's GEMM kernels with CLBlast's in one
- * process, which GRAFT_OPENCL_GEMM can only do before the run. */
+ * process, which GRAFT_OPENCL_GEMM can only do before the run. A second
+ * extension, "opencl.stats", counts the launches of captured graphs. */
 #ifndef GRAFT_OPENCL_EXT_H
 #define GRAFT_OPENCL_EXT_H
 
@@ -23,5 +24,15 @@ typedef struct graft_opencl_gemm_ext {
     void (*set_gemm)(int mode);
     int (*clblast_available)(void); /* 1 when libclblast loads */
 } graft_opencl_gemm_ext;
+
+/* "opencl.stats": counters for tests and benchmarks. */
+typedef struct graft_opencl_stats_ext {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    /* Launches of captured graphs through the graph slots, every device,
+     * since load (each enqueues kernels whose arguments were set at
+     * graph_create). */
+    uint64_t (*graph_launches)(void);
+} graft_opencl_stats_ext;
 
 #endif

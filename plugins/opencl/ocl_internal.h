@@ -56,6 +56,7 @@ typedef struct ocl_api {
     cl_int (*ReleaseCommandQueue)(cl_command_queue);
     cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
     cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*RetainMemObject)(cl_mem);
     cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
                                           cl_int *);
     cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *,
@@ -145,6 +146,8 @@ typedef enum ocl_fault {
     OCL_FAULT_LOST     /* reads fail as from a lost device */
 } ocl_fault;
 
+typedef struct ocl_graph ocl_graph;
+
 typedef struct ocl_device {
     /* Identity, from init() (no context yet). */
     cl_platform_id platform;
@@ -184,6 +187,10 @@ typedef struct ocl_device {
      * [1] sign +1, of length fft_roots_n[]; released with the device. */
     cl_mem fft_roots[2];
     int64_t fft_roots_n[2];
+    /* Captured graphs (ocl_graph.c). */
+    ocl_graph *recording;  /* graph_create running: kernel calls are recorded */
+    ocl_graph *refreshing; /* graph_launch setting a node's arguments anew */
+    ocl_graph *graphs;     /* live graphs, released with the device */
 } ocl_device;
 
 /* ------------------------------------------------------------------ programs (ocl_program.c) */
@@ -206,6 +213,7 @@ typedef struct ocl_call {
     cl_kernel k;
     cl_uint nargs;
     gfp_status st;
+    uint32_t entry; /* recording or refreshing a graph: its kernel entry */
 } ocl_call;
 
 void ocl_call_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *kname,
@@ -322,5 +330,43 @@ gfp_status ocl_clblast_gemm(ocl_device *d, int32_t dtype, bool ta, bool tb, uint
                             uint64_t n, uint64_t k, cl_mem a, uint64_t a_off, uint64_t lda,
                             cl_mem b, uint64_t b_off, uint64_t ldb, cl_mem y, uint64_t y_off,
                             uint64_t ldy);
+
+/* ------------------------------------------------------------------ graphs (ocl_graph.c) */
+/* The ABI's graph slots. graph_create runs each node's family once with the
+ * device in recording mode: every kernel call gets a cl_kernel of its own
+ * (created from the program, not the shared one of ocl_get_kernel), its
+ * arguments are set on it once, and ocl_call_run notes the geometry instead
+ * of enqueueing. graph_launch enqueues the list. A node whose parameter
+ * struct changed (the optimisers' constants) is run through its family
+ * again in refresh mode: the arguments are set again on its own kernels,
+ * nothing is enqueued. Nodes whose launch enqueues other than kernels (host
+ * writes, fills, index checks read back, CLBlast) are launched eagerly in
+ * their place. */
+gfp_status ocl_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
+                            void **graph);
+gfp_status ocl_graph_launch(void *device, void *graph);
+void ocl_graph_destroy(void *device, void *graph);
+/* Graph launches on every device since load ("opencl.stats"). */
+uint64_t ocl_graph_launches(void);
+/* Releases every graph of d (the device closes). */
+void ocl_graphs_release(ocl_device *d);
+/* While recording or refreshing: the kernel of call c (c->k on entry is the
+ * shared one of ocl_get_kernel, the program built). */
+gfp_status ocl_graph_kernel(ocl_call *c, ocl_prog_id prog);
+/* While recording: notes c's geometry. Refreshing: checks it is the one
+ * recorded. */
+gfp_status ocl_graph_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local);
+/* The family serving a launch, after the kit's checks (ocl_plugin.c). */
+typedef struct ocl_family {
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
+    uint32_t (*support)(const ocl_device *d, const gfp_op_query *q);
+    gfp_status (*launch)(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
+} ocl_family;
+const ocl_family *ocl_route(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, gfp_status *st);
+/* Whether a matmul of d may go to CLBlast (which enqueues its own kernels). */
+bool ocl_matmul_may_use_clblast(const ocl_device *d);
 
 #endif

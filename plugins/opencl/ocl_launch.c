@@ -26,7 +26,9 @@ void ocl_call_begin(ocl_call *c, ocl_device *d, ocl_prog_id prog, const char *kn
     c->kname = kname;
     c->k = NULL;
     c->nargs = 0;
+    c->entry = 0;
     c->st = ocl_get_kernel(d, prog, kname, op, &c->k);
+    if (c->st == GFP_OK && (d->recording || d->refreshing)) c->st = ocl_graph_kernel(c, prog);
 }
 
 void ocl_arg_raw(ocl_call *c, size_t size, const void *value) {
@@ -87,6 +89,7 @@ gfp_status ocl_call_run(ocl_call *c, cl_uint dims, const size_t *global, const s
         if (g[i] == 0) return GFP_OK; /* nothing to do */
     }
     ocl_device *d = c->dev;
+    if (d->recording || d->refreshing) return ocl_graph_run(c, dims, g, l);
     cl_int err = d->fault == OCL_FAULT_ENQUEUE
                      ? CL_OUT_OF_RESOURCES
                      : ocl.EnqueueNDRangeKernel(d->queue, c->k, dims, NULL, g, l, 0, NULL, NULL);

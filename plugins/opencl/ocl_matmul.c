@@ -44,6 +44,11 @@ static int gemm_choice(void) {
     return -1;
 }
 
+bool ocl_matmul_may_use_clblast(const ocl_device *d) {
+    int choice = gemm_choice();
+    return choice == 1 || (choice == -1 && (d->type & CL_DEVICE_TYPE_GPU) && ocl_clblast_available());
+}
+
 /* A matrix view as CLBlast takes it: row-major, maybe transposed. */
 static bool blas_view(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, bool *trans,
                       uint64_t *ld) {

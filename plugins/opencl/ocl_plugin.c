@@ -37,13 +37,6 @@ static bool g_exiting;
 static void device_release(ocl_device *d);
 
 /* ------------------------------------------------------------ families */
-typedef struct ocl_family {
-    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
-    uint32_t (*support)(const ocl_device *d, const gfp_op_query *q);
-    gfp_status (*launch)(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
-} ocl_family;
-
 #define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch},
 static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)
                                           OCL_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
@@ -290,6 +283,7 @@ static ocl_fault fault_from_env(void) {
 }
 
 static void device_release(ocl_device *d) {
+    ocl_graphs_release(d);
     ocl_programs_release(d);
     ocl_fft_release(d);
     if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
@@ -490,14 +484,19 @@ static gfp_status ocl_query_op(void *device, const gfp_op_query *q, uint32_t *su
     return st;
 }
 
+const ocl_family *ocl_route(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, gfp_status *st) {
+    const pk_device_rules rules = {"opencl", d->name, stored_dtypes(d), buffer_size, NULL};
+    return PK_LAUNCH_ROUTE(families, &rules, op, in, n_in, out, n_out, params, st);
+}
+
 static gfp_status ocl_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     ocl_device *d = device;
-    const pk_device_rules rules = {"opencl", d->name, stored_dtypes(d), buffer_size, NULL};
     gfp_status st;
-    const ocl_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
-                                          n_outputs, params, &st);
+    const ocl_family *f = ocl_route(d, op, inputs, n_inputs, outputs, n_outputs, params, &st);
     if (f) st = f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params);
     /* Submit now, so the device works while the host prepares the next op. */
     if (f && st == GFP_OK) ocl.Flush(d->queue);
@@ -512,6 +511,11 @@ static const graft_opencl_gemm_ext gemm_ext = {
     .clblast_available = ext_clblast_available,
 };
 
+static const graft_opencl_stats_ext stats_ext = {
+    .struct_size = sizeof(graft_opencl_stats_ext),
+    .graph_launches = ocl_graph_launches,
+};
+
 static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void **out) {
     (void)plugin_ctx;
     if (out) *out = NULL;
@@ -519,8 +523,12 @@ static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void *
         *out = (void *)&gemm_ext;
         return GFP_OK;
     }
+    if (name && out && !strcmp(name, "opencl.stats")) {
+        *out = (void *)&stats_ext;
+        return GFP_OK;
+    }
     return pk_fail(GFP_ERR_NOT_FOUND, "the opencl plugin has no extension \"%s\" (it has "
-                    "\"opencl.gemm\")", name ? name : "(null)");
+                    "\"opencl.gemm\" and \"opencl.stats\")", name ? name : "(null)");
 }
 
 /* ------------------------------------------------------------ negotiation */
@@ -546,6 +554,9 @@ static const gfp_plugin ocl_table = {
     .query_op = ocl_query_op,
     .launch = ocl_launch,
     .query_extension = ocl_query_extension,
+    .graph_create = ocl_graph_create,
+    .graph_launch = ocl_graph_launch,
+    .graph_destroy = ocl_graph_destroy,
 };
 
 PK_DEFINE_NEGOTIATE(ocl_table)

@@ -30,6 +30,7 @@ static const struct {
     OCL_ENTRY(CreateContext),        OCL_ENTRY(ReleaseContext),
     OCL_ENTRY(CreateCommandQueue),   OCL_ENTRY(ReleaseCommandQueue),
     OCL_ENTRY(CreateBuffer),         OCL_ENTRY(ReleaseMemObject),
+    OCL_ENTRY(RetainMemObject),
     OCL_ENTRY(CreateProgramWithSource), OCL_ENTRY(CreateProgramWithBinary),
     OCL_ENTRY(BuildProgram),         OCL_ENTRY(GetProgramBuildInfo),
     OCL_ENTRY(GetProgramInfo),       OCL_ENTRY(ReleaseProgram),

@@ -24,6 +24,9 @@ typedef struct graft_vulkan_stats_ext {
     uint64_t (*submits)(void *device);       /* queue submissions since open */
     void (*set_matmul_mode)(int mode); /* 0 by size and device, 1 naive, 2 tiled, 3 register-blocked */
     uint64_t (*memory_blocks)(void *device); /* VkDeviceMemory allocations held */
+    /* Runs of captured graphs through the graph slots on every device since
+     * init (each resubmits command buffers recorded at graph_create). */
+    uint64_t (*graph_launches)(void);
 } graft_vulkan_stats_ext;
 
 #endif

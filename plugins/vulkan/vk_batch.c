@@ -81,7 +81,21 @@ static gfp_status retire(vkp_device *d, vkp_batch *b) {
     return GFP_OK;
 }
 
+/* What a family may not do while a graph records or refreshes it. */
+static gfp_status graph_refuses(vkp_device *d, const char *what) {
+    if (d->refreshing)
+        return pk_fail(GFP_ERR_INTERNAL, "vulkan: a launch %s while its graph's parameters were "
+                       "refreshed", what);
+    return pk_fail(GFP_ERR_UNSUPPORTED, "vulkan: a launch %s while recorded into a graph",
+                   what);
+}
+
 gfp_status vkp_batch_open(vkp_device *d, vkp_batch **out) {
+    if (d->refreshing) return graph_refuses(d, "recorded a transfer");
+    if (d->recording) {
+        uint64_t unused;
+        return vkp_graph_params(d, 0, out, &unused);
+    }
     vkp_batch *b = &d->batches[d->current];
     if (!b->recording) {
         gfp_status st = retire(d, b);
@@ -114,6 +128,7 @@ void vkp_batch_barrier(vkp_batch *b) {
 }
 
 gfp_status vkp_batch_submit(vkp_device *d) {
+    if (d->recording || d->refreshing) return graph_refuses(d, "waited for the device");
     vkp_batch *b = &d->batches[d->current];
     if (!b->recording) return GFP_OK;
     /* Device writes become visible to host reads after the fence. */
@@ -139,6 +154,7 @@ gfp_status vkp_batch_submit(vkp_device *d) {
 }
 
 gfp_status vkp_batch_recorded(vkp_device *d) {
+    if (d->recording) return GFP_OK; /* a graph's segment is submitted by graph_launch */
     vkp_batch *b = &d->batches[d->current];
     b->n_cmds++;
     if (b->n_cmds >= d->batch_limit) return vkp_batch_submit(d);
@@ -147,12 +163,14 @@ gfp_status vkp_batch_recorded(vkp_device *d) {
 
 gfp_status vkp_batch_finish(vkp_device *d) {
     gfp_status st = vkp_batch_submit(d);
+    if (d->recording || d->refreshing) return st;
     /* Oldest first: current is the next to reuse, so the oldest. */
     for (uint32_t k = 0; k < VKP_BATCHES; k++) {
         gfp_status s2 = retire(d, &d->batches[(d->current + k) % VKP_BATCHES]);
         if (st == GFP_OK) st = s2;
     }
-    return st;
+    gfp_status s3 = vkp_graph_wait(d); /* graphs' runs, submitted in between */
+    return st == GFP_OK ? s3 : st;
 }
 
 bool vkp_batch_idle(vkp_device *d) {
@@ -164,10 +182,11 @@ bool vkp_batch_idle(vkp_device *d) {
             retire(d, b);
         }
     }
-    return true;
+    return vkp_graph_idle(d);
 }
 
 gfp_status vkp_batch_params(vkp_device *d, uint32_t bytes, vkp_batch **out, uint64_t *offset) {
+    if (d->recording) return vkp_graph_params(d, bytes ? bytes : 4, out, offset);
     uint64_t need = (bytes + d->align - 1) & ~(d->align - 1);
     for (int attempt = 0; attempt < 2; attempt++) {
         vkp_batch *b = NULL;
@@ -189,6 +208,7 @@ gfp_status vkp_batch_staging(vkp_device *d, uint64_t bytes, vkp_batch **out, VkB
                              uint64_t *offset, void **map) {
     gfp_status st;
     vkp_batch *b;
+    if (d->recording || d->refreshing) return graph_refuses(d, "staged host data");
     if (bytes > VKP_STAGING_BYTES / 2) {
         /* Large: a buffer of its own, freed when the batch completes. */
         if ((st = vkp_batch_open(d, &b)) != GFP_OK) return st;

@@ -12,6 +12,8 @@
  *   vk_pipeline.c   embedded SPIR-V, descriptor-set layouts, pipeline cache,
  *                   the one function that records a dispatch
  *   vk_ops_*.c      op families: parameters, checks, dispatch geometry
+ *   vk_graph.c      captured graphs (the ABI's graph slots): launches recorded
+ *                   once into command buffers of their own, resubmitted
  * Every launch is recorded into the open command buffer with a barrier in
  * front of it; the buffer is submitted when full or when the host needs a
  * result, so a chain of small ops costs one dispatch each, not one submit. */
@@ -68,6 +70,7 @@
     X(CreateCommandPool)                      \
     X(DestroyCommandPool)                     \
     X(AllocateCommandBuffers)                 \
+    X(FreeCommandBuffers)                     \
     X(ResetCommandBuffer)                     \
     X(BeginCommandBuffer)                     \
     X(EndCommandBuffer)                       \
@@ -234,6 +237,8 @@ typedef struct vkp_pipe_entry {
     VkPipeline pipeline;
 } vkp_pipe_entry;
 
+typedef struct vkp_graph vkp_graph;
+
 typedef struct vkp_device {
     vkp_physical *phys;
     uint32_t index;
@@ -269,6 +274,11 @@ typedef struct vkp_device {
     vkp_pipe_entry *pipes; /* VKP_PIPE_SLOTS, open addressing */
     uint64_t dispatches;   /* since open: for the bench and tests */
     uint64_t submits;
+    /* captured graphs (vk_graph.c) */
+    vkp_graph *recording;  /* graph_create running: commands go to its segment */
+    vkp_graph *refreshing; /* graph_launch rewriting a node's params words */
+    vkp_graph *graphs;     /* live graphs: finish and idle wait for their runs */
+    uint64_t graph_launches;
 } vkp_device;
 
 /* vk_memory.c */
@@ -360,6 +370,50 @@ static inline void vkp_put(vkp_words *p, uint32_t v) {
 void vkp_put_u64(vkp_words *p, uint64_t v);
 void vkp_put_f64(vkp_words *p, double v);
 void vkp_put_f32(vkp_words *p, float v);
+
+/* ------------------------------------------------------------ graphs (vk_graph.c) */
+/* The ABI's graph slots. A graph is a run of launches recorded once, at
+ * graph_create, into command buffers of its own ("segments", vkp_batch
+ * structs that are never reset), with their descriptor sets written and
+ * their params words in the segment's params buffer; graph_launch submits
+ * the segments again. Nodes whose parameter structs changed since (the
+ * Philox offsets, the optimisers' step constants) are run through their
+ * family again in refresh mode: the dispatches are not recorded, their
+ * params words are written where the recorded dispatches read them. */
+gfp_status vkp_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
+                            void **graph);
+gfp_status vkp_graph_launch(void *device, void *graph);
+void vkp_graph_destroy(void *device, void *graph);
+/* While recording: the segment and params space for a dispatch (a new
+ * segment when the open one is full). */
+gfp_status vkp_graph_params(vkp_device *d, uint32_t bytes, vkp_batch **b, uint64_t *offset);
+/* While recording: notes the dispatch just recorded (params at poff of b). */
+gfp_status vkp_graph_dispatched(vkp_device *d, const vkp_dispatch *dp, uint64_t poff);
+/* While refreshing: writes dp's params words where the recorded dispatch
+ * reads them (fails when the family recorded other dispatches). */
+gfp_status vkp_graph_refresh(vkp_device *d, const vkp_dispatch *dp);
+/* While recording: whether the graph keeps a buffer a launch frees (its
+ * scratch, allocated while recording: the recorded commands use it on every
+ * run, so the free is skipped). */
+bool vkp_graph_keep(vkp_device *d, gfp_buffer buffer);
+/* While recording: notes a buffer a launch allocated (kept by the graph). */
+gfp_status vkp_graph_note_alloc(vkp_device *d, gfp_buffer buffer);
+/* While refreshing: the scratch buffer the node's recording allocated. */
+gfp_status vkp_graph_scratch(vkp_device *d, uint64_t nbytes, gfp_buffer *buffer);
+/* Waits for the graphs' submitted runs / whether none is running. */
+gfp_status vkp_graph_wait(vkp_device *d);
+bool vkp_graph_idle(vkp_device *d);
+
+/* The family serving a launch, after the kit's checks (vk_plugin.c). */
+typedef struct vkp_family {
+    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
+    uint32_t (*support)(vkp_device *d, const gfp_op_query *q);
+    gfp_status (*launch)(vkp_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
+} vkp_family;
+const vkp_family *vkp_route(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, gfp_status *st);
 
 /* ------------------------------------------------------------ op families */
 /* One handler per family (PK_FAMILIES in plugin_kit.h); vk_ops_conv.c serves

@@ -191,6 +191,7 @@ gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, v
     *buffer = NULL;
     *host_ptr = NULL;
     if (nbytes == 0) return pk_fail(GFP_ERR_INVALID, "buffer_alloc: nbytes is 0 (must be > 0)");
+    if (d->refreshing) return vkp_graph_scratch(d, nbytes, buffer);
     uint64_t max_bytes = d->max_range & ~(d->align - 1); /* as device_props reports */
     if (nbytes > max_bytes)
         return pk_fail(GFP_ERR_OUT_OF_MEMORY,
@@ -226,7 +227,11 @@ gfp_status vkp_buffer_alloc(void *device, uint64_t nbytes, gfp_buffer *buffer, v
     h->size = nbytes;
     d->live_buffers++;
     *buffer = h;
-    return GFP_OK;
+    if (d->recording && (st = vkp_graph_note_alloc(d, h)) != GFP_OK) {
+        vkp_buffer_free(d, h);
+        *buffer = NULL;
+    }
+    return st;
 }
 
 vkp_buf *vkp_buf_check(vkp_device *d, gfp_buffer buffer, const char *what) {
@@ -260,6 +265,8 @@ void vkp_buffer_free(void *device, gfp_buffer buffer) {
                 "(double free?); ignored");
         return;
     }
+    /* A graph's scratch: kept for its recorded commands, freed with it. */
+    if (d->refreshing || (d->recording && vkp_graph_keep(d, h))) return;
     vkp_block *b = h->block;
     uint64_t size = (h->size + d->align - 1) & ~(d->align - 1);
     uint64_t off = h->offset;
@@ -309,6 +316,8 @@ gfp_status vkp_buffer_write(void *device, gfp_buffer buffer, uint64_t offset, co
     gfp_status st = check_range(d, "buffer_write", buffer, offset, n, &b);
     if (st != GFP_OK || n == 0) return st;
     if (!src) return pk_fail(GFP_ERR_INVALID, "buffer_write: src is NULL");
+    if (d->recording || d->refreshing)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "vulkan: buffer_write inside a graph's recording");
     if (b->block->map && vkp_batch_idle(d)) {
         memcpy((char *)b->block->map + b->offset + offset, src, n);
         return GFP_OK;

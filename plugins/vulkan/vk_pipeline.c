@@ -161,6 +161,7 @@ gfp_status vkp_dispatch_run(vkp_device *d, const vkp_dispatch *dp) {
             !vkp_spirv[(d->has_f64 ? 1 : 0) + 2][dp->shader].size)
             return pk_fail(GFP_ERR_INTERNAL, "vulkan: shader %s has no f16 build",
                             vkp_shader_names[dp->shader]);
+    if (d->refreshing) return vkp_graph_refresh(d, dp); /* the params words only */
     VkPipeline pipeline = VK_NULL_HANDLE;
     gfp_status st = pipeline_of(d, dp, &pipeline);
     if (st != GFP_OK) return st;
@@ -207,6 +208,7 @@ gfp_status vkp_dispatch_run(vkp_device *d, const vkp_dispatch *dp) {
                              &set, 0, NULL);
     vk.CmdDispatch(b->cb, dp->groups[0] ? dp->groups[0] : 1, dp->groups[1] ? dp->groups[1] : 1,
                    dp->groups[2] ? dp->groups[2] : 1);
+    if (d->recording) return vkp_graph_dispatched(d, dp, poff);
     d->dispatches++;
     return vkp_batch_recorded(d);
 }

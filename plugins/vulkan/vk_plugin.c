@@ -24,13 +24,6 @@ gfp_status vkp_fail_vk(VkResult r, const char *what) {
 }
 
 /* ------------------------------------------------------------ families */
-typedef struct vkp_family {
-    uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
-    uint32_t (*support)(vkp_device *d, const gfp_op_query *q);
-    gfp_status (*launch)(vkp_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
-} vkp_family;
-
 #define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch},
 static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)};
 #undef VKP_FAMILY_ENTRY
@@ -278,6 +271,7 @@ static void vkp_device_close(void *device) {
     vkp_device *d = device;
     if (!d || atomic_load(&vkp_exiting)) return; /* freed by vkp_at_exit */
     if (d->dev) {
+        while (d->graphs) vkp_graph_destroy(d, d->graphs); /* the core's left over */
         vkp_batch_finish(d);
         vk.DeviceWaitIdle(d->dev);
         if (d->live_buffers > 0)
@@ -318,17 +312,22 @@ static gfp_status vkp_query_op(void *device, const gfp_op_query *q, uint32_t *su
     return st;
 }
 
+const vkp_family *vkp_route(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params, gfp_status *st) {
+    const pk_device_rules rules = {"vulkan", d->phys ? d->phys->props.deviceName : "vulkan",
+                                   vkp_device_dtypes(d), buffer_size, NULL};
+    return PK_LAUNCH_ROUTE(families, &rules, op, in, n_in, out, n_out, params, st);
+}
+
 static gfp_status vkp_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
     vkp_device *d = device;
     if (!d) return pk_fail(GFP_ERR_INVALID, "launch: device is NULL");
     if (atomic_load(&vkp_exiting)) return vkp_exiting_error(pk_op_name(op));
-    const pk_device_rules rules = {"vulkan", d->phys ? d->phys->props.deviceName : "vulkan",
-                                   vkp_device_dtypes(d), buffer_size, NULL};
     gfp_status st;
-    const vkp_family *f = PK_LAUNCH_ROUTE(families, &rules, op, inputs, n_inputs, outputs,
-                                          n_outputs, params, &st);
+    const vkp_family *f = vkp_route(d, op, inputs, n_inputs, outputs, n_outputs, params, &st);
     return f ? f->launch(d, op, inputs, n_inputs, outputs, n_outputs, params) : st;
 }
 
@@ -340,6 +339,12 @@ static uint64_t ext_dispatches(void *device) {
     return device ? ((vkp_device *)device)->dispatches : 0;
 }
 static uint64_t ext_submits(void *device) { return device ? ((vkp_device *)device)->submits : 0; }
+static uint64_t ext_graph_launches(void) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < vkp_ctx.n_phys; i++)
+        if (vkp_ctx.phys[i].open) n += vkp_ctx.phys[i].open->graph_launches;
+    return n;
+}
 static uint64_t ext_blocks(void *device) {
     uint64_t n = 0;
     if (device)
@@ -356,6 +361,7 @@ static const graft_vulkan_stats_ext stats_ext = {
     .submits = ext_submits,
     .set_matmul_mode = ext_matmul_mode,
     .memory_blocks = ext_blocks,
+    .graph_launches = ext_graph_launches,
 };
 
 static gfp_status vkp_query_extension(void *plugin_ctx, const char *name, void **out) {
@@ -392,6 +398,9 @@ static const gfp_plugin vkp_table = {
     .launch = vkp_launch,
     .query_op = vkp_query_op,
     .query_extension = vkp_query_extension,
+    .graph_create = vkp_graph_create,
+    .graph_launch = vkp_graph_launch,
+    .graph_destroy = vkp_graph_destroy,
 };
 
 GFP_EXPORT gfp_status graft_plugin_negotiate(const gfp_negotiate_request *request,

@@ -10,7 +10,9 @@
  * initial weights: every loss and every parameter at the end must have the
  * same bits (dropout's masks differ per step, as the Philox offsets move on
  * each replay as they do eagerly). The schedule and the step counts must
- * end where the eager run's do. */
+ * end where the eager run's do. On vulkan and opencl the replays must have
+ * gone through the plugin's graph slots (the "vulkan.stats" and
+ * "opencl.stats" counters). */
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +20,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "graft_opencl_ext.h"
+#include "graft_vulkan_ext.h"
 
 #define STEPS 10
 #define MAXP 32
@@ -154,6 +158,27 @@ static bool same_bits(const gf_tensor *a, const gf_tensor *b) {
     return ok;
 }
 
+/* Runs of plugin graphs so far where the device's plugin counts them
+ * (vulkan, opencl); UINT64_MAX elsewhere. */
+static uint64_t plugin_graph_launches(void) {
+    gf_device *dev = gf_device_default();
+    if (!strcmp(gf_device_type(dev), "vulkan")) {
+        const graft_vulkan_stats_ext *ext = NULL;
+        bool ok = gf_device_query_extension(dev, "vulkan.stats", (void **)&ext) == GF_OK &&
+                  ext && ext->struct_size >= sizeof *ext;
+        CHECK_MSG(ok, "vulkan.stats: %s", gf_last_error());
+        return ok ? ext->graph_launches() : UINT64_MAX;
+    }
+    if (!strcmp(gf_device_type(dev), "opencl")) {
+        const graft_opencl_stats_ext *ext = NULL;
+        bool ok = gf_device_query_extension(dev, "opencl.stats", (void **)&ext) == GF_OK &&
+                  ext && ext->struct_size >= sizeof *ext;
+        CHECK_MSG(ok, "opencl.stats: %s", gf_last_error());
+        return ok ? ext->graph_launches() : UINT64_MAX;
+    }
+    return UINT64_MAX;
+}
+
 static void compare(model_kind k, opt_kind o) {
     run e, g;
     double le[STEPS], lg[STEPS];
@@ -187,12 +212,16 @@ static void compare(model_kind k, opt_kind o) {
     CHECK(gf_graph_node_count(graph) > 20);
     CHECK(gf_graph_input_count(graph) >= (size_t)g.n_params + 2);
     lg[0] = item(loss);
+    uint64_t slot_runs = plugin_graph_launches();
     for (int s = 1; s < STEPS; s++) {
         write_batch(&g, s);
         gf_status st = gf_graph_replay(graph);
         CHECK_MSG(st == GF_OK, "replay %d: %s", s, gf_last_error());
         lg[s] = item(loss);
     }
+    if (slot_runs != UINT64_MAX)
+        CHECK_MSG(plugin_graph_launches() >= slot_runs + STEPS - 1,
+                  "model %d: the replays did not go through the plugin's graph slots", (int)k);
     for (int s = 0; s < STEPS; s++)
         CHECK_MSG(!memcmp(&le[s], &lg[s], sizeof(double)),
                   "model %d opt %d step %d: eager loss %.9g, replayed %.9g", (int)k, (int)o, s,

@@ -43,8 +43,10 @@
  * when no thread replays it.
  *
  * A plugin may take a captured run of launches as a whole (the ABI's
- * optional graph slots: cpu_onednn runs a flat list of prepared kernels);
- * on other devices the core replays launch by launch. */
+ * optional graph slots: cpu_onednn runs a flat list of prepared kernels,
+ * vulkan resubmits command buffers recorded once, opencl enqueues kernels
+ * whose arguments were set once); elsewhere the core replays launch by
+ * launch. */
 #ifndef GRAFT_GRAPH_H
 #define GRAFT_GRAPH_H
 
