@@ -16,6 +16,7 @@
  * oneDNN 2.6's own bf16 matmul and convolutions there emulate the dot
  * products and run 3-4x slower than its f32 primitives, and it has no f16
  * primitives at all, while the conversions cost a few percent of a matmul. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "onednn_internal.h"
@@ -249,11 +250,116 @@ static gfp_status widen(odn_ctx *c, const gfp_tensor *t, gfp_tensor *w) {
     return GFP_OK;
 }
 
+/* ---- elementwise launches in chunks */
+/* An elementwise launch whose tensors are all dense in the output's order
+ * (or single elements broadcast) runs chunk by chunk: each chunk of the
+ * 16-bit inputs widened into a small f32 buffer, the f32 kernel over the
+ * chunk, the chunk rounded into the output while it is still in cache. The
+ * whole-tensor form would read and write every 16-bit tensor once more in
+ * f32 (measured: relu on 4M bf16 elements took 3.7x the f32 relu that way). */
+#define CHUNK 16384
+enum { EW_MAX_IN = 3 };
+
+static bool all_broadcast(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->strides[d] != 0 && t->sizes[d] != 1) return false;
+    return true;
+}
+
+static bool chunkable(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                      const gfp_tensor *const *out, uint32_t n_out) {
+    int fam = gfp_op_family_of(op);
+    if ((fam != GFP_FAMILY_UNARY && fam != GFP_FAMILY_BINARY) || n_out != 1 ||
+        n_in > EW_MAX_IN || !odn_is_contiguous(out[0]) || pk_numel(out[0]) < 2 * CHUNK)
+        return false;
+    for (uint32_t i = 0; i < n_in; i++)
+        if (!in[i] || !pk_same_shape(in[i], out[0]) ||
+            !(odn_is_contiguous(in[i]) || all_broadcast(in[i])))
+            return false;
+    return true;
+}
+
+/* One 1-D view of t over elements [lo, lo + m) (every element its first,
+ * when it is broadcast), widened into buf when t is 16-bit. */
+static gfp_tensor chunk_view(const gfp_tensor *t, int64_t lo, int64_t m, float *buf, bool fill) {
+    gfp_tensor v = *t;
+    bool bc = all_broadcast(t);
+    size_t es = pk_dtype_size(t->dtype);
+    const char *base = (const char *)t->buffer + t->offset + (bc ? 0 : (size_t)lo * es);
+    v.rank = 1;
+    v.sizes[0] = m;
+    v.strides[0] = bc ? 0 : 1;
+    if (!pk_is_half(t->dtype)) {
+        v.offset = t->offset + (bc ? 0 : (uint64_t)lo * es);
+        return v;
+    }
+    if (fill) odn_half_to_f32(buf, (const uint16_t *)(const void *)base, bc ? 1 : m, t->dtype);
+    v.dtype = GFP_F32;
+    v.buffer = buf;
+    v.offset = 0;
+    return v;
+}
+
+static gfp_status run_chunk(odn_launch_fn fast, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *y, const void *params, int64_t lo,
+                            int64_t m, float *buf) {
+    gfp_tensor v[EW_MAX_IN + 1];
+    const gfp_tensor *pin[EW_MAX_IN], *pout[1];
+    for (uint32_t i = 0; i < n_in; i++) {
+        v[i] = chunk_view(in[i], lo, m, buf + (size_t)i * CHUNK, true);
+        pin[i] = &v[i];
+    }
+    float *ybuf = buf + (size_t)n_in * CHUNK;
+    v[n_in] = chunk_view(y, lo, m, ybuf, false);
+    pout[0] = &v[n_in];
+    gfp_status st = fast(op, pin, n_in, pout, 1, params);
+    if (st == GFP_OK && pk_is_half(y->dtype))
+        odn_f32_to_half((uint16_t *)(void *)((char *)y->buffer + y->offset) + lo, ybuf, m,
+                        y->dtype);
+    return st;
+}
+
+static gfp_status run_chunked(odn_ctx *c, odn_launch_fn fast, uint32_t op,
+                              const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *y,
+                              const void *params) {
+    int64_t n = pk_numel(y), chunks = (n + CHUNK - 1) / CHUNK;
+    int nt = odn_threads(n);
+    size_t per = (size_t)(n_in + 1) * CHUNK;
+    float *bufs = odn_arena_alloc(c, (size_t)nt * per * sizeof(float));
+    if (!bufs) return GFP_ERR_OUT_OF_MEMORY;
+    /* The first chunk alone: a kernel that does not take the case says so
+     * there, before anything of the output was written. */
+    gfp_status first = run_chunk(fast, op, in, n_in, y, params, 0, CHUNK, bufs);
+    if (first != GFP_OK) return first;
+    _Atomic int failed = 0;
+    ODN_PARALLEL(nt, t, k, {
+        for (int64_t j = 1 + t; j < chunks; j += k) {
+            int64_t lo = j * CHUNK, m = n - lo < CHUNK ? n - lo : CHUNK;
+            gfp_status st = run_chunk(fast, op, in, n_in, y, params, lo, m, bufs + (size_t)t * per);
+            if (st != GFP_OK) {
+                int none = 0;
+                atomic_compare_exchange_strong(&failed, &none, st == ODN_FALLBACK ? GFP_ERR_INTERNAL
+                                                                                    : st);
+            }
+        }
+    });
+    int st = atomic_load(&failed);
+    if (st != 0 && st == GFP_ERR_INTERNAL)
+        return pk_fail(GFP_ERR_INTERNAL, "cpu_onednn: %s on 16-bit chunks failed midway",
+                       pk_op_name(op));
+    return (gfp_status)st;
+}
+
 gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
     enum { MAX_IN = 8, MAX_OUT = 4 };
     if (n_in > MAX_IN || n_out > MAX_OUT) return ODN_FALLBACK;
+    if (chunkable(op, in, n_in, out, n_out)) {
+        odn_ctx *c;
+        gfp_status st = odn_ctx_acquire(&c);
+        return st == GFP_OK ? run_chunked(c, fast, op, in, n_in, out[0], params) : st;
+    }
     for (uint32_t k = 0; k < n_out; k++)
         if (!out[k] || (pk_is_half(out[k]->dtype) && !odn_writable(out[k]))) return ODN_FALLBACK;
     odn_ctx *c;
