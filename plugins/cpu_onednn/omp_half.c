@@ -227,8 +227,41 @@ static bool scratch_bytes(const gfp_tensor *t, size_t size, size_t *bytes) {
     return true;
 }
 
-/* t's f32 copy in the arena: compact, with t's broadcast (stride-0) dims
- * stored once and kept broadcast, so the f32 kernel sees t's geometry. */
+/* Whether t's elements fill numel consecutive elements in some order of
+ * its dims (a contiguous tensor, its transpose, any permutation): then its
+ * f32 copy keeps t's strides and the conversion is one linear pass, and
+ * the f32 kernel sees the layout it would see for an f32 launch (a
+ * transposed matmul operand stays transposed). */
+static bool dense_any_order(const gfp_tensor *t) {
+    int64_t expect = 1;
+    bool used[GFP_MAX_RANK] = {false};
+    for (;;) {
+        int pick = -1;
+        for (int d = 0; d < t->rank; d++)
+            if (!used[d] && t->sizes[d] > 1 && (pick < 0 || t->strides[d] < t->strides[pick]))
+                pick = d;
+        if (pick < 0) return true;
+        if (t->strides[pick] != expect) return false;
+        used[pick] = true;
+        expect *= t->sizes[pick];
+    }
+}
+
+/* n elements between 16-bit (dtype) and f32 storage, both dense; OpenMP. */
+static void convert_linear(void *dst, const void *src, int64_t n, int32_t dtype, bool to_f32) {
+    int nt = odn_threads(n);
+    ODN_PARALLEL(nt, t, k, {
+        int64_t lo = n / k * t, hi = t + 1 == k ? n : n / k * (t + 1);
+        if (to_f32)
+            odn_half_to_f32((float *)dst + lo, (const uint16_t *)src + lo, hi - lo, dtype);
+        else
+            odn_f32_to_half((uint16_t *)dst + lo, (const float *)src + lo, hi - lo, dtype);
+    });
+}
+
+/* t's f32 copy in the arena, with t's broadcast (stride-0) dims stored once
+ * and kept broadcast; in t's own layout when t is dense in some order, else
+ * compact. The f32 kernel sees t's geometry. */
 static gfp_status widen(odn_ctx *c, const gfp_tensor *t, gfp_tensor *w) {
     gfp_tensor src = *t;
     for (int d = 0; d < src.rank; d++)
@@ -239,9 +272,17 @@ static gfp_status widen(odn_ctx *c, const gfp_tensor *t, gfp_tensor *w) {
                        pk_dtype_name(t->dtype));
     void *p = odn_arena_alloc(c, bytes);
     if (!p) return GFP_ERR_OUT_OF_MEMORY;
-    *w = odn_temp_like(&src, GFP_F32, p);
-    gfp_status st = odn_copy(w, &src);
-    if (st != GFP_OK) return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
+    if (dense_any_order(&src)) {
+        *w = src;
+        w->dtype = GFP_F32;
+        w->buffer = p;
+        w->offset = 0;
+        convert_linear(p, (const char *)t->buffer + t->offset, pk_numel(&src), t->dtype, true);
+    } else {
+        *w = odn_temp_like(&src, GFP_F32, p);
+        gfp_status st = odn_copy(w, &src);
+        if (st != GFP_OK) return st == ODN_FALLBACK ? GFP_ERR_INTERNAL : st;
+    }
     for (int d = 0; d < t->rank; d++) {
         if (t->strides[d] != 0) continue;
         w->sizes[d] = t->sizes[d];
@@ -383,13 +424,25 @@ gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *c
                            pk_dtype_name(out[k]->dtype));
         void *p = odn_arena_alloc(c, bytes);
         if (!p) return GFP_ERR_OUT_OF_MEMORY;
-        wout[k] = odn_temp_like(out[k], GFP_F32, p);
+        if (dense_any_order(out[k])) { /* its own layout, rounded in one linear pass */
+            wout[k] = *out[k];
+            wout[k].dtype = GFP_F32;
+            wout[k].buffer = p;
+            wout[k].offset = 0;
+        } else {
+            wout[k] = odn_temp_like(out[k], GFP_F32, p);
+        }
         pout[k] = &wout[k];
     }
     st = fast(op, pin, n_in, pout, n_out, params);
     for (uint32_t k = 0; k < n_out && st == GFP_OK; k++) {
         if (pout[k] == out[k]) continue;
-        st = odn_copy(out[k], &wout[k]); /* the one rounding */
+        if (dense_any_order(out[k])) { /* the one rounding */
+            convert_linear((char *)out[k]->buffer + out[k]->offset, wout[k].buffer,
+                           pk_numel(out[k]), out[k]->dtype, false);
+            continue;
+        }
+        st = odn_copy(out[k], &wout[k]);
         if (st == ODN_FALLBACK) st = GFP_ERR_INTERNAL;
     }
     return st;

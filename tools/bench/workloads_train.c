@@ -231,7 +231,7 @@ static void mlp_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
     snprintf(detail, sizeof detail, "784-%d-%d-10 ReLU, batch %lld, %s, Adam", hidden, hidden,
              (long long)batch, cast == GF_F32 ? "f32" : "autocast bf16");
     bench_result *r = bench_result_add(run, device,
-                                       cast == GF_F32 ? "mlp train step" : "mlp_bf16 train step",
+                                       cast == GF_F32 ? "mlp train step" : "mlp_bf16 step",
                                        detail);
     if (!r) return;
     r->per = "step";
@@ -276,7 +276,7 @@ static void cnn_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
              "1x28x28, conv16-pool-conv32-pool-linear10, batch %lld, %s, Adam", (long long)batch,
              cast == GF_F32 ? "f32" : "autocast bf16");
     bench_result *r = bench_result_add(run, device,
-                                       cast == GF_F32 ? "cnn train step" : "cnn_bf16 train step",
+                                       cast == GF_F32 ? "cnn train step" : "cnn_bf16 step",
                                        detail);
     if (!r) return;
     r->per = "step";
