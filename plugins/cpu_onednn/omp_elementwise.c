@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_elementwise.c — the elementwise engine (odn_ew), and the kernels on it
- * that are not arithmetic: COPY (every dtype pair, bf16 included), FILL,
+ * that are not arithmetic: COPY (every dtype pair, f16 / bf16 included), FILL,
  * comparisons and WHERE; then the routing of the elementwise family.
  *
  * Semantics are the reference's (ref_elementwise.c): float -> integer
  * truncates toward zero, saturates, NaN gives 0; integer narrowing wraps;
- * bool is x != 0. bf16 rounds to nearest even and keeps NaN a NaN. */
+ * bool is x != 0. f16 / bf16 round to nearest even and keep NaN a NaN
+ * (pk_half.h, vectorised in omp_half.c). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -338,8 +339,6 @@ STRIDED_STORE(uint32_t)
 STRIDED_STORE(uint64_t)
 STRIDED_STORE(odn_u128)
 
-static uint16_t f32_to_bf16(float f);
-
 /* The element's bytes as the reference stores them (ref_store / ref_store_i64;
  * complex: value + 0i, ref_store_c). */
 static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *bytes) {
@@ -349,10 +348,7 @@ static void fill_value(int32_t dtype, const gfp_fill_params *p, unsigned char *b
     one.buffer = bytes;
     if (ref_is_complex(dtype)) {
         ref_store_c(&one, 0, CMPLX(p->value, 0.0));
-    } else if (dtype == GFP_BF16) {
-        uint16_t b = f32_to_bf16((float)p->value);
-        memcpy(bytes, &b, 2);
-    } else if (pk_is_float(dtype) || dtype == GFP_BOOL) {
+    } else if (pk_is_float(dtype) || pk_is_half(dtype) || dtype == GFP_BOOL) {
         ref_store(&one, 0, p->value);
     } else {
         ref_store_i64(&one, 0, p->ivalue);
@@ -381,23 +377,7 @@ static gfp_status run_fill(const gfp_tensor *y, const gfp_fill_params *p) {
 }
 
 /* ------------------------------------------------------------ conversions */
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
-    return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 typedef uint8_t bool8;
-typedef uint16_t bf16;
 
 /* CONVERT(name, source type, destination type, expression of v). Unit
  * strides get a loop the compiler vectorises. */
@@ -445,10 +425,6 @@ CONVERT(cv_f64_b, double, bool8, v != 0)
 CONVERT(cv_i32_b, int32_t, bool8, v != 0)
 CONVERT(cv_i64_b, int64_t, bool8, v != 0)
 CONVERT(cv_b_b, bool8, bool8, v != 0)
-CONVERT(cv_f32_bf, float, bf16, f32_to_bf16(v))
-CONVERT(cv_f64_bf, double, bf16, f32_to_bf16((float)v))
-CONVERT(cv_bf_f32, bf16, float, bf16_to_f32(v))
-CONVERT(cv_bf_f64, bf16, double, bf16_to_f32(v))
 
 /* Complex: the reference converts through double complex and rounds each
  * part once (ref_load_c / ref_store_c); a real x becomes x + 0i. */
@@ -480,13 +456,14 @@ CONVERT_C(cv_f64_c64, double, odn_c64, (float)v, 0.0f)
 CONVERT_C(cv_f64_c128, double, odn_c128, v, 0.0)
 
 /* [source][destination] over f32 f64 i32 i64 bool f16 bf16 c64 c128; NULL:
- * not here (complex -> real is no copy: the reference refuses it). */
+ * not here (complex -> real is no copy: the reference refuses it). The
+ * pairs with f16 / bf16 come from odn_half_converter (omp_half.c). */
 static odn_ew_fn const converters[GFP_DTYPE_COUNT][GFP_DTYPE_COUNT] = {
     [GFP_F32] = {[GFP_F32] = cv_same4, [GFP_F64] = cv_f32_f64, [GFP_I32] = cv_f32_i32,
-                 [GFP_I64] = cv_f32_i64, [GFP_BOOL] = cv_f32_b, [GFP_BF16] = cv_f32_bf,
+                 [GFP_I64] = cv_f32_i64, [GFP_BOOL] = cv_f32_b,
                  [GFP_C64] = cv_f32_c64, [GFP_C128] = cv_f32_c128},
     [GFP_F64] = {[GFP_F32] = cv_f64_f32, [GFP_F64] = cv_same8, [GFP_I32] = cv_f64_i32,
-                 [GFP_I64] = cv_f64_i64, [GFP_BOOL] = cv_f64_b, [GFP_BF16] = cv_f64_bf,
+                 [GFP_I64] = cv_f64_i64, [GFP_BOOL] = cv_f64_b,
                  [GFP_C64] = cv_f64_c64, [GFP_C128] = cv_f64_c128},
     [GFP_I32] = {[GFP_F32] = cv_i32_f32, [GFP_F64] = cv_i32_f64, [GFP_I32] = cv_same4,
                  [GFP_I64] = cv_i32_i64, [GFP_BOOL] = cv_i32_b},
@@ -494,7 +471,8 @@ static odn_ew_fn const converters[GFP_DTYPE_COUNT][GFP_DTYPE_COUNT] = {
                  [GFP_I64] = cv_same8, [GFP_BOOL] = cv_i64_b},
     [GFP_BOOL] = {[GFP_F32] = cv_b_f32, [GFP_F64] = cv_b_f64, [GFP_I32] = cv_b_i32,
                   [GFP_I64] = cv_b_i64, [GFP_BOOL] = cv_b_b},
-    [GFP_BF16] = {[GFP_F32] = cv_bf_f32, [GFP_F64] = cv_bf_f64, [GFP_BF16] = cv_same2},
+    [GFP_F16] = {[GFP_F16] = cv_same2},
+    [GFP_BF16] = {[GFP_BF16] = cv_same2},
     [GFP_C64] = {[GFP_C64] = cv_same8, [GFP_C128] = cv_c64_c128},
     [GFP_C128] = {[GFP_C64] = cv_c128_c64, [GFP_C128] = cv_same16},
 };
@@ -513,6 +491,7 @@ gfp_status odn_copy(const gfp_tensor *y, const gfp_tensor *x) {
     if (x->dtype < 0 || x->dtype >= GFP_DTYPE_COUNT || y->dtype < 0 || y->dtype >= GFP_DTYPE_COUNT)
         return ODN_FALLBACK;
     odn_ew_fn fn = converters[x->dtype][y->dtype];
+    if (!fn) fn = odn_half_converter(x->dtype, y->dtype);
     if (!fn) return ODN_FALLBACK;
     if (pk_numel(y) == 0) return GFP_OK;
     const gfp_tensor *t[2] = {y, x};
@@ -602,6 +581,7 @@ static odn_ew_fn compare_fn(uint32_t op, int32_t dt) {
     }                                                                                    \
     ODN_EW_KERNEL_2D(NAME)
 WHERE(where1, uint8_t)
+WHERE(where2, uint16_t)
 WHERE(where4, uint32_t)
 WHERE(where8, uint64_t)
 WHERE(where16, odn_u128)
@@ -642,7 +622,6 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
         return odn_copy(y, in[0]);
     case GFP_OP_FILL:
         if (n_in != 0 || !params_ok(params, GFP_FILL_PARAMS_SIZE_V1_0)) return ODN_FALLBACK;
-        if (y->dtype == GFP_F16) return ODN_FALLBACK;
         if (pk_numel(y) == 0) return GFP_OK;
         return run_fill(y, params);
     case GFP_OP_EQ:
@@ -660,10 +639,11 @@ gfp_status odn_elementwise_launch(uint32_t op, const gfp_tensor *const *in, uint
     }
     case GFP_OP_WHERE: {
         if (n_in != 3 || in[0]->dtype != GFP_BOOL || in[1]->dtype != y->dtype ||
-            in[2]->dtype != y->dtype || y->dtype == GFP_BF16)
+            in[2]->dtype != y->dtype)
             return ODN_FALLBACK;
         size_t es = pk_dtype_size(y->dtype);
         odn_ew_fn fn = es == 1   ? where1
+                       : es == 2 ? where2
                        : es == 4 ? where4
                        : es == 8 ? where8
                        : es == 16 ? where16

@@ -251,7 +251,8 @@ void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
  * plugin buffer: ref kernels must not receive it). */
 gfp_tensor odn_temp_like(const gfp_tensor *t, int32_t dtype, void *ptr);
 /* y = x converted (the reference's rules), same shape, any strides, between
- * any of f32 f64 i32 i64 bool, and bf16 with f32 / f64 / bf16; OpenMP.
+ * any of f32 f64 i32 i64 bool, and f16 / bf16 with f32 / f64 / f16 / bf16;
+ * OpenMP.
  * ODN_FALLBACK for the pairs it does not do. */
 gfp_status odn_copy(const gfp_tensor *y, const gfp_tensor *x);
 /* *out = t when t is contiguous, else a contiguous tensor of t's shape in the
@@ -293,6 +294,30 @@ ODN_FAMILY(index)       /* omp_index.c */
 ODN_FAMILY(random)      /* omp_random.c */
 ODN_FAMILY(optim)       /* omp_optim.c */
 #undef ODN_FAMILY
+
+/* A family's accelerated kernel (the launch slot's signature). */
+typedef gfp_status (*odn_launch_fn)(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                    const gfp_tensor *const *out, uint32_t n_out,
+                                    const void *params);
+
+/* ---- f16 / bf16 without 16-bit arithmetic (omp_half.c) */
+/* Unit-stride conversions with pk_half.h's results, vectorised where the
+ * CPU has AVX-512; dtype is GFP_F16 or GFP_BF16. */
+void odn_half_to_f32(float *y, const uint16_t *x, int64_t n, int32_t dtype);
+void odn_f32_to_half(uint16_t *y, const float *x, int64_t n, int32_t dtype);
+/* odn_copy's kernel between a 16-bit dtype and f32 / f64 / the other 16-bit
+ * dtype; NULL for other pairs. */
+odn_ew_fn odn_half_converter(int32_t from, int32_t to);
+/* Whether op computes in f32 or wider and rounds once on store, so that its
+ * 16-bit launches may run as f32 launches on widened copies. */
+bool odn_half_widens(uint32_t op);
+/* Runs fast on f32 copies of the 16-bit inputs (exact) into f32 scratch for
+ * the 16-bit outputs, then rounds those once into the outputs. The copies
+ * live in the calling thread's arena (reused across launches). ODN_FALLBACK
+ * (nothing written to a 16-bit output) when fast does not take the case. */
+gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params);
 
 /* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */
 gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,

@@ -21,8 +21,7 @@
 bool odn_bf16;
 
 /* ------------------------------------------------------------ families */
-typedef gfp_status (*launch_fn)(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
-                                const gfp_tensor *const *out, uint32_t n_out, const void *params);
+typedef odn_launch_fn launch_fn;
 
 typedef struct family {
     uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
@@ -164,8 +163,8 @@ static bool is_bf16_pair(int32_t a, int32_t b) {
     return fa && fb && (a == GFP_BF16 || b == GFP_BF16);
 }
 
-/* bf16 launches with native kernels (the reference kernels serve the other
- * f16/bf16 launches). */
+/* bf16 launches with oneDNN's bf16 kernels on CPUs with bf16 arithmetic
+ * (run_family says what serves the other f16/bf16 launches). */
 static uint32_t bf16_support(const gfp_op_query *q) {
     const int32_t *in = q->input_dtypes, *out = q->output_dtypes;
     switch (q->op) {
@@ -239,16 +238,22 @@ static bool any_half(const gfp_tensor *const *in, uint32_t n_in, const gfp_tenso
 static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *const *inputs,
                              uint32_t n_inputs, const gfp_tensor *const *outputs,
                              uint32_t n_outputs, const void *params) {
-    /* f16/bf16: the native kernels where bf16_support says so, else straight
-     * to the reference kernels (the accelerated ones take f32/f64). */
-    bool fast = f->fast != NULL;
-    if (fast && any_half(inputs, n_inputs, outputs, n_outputs)) {
+    /* f16/bf16: oneDNN's bf16 primitives where the CPU has bf16 arithmetic
+     * (bf16_support); the plugin's own 16-bit loops for copies, fills and
+     * selections; the f32 kernels on widened copies for the ops that compute
+     * in f32 and round once (omp_half.c); the reference kernels for the rest. */
+    gfp_status st = ODN_FALLBACK;
+    if (f->fast && any_half(inputs, n_inputs, outputs, n_outputs)) {
         gfp_op_query q;
         launch_query(op, inputs, n_inputs, outputs, n_outputs, &q);
-        fast = odn_bf16 && bf16_support(&q) != GFP_SUPPORT_NONE;
+        if ((odn_bf16 && bf16_support(&q) != GFP_SUPPORT_NONE) || op == GFP_OP_COPY ||
+            op == GFP_OP_FILL || op == GFP_OP_WHERE)
+            st = f->fast(op, inputs, n_inputs, outputs, n_outputs, params);
+        else if (odn_half_widens(op))
+            st = odn_half_widened(f->fast, op, inputs, n_inputs, outputs, n_outputs, params);
+    } else if (f->fast) {
+        st = f->fast(op, inputs, n_inputs, outputs, n_outputs, params);
     }
-    gfp_status st = fast ? f->fast(op, inputs, n_inputs, outputs, n_outputs, params)
-                         : ODN_FALLBACK;
     odn_ctx_end_launch();
     if (st != ODN_FALLBACK) return st;
     if (pk_host) { /* GRAFT_LOG=debug shows what the accelerated kernels leave */

@@ -3,10 +3,13 @@
  * true gradients (then clip_grad_norm_ sees them); an inf or NaN gradient
  * skips the step and backs the scale off; growth after growth_interval good
  * steps; call-order errors; options PyTorch refuses; the state dict round
- * trip; a disabled scaler passes through. Every tensor lives in main's scope. */
+ * trip; a disabled scaler passes through; torch.amp.GradScaler's own
+ * trajectory on a small problem (grad_scaler_expected.h, written by
+ * tools/expected/gen_grad_scaler.py). Every tensor lives in main's scope. */
 #include <graft.h>
 
 #include "check.h"
+#include "grad_scaler_expected.h"
 
 static double at(const gf_tensor *t, int64_t i) {
     double v = NAN;
@@ -223,6 +226,43 @@ static void test_bf16_grads(void) {
     gf_optimizer_destroy(opt);
 }
 
+/* torch.amp.GradScaler's trajectory (grad_scaler_expected.h): p = (1, 2, 3,
+ * 4) f32, loss = sum(c p^2), c = (0.5, -1, 2, 0.25), SGD lr 0.1, scale 256
+ * growing x2 every 2 good steps, the loss multiplied by inf at the poisoned
+ * steps (inf and NaN gradients). Scales exactly; p within 1e-6 relative (f32
+ * steps; PyTorch's order of operations may differ). */
+static void test_torch_trajectory(void) {
+    gf_grad_scaler_opts o = gf_grad_scaler_default_opts();
+    o.init_scale = 256;
+    o.growth_interval = 2;
+    gf_grad_scaler *s = gf_grad_scaler_create(&o);
+    CHECK(s != NULL);
+    if (!s) return;
+    gf_tensor *p = gf_to_dtype(vec4(1, 2, 3, 4), GF_F32);
+    gf_tensor *c = gf_to_dtype(vec4(0.5, -1, 2, 0.25), GF_F32);
+    gf_tensor_set_requires_grad(p, true);
+    gf_sgd_opts so = {.lr = 0.1};
+    gf_optimizer *opt = gf_sgd_create(&p, 1, &so);
+    CHECK(opt != NULL);
+    for (int i = 0; opt && i < GS_STEPS; i++) {
+        CHECK(gf_optimizer_zero_grad(opt) == GF_OK);
+        gf_tensor *loss = gf_sum(gf_mul(c, gf_mul(p, p)), NULL, 0, false);
+        if (i == gs_poison[0] || i == gs_poison[1]) loss = gf_mul_scalar(loss, INFINITY);
+        CHECK(gf_backward(gf_grad_scaler_scale(s, loss), NULL, NULL) == GF_OK);
+        bool stepped = false;
+        CHECK(gf_grad_scaler_step(s, opt, &stepped) == GF_OK);
+        CHECK(stepped == (i != gs_poison[0] && i != gs_poison[1]));
+        CHECK(gf_grad_scaler_update(s, 0) == GF_OK);
+        CHECK_MSG(gf_grad_scaler_get_scale(s) == gs_scale[i], "step %d: scale %g, torch %g", i,
+                  gf_grad_scaler_get_scale(s), gs_scale[i]);
+        for (int k = 0; k < 4; k++)
+            CHECK_MSG(fabs(at(p, k) - gs_p[4 * i + k]) <= 1e-6 * fabs(gs_p[4 * i + k]),
+                      "step %d p[%d]: %.9g, torch %.9g", i, k, at(p, k), gs_p[4 * i + k]);
+    }
+    gf_grad_scaler_destroy(s);
+    gf_optimizer_destroy(opt);
+}
+
 int main(void) {
     gf_scope_begin();
     RUN(test_defaults_and_options);
@@ -233,6 +273,7 @@ int main(void) {
     RUN(test_state_dict);
     RUN(test_disabled);
     RUN(test_bf16_grads);
+    RUN(test_torch_trajectory);
     gf_scope_end();
     return CHECK_REPORT();
 }

@@ -161,6 +161,59 @@ static void test_elementwise(void) {
     }
 }
 
+/* Long tensors (a few chunks of cpu_onednn's 16-bit elementwise path, and
+ * a ragged last one), a broadcast scalar, an in-place op, a transposed
+ * input, and matmul / conv with a broadcast batch and a strided view, each
+ * against the same op in f32 rounded once. */
+static void test_long(void) {
+    const int64_t n = 3 * 16384 + 1234;
+    for (int d = 0; d < 2; d++) {
+        gf_dtype dt = LOWS[d];
+        gf_tensor *ah, *af, *bh, *bf;
+        rand_pair(&n, 1, dt, -2, 2, &ah, &af);
+        rand_pair(&n, 1, dt, 0.25, 2, &bh, &bf);
+        check_ulps("long relu", gf_relu(ah), gf_relu(af), dt, 1);
+        check_ulps("long tanh", gf_tanh(ah), gf_tanh(af), dt, 1);
+        check_ulps("long exp", gf_exp(ah), gf_exp(af), dt, 1);
+        check_ulps("long add", gf_add(ah, bh), gf_add(af, bf), dt, 1);
+        check_ulps("long div", gf_div(ah, bh), gf_div(af, bf), dt, 1);
+        check_ulps("long mul_scalar", gf_mul_scalar(ah, 1.7), gf_mul_scalar(af, 1.7), dt, 1);
+        check_ulps("long le", gf_to_dtype(gf_le(ah, bh), dt),
+                   gf_to_dtype(gf_le(af, bf), GF_F32), dt, 0);
+        gf_tensor *ch = gf_clone(ah), *cf = gf_clone(af);
+        CHECK(ch && cf && gf_mul_(ch, bh) == GF_OK && gf_mul_(cf, bf) == GF_OK);
+        check_ulps("long mul_", ch, cf, dt, 1);
+        /* a transposed view: the whole-tensor path */
+        int64_t s2[2] = {130, 420};
+        gf_tensor *mh, *mf;
+        rand_pair(s2, 2, dt, -2, 2, &mh, &mf);
+        gf_tensor *th = gf_transpose(mh, 0, 1), *tf = gf_transpose(mf, 0, 1);
+        check_ulps("transposed sigmoid", gf_sigmoid(th), gf_sigmoid(tf), dt, 1);
+        check_ulps("transposed sum", gf_sum(th, (int[]){1}, 1, false),
+                   gf_sum(tf, (int[]){1}, 1, false), dt, 1);
+        /* matmul: a batch broadcast, a transposed operand */
+        int64_t sa[3] = {3, 40, 130}, sb[2] = {130, 50};
+        gf_tensor *xh, *xf, *wh, *wf;
+        rand_pair(sa, 3, dt, -1, 1, &xh, &xf);
+        rand_pair(sb, 2, dt, -1, 1, &wh, &wf);
+        check_ulps("batched matmul", gf_matmul(xh, wh), gf_matmul(xf, wf), dt, 2);
+        check_ulps("matmul x^T", gf_matmul(th, wh), gf_matmul(tf, wf), dt, 2);
+        /* conv2d and both gradients */
+        int64_t sx[4] = {4, 8, 12, 12}, sk[4] = {6, 8, 3, 3};
+        gf_tensor *ih, *if_, *kh, *kf;
+        rand_pair(sx, 4, dt, -1, 1, &ih, &if_);
+        rand_pair(sk, 4, dt, -1, 1, &kh, &kf);
+        gf_conv2d_opts co = {.padding = {1, 1}};
+        gf_tensor *yh = gf_conv2d(ih, kh, NULL, &co), *yf = gf_conv2d(if_, kf, NULL, &co);
+        check_ulps("conv2d", yh, yf, dt, 2);
+        gf_tensor *gh = gf_to_dtype(yf, dt), *gf = gf_to_dtype(gh, GF_F32);
+        check_ulps("conv2d_backward_input", gf_conv2d_backward_input(gh, kh, sx, &co),
+                   gf_conv2d_backward_input(gf, kf, sx, &co), dt, 2);
+        check_ulps("conv2d_backward_weight", gf_conv2d_backward_weight(gh, ih, sk, &co),
+                   gf_conv2d_backward_weight(gf, if_, sk, &co), dt, 2);
+    }
+}
+
 static void test_families(void) {
     for (int d = 0; d < 2; d++) {
         gf_dtype dt = LOWS[d];
@@ -284,6 +337,7 @@ int main(void) {
     RUN(test_promotion);
     RUN(test_elementwise);
     RUN(test_families);
+    RUN(test_long);
     RUN(test_autograd);
     RUN(test_io);
     gf_scope_end();

@@ -198,6 +198,11 @@ typedef struct bench_workload {
 void bench_matmul(bench_run *run, int device, int64_t n);
 void bench_matmul64(bench_run *run, int device, int64_t n);
 void bench_matmul_bf16(bench_run *run, int device, int64_t n); /* bf16 in and out, f32 sums */
+void bench_conv2d_bf16(bench_run *run, int device, int64_t batch); /* bf16 in and out */
+/* The mlp and cnn steps with the forward and the loss under
+ * gf_autocast_begin(<the device's type>, GF_BF16) (f32 master weights). */
+void bench_mlp_step_bf16(bench_run *run, int device, int64_t batch);
+void bench_cnn_step_bf16(bench_run *run, int device, int64_t batch);
 void bench_cmatmul(bench_run *run, int device, int64_t n); /* c64, real-flop rated */
 void bench_cmul(bench_run *run, int device, int64_t n);    /* c64 gf_mul */
 /* workloads_fft.c: c64 fft of n points, rfft of [n, n] f32, stft of n samples */

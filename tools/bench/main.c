@@ -52,6 +52,7 @@ static const bench_workload WORKLOADS[] = {
     {"sum", bench_sum_all, 4096, 256, NULL},
     {"softmax", bench_softmax, 4096, 64, NULL},
     {"conv2d", bench_conv2d, 16, 2, NULL},
+    {"conv2d_bf16", bench_conv2d_bf16, 16, 2, NULL},
     {"conv2d_bwd", bench_conv2d_bwd, 16, 2, NULL},
     {"batch_norm", bench_batch_norm, 64, 2, NULL},
     {"layer_norm", bench_layer_norm, 4096, 64, NULL},
@@ -64,6 +65,9 @@ static const bench_workload WORKLOADS[] = {
     {"graph", bench_graph_autograd, 1000, 200, NULL},
     {"mlp", bench_mlp_step, 256, 32, NULL},
     {"cnn", bench_cnn_step, 64, 8, NULL},
+    /* the two steps under autocast bf16: compare with the rows above */
+    {"mlp_bf16", bench_mlp_step_bf16, 256, 32, NULL},
+    {"cnn_bf16", bench_cnn_step_bf16, 64, 8, NULL},
     {"lstm", bench_lstm_step, 32, 4, NULL},
     {"gru", bench_gru_step, 32, 4, NULL},
     {"encoder", bench_encoder_step, 32, 4, NULL},

@@ -597,7 +597,8 @@ static int check_conv2d(op_case *c) {
                     mag += fabs(t);
                 }
         double got = c->host_out[((n * CONV_CO + co) * CONV_HW + oh) * CONV_HW + ow];
-        if (!close_to(got, want, 1e-4 * mag + 1e-6, 0)) {
+        double rtol = is_bf16(c) ? 0x1p-8 : 0; /* bf16: one rounding of the f32 sum */
+        if (!close_to(got, want, 1e-4 * mag + 1e-6, rtol)) {
             bench_result_wrong(c->r, "wrong result: y[%lld][%lld][%lld][%lld] = %.7g, expected "
                                "%.7g", (long long)n, (long long)co, (long long)oh, (long long)ow,
                                got, want);
@@ -607,11 +608,13 @@ static int check_conv2d(op_case *c) {
     return 0;
 }
 
-void bench_conv2d(bench_run *run, int device, int64_t batch) {
+static void conv2d(bench_run *run, int device, int64_t batch, gf_dtype dt) {
     char name[40], detail[112];
-    snprintf(name, sizeof name, "conv2d b%lld", (long long)batch);
-    snprintf(detail, sizeof detail, "f32 x [%lld,%d,%d,%d] w [%d,%d,%d,%d] + bias, padding 1",
-             (long long)batch, CONV_CI, CONV_HW, CONV_HW, CONV_CO, CONV_CI, CONV_K, CONV_K);
+    bool bf = dt == GF_BF16;
+    snprintf(name, sizeof name, "%s b%lld", bf ? "conv2d_bf16" : "conv2d", (long long)batch);
+    snprintf(detail, sizeof detail, "%s x [%lld,%d,%d,%d] w [%d,%d,%d,%d] + bias, padding 1",
+             bf ? "bf16" : "f32", (long long)batch, CONV_CI, CONV_HW, CONV_HW, CONV_CO, CONV_CI,
+             CONV_K, CONV_K);
     op_case c = {.r = bench_result_add(run, device, name, detail),
                  .dev = run->devices[device].dev,
                  .n_in = 3,
@@ -620,7 +623,8 @@ void bench_conv2d(bench_run *run, int device, int64_t batch) {
                               {CONV_CO}},
                  .in_rank = {4, 4, 1},
                  .op = op_conv2d,
-                 .check = check_conv2d};
+                 .check = check_conv2d,
+                 .dtype = dt};
     if (!c.r) return;
     c.r->work = 2.0 * (double)batch * CONV_CO * CONV_HW * CONV_HW * CONV_CI * CONV_K * CONV_K;
     c.r->rate_unit = "GFLOP/s";
@@ -628,6 +632,13 @@ void bench_conv2d(bench_run *run, int device, int64_t batch) {
     c.host_in[1] = bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
     c.host_in[2] = bench_host_values(CONV_CO, 9, -0.1f, 0.1f);
     run_case(run, &c);
+}
+
+void bench_conv2d(bench_run *run, int device, int64_t batch) { conv2d(run, device, batch, GF_F32); }
+/* The same layer in bf16 (inputs rounded, a bf16 result, f32 sums):
+ * compare with "conv2d b<N>" of the same run. */
+void bench_conv2d_bf16(bench_run *run, int device, int64_t batch) {
+    conv2d(run, device, batch, GF_BF16);
 }
 
 /* The two gradient kernels of that layer, as backward runs them: grad_x from

@@ -44,6 +44,8 @@ struct train_case {
     /* Logits [batch, N_CLASSES]; intermediates belong to the caller's scope. */
     gf_tensor *(*forward)(const train_case *t);
     gf_module *body, *head; /* the module workloads' modules */
+    gf_dtype autocast;      /* GF_F32: none; else the forward and the loss run
+                             * under gf_autocast_begin(device type, autocast) */
 };
 
 /* A parameter of the given shape, U(-bound, bound) from the host formula. */
@@ -66,10 +68,17 @@ static int step_train(void *state) {
     gf_scope_begin();
     gf_status s = gf_optimizer_zero_grad(t->opt);
     gf_tensor *loss = NULL;
+    bool cast = s == GF_OK && t->autocast != GF_F32;
+    if (cast) s = gf_autocast_begin(gf_device_type(t->dev), t->autocast);
     if (s == GF_OK) {
         loss = gf_cross_entropy(t->forward(t), t->y, NULL, GF_REDUCTION_MEAN, -100, 0.0);
-        s = loss ? gf_backward(loss, NULL, NULL) : gf_last_status();
+        if (!loss) s = gf_last_status();
     }
+    if (cast) {
+        gf_status es = gf_autocast_end(); /* backward runs outside the region, as in PyTorch */
+        if (s == GF_OK) s = es;
+    }
+    if (s == GF_OK) s = gf_backward(loss, NULL, NULL);
     /* Data parallel (graft-bench dist): the gradients' mean over ranks. */
     const bench_train_dist *dd = bench_train_dist_active;
     if (s == GF_OK && dd && dd->sync(dd->user) != 0) s = gf_last_status();
@@ -196,7 +205,7 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         bench_result_wrong(r, "wrong result: the loss went from %.6g (first step) to %.6g "
                            "(step %d) on one fixed batch; it must fall", first, last,
                            run->opts.warmup + r->time.runs);
-    if (!bench_train_dist_active) run_train_replayed(run, r, t);
+    if (!bench_train_dist_active && t->autocast == GF_F32) run_train_replayed(run, r, t);
 done:
     if (bench_train_dist_active) bench_train_dist_active->detach(bench_train_dist_active->user);
     gf_tensor_release(t->loss);
@@ -217,14 +226,16 @@ static gf_tensor *mlp_forward(const train_case *t) {
     return gf_add(gf_matmul(h, t->param[4]), t->param[5]);
 }
 
-void bench_mlp_step(bench_run *run, int device, int64_t batch) {
+static void mlp_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
     /* The quick run keeps the shape of the model but not its width. */
     int hidden = run->opts.quick ? 128 : 1024;
     const int64_t dims[4] = {784, hidden, hidden, N_CLASSES};
     char detail[112];
-    snprintf(detail, sizeof detail, "784-%d-%d-10 ReLU, batch %lld, f32, Adam", hidden, hidden,
-             (long long)batch);
-    bench_result *r = bench_result_add(run, device, "mlp train step", detail);
+    snprintf(detail, sizeof detail, "784-%d-%d-10 ReLU, batch %lld, %s, Adam", hidden, hidden,
+             (long long)batch, cast == GF_F32 ? "f32" : "autocast bf16");
+    bench_result *r = bench_result_add(run, device,
+                                       cast == GF_F32 ? "mlp train step" : "mlp_bf16 step",
+                                       detail);
     if (!r) return;
     r->per = "step";
     r->work = (double)batch;
@@ -232,7 +243,8 @@ void bench_mlp_step(bench_run *run, int device, int64_t batch) {
     train_case t = {.dev = run->devices[device].dev,
                     .batch = batch,
                     .n_params = 6,
-                    .forward = mlp_forward};
+                    .forward = mlp_forward,
+                    .autocast = cast};
     for (int l = 0; l < 3; l++) {
         double bound = 1.0 / sqrt((double)dims[l]);
         t.param[2 * l] = param_init((const int64_t[]){dims[l], dims[l + 1]}, 2, bound,
@@ -241,6 +253,13 @@ void bench_mlp_step(bench_run *run, int device, int64_t batch) {
                                         (uint32_t)(31 + 2 * l), t.dev);
     }
     run_train(run, r, &t, (const int64_t[]){batch, 784}, 2);
+}
+
+void bench_mlp_step(bench_run *run, int device, int64_t batch) {
+    mlp_step(run, device, batch, GF_F32);
+}
+void bench_mlp_step_bf16(bench_run *run, int device, int64_t batch) {
+    mlp_step(run, device, batch, GF_BF16);
 }
 
 /* ------------------------------------------------------------ CNN */
@@ -254,11 +273,14 @@ static gf_tensor *cnn_forward(const train_case *t) {
     return gf_add(gf_matmul(h, t->param[4]), t->param[5]);
 }
 
-void bench_cnn_step(bench_run *run, int device, int64_t batch) {
+static void cnn_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
     char detail[112];
     snprintf(detail, sizeof detail,
-             "1x28x28, conv16-pool-conv32-pool-linear10, batch %lld, f32, Adam", (long long)batch);
-    bench_result *r = bench_result_add(run, device, "cnn train step", detail);
+             "1x28x28, conv16-pool-conv32-pool-linear10, batch %lld, %s, Adam", (long long)batch,
+             cast == GF_F32 ? "f32" : "autocast bf16");
+    bench_result *r = bench_result_add(run, device,
+                                       cast == GF_F32 ? "cnn train step" : "cnn_bf16 step",
+                                       detail);
     if (!r) return;
     r->per = "step";
     r->work = (double)batch;
@@ -266,7 +288,8 @@ void bench_cnn_step(bench_run *run, int device, int64_t batch) {
     train_case t = {.dev = run->devices[device].dev,
                     .batch = batch,
                     .n_params = 6,
-                    .forward = cnn_forward};
+                    .forward = cnn_forward,
+                    .autocast = cast};
     t.param[0] = param_init((const int64_t[]){16, 1, 3, 3}, 4, 1.0 / 3.0, 40, t.dev);
     t.param[1] = param_init((const int64_t[]){16}, 1, 1.0 / 3.0, 41, t.dev);
     double b2 = 1.0 / sqrt(16.0 * 9.0), b3 = 1.0 / sqrt(32.0 * 7 * 7);
@@ -275,6 +298,13 @@ void bench_cnn_step(bench_run *run, int device, int64_t batch) {
     t.param[4] = param_init((const int64_t[]){32 * 7 * 7, N_CLASSES}, 2, b3, 44, t.dev);
     t.param[5] = param_init((const int64_t[]){N_CLASSES}, 1, b3, 45, t.dev);
     run_train(run, r, &t, (const int64_t[]){batch, 1, 28, 28}, 4);
+}
+
+void bench_cnn_step(bench_run *run, int device, int64_t batch) {
+    cnn_step(run, device, batch, GF_F32);
+}
+void bench_cnn_step_bf16(bench_run *run, int device, int64_t batch) {
+    cnn_step(run, device, batch, GF_BF16);
 }
 
 /* ------------------------------------------------------------ LSTM, GRU */
