@@ -54,6 +54,17 @@ static inline int check_close_(double a, double b, double atol, double rtol) {
 #define CHECK_CONTAINS(hay, needle) \
     CHECK_MSG((hay) && strstr((hay), (needle)), "\"%s\" does not contain \"%s\"", (hay) ? (hay) : "(null)", (needle))
 
+/* The last call failed with status and a message containing text; clears it. */
+#ifndef CHECK_FAILS
+#define CHECK_FAILS(status, text)                                            \
+    do {                                                                     \
+        CHECK_MSG(gf_last_status() == (status), "status %s, expected %s",   \
+                  gf_status_name(gf_last_status()), gf_status_name(status)); \
+        CHECK_CONTAINS(gf_last_error(), text);                               \
+        gf_clear_error();                                                    \
+    } while (0)
+#endif
+
 #define RUN(fn)                                                                  \
     do {                                                                         \
         check_case_failed_ = 0;                                                  \

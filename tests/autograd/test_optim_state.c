@@ -16,14 +16,6 @@
 
 #include "check.h"
 
-#define CHECK_FAILS(status, text)                                            \
-    do {                                                                     \
-        CHECK_MSG(gf_last_status() == (status), "status %s, expected %s",   \
-                  gf_status_name(gf_last_status()), gf_status_name(status)); \
-        CHECK_CONTAINS(gf_last_error(), text);                               \
-        gf_clear_error();                                                    \
-    } while (0)
-
 /* Two parameters ([2, 3] and [3]) with fixed values. */
 static void make_params(gf_tensor **p) {
     const float a[6] = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 1.5f}, b[3] = {0.1f, -0.2f, 0.3f};
