@@ -98,15 +98,7 @@ static inline gf_device *it_device_storing(gf_dtype dt, int want) {
     return NULL;
 }
 
-/* A failed call: the expected status and a message containing `text`;
- * clears the error for the next check. */
-#define CHECK_FAILS(status, text)                                            \
-    do {                                                                     \
-        CHECK_MSG(gf_last_status() == (status), "status %s, expected %s",   \
-                  gf_status_name(gf_last_status()), gf_status_name(status)); \
-        CHECK_CONTAINS(gf_last_error(), text);                               \
-        gf_clear_error();                                                    \
-    } while (0)
+/* CHECK_FAILS(status, text): check.h. */
 
 /* A .npy file from a header dict and raw data, per the format: magic,
  * version, little-endian header length (2 bytes for 1.x, 4 for 2.x/3.x), the
