@@ -2,17 +2,21 @@
 /* rnn.c — nn.RNN, nn.LSTM and nn.GRU as modules (graft/module.h): PyTorch's
  * parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), gate order,
  * initialisation, multi-layer, bidirectional, batch_first and dropout
- * between layers. Each step is the input's and the hidden state's matmuls
- * and the gates' elementwise ops, composed of graft's ops: autograd and
- * double backward come with them. A fused per-step kernel is not here yet.
+ * between layers; and the cells (LSTMCell, ...).
  *
- * A layer projects its whole input sequence at once (one GEMM, x W_ih^T +
- * b_ih) and cuts the projection into steps with gf__unbind_copies: copies
- * with one backward node that stacks their gradients. The steps are never
- * views of the projection: a view's backward writes its gradient into
+ * A layer projects its whole input sequence at once (one GEMM, x W_ih^T)
+ * and runs the steps in gf__rnn_seq (rnn_seq.c): one autograd node for the
+ * whole sequence of a direction, with per step one GEMM and the cell's
+ * pointwise update on whole tensors. The composed form below (each step the
+ * hidden state's matmul and the gates' elementwise ops, each recording its
+ * own node) is what that node falls back to for forward-mode tangents,
+ * autocast and double backward, and what the cells run.
+ *
+ * The composed form cuts the projection into steps with gf__unbind_copies:
+ * copies with one backward node that stacks their gradients. The steps are
+ * never views of the projection: a view's backward writes its gradient into
  * zeros of its base's size, so T selects would cost T full-size zero fills
- * and additions in backward (O(T^2) memory traffic, which made a 64-step
- * LSTM step 3x slower than PyTorch's). */
+ * and additions in backward (O(T^2) memory traffic). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 
 #include "../internal.h"
 #include "module_internal.h"
+#include "rnn_internal.h"
 
 typedef struct rnn_mod {
     gf_module base;
@@ -80,36 +85,69 @@ static gf_tensor *cell_step(gf_rnn_mode mode, gf_tensor *xt, gf_tensor *h, gf_te
     }
 }
 
-/* One direction of one layer over the sequence xseq [T, N, In]: the outputs
- * outs[0..T) [N, H] and the final h (and c). The input side of every step
- * is one GEMM over the whole sequence (x W_ih^T + b_ih), cut into steps by
- * gf__unbind_copies (one backward node that stacks the steps' gradients,
- * so that backward is one GEMM for W_ih's gradient and one for the
- * input's too). xt[0..T) is scratch for the steps. Runs inside the caller's
- * scope. */
-static bool direction(const rnn_mod *r, const gf_tensor *xseq, gf_tensor **xt, int64_t t_len,
-                      int layer, bool rev, gf_tensor *h, gf_tensor *c, gf_tensor **outs,
-                      gf_tensor **h_out, gf_tensor **c_out) {
-    const gf_module *m = &r->base;
-    int64_t hs = r->hidden_size;
-    gf_tensor *w_ih = param(m, "weight_ih", layer, rev), *b_ih = param(m, "bias_ih", layer, rev);
-    gf_tensor *w_hh = param(m, "weight_hh", layer, rev), *b_hh = param(m, "bias_hh", layer, rev);
-    gf_tensor *proj = t_len ? gf_linear(xseq, w_ih, b_ih) : NULL;
-    /* Where b_hh is only added to the gates (not the GRU, whose n gate
-     * multiplies W_hn h + b_hn by r), it joins the projection once instead
-     * of every step: T bias additions forward and T reductions backward
-     * fewer. */
-    if (proj && b_hh && r->mode != GF_RNN_GRU) proj = gf_add(proj, b_hh);
-    if (t_len && (!proj || gf__unbind_copies(proj, xt) != GF_OK)) return false;
+gf_status gf__rnn_seq_composed(gf_rnn_mode mode, const gf_tensor *proj, const gf_tensor *b_x,
+                               const gf_tensor *w_hh, const gf_tensor *b_hh, const gf_tensor *h0,
+                               const gf_tensor *c0, bool reverse, gf_tensor **y, gf_tensor **h_n,
+                               gf_tensor **c_n) {
+    int64_t t_len = gf_tensor_size(proj, 0), hs = gf_tensor_size(w_hh, 1);
+    *y = *h_n = NULL;
+    if (c_n) *c_n = NULL;
+    gf_tensor **xt = calloc((size_t)(2 * t_len), sizeof *xt);
+    if (!xt)
+        return gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld steps",
+                         mode_name(mode), (long long)t_len);
+    gf_tensor **outs = xt + t_len;
+    gf_tensor *xb = b_x ? gf_add(proj, b_x) : (gf_tensor *)proj;
+    if (!xb || gf__unbind_copies(xb, xt) != GF_OK) {
+        free(xt);
+        return gf__status();
+    }
     for (int64_t t = 0; t < t_len; t++) gf__ret(xt[t]); /* the scope owns them */
+    gf_tensor *h = (gf_tensor *)h0, *c = (gf_tensor *)c0;
     for (int64_t s = 0; s < t_len && h; s++) {
-        int64_t t = rev ? t_len - 1 - s : s;
-        h = cell_step(r->mode, xt[t], h, &c, w_hh, b_hh, hs);
+        int64_t t = reverse ? t_len - 1 - s : s;
+        h = cell_step(mode, xt[t], h, &c, w_hh, b_hh, hs);
         outs[t] = h;
     }
-    *h_out = h;
-    if (c_out) *c_out = c;
-    return h != NULL;
+    *y = h ? gf_stack(outs, (int)t_len, 0) : NULL;
+    free(xt);
+    if (!*y) return gf__status();
+    *h_n = h;
+    if (c_n) *c_n = c;
+    return GF_OK;
+}
+
+/* One direction of one layer over the sequence xseq [T, N, In]: the outputs
+ * y [T, N, H] and the final h (and c). The input side of every step is one
+ * GEMM over the whole sequence (x W_ih^T + b_ih); the steps run in
+ * gf__rnn_seq (rnn_seq.c). Runs inside the caller's scope. */
+static bool direction(const rnn_mod *r, const gf_tensor *xseq, int64_t t_len, int layer, bool rev,
+                      gf_tensor *h, gf_tensor *c, gf_tensor **y, gf_tensor **h_out,
+                      gf_tensor **c_out) {
+    const gf_module *m = &r->base;
+    if (!t_len) {
+        *h_out = h;
+        if (c_out) *c_out = c;
+        return true;
+    }
+    gf_tensor *w_ih = param(m, "weight_ih", layer, rev), *b_ih = param(m, "bias_ih", layer, rev);
+    gf_tensor *w_hh = param(m, "weight_hh", layer, rev), *b_hh = param(m, "bias_hh", layer, rev);
+    /* The projection as one 2-D GEMM [T N, In] @ W_ih^T (a 3-D input
+     * would run as T batched GEMMs of N rows, ~30% slower on the CPU). */
+    int64_t n = gf_tensor_size(xseq, 1), in = gf_tensor_size(xseq, 2), g = gf_tensor_size(w_ih, 0);
+    gf_tensor *proj = gf_reshape(gf_linear(gf_reshape(xseq, (const int64_t[]){t_len * n, in}, 2),
+                                           w_ih, NULL),
+                                 (const int64_t[]){t_len, n, g}, 3);
+    /* The biases join each step's slab of the projection (one pass over
+     * [N, G H] per step instead of two over the whole sequence, and one
+     * reduction backward). Where b_hh is only added to the gates (not the
+     * GRU, whose n gate multiplies W_hn h + b_hn by r), it is added to
+     * b_ih once. */
+    bool gru = r->mode == GF_RNN_GRU, lstm = r->mode == GF_RNN_LSTM;
+    gf_tensor *bx = b_ih && b_hh && !gru ? gf_add(b_ih, b_hh) : b_ih;
+    return proj && (!b_ih || bx) &&
+           gf__rnn_seq(r->mode, proj, bx, w_hh, gru ? b_hh : NULL, h, lstm ? c : NULL, rev, y,
+                       h_out, lstm ? c_out : NULL) == GF_OK;
 }
 
 /* The whole stack inside a scope of its own; results kept out of it. */
@@ -147,26 +185,18 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
                   (long long)t_len, INT_MAX / 3);
         return NULL;
     }
-    /* the steps: the layer's input projected (scratch), each direction's output */
-    gf_tensor **steps = calloc((size_t)(3 * (t_len ? t_len : 1)), sizeof *steps);
-    if (!steps) {
-        gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld steps", name,
-                  (long long)t_len);
-        return NULL;
-    }
-    gf_tensor **outs[2] = {steps + t_len, steps + 2 * t_len};
     gf_scope_begin();
     gf_tensor *x = r->batch_first ? gf_transpose(input, 0, 1) : (gf_tensor *)input;
     gf_tensor *zeros = gf_zeros(hsz, 3, gf_tensor_dtype(input), gf_tensor_device(input));
     gf_tensor *hs0 = h0 ? (gf_tensor *)h0 : zeros, *cs0 = c0 ? (gf_tensor *)c0 : zeros;
-    gf_tensor *hn[64], *cn[64];
+    gf_tensor *hn[64], *cn[64], *ys[2] = {NULL, NULL};
     int k = 0;
     bool ok = x && zeros;
     gf_tensor *seq = x; /* the layer's input [T, N, In] */
     for (int l = 0; ok && l < r->num_layers; l++) {
         for (int d = 0; ok && d < nd; d++, k++) {
             gf_tensor *h = gf_select(hs0, 0, k), *c = gf_select(cs0, 0, k);
-            ok = direction(r, seq, steps, t_len, l, d == 1, h, c, outs[d], &hn[k],
+            ok = direction(r, seq, t_len, l, d == 1, h, c, &ys[d], &hn[k],
                            r->mode == GF_RNN_LSTM ? &cn[k] : NULL);
         }
         if (!ok) break;
@@ -174,8 +204,6 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
             seq = gf_zeros((const int64_t[]){0, n, r->hidden_size * nd}, 3,
                            gf_tensor_dtype(input), gf_tensor_device(input));
         } else {
-            gf_tensor *ys[2] = {gf_stack(outs[0], (int)t_len, 0),
-                                nd == 2 ? gf_stack(outs[1], (int)t_len, 0) : NULL};
             seq = nd == 2 ? gf_cat(ys, 2, 2) : ys[0];
         }
         /* dropout over the whole layer output at once (PyTorch's draws) */
@@ -184,7 +212,6 @@ static gf_tensor *rnn_impl(gf_module *mod, const gf_tensor *input, const gf_tens
         ok = seq != NULL;
     }
     x = ok ? seq : NULL;
-    free(steps);
     ok = ok && x;
     gf_tensor *y = NULL;
     if (ok) {
