@@ -165,7 +165,10 @@ static void test_node_rules(void) {
     gf_tensor *x = gf_rand_normal(SZ(N, T, I), 3, 0, 1, GF_F64, NULL);
     gf_tensor *w = gf_module_get_parameter(m, "weight_hh_l1");
     gf_tensor *hn = NULL, *y = gf_nn_rnn_forward(m, x, NULL, NULL, &hn, NULL);
-    gf_tensor *l = y && hn ? gf_add(gf_sum(y, NULL, 0, false), gf_sum(hn, NULL, 0, false)) : NULL;
+    gf_tensor *sy = y ? gf_sum(y, NULL, 0, false) : NULL;
+    gf_tensor *sh = hn ? gf_sum(hn, NULL, 0, false) : NULL;
+    gf_tensor *l = sy && sh ? gf_add(sy, sh) : NULL;
+    gf_tensor_release(sy), gf_tensor_release(sh);
     gf_backward_opts keep = {.retain_graph = 1};
     CHECK(l && gf_backward(l, NULL, &keep) == GF_OK);
     double g1[64], g2[64];
