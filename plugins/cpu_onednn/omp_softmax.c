@@ -17,34 +17,64 @@
 #define SOFTMAX_LINE(NAME, T, EXP, LOG)                                                   \
     ODN_CLONES static void NAME(const T *x, int64_t sx, T *y, int64_t sy, int64_t n,     \
                                 bool log_out) {                                          \
+        if (sx == 1 && sy == 1) {                                                        \
+            NAME##_unit(x, y, n, log_out);                                               \
+            return;                                                                      \
+        }                                                                                \
         T m = x[0];                                                                      \
         for (int64_t i = 1; i < n; i++) {                                                \
             T v = x[i * sx];                                                             \
             m = (v > m || v != v) && m == m ? v : m;                                     \
         }                                                                                \
         double s = 0;                                                                    \
-        if (sx == 1) {                                                                   \
-            _Pragma("omp simd reduction(+ : s)")                                         \
-            for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i] - m);                  \
-        } else {                                                                         \
-            for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i * sx] - m);             \
-        }                                                                                \
+        for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i * sx] - m);                 \
         if (log_out) {                                                                   \
             T ls = (T)LOG(s);                                                            \
-            if (sx == 1 && sy == 1) {                                                    \
-                for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                  \
-            } else {                                                                     \
-                for (int64_t i = 0; i < n; i++) y[i * sy] = (x[i * sx] - m) - ls;        \
-            }                                                                            \
+            for (int64_t i = 0; i < n; i++) y[i * sy] = (x[i * sx] - m) - ls;            \
         } else {                                                                         \
             T inv = (T)(1.0 / s);                                                        \
-            if (sx == 1 && sy == 1) {                                                    \
-                for (int64_t i = 0; i < n; i++) y[i] = EXP(x[i] - m) * inv;              \
-            } else {                                                                     \
-                for (int64_t i = 0; i < n; i++) y[i * sy] = EXP(x[i * sx] - m) * inv;    \
-            }                                                                            \
+            for (int64_t i = 0; i < n; i++) y[i * sy] = EXP(x[i * sx] - m) * inv;        \
         }                                                                                \
     }
+
+/* A unit-stride line, vectorised: the max as a max reduction with NaN seen
+ * apart (a NaN anywhere makes the max NaN, as above), then for softmax ONE
+ * pass of exp that stores exp(x - max) into y while it sums (y may be x
+ * itself: each element is read before it is written), and a pass scaling
+ * y; for log_softmax the exp pass only sums and the last pass writes
+ * (x - max) - log(sum). Same operations in the same order per element as
+ * the strided form, so both give the same values. */
+#define SOFTMAX_UNIT(NAME, T, EXP, LOG, NEG_INF)                                          \
+    ODN_CLONES static void NAME(const T *x, T *y, int64_t n, bool log_out) {             \
+        T m = NEG_INF;                                                                   \
+        int nan = 0;                                                                     \
+        _Pragma("omp simd reduction(max : m) reduction(| : nan)")                        \
+        for (int64_t i = 0; i < n; i++) {                                                \
+            m = x[i] > m ? x[i] : m;                                                     \
+            nan |= x[i] != x[i];                                                         \
+        }                                                                                \
+        if (nan) m = (T)NAN;                                                             \
+        double s = 0;                                                                    \
+        if (log_out) {                                                                   \
+            _Pragma("omp simd reduction(+ : s)")                                         \
+            for (int64_t i = 0; i < n; i++) s += (double)EXP(x[i] - m);                  \
+            T ls = (T)LOG(s);                                                            \
+            _Pragma("omp simd")                                                          \
+            for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                      \
+        } else {                                                                         \
+            _Pragma("omp simd reduction(+ : s)")                                         \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T e = EXP(x[i] - m);                                                     \
+                y[i] = e;                                                                \
+                s += (double)e;                                                          \
+            }                                                                            \
+            T inv = (T)(1.0 / s);                                                        \
+            _Pragma("omp simd")                                                          \
+            for (int64_t i = 0; i < n; i++) y[i] *= inv;                                 \
+        }                                                                                \
+    }
+SOFTMAX_UNIT(line_f32_unit, float, odn_expf, log, -INFINITY)
+SOFTMAX_UNIT(line_f64_unit, double, exp, log, -INFINITY)
 SOFTMAX_LINE(line_f32, float, odn_expf, log)
 SOFTMAX_LINE(line_f64, double, exp, log)
 
