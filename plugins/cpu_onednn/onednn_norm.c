@@ -442,6 +442,99 @@ static gfp_status batch_norm_backward(const gfp_tensor *const *in, uint32_t n_in
     return GFP_OK;
 }
 
+/* LAYER_NORM_BACKWARD in f32 on contiguous tensors: per row one pass for
+ * the two means (double accumulators) and one writing grad_x; then
+ * grad_weight and grad_bias over the rows, a block of columns per thread
+ * (double accumulators). The composed formula took about a dozen passes
+ * and as many allocations. Anything else goes to the reference kernel. */
+#define LNB_COLS 256
+/* One row of grad_x: the two means, then the row. */
+static void lnb_row(const float *gr, const float *xr, const float *wp, float *o, int64_t n,
+                    float m, float rs) {
+    double sa = 0, sb = 0;
+#pragma omp simd reduction(+ : sa, sb)
+    for (int64_t i = 0; i < n; i++) {
+        float gwi = wp ? gr[i] * wp[i] : gr[i];
+        sa += gwi;
+        sb += (double)gwi * (double)((xr[i] - m) * rs);
+    }
+    float a = (float)(sa / (double)n), b = (float)(sb / (double)n);
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float gwi = wp ? gr[i] * wp[i] : gr[i];
+        o[i] = rs * (gwi - a - (xr[i] - m) * rs * b);
+    }
+}
+
+/* cols columns (from g and x, row length n) of grad_weight and grad_bias. */
+static void lnb_cols(const float *g, const float *x, const float *mean, const float *rstd,
+                     int64_t rows, int64_t n, int64_t cols, float *gw, float *gb) {
+    double acc_w[LNB_COLS], acc_b[LNB_COLS];
+    for (int64_t j = 0; j < cols; j++) acc_w[j] = acc_b[j] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *gr = g + r * n, *xr = x + r * n;
+        float m = mean[r], rs = rstd[r];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++) {
+            acc_b[j] += gr[j];
+            acc_w[j] += (double)gr[j] * (double)((xr[j] - m) * rs);
+        }
+    }
+    for (int64_t j = 0; j < cols; j++) {
+        gw[j] = (float)acc_w[j];
+        gb[j] = (float)acc_b[j];
+    }
+}
+static const float *f32_of(const gfp_tensor *t) {
+    return (const float *)(const void *)((const char *)t->buffer + t->offset);
+}
+
+static gfp_status layer_norm_backward(const gfp_tensor *const *in, uint32_t n_in,
+                                      const gfp_tensor *const *out, uint32_t n_out,
+                                      const void *params) {
+    const gfp_layer_norm_params *p = params;
+    if (n_in != 5 || n_out != 3 || !p || p->struct_size < GFP_LAYER_NORM_PARAMS_SIZE_V1_0)
+        return ODN_FALLBACK;
+    const gfp_tensor *g = in[0], *x = in[1], *mean = in[2], *rstd = in[3], *w = in[4];
+    const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
+    const gfp_tensor *all[8] = {g, x, mean, rstd, w, gx, gw, gb};
+    for (int i = 0; i < 8; i++) {
+        if (!all[i]) {
+            if (i == 4) continue;
+            return ODN_FALLBACK;
+        }
+        if (all[i]->dtype != GFP_F32 || !pk_is_contiguous(all[i])) return ODN_FALLBACK;
+    }
+    int nr = p->normalized_rank;
+    if (nr < 1 || nr > x->rank || !pk_same_shape(x, g) || !pk_same_shape(x, gx))
+        return ODN_FALLBACK;
+    int64_t rows = pk_numel(mean), total = pk_numel(x);
+    if (rows == 0 || total == 0 || pk_numel(rstd) != rows || total % rows) return ODN_FALLBACK;
+    int64_t n = total / rows;
+    if (pk_numel(gw) != n || pk_numel(gb) != n || (w && pk_numel(w) != n)) return ODN_FALLBACK;
+    /* grad_x sharing memory with an input would be read after being written. */
+    if (!odn_writable(gx) || !odn_writable(gw) || !odn_writable(gb) ||
+        gx->buffer == g->buffer || gx->buffer == x->buffer)
+        return ODN_FALLBACK;
+    const float *gp = f32_of(g), *xp = f32_of(x), *mp = f32_of(mean), *rp = f32_of(rstd);
+    const float *wp = w ? f32_of(w) : NULL;
+    float *gxp = (float *)(void *)((char *)gx->buffer + gx->offset);
+    float *gwp = (float *)(void *)((char *)gw->buffer + gw->offset);
+    float *gbp = (float *)(void *)((char *)gb->buffer + gb->offset);
+    int nt = odn_threads(total * 4);
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t r = 0; r < rows; r++) {
+        lnb_row(gp + r * n, xp + r * n, wp, gxp + r * n, n, mp[r], rp[r]);
+    });
+    int64_t blocks = (n + LNB_COLS - 1) / LNB_COLS;
+    nt = odn_threads(total * 2);
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t bl = 0; bl < blocks; bl++) {
+        int64_t j0 = bl * LNB_COLS;
+        lnb_cols(gp + j0, xp + j0, mp, rp, rows, n, n - j0 < LNB_COLS ? n - j0 : LNB_COLS,
+                 gwp + j0, gbp + j0);
+    });
+    return GFP_OK;
+}
+
 gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     for (uint32_t i = 0; i < n_out; i++)
@@ -455,6 +548,7 @@ gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     case GFP_OP_LAYER_NORM: return layer_norm(in, n_in, out, n_out, params);
     case GFP_OP_BATCH_NORM: return batch_norm(in, n_in, out, n_out, params);
     case GFP_OP_BATCH_NORM_BACKWARD: return batch_norm_backward(in, n_in, out, n_out);
+    case GFP_OP_LAYER_NORM_BACKWARD: return layer_norm_backward(in, n_in, out, n_out, params);
     default: return ODN_FALLBACK;
     }
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM and
- * BATCH_NORM_BACKWARD (f32, f64).
+/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM,
+ * BATCH_NORM_BACKWARD and LAYER_NORM_BACKWARD (f32, f64).
  *
  * Everything is computed in double and rounded once on store. Softmax
  * subtracts the max of each line first, so exp never overflows; the
@@ -14,7 +14,8 @@
 static uint32_t batch_norm_backward_support(const gfp_op_query *q);
 
 uint32_t ref_norm_support(const gfp_op_query *q) {
-    if (q->op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_support(q);
+    if (q->op == GFP_OP_BATCH_NORM_BACKWARD || q->op == GFP_OP_LAYER_NORM_BACKWARD)
+        return batch_norm_backward_support(q);
     return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
                              REF_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
@@ -177,10 +178,13 @@ static gfp_status batch_norm_launch(const gfp_tensor *const *in, const gfp_tenso
 /* --------------------------------------------------------- batch norm backward */
 /* BATCH_NORM_BACKWARD: the gradients of batch norm in training mode, as
  * graft_ops.def defines them, in double with compensated per-channel sums:
- * the oracle of the fast kernels and of the core's composed formula. */
+ * the oracle of the fast kernels and of the core's composed formula.
+ * LAYER_NORM_BACKWARD (below) takes the same five inputs and three outputs
+ * of one dtype, so one support rule serves both. */
 static uint32_t batch_norm_backward_support(const gfp_op_query *q) {
     if (!GFP_HAS_FIELD(q->struct_size, gfp_op_query, output_dtypes) ||
-        q->op != GFP_OP_BATCH_NORM_BACKWARD || q->n_inputs != 5 || q->n_outputs != 3)
+        (q->op != GFP_OP_BATCH_NORM_BACKWARD && q->op != GFP_OP_LAYER_NORM_BACKWARD) ||
+        q->n_inputs != 5 || q->n_outputs != 3)
         return GFP_SUPPORT_NONE;
     int32_t dt = q->input_dtypes[0];
     if (!ref_is_float(dt)) return GFP_SUPPORT_NONE;
@@ -259,11 +263,110 @@ static gfp_status batch_norm_backward_launch(const gfp_tensor *const *in, uint32
     return GFP_OK;
 }
 
+/* --------------------------------------------------------- layer norm backward */
+static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
+    if (t->rank != rank) return false;
+    for (int d = 0; d < rank; d++)
+        if (t->sizes[d] != sizes[d]) return false;
+    return true;
+}
+
+/* LAYER_NORM_BACKWARD as graft_ops.def defines it, in double with
+ * compensated sums: per row the two means of grad_x, per normalised
+ * element the two sums over the rows. */
+static gfp_status layer_norm_backward_launch(const gfp_tensor *const *in, uint32_t n_in,
+                                             const gfp_tensor *const *out, uint32_t n_out,
+                                             const void *params) {
+    static const char *name = "layer_norm_backward";
+    gfp_status st = pk_expect_counts(n_in, 5, n_out, 3, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    static const char *const roles[] = {"grad_y", "x",      "mean",        "rstd",
+                                        "weight", "grad_x", "grad_weight", "grad_bias"};
+    const gfp_tensor *t[8] = {in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]};
+    for (int i = 0; i < 8; i++)
+        if (!t[i] && i != 4)
+            return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name, roles[i]);
+    int32_t dt = t[0]->dtype;
+    if (!ref_is_float(dt))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32, f64, f16 or bf16",
+                       name, pk_dtype_name(dt));
+    for (int i = 1; i < 8; i++)
+        if (t[i] && t[i]->dtype != dt)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor must "
+                           "have one dtype", name, roles[i], pk_dtype_name(t[i]->dtype),
+                           pk_dtype_name(dt));
+    const gfp_tensor *g = t[0], *x = t[1], *mean = t[2], *rstd = t[3], *w = t[4];
+    const gfp_tensor *gx = t[5], *gw = t[6], *gb = t[7];
+    int nr = ((const gfp_layer_norm_params *)params)->normalized_rank;
+    if (nr < 1 || nr > x->rank)
+        return pk_fail(GFP_ERR_INVALID, "%s: normalized_rank %d is out of range for x of rank %d "
+                       "(1..rank)", name, nr, (int)x->rank);
+    int outer = x->rank - nr;
+    const int64_t *inner = x->sizes + outer;
+    if (!pk_same_shape(x, g) || !pk_same_shape(x, gx))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", name);
+    if (!has_sizes(mean, outer, x->sizes) || !has_sizes(rstd, outer, x->sizes))
+        return pk_fail(GFP_ERR_INVALID, "%s: mean and rstd must have x's %d leading dims", name,
+                       outer);
+    const gfp_tensor *per[3] = {w, gw, gb};
+    for (int i = 0; i < 3; i++)
+        if (per[i] && !has_sizes(per[i], nr, inner))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must have x's last %d dims", name,
+                           i == 0 ? "weight" : i == 1 ? "grad_weight" : "grad_bias", nr);
+    int64_t n_inner = 1, oidx[GFP_MAX_RANK] = {0}, idx[GFP_MAX_RANK] = {0};
+    for (int d = 0; d < nr; d++) n_inner *= inner[d];
+    if (n_inner == 0) return GFP_OK;
+    bool rows = pk_numel(mean) > 0;
+    /* grad_weight and grad_bias: per normalised element, over the rows. */
+    do {
+        ref_ksum sg = {0, 0}, sgx = {0, 0};
+        if (rows) {
+            for (int d = 0; d < GFP_MAX_RANK; d++) oidx[d] = 0;
+            do {
+                gfp_tensor gv = subview(g, ref_offset(g, oidx), outer, nr);
+                gfp_tensor xv = subview(x, ref_offset(x, oidx), outer, nr);
+                double gi = ref_load(&gv, ref_offset(&gv, idx));
+                double xh = (ref_load(&xv, ref_offset(&xv, idx)) - ref_load(mean, ref_offset(mean, oidx))) *
+                            ref_load(rstd, ref_offset(rstd, oidx));
+                ref_ksum_add(&sg, gi);
+                ref_ksum_add(&sgx, gi * xh);
+            } while (ref_next_index(oidx, x->sizes, outer));
+        }
+        ref_store(gb, ref_offset(gb, idx), ref_ksum_value(&sg));
+        ref_store(gw, ref_offset(gw, idx), ref_ksum_value(&sgx));
+    } while (ref_next_index(idx, inner, nr));
+    if (!rows) return GFP_OK;
+    /* grad_x: per row. */
+    for (int d = 0; d < GFP_MAX_RANK; d++) oidx[d] = 0;
+    do {
+        gfp_tensor gv = subview(g, ref_offset(g, oidx), outer, nr);
+        gfp_tensor xv = subview(x, ref_offset(x, oidx), outer, nr);
+        gfp_tensor ov = subview(gx, ref_offset(gx, oidx), outer, nr);
+        double m = ref_load(mean, ref_offset(mean, oidx)), r = ref_load(rstd, ref_offset(rstd, oidx));
+        ref_ksum sa = {0, 0}, sb = {0, 0};
+        do {
+            double gwi = ref_load(&gv, ref_offset(&gv, idx)) * (w ? ref_load(w, ref_offset(w, idx)) : 1.0);
+            ref_ksum_add(&sa, gwi);
+            ref_ksum_add(&sb, gwi * (ref_load(&xv, ref_offset(&xv, idx)) - m) * r);
+        } while (ref_next_index(idx, inner, nr));
+        double a = ref_ksum_value(&sa) / (double)n_inner, b = ref_ksum_value(&sb) / (double)n_inner;
+        do {
+            double gwi = ref_load(&gv, ref_offset(&gv, idx)) * (w ? ref_load(w, ref_offset(w, idx)) : 1.0);
+            double xh = (ref_load(&xv, ref_offset(&xv, idx)) - m) * r;
+            ref_store(&ov, ref_offset(&ov, idx), r * (gwi - a - xh * b));
+        } while (ref_next_index(idx, inner, nr));
+    } while (ref_next_index(oidx, x->sizes, outer));
+    return GFP_OK;
+}
+
 gfp_status ref_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                            const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     if (!(gfp_op_family_of(op) == GFP_FAMILY_NORM))
         return pk_fail(GFP_ERR_INTERNAL, "norm: op %u is not a normalisation", (unsigned)op);
     if (op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_launch(in, n_in, out, n_out);
+    if (op == GFP_OP_LAYER_NORM_BACKWARD)
+        return layer_norm_backward_launch(in, n_in, out, n_out, params);
     /* Checked here for the three below. */
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, REF_DT_FLOAT);
     if (st != GFP_OK) return st;

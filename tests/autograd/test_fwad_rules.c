@@ -427,6 +427,7 @@ static const struct {
     {73, "logical_and: a bool output"}, {74, "logical_or: a bool output"},
     {125, "batch_norm_backward: the fused gradient kernel runs only when the gradient needs no "
           "derivative of its own; with a tangent present the composed formula runs instead"},
+    {126, "layer_norm_backward: as batch_norm_backward"},
     {167, "adam_update: an optimiser step under no-grad, not a differentiable op"},
 };
 

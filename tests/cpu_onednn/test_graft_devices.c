@@ -249,25 +249,30 @@ static void test_gradcheck_f64(void) {
     for (int i = 0; i < 8; i++) gf_tensor_release(all[i]);
 }
 
-/* ------------------------------------------------------------------ batch norm backward */
-/* The gradients of batch norm in training three ways: the device's
- * BATCH_NORM_BACKWARD kernel (gf_grad without create_graph), the composed
+/* ------------------------------------------------------------ norm backward kernels */
+/* The gradients of batch norm in training (layer: of layer norm over the
+ * last dim) three ways: the device's BATCH_NORM_BACKWARD /
+ * LAYER_NORM_BACKWARD kernel (gf_grad without create_graph), the composed
  * formula (create_graph, which needs a differentiable gradient), and the
- * reference device in f64. x is a transposed view and grad_y either a dense
- * random tensor or an expanded one (the gradient of a sum). */
-static gf_status bn_grads(gf_device *d, gf_dtype dt, bool create_graph, bool expanded,
-                          gf_tensor **gx, gf_tensor **gw, gf_tensor **gb) {
+ * reference device in f64. x is a transposed view for batch norm (a
+ * contiguous one for layer norm, the fast kernel's case) and grad_y either a
+ * dense random tensor or an expanded one (the gradient of a sum). */
+static gf_status norm_grads(gf_device *d, gf_dtype dt, bool layer, bool create_graph,
+                            bool expanded, gf_tensor **gx, gf_tensor **gw, gf_tensor **gb) {
     /* f32 data made outside the scope (data() releases its temporaries). */
     gf_tensor *x0 = data(d, 4, (int64_t[]){3, 4, 7, 5}, 3.0, 61);  /* [N, C, W, H] */
-    gf_tensor *w0 = data(d, 1, (int64_t[]){4}, 2.0, 62), *b0 = data(d, 1, (int64_t[]){4}, 1.0, 63);
+    int64_t ch = layer ? 7 : 4;
+    gf_tensor *w0 = data(d, 1, &ch, 2.0, 62), *b0 = data(d, 1, &ch, 1.0, 63);
     gf_tensor *r0 = data(d, 4, (int64_t[]){3, 4, 5, 7}, 1.0, 64);
     gf_scope_begin();
-    gf_tensor *x = gf_to_dtype(gf_transpose(gf_add_scalar(x0, 10.0), 2, 3), dt);
+    gf_tensor *xt = gf_transpose(gf_add_scalar(x0, 10.0), 2, 3);
+    gf_tensor *x = gf_to_dtype(layer ? gf_contiguous(xt) : xt, dt);
     gf_tensor *w = gf_to_dtype(w0, dt), *b = gf_to_dtype(b0, dt), *r = gf_to_dtype(r0, dt);
     gf_tensor_set_requires_grad(x, true);
     gf_tensor_set_requires_grad(w, true);
     gf_tensor_set_requires_grad(b, true);
-    gf_tensor *y = gf_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5, NULL, NULL);
+    gf_tensor *y = layer ? gf_layer_norm(x, 1, w, b, 1e-5, NULL, NULL)
+                         : gf_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5, NULL, NULL);
     gf_tensor *loss = gf_sum(expanded ? y : gf_mul(y, r), NULL, 0, false);
     gf_tensor *in[3] = {x, w, b}, *res[3] = {NULL, NULL, NULL};
     gf_grad_opts o = {.create_graph = create_graph};
@@ -283,43 +288,47 @@ static gf_status bn_grads(gf_device *d, gf_dtype dt, bool create_graph, bool exp
     return s;
 }
 
-static void test_batch_norm_backward(void) {
+static void norm_backward_case(bool layer) {
+    const char *kernel = layer ? "layer_norm_backward" : "batch_norm_backward";
     for (int e = 0; e < 2; e++) {
         gf_tensor *g[3][3]; /* [kernel on cpu:0, composed on cpu:0, reference f64][x, w, b] */
         /* The profiler tells which path ran: the kernel without
          * create_graph, the formula with it. */
         char sum[8192];
         CHECK(gf_profiler_start(NULL) == GF_OK);
-        CHECK_MSG(bn_grads(fast, GF_F32, false, e, &g[0][0], &g[0][1], &g[0][2]) == GF_OK, "%s",
-                  gf_last_error());
+        CHECK_MSG(norm_grads(fast, GF_F32, layer, false, e, &g[0][0], &g[0][1], &g[0][2]) ==
+                      GF_OK, "%s", gf_last_error());
         gf_profiler_stop();
         gf_profiler_summary(sum, sizeof sum);
-        CHECK_MSG(strstr(sum, "batch_norm_backward") != NULL, "no kernel in:\n%s", sum);
+        CHECK_MSG(strstr(sum, kernel) != NULL, "no %s in:\n%s", kernel, sum);
         CHECK(gf_profiler_start(NULL) == GF_OK);
-        CHECK_MSG(bn_grads(fast, GF_F32, true, e, &g[1][0], &g[1][1], &g[1][2]) == GF_OK, "%s",
-                  gf_last_error());
+        CHECK_MSG(norm_grads(fast, GF_F32, layer, true, e, &g[1][0], &g[1][1], &g[1][2]) == GF_OK,
+                  "%s", gf_last_error());
         gf_profiler_stop();
         gf_profiler_summary(sum, sizeof sum);
-        CHECK_MSG(strstr(sum, "batch_norm_backward") == NULL, "the kernel ran with create_graph");
-        CHECK_MSG(bn_grads(ref, GF_F64, false, e, &g[2][0], &g[2][1], &g[2][2]) == GF_OK, "%s",
-                  gf_last_error());
+        CHECK_MSG(strstr(sum, kernel) == NULL, "%s ran with create_graph", kernel);
+        CHECK_MSG(norm_grads(ref, GF_F64, layer, false, e, &g[2][0], &g[2][1], &g[2][2]) == GF_OK,
+                  "%s", gf_last_error());
         static const char *const what[3] = {"grad x", "grad weight", "grad bias"};
         for (int k = 0; k < 3; k++) {
             /* With an expanded grad_y the exact grad_x and grad_weight are 0:
              * compare with an absolute tolerance on the scale of g. */
             double atol = e ? 1e-4 : 1e-5;
             char label[96];
-            snprintf(label, sizeof label, "%s, kernel vs f64 reference, %s grad_y", what[k],
-                     e ? "expanded" : "dense");
+            snprintf(label, sizeof label, "%s %s, kernel vs f64 reference, %s grad_y",
+                     layer ? "layer norm" : "batch norm", what[k], e ? "expanded" : "dense");
             xd_check_tol(label, g[0][k], g[2][k], (xd_tol){1e-4, atol});
-            snprintf(label, sizeof label, "%s, kernel vs composed formula, %s grad_y", what[k],
-                     e ? "expanded" : "dense");
+            snprintf(label, sizeof label, "%s %s, kernel vs composed formula, %s grad_y",
+                     layer ? "layer norm" : "batch norm", what[k], e ? "expanded" : "dense");
             xd_check_tol(label, g[0][k], g[1][k], (xd_tol){1e-4, atol});
         }
         for (int i = 0; i < 3; i++)
             for (int k = 0; k < 3; k++) gf_tensor_release(g[i][k]);
     }
 }
+
+static void test_batch_norm_backward(void) { norm_backward_case(false); }
+static void test_layer_norm_backward(void) { norm_backward_case(true); }
 
 /* ------------------------------------------------------------------ linear layers */
 /* x @ W^T (a linear layer), then A^T @ h with A batched: the matmul backward
@@ -457,6 +466,7 @@ int main(void) {
     RUN(test_cnn_training);
     RUN(test_gradcheck_f64);
     RUN(test_batch_norm_backward);
+    RUN(test_layer_norm_backward);
     RUN(test_linear_grad);
     RUN(test_bf16);
     RUN(test_threads);

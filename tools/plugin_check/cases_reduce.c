@@ -336,6 +336,48 @@ static bool build_batch_norm_backward(const pc_op *op, const pc_combo *cb, int k
     return true;
 }
 
+/* LAYER_NORM_BACKWARD, like BATCH_NORM_BACKWARD, is defined for any given
+ * statistics: mean and rstd are drawn (x's leading dims), not computed. The
+ * combos are those of BATCH_NORM_BACKWARD (with and without weight). */
+static bool build_layer_norm_backward(const pc_op *op, const pc_combo *cb, int k, bool quick,
+                                      pc_case *c) {
+    (void)op;
+    static const struct {
+        int rank;
+        int64_t sizes[3];
+        int nr;
+        const char *what;
+    } cases[] = {
+        {3, {4, 5, 6}, 1, NULL}, {3, {4, 5, 6}, 2, NULL}, {3, {4, 5, 6}, 3, "0-dim stats"},
+        {2, {7, 13}, 1, "odd"},  {3, {32, 64, 256}, 1, "large"},
+    };
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    if (quick || !f32_data(cb)) n--;
+    if (k >= n) return false;
+    int rank = cases[k].rank, nr = cases[k].nr;
+    const int64_t *sizes = cases[k].sizes, *inner = sizes + rank - nr;
+    pc_case_init(c, 5, 3);
+    pc_arg_set(&c->in[0], cb->in[0], rank, sizes, PC_GEN_UNIFORM, -1, 1);       /* grad_y */
+    pc_arg_set(&c->in[1], cb->in[1], rank, sizes, PC_GEN_UNIFORM, -3, 5);       /* x */
+    pc_arg_set(&c->in[2], cb->in[2], rank - nr, sizes, PC_GEN_UNIFORM, 0, 2);   /* mean */
+    pc_arg_set(&c->in[3], cb->in[3], rank - nr, sizes, PC_GEN_UNIFORM, 0.5, 2); /* rstd */
+    pc_arg_set(&c->in[4], cb->in[4], nr, inner, PC_GEN_UNIFORM, 0.5, 1.5);     /* weight */
+    pc_arg_set(&c->out[0], cb->out[0], rank, sizes, PC_GEN_ZEROS, 0, 0);
+    pc_arg_set(&c->out[1], cb->out[1], nr, inner, PC_GEN_ZEROS, 0, 0);
+    pc_arg_set(&c->out[2], cb->out[2], nr, inner, PC_GEN_ZEROS, 0, 0);
+    for (int o = 0; o < 3; o++) c->out[o].tol = PC_TOL_ACCUMULATE;
+    c->params.layer_norm.struct_size = sizeof c->params.layer_norm;
+    c->params.layer_norm.normalized_rank = nr;
+    c->params.layer_norm.eps = 1e-5;
+    c->has_params = true;
+    c->large = k == 4;
+    char buf[48];
+    pc_label(c, "%s%s%s normalized_rank %d%s", pc_shape_text(buf, sizeof buf, rank, sizes),
+             cases[k].what ? " " : "", cases[k].what ? cases[k].what : "", nr,
+             cb->in[4] < 0 ? " no weight" : "");
+    return true;
+}
+
 static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     static const index_case one_d[] = {
         {3, {5, 6, 7}, {9}, 1, NULL},     {3, {5, 6, 7}, {8}, 0, NULL},
@@ -406,10 +448,12 @@ bool pc_cases_reduce(const gfp_op_info *row, pc_op *op) {
         op->combos = row->op == GFP_OP_LAYER_NORM            ? combos_layer_norm
                      : row->op == GFP_OP_BATCH_NORM          ? combos_batch_norm
                      : row->op == GFP_OP_BATCH_NORM_BACKWARD ? combos_batch_norm_backward
+                     : row->op == GFP_OP_LAYER_NORM_BACKWARD ? combos_batch_norm_backward
                                                              : combos_same_1;
         op->build = row->op == GFP_OP_LAYER_NORM            ? build_layer_norm
                     : row->op == GFP_OP_BATCH_NORM          ? build_batch_norm
                     : row->op == GFP_OP_BATCH_NORM_BACKWARD ? build_batch_norm_backward
+                    : row->op == GFP_OP_LAYER_NORM_BACKWARD ? build_layer_norm_backward
                                                             : build_softmax;
         return true;
     case GFP_FAMILY_INDEX:

@@ -357,6 +357,50 @@ static bool recompute_stats(const gf_tensor *x) {
     return (gf_is_grad_enabled() && gf_tensor_requires_grad(x)) || gf__fw_any_tangent(xs, 1);
 }
 
+/* A fused gradient kernel's result carries neither history nor tangent: it
+ * may run only when x needs no recomputed statistics and neither the
+ * incoming gradient nor the weight carries a tangent (forward-over-reverse
+ * seeded on the weight alone, say). */
+static bool fused_allowed(gf_tensor *g, gf_tensor *x, gf_tensor *w) {
+    const gf_tensor *gw[2] = {g, w};
+    return !recompute_stats(x) && !gf__fw_any_tangent(gw, w ? 2 : 1);
+}
+
+/* The device's LAYER_NORM_BACKWARD, when it has one for these tensors: one
+ * kernel for the three gradients (the composed formula below takes about a
+ * dozen passes over x), under the rules of fused_batch_norm_backward below:
+ * only when the gradient need not be differentiable; a refused launch
+ * composes. False: compose (s untouched); true: *s says how it went. */
+static bool fused_layer_norm_backward(gf_tensor *g, gf_tensor *const *sv, int normalized_rank,
+                                      const bool need[3], gf_tensor **out, gf_status *s) {
+    gf_tensor *x = sv[0], *w = sv[1], *mean = sv[2], *rstd = sv[3];
+    if (!x || !mean || !rstd || g->dtype != x->dtype) return false;
+    gf_device *dev = x->storage->device;
+    if (g->storage->device != dev) return false;
+    int outer = x->rank - normalized_rank;
+    gf_tensor *r[3] = {gf__empty(x->sizes, x->rank, x->dtype, dev), NULL, NULL};
+    if (r[0]) r[1] = gf__empty(x->sizes + outer, normalized_rank, x->dtype, dev);
+    if (r[1]) r[2] = gf__empty(x->sizes + outer, normalized_rank, x->dtype, dev);
+    const gf_tensor *in[5] = {g, x, mean, rstd, w};
+    gfp_layer_norm_params p = {.struct_size = sizeof p, .normalized_rank = normalized_rank};
+    bool fused = false;
+    if (!r[2]) {
+        *s = gf__status();
+        fused = true;
+    } else if (gf__dev_has_op(GFP_OP_LAYER_NORM_BACKWARD, in, 5, r, 3)) {
+        fused = true;
+        *s = gf__launch(GFP_OP_LAYER_NORM_BACKWARD, "layer_norm_backward", in, 5, r, 3, &p);
+        if (*s == GF_ERR_UNSUPPORTED) fused = false;
+        for (int i = 0; i < 3 && *s == GF_OK; i++)
+            if (need[i]) {
+                out[i] = r[i];
+                r[i] = NULL;
+            }
+    }
+    release_all(r, 3);
+    return fused;
+}
+
 /* y = layer_norm(x, w, b) over the last k dims. Edges: x, weight, bias.
  * Saved: 0 = x, 1 = weight, 2 = mean, 3 = rstd (each only when read). */
 static gf_status layer_norm_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
@@ -367,6 +411,12 @@ static gf_status layer_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
     gf_status s = unpack_some(n, want, sv, 4);
     if (s != GF_OK) return s;
     gf_tensor *g = grads[0];
+    const bool need[3] = {need_x, need_w, need_b};
+    if ((need_x || need_w) && fused_allowed(g, sv[0], sv[1]) &&
+        fused_layer_norm_backward(g, sv, c->normalized_rank, need, out, &s)) {
+        release_all(sv, 4);
+        return s;
+    }
     const gf_output_meta *m = &n->outputs[0];
     int rank = m->rank, outer = rank - c->normalized_rank;
     int norm_dims[GF_MAX_RANK], lead_dims[GF_MAX_RANK];
@@ -490,7 +540,7 @@ static gf_status batch_norm_backward(gf_node *n, gf_tensor *const *grads, gf_ten
         cs[i] = i == 1 ? m->sizes[1] : 1;
         if (i != 1) red[nred++] = i;
     }
-    if (c->training && need_x && !recompute_stats(sv[0]) &&
+    if (c->training && need_x && fused_allowed(g, sv[0], sv[1]) &&
         fused_batch_norm_backward(g, sv[0], sv[1], sv[2], sv[3], need_w, need_b, out, &s)) {
         release_all(sv, 4);
         return s;
