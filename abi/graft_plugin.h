@@ -23,9 +23,10 @@
  *     whole), with the struct gfp_graph_node: a 1.3 table that has them is
  *     GFP_PLUGIN_SIZE_V1_3 bytes; a plugin without them keeps its 1.1 size
  *     and its graphs are replayed launch by launch.
- *     Also in 1.3: the op LAYER_NORM_BACKWARD 126 (gfp_layer_norm_params);
- *     a plugin that predates it answers NONE and the core composes the
- *     gradient from other ops.
+ *     Also in 1.3: the ops LAYER_NORM_BACKWARD 126 (gfp_layer_norm_params),
+ *     SOFTMAX_BACKWARD 127 and LOG_SOFTMAX_BACKWARD 128 (gfp_dim_params);
+ *     a plugin that predates them answers NONE and the core composes the
+ *     gradients from other ops.
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every

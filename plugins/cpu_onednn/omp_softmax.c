@@ -121,3 +121,50 @@ gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t
     });
     return GFP_OK;
 }
+
+/* SOFTMAX_BACKWARD / LOG_SOFTMAX_BACKWARD in f32 on unit-stride lines (the
+ * last dim of contiguous tensors, as attention produces them): the line's
+ * sum (double accumulator), then the line. Others: the reference kernels. */
+ODN_CLONES static void softmax_bw_line(const float *g, const float *y, float *o, int64_t n,
+                                       bool soft) {
+    double s = 0;
+    if (soft) {
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < n; i++) s += (double)(g[i] * y[i]);
+        float sf = (float)s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) o[i] = y[i] * (g[i] - sf);
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < n; i++) s += (double)g[i];
+        float sf = (float)s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) o[i] = g[i] - odn_expf(y[i]) * sf;
+    }
+}
+
+gfp_status odn_softmax_backward_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                       const gfp_tensor *const *out, uint32_t n_out,
+                                       const void *params) {
+    const gfp_dim_params *dp = params;
+    if (n_in != 2 || n_out != 1 || !in[0] || !in[1] || !dp ||
+        dp->struct_size < GFP_DIM_PARAMS_SIZE_V1_0)
+        return ODN_FALLBACK;
+    const gfp_tensor *g = in[0], *y = in[1], *o = out[0];
+    if (g->dtype != GFP_F32 || y->dtype != GFP_F32 || o->dtype != GFP_F32 || y->rank < 1 ||
+        dp->dim != y->rank - 1 || !pk_same_shape(g, y) || !pk_same_shape(g, o) ||
+        !pk_is_contiguous(g) || !pk_is_contiguous(y) || !pk_is_contiguous(o) || !odn_writable(o))
+        return ODN_FALLBACK;
+    int64_t total = pk_numel(y), n = y->sizes[y->rank - 1];
+    if (total == 0 || n == 0) return ODN_FALLBACK;
+    const float *gp = (const float *)(const void *)((const char *)g->buffer + g->offset);
+    const float *yp = (const float *)(const void *)((const char *)y->buffer + y->offset);
+    float *op_ = (float *)(void *)((char *)o->buffer + o->offset);
+    bool soft = op == GFP_OP_SOFTMAX_BACKWARD;
+    int64_t lines = total / n;
+    int nt = odn_threads(total * 3);
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t l = 0; l < lines; l++) {
+        softmax_bw_line(gp + l * n, yp + l * n, op_ + l * n, n, soft);
+    });
+    return GFP_OK;
+}

@@ -322,6 +322,11 @@ gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *c
 /* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */
 gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                               const gfp_tensor *const *out, uint32_t n_out, const void *params);
+/* SOFTMAX_BACKWARD / LOG_SOFTMAX_BACKWARD, f32 lines along the last dim of
+ * contiguous tensors (ODN_FALLBACK otherwise). */
+gfp_status odn_softmax_backward_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                       const gfp_tensor *const *out, uint32_t n_out,
+                                       const void *params);
 /* oneDNN eltwise for contiguous f32 unary ops (onednn_eltwise.c). */
 gfp_status odn_eltwise_launch(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                               const void *params);

@@ -549,6 +549,9 @@ gfp_status odn_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     case GFP_OP_BATCH_NORM: return batch_norm(in, n_in, out, n_out, params);
     case GFP_OP_BATCH_NORM_BACKWARD: return batch_norm_backward(in, n_in, out, n_out);
     case GFP_OP_LAYER_NORM_BACKWARD: return layer_norm_backward(in, n_in, out, n_out, params);
+    case GFP_OP_SOFTMAX_BACKWARD:
+    case GFP_OP_LOG_SOFTMAX_BACKWARD:
+        return odn_softmax_backward_launch(op, in, n_in, out, n_out, params);
     default: return ODN_FALLBACK;
     }
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM,
- * BATCH_NORM_BACKWARD and LAYER_NORM_BACKWARD (f32, f64).
+/* ref_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM and the
+ * backward kernels BATCH_NORM_BACKWARD, LAYER_NORM_BACKWARD,
+ * SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD (float dtypes).
  *
  * Everything is computed in double and rounded once on store. Softmax
  * subtracts the max of each line first, so exp never overflows; the
@@ -16,6 +17,12 @@ static uint32_t batch_norm_backward_support(const gfp_op_query *q);
 uint32_t ref_norm_support(const gfp_op_query *q) {
     if (q->op == GFP_OP_BATCH_NORM_BACKWARD || q->op == GFP_OP_LAYER_NORM_BACKWARD)
         return batch_norm_backward_support(q);
+    if (q->op == GFP_OP_SOFTMAX_BACKWARD || q->op == GFP_OP_LOG_SOFTMAX_BACKWARD)
+        return q->n_inputs == 2 && q->n_outputs == 1 && ref_is_float(q->input_dtypes[0]) &&
+                       q->input_dtypes[1] == q->input_dtypes[0] &&
+                       q->output_dtypes[0] == q->input_dtypes[0]
+                   ? GFP_SUPPORT_STRIDED
+                   : GFP_SUPPORT_NONE;
     return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
                              REF_DT_FLOAT)
                ? GFP_SUPPORT_STRIDED
@@ -92,6 +99,54 @@ static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
             ref_store(y, y0 + i * ys, op == GFP_OP_LOG_SOFTMAX ? z - log_s : exp(z) / s);
         }
     } while (ref_next_index(idx, lines, x->rank));
+    return GFP_OK;
+}
+
+/* SOFTMAX_BACKWARD and LOG_SOFTMAX_BACKWARD as graft_ops.def defines them,
+ * per line in double (the sum compensated). */
+static gfp_status softmax_backward_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                          const gfp_tensor *const *out, uint32_t n_out,
+                                          const void *params) {
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    const gfp_tensor *g = in[0], *y = in[1], *gx = out[0];
+    if (!g || !y || !gx)
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must all be given", name);
+    if (!ref_is_float(g->dtype) || y->dtype != g->dtype || gx->dtype != g->dtype)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y, y and grad_x must have one float dtype "
+                       "(got %s, %s, %s)", name, pk_dtype_name(g->dtype), pk_dtype_name(y->dtype),
+                       pk_dtype_name(gx->dtype));
+    if (!pk_same_shape(g, y) || !pk_same_shape(g, gx))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must have one shape", name);
+    int dim = ((const gfp_dim_params *)params)->dim, max_dim = y->rank > 0 ? y->rank : 1;
+    if (dim < 0 || dim >= max_dim)
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+                       dim, (int)y->rank);
+    if (pk_numel(y) == 0) return GFP_OK;
+    int64_t len = y->rank > 0 ? y->sizes[dim] : 1;
+    int64_t gs = g->rank > 0 ? g->strides[dim] : 0, ys = y->rank > 0 ? y->strides[dim] : 0;
+    int64_t os = gx->rank > 0 ? gx->strides[dim] : 0;
+    int64_t lines[GFP_MAX_RANK];
+    for (int d = 0; d < y->rank; d++) lines[d] = d == dim ? 1 : y->sizes[d];
+    bool soft = op == GFP_OP_SOFTMAX_BACKWARD;
+    int64_t idx[GFP_MAX_RANK] = {0};
+    do {
+        int64_t g0 = ref_offset(g, idx), y0 = ref_offset(y, idx), o0 = ref_offset(gx, idx);
+        ref_ksum s = {0, 0};
+        for (int64_t i = 0; i < len; i++) {
+            double gi = ref_load(g, g0 + i * gs);
+            ref_ksum_add(&s, soft ? gi * ref_load(y, y0 + i * ys) : gi);
+        }
+        double sum = ref_ksum_value(&s);
+        /* grad_y and y at a position are read before grad_x there is
+         * written: an exactly aliased output is fine. */
+        for (int64_t i = 0; i < len; i++) {
+            double gi = ref_load(g, g0 + i * gs), yi = ref_load(y, y0 + i * ys);
+            ref_store(gx, o0 + i * os, soft ? yi * (gi - sum) : gi - exp(yi) * sum);
+        }
+    } while (ref_next_index(idx, lines, y->rank));
     return GFP_OK;
 }
 
@@ -367,6 +422,8 @@ gfp_status ref_norm_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
     if (op == GFP_OP_BATCH_NORM_BACKWARD) return batch_norm_backward_launch(in, n_in, out, n_out);
     if (op == GFP_OP_LAYER_NORM_BACKWARD)
         return layer_norm_backward_launch(in, n_in, out, n_out, params);
+    if (op == GFP_OP_SOFTMAX_BACKWARD || op == GFP_OP_LOG_SOFTMAX_BACKWARD)
+        return softmax_backward_launch(op, in, n_in, out, n_out, params);
     /* Checked here for the three below. */
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, REF_DT_FLOAT);
     if (st != GFP_OK) return st;

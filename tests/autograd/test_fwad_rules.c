@@ -428,6 +428,8 @@ static const struct {
     {125, "batch_norm_backward: the fused gradient kernel runs only when the gradient needs no "
           "derivative of its own; with a tangent present the composed formula runs instead"},
     {126, "layer_norm_backward: as batch_norm_backward"},
+    {127, "softmax_backward: as batch_norm_backward"},
+    {128, "log_softmax_backward: as batch_norm_backward"},
     {167, "adam_update: an optimiser step under no-grad, not a differentiable op"},
 };
 

@@ -124,6 +124,7 @@ static void test_op_ids(void) {
         OP(BATCH_NORM_BACKWARD, 125),
         /* 1.3 */
         OP(ADAM_UPDATE, 167), OP(FFT, 168), OP(LAYER_NORM_BACKWARD, 126),
+        OP(SOFTMAX_BACKWARD, 127), OP(LOG_SOFTMAX_BACKWARD, 128),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];

@@ -124,8 +124,9 @@ static int combos_same_1(const pc_op *op, uint32_t dtypes, pc_combo *out, int ma
     return pc_combos_same(dtypes, 1, 1, out, max);
 }
 
+/* SOFTMAX and LOG_SOFTMAX take x; their backward kernels grad_y and y (any
+ * values: the ops are defined by their formulas) on the same shapes. */
 static bool build_softmax(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
-    (void)op;
     static const struct {
         int rank;
         int64_t sizes[3];
@@ -140,11 +141,15 @@ static bool build_softmax(const pc_op *op, const pc_combo *cb, int k, bool quick
         {2, {4, 16}, 1, "NaN/inf/-0 inputs", PC_GEN_NONFINITE},
         {2, {1024, 1024}, 1, "large", PC_GEN_UNIFORM},
     };
+    bool backward = op->id == GFP_OP_SOFTMAX_BACKWARD || op->id == GFP_OP_LOG_SOFTMAX_BACKWARD;
     int n = (int)(sizeof cases / sizeof cases[0]);
     if (quick || !f32_data(cb)) n--;
     if (k >= n) return false;
-    pc_case_init(c, 1, 1);
+    pc_case_init(c, backward ? 2 : 1, 1);
     pc_arg_set(&c->in[0], cb->in[0], cases[k].rank, cases[k].sizes, cases[k].gen, -10, 10);
+    if (backward) /* y: probabilities, or log-probabilities */
+        pc_arg_set(&c->in[1], cb->in[1], cases[k].rank, cases[k].sizes, cases[k].gen,
+                   op->id == GFP_OP_SOFTMAX_BACKWARD ? 0 : -5, op->id == GFP_OP_SOFTMAX_BACKWARD ? 1 : 0);
     pc_arg_set(&c->out[0], cb->out[0], cases[k].rank, cases[k].sizes, PC_GEN_ZEROS, 0, 0);
     c->out[0].tol = PC_TOL_ACCUMULATE;
     c->params.dim.struct_size = sizeof c->params.dim;
@@ -155,6 +160,11 @@ static bool build_softmax(const pc_op *op, const pc_combo *cb, int k, bool quick
     pc_label(c, "%s%s%s dim %d", pc_shape_text(buf, sizeof buf, cases[k].rank, cases[k].sizes),
              cases[k].what ? " " : "", cases[k].what ? cases[k].what : "", cases[k].dim);
     return true;
+}
+
+static int combos_same_2(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
+    (void)op;
+    return pc_combos_same(dtypes, 2, 1, out, max);
 }
 
 /* ------------------------------------------------------------ layer norm */
@@ -449,7 +459,10 @@ bool pc_cases_reduce(const gfp_op_info *row, pc_op *op) {
                      : row->op == GFP_OP_BATCH_NORM          ? combos_batch_norm
                      : row->op == GFP_OP_BATCH_NORM_BACKWARD ? combos_batch_norm_backward
                      : row->op == GFP_OP_LAYER_NORM_BACKWARD ? combos_batch_norm_backward
-                                                             : combos_same_1;
+                     : row->op == GFP_OP_SOFTMAX_BACKWARD ||
+                             row->op == GFP_OP_LOG_SOFTMAX_BACKWARD
+                         ? combos_same_2
+                         : combos_same_1;
         op->build = row->op == GFP_OP_LAYER_NORM            ? build_layer_norm
                     : row->op == GFP_OP_BATCH_NORM          ? build_batch_norm
                     : row->op == GFP_OP_BATCH_NORM_BACKWARD ? build_batch_norm_backward

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 
 /* ------------------------------------------------------------ matmul */
 typedef struct matmul_ctx {
@@ -137,6 +138,40 @@ typedef struct softmax_ctx {
 } softmax_ctx;
 GF_CTX_FITS(softmax_ctx);
 
+/* The device's SOFTMAX_BACKWARD / LOG_SOFTMAX_BACKWARD: one kernel where the
+ * formula below takes four launches and three temporaries. Only when the
+ * gradient needs neither history (create_graph with y or g requiring grad)
+ * nor a tangent; a device without the op, or one refusing the launch,
+ * composes. False: compose; true: *r or the failure in *s. */
+static bool fused_softmax_backward(const softmax_ctx *c, gf_tensor *g, gf_tensor *y,
+                                   gf_tensor **r, gf_status *s) {
+    const gf_tensor *gy[2] = {g, y};
+    if (g->dtype != y->dtype || g->storage->device != y->storage->device ||
+        (gf_is_grad_enabled() && (gf_tensor_requires_grad(g) || gf_tensor_requires_grad(y))) ||
+        gf__fw_any_tangent(gy, 2))
+        return false;
+    gfp_op op = c->op == GFP_OP_SOFTMAX ? GFP_OP_SOFTMAX_BACKWARD : GFP_OP_LOG_SOFTMAX_BACKWARD;
+    gf_tensor *o = gf__empty(y->sizes, y->rank, y->dtype, y->storage->device);
+    if (!o) {
+        *s = gf__status();
+        return true;
+    }
+    gf_tensor *outs[1] = {o};
+    if (!gf__dev_has_op(op, gy, 2, outs, 1)) {
+        gf_tensor_release(o);
+        return false;
+    }
+    gfp_dim_params p = {.struct_size = sizeof p, .dim = c->dim};
+    *s = gf__launch_own(op, c->op == GFP_OP_SOFTMAX ? "softmax_backward" : "log_softmax_backward",
+                        gy, 2, outs, 1, &p);
+    if (*s != GF_OK) {
+        gf_tensor_release(o);
+        return *s != GF_ERR_UNSUPPORTED;
+    }
+    *r = o;
+    return true;
+}
+
 /* softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), sums along dim.
  * Saved: 0 = y. */
 static gf_status softmax_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
@@ -144,7 +179,13 @@ static gf_status softmax_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
     gf_tensor *y = NULL;
     gf_status s = gf__ag_unpack(n, 0, &y);
     if (s != GF_OK) return s;
-    gf_tensor *g = grads[0], *r;
+    gf_tensor *g = grads[0], *r = NULL;
+    if (fused_softmax_backward(c, g, y, &r, &s)) {
+        gf_tensor_release(y);
+        if (s == GF_OK) out[0] = r;
+        return s;
+    }
+    s = GF_OK;
     int dim = c->dim;
     gf_scope_begin();
     if (c->op == GFP_OP_SOFTMAX)
