@@ -395,6 +395,57 @@ static void test_hessian_hvp(void) {
     CHECK(gf_fwad_level_count() == 0);
 }
 
+/* Forward-over-reverse through the fused gradient kernels (batch norm,
+ * layer norm, (log_)softmax backward): with the direction zero in x and
+ * nonzero in the weight w, x carries no tangent but the incoming gradient
+ * does, so a kernel whose result has no tangent would lose H v's x part.
+ * H v against double backward, for each kernel. */
+typedef struct norm_user {
+    int kind; /* 0 layer norm, 1 batch norm, 2 softmax, 3 log_softmax */
+} norm_user;
+
+static gf_status norm_map(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
+    (void)n, (void)n_out;
+    int kind = ((const norm_user *)user)->kind;
+    gf_scope_begin();
+    gf_tensor *x = in[0], *w = in[1], *y;
+    if (kind == 0) y = gf_layer_norm(x, 1, w, NULL, 1e-5, NULL, NULL);
+    else if (kind == 1) y = gf_batch_norm(x, NULL, NULL, w, NULL, true, 0.1, 1e-5, NULL, NULL);
+    else y = gf_mul(kind == 2 ? gf_softmax(x, 1) : gf_log_softmax(x, 1), gf_square(w));
+    out[0] = gf_scope_keep(gf_sum(gf_mul(gf_sin(y), gf_exp(w)), NULL, 0, false));
+    gf_scope_end();
+    return out[0] ? GF_OK : gf_last_status();
+}
+
+static void test_hvp_fused_norms(void) {
+    static const char *const names[4] = {"layer_norm", "batch_norm", "softmax", "log_softmax"};
+    double xv[12], wv[4], vw[4];
+    for (int i = 0; i < 12; i++) xv[i] = sin(1.7 * i + 0.3) * 2;
+    for (int i = 0; i < 4; i++) wv[i] = 0.5 + 0.25 * i, vw[i] = cos(0.9 * i);
+    for (int kind = 0; kind < 4; kind++) {
+        norm_user u = {kind};
+        gf_tensor *x = gf_reshape(vec(xv, 12), (int64_t[]){3, 4}, 2), *w = vec(wv, 4);
+        gf_tensor *in[2] = {x, w}, *v[2] = {NULL, vec(vw, 4)}, *hv[2] = {NULL, NULL};
+        CHECK_MSG(gf_hvp(norm_map, in, 2, v, &u, NULL, hv) == GF_OK, "%s: %s", names[kind],
+                  gf_last_error());
+        gf_tensor *xl = gf_detach(x), *wl = gf_detach(w), *f = NULL, *g[2] = {NULL, NULL};
+        gf_tensor_set_requires_grad(xl, true);
+        gf_tensor_set_requires_grad(wl, true);
+        gf_tensor *leaves[2] = {xl, wl}, *hv2[2] = {NULL, NULL};
+        gf_grad_opts cg = {.retain_graph = -1, .create_graph = true};
+        CHECK(norm_map(leaves, 2, &f, 1, &u) == GF_OK);
+        CHECK(gf_grad(&f, 1, NULL, leaves, 2, g, &cg) == GF_OK);
+        gf_tensor *dot = gf_sum(gf_mul(g[1], v[1]), NULL, 0, false);
+        CHECK(dot && gf_grad(&dot, 1, NULL, leaves, 2, hv2, NULL) == GF_OK);
+        for (int k = 0; k < 2; k++)
+            CHECK_MSG(hv[k] && hv2[k] && max_abs_diff(hv[k], hv2[k]) < 1e-10,
+                      "%s: H v part %d, forward-over-reverse vs double backward differ by %g",
+                      names[kind], k, hv[k] && hv2[k] ? max_abs_diff(hv[k], hv2[k]) : -1.0);
+        gf_tensor_release(f);
+        CHECK(gf_fwad_level_count() == 0);
+    }
+}
+
 /* Forward-over-reverse through in-place writes into views (CopySlices,
  * saved originals): the Hessian by gf_hessian against jacrev of the
  * gradient (double backward) and against central differences of it. */
@@ -495,6 +546,7 @@ int main(void) {
     RUN_SCOPED(test_errors);
     RUN_SCOPED(test_jacfwd_jacrev);
     RUN_SCOPED(test_hessian_hvp);
+    RUN_SCOPED(test_hvp_fused_norms);
     RUN_SCOPED(test_hessian_inplace_views);
     RUN_SCOPED(test_jvp_vjp);
     CHECK_MSG(gf_shutdown() == GF_OK, "every buffer released: %s", gf_last_error());
