@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* json.c — the JSON reader and writer of json_internal.h. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,8 +240,37 @@ void gf__sb_put(gf__sbuf *b, const char *s, size_t n) {
 
 void gf__sb_str(gf__sbuf *b, const char *s) { gf__sb_put(b, s, strlen(s)); }
 
+void gf__sb_printf(gf__sbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (w < 0) return;
+    if ((size_t)w < sizeof small) {
+        gf__sb_put(b, small, (size_t)w);
+        return;
+    }
+    char *big = malloc((size_t)w + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)w + 1, fmt, ap);
+    va_end(ap);
+    gf__sb_put(b, big, (size_t)w);
+    free(big);
+}
+
 void gf__sb_json_string(gf__sbuf *b, const char *s) {
     gf__sb_put(b, "\"", 1);
+    gf__sb_json_chars(b, s);
+    gf__sb_put(b, "\"", 1);
+}
+
+void gf__sb_json_chars(gf__sbuf *b, const char *s) {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         char esc[8];
@@ -255,7 +285,6 @@ void gf__sb_json_string(gf__sbuf *b, const char *s) {
             gf__sb_put(b, s, 1);
         }
     }
-    gf__sb_put(b, "\"", 1);
 }
 
 

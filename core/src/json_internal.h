@@ -47,8 +47,16 @@ typedef struct gf__sbuf {
 
 void gf__sb_put(gf__sbuf *b, const char *s, size_t n);
 void gf__sb_str(gf__sbuf *b, const char *s);
-/* s as a JSON string (quotes and escapes). */
+/* printf-style append. */
+void gf__sb_printf(gf__sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* s as a JSON string (quotes and escapes); _chars: the escaped contents
+ * without the quotes. */
 void gf__sb_json_string(gf__sbuf *b, const char *s);
+void gf__sb_json_chars(gf__sbuf *b, const char *s);
 /* v as a JSON number that reads back to the same double (NaN and
  * infinities as Python's json module writes them). */
 void gf__sb_number(gf__sbuf *b, double v);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "graft/profiler.h"
+#include "json_internal.h"
 #include "profiler_internal.h"
 
 int gf__prof_flags = -1;
@@ -92,47 +93,6 @@ static void clear_locked(void) {
     free(g_ev);
     g_ev = NULL;
     g_n = g_cap = g_dropped = 0;
-}
-
-/* A growing string for args and summaries. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *fmt, ...) GF_PRINTF(2, 3);
-static void sb_add(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) return;
-        if (b->p && b->n + (size_t)w < b->cap) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 256) + (size_t)w;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-}
-
-/* s as a JSON string's contents. */
-static void sb_json(sbuf *b, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_add(b, "\\%c", c);
-        else if (c < 0x20) sb_add(b, "\\u%04x", c);
-        else sb_add(b, "%c", c);
-    }
 }
 
 /* ------------------------------------------------------------ control */
@@ -271,28 +231,28 @@ void gf__prof_op_begin(gf_prof_frame *f, int flags) {
 
 static void dtype_sig(char *buf, size_t len, const gf_tensor *const *in, int n_in,
                       gf_tensor *const *out, int n_out, bool strided) {
-    sbuf b = {0};
-    sb_add(&b, "(");
+    gf__sbuf b = {0};
+    gf__sb_printf(&b, "(");
     for (int i = 0; i < n_in; i++)
-        sb_add(&b, "%s%s", i ? ", " : "", in[i] ? gf_dtype_name(in[i]->dtype) : "-");
-    sb_add(&b, ") -> (");
-    for (int i = 0; i < n_out; i++) sb_add(&b, "%s%s", i ? ", " : "", gf_dtype_name(out[i]->dtype));
-    sb_add(&b, ") %s", strided ? "strided" : "contiguous");
+        gf__sb_printf(&b, "%s%s", i ? ", " : "", in[i] ? gf_dtype_name(in[i]->dtype) : "-");
+    gf__sb_printf(&b, ") -> (");
+    for (int i = 0; i < n_out; i++) gf__sb_printf(&b, "%s%s", i ? ", " : "", gf_dtype_name(out[i]->dtype));
+    gf__sb_printf(&b, ") %s", strided ? "strided" : "contiguous");
     snprintf(buf, len, "%s", b.p ? b.p : "");
     free(b.p);
 }
 
-static void tensor_list(sbuf *b, const gf_tensor *const *ts, int n) {
+static void tensor_list(gf__sbuf *b, const gf_tensor *const *ts, int n) {
     for (int i = 0; i < n; i++) {
-        if (i) sb_add(b, ", ");
+        if (i) gf__sb_printf(b, ", ");
         if (!ts[i]) {
-            sb_add(b, "-");
+            gf__sb_printf(b, "-");
             continue;
         }
-        sb_add(b, "%s[", gf_dtype_name(ts[i]->dtype));
+        gf__sb_printf(b, "%s[", gf_dtype_name(ts[i]->dtype));
         for (int k = 0; k < ts[i]->rank; k++)
-            sb_add(b, "%s%lld", k ? ", " : "", (long long)ts[i]->sizes[k]);
-        sb_add(b, "]");
+            gf__sb_printf(b, "%s%lld", k ? ", " : "", (long long)ts[i]->sizes[k]);
+        gf__sb_printf(b, "]");
     }
 }
 
@@ -308,7 +268,7 @@ void gf__prof_op_end(gf_prof_frame *f, gf_device *d, const char *opname,
     if (f->skip) return;
     char api[160];
     gf__prof_api_name(api, sizeof api);
-    sbuf ins = {0}, outs = {0};
+    gf__sbuf ins = {0}, outs = {0};
     tensor_list(&ins, in, n_in);
     tensor_list(&outs, (const gf_tensor *const *)out, n_out);
     if (f->flags & GF_PROF_LOG)
@@ -324,18 +284,18 @@ void gf__prof_op_end(gf_prof_frame *f, gf_device *d, const char *opname,
         dtype_sig(e.sig, sizeof e.sig, in, n_in, out, n_out, strided);
         if (ran_on) snprintf(e.device, sizeof e.device, "%s>%s", d->spec, ran_on->spec);
         else snprintf(e.device, sizeof e.device, "%s", d->spec);
-        sbuf a = {0};
-        sb_add(&a, "\"call\": \"");
-        sb_json(&a, api);
-        sb_add(&a, "%s", api[0] ? " \xe2\x86\x92 " : "");
-        sb_json(&a, opname);
-        sb_add(&a, "\", \"device\": \"%s\", \"plugin\": \"", d->spec);
-        sb_json(&a, d->plugin->name);
-        sb_add(&a, "\", \"inputs\": \"%s\", \"outputs\": \"%s\", \"layout\": \"%s\"",
+        gf__sbuf a = {0};
+        gf__sb_printf(&a, "\"call\": \"");
+        gf__sb_json_chars(&a, api);
+        gf__sb_printf(&a, "%s", api[0] ? " \xe2\x86\x92 " : "");
+        gf__sb_json_chars(&a, opname);
+        gf__sb_printf(&a, "\", \"device\": \"%s\", \"plugin\": \"", d->spec);
+        gf__sb_json_chars(&a, d->plugin->name);
+        gf__sb_printf(&a, "\", \"inputs\": \"%s\", \"outputs\": \"%s\", \"layout\": \"%s\"",
                ins.p ? ins.p : "", outs.p ? outs.p : "", strided ? "strided" : "contiguous");
-        if (ran_on) sb_add(&a, ", \"ran_on\": \"%s\"", ran_on->spec);
-        if (status != GF_OK) sb_add(&a, ", \"status\": \"%s\"", gf_status_name(status));
-        if (f->flags & GF_PROF_SYNC) sb_add(&a, ", \"synchronized\": true");
+        if (ran_on) gf__sb_printf(&a, ", \"ran_on\": \"%s\"", ran_on->spec);
+        if (status != GF_OK) gf__sb_printf(&a, ", \"status\": \"%s\"", gf_status_name(status));
+        if (f->flags & GF_PROF_SYNC) gf__sb_printf(&a, ", \"synchronized\": true");
         e.args = a.oom ? (free(a.p), NULL) : a.p;
         push(&e);
     }
@@ -351,8 +311,8 @@ void gf__prof_transfer_event(gf_device *d, bool to_device, uint64_t bytes, uint6
     e.self = e.dur;
     snprintf(e.name, sizeof e.name, "%s", to_device ? "host_to_device" : "device_to_host");
     snprintf(e.device, sizeof e.device, "%s", d->spec);
-    sbuf a = {0};
-    sb_add(&a, "\"bytes\": %llu, \"device\": \"%s\"", (unsigned long long)bytes, d->spec);
+    gf__sbuf a = {0};
+    gf__sb_printf(&a, "\"bytes\": %llu, \"device\": \"%s\"", (unsigned long long)bytes, d->spec);
     e.args = a.oom ? (free(a.p), NULL) : a.p;
     push(&e);
 }
@@ -384,10 +344,10 @@ void gf__prof_fallback_end(void) {
             .dur = t1 - tl_fb_t0};
     snprintf(e.name, sizeof e.name, "fallback %s", tl_fb_op);
     snprintf(e.device, sizeof e.device, "%s>%s", tl_fb_from->spec, tl_fb_dev ? tl_fb_dev->spec : "?");
-    sbuf a = {0};
-    sb_add(&a, "\"op\": \"");
-    sb_json(&a, tl_fb_op);
-    sb_add(&a, "\", \"from\": \"%s\", \"to\": \"%s\", \"bytes_to_fallback\": %llu, "
+    gf__sbuf a = {0};
+    gf__sb_printf(&a, "\"op\": \"");
+    gf__sb_json_chars(&a, tl_fb_op);
+    gf__sb_printf(&a, "\", \"from\": \"%s\", \"to\": \"%s\", \"bytes_to_fallback\": %llu, "
            "\"bytes_from_fallback\": %llu", tl_fb_from->spec, tl_fb_dev ? tl_fb_dev->spec : "?",
            (unsigned long long)tl_fb_bytes_to, (unsigned long long)tl_fb_bytes_back);
     e.args = a.oom ? (free(a.p), NULL) : a.p;
@@ -402,8 +362,8 @@ void gf__prof_alloc(gf_device *d, uint64_t bytes, int what, uint64_t in_use, uin
     ev e = {.kind = EV_ALLOC, .cat = "memory", .tid = tid(), .ts = gf__prof_now()};
     snprintf(e.name, sizeof e.name, "%s", names[what]);
     snprintf(e.device, sizeof e.device, "%s", d->spec);
-    sbuf a = {0};
-    sb_add(&a, "\"bytes\": %llu, \"device\": \"%s\", \"in_use\": %llu, \"cached\": %llu",
+    gf__sbuf a = {0};
+    gf__sb_printf(&a, "\"bytes\": %llu, \"device\": \"%s\", \"in_use\": %llu, \"cached\": %llu",
            (unsigned long long)bytes, d->spec, (unsigned long long)in_use,
            (unsigned long long)cached);
     e.args = a.oom ? (free(a.p), NULL) : a.p;
@@ -439,8 +399,8 @@ gf_status gf_profiler_write(const char *path) {
     for (size_t i = 0; i < g_n; i++) {
         const ev *e = &g_ev[i];
         double ts = (double)(e->ts - g_origin) * 1e-3;
-        sbuf nm = {0};
-        sb_json(&nm, e->name);
+        gf__sbuf nm = {0};
+        gf__sb_json_chars(&nm, e->name);
         if (e->kind == EV_ALLOC) {
             fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", "
                     "\"ts\": %.3f, \"pid\": 1, \"tid\": %u, \"args\": {%s}}", nm.p ? nm.p : "",
@@ -517,13 +477,13 @@ size_t gf_profiler_summary(char *buf, size_t len) {
     size_t n_events = g_n;
     pthread_mutex_unlock(&g_lock);
     if (n_rows) qsort(rows, n_rows, sizeof *rows, by_total);
-    sbuf s = {0};
-    sb_add(&s, "graft profile: %zu events; ops by total time (self excludes nested ops and "
+    gf__sbuf s = {0};
+    gf__sb_printf(&s, "graft profile: %zu events; ops by total time (self excludes nested ops and "
                "transfers; share is of all self time)\n", n_events);
-    sb_add(&s, "%-24s %-16s %8s %12s %12s %11s %7s\n", "op", "device", "calls", "total ms",
+    gf__sb_printf(&s, "%-24s %-16s %8s %12s %12s %11s %7s\n", "op", "device", "calls", "total ms",
            "self ms", "mean us", "share");
     for (size_t r = 0; r < n_rows; r++)
-        sb_add(&s, "%-24s %-16s %8llu %12.3f %12.3f %11.2f %6.1f%%\n", rows[r].name,
+        gf__sb_printf(&s, "%-24s %-16s %8llu %12.3f %12.3f %11.2f %6.1f%%\n", rows[r].name,
                rows[r].device, (unsigned long long)rows[r].calls, (double)rows[r].total * 1e-6,
                (double)rows[r].self * 1e-6, (double)rows[r].total * 1e-3 / (double)rows[r].calls,
                all_self ? 100.0 * (double)rows[r].self / (double)all_self : 0.0);
@@ -556,14 +516,14 @@ size_t gf_profiler_summary(char *buf, size_t len) {
         }
         kinds[k].calls++;
     }
-    sb_add(&s, "dispatched (op, dtypes, layout) per device: what a plugin provides to run this "
+    gf__sb_printf(&s, "dispatched (op, dtypes, layout) per device: what a plugin provides to run this "
                "without fallback\n");
     for (size_t k = 0; k < n_kinds; k++)
-        sb_add(&s, "  %-16s %-22s %-40s %8llu calls\n", kinds[k].device, kinds[k].name,
+        gf__sb_printf(&s, "  %-16s %-22s %-40s %8llu calls\n", kinds[k].device, kinds[k].name,
                kinds[k].sig, (unsigned long long)kinds[k].calls);
     pthread_mutex_unlock(&g_lock);
     free(kinds);
-    sb_add(&s, "transfers: %llu host->device (%llu bytes), %llu device->host (%llu bytes); "
+    gf__sb_printf(&s, "transfers: %llu host->device (%llu bytes), %llu device->host (%llu bytes); "
                "fallbacks: %llu\n", (unsigned long long)xfer_n[0],
            (unsigned long long)xfer_bytes[0], (unsigned long long)xfer_n[1],
            (unsigned long long)xfer_bytes[1], (unsigned long long)fb_n);
