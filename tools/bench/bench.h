@@ -95,6 +95,10 @@ typedef struct bench_result {
     /* Training rows: the loss at the first and the last step. */
     bool has_loss;
     double loss_first, loss_last;
+    /* Training rows: the floating-point operations of one step (the matmuls
+     * and convolutions, forward and backward: what the FMA peak bounds),
+     * 0 when not counted. */
+    double step_flops;
 } bench_result;
 
 typedef struct bench_device {

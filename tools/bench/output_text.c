@@ -172,6 +172,12 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
                 bench_fmt_time(r->time.cpu, t, sizeof t));
         if (r->time.median > 0) fprintf(out, " (%.2fx wall)", r->time.cpu / r->time.median);
         fprintf(out, ", %.0f faults/step", r->time.faults);
+        double fma_peak = bench_peak_gflops(run);
+        if (r->step_flops > 0 && r->time.median > 0) {
+            double gf = r->step_flops / r->time.median / 1e9;
+            fprintf(out, ", %.3g GFLOP/step = %.1f GFLOP/s", r->step_flops / 1e9, gf);
+            if (fma_peak > 0) fprintf(out, " (%.0f%% of the FMA peak)", 100 * gf / fma_peak);
+        }
     }
     fprintf(out, "\n");
 }
@@ -350,6 +356,7 @@ static void json_row(const bench_run *run, const bench_result *r, bool first, vo
         if (r->has_loss)
             fprintf(out, ", \"loss_first\": %.6g, \"loss_last\": %.6g", r->loss_first,
                     r->loss_last);
+        if (r->step_flops > 0) fprintf(out, ", \"step_flops\": %.6g", r->step_flops);
         fprintf(out, ", \"fallback_ops\": %llu, \"fallback_bytes\": %llu",
                 (unsigned long long)r->fallback_ops, (unsigned long long)r->fallback_bytes);
     }

@@ -137,6 +137,7 @@ static void run_train_replayed(bench_run *run, const bench_result *r, train_case
         bench_result_graft_error(v, "reading the loss");
     else {
         v->has_loss = true;
+        v->step_flops = r->step_flops;
         v->loss_first = before;
         v->loss_last = t->loss_host;
         if (!isfinite(t->loss_host) || !(t->loss_host < before))
@@ -252,6 +253,10 @@ static void mlp_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
         t.param[2 * l + 1] = param_init((const int64_t[]){dims[l + 1]}, 1, bound,
                                         (uint32_t)(31 + 2 * l), t.dev);
     }
+    /* Per layer 2 b i o forward, twice that backward (the first layer's
+     * input gradient is not computed). */
+    for (int l = 0; l < 3; l++)
+        r->step_flops += (l ? 6.0 : 4.0) * (double)batch * (double)dims[l] * (double)dims[l + 1];
     run_train(run, r, &t, (const int64_t[]){batch, 784}, 2);
 }
 
@@ -297,6 +302,11 @@ static void cnn_step(bench_run *run, int device, int64_t batch, gf_dtype cast) {
     t.param[3] = param_init((const int64_t[]){32}, 1, b2, 43, t.dev);
     t.param[4] = param_init((const int64_t[]){32 * 7 * 7, N_CLASSES}, 2, b3, 44, t.dev);
     t.param[5] = param_init((const int64_t[]){N_CLASSES}, 1, b3, 45, t.dev);
+    /* conv1 (1->16 on 28x28; no input gradient), conv2 (16->32 on 14x14),
+     * linear 1568->10: 2 MACs' flops forward, twice that backward. */
+    double b = (double)batch;
+    r->step_flops = 4.0 * b * 16 * 28 * 28 * 9 + 6.0 * b * 32 * 14 * 14 * 16 * 9 +
+                    6.0 * b * 32 * 7 * 7 * N_CLASSES;
     run_train(run, r, &t, (const int64_t[]){batch, 1, 28, 28}, 4);
 }
 
