@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// cx_math.glsl — complex arithmetic for the complex shaders (cx_*.comp):
+// cx_math_body.glsl's formulas in float (vec2) and, in the f64 builds, in
+// double (dvec2), over the real functions below. Where the device has
+// shaderFloat64, c64 and c128 are both computed in double and rounded once
+// on store, as the reference computes them (C99 double complex); without
+// it c64 is computed in float, with the 1-ulp exp, log, sin and cos of
+// plugins/common/glsl_fmath.glsl.
+#include "glsl_fmath.glsl"
+#if GF_F64
+#include "glsl_dmath.glsl"
+#endif
+
+// ---------------------------------------------------------------- float
+float r_exp(float x) { return gf_exp(x); }
+float r_log(float x) { return gf_log(x); }
+float r_sin(float x) { return gf_sin(x); }
+float r_cos(float x) { return gf_cos(x); }
+// atan2 with C's zeros (GLSL leaves atan(0, 0) undefined).
+float r_atan2(float y, float x) {
+    const float pi = 3.14159265358979;
+    if (isnan(x) || isnan(y)) return x + y;
+    bool xneg = x < 0.0 || (x == 0.0 && 1.0 / x < 0.0);
+    if (y == 0.0) return xneg ? (1.0 / y < 0.0 ? -pi : pi) : y;
+    if (x == 0.0) return y < 0.0 ? -0.5 * pi : 0.5 * pi;
+    return atan(y, x);
+}
+// Kahan's log1p and expm1 over the 1-ulp log and exp.
+float r_log1p(float x) {
+    precise float u = 1.0 + x;
+    if (u == 1.0) return x;
+    if (isinf(u) || isnan(u)) return gf_log(u);
+    precise float um = u - 1.0;
+    return gf_log(u) * (x / um);
+}
+float r_expm1(float x) {
+    if (abs(x) < 1e-5) return x + 0.5 * x * x;
+    precise float u = gf_exp(x);
+    if (u == 1.0) return x;
+    precise float um = u - 1.0;
+    if (um == -1.0) return -1.0;
+    if (isinf(u)) return u;
+    return um * x / gf_log(u);
+}
+
+#define CR float
+#define CX vec2
+#define CR_LN2 0.693147180559945
+#include "cx_math_body.glsl"
+#undef CR
+#undef CX
+#undef CR_LN2
+
+// ---------------------------------------------------------------- double
+#if GF_F64
+double r_exp(double x) { return gf_dexp(x); }
+double r_log(double x) { return gf_dlog(x); }
+double r_sin(double x) { return gf_dsin(x); }
+double r_cos(double x) { return gf_dcos(x); }
+double r_atan2(double y, double x) { return gf_datan2(y, x); }
+double r_log1p(double x) { return gf_dlog1p(x); }
+double r_expm1(double x) { return gf_dexpm1(x); }
+
+#define CR double
+#define CX dvec2
+#define CR_LN2 0.6931471805599453094lf
+#include "cx_math_body.glsl"
+#undef CR
+#undef CX
+#undef CR_LN2
+#endif
