@@ -68,7 +68,14 @@ CX cx_exp(CX z) {
     return CX(e * r_cos(z.y), e * r_sin(z.y));
 }
 
-CX cx_log(CX z) { return CX(r_log(r_hypot(z.x, z.y)), r_atan2(z.y, z.x)); }
+// Near the unit circle log |z| = log1p(x^2 + y^2 - 1) / 2, with x^2 - 1
+// as (x - 1)(x + 1) for the larger part x: log of the hypot would cancel.
+CX cx_log(CX z) {
+    CR a = max(abs(z.x), abs(z.y)), b = min(abs(z.x), abs(z.y)), re;
+    if (a > CR(0.5) && a < CR(2)) re = CR(0.5) * r_log1p((a - CR(1)) * (a + CR(1)) + b * b);
+    else re = r_log(r_hypot(z.x, z.y));
+    return CX(re, r_atan2(z.y, z.x));
+}
 
 CX cx_sqrt(CX z) {
     if (z.x == CR(0) && z.y == CR(0)) return CX(CR(0), z.y);
@@ -99,12 +106,16 @@ CX cx_acos(CX z) {
     CX s1 = cx_sqrt(CX(CR(1) - z.x, -z.y)), s2 = cx_sqrt(CX(CR(1) + z.x, z.y));
     return CX(CR(2) * r_atan2(s1.x, s2.x), r_asinh(s2.x * s1.y - s2.y * s1.x));
 }
-// atan z = (1/2) atan2(2x, 1 - x^2 - y^2) + (i/4) log1p(4y / ((1-y)^2 + x^2)).
+// atan z = (1/2) atan2(2x, 1 - x^2 - y^2) + (i/4) log(n / d), n = (1+y)^2 + x^2,
+// d = (1-y)^2 + x^2: n / d = 1 + 4y / d, by log1p when that is near 1, else
+// as log n - log d (near z = +-i the quotient's rounding would dominate).
 CX cx_atan(CX z) {
     CR x = z.x, y = z.y;
     CR re = CR(0.5) * r_atan2(CR(2) * x, (CR(1) - x) * (CR(1) + x) - y * y);
-    CR d = (CR(1) - y) * (CR(1) - y) + x * x;
-    return CX(re, CR(0.25) * r_log1p(CR(4) * y / d));
+    CR d = (CR(1) - y) * (CR(1) - y) + x * x, r = CR(4) * y / d, im;
+    if (abs(r) < CR(0.5)) im = r_log1p(r);
+    else im = r_log((CR(1) + y) * (CR(1) + y) + x * x) - r_log(d);
+    return CX(re, CR(0.25) * im);
 }
 
 CX cx_pow(CX a, CX b) { return cx_exp(cx_mul(b, cx_log(a))); }
