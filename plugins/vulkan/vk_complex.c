@@ -6,8 +6,9 @@
  * shaders, SUM MEAN PROD over dims (shaders/cx_reduce.comp) and MATMUL as
  * one real GEMM through vk_ops_matmul.c (shaders/cx_expand.comp). Which ops
  * and dtypes are provided is plugins/common/pk_complex.c's rule, shared with
- * the reference and OpenCL plugins; every other complex op answers NONE and
- * runs on the fallback device (FFT among them).
+ * the reference and OpenCL plugins, and the four index ops part by part
+ * through vk_ops_index.c; every other complex op answers NONE and runs on
+ * the fallback device (FFT among them).
  *
  * Values are computed in double where the device has it (c64 too, rounded
  * once on store, as the reference), in float otherwise (shaders/cx_math.glsl). */
@@ -395,5 +396,34 @@ gfp_status vkp_complex_matmul_launch(vkp_device *d, const gfp_tensor *a, const g
     if (ab) vkp_buffer_free(d, ab);
     if (eb) vkp_buffer_free(d, eb);
     if (yb) vkp_buffer_free(d, yb);
+    return st;
+}
+
+/* ------------------------------------------------------------ indexing */
+/* INDEX_SELECT GATHER SCATTER_ADD INDEX_ADD on complex data: the real op
+ * on the real part, then on the imaginary part (views with doubled strides,
+ * the index shared), so the adds sum each part in the reference's order. */
+uint32_t vkp_complex_index_support(const vkp_device *d, const gfp_op_query *q) {
+    return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                              vkp_complex_dtypes(d))
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
+}
+
+gfp_status vkp_complex_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                    const void *params) {
+    if (!pk_index_dtypes_ok(op, in[0]->dtype, in[1]->dtype, out[0]->dtype,
+                            vkp_complex_dtypes(d)))
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: complex data (%s) needs an i64 index and an "
+                       "output of the data's dtype (got %s, %s)%s", pk_op_name(op),
+                       pk_dtype_name(in[0]->dtype), pk_dtype_name(in[1]->dtype),
+                       pk_dtype_name(out[0]->dtype), c128_note(d));
+    gfp_status st = GFP_OK;
+    for (int k = 0; k < 2 && st == GFP_OK; k++) {
+        gfp_tensor xv = part_view(in[0], k), yv = part_view(out[0], k);
+        const gfp_tensor *ins[2] = {&xv, in[1]}, *outs[1] = {&yv};
+        st = vkp_index_launch(d, op, ins, n_in, outs, n_out, params);
+    }
     return st;
 }

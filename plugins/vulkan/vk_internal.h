@@ -481,6 +481,10 @@ uint32_t vkp_complex_reduce_support(const vkp_device *d, const gfp_op_query *q);
 gfp_status vkp_complex_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *x,
                                      const gfp_tensor *y, const void *params);
 uint32_t vkp_complex_matmul_support(const vkp_device *d, const gfp_op_query *q);
+uint32_t vkp_complex_index_support(const vkp_device *d, const gfp_op_query *q);
+gfp_status vkp_complex_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                    const void *params);
 gfp_status vkp_complex_matmul_launch(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                      const gfp_tensor *y);
 

@@ -6,6 +6,7 @@
  *   - tril, triu and where (bit moves, c64 as i64, c128 part by part);
  *   - sum, mean and prod over lines long enough for several passes;
  *   - matmul through the real GEMM with strided and broadcast operands;
+ *   - index_select, gather, index_add and scatter_add on complex data;
  *   - that none of it fell back to the reference device, and that c128 is
  *     stored exactly when the device has shaderFloat64 (GRAFT_VULKAN_NO_F64=1
  *     runs this program as on a device without it: c64 then computes in
@@ -263,6 +264,49 @@ static void test_matmul(void) {
             }
 }
 
+/* The index ops on complex data (part by part on the device). */
+static void test_index(void) {
+    gf_dtype dts[2] = {GF_C64, GF_C128};
+    int64_t xs[2] = {6, 5}, is[1] = {7}, gs[2] = {4, 5};
+    double sel[7] = {5, 0, 2, 2, 4, 1, 3}, gat[20];
+    for (int i = 0; i < 20; i++) gat[i] = (double)((i * 7 + 3) % 6);
+    vt_pair idx = vt_make(GF_I64, 1, is, sel, 0, 0, 0, VT_CONTIG);
+    vt_pair gidx = vt_make(GF_I64, 2, gs, gat, 0, 0, 0, VT_CONTIG);
+    for (int t = 0; t < (has_c128 ? 2 : 1); t++)
+        for (int l = 0; l < 2; l++) {
+            int layout = l ? VT_TRANSPOSED : VT_CONTIG;
+            int64_t s[2] = {xs[l], xs[1 - l]};
+            vt_pair x = cx_rand(dts[t], 2, s, 21, -3, 3, -3, 3, layout);
+            int64_t srcs[2] = {7, 5};
+            vt_pair src = cx_rand(dts[t], 2, srcs, 22, -3, 3, -3, 3, VT_CONTIG);
+            vt_pair gsrc = cx_rand(dts[t], 2, gs, 23, -3, 3, -3, 3, VT_CONTIG);
+            gf_tensor *r = gf_index_select(x.c, 0, idx.c), *g = gf_index_select(x.v, 0, idx.v);
+            cx_compare("index_select", r, g, 0, 0);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            r = gf_gather(x.c, 0, gidx.c);
+            g = gf_gather(x.v, 0, gidx.v);
+            cx_compare("gather", r, g, 0, 0);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            r = gf_index_add(x.c, 0, idx.c, src.c);
+            g = gf_index_add(x.v, 0, idx.v, src.v);
+            cx_compare("index_add", r, g, 1e-6, 1e-6);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            r = gf_scatter_add(x.c, 0, gidx.c, gsrc.c);
+            g = gf_scatter_add(x.v, 0, gidx.v, gsrc.v);
+            cx_compare("scatter_add", r, g, 1e-6, 1e-6);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            vt_release(x);
+            vt_release(src);
+            vt_release(gsrc);
+        }
+    vt_release(idx);
+    vt_release(gidx);
+}
+
 int main(int argc, char **argv) {
     report_only = argc > 1 && !strcmp(argv[1], "--report");
     int rc = vt_setup();
@@ -280,6 +324,7 @@ int main(int argc, char **argv) {
     RUN(test_moves);
     RUN(test_reduce);
     RUN(test_matmul);
+    RUN(test_index);
     gf_fallback_stats fs;
     CHECK(gf_fallback_get_stats(vt_vk, &fs) == GF_OK);
     CHECK_MSG(fs.ops == 0, "%llu op(s) of %d kind(s) fell back from vulkan:0",
