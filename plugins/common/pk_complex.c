@@ -90,3 +90,68 @@ bool pk_complex_reduce_ok(uint32_t op, int32_t in, int32_t out, uint32_t cx_dtyp
 bool pk_complex_matmul_ok(int32_t a, int32_t b, int32_t y, uint32_t cx_dtypes) {
     return pk_dtype_in(a, cx_dtypes & PK_DT_COMPLEX) && b == a && y == a;
 }
+
+/* ------------------------------------------------------------ FFT */
+bool pk_fft_kind_dtypes(uint32_t kind, int32_t x, int32_t y) {
+    switch (kind) {
+    case GFP_FFT_C2C: return pk_is_complex(x) && y == x;
+    case GFP_FFT_R2C: return (x == GFP_F32 && y == GFP_C64) || (x == GFP_F64 && y == GFP_C128);
+    case GFP_FFT_C2R: return (x == GFP_C64 && y == GFP_F32) || (x == GFP_C128 && y == GFP_F64);
+    default: return false;
+    }
+}
+
+bool pk_fft_dtypes_ok(uint32_t kind, int32_t x, int32_t y, uint32_t cx_dtypes) {
+    int32_t c = pk_is_complex(x) ? x : y;
+    return pk_fft_kind_dtypes(kind, x, y) && pk_dtype_in(c, cx_dtypes & PK_DT_COMPLEX);
+}
+
+gfp_status pk_check_fft(const gfp_fft_params *p, const gfp_tensor *x, const gfp_tensor *y,
+                        uint32_t cx_dtypes, const char *note, int *dl) {
+    static const char *const kinds[3] = {"C2C", "R2C", "C2R"};
+    if (p->kind > GFP_FFT_C2R)
+        return pk_fail(GFP_ERR_INVALID, "fft: kind %u is not GFP_FFT_C2C, R2C or C2R",
+                       (unsigned)p->kind);
+    if (p->inverse > 1)
+        return pk_fail(GFP_ERR_INVALID, "fft: inverse is %u; it must be 0 or 1",
+                       (unsigned)p->inverse);
+    if (x->rank != y->rank)
+        return pk_fail(GFP_ERR_INVALID, "fft: x has rank %d and y rank %d; they must be equal",
+                       (int)x->rank, (int)y->rank);
+    int rank = x->rank;
+    if (p->n_dims < 1 || p->n_dims > (uint32_t)rank)
+        return pk_fail(GFP_ERR_INVALID, "fft: n_dims is %u; it must be in [1, rank %d]",
+                       (unsigned)p->n_dims, rank);
+    bool seen[GFP_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < p->n_dims; i++) {
+        int32_t dd = p->dims[i];
+        if (dd < 0 || dd >= rank || seen[dd])
+            return pk_fail(GFP_ERR_INVALID, "fft: dims[%u] = %d is out of [0, %d) or repeated",
+                           (unsigned)i, (int)dd, rank);
+        seen[dd] = true;
+    }
+    *dl = p->dims[p->n_dims - 1];
+    if (!pk_fft_dtypes_ok(p->kind, x->dtype, y->dtype, cx_dtypes))
+        return pk_fail(pk_fft_kind_dtypes(p->kind, x->dtype, y->dtype) ? GFP_ERR_UNSUPPORTED
+                                                                       : GFP_ERR_INVALID,
+                       "fft: %s takes %s; got %s to %s%s", kinds[p->kind],
+                       p->kind == GFP_FFT_C2C   ? "c64 or c128 to the same dtype"
+                       : p->kind == GFP_FFT_R2C ? "f32 to c64 or f64 to c128"
+                                                : "c64 to f32 or c128 to f64",
+                       pk_dtype_name(x->dtype), pk_dtype_name(y->dtype), note ? note : "");
+    for (int dd = 0; dd < rank; dd++) {
+        bool half = dd == *dl && p->kind != GFP_FFT_C2C;
+        int64_t xs = x->sizes[dd], ys = y->sizes[dd];
+        bool ok = !half ? ys == xs : p->kind == GFP_FFT_R2C ? ys == xs / 2 + 1 : xs == ys / 2 + 1;
+        if (!ok)
+            return pk_fail(GFP_ERR_INVALID,
+                           "fft: dim %d has size %lld in x and %lld in y, which %s does not "
+                           "allow%s", dd, (long long)xs, (long long)ys, kinds[p->kind],
+                           half ? " (the onesided dim holds n/2 + 1 bins)" : "");
+        int64_t n = p->kind == GFP_FFT_C2R ? ys : xs;
+        if (seen[dd] && n == 0)
+            return pk_fail(GFP_ERR_INVALID, "fft: the transformed dim %d has signal length 0",
+                           dd);
+    }
+    return GFP_OK;
+}

@@ -146,6 +146,17 @@ const char *pk_complex_ew_rule(uint32_t op);
 bool pk_complex_reduce_ok(uint32_t op, int32_t in, int32_t out, uint32_t cx_dtypes);
 /* MATMUL of one complex dtype of the set. */
 bool pk_complex_matmul_ok(int32_t a, int32_t b, int32_t y, uint32_t cx_dtypes);
+/* FFT: the dtypes graft_ops.def gives a kind (C2C one complex dtype, R2C
+ * f32 -> c64 or f64 -> c128, C2R the reverse) ... */
+bool pk_fft_kind_dtypes(uint32_t kind, int32_t x, int32_t y);
+/* ... of which the complex one is in the set. */
+bool pk_fft_dtypes_ok(uint32_t kind, int32_t x, int32_t y, uint32_t cx_dtypes);
+/* The FFT params against x and y (the reference's rules): kind, inverse,
+ * ranks, n_dims, distinct dims in range, dtypes (UNSUPPORTED with `note`
+ * appended when only the set lacks them), sizes (the onesided dim's n/2 + 1
+ * bins), no transformed dim of length 0. *dl: the last listed dim. */
+gfp_status pk_check_fft(const gfp_fft_params *p, const gfp_tensor *x, const gfp_tensor *y,
+                        uint32_t cx_dtypes, const char *note, int *dl);
 
 /* ------------------------------------------------------------ checks */
 /* What a device stores and how a buffer handle becomes a size. */

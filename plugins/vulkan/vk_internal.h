@@ -12,6 +12,8 @@
  *   vk_pipeline.c   embedded SPIR-V, descriptor-set layouts, pipeline cache,
  *                   the one function that records a dispatch
  *   vk_ops_*.c      op families: parameters, checks, dispatch geometry
+ *   vk_complex.c    the complex dtypes of the elementwise, reduce, matmul
+ *                   and index families; vk_fft.c the FFT
  *   vk_graph.c      captured graphs (the ABI's graph slots): launches recorded
  *                   once into command buffers of their own, resubmitted
  * Every launch is recorded into the open command buffer with a barrier in
@@ -426,6 +428,7 @@ const vkp_family *vkp_route(vkp_device *d, uint32_t op, const gfp_tensor *const 
                                 uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
                                 const void *params);
 PK_FAMILIES(VKP_FAMILY)
+VKP_FAMILY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT)) /* vk_fft.c: C2C of power-of-two lengths */
 #undef VKP_FAMILY
 
 /* Dtype bit sets. */

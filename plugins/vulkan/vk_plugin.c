@@ -25,7 +25,8 @@ gfp_status vkp_fail_vk(VkResult r, const char *what) {
 
 /* ------------------------------------------------------------ families */
 #define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch},
-static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)};
+static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)
+                                          VKP_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
 #undef VKP_FAMILY_ENTRY
 
 /* A live buffer of this plugin: its size. */

@@ -7,6 +7,7 @@
  *   - sum, mean and prod over lines long enough for several passes;
  *   - matmul through the real GEMM with strided and broadcast operands;
  *   - index_select, gather, index_add and scatter_add on complex data;
+ *   - the FFT of power-of-two lengths (norms, inverse, views, 2-D, 2^16);
  *   - that none of it fell back to the reference device, and that c128 is
  *     stored exactly when the device has shaderFloat64 (GRAFT_VULKAN_NO_F64=1
  *     runs this program as on a device without it: c64 then computes in
@@ -307,6 +308,47 @@ static void test_index(void) {
     vt_release(gidx);
 }
 
+/* FFT of power-of-two lengths on the device (radix-2 Stockham passes):
+ * every norm, inverse, strided views, 2-D, a long line. */
+static void test_fft(void) {
+    gf_dtype dts[2] = {GF_C64, GF_C128};
+    for (int t = 0; t < (has_c128 ? 2 : 1); t++) {
+        double tol = t == 0 ? 2e-5 : 1e-12;
+        for (int l = 0; l < 2; l++) {
+            int layout = l ? VT_TRANSPOSED : VT_CONTIG;
+            int64_t s[2] = {l ? 64 : 8, l ? 8 : 64};
+            vt_pair x = cx_rand(dts[t], 2, s, 31, -1, 1, -1, 1, layout);
+            for (int norm = 0; norm < 3; norm++) {
+                gf_tensor *r = gf_fft(x.c, GF_FFT_SIZE_DEFAULT, 1, (gf_fft_norm)norm);
+                gf_tensor *g = gf_fft(x.v, GF_FFT_SIZE_DEFAULT, 1, (gf_fft_norm)norm);
+                cx_compare("fft", r, g, tol, tol);
+                gf_tensor_release(r);
+                gf_tensor_release(g);
+                r = gf_ifft(x.c, GF_FFT_SIZE_DEFAULT, 0, (gf_fft_norm)norm);
+                g = gf_ifft(x.v, GF_FFT_SIZE_DEFAULT, 0, (gf_fft_norm)norm);
+                cx_compare("ifft", r, g, tol, tol);
+                gf_tensor_release(r);
+                gf_tensor_release(g);
+            }
+            int dims[2] = {1, 0};
+            gf_tensor *r = gf_fft2(x.c, NULL, 0, dims, 2, GF_FFT_NORM_ORTHO);
+            gf_tensor *g = gf_fft2(x.v, NULL, 0, dims, 2, GF_FFT_NORM_ORTHO);
+            cx_compare("fft2", r, g, tol, tol);
+            gf_tensor_release(r);
+            gf_tensor_release(g);
+            vt_release(x);
+        }
+        int64_t long_line[1] = {1 << 16};
+        vt_pair x = cx_rand(dts[t], 1, long_line, 32, -1, 1, -1, 1, VT_CONTIG);
+        gf_tensor *r = gf_fft(x.c, GF_FFT_SIZE_DEFAULT, 0, GF_FFT_NORM_ORTHO);
+        gf_tensor *g = gf_fft(x.v, GF_FFT_SIZE_DEFAULT, 0, GF_FFT_NORM_ORTHO);
+        cx_compare("fft 2^16", r, g, tol * 4, tol * 4);
+        gf_tensor_release(r);
+        gf_tensor_release(g);
+        vt_release(x);
+    }
+}
+
 int main(int argc, char **argv) {
     report_only = argc > 1 && !strcmp(argv[1], "--report");
     int rc = vt_setup();
@@ -325,6 +367,7 @@ int main(int argc, char **argv) {
     RUN(test_reduce);
     RUN(test_matmul);
     RUN(test_index);
+    RUN(test_fft);
     gf_fallback_stats fs;
     CHECK(gf_fallback_get_stats(vt_vk, &fs) == GF_OK);
     CHECK_MSG(fs.ops == 0, "%llu op(s) of %d kind(s) fell back from vulkan:0",
