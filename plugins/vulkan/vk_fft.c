@@ -54,6 +54,9 @@ static gfp_status fft_dispatch(vkp_device *d, uint32_t mode, const gfp_tensor *d
     vkp_put_f32(&p, (float)scale);
     vkp_put_f64(&p, scale);
     vkp_put(&p, table ? vkp_elem_offset(table) : 0);
+    uint32_t lg = 0; /* log2(n / 2) */
+    while (((int64_t)2 << lg) < n) lg++;
+    vkp_put(&p, lg);
     vkp_dispatch dp = {.shader = VKP_SH_CX_FFT, .n_spec = 3, .params = p.w, .n_params = p.n,
                        .n_tensors = 3, .tensors = {dst, src, table}};
     dp.spec[0] = FFT_GROUP;

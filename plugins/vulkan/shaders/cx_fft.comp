@@ -15,7 +15,8 @@
 // stride n / (2 Ns), conjugated for a forward transform). Computed in the
 // work arrays' dtype (c128 where the device has doubles).
 // Params (words): 0 items, 1 n, 2 Ns, 3 inner, 4 src offset, 5 dst offset,
-// 6 inverse (sign +1), 7 scale (f32), 8 scale (f64 bits), 10 table offset.
+// 6 inverse (sign +1), 7 scale (f32), 8 scale (f64 bits), 10 table offset,
+// 11 log2(n / 2).
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DT = 7u;
@@ -48,10 +49,12 @@ void main() {
         }
         return;
     }
-    uint tstride = half_n / ns;
+    // n and Ns are powers of two: shifts and masks (CPUs divide integers
+    // one lane at a time); inner is 1 for the last dim.
+    uint tstride = half_n / ns, lg = P.w[11], lgn = lg + 1u;
     FOR_EACH_ITEM(t, P.w[0]) {
-        uint line = t / half_n, j = t % half_n, k = j & (ns - 1u);
-        uint base = (line / inner) * n * inner + line % inner;
+        uint line = t >> lg, j = t & (half_n - 1u), k = j & (ns - 1u);
+        uint base = inner == 1u ? line << lgn : (line / inner) * n * inner + line % inner;
         uint ia = base + j * inner, ib = ia + half_n * inner;
         uint oa = base + (2u * (j - k) + k) * inner, ob = oa + ns * inner;
 #if GF_F64
