@@ -44,7 +44,8 @@ float r_atan_pos(float t) {
 float r_atan2(float y, float x) {
     const float PI_HI = 3.1415927410, PI_LO = -8.7422776573e-8;
     if (isnan(x) || isnan(y)) return x + y;
-    bool xneg = x < 0.0 || (x == 0.0 && 1.0 / x < 0.0), yneg = y < 0.0 || (y == 0.0 && 1.0 / y < 0.0);
+    bool xneg = x < 0.0 || (x == 0.0 && 1.0 / x < 0.0);
+    bool yneg = y < 0.0 || (y == 0.0 && 1.0 / y < 0.0);
     float r;
     if (y == 0.0) r = xneg ? PI_HI : 0.0;
     else if (x == 0.0) r = 0.5 * PI_HI;
@@ -52,10 +53,7 @@ float r_atan2(float y, float x) {
     else if (isinf(x)) r = xneg ? PI_HI : 0.0;
     else if (isinf(y)) r = 0.5 * PI_HI;
     else {
-        float ax = abs(x), ay = abs(y);
-        // |y/x| below 2^-26 with x < 0: pi less nothing; beyond the range of
-        // the quotient: pi/2
-        float t = r_atan_pos(ay / ax);
+        float t = r_atan_pos(abs(y) / abs(x)); // overflow: inf, whose atan is pi/2
         precise float back = (PI_HI - t) + PI_LO;
         r = xneg ? back : t;
     }
