@@ -119,6 +119,45 @@ pk_ew_kind pk_ew_kind_of(uint32_t op);
  * (kind NUMERIC); the others compute in floats only. */
 bool pk_ew_numeric(uint32_t op);
 
+/* ------------------------------------------------------------ complex
+ * pk_complex.c: the complex ops every plugin of this tree provides, by the
+ * reference's rules (c64, c128; `cx_dtypes` arguments are the GFP_DTYPE_BIT
+ * set of complex dtypes the calling plugin computes, `reals` the real
+ * dtypes it stores, for COPY into complex). */
+bool pk_is_complex(int32_t dtype);
+/* The real dtype of a complex dtype's parts: f32 for c64, f64 for c128. */
+int32_t pk_complex_part(int32_t dtype);
+/* The op's index in the complex unary (NEG EXP LOG LOG1P EXPM1 SQRT RSQRT
+ * RECIPROCAL SQUARE SIN COS TANH SIGMOID POW_SCALAR ASIN ACOS ATAN) or binary
+ * (ADD SUB MUL DIV POW) table, -1 for any other op: the op code device
+ * kernels switch on. ABS is neither (its output is real). */
+int pk_complex_unary_code(uint32_t op);
+int pk_complex_binary_code(uint32_t op);
+/* An input (in[0, n_in)) or the output is complex: the op is complex work. */
+bool pk_complex_operands(const int32_t *in, uint32_t n_in, const int32_t *out);
+/* An elementwise op on these dtypes is provided (COPY FILL, the unary and
+ * binary tables, ABS, EQ NE); TRIL/TRIU and WHERE move bits and are the
+ * plugin's own business. */
+bool pk_complex_ew_accepts(uint32_t op, const int32_t *in, const int32_t *out,
+                           uint32_t cx_dtypes, uint32_t reals);
+/* What the rule above accepts for op, in words, for messages. */
+const char *pk_complex_ew_rule(uint32_t op);
+/* SUM MEAN PROD of a complex dtype of the set into the same dtype. */
+bool pk_complex_reduce_ok(uint32_t op, int32_t in, int32_t out, uint32_t cx_dtypes);
+/* MATMUL of one complex dtype of the set. */
+bool pk_complex_matmul_ok(int32_t a, int32_t b, int32_t y, uint32_t cx_dtypes);
+/* FFT: the dtypes graft_ops.def gives a kind (C2C one complex dtype, R2C
+ * f32 -> c64 or f64 -> c128, C2R the reverse) ... */
+bool pk_fft_kind_dtypes(uint32_t kind, int32_t x, int32_t y);
+/* ... of which the complex one is in the set. */
+bool pk_fft_dtypes_ok(uint32_t kind, int32_t x, int32_t y, uint32_t cx_dtypes);
+/* The FFT params against x and y (the reference's rules): kind, inverse,
+ * ranks, n_dims, distinct dims in range, dtypes (UNSUPPORTED with `note`
+ * appended when only the set lacks them), sizes (the onesided dim's n/2 + 1
+ * bins), no transformed dim of length 0. *dl: the last listed dim. */
+gfp_status pk_check_fft(const gfp_fft_params *p, const gfp_tensor *x, const gfp_tensor *y,
+                        uint32_t cx_dtypes, const char *note, int *dl);
+
 /* ------------------------------------------------------------ checks */
 /* What a device stores and how a buffer handle becomes a size. */
 typedef struct pk_device_rules {

@@ -7,18 +7,19 @@
  *
  * c128 needs a device with doubles (cl_khr_fp64); c64 is computed in
  * double there too, in float elsewhere. What is provided is decided here
- * for the capability query and the launch alike: the reference plugin's
- * rules (ref_complex.c); the rest of the complex ops answer NONE. */
+ * for the capability query and the launch alike: the rules every plugin of
+ * the tree shares (plugins/common/pk_complex.c, with the op codes of the
+ * kernels); the rest of the complex ops answer NONE. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ocl_internal.h"
 
-bool ocl_is_complex(int32_t dt) { return dt == GFP_C64 || dt == GFP_C128; }
+bool ocl_is_complex(int32_t dt) { return pk_is_complex(dt); }
 
-/* The device computes dt. */
-static bool cx_ok(const ocl_device *d, int32_t dt) {
-    return dt == GFP_C64 || (dt == GFP_C128 && d->fp64);
+/* The complex dtypes the device computes: c128 needs doubles. */
+static uint32_t cx_set(const ocl_device *d) {
+    return PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
 }
 
 static const char *cdt(int32_t dt) {
@@ -33,46 +34,21 @@ static const char *cdt(int32_t dt) {
     }
 }
 
-static int32_t part_of(int32_t dt) { return dt == GFP_C64 ? GFP_F32 : GFP_F64; }
+static int32_t part_of(int32_t dt) { return pk_complex_part(dt); }
 
-/* ------------------------------------------------------------ the op codes of complex.cl */
-static const uint32_t unary_ops[] = {
-    GFP_OP_NEG,  GFP_OP_EXP,        GFP_OP_LOG,  GFP_OP_LOG1P,      GFP_OP_EXPM1, GFP_OP_SQRT,
-    GFP_OP_RSQRT, GFP_OP_RECIPROCAL, GFP_OP_SQUARE, GFP_OP_SIN,     GFP_OP_COS,   GFP_OP_TANH,
-    GFP_OP_SIGMOID, GFP_OP_POW_SCALAR, GFP_OP_ASIN, GFP_OP_ACOS,    GFP_OP_ATAN};
-static const uint32_t binary_ops[] = {GFP_OP_ADD, GFP_OP_SUB, GFP_OP_MUL, GFP_OP_DIV,
-                                      GFP_OP_POW};
+/* The op codes of complex.cl: the tables of pk_complex.c. */
+#define UNARY_CODE(op) pk_complex_unary_code(op)
+#define BINARY_CODE(op) pk_complex_binary_code(op)
 
-static int code_of(uint32_t op, const uint32_t *table, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (table[i] == op) return (int)i;
-    return -1;
-}
-#define UNARY_CODE(op) code_of((op), unary_ops, sizeof unary_ops / sizeof unary_ops[0])
-#define BINARY_CODE(op) code_of((op), binary_ops, sizeof binary_ops / sizeof binary_ops[0])
-
-static bool real_stored(const ocl_device *d, int32_t dt) {
-    return dt == GFP_F32 || dt == GFP_I32 || dt == GFP_I64 || dt == GFP_BOOL ||
-           (dt == GFP_F64 && d->fp64);
+/* The real dtypes COPY converts from. */
+static uint32_t real_set(const ocl_device *d) {
+    return PK_DT(GFP_F32) | PK_DT_INT | PK_DT(GFP_BOOL) | (d->fp64 ? PK_DT(GFP_F64) : 0u);
 }
 
 /* ------------------------------------------------------------ elementwise */
 bool ocl_complex_ew_accepts(const ocl_device *d, uint32_t op, const int32_t *in,
                             const int32_t *out) {
-    switch (pk_ew_kind_of(op)) {
-    case PK_EW_COPY:
-        return cx_ok(d, out[0]) && (cx_ok(d, in[0]) || real_stored(d, in[0]));
-    case PK_EW_FILL: return cx_ok(d, out[0]);
-    case PK_EW_UNARY:
-        if (op == GFP_OP_ABS) return cx_ok(d, in[0]) && out[0] == part_of(in[0]);
-        return UNARY_CODE(op) >= 0 && cx_ok(d, out[0]) && in[0] == out[0];
-    case PK_EW_BINARY:
-        return BINARY_CODE(op) >= 0 && cx_ok(d, out[0]) && in[0] == out[0] && in[1] == out[0];
-    case PK_EW_COMPARE:
-        return (op == GFP_OP_EQ || op == GFP_OP_NE) && cx_ok(d, in[0]) && in[1] == in[0] &&
-               out[0] == GFP_BOOL;
-    default: return false;
-    }
+    return pk_complex_ew_accepts(op, in, out, cx_set(d), real_set(d));
 }
 
 static void arg_tensors(ocl_call *c, const ocl_geom *g, const gfp_tensor *const *t, int n) {
@@ -186,8 +162,7 @@ gfp_status ocl_complex_ew_launch(ocl_device *d, uint32_t op, const gfp_tensor *c
 
 /* ------------------------------------------------------------ reductions */
 static bool reduce_ok(const ocl_device *d, uint32_t op, int32_t in, int32_t out) {
-    return (op == GFP_OP_SUM || op == GFP_OP_MEAN || op == GFP_OP_PROD) && cx_ok(d, in) &&
-           out == in;
+    return pk_complex_reduce_ok(op, in, out, cx_set(d));
 }
 
 uint32_t ocl_complex_reduce_support(const ocl_device *d, const gfp_op_query *q) {
@@ -250,9 +225,10 @@ gfp_status ocl_complex_reduce_launch(ocl_device *d, uint32_t op, const gfp_tenso
  * those readings: other views go through contiguous copies. c64 therefore
  * accumulates in float (the f32 GEMM), c128 in double. */
 uint32_t ocl_complex_matmul_support(const ocl_device *d, const gfp_op_query *q) {
-    int32_t a = q->input_dtypes[0];
-    bool ok = cx_ok(d, a) && q->input_dtypes[1] == a && q->output_dtypes[0] == a;
-    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    return pk_complex_matmul_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
+                                cx_set(d))
+               ? GFP_SUPPORT_STRIDED
+               : GFP_SUPPORT_NONE;
 }
 
 static gfp_status make(ocl_device *d, uint64_t bytes, ocl_buffer *b) {
@@ -294,8 +270,7 @@ static gfp_tensor real_view(const gfp_tensor *t) {
 
 gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                      const gfp_tensor *y) {
-    uint32_t dts = PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
-    gfp_status st = pk_check_matmul(a, b, y, dts);
+    gfp_status st = pk_check_matmul(a, b, y, cx_set(d));
     if (st != GFP_OK) return st;
     int r = a->rank, br = r - 2;
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;

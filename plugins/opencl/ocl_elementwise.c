@@ -78,12 +78,6 @@ static bool moves_bits(const ocl_device *d, int32_t dt) {
     return is_stored(dt) || dt == GFP_C64 || (dt == GFP_C128 && d->fp64);
 }
 
-static bool complex_operands(const int32_t *in, uint32_t n_in, const int32_t *out) {
-    bool cx = ocl_is_complex(out[0]);
-    for (uint32_t i = 0; i < n_in; i++) cx = cx || ocl_is_complex(in[i]);
-    return cx;
-}
-
 static bool accepts(const ocl_device *d, uint32_t op, const int32_t *in, const int32_t *out) {
     switch (kind_of(op)) {
     case EW_TRI: return moves_bits(d, out[0]) && in[0] == out[0];
@@ -91,7 +85,7 @@ static bool accepts(const ocl_device *d, uint32_t op, const int32_t *in, const i
         return in[0] == GFP_BOOL && moves_bits(d, out[0]) && in[1] == out[0] && in[2] == out[0];
     default: break;
     }
-    if (complex_operands(in, inputs_of(op), out)) return ocl_complex_ew_accepts(d, op, in, out);
+    if (pk_complex_operands(in, inputs_of(op), out)) return ocl_complex_ew_accepts(d, op, in, out);
     switch (kind_of(op)) {
     case EW_COPY: return is_stored(in[0]) && is_stored(out[0]);
     case EW_FILL: return is_stored(out[0]);
@@ -343,7 +337,7 @@ gfp_status ocl_elementwise_launch(ocl_device *d, uint32_t op, const gfp_tensor *
     const gfp_tensor *t[4];
     int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
     pk_ew_operands(in, n_in, out[0], t, in_dt);
-    if (kind != EW_TRI && kind != EW_WHERE && complex_operands(in_dt, n_in, out_dt))
+    if (kind != EW_TRI && kind != EW_WHERE && pk_complex_operands(in_dt, n_in, out_dt))
         return ocl_complex_ew_launch(d, op, in, n_in, out, params);
     if (!accepts(d, op, in_dt, out_dt)) {
         char ins[64];

@@ -24,19 +24,10 @@
 /* Longest line: the chirp's k^2 mod 2n is computed in 64 bits. */
 #define OCL_FFT_MAX_LENGTH ((int64_t)1 << 31)
 
-/* The ABI's dtypes for the kind. */
-static bool kind_dtypes(uint32_t kind, int32_t x, int32_t y) {
-    switch (kind) {
-    case GFP_FFT_C2C: return (x == GFP_C64 || x == GFP_C128) && y == x;
-    case GFP_FFT_R2C: return (x == GFP_F32 && y == GFP_C64) || (x == GFP_F64 && y == GFP_C128);
-    case GFP_FFT_C2R: return (x == GFP_C64 && y == GFP_F32) || (x == GFP_C128 && y == GFP_F64);
-    default: return false;
-    }
-}
-
-/* ... and the device computes them (c128 and f64 need doubles). */
+/* The ABI's dtypes for the kind, and the device computes them (c128 and
+ * f64 need doubles): plugins/common/pk_complex.c. */
 static bool fft_dtypes_ok(const ocl_device *d, uint32_t kind, int32_t x, int32_t y) {
-    return kind_dtypes(kind, x, y) && (d->fp64 || x == GFP_C64 || y == GFP_C64);
+    return pk_fft_dtypes_ok(kind, x, y, PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u));
 }
 
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q) {
@@ -47,55 +38,19 @@ uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q) {
     return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
-/* The params against x and y (the reference's rules); *dl: the last listed dim. */
+/* The params against x and y (plugins/common's rules, the reference's),
+ * then the longest line this plugin transforms; *dl: the last listed dim. */
 static gfp_status check(const ocl_device *d, const gfp_fft_params *p, const gfp_tensor *x,
                         const gfp_tensor *y, int *dl) {
-    static const char *const kinds[3] = {"C2C", "R2C", "C2R"};
-    if (p->kind > GFP_FFT_C2R)
-        return pk_fail(GFP_ERR_INVALID, "fft: kind %u is not GFP_FFT_C2C, R2C or C2R",
-                       (unsigned)p->kind);
-    if (p->inverse > 1)
-        return pk_fail(GFP_ERR_INVALID, "fft: inverse is %u; it must be 0 or 1",
-                       (unsigned)p->inverse);
-    if (x->rank != y->rank)
-        return pk_fail(GFP_ERR_INVALID, "fft: x has rank %d and y rank %d; they must be equal",
-                       (int)x->rank, (int)y->rank);
-    int rank = x->rank;
-    if (p->n_dims < 1 || p->n_dims > (uint32_t)rank)
-        return pk_fail(GFP_ERR_INVALID, "fft: n_dims is %u; it must be in [1, rank %d]",
-                       (unsigned)p->n_dims, rank);
-    bool seen[GFP_MAX_RANK] = {false};
+    uint32_t cx = PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
+    gfp_status st = pk_check_fft(p, x, y, cx,
+                                 d->fp64 ? "" : " (this device has no doubles: c64 and f32 only)",
+                                 dl);
+    if (st != GFP_OK) return st;
     for (uint32_t i = 0; i < p->n_dims; i++) {
-        int32_t dd = p->dims[i];
-        if (dd < 0 || dd >= rank || seen[dd])
-            return pk_fail(GFP_ERR_INVALID, "fft: dims[%u] = %d is out of [0, %d) or repeated",
-                           (unsigned)i, (int)dd, rank);
-        seen[dd] = true;
-    }
-    *dl = p->dims[p->n_dims - 1];
-    if (!fft_dtypes_ok(d, p->kind, x->dtype, y->dtype))
-        return pk_fail(kind_dtypes(p->kind, x->dtype, y->dtype) ? GFP_ERR_UNSUPPORTED
-                                                                : GFP_ERR_INVALID,
-                       "fft: %s takes %s; got %s to %s%s", kinds[p->kind],
-                       p->kind == GFP_FFT_C2C   ? "c64 or c128 to the same dtype"
-                       : p->kind == GFP_FFT_R2C ? "f32 to c64 or f64 to c128"
-                                                : "c64 to f32 or c128 to f64",
-                       pk_dtype_name(x->dtype), pk_dtype_name(y->dtype),
-                       d->fp64 ? "" : " (this device has no doubles: c64 and f32 only)");
-    for (int dd = 0; dd < rank; dd++) {
-        bool half = dd == *dl && p->kind != GFP_FFT_C2C;
-        int64_t xs = x->sizes[dd], ys = y->sizes[dd];
-        bool ok = !half ? ys == xs : p->kind == GFP_FFT_R2C ? ys == xs / 2 + 1 : xs == ys / 2 + 1;
-        if (!ok)
-            return pk_fail(GFP_ERR_INVALID,
-                           "fft: dim %d has size %lld in x and %lld in y, which %s does not "
-                           "allow%s", dd, (long long)xs, (long long)ys, kinds[p->kind],
-                           half ? " (the onesided dim holds n/2 + 1 bins)" : "");
-        int64_t n = p->kind == GFP_FFT_C2R ? ys : xs;
-        if (seen[dd] && n == 0)
-            return pk_fail(GFP_ERR_INVALID, "fft: the transformed dim %d has signal length 0",
-                           dd);
-        if (seen[dd] && n > OCL_FFT_MAX_LENGTH)
+        int dd = p->dims[i];
+        int64_t n = p->kind == GFP_FFT_C2R ? y->sizes[dd] : x->sizes[dd];
+        if (n > OCL_FFT_MAX_LENGTH)
             return pk_fail(GFP_ERR_UNSUPPORTED, "fft: dim %d is %lld long; the opencl plugin "
                            "transforms lines of up to 2^31", dd, (long long)n);
     }

@@ -20,10 +20,7 @@
 
 #include "ref_internal.h"
 
-bool ref_is_complex(int32_t dtype) { return dtype == GFP_C64 || dtype == GFP_C128; }
-
-/* The real dtype of a complex dtype's parts. */
-static int32_t part_dtype(int32_t dtype) { return dtype == GFP_C64 ? GFP_F32 : GFP_F64; }
+bool ref_is_complex(int32_t dtype) { return pk_is_complex(dtype); }
 
 double complex ref_load_c(const gfp_tensor *t, int64_t off) {
     const char *p = ref_base(t);
@@ -60,77 +57,13 @@ void ref_store_c(const gfp_tensor *t, int64_t off, double complex v) {
 }
 
 /* ------------------------------------------------------------ what is provided */
-static bool complex_unary(uint32_t op) {
-    switch (op) {
-    case GFP_OP_NEG:
-    case GFP_OP_EXP:
-    case GFP_OP_LOG:
-    case GFP_OP_LOG1P:
-    case GFP_OP_EXPM1:
-    case GFP_OP_SQRT:
-    case GFP_OP_RSQRT:
-    case GFP_OP_RECIPROCAL:
-    case GFP_OP_SQUARE:
-    case GFP_OP_SIN:
-    case GFP_OP_COS:
-    case GFP_OP_TANH:
-    case GFP_OP_SIGMOID:
-    case GFP_OP_POW_SCALAR:
-    case GFP_OP_ASIN:
-    case GFP_OP_ACOS:
-    case GFP_OP_ATAN: return true;
-    default: return false;
-    }
-}
-
-static bool complex_binary(uint32_t op) {
-    switch (op) {
-    case GFP_OP_ADD:
-    case GFP_OP_SUB:
-    case GFP_OP_MUL:
-    case GFP_OP_DIV:
-    case GFP_OP_POW: return true;
-    default: return false;
-    }
-}
-
-static bool real_stored(int32_t d) {
-    return d == GFP_F32 || d == GFP_F64 || d == GFP_I32 || d == GFP_I64 || d == GFP_BOOL;
-}
-
+/* The rules every plugin of the tree shares: plugins/common/pk_complex.c. */
 bool ref_complex_accepts(uint32_t op, const int32_t *in, const int32_t *out) {
-    switch (pk_ew_kind_of(op)) {
-    case PK_EW_COPY: return ref_is_complex(out[0]) && (ref_is_complex(in[0]) || real_stored(in[0]));
-    case PK_EW_FILL: return ref_is_complex(out[0]);
-    case PK_EW_UNARY:
-        if (op == GFP_OP_ABS) return ref_is_complex(in[0]) && out[0] == part_dtype(in[0]);
-        return complex_unary(op) && ref_is_complex(out[0]) && in[0] == out[0];
-    case PK_EW_BINARY:
-        return complex_binary(op) && ref_is_complex(out[0]) && in[0] == out[0] && in[1] == out[0];
-    case PK_EW_COMPARE:
-        return (op == GFP_OP_EQ || op == GFP_OP_NE) && ref_is_complex(in[0]) && in[1] == in[0] &&
-               out[0] == GFP_BOOL;
-    default: return false;
-    }
+    const uint32_t reals = PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL);
+    return pk_complex_ew_accepts(op, in, out, PK_DT_COMPLEX, reals);
 }
 
-const char *ref_complex_accepted_text(uint32_t op) {
-    switch (pk_ew_kind_of(op)) {
-    case PK_EW_COPY: return "a complex output from a complex or real input";
-    case PK_EW_FILL: return "a complex output";
-    case PK_EW_UNARY:
-        if (op == GFP_OP_ABS) return "a complex input and its real dtype as output";
-        return complex_unary(op) ? "one complex dtype for input and output"
-                                 : "no complex dtype (the op needs an ordering)";
-    case PK_EW_BINARY:
-        return complex_binary(op) ? "one complex dtype for both inputs and the output"
-                                  : "no complex dtype (the op needs an ordering)";
-    case PK_EW_COMPARE:
-        return op == GFP_OP_EQ || op == GFP_OP_NE ? "two inputs of one complex dtype, bool out"
-                                                  : "no complex dtype (complex has no order)";
-    default: return "no complex dtype";
-    }
-}
+const char *ref_complex_accepted_text(uint32_t op) { return pk_complex_ew_rule(op); }
 
 /* ------------------------------------------------------------ formulas */
 double complex ref_complex_unary(uint32_t op, double complex z, double a) {

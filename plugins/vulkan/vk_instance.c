@@ -126,6 +126,10 @@ static void describe(vkp_physical *ph) {
                  device_has_extension(ph->pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME));
     if (vk.GetPhysicalDeviceFeatures2 && ext8) vk.GetPhysicalDeviceFeatures2(ph->pd, &f2);
     ph->has_f64 = f2.features.shaderFloat64;
+    /* GRAFT_VULKAN_NO_F64=1: as on a device without shaderFloat64 (no f64,
+     * no c128, c64 computed in float), for tests. */
+    const char *no_f64 = secure_getenv("GRAFT_VULKAN_NO_F64");
+    if (no_f64 && no_f64[0] && strcmp(no_f64, "0") != 0) ph->has_f64 = false;
     /* 16-bit storage is core in Vulkan 1.1 (the feature may still be off). */
     ph->has_f16 = ext8 && fi8.shaderFloat16 && f16s.storageBuffer16BitAccess;
     const char *no_f16 = secure_getenv("GRAFT_VULKAN_NO_F16");

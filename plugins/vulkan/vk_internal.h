@@ -12,6 +12,8 @@
  *   vk_pipeline.c   embedded SPIR-V, descriptor-set layouts, pipeline cache,
  *                   the one function that records a dispatch
  *   vk_ops_*.c      op families: parameters, checks, dispatch geometry
+ *   vk_complex.c    the complex dtypes of the elementwise, reduce, matmul
+ *                   and index families; vk_fft.c the FFT
  *   vk_graph.c      captured graphs (the ABI's graph slots): launches recorded
  *                   once into command buffers of their own, resubmitted
  * Every launch is recorded into the open command buffer with a barrier in
@@ -426,6 +428,7 @@ const vkp_family *vkp_route(vkp_device *d, uint32_t op, const gfp_tensor *const 
                                 uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
                                 const void *params);
 PK_FAMILIES(VKP_FAMILY)
+VKP_FAMILY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT)) /* vk_fft.c: C2C of power-of-two lengths */
 #undef VKP_FAMILY
 
 /* Dtype bit sets. */
@@ -459,6 +462,34 @@ gfp_status vkp_conv_gemm(vkp_device *d, uint32_t op, const gfp_tensor *x, const 
 /* Whether the GEMM form is chosen over the direct kernels for this geometry
  * ({N, Ci, Co, H, W, Kh, Kw, Ho, Wo, groups, Ci/g, Co/g, ...}). */
 bool vkp_conv_gemm_wins(uint32_t op, const int64_t *geo);
+
+/* The elementwise shaders' shared header (shaders/ew_index.glsl) for t[0]
+ * (the output) and the inputs t[1..nt), and one dispatch of such a shader
+ * (vk_ops_elementwise.c; vk_complex.c uses both). */
+gfp_status vkp_ew_header(vkp_words *p, const gfp_tensor *const *t, int nt, bool coalesce,
+                         const char *name);
+gfp_status vkp_ew_run(vkp_device *d, uint32_t shader, const uint32_t *spec, uint32_t n_spec,
+                      const vkp_words *p, const gfp_tensor *const *t, uint32_t nt);
+
+/* The complex dtypes (vk_complex.c): c64 on every device, c128 with
+ * shaderFloat64; the elementwise, reduce and matmul families hand complex
+ * operands here (the rules are plugins/common/pk_complex.c's). */
+uint32_t vkp_complex_dtypes(const vkp_device *d);
+bool vkp_complex_ew_accepts(const vkp_device *d, uint32_t op, const int32_t *in,
+                            const int32_t *out);
+gfp_status vkp_complex_ew_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                                 uint32_t n_in, const gfp_tensor *const *out,
+                                 const void *params);
+uint32_t vkp_complex_reduce_support(const vkp_device *d, const gfp_op_query *q);
+gfp_status vkp_complex_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *x,
+                                     const gfp_tensor *y, const void *params);
+uint32_t vkp_complex_matmul_support(const vkp_device *d, const gfp_op_query *q);
+uint32_t vkp_complex_index_support(const vkp_device *d, const gfp_op_query *q);
+gfp_status vkp_complex_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
+                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                    const void *params);
+gfp_status vkp_complex_matmul_launch(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b,
+                                     const gfp_tensor *y);
 
 /* Matmul shader choice, for the bench: 0 = by size and device, 1 = naive,
  * 2 = tiled (shared memory), 3 = register-blocked. */

@@ -9,7 +9,8 @@
  * and dtypes are specialisation constants. The formulas are generated from
  * plugins/common/op_math.def (shaders/ew_math.glsl); f64 has the ops whose
  * double functions exist in GLSL or plugins/common/glsl_dmath.glsl (the
- * generated list), the others are declared unsupported for f64. */
+ * generated list), the others are declared unsupported for f64. Complex
+ * operands go to vk_complex.c. */
 #include <math.h>
 #include <string.h>
 
@@ -58,9 +59,12 @@ static bool in_set(int32_t d, uint32_t set) {
 }
 
 static bool accepts(const vkp_device *d, uint32_t op, const int32_t *in, const int32_t *out) {
+    /* Complex operands: vk_complex.c (TRIL/TRIU and WHERE move their bits). */
+    if (pk_complex_operands(in, inputs_of(kind_of(op)), out))
+        return vkp_complex_ew_accepts(d, op, in, out);
     /* f16 (when the device stores it) everywhere but ARANGE: the unary and
      * binary ops compute it in f32, as they compute f32. */
-    uint32_t all = vkp_device_dtypes(d);
+    uint32_t all = vkp_device_dtypes(d) & ~PK_DT_COMPLEX;
     uint32_t arith = (arith_dtypes(op) | VKP_BIT(GFP_F16)) & all;
     switch (kind_of(op)) {
     case PK_EW_COPY: return in_set(in[0], all) && in_set(out[0], all);
@@ -90,8 +94,8 @@ uint32_t vkp_elementwise_support(vkp_device *d, const gfp_op_query *q) {
 /* ------------------------------------------------------------ params */
 /* The shared header of every elementwise shader (ew_index.glsl): t[0] is the
  * output, all tensors have its sizes. */
-static gfp_status ew_header(vkp_words *p, const gfp_tensor *const *t, int nt, bool coalesce,
-                            const char *name) {
+gfp_status vkp_ew_header(vkp_words *p, const gfp_tensor *const *t, int nt, bool coalesce,
+                         const char *name) {
     int rank = t[0]->rank;
     int64_t sizes[GFP_MAX_RANK];
     int64_t strides[4][GFP_MAX_RANK];
@@ -114,7 +118,7 @@ static gfp_status ew_header(vkp_words *p, const gfp_tensor *const *t, int nt, bo
     return GFP_OK;
 }
 
-static gfp_status run(vkp_device *d, uint32_t shader, const uint32_t *spec, uint32_t n_spec,
+gfp_status vkp_ew_run(vkp_device *d, uint32_t shader, const uint32_t *spec, uint32_t n_spec,
                       const vkp_words *p, const gfp_tensor *const *t, uint32_t nt) {
     vkp_dispatch dp = {.shader = shader, .n_spec = n_spec + 1, .params = p->w, .n_params = p->n,
                        .n_tensors = nt};
@@ -192,6 +196,8 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
     const gfp_tensor *t[4];
     int32_t in_dt[3], out_dt[1] = {out[0]->dtype};
     pk_ew_operands(in, n_in, out[0], t, in_dt);
+    if (pk_complex_operands(in_dt, n_in, out_dt))
+        return vkp_complex_ew_launch(d, op, in, n_in, out, params);
     if (!accepts(d, op, in_dt, out_dt))
         return pk_fail(GFP_ERR_UNSUPPORTED,
                         "%s: the vulkan plugin does not provide it for input dtypes (%s, %s, %s) "
@@ -217,18 +223,18 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
     default: break;
     }
     if (pk_numel(out[0]) == 0) return GFP_OK;
-    if ((st = ew_header(&p, t, nt, kind != PK_EW_TRI, name)) != GFP_OK) return st;
+    if ((st = vkp_ew_header(&p, t, nt, kind != PK_EW_TRI, name)) != GFP_OK) return st;
 
     switch (kind) {
     case PK_EW_COPY:
         spec[0] = o;
         spec[1] = (uint32_t)in_dt[0];
-        return run(d, VKP_SH_EW_COPY, spec, 2, &p, t, 2);
+        return vkp_ew_run(d, VKP_SH_EW_COPY, spec, 2, &p, t, 2);
     case PK_EW_FILL: {
         fill_bytes(o, params, &p);
         size_t es = pk_dtype_size(o);
         spec[0] = (uint32_t)es;
-        return run(d, VKP_SH_EW_FILL, spec, 1, &p, t, 1);
+        return vkp_ew_run(d, VKP_SH_EW_FILL, spec, 1, &p, t, 1);
     }
     case PK_EW_ARANGE: {
         const gfp_arange_params *ap = params;
@@ -242,22 +248,22 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
         vkp_put_f64(&p, ap->step);
         spec[0] = o;
         spec[1] = exact ? 1u : 0u;
-        return run(d, VKP_SH_EW_ARANGE, spec, 2, &p, t, 1);
+        return vkp_ew_run(d, VKP_SH_EW_ARANGE, spec, 2, &p, t, 1);
     }
     case PK_EW_TRI:
         vkp_put_u64(&p, (uint64_t)((const gfp_tri_params *)params)->diagonal);
         spec[0] = o;
         spec[1] = op == GFP_OP_TRIL ? 1u : 0u;
-        return run(d, VKP_SH_EW_TRI, spec, 2, &p, t, 2);
+        return vkp_ew_run(d, VKP_SH_EW_TRI, spec, 2, &p, t, 2);
     case PK_EW_UNARY:
         if ((st = unary_scalars(&p, op, params, name)) != GFP_OK) return st;
         spec[0] = op;
         spec[1] = o;
-        return run(d, VKP_SH_EW_UNARY, spec, 2, &p, t, 2);
+        return vkp_ew_run(d, VKP_SH_EW_UNARY, spec, 2, &p, t, 2);
     case PK_EW_BINARY:
         spec[0] = op;
         spec[1] = o;
-        return run(d, VKP_SH_EW_BINARY, spec, 2, &p, t, 3);
+        return vkp_ew_run(d, VKP_SH_EW_BINARY, spec, 2, &p, t, 3);
     case PK_EW_LOGICAL_NOT:
     case PK_EW_COMPARE:
     case PK_EW_LOGICAL: {
@@ -265,11 +271,11 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
         spec[1] = (uint32_t)in_dt[0];
         spec[2] = kind == PK_EW_LOGICAL_NOT ? (uint32_t)in_dt[0] : (uint32_t)in_dt[1];
         const gfp_tensor *tt[3] = {t[0], t[1], kind == PK_EW_LOGICAL_NOT ? t[1] : t[2]};
-        return run(d, VKP_SH_EW_PREDICATE, spec, 3, &p, tt, 3);
+        return vkp_ew_run(d, VKP_SH_EW_PREDICATE, spec, 3, &p, tt, 3);
     }
     case PK_EW_WHERE:
         spec[0] = o;
-        return run(d, VKP_SH_EW_WHERE, spec, 1, &p, t, 4);
+        return vkp_ew_run(d, VKP_SH_EW_WHERE, spec, 1, &p, t, 4);
     default: return pk_fail(GFP_ERR_INTERNAL, "%s: no kernel", name);
     }
 }

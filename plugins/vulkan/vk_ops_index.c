@@ -13,6 +13,7 @@ static uint32_t index_dtypes(const vkp_device *d) {
 }
 
 uint32_t vkp_index_support(vkp_device *d, const gfp_op_query *q) {
+    if (pk_is_complex(q->input_dtypes[0])) return vkp_complex_index_support(d, q);
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
                               index_dtypes(d))
                ? GFP_SUPPORT_STRIDED
@@ -58,6 +59,9 @@ gfp_status vkp_index_launch(vkp_device *d, uint32_t op, const gfp_tensor *const 
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params) {
     const char *name = pk_op_name(op);
+    /* Complex data: part by part through this function (vk_complex.c). */
+    if (pk_is_complex(in[0]->dtype))
+        return vkp_complex_index_launch(d, op, in, n_in, out, n_out, params);
     pk_index_geom g;
     gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d), &g);
     if (st != GFP_OK) return st;

@@ -24,6 +24,7 @@ static uint32_t matmul_dtypes(const vkp_device *d) {
 }
 
 uint32_t vkp_matmul_support(vkp_device *d, const gfp_op_query *q) {
+    if (pk_is_complex(q->input_dtypes[0])) return vkp_complex_matmul_support(d, q);
     return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
                                matmul_dtypes(d))
                ? GFP_SUPPORT_STRIDED
@@ -170,6 +171,8 @@ static gfp_status matmul(vkp_device *d, const gfp_tensor *a, const gfp_tensor *b
 gfp_status vkp_matmul_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                              uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                              const void *params) {
+    /* Complex: one real GEMM through this file (vk_complex.c). */
+    if (pk_is_complex(in[0]->dtype)) return vkp_complex_matmul_launch(d, in[0], in[1], out[0]);
     return matmul(d, in[0], in[1], out[0], false, NULL, 0, NULL);
 }
 

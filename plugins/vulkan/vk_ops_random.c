@@ -10,7 +10,8 @@
 
 uint32_t vkp_random_support(vkp_device *d, const gfp_op_query *q) {
     if (!d->has_f64) return GFP_SUPPORT_NONE;
-    return vkp_dtype_ok(d, q->output_dtypes[0]) && q->output_dtypes[0] != GFP_F16
+    return vkp_dtype_ok(d, q->output_dtypes[0]) && q->output_dtypes[0] != GFP_F16 &&
+                   !pk_is_complex(q->output_dtypes[0])
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }

@@ -7,7 +7,8 @@
  * each, and picks a mode: a workgroup per output for long lines (partial
  * results combined in shared memory), an invocation per output for short
  * ones. Float sums are compensated (Neumaier) in the input dtype; the
- * reference sums in double, so f32 results agree to a few ulp. */
+ * reference sums in double, so f32 results agree to a few ulp. Complex
+ * dtypes are vk_complex.c's. */
 #include <string.h>
 
 #include "vk_internal.h"
@@ -22,6 +23,8 @@ static uint32_t reduce_dtypes(const vkp_device *d) {
 }
 
 uint32_t vkp_reduce_support(vkp_device *d, const gfp_op_query *q) {
+    if (pk_is_complex(q->input_dtypes[0]) || pk_is_complex(q->output_dtypes[0]))
+        return vkp_complex_reduce_support(d, q); /* vk_complex.c */
     int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
     return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
                                reduce_dtypes(d), floats(d))
@@ -228,6 +231,8 @@ gfp_status vkp_reduce_launch(vkp_device *d, uint32_t op, const gfp_tensor *const
     const char *name = pk_op_name(op);
     const gfp_reduce_params *rp = params;
     const gfp_tensor *x = in[0], *y = out[0], *idx = pk_reduce_by_dim(op) ? out[1] : NULL;
+    if (pk_is_complex(x->dtype) || pk_is_complex(y->dtype))
+        return vkp_complex_reduce_launch(d, op, x, y, params); /* vk_complex.c */
     gfp_status st = pk_check_reduce(op, params, x, y, idx, reduce_dtypes(d), floats(d));
     if (st != GFP_OK) return st;
     uint32_t dims = rp->dims;

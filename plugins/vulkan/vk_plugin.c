@@ -25,7 +25,8 @@ gfp_status vkp_fail_vk(VkResult r, const char *what) {
 
 /* ------------------------------------------------------------ families */
 #define VKP_FAMILY_ENTRY(f, set) {set, vkp_##f##_support, vkp_##f##_launch},
-static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)};
+static const vkp_family families[] = {PK_FAMILIES(VKP_FAMILY_ENTRY)
+                                          VKP_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
 #undef VKP_FAMILY_ENTRY
 
 /* A live buffer of this plugin: its size. */
@@ -37,12 +38,18 @@ static gfp_status buffer_size(const void *ctx, gfp_buffer buffer, uint64_t *size
     return GFP_OK;
 }
 
-uint32_t vkp_device_dtypes(const vkp_device *d) {
-    uint32_t s = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL);
-    if (d->has_f64) s |= VKP_BIT(GFP_F64);
-    if (d->has_f16) s |= VKP_BIT(GFP_F16);
+/* What a physical device stores: f64 and c128 need shaderFloat64, f16
+ * shaderFloat16 and 16-bit storage; c64 is computed on every device
+ * (vk_complex.c). */
+static uint32_t phys_dtypes(const vkp_physical *ph) {
+    uint32_t s = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL) |
+                 VKP_BIT(GFP_C64);
+    if (ph->has_f64) s |= VKP_BIT(GFP_F64) | VKP_BIT(GFP_C128);
+    if (ph->has_f16) s |= VKP_BIT(GFP_F16);
     return s;
 }
+
+uint32_t vkp_device_dtypes(const vkp_device *d) { return phys_dtypes(d->phys); }
 
 bool vkp_dtype_ok(const vkp_device *d, int32_t dtype) {
     return dtype >= 0 && dtype < GFP_DTYPE_COUNT && (vkp_device_dtypes(d) & VKP_BIT(dtype));
@@ -134,8 +141,7 @@ static gfp_status vkp_device_props(void *plugin_ctx, uint32_t index, gfp_device_
         if (ph->mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
             mem += ph->mem.memoryHeaps[h].size;
     full.memory_bytes = mem;
-    full.dtypes = VKP_BIT(GFP_F32) | VKP_BIT(GFP_I32) | VKP_BIT(GFP_I64) | VKP_BIT(GFP_BOOL) |
-                  (ph->has_f64 ? VKP_BIT(GFP_F64) : 0) | (ph->has_f16 ? VKP_BIT(GFP_F16) : 0);
+    full.dtypes = phys_dtypes(ph);
     full.max_rank = GFP_MAX_RANK;
     /* A descriptor covers at most maxStorageBufferRange bytes: larger tensors
      * are refused at allocation. */

@@ -172,12 +172,18 @@ static void test_against_torch(void) {
     for (int k = 0; k < 4; k++) gf_tensor_release(in[k]);
 }
 
+static bool stores_c128(gf_device *d) {
+    gf_device_info di;
+    return d && gf_device_get_info(d, &di) == GF_OK && (di.dtypes & (1u << GF_C128));
+}
+
 int main(void) {
-    for (int i = 0; i < gf_device_count() && !dev; i++) {
-        gf_device_info di;
-        if (gf_device_get_info(gf_device_at(i), &di) == GF_OK && (di.dtypes & (1u << GF_C128)))
-            dev = gf_device_at(i);
-    }
+    /* The default device (GRAFT_DEVICE) when it stores c128, else the first
+     * device that does. */
+    gf_device *def = gf_device_default();
+    if (stores_c128(def)) dev = def;
+    for (int i = 0; i < gf_device_count() && !dev; i++)
+        if (stores_c128(gf_device_at(i))) dev = gf_device_at(i);
     CHECK_MSG(dev != NULL, "no device stores c128 (the reference plugin does)");
     check_complex_device(dev);
     if (dev) RUN(test_against_torch);
