@@ -18,7 +18,8 @@
 #define FFT_GROUP 64u
 
 uint32_t vkp_fft_support(vkp_device *d, const gfp_op_query *q) {
-    if (q->op != GFP_OP_FFT || q->n_inputs != 1 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
+    if (q->op != GFP_OP_FFT || q->n_inputs != 1 || q->n_outputs != 1 || !d->phys->has_fft)
+        return GFP_SUPPORT_NONE;
     return pk_fft_dtypes_ok(GFP_FFT_C2C, q->input_dtypes[0], q->output_dtypes[0],
                             vkp_complex_dtypes(d))
                ? GFP_SUPPORT_STRIDED
@@ -78,6 +79,9 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
                                  d->has_f64 ? "" : " (this device has no shaderFloat64: c64 only)",
                                  &dl);
     if (st != GFP_OK) return st;
+    if (!d->phys->has_fft)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "fft: off on this CPU-type Vulkan device, where the "
+                       "fallback device is faster (GRAFT_VULKAN_FFT=1 turns it on)");
     if (p->kind != GFP_FFT_C2C)
         return pk_fail(GFP_ERR_UNSUPPORTED, "fft: the vulkan plugin transforms complex to "
                        "complex (C2C) only; R2C and C2R run on the fallback device");

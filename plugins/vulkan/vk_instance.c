@@ -134,6 +134,15 @@ static void describe(vkp_physical *ph) {
     ph->has_f16 = ext8 && fi8.shaderFloat16 && f16s.storageBuffer16BitAccess;
     const char *no_f16 = secure_getenv("GRAFT_VULKAN_NO_F16");
     if (no_f16 && no_f16[0] && strcmp(no_f16, "0") != 0) ph->has_f16 = false;
+    /* The FFT shaders stream the whole array through memory once per
+     * radix-2 pass: bandwidth a GPU has, but on a CPU-type device
+     * (lavapipe) a 1M-point transform took 1.38 s against 19.8 ms on the
+     * fallback device (docs/benchmarks.md). There the FFT is left to the
+     * fallback device unless GRAFT_VULKAN_FFT=1 (the tests set it);
+     * GRAFT_VULKAN_FFT=0 turns it off anywhere. */
+    ph->has_fft = ph->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    const char *fft = secure_getenv("GRAFT_VULKAN_FFT");
+    if (fft && fft[0]) ph->has_fft = strcmp(fft, "0") != 0;
     VkPhysicalDeviceSubgroupProperties sg = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,

@@ -135,6 +135,9 @@ typedef struct vkp_physical {
     uint32_t queue_family;
     bool has_f64;        /* shaderFloat64 */
     bool has_f16;        /* shaderFloat16 and storageBuffer16BitAccess */
+    /* The FFT shaders are declared (vk_fft.c): not on CPU-type devices
+     * unless GRAFT_VULKAN_FFT=1 (vk_instance.c says why). */
+    bool has_fft;
     /* Subgroup arithmetic in compute shaders (the tree reductions use
      * subgroupAdd / subgroupMax; GRAFT_VULKAN_NO_SUBGROUPS=1 turns it off). */
     bool has_subgroups;
