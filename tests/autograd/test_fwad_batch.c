@@ -119,6 +119,14 @@ static gf_status m_norm(gf_tensor *const *in, int n, gf_tensor **out, int no, vo
     KEEP1(gf_layer_norm(in[0], 2, in[1], in[2], 1e-5, NULL, NULL));
 }
 
+static gf_status m_bnorm(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    gf_scope_begin();
+    /* x [3, 2, 2, 2], w [2], b [2], training statistics */
+    gf_tensor *y = gf_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5, NULL, NULL);
+    KEEP1(gf_mul(y, gf_prod(in[0], (const int[]){0}, 1, false)));
+}
+
 static gf_status m_conv(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
     (void)n, (void)no, (void)u;
     gf_scope_begin();
@@ -168,6 +176,7 @@ static const map_case cases[] = {
     {"matmul", m_matmul, 3, {{3}, {2, 3}, {4, 3, 2}}, {1, 2, 3}, true},
     {"mlp", m_mlp, 4, {{2, 4}, {5, 4}, {5}, {3, 5}}, {2, 2, 1, 2}, true},
     {"layer_norm", m_norm, 3, {{2, 3, 4}, {3, 4}, {3, 4}}, {3, 2, 2}, true},
+    {"batch_norm", m_bnorm, 3, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, true},
     {"conv2d", m_conv, 3, {{2, 2, 4, 4}, {3, 2, 2, 2}, {3}}, {4, 4, 1}, true},
     {"max_pool2d (mixed)", m_pool, 1, {{1, 2, 4, 4}}, {4}, false},
     {"in-place into a view (mixed)", m_inplace, 1, {{3}}, {1}, false},
@@ -260,7 +269,7 @@ static void test_errors(void) {
     CHECK(gf_fwad_level_count() == 0);
     gf_tensor *xi = gf_zeros(SZ(3), 1, GF_I64, NULL);
     CHECK(gf_jacfwd(m_softmax, &xi, 1, 1, NULL, &j) == GF_ERR_DTYPE);
-    const map_case *c = &cases[8];
+    const map_case *c = &cases[9];
     gf_tensor *in = rnd(c->sizes[0], c->rank[0]);
     CHECK(jac_with("batched", c, &in, &j) == GF_ERR_UNSUPPORTED);
     CHECK_MSG(strstr(gf_last_error(), "max_pool2d") != NULL, "%s", gf_last_error());
