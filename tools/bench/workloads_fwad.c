@@ -114,6 +114,9 @@ typedef struct jac_case {
 } jac_case;
 
 static const char *const jac_kind[3] = {"jacfwd batched", "jacfwd loop", "jacrev"};
+/* row names fit the table's first column: jacfwd (batched, the default
+ * path), jacfwd-el (one pass per element), jacrev */
+static const char *const jac_row[3] = {"jacfwd", "jacfwd-el", "jacrev"};
 
 static gf_status tanh_map(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
     (void)n, (void)n_out;
@@ -133,12 +136,12 @@ static int step_jac(void *state) {
     return s == GF_OK ? 0 : -1;
 }
 
-/* Rows "jacfwd batched I->O", "jacfwd loop I->O" and "jacrev I->O" for a
+/* Rows "jacfwd I->O", "jacfwd-el I->O" and "jacrev I->O" for a
  * map of in inputs and out outputs. */
 static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) {
     char name[3][40], detail[112];
     for (int k = 0; k < 3; k++)
-        snprintf(name[k], sizeof name[k], "%s %lld->%lld", jac_kind[k], (long long)in,
+        snprintf(name[k], sizeof name[k], "%s %lld->%lld", jac_row[k], (long long)in,
                  (long long)out);
     snprintf(detail, sizeof detail, "Jacobian of tanh(W x), W [%lld, %lld], f32", (long long)out,
              (long long)in);
