@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_fwad.c — forward mode against reverse mode.
  *
- * Jacobians of y = tanh(W x) (W fixed) by gf_jacfwd (one forward pass per
- * input element) and gf_jacrev (one backward pass per output element), on
- * a map with few inputs and many outputs (4 -> n) and the reverse (n -> 4);
- * the check: the two Jacobians agree.
+ * Jacobians of y = tanh(W x) (W fixed) three ways: gf_jacfwd batched (one
+ * forward pass with a batched tangent, GRAFT_JACFWD=batched), gf_jacfwd
+ * looped (one forward pass per input element, GRAFT_JACFWD=loop) and
+ * gf_jacrev (one backward pass per output element), on a map with few
+ * inputs and many outputs (4 -> n) and the reverse (n -> 4); the check:
+ * the three Jacobians agree.
  *
  * And a Hessian-vector product of an MLP's loss with respect to its
  * parameters, two ways, in the same run:
@@ -17,6 +19,7 @@
  * The MLP is 256-256-256-10 with tanh (a nonzero second derivative),
  * cross-entropy on a fixed batch, f32. The check: the two products agree
  * (relative error below 1e-3 of their norm). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 
@@ -107,8 +110,13 @@ static float *host_products(hvp_case *c, int64_t *n_out) {
 typedef struct jac_case {
     gf_tensor *w, *x;
     gf_tensor *jac; /* of the last run */
-    bool fwd;
+    int kind;       /* 0 jacfwd batched, 1 jacfwd loop, 2 jacrev */
 } jac_case;
+
+static const char *const jac_kind[3] = {"jacfwd batched", "jacfwd loop", "jacrev"};
+/* row names fit the table's first column: jacfwd (batched, the default
+ * path), jacfwd-el (one pass per element), jacrev */
+static const char *const jac_row[3] = {"jacfwd", "jacfwd-el", "jacrev"};
 
 static gf_status tanh_map(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
     (void)n, (void)n_out;
@@ -123,39 +131,45 @@ static int step_jac(void *state) {
     jac_case *c = state;
     gf_tensor_release(c->jac);
     c->jac = NULL;
-    gf_status s = c->fwd ? gf_jacfwd(tanh_map, &c->x, 1, 1, c, &c->jac)
-                         : gf_jacrev(tanh_map, &c->x, 1, 1, c, &c->jac);
+    gf_status s = c->kind < 2 ? gf_jacfwd(tanh_map, &c->x, 1, 1, c, &c->jac)
+                              : gf_jacrev(tanh_map, &c->x, 1, 1, c, &c->jac);
     return s == GF_OK ? 0 : -1;
 }
 
-/* Rows "jacfwd IxO" and "jacrev IxO" for a map of in inputs and out outputs. */
+/* Rows "jacfwd I->O", "jacfwd-el I->O" and "jacrev I->O" for a
+ * map of in inputs and out outputs. */
 static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) {
-    char name[2][40], detail[112];
-    snprintf(name[0], sizeof name[0], "jacfwd %lld->%lld", (long long)in, (long long)out);
-    snprintf(name[1], sizeof name[1], "jacrev %lld->%lld", (long long)in, (long long)out);
+    char name[3][40], detail[112];
+    for (int k = 0; k < 3; k++)
+        snprintf(name[k], sizeof name[k], "%s %lld->%lld", jac_row[k], (long long)in,
+                 (long long)out);
     snprintf(detail, sizeof detail, "Jacobian of tanh(W x), W [%lld, %lld], f32", (long long)out,
              (long long)in);
-    bench_result *r[2] = {bench_result_add(run, device, name[0], detail),
-                          bench_result_add(run, device, name[1], detail)};
-    if (!r[0] || !r[1]) return;
-    r[0]->per = r[1]->per = "run";
+    bench_result *r[3] = {bench_result_add(run, device, name[0], detail),
+                          bench_result_add(run, device, name[1], detail),
+                          bench_result_add(run, device, name[2], detail)};
+    if (!r[0] || !r[1] || !r[2]) return;
+    r[0]->per = r[1]->per = r[2]->per = "run";
     gf_device *dev = run->devices[device].dev;
     int64_t ws[2] = {out, in};
     float *hw = bench_host_values(out * in, 301, -0.5f, 0.5f), *hx = bench_host_values(in, 302, -1, 1);
     jac_case c = {0};
     c.w = hw ? gf_from_data(hw, ws, 2, GF_F32, dev) : NULL;
     c.x = hx ? gf_from_data(hx, &in, 1, GF_F32, dev) : NULL;
-    float *j[2] = {NULL, NULL};
+    float *j[3] = {NULL, NULL, NULL};
     int64_t n = out * in;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         if (!c.w || !c.x) {
             bench_result_graft_error(r[k], "creating the map");
             continue;
         }
-        c.fwd = k == 0;
-        bench_progress(run, k == 0 ? "jacfwd" : "jacrev");
-        if (bench_measure(run, dev, step_jac, &c, 1, &r[k]->time) != 0) {
-            bench_result_graft_error(r[k], k == 0 ? "gf_jacfwd" : "gf_jacrev");
+        c.kind = k;
+        bench_progress(run, jac_kind[k]);
+        if (k < 2) setenv("GRAFT_JACFWD", k == 0 ? "batched" : "loop", 1);
+        int rc = bench_measure(run, dev, step_jac, &c, 1, &r[k]->time);
+        unsetenv("GRAFT_JACFWD");
+        if (rc != 0) {
+            bench_result_graft_error(r[k], k < 2 ? "gf_jacfwd" : "gf_jacrev");
             continue;
         }
         j[k] = malloc((size_t)n * sizeof *j[k]);
@@ -164,16 +178,14 @@ static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) 
             j[k] = NULL;
         }
     }
-    if (j[0] && j[1]) {
+    for (int k = 0; k < 2; k++) {
+        if (!j[k] || !j[2]) continue;
         double diff = 0;
-        for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs((double)j[0][i] - j[1][i]));
-        if (!(diff <= 1e-5)) {
-            bench_result_wrong(r[0], "jacfwd and jacrev differ by up to %.3g", diff);
-            r[1]->state = r[0]->state;
-        }
+        for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs((double)j[k][i] - j[2][i]));
+        if (!(diff <= 1e-5)) bench_result_wrong(r[k], "%s and jacrev differ by up to %.3g",
+                                                jac_kind[k], diff);
     }
-    free(j[0]);
-    free(j[1]);
+    for (int k = 0; k < 3; k++) free(j[k]);
     free(hw);
     free(hx);
     gf_tensor_release(c.jac);

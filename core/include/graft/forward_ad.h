@@ -83,8 +83,11 @@ GF_API gf_status gf_vjp(gf_func_fn f, gf_tensor *const *primals, int n_inputs,
 /* Jacobians of every output with respect to every input: jac[o * n_inputs
  * + i] (a new reference) has sizes out_o.sizes ++ in_i.sizes, in the
  * output's dtype (torch.func.jacrev / jacfwd). jacrev runs one backward per
- * output element, jacfwd one forward pass per input element; both give the
- * same Jacobian. Complex inputs or outputs: UNSUPPORTED (as torch.func's
+ * output element; jacfwd one batched forward pass per input (the basis as
+ * a tangent with a leading batch dim), or one pass per input element where
+ * an op's jvp rule cannot batch (docs/autograd.md lists them; the
+ * environment variable GRAFT_JACFWD=loop|batched pins the path, batched
+ * failing with UNSUPPORTED naming the op); both give the same Jacobian. Complex inputs or outputs: UNSUPPORTED (as torch.func's
  * jacobians of non-holomorphic maps need a convention; use gf_jvp / gf_vjp). */
 GF_API gf_status gf_jacrev(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
                            void *user, gf_tensor **jac);

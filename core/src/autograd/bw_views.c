@@ -44,11 +44,26 @@ static gf_status scatter_backward(gf_node *n, gf_tensor *const *grads, gf_tensor
 
 static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g);
 
-/* Linear in g: the tangent goes through the same scatter. */
+/* Linear in g: the tangent goes through the same scatter. A batched
+ * tangent [B, *g] is scattered into zeros [B, *input], the view's dims
+ * shifted past the batch dim. */
 static gf_tensor *view_scatter_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
                                    gf_tensor *const *y, int j) {
     (void)x, (void)y, (void)j;
-    return gf__ret(view_scatter(p, t[0]));
+    int64_t batch = gf__fw_rule_batch();
+    if (!batch) return gf__ret(view_scatter(p, t[0]));
+    const view_ctx *c = p;
+    if (c->rank + 1 > GF_MAX_RANK) {
+        gf__fw_batch_refuse(-1, "view_scatter");
+        return NULL;
+    }
+    view_ctx b = *c;
+    b.sizes[0] = batch;
+    memcpy(b.sizes + 1, c->sizes, sizeof(int64_t) * (size_t)c->rank);
+    b.rank = c->rank + 1;
+    int d0 = c->kind == GF_VIEW_KIND_DIAGONAL ? 1 : 0, d1 = c->kind == GF_VIEW_KIND_DIAGONAL ? 2 : 0;
+    for (int k = d0; k <= d1; k++) b.p[k] = (c->p[k] < 0 ? c->p[k] + c->rank : c->p[k]) + 1;
+    return gf__ret(view_scatter(&b, t[0]));
 }
 
 static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g) {
@@ -70,7 +85,8 @@ static gf_tensor *view_scatter(const view_ctx *c, const gf_tensor *g) {
     }
     const gf_tensor *ins[1] = {g};
     gf_tensor *outs[1] = {z};
-    if (gf__fw_apply("view_scatter", view_scatter_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+    if (gf__fw_apply_batched("view_scatter", view_scatter_jvp, c, ins, 1, outs, 1, false) !=
+        GF_OK) {
         gf_tensor_release(z);
         return NULL;
     }

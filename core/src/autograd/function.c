@@ -151,7 +151,10 @@ static gf_status custom_jvp(gf_function_ctx *c, gf_tensor *const *inputs, int n_
             if (tin[i] && first < 0) first = i;
             any |= tin[i] != NULL;
         }
-        if (any && !c->jvp) {
+        if (any && gf__fw_batch(d) > 0) {
+            /* the callback knows tangents of its outputs' shapes only */
+            s = gf__fw_batch_refuse(d, c->name);
+        } else if (any && !c->jvp) {
             s = gf__error(GF_ERR_AUTOGRAD, "%s: this custom function has no jvp rule, and its "
                           "input %d carries a tangent at dual level %d (forward-mode AD); give it "
                           "one with gf_ctx_set_jvp in forward, or apply it outside the dual level",

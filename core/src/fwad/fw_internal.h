@@ -87,6 +87,37 @@ typedef gf_tensor *(*gf__fw_rule)(const void *p, gf_tensor *const *x, gf_tensor 
 gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
                        int nx, gf_tensor *const *y, int ny, bool view);
 
+/* ---- batched levels (fw_batch.c drives them for gf_jacfwd)
+ * A batched level has a batch count B > 0: every tangent at it has sizes
+ * [B, *primal sizes] (B tangents of the primal stacked on a leading dim).
+ * Only rules applied with gf__fw_apply_batched know this layout; they read
+ * B with gf__fw_rule_batch() (0 at a plain level) and shift their dims by
+ * one. Anything that cannot honour it calls gf__fw_batch_refuse: that marks
+ * the level refused (the batched pass is then discarded and gf_jacfwd takes
+ * the per-element loop, so a refusal never yields a wrong answer) and sets
+ * an UNSUPPORTED error naming the op, which stops the pass early. */
+gf_status gf__fw_apply_batched(const char *op, gf__fw_rule rule, const void *p,
+                               const gf_tensor *const *x, int nx, gf_tensor *const *y, int ny,
+                               bool view);
+/* A view of primal (its history kept) whose tangent at batched level d is
+ * seed ([B, *primal]). New reference, no scope. */
+gf_tensor *gf__fw_batched_dual(const gf_tensor *primal, gf_tensor *seed, int d);
+/* Opens a level whose tangents carry a leading batch dim of count batch. */
+gf_status gf__fw_level_enter_batched(int *level, int64_t batch);
+/* The batch count of open level d (0: a plain level). */
+int64_t gf__fw_batch(int d);
+/* The batch count of the level whose rule runs on this thread (0: plain). */
+int64_t gf__fw_rule_batch(void);
+/* Marks the level whose rule runs (or level d when d >= 0) refused, and
+ * sets the UNSUPPORTED error naming op. Returns that status. */
+gf_status gf__fw_batch_refuse(int d, const char *op);
+/* Whether batched level d was refused, and the op that refused first. */
+bool gf__fw_batch_refused(int d, const char **op);
+/* t ([B, *s] with s of rank r) as [B, 1, ..., 1, *s] of rank 1 + to: so
+ * that it broadcasts right-aligned against primals of rank <= to. In the
+ * open scope; t itself (retained into the scope) when nothing changes. */
+gf_tensor *gf__fw_batch_align(gf_tensor *t, int to);
+
 /* In-place: self was overwritten with result's value (inplace.c). self's
  * tangent at each level becomes result's, written into self's existing
  * tangent (so that views of self and its base see it), or into a new

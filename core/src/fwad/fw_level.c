@@ -20,7 +20,11 @@ atomic_int gf__fw_depth;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_ids[GF_FWAD_MAX_LEVELS];
 static uint64_t g_next_id = 1;
+static int64_t g_batch[GF_FWAD_MAX_LEVELS];
+static atomic_bool g_refused[GF_FWAD_MAX_LEVELS];
+static const char *_Atomic g_refused_op[GF_FWAD_MAX_LEVELS];
 static _Thread_local uint64_t tl_mask;
+static _Thread_local int tl_rule_level = -1; /* the level whose rule runs */
 
 uint64_t gf__fw_level_id(int d) {
     if (d < 0 || d >= atomic_load(&gf__fw_depth)) return 0;
@@ -44,7 +48,7 @@ uint64_t gf__fw_mask_all(void) {
 }
 
 /* ------------------------------------------------------------ levels */
-gf_status gf_fwad_level_enter(int *level) {
+static gf_status level_enter(int *level, int64_t batch) {
     if (!level) return gf__null_arg_of("gf_fwad_level_enter", "level", GF__ARG_OUT);
     pthread_mutex_lock(&g_lock);
     int d = atomic_load(&gf__fw_depth);
@@ -53,11 +57,63 @@ gf_status gf_fwad_level_enter(int *level) {
         return gf__error(GF_ERR_INVALID, "gf_fwad_level_enter: %d dual levels are open already, "
                          "the most that may nest (GF_FWAD_MAX_LEVELS); exit one first", d);
     }
+    g_batch[d] = batch;
+    atomic_store(&g_refused[d], false);
+    atomic_store(&g_refused_op[d], NULL);
     __atomic_store_n(&g_ids[d], g_next_id++, __ATOMIC_RELEASE);
     atomic_store(&gf__fw_depth, d + 1);
     pthread_mutex_unlock(&g_lock);
     *level = d;
     return GF_OK;
+}
+
+gf_status gf_fwad_level_enter(int *level) { return level_enter(level, 0); }
+
+gf_status gf__fw_level_enter_batched(int *level, int64_t batch) {
+    if (batch < 1)
+        return gf__error(GF_ERR_INVALID, "internal: a batched dual level needs a batch count "
+                         ">= 1, not %lld", (long long)batch);
+    return level_enter(level, batch);
+}
+
+int64_t gf__fw_batch(int d) {
+    if (d < 0 || d >= atomic_load(&gf__fw_depth)) return 0;
+    return g_batch[d];
+}
+
+int64_t gf__fw_rule_batch(void) { return gf__fw_batch(tl_rule_level); }
+
+gf_status gf__fw_batch_refuse(int d, const char *op) {
+    if (d < 0) d = tl_rule_level;
+    if (d >= 0 && d < GF_FWAD_MAX_LEVELS) {
+        const char *none = NULL;
+        atomic_compare_exchange_strong(&g_refused_op[d], &none, op);
+        atomic_store(&g_refused[d], true);
+    }
+    return gf__error(GF_ERR_UNSUPPORTED, "%s: the jvp rule of this op does not handle batched "
+                     "tangents (a Jacobian computed in one batched forward pass); gf_jacfwd "
+                     "computes it column by column instead", op);
+}
+
+bool gf__fw_batch_refused(int d, const char **op) {
+    if (d < 0 || d >= GF_FWAD_MAX_LEVELS || !atomic_load(&g_refused[d])) return false;
+    if (op) *op = atomic_load(&g_refused_op[d]);
+    return true;
+}
+
+gf_tensor *gf__fw_batch_align(gf_tensor *t, int to) {
+    if (!t) return NULL;
+    int r = t->rank - 1;
+    if (r >= to) return gf__ret(gf_tensor_retain(t));
+    if (to + 1 > GF_MAX_RANK) {
+        gf__fw_batch_refuse(-1, "batched tangent (rank over GF_MAX_RANK)");
+        return NULL;
+    }
+    int64_t s[GF_MAX_RANK];
+    s[0] = t->sizes[0];
+    for (int i = 0; i < to - r; i++) s[1 + i] = 1;
+    memcpy(s + 1 + to - r, t->sizes + 1, sizeof(int64_t) * (size_t)r);
+    return gf_reshape(t, s, to + 1);
 }
 
 gf_status gf_fwad_level_exit(int level) {
@@ -224,6 +280,11 @@ gf_tensor *gf__fw_tangent(const gf_tensor *t, int d) {
      * tangent, when that tangent is laid out like the base. */
     const gf_tensor *base = t->autograd->base;
     gf_fw_entry *be = base ? find_entry(base, id) : NULL;
+    if (be && be->tangent && g_batch[d] > 0) {
+        /* a region of a batched tangent: not derived (a rare path) */
+        gf__fw_batch_refuse(d, "a view of a tensor with a batched tangent");
+        return NULL;
+    }
     if (!be || !be->tangent || base->dtype != t->dtype || !same_layout(be->tangent, base) ||
         extent(t) > storage_numel(be->tangent))
         return NULL;
@@ -313,6 +374,10 @@ gf_tensor *gf_fwad_make_dual(const gf_tensor *primal, const gf_tensor *tangent, 
     }
     int d = resolve_level(level, op);
     if (d < 0) return NULL;
+    if (g_batch[d] > 0) {
+        gf__fw_batch_refuse(d, op);
+        return NULL;
+    }
     if (!gf__dtype_differentiable(primal->dtype)) {
         gf__error(GF_ERR_DTYPE, "%s: the primal is %s; only floating-point and complex tensors "
                   "carry tangents (convert it with gf_to_dtype)", op, gf_dtype_name(primal->dtype));
@@ -342,6 +407,17 @@ gf_tensor *gf_fwad_make_dual(const gf_tensor *primal, const gf_tensor *tangent, 
     gf_tensor_release(tan);
     gf__scope_resume(sc);
     return gf__ret(dual);
+}
+
+gf_tensor *gf__fw_batched_dual(const gf_tensor *primal, gf_tensor *seed, int d) {
+    int sc = gf__scope_suspend();
+    gf_tensor *dual = alias_view(primal);
+    if (dual && gf__fw_set(dual, d, seed) != GF_OK) {
+        gf_tensor_release(dual);
+        dual = NULL;
+    }
+    gf__scope_resume(sc);
+    return dual;
 }
 
 gf_status gf_fwad_unpack_dual(const gf_tensor *dual, int level, gf_tensor **primal,
@@ -380,10 +456,27 @@ static bool shares(const gf_tensor *a, const gf_tensor *b) {
  * an output that is not a view, a tensor of its own laid out like y. In the
  * open scope. */
 static gf_tensor *fit(gf_tensor *r, const gf_tensor *y, const gf_tensor *const *x,
-                      gf_tensor *const *t, int nx, bool view) {
+                      gf_tensor *const *t, int nx, bool view, int64_t batch) {
     if (r && r->dtype != y->dtype) {
         if (gf_dtype_is_complex(r->dtype) && !gf_dtype_is_complex(y->dtype)) r = gf_real(r);
         r = gf_to_dtype(r, y->dtype);
+    }
+    if (r && batch > 0) {
+        /* [B, *y]: a tensor of its own (views of it are never derived from
+         * its layout at a batched level), unless the output is a view */
+        if (y->rank + 1 > GF_MAX_RANK) {
+            gf__fw_batch_refuse(-1, "batched tangent (rank over GF_MAX_RANK)");
+            return NULL;
+        }
+        int64_t s[GF_MAX_RANK];
+        s[0] = batch;
+        memcpy(s + 1, y->sizes, sizeof(int64_t) * (size_t)y->rank);
+        if (r->rank != y->rank + 1 || memcmp(r->sizes, s, sizeof(int64_t) * (size_t)(y->rank + 1)))
+            r = gf_expand(r, s, y->rank + 1);
+        if (!r || view) return r;
+        bool copy = !gf__is_contiguous(r) || shares(r, y);
+        for (int i = 0; i < nx && !copy; i++) copy = shares(r, x[i]) || shares(r, t[i]);
+        return copy ? gf_clone(r) : r;
     }
     if (r && (r->rank != y->rank || memcmp(r->sizes, y->sizes, sizeof(int64_t) * (size_t)y->rank)))
         r = gf_expand(r, y->sizes, y->rank);
@@ -400,15 +493,19 @@ static gf_tensor *fit(gf_tensor *r, const gf_tensor *y, const gf_tensor *const *
 /* Runs the rule of level d for every float output. */
 static gf_status apply_level(const char *op, gf__fw_rule rule, const void *p,
                              const gf_tensor *const *x, gf_tensor **t, int nx,
-                             gf_tensor *const *y, int ny, bool view, int d) {
+                             gf_tensor *const *y, int ny, bool view, int d, bool batch_ok) {
+    int64_t batch = g_batch[d];
+    if (batch > 0 && !batch_ok) return gf__fw_batch_refuse(d, op);
     uint64_t prev = gf__fw_mask_push(d);
+    int prev_level = tl_rule_level;
+    tl_rule_level = d;
     gf_status s = GF_OK;
     gf_scope_begin();
     for (int j = 0; j < ny && s == GF_OK; j++) {
         if (!y[j] || !gf__dtype_differentiable(y[j]->dtype)) continue;
         uint64_t seq = gf__error_seq();
         gf_tensor *r = rule(p, (gf_tensor *const *)x, t, y, j);
-        if (r) r = fit(r, y[j], x, t, nx, view);
+        if (r) r = fit(r, y[j], x, t, nx, view, batch);
         if (!r) {
             if (gf__error_seq() != seq) s = gf__status();
             continue;
@@ -418,12 +515,13 @@ static gf_status apply_level(const char *op, gf__fw_rule rule, const void *p,
         gf_tensor_release(r);
     }
     gf_scope_end();
+    tl_rule_level = prev_level;
     gf__fw_mask_pop(prev);
     return s;
 }
 
-gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
-                       int nx, gf_tensor *const *y, int ny, bool view) {
+static gf_status apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
+                       int nx, gf_tensor *const *y, int ny, bool view, bool batch_ok) {
     if (!gf__fw_enabled()) return GF_OK;
     int depth = atomic_load(&gf__fw_depth);
     gf_tensor *small[8] = {NULL}, **t = nx <= 8 ? small : calloc((size_t)nx, sizeof *t);
@@ -442,7 +540,7 @@ gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf
                           "input carries a tangent at dual level %d; compute it outside the dual "
                           "level (on gf_fwad_unpack_dual's primal), or use reverse mode", op, d);
         else if (any)
-            s = apply_level(op, rule, p, x, t, nx, y, ny, view, d);
+            s = apply_level(op, rule, p, x, t, nx, y, ny, view, d, batch_ok);
         for (int i = 0; i < nx; i++) {
             gf_tensor_release(t[i]);
             t[i] = NULL;
@@ -453,8 +551,35 @@ gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf
     return s;
 }
 
+gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
+                       int nx, gf_tensor *const *y, int ny, bool view) {
+    return apply(op, rule, p, x, nx, y, ny, view, false);
+}
+
+gf_status gf__fw_apply_batched(const char *op, gf__fw_rule rule, const void *p,
+                               const gf_tensor *const *x, int nx, gf_tensor *const *y, int ny,
+                               bool view) {
+    return apply(op, rule, p, x, nx, y, ny, view, true);
+}
+
 /* ------------------------------------------------------------ in-place */
 gf_status gf__fw_commit_level(gf_tensor *self, int d, gf_tensor *nt, const char *op) {
+    if (g_batch[d] > 0) {
+        /* in-place at a batched level: only into a tangent self already has */
+        uint64_t id = gf__fw_level_id(d);
+        gf_fw_entry *e = find_entry(self, id);
+        if (!e || !e->tangent) {
+            const gf_tensor *base = self->autograd ? self->autograd->base : NULL;
+            gf_fw_entry *be = base ? find_entry(base, id) : NULL;
+            /* a constant written where no tangent lives: nothing to do */
+            if (!nt && !(be && be->tangent) && !e) return GF_OK;
+            return gf__fw_batch_refuse(d, op);
+        }
+        uint64_t prev = gf__fw_mask_push(d);
+        gf_status s = nt ? gf_copy_(e->tangent, nt) : gf_zero_(e->tangent);
+        gf__fw_mask_pop(prev);
+        return s;
+    }
     gf_tensor *old = gf__fw_tangent(self, d);
     if (!nt && !old) return GF_OK;
     gf_status s = GF_OK;
@@ -511,7 +636,8 @@ gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const 
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx) {
     gf_scope_begin();
-    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false));
+    if (g_batch[d] > 0) return gf__fw_batch_refuse(d, "a custom function's jvp");
+    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false, 0));
     gf_scope_end();
     if (!f) return gf__status();
     gf_status s = gf__fw_set(y, d, f);

@@ -38,7 +38,7 @@ gf_status gf__fw_copy(const gf_tensor *in, gf_tensor *out, const char *name) {
     copy_p p = {out->dtype, out->storage->device};
     const gf_tensor *xs[1] = {in};
     gf_tensor *ys[1] = {out};
-    return gf__fw_apply(name, copy_rule, &p, xs, 1, ys, 1, false);
+    return gf__fw_apply_batched(name, copy_rule, &p, xs, 1, ys, 1, false);
 }
 
 /* ------------------------------------------------------------ unary */
@@ -60,7 +60,7 @@ gf_status gf__fw_unary(gfp_op op, const gf_tensor *x, gf_tensor *y, double a, do
     unary_p p = {op, a, b};
     const gf_tensor *xs[1] = {x};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply(info ? info->name : "unary", unary_rule, &p, xs, 1, ys, 1, false);
+    return gf__fw_apply_batched(info ? info->name : "unary", unary_rule, &p, xs, 1, ys, 1, false);
 }
 
 /* ------------------------------------------------------------ binary */
@@ -68,6 +68,22 @@ static gf_tensor *binary_rule(const void *pv, gf_tensor *const *x, gf_tensor *co
                               gf_tensor *const *y, int j) {
     gfp_op op = *(const gfp_op *)pv;
     (void)j;
+    gf_tensor *ta = t[0], *tb = t[1];
+    if (gf__fw_rule_batch()) {
+        /* [B, *a] as [B, 1.., *a]: a and b then broadcast against it */
+        int yr = gf_tensor_rank(y[0]);
+        if ((ta && !(ta = gf__fw_batch_align(ta, yr))) || (tb && !(tb = gf__fw_batch_align(tb, yr))))
+            return NULL;
+        gf_tensor *tt[2] = {ta, tb};
+        t = tt;
+        gf_tensor *ra = NULL, *rb = NULL, *unused = NULL;
+        if (t[0]) gf__ag_binary_derivative(op, t[0], x[0], x[1], y[0], true, false, &ra, &unused);
+        if (t[1]) gf__ag_binary_derivative(op, t[1], x[0], x[1], y[0], false, true, &unused, &rb);
+        if ((t[0] && !ra) || (t[1] && !rb)) return NULL;
+        if (ra && rb) return gf_add(ra, rb);
+        gf_tensor *r = ra ? ra : rb;
+        return r == t[0] || r == t[1] ? gf__ret(gf_tensor_retain(r)) : r;
+    }
     gf_tensor *ra = NULL, *rb = NULL, *unused = NULL;
     if (t[0]) gf__ag_binary_derivative(op, t[0], x[0], x[1], y[0], true, false, &ra, &unused);
     if (t[1]) gf__ag_binary_derivative(op, t[1], x[0], x[1], y[0], false, true, &unused, &rb);
@@ -83,7 +99,8 @@ gf_status gf__fw_binary(gfp_op op, const gf_tensor *a, const gf_tensor *b, gf_te
     const gfp_op_info *info = gfp_op_lookup(op);
     const gf_tensor *xs[2] = {a, b};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply(info ? info->name : "binary", binary_rule, &op, xs, 2, ys, 1, false);
+    return gf__fw_apply_batched(info ? info->name : "binary", binary_rule, &op, xs, 2, ys, 1,
+                                false);
 }
 
 /* ------------------------------------------------------------ where, masked_fill */
@@ -93,8 +110,14 @@ static gf_tensor *zero_scalar(const gf_tensor *like) {
 
 static gf_tensor *where_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                              gf_tensor *const *y, int j) {
-    (void)pv, (void)y, (void)j;
-    gf_tensor *ta = t[1], *tb = t[2], *like = ta ? ta : tb;
+    (void)pv, (void)j;
+    gf_tensor *ta = t[1], *tb = t[2];
+    if (gf__fw_rule_batch()) {
+        int yr = gf_tensor_rank(y[0]);
+        if ((ta && !(ta = gf__fw_batch_align(ta, yr))) || (tb && !(tb = gf__fw_batch_align(tb, yr))))
+            return NULL;
+    }
+    gf_tensor *like = ta ? ta : tb;
     return gf_where(x[0], ta ? ta : zero_scalar(like), tb ? tb : zero_scalar(like));
 }
 
@@ -103,7 +126,7 @@ gf_status gf__fw_where(const gf_tensor *cond, const gf_tensor *a, const gf_tenso
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[3] = {cond, a, b};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("where", where_rule, NULL, xs, 3, ys, 1, false);
+    return gf__fw_apply_batched("where", where_rule, NULL, xs, 3, ys, 1, false);
 }
 
 static gf_tensor *masked_fill_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
@@ -116,7 +139,7 @@ gf_status gf__fw_masked_fill(const gf_tensor *x, const gf_tensor *mask, gf_tenso
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[2] = {x, mask};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("masked_fill", masked_fill_rule, NULL, xs, 2, ys, 1, false);
+    return gf__fw_apply_batched("masked_fill", masked_fill_rule, NULL, xs, 2, ys, 1, false);
 }
 
 /* ------------------------------------------------------------ fmod, remainder, clamp(tensors) */
@@ -128,12 +151,14 @@ typedef struct extra_p {
 static gf_tensor *extra_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                              gf_tensor *const *y, int j) {
     const extra_p *p = pv;
-    (void)y, (void)j;
+    (void)j;
     gf_tensor *sum = NULL;
     for (int i = 0; i < p->n; i++) {
         if (!t[i]) continue;
-        gf_tensor *out[3] = {NULL, NULL, NULL};
-        gf__ag_extra_derivative(p->clamp, p->python, t[i], x, p->has_min, p->has_max, out);
+        gf_tensor *out[3] = {NULL, NULL, NULL}, *ti = t[i];
+        if (gf__fw_rule_batch() && !(ti = gf__fw_batch_align(ti, gf_tensor_rank(y[0]))))
+            return NULL;
+        gf__ag_extra_derivative(p->clamp, p->python, ti, x, p->has_min, p->has_max, out);
         /* fmod's out[0] is a reference to t[0] of its own: into the scope */
         if (!p->clamp) gf__ret(out[0]);
         gf_tensor *part = out[i];
@@ -148,7 +173,8 @@ gf_status gf__fw_mod(bool python, const gf_tensor *a, const gf_tensor *b, gf_ten
     extra_p p = {.clamp = false, .python = python, .n = 2};
     const gf_tensor *xs[2] = {a, b};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply(python ? "remainder" : "fmod", extra_rule, &p, xs, 2, ys, 1, false);
+    return gf__fw_apply_batched(python ? "remainder" : "fmod", extra_rule, &p, xs, 2, ys, 1,
+                                false);
 }
 
 gf_status gf__fw_clamp_tensor(const gf_tensor *x, const gf_tensor *min, const gf_tensor *max,
@@ -158,7 +184,7 @@ gf_status gf__fw_clamp_tensor(const gf_tensor *x, const gf_tensor *min, const gf
                  .n = min && max ? 3 : 2};
     const gf_tensor *xs[3] = {x, min ? min : max, max};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("clamp", extra_rule, &p, xs, p.n, ys, 1, false);
+    return gf__fw_apply_batched("clamp", extra_rule, &p, xs, p.n, ys, 1, false);
 }
 
 /* ------------------------------------------------------------ the real/complex boundary */
@@ -179,7 +205,7 @@ gf_status gf__fw_cx_view(const gf_tensor *in, gf_tensor *out, int kind) {
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[1] = {in};
     gf_tensor *ys[1] = {out};
-    return gf__fw_apply("complex view", cx_view_rule, &kind, xs, 1, ys, 1, true);
+    return gf__fw_apply_batched("complex view", cx_view_rule, &kind, xs, 1, ys, 1, true);
 }
 
 static gf_tensor *cx_complex_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
@@ -187,6 +213,7 @@ static gf_tensor *cx_complex_rule(const void *pv, gf_tensor *const *x, gf_tensor
     (void)pv, (void)j, (void)y;
     gf_tensor *re = t[0] ? t[0] : gf_zeros_like(x[0]);
     gf_tensor *im = t[1] ? t[1] : gf_zeros_like(x[1]);
+
     if (re && im && gf_tensor_dtype(re) != gf_tensor_dtype(im)) {
         gf_dtype dt = gf_tensor_dtype(re) == GF_F64 || gf_tensor_dtype(im) == GF_F64 ? GF_F64 : GF_F32;
         re = gf_to_dtype(re, dt);
@@ -212,7 +239,7 @@ gf_status gf__fw_cx_conj(const gf_tensor *z, gf_tensor *y) {
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[1] = {z};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("conj", cx_conj_rule, NULL, xs, 1, ys, 1, false);
+    return gf__fw_apply_batched("conj", cx_conj_rule, NULL, xs, 1, ys, 1, false);
 }
 
 /* d|z| = re(conj(sgn z) t), 0 at z = 0 (PyTorch's sgn). */
@@ -229,5 +256,5 @@ gf_status gf__fw_cx_abs(const gf_tensor *z, gf_tensor *y) {
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[1] = {z};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("abs", cx_abs_rule, NULL, xs, 1, ys, 1, false);
+    return gf__fw_apply_batched("abs", cx_abs_rule, NULL, xs, 1, ys, 1, false);
 }

@@ -33,11 +33,65 @@ static gf_tensor *sum2(gf_tensor *a, gf_tensor *b, bool want_a, bool want_b) {
     return a && b ? gf_add(a, b) : a ? a : b;
 }
 
+/* Batched: the input's tangent [B, N, C, H, W] folded into the image dim,
+ * the weight's [B, O, C/g, kh, kw] into the output channels (groups = 1,
+ * where each output channel reads every input channel). */
+static gf_tensor *conv_rule_batched(const conv_p *p, gf_tensor *const *x, gf_tensor *const *t,
+                                    gf_tensor *y, int64_t batch) {
+    int yr = gf_tensor_rank(y);
+    const int64_t *ys = gf_tensor_sizes(y);
+    int64_t bs[GF_MAX_RANK + 1];
+    bs[0] = batch;
+    memcpy(bs + 1, ys, sizeof(int64_t) * (size_t)yr);
+    gf_tensor *r = NULL;
+    if (t[0]) {
+        gf_tensor *tx = t[0];
+        if (yr == 4) {
+            int64_t fs[4] = {batch * gf_tensor_size(x[0], 0), gf_tensor_size(x[0], 1),
+                             gf_tensor_size(x[0], 2), gf_tensor_size(x[0], 3)};
+            tx = gf_reshape(tx, fs, 4);
+        }
+        r = gf_reshape(gf_conv2d(tx, x[1], NULL, opts_of(p)), bs, yr + 1);
+        if (!r) return NULL;
+    }
+    if (t[1]) {
+        if (p->has_opts && p->opts.groups > 1) {
+            gf__fw_batch_refuse(-1, "conv2d (a batched weight tangent with groups > 1)");
+            return NULL;
+        }
+        int64_t o = gf_tensor_size(x[1], 0);
+        int64_t ws[4] = {batch * o, gf_tensor_size(x[1], 1), gf_tensor_size(x[1], 2),
+                         gf_tensor_size(x[1], 3)};
+        gf_tensor *c = gf_conv2d(x[0], gf_reshape(t[1], ws, 4), NULL, opts_of(p));
+        /* [N, B*O, H', W'] (or [B*O, H', W']) to [B, N, O, H', W'] */
+        gf_tensor *b;
+        if (yr == 4) {
+            int64_t s5[5] = {ys[0], batch, o, ys[2], ys[3]};
+            b = gf_transpose(gf_reshape(c, s5, 5), 0, 1);
+        } else {
+            int64_t s4[4] = {batch, o, ys[1], ys[2]};
+            b = gf_reshape(c, s4, 4);
+        }
+        if (!b) return NULL;
+        r = r ? gf_add(r, b) : b;
+    }
+    if (t[2]) {
+        int64_t cs[5] = {batch, 1, 1, 1, 1};
+        cs[yr == 4 ? 2 : 1] = gf_tensor_size(x[2], 0);
+        gf_tensor *tb = gf_reshape(t[2], cs, yr + 1);
+        if (!tb || ((t[0] || t[1]) && !r)) return NULL;
+        r = r ? gf_add(r, tb) : gf_expand(tb, bs, yr + 1);
+    }
+    return r;
+}
+
 /* x: x, w, bias. */
 static gf_tensor *conv_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                             gf_tensor *const *y, int j) {
     const conv_p *p = pv;
     (void)j;
+    int64_t batch = gf__fw_rule_batch();
+    if (batch) return conv_rule_batched(p, x, t, y[0], batch);
     gf_tensor *a = t[0] ? gf_conv2d(t[0], x[1], NULL, opts_of(p)) : NULL;
     gf_tensor *b = t[1] ? gf_conv2d(x[0], t[1], NULL, opts_of(p)) : NULL;
     gf_tensor *r = sum2(a, b, t[0] != NULL, t[1] != NULL);
@@ -61,7 +115,7 @@ gf_status gf__fw_conv2d(const gf_tensor *x, const gf_tensor *w, const gf_tensor 
     p.has_opts = opts != NULL;
     const gf_tensor *xs[3] = {x, w, bias};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("conv2d", conv_rule, &p, xs, 3, ys, 1, false);
+    return gf__fw_apply_batched("conv2d", conv_rule, &p, xs, 3, ys, 1, false);
 }
 
 /* x: grad_y, w. */
@@ -204,6 +258,49 @@ typedef struct norm_p {
     const gf_tensor *running_mean, *running_var;
 } norm_p;
 
+/* Batched tangents [B, *x]: the statistics' dims shifted past the batch
+ * dim, per-feature tangents [B, *feature] reshaped to [B, *cs]. */
+static gf_tensor *norm_rule_batched(const norm_p *p, gf_tensor *const *x, gf_tensor *const *t,
+                                    const int *red, int nred, const int64_t *cs, int64_t batch) {
+    int rank = gf_tensor_rank(x[0]), tred[GF_MAX_RANK];
+    if (rank + 1 > GF_MAX_RANK) {
+        gf__fw_batch_refuse(-1, p->layer ? "layer_norm" : "batch_norm");
+        return NULL;
+    }
+    int64_t bcs[GF_MAX_RANK + 1], bxs[GF_MAX_RANK + 1];
+    bcs[0] = bxs[0] = batch;
+    memcpy(bcs + 1, cs, sizeof(int64_t) * (size_t)rank);
+    memcpy(bxs + 1, gf_tensor_sizes(x[0]), sizeof(int64_t) * (size_t)rank);
+    for (int i = 0; i < nred; i++) tred[i] = red[i] + 1;
+    gf_tensor *xhat, *dxhat = NULL;
+    if (p->layer || p->training) {
+        gf_tensor *xc = gf_sub(x[0], gf_mean(x[0], red, nred, true));
+        gf_tensor *rs = gf_rsqrt(gf_add_scalar(gf_mean(gf_square(xc), red, nred, true), p->eps));
+        xhat = gf_mul(xc, rs);
+        if (t[0]) {
+            gf_tensor *tc = gf_sub(t[0], gf_mean(t[0], tred, nred, true));
+            dxhat = gf_mul(rs, gf_sub(tc, gf_mul(xhat, gf_mean(gf_mul(xhat, tc), tred, nred, true))));
+        }
+    } else {
+        gf_tensor *rs = gf_rsqrt(gf_add_scalar(
+            gf_reshape((gf_tensor *)p->running_var, cs, rank), p->eps));
+        xhat = gf_mul(gf_sub(x[0], gf_reshape((gf_tensor *)p->running_mean, cs, rank)), rs);
+        if (t[0]) dxhat = gf_mul(t[0], rs);
+    }
+    if (!xhat || (t[0] && !dxhat)) return NULL;
+    gf_tensor *r = NULL;
+    if (dxhat) r = x[1] ? gf_mul(dxhat, gf_reshape(x[1], cs, rank)) : dxhat;
+    if (t[1]) {
+        gf_tensor *part = gf_mul(xhat, gf_reshape(t[1], bcs, rank + 1));
+        r = r ? gf_add(r, part) : part;
+    }
+    if (t[2]) {
+        gf_tensor *part = gf_reshape(t[2], bcs, rank + 1);
+        r = r ? gf_add(r, part) : gf_expand(part, bxs, rank + 1);
+    }
+    return r;
+}
+
 /* x: x, weight, bias. */
 static gf_tensor *norm_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                             gf_tensor *const *y, int j) {
@@ -217,6 +314,8 @@ static gf_tensor *norm_rule(const void *pv, gf_tensor *const *x, gf_tensor *cons
         if (reduced) red[nred++] = i;
         cs[i] = p->layer ? (reduced ? xs[i] : 1) : (i == 1 ? xs[1] : 1);
     }
+    int64_t batch = gf__fw_rule_batch();
+    if (batch) return norm_rule_batched(p, x, t, red, nred, cs, batch);
     gf_tensor *xhat, *dxhat = NULL;
     if (p->layer || p->training) {
         gf_tensor *xc = gf_sub(x[0], gf_mean(x[0], red, nred, true));
@@ -252,7 +351,7 @@ gf_status gf__fw_layer_norm(const gf_tensor *x, int normalized_rank, const gf_te
     norm_p p = {.layer = true, .k = normalized_rank, .eps = eps};
     const gf_tensor *xs[3] = {x, w, b};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("layer_norm", norm_rule, &p, xs, 3, ys, 1, false);
+    return gf__fw_apply_batched("layer_norm", norm_rule, &p, xs, 3, ys, 1, false);
 }
 
 gf_status gf__fw_batch_norm(const gf_tensor *x, const gf_tensor *w, const gf_tensor *b,
@@ -263,5 +362,5 @@ gf_status gf__fw_batch_norm(const gf_tensor *x, const gf_tensor *w, const gf_ten
                 .eps = eps, .running_mean = running_mean, .running_var = running_var};
     const gf_tensor *xs[3] = {x, w, b};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply("batch_norm", norm_rule, &p, xs, 3, ys, 1, false);
+    return gf__fw_apply_batched("batch_norm", norm_rule, &p, xs, 3, ys, 1, false);
 }

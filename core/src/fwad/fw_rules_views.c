@@ -13,13 +13,54 @@
 
 typedef struct view_p {
     gf_view_kind kind;
+    bool is_view;
     int64_t p[GF_MAX_RANK];
 } view_p;
+
+static int nd(int64_t d, int rank) { return (int)(d < 0 ? d + rank : d); }
+
+/* The same view of a batched tangent [B, *x]: dims shifted past the batch
+ * dim. An output that is a view of x gets a view of the tangent (checked:
+ * a reshape the batch dim forces to copy is refused). */
+static gf_tensor *view_rule_batched(const view_p *p, gf_tensor *const *x, gf_tensor *t,
+                                    gf_tensor *y, int64_t batch) {
+    int xr = gf_tensor_rank(x[0]), yr = gf_tensor_rank(y);
+    int64_t bs[GF_MAX_RANK + 1];
+    bs[0] = batch;
+    memcpy(bs + 1, gf_tensor_sizes(y), sizeof(int64_t) * (size_t)yr);
+    gf_tensor *r = NULL;
+    switch (p->kind) {
+    case GF_VIEW_KIND_RESHAPE: r = gf_reshape(t, bs, yr + 1); break;
+    case GF_VIEW_KIND_TRANSPOSE:
+        r = gf_transpose(t, nd(p->p[0], xr) + 1, nd(p->p[1], xr) + 1);
+        break;
+    case GF_VIEW_KIND_PERMUTE: {
+        int dims[GF_MAX_RANK + 1];
+        dims[0] = 0;
+        for (int i = 0; i < yr; i++) dims[i + 1] = nd(p->p[i], xr) + 1;
+        r = gf_permute(t, dims, yr + 1);
+        break;
+    }
+    case GF_VIEW_KIND_EXPAND: r = gf_expand(gf__fw_batch_align(t, yr), bs, yr + 1); break;
+    case GF_VIEW_KIND_SLICE: r = gf_slice(t, nd(p->p[0], xr) + 1, p->p[1], p->p[2], p->p[3]); break;
+    case GF_VIEW_KIND_SELECT: r = gf_select(t, nd(p->p[0], xr) + 1, p->p[1]); break;
+    case GF_VIEW_KIND_DIAGONAL:
+        r = gf_diagonal(t, p->p[0], nd(p->p[1], xr) + 1, nd(p->p[2], xr) + 1);
+        break;
+    }
+    if (r && p->is_view && r->storage != t->storage) {
+        gf__fw_batch_refuse(-1, "reshape (a view whose batched tangent would be a copy)");
+        return NULL;
+    }
+    return r;
+}
 
 static gf_tensor *view_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                             gf_tensor *const *y, int j) {
     const view_p *p = pv;
-    (void)x, (void)j;
+    (void)j;
+    int64_t batch = gf__fw_rule_batch();
+    if (batch) return view_rule_batched(p, x, t[0], y[0], batch);
     const int64_t *ys = gf_tensor_sizes(y[0]);
     int yr = gf_tensor_rank(y[0]);
     switch (p->kind) {
@@ -58,10 +99,11 @@ gf_status gf__fw_view(const gf_tensor *in, gf_tensor *out, int kind, const int64
     view_p p;
     memset(&p, 0, sizeof p);
     p.kind = (gf_view_kind)kind;
+    p.is_view = is_view;
     for (int i = 0; i < n_params && i < GF_MAX_RANK; i++) p.p[i] = params[i];
     const gf_tensor *xs[1] = {in};
     gf_tensor *ys[1] = {out};
-    return gf__fw_apply(view_op_name(p.kind), view_rule, &p, xs, 1, ys, 1, is_view);
+    return gf__fw_apply_batched(view_op_name(p.kind), view_rule, &p, xs, 1, ys, 1, is_view);
 }
 
 /* ------------------------------------------------------------ FFT */

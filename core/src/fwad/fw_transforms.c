@@ -2,6 +2,10 @@
 /* fw_transforms.c — torch.func's transforms over C callbacks: jvp, vjp,
  * jacrev, jacfwd, hessian, hvp.
  *
+ * jacfwd (and so hessian) computes each input's block in one batched
+ * forward pass (fw_batch.c) and falls back to one pass per element when an
+ * op cannot batch; jacrev runs one backward per output element.
+ *
  * jvp and jacfwd run the function on dual tensors at a dual level of their
  * own; vjp and jacrev run it on aliases that require grad and call gf_grad;
  * hessian and hvp are forward-over-reverse: the gradient (by gf_grad) is
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "autograd/ag_internal.h"
+#include "fw_batch.h"
 #include "fw_internal.h"
 
 /* Calls f with scope recording suspended; a failure keeps f's message
@@ -321,8 +326,18 @@ static gf_status jacfwd_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
     gf_tensor ***cols = calloc((size_t)n_out, sizeof *cols);
     gf_status s = tan && jv && o && cols ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of "
                                                              "host memory", op);
+    gf__jac_mode mode = gf__jacfwd_mode();
     for (int i = 0; i < n_in && s == GF_OK; i++) {
         int64_t ni = gf__numel(inputs[i]);
+        if (mode != GF__JAC_LOOP && ni > 0) {
+            /* the whole block in one batched pass; the loop below where an
+             * op cannot batch (unless GRAFT_JACFWD=batched) */
+            bool refused = false;
+            s = gf__jacfwd_batched(f, inputs, n_in, i, n_out, user, jac, &refused, op);
+            if (s == GF_OK || !refused || mode == GF__JAC_BATCHED) continue;
+            gf_clear_error();
+            s = GF_OK;
+        }
         for (int j = 0; j < n_out && s == GF_OK; j++)
             if (!(cols[j] = calloc((size_t)(ni ? ni : 1), sizeof **cols)))
                 s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
