@@ -258,20 +258,14 @@ typedef struct norm_p {
     const gf_tensor *running_mean, *running_var;
 } norm_p;
 
-/* Batched tangents [B, *x]: the statistics' dims shifted past the batch
- * dim, per-feature tangents [B, *feature] reshaped to [B, *cs]. */
-static gf_tensor *norm_rule_batched(const norm_p *p, gf_tensor *const *x, gf_tensor *const *t,
-                                    const int *red, int nred, const int64_t *cs, int64_t batch) {
-    int rank = gf_tensor_rank(x[0]), tred[GF_MAX_RANK];
-    if (rank + 1 > GF_MAX_RANK) {
-        gf__fw_batch_refuse(-1, p->layer ? "layer_norm" : "batch_norm");
-        return NULL;
-    }
-    int64_t bcs[GF_MAX_RANK + 1], bxs[GF_MAX_RANK + 1];
-    bcs[0] = bxs[0] = batch;
-    memcpy(bcs + 1, cs, sizeof(int64_t) * (size_t)rank);
-    memcpy(bxs + 1, gf_tensor_sizes(x[0]), sizeof(int64_t) * (size_t)rank);
-    for (int i = 0; i < nred; i++) tred[i] = red[i] + 1;
+/* The tangent of a normalisation: the statistics over x's dims red; the
+ * tangents' own reduced dims tred, their per-feature shape tcs and their
+ * full shape txs (trank dims): x's for plain tangents, with a leading batch
+ * dim for batched ones [B, *x]. */
+static gf_tensor *norm_tangent(const norm_p *p, gf_tensor *const *x, gf_tensor *const *t,
+                               const int *red, const int *tred, int nred, const int64_t *cs,
+                               const int64_t *tcs, const int64_t *txs, int trank) {
+    int rank = gf_tensor_rank(x[0]);
     gf_tensor *xhat, *dxhat = NULL;
     if (p->layer || p->training) {
         gf_tensor *xc = gf_sub(x[0], gf_mean(x[0], red, nred, true));
@@ -291,14 +285,31 @@ static gf_tensor *norm_rule_batched(const norm_p *p, gf_tensor *const *x, gf_ten
     gf_tensor *r = NULL;
     if (dxhat) r = x[1] ? gf_mul(dxhat, gf_reshape(x[1], cs, rank)) : dxhat;
     if (t[1]) {
-        gf_tensor *part = gf_mul(xhat, gf_reshape(t[1], bcs, rank + 1));
+        gf_tensor *part = gf_mul(xhat, gf_reshape(t[1], tcs, trank));
         r = r ? gf_add(r, part) : part;
     }
     if (t[2]) {
-        gf_tensor *part = gf_reshape(t[2], bcs, rank + 1);
-        r = r ? gf_add(r, part) : gf_expand(part, bxs, rank + 1);
+        gf_tensor *part = gf_reshape(t[2], tcs, trank);
+        r = r ? gf_add(r, part) : gf_expand(part, txs, trank);
     }
     return r;
+}
+
+/* Batched tangents [B, *x]: the statistics' dims shifted past the batch
+ * dim, per-feature tangents [B, *feature] reshaped to [B, *cs]. */
+static gf_tensor *norm_rule_batched(const norm_p *p, gf_tensor *const *x, gf_tensor *const *t,
+                                    const int *red, int nred, const int64_t *cs, int64_t batch) {
+    int rank = gf_tensor_rank(x[0]), tred[GF_MAX_RANK];
+    if (rank + 1 > GF_MAX_RANK) {
+        gf__fw_batch_refuse(-1, p->layer ? "layer_norm" : "batch_norm");
+        return NULL;
+    }
+    int64_t bcs[GF_MAX_RANK + 1], bxs[GF_MAX_RANK + 1];
+    bcs[0] = bxs[0] = batch;
+    memcpy(bcs + 1, cs, sizeof(int64_t) * (size_t)rank);
+    memcpy(bxs + 1, gf_tensor_sizes(x[0]), sizeof(int64_t) * (size_t)rank);
+    for (int i = 0; i < nred; i++) tred[i] = red[i] + 1;
+    return norm_tangent(p, x, t, red, tred, nred, cs, bcs, bxs, rank + 1);
 }
 
 /* x: x, weight, bias. */
@@ -316,33 +327,7 @@ static gf_tensor *norm_rule(const void *pv, gf_tensor *const *x, gf_tensor *cons
     }
     int64_t batch = gf__fw_rule_batch();
     if (batch) return norm_rule_batched(p, x, t, red, nred, cs, batch);
-    gf_tensor *xhat, *dxhat = NULL;
-    if (p->layer || p->training) {
-        gf_tensor *xc = gf_sub(x[0], gf_mean(x[0], red, nred, true));
-        gf_tensor *rs = gf_rsqrt(gf_add_scalar(gf_mean(gf_square(xc), red, nred, true), p->eps));
-        xhat = gf_mul(xc, rs);
-        if (t[0]) {
-            gf_tensor *tc = gf_sub(t[0], gf_mean(t[0], red, nred, true));
-            dxhat = gf_mul(rs, gf_sub(tc, gf_mul(xhat, gf_mean(gf_mul(xhat, tc), red, nred, true))));
-        }
-    } else {
-        gf_tensor *rs = gf_rsqrt(gf_add_scalar(
-            gf_reshape((gf_tensor *)p->running_var, cs, rank), p->eps));
-        xhat = gf_mul(gf_sub(x[0], gf_reshape((gf_tensor *)p->running_mean, cs, rank)), rs);
-        if (t[0]) dxhat = gf_mul(t[0], rs);
-    }
-    if (!xhat || (t[0] && !dxhat)) return NULL;
-    gf_tensor *r = NULL;
-    if (dxhat) r = x[1] ? gf_mul(dxhat, gf_reshape(x[1], cs, rank)) : dxhat;
-    if (t[1]) {
-        gf_tensor *part = gf_mul(xhat, gf_reshape(t[1], cs, rank));
-        r = r ? gf_add(r, part) : part;
-    }
-    if (t[2]) {
-        gf_tensor *part = gf_reshape(t[2], cs, rank);
-        r = r ? gf_add(r, part) : gf_expand(part, xs, rank);
-    }
-    return r;
+    return norm_tangent(p, x, t, red, red, nred, cs, cs, xs, rank);
 }
 
 gf_status gf__fw_layer_norm(const gf_tensor *x, int normalized_rank, const gf_tensor *w,
