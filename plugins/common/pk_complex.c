@@ -28,6 +28,28 @@ bool pk_is_complex(int32_t dtype) { return dtype == GFP_C64 || dtype == GFP_C128
 
 int32_t pk_complex_part(int32_t dtype) { return dtype == GFP_C64 ? GFP_F32 : GFP_F64; }
 
+gfp_tensor pk_dense_in(const gfp_tensor *t, int32_t dt, gfp_buffer b) {
+    gfp_tensor v = *t;
+    v.dtype = dt;
+    v.buffer = b;
+    v.offset = 0;
+    int64_t st = 1;
+    for (int k = t->rank - 1; k >= 0; k--) {
+        v.strides[k] = st;
+        st *= t->sizes[k];
+    }
+    return v;
+}
+
+gfp_tensor pk_complex_real_view(const gfp_tensor *t) {
+    gfp_tensor v = *t;
+    v.dtype = pk_complex_part(t->dtype);
+    for (int k = 0; k < t->rank - 1; k++) v.strides[k] = 2 * t->strides[k];
+    v.sizes[t->rank - 1] = 2 * t->sizes[t->rank - 1];
+    v.strides[t->rank - 1] = 1;
+    return v;
+}
+
 int pk_complex_unary_code(uint32_t op) {
     return code_of(op, unary_ops, sizeof unary_ops / sizeof unary_ops[0]);
 }

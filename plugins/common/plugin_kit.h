@@ -127,6 +127,12 @@ bool pk_ew_numeric(uint32_t op);
 bool pk_is_complex(int32_t dtype);
 /* The real dtype of a complex dtype's parts: f32 for c64, f64 for c128. */
 int32_t pk_complex_part(int32_t dtype);
+/* t's shape, dense row-major in buffer b at offset 0, as dtype dt (scratch
+ * copies of t). */
+gfp_tensor pk_dense_in(const gfp_tensor *t, int32_t dt, gfp_buffer b);
+/* The real reading of complex t whose last dim has unit stride: the part
+ * dtype, the last dim doubled, the other strides doubled. */
+gfp_tensor pk_complex_real_view(const gfp_tensor *t);
 /* The op's index in the complex unary (NEG EXP LOG LOG1P EXPM1 SQRT RSQRT
  * RECIPROCAL SQUARE SIN COS TANH SIGMOID POW_SCALAR ASIN ACOS ATAN) or binary
  * (ADD SUB MUL DIV POW) table, -1 for any other op: the op code device

@@ -245,29 +245,6 @@ static void drop(ocl_buffer *b) {
     b->mem = NULL;
 }
 
-/* t's contiguous twin in buffer b. */
-static gfp_tensor contiguous_in(const gfp_tensor *t, ocl_buffer *b) {
-    gfp_tensor v = *t;
-    v.buffer = b;
-    v.offset = 0;
-    int64_t st = 1;
-    for (int k = t->rank - 1; k >= 0; k--) {
-        v.strides[k] = st;
-        st *= t->sizes[k];
-    }
-    return v;
-}
-
-/* The real reading of complex t (unit column stride): the last dim doubled. */
-static gfp_tensor real_view(const gfp_tensor *t) {
-    gfp_tensor v = *t;
-    v.dtype = part_of(t->dtype);
-    for (int k = 0; k < t->rank - 1; k++) v.strides[k] = 2 * t->strides[k];
-    v.sizes[t->rank - 1] = 2 * t->sizes[t->rank - 1];
-    v.strides[t->rank - 1] = 1;
-    return v;
-}
-
 gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const gfp_tensor *b,
                                      const gfp_tensor *y) {
     gfp_status st = pk_check_matmul(a, b, y, cx_set(d));
@@ -284,11 +261,12 @@ gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const g
     gfp_tensor ac = *a, yc = *y, e;
     if (a->strides[r - 1] != 1 && m * k > 0) {
         if ((st = make(d, (uint64_t)pk_numel(a) * es, &ab)) != GFP_OK) return st;
-        ac = contiguous_in(a, &ab);
+        ac = pk_dense_in(a, a->dtype, &ab);
         st = ocl_complex_copy(d, &ac, a, "matmul");
     }
     if (st == GFP_OK && y->strides[r - 1] != 1) {
-        if ((st = make(d, (uint64_t)pk_numel(y) * es, &yb)) == GFP_OK) yc = contiguous_in(y, &yb);
+        if ((st = make(d, (uint64_t)pk_numel(y) * es, &yb)) == GFP_OK)
+            yc = pk_dense_in(y, y->dtype, &yb);
     }
     if (st == GFP_OK) st = make(d, (uint64_t)(batches * 4 * k * n) * (es / 2), &eb);
     if (st == GFP_OK) {
@@ -314,8 +292,8 @@ gfp_status ocl_complex_matmul_launch(ocl_device *d, const gfp_tensor *a, const g
         e.sizes[r - 2] = 2 * k;
         e.sizes[r - 1] = 2 * n;
         e.dtype = part_of(a->dtype);
-        e = contiguous_in(&e, &eb);
-        gfp_tensor ar = real_view(&ac), yr = real_view(&yc);
+        e = pk_dense_in(&e, e.dtype, &eb);
+        gfp_tensor ar = pk_complex_real_view(&ac), yr = pk_complex_real_view(&yc);
         const gfp_tensor *ins[2] = {&ar, &e}, *outs[1] = {&yr};
         st = ocl_matmul_launch(d, GFP_OP_MATMUL, ins, 2, outs, 1, NULL);
     }

@@ -296,29 +296,6 @@ uint32_t vkp_complex_matmul_support(const vkp_device *d, const gfp_op_query *q) 
                : GFP_SUPPORT_NONE;
 }
 
-/* t's contiguous twin in buffer b. */
-static gfp_tensor contiguous_in(const gfp_tensor *t, gfp_buffer b) {
-    gfp_tensor v = *t;
-    v.buffer = b;
-    v.offset = 0;
-    int64_t st = 1;
-    for (int k = t->rank - 1; k >= 0; k--) {
-        v.strides[k] = st;
-        st *= t->sizes[k];
-    }
-    return v;
-}
-
-/* The real reading of complex t (unit column stride): the last dim doubled. */
-static gfp_tensor real_view(const gfp_tensor *t) {
-    gfp_tensor v = *t;
-    v.dtype = pk_complex_part(t->dtype);
-    for (int k = 0; k < t->rank - 1; k++) v.strides[k] = 2 * t->strides[k];
-    v.sizes[t->rank - 1] = 2 * t->sizes[t->rank - 1];
-    v.strides[t->rank - 1] = 1;
-    return v;
-}
-
 static gfp_status expand(vkp_device *d, const gfp_tensor *b, const gfp_tensor *e, int64_t k,
                          int64_t n, int64_t batches) {
     int r = b->rank, br = r - 2;
@@ -367,12 +344,12 @@ gfp_status vkp_complex_matmul_launch(vkp_device *d, const gfp_tensor *a, const g
     gfp_tensor ac = *a, yc = *y, e;
     if (a->strides[r - 1] != 1 && m * k > 0) {
         if ((st = vkp_buffer_alloc(d, (uint64_t)pk_numel(a) * es, &ab, &host)) != GFP_OK) return st;
-        ac = contiguous_in(a, ab);
+        ac = pk_dense_in(a, a->dtype, ab);
         st = complex_copy(d, &ac, a);
     }
     if (st == GFP_OK && y->strides[r - 1] != 1) {
         if ((st = vkp_buffer_alloc(d, (uint64_t)pk_numel(y) * es, &yb, &host)) == GFP_OK)
-            yc = contiguous_in(y, yb);
+            yc = pk_dense_in(y, y->dtype, yb);
     }
     if (st == GFP_OK)
         st = vkp_buffer_alloc(d, (uint64_t)(batches * 4 * k * n) * (es / 2), &eb, &host);
@@ -383,11 +360,11 @@ gfp_status vkp_complex_matmul_launch(vkp_device *d, const gfp_tensor *a, const g
         e.dtype = pk_complex_part(a->dtype);
         /* dense, with batch dims of a's sizes (b's may broadcast with stride 0) */
         for (int dd = 0; dd < br; dd++) e.sizes[dd] = a->sizes[dd];
-        e = contiguous_in(&e, eb);
+        e = pk_dense_in(&e, e.dtype, eb);
         st = expand(d, b, &e, k, n, batches);
     }
     if (st == GFP_OK) {
-        gfp_tensor ar = real_view(&ac), yr = real_view(&yc);
+        gfp_tensor ar = pk_complex_real_view(&ac), yr = pk_complex_real_view(&yc);
         const gfp_tensor *ins[2] = {&ar, &e}, *outs[1] = {&yr};
         st = vkp_matmul_launch(d, GFP_OP_MATMUL, ins, 2, outs, 1, NULL);
     }

@@ -26,19 +26,6 @@ uint32_t vkp_fft_support(vkp_device *d, const gfp_op_query *q) {
                : GFP_SUPPORT_NONE;
 }
 
-static gfp_tensor dense(const gfp_tensor *like, int32_t dt, gfp_buffer b) {
-    gfp_tensor v = *like;
-    v.dtype = dt;
-    v.buffer = b;
-    v.offset = 0;
-    int64_t st = 1;
-    for (int k = like->rank - 1; k >= 0; k--) {
-        v.strides[k] = st;
-        st *= like->sizes[k];
-    }
-    return v;
-}
-
 /* One dispatch of cx_fft.comp: mode 0 writes the table of n/2 roots into
  * dst, mode 1 is the pass Ns from src to dst. */
 static gfp_status fft_dispatch(vkp_device *d, uint32_t mode, const gfp_tensor *dst,
@@ -119,9 +106,9 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
         st = vkp_buffer_alloc(d, (uint64_t)(longest / 2) * es, &bt, &host);
     gfp_tensor w[2], table;
     if (st == GFP_OK) {
-        w[0] = dense(x, wt, b0);
-        w[1] = dense(x, wt, b1 ? b1 : b0);
-        table = dense(x, wt, bt ? bt : b0);
+        w[0] = pk_dense_in(x, wt, b0);
+        w[1] = pk_dense_in(x, wt, b1 ? b1 : b0);
+        table = pk_dense_in(x, wt, bt ? bt : b0);
         const gfp_tensor *ins[1] = {x}, *outs[1] = {&w[0]};
         st = vkp_elementwise_launch(d, GFP_OP_COPY, ins, 1, outs, 1, NULL);
     }
