@@ -23,7 +23,8 @@
  *    answer follows the table;
  *  - dispatch functions gf_<group>_<ct>(op, ...) that switch on the ABI op id:
  *    shaders call them with a specialisation constant, so the switch folds to
- *    the one formula at pipeline creation.
+ *    the one formula at pipeline creation; each case is kept only in its part
+ *    of a shader built in parts (GF_IN_PART).
  * The GLSL output expects GL_EXT_shader_explicit_arithmetic_types_int64 and
  * a GF_F64 macro (1 when the shader is built with f64). */
 #define main graft_opgen_main
@@ -321,10 +322,12 @@ static void emit_dispatch(FILE *o, const char *group, int arity, bool pred, ctyp
         bool op_pred = op->k == K_COMPARE || op->k == K_LOGICAL;
         if (op->arity != arity || op_pred != pred || !glsl_wants(op, t)) continue;
         if (pred && (op->k == K_LOGICAL) != (t == CT_BOOL)) continue;
+        fprintf(o, "#if GF_IN_PART(%u)\n", id_of(op));
         fprintf(o, "    case %uu: return gf_%s_%s(", id_of(op), ct_name[t], op->name);
         if (arity == 1 && !pred) fputs("x, pa, pb, has_pa, has_pb);\n", o);
         else if (arity == 1) fputs("x);\n", o);
         else fputs("a, b);\n", o);
+        fputs("#endif\n", o);
     }
     fprintf(o, "    default: return %s;\n    }\n}\n", pred ? "false" : arity == 1 ? "x" : "a");
     if (t == CT_F64) fputs(d->fp64_end, o);
@@ -347,6 +350,14 @@ static int glsl_generate(FILE *o, FILE *caps) {
           " * Do not edit: change op_math.def. */\n",
           o);
     d->prelude(o);
+    /* A shader built in parts (the plugin's "// graft: parts N" marker: GF_PARTS
+     * and GF_PART defined) keeps in its dispatch switches only the ops of its
+     * part, id % GF_PARTS == GF_PART. A driver turns the SPIR-V of the whole
+     * module into its IR before the specialisation constant folds the
+     * switch, so a pipeline of one op costs what the ops left in it cost. */
+    fputs("#ifndef GF_IN_PART\n#ifdef GF_PARTS\n#define GF_IN_PART(id) ((id) % GF_PARTS == GF_PART)\n"
+          "#else\n#define GF_IN_PART(id) 1\n#endif\n#endif\n",
+          o);
     for (int t = 0; t < CT_COUNT; t++) {
         if (t == CT_F64) fputs(d->fp64_begin, o);
         for (size_t i = 0; i < N_OPS; i++) {

@@ -129,7 +129,7 @@ gfp_status vkp_complex_ew_launch(vkp_device *d, uint32_t op, const gfp_tensor *c
         break;
     }
     const gfp_tensor *tt[3] = {t[0], nt > 1 ? t[1] : NULL, nt > 2 ? t[2] : NULL};
-    return vkp_ew_run(d, VKP_SH_CX_EW, spec, 4, &p, tt, 3);
+    return vkp_ew_run(d, VKP_SH_CX_EW_P0 + spec[1] % VKP_SH_CX_EW_PARTS, spec, 4, &p, tt, 3);
 }
 
 /* y = x converted (x complex or real, y complex; any strides). */

@@ -259,11 +259,11 @@ gfp_status vkp_elementwise_launch(vkp_device *d, uint32_t op, const gfp_tensor *
         if ((st = unary_scalars(&p, op, params, name)) != GFP_OK) return st;
         spec[0] = op;
         spec[1] = o;
-        return vkp_ew_run(d, VKP_SH_EW_UNARY, spec, 2, &p, t, 2);
+        return vkp_ew_run(d, VKP_SH_EW_UNARY_P0 + op % VKP_SH_EW_UNARY_PARTS, spec, 2, &p, t, 2);
     case PK_EW_BINARY:
         spec[0] = op;
         spec[1] = o;
-        return vkp_ew_run(d, VKP_SH_EW_BINARY, spec, 2, &p, t, 3);
+        return vkp_ew_run(d, VKP_SH_EW_BINARY_P0 + op % VKP_SH_EW_BINARY_PARTS, spec, 2, &p, t, 3);
     case PK_EW_LOGICAL_NOT:
     case PK_EW_COMPARE:
     case PK_EW_LOGICAL: {

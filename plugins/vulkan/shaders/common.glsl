@@ -18,6 +18,15 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
+// A shader built in parts ("// graft: parts N" in its source; the plugin's
+// CMakeLists.txt) is compiled once per part k with GF_PARTS=N, GF_PART=k, and
+// keeps of its switches over op codes only the cases GF_IN_PART(code).
+#ifdef GF_PARTS
+#define GF_IN_PART(code) ((code) % GF_PARTS == GF_PART)
+#else
+#define GF_IN_PART(code) 1
+#endif
+
 #define DT_F32 0u
 #define DT_F64 1u
 #define DT_I32 2u

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 4
+// graft: parts 6
 // The complex elementwise ops (vk_complex.c), by KIND:
 //   0 COPY     y (complex) = x converted: a real x becomes x + 0i
 //   1 FILL     y = a + 0i
@@ -9,6 +10,8 @@
 //   3 ABS      y (the part dtype) = |x|
 //   4 BINARY   y = f(a, b), CODE in pk_complex.c's binary table
 //   5 COMPARE  y (bool) = a == b (CODE 0) or a != b (CODE 1)
+// Part CODE % 6 of the shader has the op of CODE (the unary and binary
+// kinds; the others take any part: vk_complex.c picks part 0 or 1).
 // Elements are walked as ew_index.glsl walks them (the header of
 // vk_ops_elementwise.c's ew_header); the scalar at EW_SCALAR is a in f32,
 // then in f64 bits at EW_SCALAR + 1.

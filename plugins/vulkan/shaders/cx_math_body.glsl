@@ -120,23 +120,51 @@ CX cx_atan(CX z) {
 
 CX cx_pow(CX a, CX b) { return cx_exp(cx_mul(b, cx_log(a))); }
 
-// The unary ops by their code (plugins/common/pk_complex.c's table).
+// The unary ops by their code (plugins/common/pk_complex.c's table). Each
+// case is compiled only into its part of cx_ew (GF_IN_PART, common.glsl).
 CX cx_unary(uint op, CX z, CR a) {
     const CX one = CX(CR(1), CR(0));
     switch (op) {
+#if GF_IN_PART(0)
     case 0u: return -z;                        // NEG
+#endif
+#if GF_IN_PART(1)
     case 1u: return cx_exp(z);                 // EXP
+#endif
+#if GF_IN_PART(2)
     case 2u: return cx_log(z);                 // LOG
+#endif
+#if GF_IN_PART(3)
     case 3u: return cx_log(z + one);           // LOG1P
+#endif
+#if GF_IN_PART(4)
     case 4u: return cx_exp(z) - one;           // EXPM1
+#endif
+#if GF_IN_PART(5)
     case 5u: return cx_sqrt(z);                // SQRT
+#endif
+#if GF_IN_PART(6)
     case 6u: return cx_div(one, cx_sqrt(z));   // RSQRT
+#endif
+#if GF_IN_PART(7)
     case 7u: return cx_div(one, z);            // RECIPROCAL
+#endif
+#if GF_IN_PART(8)
     case 8u: return cx_mul(z, z);              // SQUARE
+#endif
+#if GF_IN_PART(9)
     case 9u: return CX(r_sin(z.x) * r_cosh(z.y), r_cos(z.x) * r_sinh(z.y));    // SIN
+#endif
+#if GF_IN_PART(10)
     case 10u: return CX(r_cos(z.x) * r_cosh(z.y), -(r_sin(z.x) * r_sinh(z.y))); // COS
+#endif
+#if GF_IN_PART(11)
     case 11u: return cx_tanh(z);               // TANH
+#endif
+#if GF_IN_PART(12)
     case 12u: return cx_div(one, one + cx_exp(-z)); // SIGMOID
+#endif
+#if GF_IN_PART(13)
     case 13u:                                  // POW_SCALAR
         // small integral exponents by repeated products, as the reference
         if (a == floor(a) && abs(a) <= CR(64)) {
@@ -146,9 +174,16 @@ CX cx_unary(uint op, CX z, CR a) {
             return r;
         }
         return cx_exp(a * cx_log(z));
+#endif
+#if GF_IN_PART(14)
     case 14u: return cx_asin(z);               // ASIN
+#endif
+#if GF_IN_PART(15)
     case 15u: return cx_acos(z);               // ACOS
+#endif
+#if GF_IN_PART(16)
     case 16u: return cx_atan(z);               // ATAN
+#endif
     default: return z;
     }
 }
@@ -156,11 +191,21 @@ CX cx_unary(uint op, CX z, CR a) {
 // The binary ops by their code: ADD SUB MUL DIV POW.
 CX cx_binary(uint op, CX a, CX b) {
     switch (op) {
+#if GF_IN_PART(0)
     case 0u: return a + b;
+#endif
+#if GF_IN_PART(1)
     case 1u: return a - b;
+#endif
+#if GF_IN_PART(2)
     case 2u: return cx_mul(a, b);
+#endif
+#if GF_IN_PART(3)
     case 3u: return cx_div(a, b);
+#endif
+#if GF_IN_PART(4)
     case 4u: return b.x == CR(0) && b.y == CR(0) ? CX(CR(1), CR(0)) : cx_pow(a, b);
+#endif
     default: return a;
     }
 }

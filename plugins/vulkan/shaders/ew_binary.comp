@@ -2,7 +2,9 @@
 #version 450
 // graft: bindings 4
 // graft: f16
-// y = f(a, b): arithmetic of one dtype (broadcast operands come with stride 0).
+// graft: parts 4
+// y = f(a, b): arithmetic of one dtype (broadcast operands come with stride 0);
+// part OP % 4 of the shader has OP.
 #include "common.glsl"
 #include "ops.glsl"
 layout(local_size_x_id = 0) in;

@@ -2,8 +2,9 @@
 #version 450
 // graft: bindings 3
 // graft: f16
+// graft: parts 8
 // y = f(x) for every unary op of one dtype; OP and DT are specialisation
-// constants (vk_ops_elementwise.c).
+// constants (vk_ops_elementwise.c), and part OP % 8 of the shader has OP.
 #include "common.glsl"
 #include "ops.glsl"
 layout(local_size_x_id = 0) in;
