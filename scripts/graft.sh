@@ -18,7 +18,8 @@
 #   scripts/graft.sh setup   only install what is missing
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores),
-# GRAFT_SKIP_SETUP=1 to skip the package step, TRAIN_EPOCHS and TRAIN_LR_DECAY for train. FUZZ_SECONDS,
+# GRAFT_CMAKE_ARGS (more arguments to CMake's configure step, e.g.
+# -DGRAFT_CUDA_ARCHITECTURES=80-virtual), GRAFT_SKIP_SETUP=1 to skip the package step, TRAIN_EPOCHS and TRAIN_LR_DECAY for train. FUZZ_SECONDS,
 # FUZZ_RUNS, FUZZ_SEED, FUZZ_PLUGINS (default "reference cpu_onednn") and FUZZ_CORPUS (a folder the fuzzer may
 # grow; default a copy of tests/fuzz/corpus in the build folder) for the fuzz command.
 set -euo pipefail
@@ -48,7 +49,8 @@ setup() {
 
 build() { # build <dir> [cmake args...]
     local dir="$1"; shift
-    cmake -S "$here" -B "$dir" -DGRAFT_WERROR=ON "$@"
+    # shellcheck disable=SC2086 # GRAFT_CMAKE_ARGS is a list of arguments
+    cmake -S "$here" -B "$dir" -DGRAFT_WERROR=ON "$@" ${GRAFT_CMAKE_ARGS:-}
     cmake --build "$dir" -j "$jobs"
 }
 

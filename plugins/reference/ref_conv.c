@@ -4,12 +4,15 @@
  * Every kernel is written in gather form: each output element is one sum,
  * accumulated in double and stored once. That keeps the oracle free of
  * accumulation-order effects in the output dtype, and it writes every output
- * element (no separate zeroing pass). Any strides are honoured through
- * ref_offset.
+ * element (no separate zeroing pass). Any strides are honoured: the
+ * operands are read once into dense double arrays (ref_dense_f64), the
+ * output is stored through ref_offset.
  *
  * Geometry (as PyTorch): with kernel k, stride s, padding p, dilation d,
  *   out = (in + 2p - d(k-1) - 1) / s + 1,
  * and input row ih = oh*s - p + i*d feeds output row oh through kernel row i. */
+#include <stdlib.h>
+
 #include "ref_internal.h"
 
 uint32_t ref_conv_support(const gfp_op_query *q) {
@@ -44,9 +47,15 @@ static int64_t at4(const gfp_tensor *t, int64_t a, int64_t b, int64_t c, int64_t
     return ref_offset(t, idx);
 }
 
+/* Dense double copies of a kernel's operands (ref_dense_f64): every input
+ * element is read many times, each time the same value ref_load gives. */
+#define X4(g, a, b, c, d) ((((a) * (g)->ci + (b)) * (g)->h + (c)) * (g)->w + (d))
+#define W4(g, a, b, c, d) ((((a) * (g)->cig + (b)) * (g)->kh + (c)) * (g)->kw + (d))
+#define Y4(g, a, b, c, d) ((((a) * (g)->co + (b)) * (g)->ho + (c)) * (g)->wo + (d))
+
 /* y[n, co, oh, ow] = bias[co] + sum over the group's input channels and the
  * kernel taps that land inside the input. */
-static void conv2d_forward(const conv_geom *g, const gfp_tensor *x, const gfp_tensor *w,
+static void conv2d_forward(const conv_geom *g, const double *x, const double *w,
                            const gfp_tensor *b, const gfp_tensor *y) {
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t co = 0; co < g->co; co++) {
@@ -62,8 +71,7 @@ static void conv2d_forward(const conv_geom *g, const gfp_tensor *x, const gfp_te
                             for (int64_t j = 0; j < g->kw; j++) {
                                 int64_t iw = ow * g->sw - g->pw + j * g->dw;
                                 if (iw < 0 || iw >= g->w) continue;
-                                acc += ref_load(x, at4(x, n, ci0 + c, ih, iw)) *
-                                       ref_load(w, at4(w, co, c, i, j));
+                                acc += x[X4(g, n, ci0 + c, ih, iw)] * w[W4(g, co, c, i, j)];
                             }
                         }
                     ref_store(y, at4(y, n, co, oh, ow), acc);
@@ -74,7 +82,7 @@ static void conv2d_forward(const conv_geom *g, const gfp_tensor *x, const gfp_te
 /* grad_x[n, ci, ih, iw] = sum of grad_y[n, co, oh, ow] * w[co, c, i, j] over
  * the (co, i, j) whose tap lands on (ih, iw): ih = oh*s - p + i*d for an
  * integer oh in [0, Ho). Elements no tap reaches get 0. */
-static void conv2d_backward_input(const conv_geom *g, const gfp_tensor *gy, const gfp_tensor *w,
+static void conv2d_backward_input(const conv_geom *g, const double *gy, const double *w,
                                   const gfp_tensor *gx) {
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t ci = 0; ci < g->ci; ci++) {
@@ -91,8 +99,7 @@ static void conv2d_backward_input(const conv_geom *g, const gfp_tensor *gy, cons
                                 int64_t tw = iw + g->pw - j * g->dw;
                                 if (tw < 0 || tw % g->sw != 0 || tw / g->sw >= g->wo) continue;
                                 int64_t ow = tw / g->sw;
-                                acc += ref_load(gy, at4(gy, n, co, oh, ow)) *
-                                       ref_load(w, at4(w, co, c, i, j));
+                                acc += gy[Y4(g, n, co, oh, ow)] * w[W4(g, co, c, i, j)];
                             }
                         }
                     ref_store(gx, at4(gx, n, ci, ih, iw), acc);
@@ -102,7 +109,7 @@ static void conv2d_backward_input(const conv_geom *g, const gfp_tensor *gy, cons
 
 /* grad_w[co, c, i, j] = sum over n, oh, ow of grad_y[n, co, oh, ow] *
  * x[n, ci0 + c, oh*s - p + i*d, ...] for taps inside the input. */
-static void conv2d_backward_weight(const conv_geom *g, const gfp_tensor *gy, const gfp_tensor *x,
+static void conv2d_backward_weight(const conv_geom *g, const double *gy, const double *x,
                                    const gfp_tensor *gw) {
     for (int64_t co = 0; co < g->co; co++) {
         int64_t ci0 = (co / g->cog) * g->cig;
@@ -117,8 +124,7 @@ static void conv2d_backward_weight(const conv_geom *g, const gfp_tensor *gy, con
                             for (int64_t ow = 0; ow < g->wo; ow++) {
                                 int64_t iw = ow * g->sw - g->pw + j * g->dw;
                                 if (iw < 0 || iw >= g->w) continue;
-                                acc += ref_load(gy, at4(gy, n, co, oh, ow)) *
-                                       ref_load(x, at4(x, n, ci0 + c, ih, iw));
+                                acc += gy[Y4(g, n, co, oh, ow)] * x[X4(g, n, ci0 + c, ih, iw)];
                             }
                         }
                     ref_store(gw, at4(gw, co, c, i, j), acc);
@@ -157,10 +163,24 @@ gfp_status ref_conv_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
                         "%lld elements",
                         name, (long long)g.co, (int)bias->rank, (long long)pk_numel(bias));
 
-    switch (op) {
-    case GFP_OP_CONV2D: conv2d_forward(&g, r.x, r.w, bias, r.y); break;
-    case GFP_OP_CONV2D_BACKWARD_INPUT: conv2d_backward_input(&g, r.y, r.w, r.x); break;
-    default: conv2d_backward_weight(&g, r.y, r.x, r.w); break;
+    /* The two operands of the op, as dense doubles. */
+    const gfp_tensor *ops[2] = {r.x, r.w};
+    if (op == GFP_OP_CONV2D_BACKWARD_INPUT) ops[0] = r.y;
+    else if (op == GFP_OP_CONV2D_BACKWARD_WEIGHT) ops[1] = r.y;
+    double *d0 = ref_dense_f64(ops[0]), *d1 = d0 ? ref_dense_f64(ops[1]) : NULL;
+    if (!d1) {
+        free(d0);
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY,
+                       "%s: out of host memory for double copies of the operands (%lld and "
+                       "%lld elements)",
+                       name, (long long)pk_numel(ops[0]), (long long)pk_numel(ops[1]));
     }
+    switch (op) {
+    case GFP_OP_CONV2D: conv2d_forward(&g, d0, d1, bias, r.y); break;
+    case GFP_OP_CONV2D_BACKWARD_INPUT: conv2d_backward_input(&g, d0, d1, r.x); break;
+    default: conv2d_backward_weight(&g, d1, d0, r.w); break;
+    }
+    free(d0);
+    free(d1);
     return GFP_OK;
 }

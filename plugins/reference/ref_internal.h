@@ -81,6 +81,11 @@ double ref_load(const gfp_tensor *t, int64_t off);
 void ref_store(const gfp_tensor *t, int64_t off, double v);
 int64_t ref_load_i64(const gfp_tensor *t, int64_t off);
 void ref_store_i64(const gfp_tensor *t, int64_t off, int64_t v);
+/* t's elements as doubles (ref_load's values), dense in row-major order, in
+ * a malloc'd array the caller frees; NULL when out of memory. Kernels that
+ * read each element many times (convolutions, matmul) read them from here:
+ * the same values, without a dtype switch and a stride walk per use. */
+double *ref_dense_f64(const gfp_tensor *t);
 
 /* ---- complex dtypes (ref_complex.c) */
 /* ref_complex.c includes <complex.h>; the other files see the values as

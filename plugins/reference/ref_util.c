@@ -4,7 +4,9 @@
  * kernels that need speed convert once per element, not once per op. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ref_internal.h"
@@ -53,6 +55,19 @@ void ref_store(const gfp_tensor *t, int64_t off, double v) {
     case GFP_BOOL: ((uint8_t *)p)[off] = v != 0; break; /* NaN is true */
     default: break;
     }
+}
+
+double *ref_dense_f64(const gfp_tensor *t) {
+    int64_t n = pk_numel(t);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(double)) return NULL;
+    double *d = malloc(n ? (size_t)n * sizeof(double) : sizeof(double));
+    if (!d || n == 0) return d;
+    int64_t idx[GFP_MAX_RANK] = {0};
+    int64_t i = 0;
+    do {
+        d[i++] = ref_load(t, ref_offset(t, idx));
+    } while (ref_next_index(idx, t->sizes, t->rank));
+    return d;
 }
 
 int64_t ref_load_i64(const gfp_tensor *t, int64_t off) {
