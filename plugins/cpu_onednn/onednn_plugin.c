@@ -280,9 +280,10 @@ static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const 
 /* ------------------------------------------------------------ captured graphs */
 /* A captured run of launches (ABI 1.3 graph slots): each node checked and
  * routed once, at creation; a launch of the graph runs the flat list of
- * kernels with no checks, routing or dispatch. The parameter structs are
- * read at each launch (the core rewrites random offsets and optimiser
- * constants between launches). */
+ * kernels with no checks, routing or dispatch, and runs of consecutive
+ * elementwise launches as one chunked pass (omp_fuse.c). The parameter
+ * structs are read at each launch (the core rewrites random offsets and
+ * optimiser constants between launches). */
 typedef struct odn_graph_node {
     const family *f;
     gfp_graph_node n;

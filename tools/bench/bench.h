@@ -231,6 +231,9 @@ void bench_jacobians(bench_run *run, int device, int64_t n); /* jacfwd, jacrev: 
 void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
 void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_graph_chain(bench_run *run, int device, int64_t n); /* f32[n], 8 ops */
+/* gf_graph_capture_end, with GRAFT_ONEDNN_FUSE=0 around it when fuse is
+ * false (the cpu_onednn plugin then fuses no elementwise runs in the graph). */
+gf_graph *bench_capture_end(bool fuse);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);

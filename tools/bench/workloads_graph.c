@@ -51,11 +51,7 @@ static int step_replay(void *state) {
     return gf_graph_replay(*g) == GF_OK ? 0 : -1;
 }
 
-/* Captures step(state) on dev; NULL with the graft error set. fuse false:
- * with GRAFT_ONEDNN_FUSE=0 (read when the graph is made, at the end). */
-static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool fuse) {
-    if (gf_graph_capture_begin(dev) != GF_OK) return NULL;
-    int rc = step(state);
+gf_graph *bench_capture_end(bool fuse) {
     const char *was = getenv("GRAFT_ONEDNN_FUSE");
     char *saved = was ? strdup(was) : NULL;
     if (!fuse) setenv("GRAFT_ONEDNN_FUSE", "0", 1);
@@ -63,6 +59,14 @@ static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool f
     if (saved) setenv("GRAFT_ONEDNN_FUSE", saved, 1);
     else unsetenv("GRAFT_ONEDNN_FUSE");
     free(saved);
+    return g;
+}
+
+/* Captures step(state) on dev; NULL with the graft error set. */
+static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool fuse) {
+    if (gf_graph_capture_begin(dev) != GF_OK) return NULL;
+    int rc = step(state);
+    gf_graph *g = bench_capture_end(fuse);
     if (rc != 0 && g) {
         gf_graph_destroy(g);
         return NULL;
