@@ -13,7 +13,7 @@
  *                 backward's nodes included in the time).
  *   graph chain   x * w + z, |.|, -, exp, * x, - z, * w: eight elementwise
  *                 ops on f32[N] (the ops' own outputs, no autograd): per
- *                 chain.
+ *                 chain (family graph_chain, so that --sizes reaches it).
  * Each also has the variant "replay unfused": the graph captured with
  * GRAFT_ONEDNN_FUSE=0, so that the cpu_onednn plugin runs each launch as a
  * pass of its own instead of fusing runs of elementwise launches (other
