@@ -8,7 +8,8 @@
  * the inputs are rewritten in place with new values, the graph replayed;
  * the same ops run eagerly on a second set of inputs holding those new
  * values. Outputs and inputs (in-place ops write them) must have the same
- * bits, for f32 and f64 at sizes 1, 15, 17, 4097 and 1,000,003, and the
+ * bits, for f32 and f64 (and a chain of integer ops in i32 and i64) at
+ * sizes 1, 15, 17, 4097 and 1,000,003, and the
  * plugin's counters (cpu_onednn.fused_runs / fused_launches) must have
  * grown by exactly the runs the rules allow:
  *  - the C loops' kernels fuse, oneDNN's eltwise primitives (f32 tanh and
@@ -160,6 +161,21 @@ static void expect_view_write(int64_t n, gf_dtype dt, int *r, int *l) {
     *r = 1, *l = n == 1 ? 3 : 2; /* n = 1: x[0] and x[1] are disjoint */
 }
 
+/* Integers (wrapping add, sub, mul; maximum): (x * w + z) max x, - w. */
+static void build_int(gf_tensor **in, int64_t n, gf_tensor **out) {
+    (void)n;
+    gf_tensor *a = gf_mul(in[0], in[1]), *b = gf_add(a, in[2]), *c = gf_maximum(b, in[0]);
+    out[0] = gf_sub(c, in[1]);
+    gf_tensor_release(a);
+    gf_tensor_release(b);
+    gf_tensor_release(c);
+}
+static void expect_int(int64_t n, gf_dtype dt, int *r, int *l) {
+    (void)n, (void)dt;
+    *r = 1, *l = 4;
+}
+static const fcase int_case = {"integer chain", 3, 0, false, 1, build_int, expect_int};
+
 static const fcase cases[] = {
     {"x*w+z", 3, 0, false, 1, build_mad, expect_mad},
     {"C-loop chain", 3, 0, false, 1, build_loops, expect_loops},
@@ -186,10 +202,24 @@ static void values(double *v, int64_t n, unsigned seed, bool positive) {
     }
 }
 
-/* v (doubles) into t in place, in t's dtype. */
+/* v (doubles) into t in place, in t's dtype (integers: v * 1e5, which
+ * wraps in the chain's products). */
 static void write_values(gf_tensor *t, const double *v, int64_t n) {
-    if (gf_tensor_dtype(t) == GF_F64) {
+    gf_dtype dt = gf_tensor_dtype(t);
+    if (dt == GF_F64) {
         CHECK(gf_tensor_from_host(t, v, sizeof(double) * (size_t)n) == GF_OK);
+        return;
+    }
+    if (dt == GF_I32 || dt == GF_I64) {
+        size_t es = gf_dtype_size(dt);
+        unsigned char *b = malloc(es * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t x = (int64_t)(v[i] * 1e5);
+            int32_t x32 = (int32_t)x;
+            memcpy(b + es * (size_t)i, dt == GF_I32 ? (const void *)&x32 : (const void *)&x, es);
+        }
+        CHECK(gf_tensor_from_host(t, b, es * (size_t)n) == GF_OK);
+        free(b);
         return;
     }
     float *f = malloc(sizeof(float) * (size_t)n);
@@ -199,7 +229,7 @@ static void write_values(gf_tensor *t, const double *v, int64_t n) {
 }
 
 static int64_t differing(const gf_tensor *a, const gf_tensor *b) {
-    size_t es = gf_tensor_dtype(a) == GF_F64 ? 8 : 4;
+    size_t es = gf_dtype_size(gf_tensor_dtype(a));
     int64_t n = gf_tensor_numel(a);
     if (n != gf_tensor_numel(b)) return -1;
     unsigned char *va = malloc(es * (size_t)n), *vb = malloc(es * (size_t)n);
@@ -243,7 +273,7 @@ static void run_case(const fcase *c, int64_t n, gf_dtype dt, bool fusion_on) {
     if (fusion_on) c->expect(n, dt, &want_runs, &want_launches);
     int runs = (int)(counter("cpu_onednn.fused_runs") - runs0);
     int launches = (int)(counter("cpu_onednn.fused_launches") - launches0);
-    const char *dn = dt == GF_F32 ? "f32" : "f64";
+    const char *dn = gf_dtype_name(dt);
     CHECK_MSG(runs == want_runs && launches == want_launches,
               "%s, %s[%lld]: fused %d run(s) of %d launch(es), expected %d of %d", c->name, dn,
               (long long)n, runs, launches, want_runs, want_launches);
@@ -290,6 +320,10 @@ static void test_cases(void) {
         for (int d = 0; d < 2; d++)
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
                 run_case(&cases[c], sizes[s], d ? GF_F64 : GF_F32, true);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        run_case(&int_case, sizes[s], GF_I32, true);
+        run_case(&int_case, sizes[s], GF_I64, true);
+    }
 }
 
 /* GRAFT_ONEDNN_FUSE=0: nothing fused (read at each graph creation). */
