@@ -186,6 +186,7 @@ gfp_status odn_fuse_launch(odn_fuse_run *r) {
         if (per < chunk) chunk = per;
     }
     const int64_t chunks = (n + chunk - 1) / chunk;
+    if (chunks < nt) nt = (int)chunks; /* a long run of short tensors: no idle team */
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t c = 0; c < chunks; c++) {
         int64_t lo = c * chunk;
         run_chunk(r, es, lo, n - lo < chunk ? n - lo : chunk);
