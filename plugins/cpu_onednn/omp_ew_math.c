@@ -15,11 +15,7 @@
 #include "onednn_internal.h"
 #include "onednn_math.h"
 
-typedef struct unary_args {
-    double a, b;
-    bool has_min, has_max;
-    double min, max;
-} unary_args;
+typedef odn_math_args unary_args;
 
 #define GELU_SQRT1_2 0.70710678118654752440 /* 1/sqrt(2) */
 #define GELU_TANH_K 0.79788456080286535588  /* sqrt(2/pi) */
@@ -237,7 +233,7 @@ static const binary_entry *binary_of(uint32_t op) {
 }
 
 /* ------------------------------------------------------------ launch */
-static bool read_args(uint32_t op, const void *params, unary_args *args) {
+bool odn_math_args_read(uint32_t op, const void *params, odn_math_args *args) {
     memset(args, 0, sizeof *args);
     gfp_params_kind kind = (gfp_params_kind)gfp_op_lookup(op)->params;
     if (kind == GFP_PARAMS_scalar) {
@@ -267,7 +263,7 @@ gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, con
     if (e && n_t == 2) {
         if (y->dtype != GFP_F32 && y->dtype != GFP_F64) return ODN_FALLBACK;
         unary_args args;
-        if (!read_args(op, params, &args)) return ODN_FALLBACK;
+        if (!odn_math_args_read(op, params, &args)) return ODN_FALLBACK;
         odn_ew g;
         odn_ew_init(&g, t, 2);
         odn_ew_run(&g, y->dtype == GFP_F32 ? e->f32 : e->f64, &args, e->cost);
@@ -310,3 +306,19 @@ bool odn_binary_prepare(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
 }
 
 void odn_prepared_run(const odn_ew_prepared *p) { odn_ew_run(&p->g, p->fn, NULL, p->cost); }
+
+bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t *cost) {
+    gfp_op_family family = gfp_op_family_of(op);
+    const unary_entry *e = family == GFP_FAMILY_UNARY && n_t == 2 ? unary_of(op) : NULL;
+    if (e) {
+        if (dtype != GFP_F32 && dtype != GFP_F64) return false;
+        *fn = dtype == GFP_F32 ? e->f32 : e->f64;
+        *cost = e->cost;
+        return true;
+    }
+    const binary_entry *b = family == GFP_FAMILY_BINARY && n_t == 3 ? binary_of(op) : NULL;
+    if (!b || dtype < GFP_F32 || dtype > GFP_I64 || !b->fn[dtype]) return false;
+    *fn = b->fn[dtype];
+    *cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
+    return true;
+}

@@ -53,6 +53,11 @@ static dnnl_status_t build(odn_prim *p, const void *ctx) {
     return st;
 }
 
+bool odn_eltwise_may_take(uint32_t op, int64_t n) {
+    eltwise_desc d;
+    return alg_of(op, &d) && n >= ELTWISE_MIN_ELEMS;
+}
+
 gfp_status odn_eltwise_launch(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                               const void *params) {
     eltwise_desc d;

@@ -200,6 +200,20 @@ void odn_ew_init(odn_ew *g, const gfp_tensor *const *t, int n);
 /* Runs fn over every element, split across threads; cost is a rough weight
  * per element (1 for a copy, ~20 for a libm call) that sets the threads. */
 void odn_ew_run(const odn_ew *g, odn_ew_fn fn, const void *ctx, int64_t cost);
+/* The arguments of a unary kernel (the ctx odn_math_launch passes it): a
+ * scalar op's a and b, clamp's bounds. */
+typedef struct odn_math_args {
+    double a, b;
+    bool has_min, has_max;
+    double min, max;
+} odn_math_args;
+/* Reads op's parameters as its unary kernel takes them; false when they are
+ * missing or too short (the reference then takes the launch). */
+bool odn_math_args_read(uint32_t op, const void *params, odn_math_args *args);
+/* The kernel odn_math_launch runs for op on n_t tensors (the output first)
+ * of dtype, and its cost; false when it runs none (the launch falls back).
+ * Unary kernels take an odn_math_args as ctx, binary ones NULL. */
+bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t *cost);
 /* Unary and binary arithmetic in f32/f64 (and integer add/sub/mul/min/max):
  * t[0] = op(t[1] [, t[2]]); ODN_FALLBACK for what it does not do (omp_ew_math.c). */
 gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params);
@@ -330,5 +344,51 @@ gfp_status odn_softmax_backward_launch(uint32_t op, const gfp_tensor *const *in,
 /* oneDNN eltwise for contiguous f32 unary ops (onednn_eltwise.c). */
 gfp_status odn_eltwise_launch(uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                               const void *params);
+/* Whether odn_eltwise_launch may take op on contiguous f32 tensors of n
+ * elements (then its vector code, not the C loops, computes the values). */
+bool odn_eltwise_may_take(uint32_t op, int64_t n);
+
+/* ---- fused elementwise runs of captured graphs (omp_fuse.c) */
+/* One launch of a run: t[0] = op(t[1] [, t[2]]) by its odn_math_kernel, each
+ * tensor n elements from base[k] (s[k] = 1) or one element broadcast
+ * (s[k] = 0). */
+typedef struct odn_fuse_step {
+    uint32_t op;
+    int n_t;
+    int32_t dtype;
+    int64_t n;
+    odn_ew_fn fn;
+    int64_t cost;
+    const void *params; /* read at each launch (the core rewrites them) */
+    odn_math_args args;
+    char *base[3];
+    int64_t s[3];
+} odn_fuse_step;
+/* Consecutive steps run chunk by chunk: every step over one chunk, then the
+ * next chunk, so what a step writes is still in cache when the next reads. */
+typedef struct odn_fuse_run {
+    uint32_t count;
+    int64_t chunk; /* elements, a multiple of 64 */
+    odn_fuse_step *steps;
+} odn_fuse_run;
+/* Whether fusion is on: GRAFT_ONEDNN_FUSE=0 turns it off (read at each
+ * graph_create). */
+bool odn_fuse_enabled(void);
+/* A captured launch as a step, when it can be one: the launch the
+ * elementwise family would give odn_math_launch's C loops, on contiguous
+ * (or one-element broadcast) f32 / f64 / i32 / i64 tensors. */
+bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st);
+/* Whether next may follow steps[0 .. count) in one run: same dtype and
+ * element count, and every range one of them writes either equal to or
+ * disjoint from every other range of the run. */
+bool odn_fuse_joins(const odn_fuse_step *steps, uint32_t count, const odn_fuse_step *next);
+/* Sets r's chunk and counts it (odn_fuse_counts). */
+void odn_fuse_finish(odn_fuse_run *r);
+/* Runs r; ODN_FALLBACK (nothing written) when a step's parameters can no
+ * longer be read: the caller then launches the steps one by one. */
+gfp_status odn_fuse_launch(odn_fuse_run *r);
+/* Runs fused and the launches they cover, in the graphs created so far. */
+uint64_t odn_fuse_runs(void);
+uint64_t odn_fuse_launches(void);
 
 #endif

@@ -280,20 +280,52 @@ static gfp_status odn_launch(void *device, uint32_t op, const gfp_tensor *const 
 /* ------------------------------------------------------------ captured graphs */
 /* A captured run of launches (ABI 1.3 graph slots): each node checked and
  * routed once, at creation; a launch of the graph runs the flat list of
- * kernels with no checks, routing or dispatch. The parameter structs are
- * read at each launch (the core rewrites random offsets and optimiser
- * constants between launches). */
+ * kernels with no checks, routing or dispatch, and runs of consecutive
+ * elementwise launches as one chunked pass (omp_fuse.c). The parameter
+ * structs are read at each launch (the core rewrites random offsets and
+ * optimiser constants between launches). */
 typedef struct odn_graph_node {
     const family *f;
     gfp_graph_node n;
     bool prepared; /* a BINARY op whose elementwise run is prepared: pe */
     odn_ew_prepared pe;
+    odn_fuse_run run; /* run.count >= 2: this node and the next run.count - 1, fused */
 } odn_graph_node;
 
 typedef struct odn_graph {
     uint32_t n;
+    odn_fuse_step *steps; /* the fused runs' steps, one per node; NULL when none */
     odn_graph_node nodes[];
 } odn_graph;
+
+/* Whether node k takes the elementwise engine (the family's launch), and as
+ * a step of a fused run: *st. */
+static bool fusable(const odn_graph_node *k, odn_fuse_step *st) {
+    return k->f->fast == odn_elementwise_launch && odn_fuse_step_of(&k->n, st);
+}
+
+/* Marks the maximal runs of consecutive fusable nodes (omp_fuse.c says why
+ * their results are the eager launches'). Steps live in g->steps. */
+static void find_runs(odn_graph *g) {
+    for (uint32_t i = 0; i < g->n;) {
+        if (!fusable(&g->nodes[i], &g->steps[i])) {
+            i++;
+            continue;
+        }
+        uint32_t j = i + 1;
+        while (j < g->n && fusable(&g->nodes[j], &g->steps[j]) &&
+               odn_fuse_joins(&g->steps[i], j - i, &g->steps[j]))
+            j++;
+        if (j - i >= 2) {
+            odn_fuse_run *r = &g->nodes[i].run;
+            r->count = j - i;
+            r->steps = &g->steps[i];
+            odn_fuse_finish(r);
+        }
+        i = j;
+    }
+}
+
 
 static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
                                    void **graph) {
@@ -306,6 +338,7 @@ static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, ui
     odn_graph *g = malloc(sizeof *g + sizeof g->nodes[0] * n_nodes);
     if (!g) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "graph_create: out of host memory");
     g->n = n_nodes;
+    g->steps = NULL;
     for (uint32_t i = 0; i < n_nodes; i++) {
         const gfp_graph_node *n = &nodes[i];
         gfp_status st = GFP_OK;
@@ -323,19 +356,22 @@ static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, ui
         odn_graph_node *k = &g->nodes[i];
         k->f = f;
         k->n = *n;
+        memset(&k->run, 0, sizeof k->run);
         /* Only where the launch would take the elementwise engine itself. */
         k->prepared = f->fast == odn_elementwise_launch &&
                       odn_binary_prepare(n->op, n->inputs, n->n_inputs, n->outputs,
                                          n->n_outputs, &k->pe);
     }
+    /* Without memory for the steps the graph runs unfused: the same results. */
+    if (n_nodes >= 2 && odn_fuse_enabled() && (g->steps = malloc(sizeof *g->steps * n_nodes)))
+        find_runs(g);
     *graph = g;
     return GFP_OK;
 }
 
-static gfp_status odn_graph_launch(void *device, void *graph) {
-    (void)device;
-    const odn_graph *g = graph;
-    for (uint32_t i = 0; i < g->n; i++) {
+/* Nodes [i, end) one by one. */
+static gfp_status launch_nodes(const odn_graph *g, uint32_t i, uint32_t end) {
+    for (; i < end; i++) {
         const odn_graph_node *k = &g->nodes[i];
         if (k->prepared) {
             odn_prepared_run(&k->pe);
@@ -348,9 +384,31 @@ static gfp_status odn_graph_launch(void *device, void *graph) {
     return GFP_OK;
 }
 
+static gfp_status odn_graph_launch(void *device, void *graph) {
+    (void)device;
+    odn_graph *g = graph;
+    for (uint32_t i = 0; i < g->n;) {
+        odn_graph_node *k = &g->nodes[i];
+        uint32_t end = i + 1;
+        if (k->run.count >= 2) {
+            end = i + k->run.count;
+            if (odn_fuse_launch(&k->run) == GFP_OK) {
+                i = end;
+                continue;
+            }
+        }
+        gfp_status st = launch_nodes(g, i, end);
+        if (st != GFP_OK) return st;
+        i = end;
+    }
+    return GFP_OK;
+}
+
 static void odn_graph_destroy(void *device, void *graph) {
     (void)device;
-    free(graph);
+    odn_graph *g = graph;
+    if (g) free(g->steps);
+    free(g);
 }
 
 /* Extensions:
@@ -359,14 +417,28 @@ static void odn_graph_destroy(void *device, void *graph) {
  *  first step). */
 static uint64_t builds_fn(void) { return odn_cache_builds(); }
 
+/*  "cpu_onednn.fused_runs", "cpu_onednn.fused_launches": the same kind of
+ *  counter: the runs of elementwise launches that the graphs created so far
+ *  fuse (omp_fuse.c), and the launches those runs cover; each replay of a
+ *  graph then runs fused_launches - fused_runs fewer kernels. */
+static const struct {
+    const char *name;
+    uint64_t (*fn)(void);
+} counters[] = {
+    {"cpu_onednn.primitive_builds", builds_fn},
+    {"cpu_onednn.fused_runs", odn_fuse_runs},
+    {"cpu_onednn.fused_launches", odn_fuse_launches},
+};
+
 static gfp_status odn_query_extension(void *plugin_ctx, const char *name, void **out) {
     (void)plugin_ctx;
     if (out) *out = NULL;
-    if (name && out && !strcmp(name, "cpu_onednn.primitive_builds")) {
-        uint64_t (*fn)(void) = builds_fn;
-        memcpy(out, &fn, sizeof fn);
-        return GFP_OK;
-    }
+    for (size_t i = 0; name && out && i < sizeof counters / sizeof counters[0]; i++)
+        if (!strcmp(name, counters[i].name)) {
+            uint64_t (*fn)(void) = counters[i].fn;
+            memcpy(out, &fn, sizeof fn);
+            return GFP_OK;
+        }
     return pk_fail(GFP_ERR_NOT_FOUND, "the cpu_onednn plugin has no extension \"%s\"",
                     name ? name : "(null)");
 }

@@ -230,6 +230,10 @@ void bench_hvp(bench_run *run, int device, int64_t batch); /* two rows: the two 
 void bench_jacobians(bench_run *run, int device, int64_t n); /* jacfwd, jacrev: 4->n, n->4 */
 void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
 void bench_graph_autograd(bench_run *run, int device, int64_t ops);
+void bench_graph_chain(bench_run *run, int device, int64_t n); /* f32[n], 8 ops */
+/* gf_graph_capture_end, with GRAFT_ONEDNN_FUSE=0 around it when fuse is
+ * false (the cpu_onednn plugin then fuses no elementwise runs in the graph). */
+gf_graph *bench_capture_end(bool fuse);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);

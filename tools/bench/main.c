@@ -63,6 +63,7 @@ static const bench_workload WORKLOADS[] = {
     {"jacobian", bench_jacobians, 256, 32, NULL},
     {"graph", bench_graph_add, 1000, 200, NULL},
     {"graph", bench_graph_autograd, 1000, 200, NULL},
+    {"graph_chain", bench_graph_chain, 1 << 22, 1 << 16, NULL},
     {"mlp", bench_mlp_step, 256, 32, NULL},
     {"cnn", bench_cnn_step, 64, 8, NULL},
     /* the two steps under autocast bf16: compare with the rows above */

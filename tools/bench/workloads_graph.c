@@ -11,9 +11,18 @@
  *   graph autograd  y * c and y + d alternately, N ops, then gf_backward,
  *                 on f32[1] with x requiring grad: per forward op (the
  *                 backward's nodes included in the time).
+ *   graph chain   x * w + z, |.|, -, exp, * x, - z, * w: eight elementwise
+ *                 ops on f32[N] (the ops' own outputs, no autograd): per
+ *                 chain (family graph_chain, so that --sizes reaches it).
+ * Each also has the variant "replay unfused": the graph captured with
+ * GRAFT_ONEDNN_FUSE=0, so that the cpu_onednn plugin runs each launch as a
+ * pass of its own instead of fusing runs of elementwise launches (other
+ * plugins ignore the variable: there the two replay rows are the same work).
  * The training rows (mlp, cnn) add their replay variant in workloads_train.c. */
+#define _GNU_SOURCE /* setenv */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -42,11 +51,22 @@ static int step_replay(void *state) {
     return gf_graph_replay(*g) == GF_OK ? 0 : -1;
 }
 
+gf_graph *bench_capture_end(bool fuse) {
+    const char *was = getenv("GRAFT_ONEDNN_FUSE");
+    char *saved = was ? strdup(was) : NULL;
+    if (!fuse) setenv("GRAFT_ONEDNN_FUSE", "0", 1);
+    gf_graph *g = gf_graph_capture_end();
+    if (saved) setenv("GRAFT_ONEDNN_FUSE", saved, 1);
+    else unsetenv("GRAFT_ONEDNN_FUSE");
+    free(saved);
+    return g;
+}
+
 /* Captures step(state) on dev; NULL with the graft error set. */
-static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state) {
+static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool fuse) {
     if (gf_graph_capture_begin(dev) != GF_OK) return NULL;
     int rc = step(state);
-    gf_graph *g = gf_graph_capture_end();
+    gf_graph *g = bench_capture_end(fuse);
     if (rc != 0 && g) {
         gf_graph_destroy(g);
         return NULL;
@@ -66,8 +86,9 @@ void bench_graph_add(bench_run *run, int device, int64_t ops) {
     snprintf(detail, sizeof detail, "chain of %lld gf_add on f32[1], no autograd", (long long)ops);
     bench_result *r = bench_result_add(run, device, "graph add", detail);
     bench_result *rv = r ? bench_result_variant(run, r, "graph replay") : NULL;
-    if (!r || !rv) return;
-    r->per = rv->per = "op";
+    bench_result *ru = rv ? bench_result_variant(run, r, "replay unfused") : NULL;
+    if (!r || !rv || !ru) return;
+    r->per = rv->per = ru->per = "op";
     gf_device *dev = run->devices[device].dev;
     const int64_t one[1] = {1};
     add_state s = {.ops = (int)ops,
@@ -77,21 +98,26 @@ void bench_graph_add(bench_run *run, int device, int64_t ops) {
     if (!s.x || !s.one) {
         bench_result_graft_error(r, "creating the inputs");
         bench_result_graft_error(rv, "creating the inputs");
+        bench_result_graft_error(ru, "creating the inputs");
         goto done;
     }
     if (bench_measure(run, dev, step_add, &s, (double)ops, &r->time) != 0)
         bench_result_graft_error(r, "the chain");
     else check_sum(r, s.y, (double)ops);
-    bench_progress(run, "capture");
-    s.g = capture(dev, step_add, &s);
-    if (!s.g) {
-        bench_result_graft_error(rv, "capturing the chain");
-        goto done;
+    for (int fuse = 0; fuse < 2; fuse++) {
+        bench_result *v = fuse ? rv : ru;
+        bench_progress(run, "capture");
+        gf_graph_destroy(s.g);
+        s.g = capture(dev, step_add, &s, fuse);
+        if (!s.g) {
+            bench_result_graft_error(v, "capturing the chain");
+            goto done;
+        }
+        bench_progress(run, "replays");
+        if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &v->time) != 0)
+            bench_result_graft_error(v, "replaying the chain");
+        else check_sum(v, s.y, (double)ops); /* each replay starts again from x */
     }
-    bench_progress(run, "replays");
-    if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &rv->time) != 0)
-        bench_result_graft_error(rv, "replaying the chain");
-    else check_sum(rv, s.y, (double)ops); /* each replay starts again from x */
 done:
     gf_graph_destroy(s.g);
     gf_tensor_release(s.x);
@@ -134,8 +160,9 @@ void bench_graph_autograd(bench_run *run, int device, int64_t ops) {
              (long long)ops);
     bench_result *r = bench_result_add(run, device, "graph autograd", detail);
     bench_result *rv = r ? bench_result_variant(run, r, "graph replay") : NULL;
-    if (!r || !rv) return;
-    r->per = rv->per = "op";
+    bench_result *ru = rv ? bench_result_variant(run, r, "replay unfused") : NULL;
+    if (!r || !rv || !ru) return;
+    r->per = rv->per = ru->per = "op";
     gf_device *dev = run->devices[device].dev;
     const int64_t one[1] = {1};
     ag_state s = {.ops = (int)ops,
@@ -146,26 +173,118 @@ void bench_graph_autograd(bench_run *run, int device, int64_t ops) {
         step_ag(&s) != 0 || !(s.grad = gf_tensor_grad(s.x))) {
         bench_result_graft_error(r, "creating the inputs");
         bench_result_graft_error(rv, "creating the inputs");
+        bench_result_graft_error(ru, "creating the inputs");
         goto done;
     }
     bench_progress(run, "eager chain");
     if (bench_measure(run, dev, step_ag, &s, (double)ops, &r->time) != 0)
         bench_result_graft_error(r, "the chain");
     else check_grad(r, &s);
-    bench_progress(run, "capture");
-    s.g = capture(dev, step_ag, &s);
-    if (!s.g) {
-        bench_result_graft_error(rv, "capturing the chain");
-        goto done;
+    for (int fuse = 0; fuse < 2; fuse++) {
+        bench_result *v = fuse ? rv : ru;
+        bench_progress(run, "capture");
+        gf_graph_destroy(s.g);
+        s.g = capture(dev, step_ag, &s, fuse);
+        if (!s.g) {
+            bench_result_graft_error(v, "capturing the chain");
+            goto done;
+        }
+        bench_progress(run, "replays");
+        if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &v->time) != 0)
+            bench_result_graft_error(v, "replaying the chain");
+        else check_grad(v, &s);
     }
-    bench_progress(run, "replays");
-    if (bench_measure(run, dev, step_replay, &s.g, (double)ops, &rv->time) != 0)
-        bench_result_graft_error(rv, "replaying the chain");
-    else check_grad(rv, &s);
 done:
     gf_graph_destroy(s.g);
     gf_tensor_release(s.grad);
     gf_tensor_release(s.x);
     gf_tensor_release(s.c);
     gf_tensor_release(s.d);
+}
+
+/* ------------------------------------------------------------ elementwise chain */
+typedef struct chain_state {
+    gf_tensor *x, *w, *z, *y;
+    gf_graph *g;
+} chain_state;
+
+static int step_chain(void *state) {
+    chain_state *s = state;
+    gf_tensor_release(s->y);
+    gf_tensor *a = gf_mul(s->x, s->w), *b = gf_add(a, s->z), *c = gf_abs(b), *d = gf_neg(c),
+              *e = gf_exp(d), *f = gf_mul(e, s->x), *h = gf_sub(f, s->z);
+    s->y = gf_mul(h, s->w);
+    gf_tensor *t[7] = {a, b, c, d, e, f, h};
+    for (int i = 0; i < 7; i++) gf_tensor_release(t[i]);
+    return s->y ? 0 : -1;
+}
+
+/* y's sum against the host's f64 evaluation of the same chain. */
+static void check_chain(bench_result *r, const chain_state *s, int64_t n) {
+    float *y = malloc(sizeof(float) * (size_t)n);
+    if (!y || gf_tensor_to_host(s->y, y, sizeof(float) * (size_t)n) != GF_OK) {
+        bench_result_graft_error(r, "reading the result");
+        free(y);
+        return;
+    }
+    double got = 0, want = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = bench_value((uint64_t)i, 1, -2, 2), w = bench_value((uint64_t)i, 2, -2, 2),
+               z = bench_value((uint64_t)i, 3, -2, 2);
+        got += y[i];
+        want += (exp(-fabs(x * w + z)) * x - z) * w;
+    }
+    free(y);
+    if (!(fabs(got - want) <= 1e-4 * (double)n))
+        bench_result_wrong(r, "wrong result: the chain's sum is %.9g, expected %.9g", got, want);
+}
+
+void bench_graph_chain(bench_run *run, int device, int64_t n) {
+    char detail[112];
+    snprintf(detail, sizeof detail, "8 elementwise ops on f32[%lld] (x*w+z, |.|, -, exp, ...)",
+             (long long)n);
+    bench_result *r = bench_result_add(run, device, "graph chain", detail);
+    bench_result *rv = r ? bench_result_variant(run, r, "graph replay") : NULL;
+    bench_result *ru = rv ? bench_result_variant(run, r, "replay unfused") : NULL;
+    if (!r || !rv || !ru) return;
+    r->per = rv->per = ru->per = "run";
+    gf_device *dev = run->devices[device].dev;
+    chain_state s = {0};
+    float *v[3] = {NULL, NULL, NULL};
+    gf_tensor **t[3] = {&s.x, &s.w, &s.z};
+    for (int k = 0; k < 3; k++) {
+        v[k] = bench_host_values(n, (uint32_t)k + 1, -2, 2);
+        *t[k] = v[k] ? gf_from_data(v[k], &n, 1, GF_F32, dev) : NULL;
+        free(v[k]);
+    }
+    bench_progress(run, "eager chain");
+    if (!s.x || !s.w || !s.z) {
+        bench_result_graft_error(r, "creating the inputs");
+        bench_result_graft_error(rv, "creating the inputs");
+        bench_result_graft_error(ru, "creating the inputs");
+        goto done;
+    }
+    if (bench_measure(run, dev, step_chain, &s, 1, &r->time) != 0)
+        bench_result_graft_error(r, "the chain");
+    else check_chain(r, &s, n);
+    for (int fuse = 0; fuse < 2; fuse++) {
+        bench_result *vr = fuse ? rv : ru;
+        bench_progress(run, "capture");
+        gf_graph_destroy(s.g);
+        s.g = capture(dev, step_chain, &s, fuse);
+        if (!s.g) {
+            bench_result_graft_error(vr, "capturing the chain");
+            goto done;
+        }
+        bench_progress(run, "replays");
+        if (bench_measure(run, dev, step_replay, &s.g, 1, &vr->time) != 0)
+            bench_result_graft_error(vr, "replaying the chain");
+        else check_chain(vr, &s, n);
+    }
+done:
+    gf_graph_destroy(s.g);
+    gf_tensor_release(s.x);
+    gf_tensor_release(s.w);
+    gf_tensor_release(s.z);
+    gf_tensor_release(s.y);
 }

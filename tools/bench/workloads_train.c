@@ -110,17 +110,18 @@ static int step_download(void *state) {
 static int step_replay(void *state) { return gf_graph_replay(state) == GF_OK ? 0 : -1; }
 
 /* The "graph replay" variant of r: the same step captured once (after the
- * eager steps: gradients and Adam's state exist) and replayed. The check:
- * the loss keeps falling. */
-static void run_train_replayed(bench_run *run, const bench_result *r, train_case *t) {
-    bench_result *v = bench_result_variant(run, r, "graph replay");
+ * eager steps: gradients and Adam's state exist) and replayed; "replay
+ * unfused" with fuse false (bench_capture_end). The check: the loss keeps
+ * falling. */
+static void run_train_replayed(bench_run *run, const bench_result *r, train_case *t, bool fuse) {
+    bench_result *v = bench_result_variant(run, r, fuse ? "graph replay" : "replay unfused");
     if (!v) return;
     double before = t->loss_host;
     bench_progress(run, "capture");
     gf_graph *g = NULL;
     if (gf_graph_capture_begin(t->dev) == GF_OK) {
         int rc = step_train(t);
-        g = gf_graph_capture_end();
+        g = bench_capture_end(fuse);
         if (rc != 0 && g) {
             gf_graph_destroy(g);
             g = NULL;
@@ -206,7 +207,10 @@ static void run_train(bench_run *run, bench_result *r, train_case *t, const int6
         bench_result_wrong(r, "wrong result: the loss went from %.6g (first step) to %.6g "
                            "(step %d) on one fixed batch; it must fall", first, last,
                            run->opts.warmup + r->time.runs);
-    if (!bench_train_dist_active && t->autocast == GF_F32) run_train_replayed(run, r, t);
+    if (!bench_train_dist_active && t->autocast == GF_F32) {
+        run_train_replayed(run, r, t, false);
+        run_train_replayed(run, r, t, true);
+    }
 done:
     if (bench_train_dist_active) bench_train_dist_active->detach(bench_train_dist_active->user);
     gf_tensor_release(t->loss);
