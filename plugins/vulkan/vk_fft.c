@@ -7,7 +7,8 @@
  *
  *   - x is copied into a contiguous complex work array (c128 where the
  *     device has doubles and the arrays fit one allocation, else the c64 of
- *     x or y), a real x with zero imaginary parts (R2C);
+ *     x or y), a real x with zero imaginary parts (R2C; packed R2C below
+ *     copies the reals as they are);
  *   - each listed dim is transformed along its lines. A power-of-two length
  *     n takes log2(n) radix-2 Stockham passes ping-ponging between two work
  *     arrays (a dispatch per pass, an invocation per butterfly, the roots
@@ -25,13 +26,16 @@
  *     array, extends each onesided line to n bins by conjugate symmetry
  *     (bin j >= n/2 + 1 is conj(bin n - j); the imaginary parts of bins 0
  *     and n/2 stay and drop out with the real part), transforms it and keeps
- *     the real part; R2C transforms the whole real signal and keeps the
- *     first n/2 + 1 bins of the onesided dim;
+ *     the real part. R2C whose onesided dim is the tensor's last, of an
+ *     even length n, reads each real line as n/2 complex values
+ *     z[j] = x[2j] + i x[2j + 1], transforms them at length n/2, unpacks
+ *     bins 0 .. n/2 from that (the transforms of the even and odd samples,
+ *     combined with the roots exp(sign i pi k / (n/2))), then transforms the
+ *     other dims on the onesided array: half the work. Any other R2C
+ *     transforms the real signal as complex and keeps bins 0 .. n/2;
  *   - the scale is applied by the last step that writes the array (a pass
  *     of its own when every listed dim has length 1), and the result is
- *     copied into y.
- * R2C does the full-length complex transform rather than the packed
- * half-length one: simpler, and about twice the work of the best. */
+ *     copied into y. */
 #include <string.h>
 
 #include "vk_internal.h"
@@ -242,10 +246,14 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
     int rank = x->rank;
     /* The sizes of the signal (C2R: y's, the full lengths). */
     const int64_t *full = p->kind == GFP_FFT_C2R ? y->sizes : x->sizes;
+    /* R2C along the tensor's last dim, of an even length n: each real line
+     * is read as n/2 complex values, transformed at length n/2 and unpacked
+     * into bins 0 .. n/2 (half the work of the full-length transform). */
+    bool packed = p->kind == GFP_FFT_R2C && dl == rank - 1 && x->sizes[dl] % 2 == 0;
     int64_t work = nx > ny ? nx : ny, big = 0, longest_m = 1, roots = 1, chirp = 1;
     for (uint32_t i = 0; i < p->n_dims; i++) {
         int dd = p->dims[i];
-        int64_t n = full[dd];
+        int64_t n = packed && dd == dl ? full[dd] / 2 : full[dd];
         if (power_of_two(n)) {
             if (n / 2 > roots) roots = n / 2;
             continue;
@@ -286,21 +294,36 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
     if (st == GFP_OK && big) st = vkp_buffer_alloc(d, (uint64_t)chirp * es, &r.chirp, &host);
     if (st == GFP_OK && big) st = vkp_buffer_alloc(d, (uint64_t)longest_m * es, &r.bhat, &host);
 
-    /* x into w[0], complex, in x's shape. */
+    /* The dim the scale goes with: the last one transformed of length > 1
+     * (C2R: dl, transformed last; packed R2C: dl's unpacking when no other
+     * dim is transformed after it). */
+    bool apart = p->kind == GFP_FFT_C2R || packed; /* dl is transformed on its own */
+    int scaled = -1;
+    for (uint32_t i = 0; i < p->n_dims; i++)
+        if (full[p->dims[i]] > 1 && (!apart || p->dims[i] != dl)) scaled = (int)i;
+    if (p->kind == GFP_FFT_C2R && full[dl] > 1) scaled = INT32_MAX;
+    /* x into w[0], in x's shape: complex, or the reals of packed R2C. */
     if (st == GFP_OK) {
-        gfp_tensor w0 = pk_dense_in(x, wt, r.w[0]);
+        gfp_tensor w0 = pk_dense_in(x, packed ? pk_complex_part(wt) : wt, r.w[0]);
         const gfp_tensor *ins[1] = {x}, *outs[1] = {&w0};
         st = vkp_elementwise_launch(d, GFP_OP_COPY, ins, 1, outs, 1, NULL);
     }
-    /* The dim the scale goes with: the last one transformed of length > 1. */
-    int scaled = -1;
-    for (uint32_t i = 0; i < p->n_dims; i++)
-        if (full[p->dims[i]] > 1 && (p->kind != GFP_FFT_C2R || p->dims[i] != dl)) scaled = (int)i;
-    if (p->kind == GFP_FFT_C2R && full[dl] > 1) scaled = INT32_MAX;
+    if (st == GFP_OK && packed) {
+        int64_t h = x->sizes[dl] / 2, half[GFP_MAX_RANK];
+        memcpy(half, x->sizes, sizeof half);
+        half[dl] = h;
+        if (h > 1) st = transform_dim(&r, half, rank, dl, 1.0);
+        gfp_tensor src = flat(&r, r.w[r.cur], nx / 2), dst = flat(&r, r.w[1 - r.cur], ny);
+        if (st == GFP_OK)
+            st = line_dispatch(&r, 4, &dst, &src, NULL, (uint64_t)ny, h + 1, h, 1,
+                               r.inverse ? 2u : 0u, scaled < 0 ? p->scale : 1.0);
+        r.cur = 1 - r.cur;
+    }
     for (uint32_t i = 0; i < p->n_dims && st == GFP_OK; i++) {
         int dd = p->dims[i];
-        if (x->sizes[dd] == 1 || (p->kind == GFP_FFT_C2R && dd == dl)) continue;
-        st = transform_dim(&r, x->sizes, rank, dd, (int)i == scaled ? p->scale : 1.0);
+        if (x->sizes[dd] == 1 || (apart && dd == dl)) continue;
+        st = transform_dim(&r, packed ? y->sizes : x->sizes, rank, dd,
+                           (int)i == scaled ? p->scale : 1.0);
     }
     if (st == GFP_OK && p->kind == GFP_FFT_C2R) {
         int64_t n = y->sizes[dl], h = x->sizes[dl], inner = 1;
@@ -310,7 +333,7 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
         r.cur = 1 - r.cur;
         if (st == GFP_OK && n > 1) st = transform_dim(&r, y->sizes, rank, dl, p->scale);
     }
-    if (st == GFP_OK && scaled < 0 && p->scale != 1.0) { /* every listed dim has length 1 */
+    if (st == GFP_OK && scaled < 0 && p->scale != 1.0 && !packed) { /* every listed dim has length 1 */
         gfp_tensor src = flat(&r, r.w[r.cur], work), dst = flat(&r, r.w[1 - r.cur], work);
         st = line_dispatch(&r, 0, &dst, &src, NULL, (uint64_t)work, work, work, 1, 0, p->scale);
         r.cur = 1 - r.cur;
@@ -319,8 +342,8 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
         /* The result, in the transform's shape (x's; C2R: y's), into y:
          * R2C keeps the first n/2 + 1 bins of dl (a view with y's sizes
          * and x's strides), C2R the real parts (a real view). */
-        gfp_tensor res = pk_dense_in(p->kind == GFP_FFT_C2R ? y : x, wt, r.w[r.cur]);
-        if (p->kind == GFP_FFT_R2C) memcpy(res.sizes, y->sizes, sizeof res.sizes);
+        gfp_tensor res = pk_dense_in(apart ? y : x, wt, r.w[r.cur]);
+        if (p->kind == GFP_FFT_R2C && !packed) memcpy(res.sizes, y->sizes, sizeof res.sizes);
         if (p->kind == GFP_FFT_C2R) {
             res.dtype = pk_complex_part(wt);
             for (int k = 0; k < rank; k++) res.strides[k] *= 2;

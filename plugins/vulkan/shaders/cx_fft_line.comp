@@ -19,10 +19,18 @@
 //   MODE 3  the wrapped conjugate chirp b (length m) from the chirp table t
 //           (length n): b[j] = conj(t[j]) for j < n, conj(t[m - j]) for
 //           m - j < n, else 0.
+//   MODE 4  R2C unpacking: src (outer, h, inner) is the transform Z of the
+//           real lines of length n = 2h read as h complex values
+//           z[j] = x[2j] + i x[2j + 1]; dst (outer, h + 1, inner) gets bins
+//           0 .. h of the real lines' transform,
+//             A = (Z[k] + conj Z[h - k]) / 2, B = (Z[k] - conj Z[h - k]) / 2i,
+//             X[k] = s (A + exp(sign i pi k / h) B),  Z[h] = Z[0]
+//           (A, B the transforms of the even and odd samples; flag bit 1:
+//           the inverse sign).
 // Computed in the work dtype DT (c64, or c128 where the device has doubles).
-// Params (words): 0 items, 1 Ld (MODE 1: n; 2, 3: n or m), 2 Ls (MODE 1: h;
-// MODE 3: n), 3 inner, 4 src offset, 5 dst offset, 6 flags (bit 0: no table;
-// MODE 2: bit 1 the inverse sign), 7 scale (f32), 8 scale (f64 bits),
+// Params (words): 0 items, 1 Ld (MODE 1: n; 2, 3: n or m; 4: h + 1), 2 Ls
+// (MODE 1, 4: h; MODE 3: n), 3 inner, 4 src offset, 5 dst offset, 6 flags (bit 0: no table;
+// MODES 2, 4: bit 1 the inverse sign), 7 scale (f32), 8 scale (f64 bits),
 // 10 table offset.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
@@ -73,6 +81,33 @@ void main() {
 #endif
             vec2 v = in_chirp ? t_c64[to + at] : vec2(0.0);
             d_c64[dso + j] = vec2(v.x, -v.y);
+        }
+        return;
+    }
+    if (MODE == 4u) {
+        FOR_EACH_ITEM(t, P.w[0]) {
+            uint i = t % inner, r = t / inner, k = r % ld, o = r / ld;
+            uint ak = (o * ls + (k == ls ? 0u : k)) * inner + i;
+            uint am = (o * ls + (k == 0u ? 0u : ls - k)) * inner + i;
+#if GF_F64
+            if (DT == DT_C128) {
+                dvec2 zk = s_c128[so + ak], zm = s_c128[so + am];
+                zm.y = -zm.y;
+                dvec2 ev = (zk + zm) * 0.5lf, od = (zk - zm) * 0.5lf;
+                od = dvec2(od.y, -od.x); // / i
+                double a = 3.141592653589793lf * (double(k) / double(ls));
+                if ((fl & 2u) == 0u) a = -a;
+                d_c128[dso + t] = (ev + cx_mul(dvec2(r_cos(a), r_sin(a)), od)) * pwd(8u);
+                continue;
+            }
+#endif
+            vec2 zk = s_c64[so + ak], zm = s_c64[so + am];
+            zm.y = -zm.y;
+            vec2 ev = (zk + zm) * 0.5, od = (zk - zm) * 0.5;
+            od = vec2(od.y, -od.x);
+            float a = 3.14159265358979 * (float(k) / float(ls));
+            if ((fl & 2u) == 0u) a = -a;
+            d_c64[dso + t] = (ev + cx_mul(vec2(r_cos(a), r_sin(a)), od)) * pwf(7u);
         }
         return;
     }
