@@ -7,8 +7,8 @@
  * one real GEMM through vk_ops_matmul.c (shaders/cx_expand.comp). Which ops
  * and dtypes are provided is plugins/common/pk_complex.c's rule, shared with
  * the reference and OpenCL plugins, and the four index ops part by part
- * through vk_ops_index.c; every other complex op answers NONE and runs on
- * the fallback device (FFT among them).
+ * through vk_ops_index.c; the FFT is vk_fft.c's; every other complex op
+ * answers NONE and runs on the fallback device.
  *
  * Values are computed in double where the device has it (c64 too, rounded
  * once on store, as the reference), in float otherwise (shaders/cx_math.glsl). */

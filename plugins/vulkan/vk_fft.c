@@ -1,16 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* vk_fft.c — FFT, complex to complex (C2C) over any listed dims whose
- * lengths are powers of two, any strides, forward or inverse, with a scale
- * (shaders/cx_fft.comp).
+/* vk_fft.c — FFT: complex to complex (C2C), real to complex onesided (R2C)
+ * and its inverse halving (C2R), over any listed dims of any lengths, any
+ * strides, forward or inverse, with a scale (shaders/cx_fft.comp,
+ * shaders/cx_fft_line.comp). The plugin reference (plugins/reference/
+ * ref_fft.c) is the oracle; this file computes what it computes:
  *
- * x is copied into a contiguous work array (c128 where the device has
- * doubles and the array fits one allocation, else x's dtype), each listed
- * dim is transformed by log2(n) radix-2 Stockham passes ping-ponging between
- * two work arrays (a dispatch per pass, an invocation per butterfly, the
- * roots from a table computed once per length), the scale is applied on the
- * last pass, and the result is copied into y. R2C and C2R answer NONE in
- * query_op, and a launch with a length that is not a power of two is
- * refused as UNSUPPORTED: the core runs those on the fallback device. */
+ *   - x is copied into a contiguous complex work array (c128 where the
+ *     device has doubles and the arrays fit one allocation, else the c64 of
+ *     x or y), a real x with zero imaginary parts (R2C; packed R2C below
+ *     copies the reals as they are);
+ *   - each listed dim is transformed along its lines. A power-of-two length
+ *     n takes log2(n) radix-2 Stockham passes ping-ponging between two work
+ *     arrays (a dispatch per pass, an invocation per butterfly, the roots
+ *     from a table computed once per length). Any other length takes
+ *     Bluestein's algorithm: the DFT as the convolution
+ *       X[k] = c[k] sum_j (x[j] c[j]) conj(c[k - j]),
+ *       c[k] = exp(sign i pi k^2 / n),
+ *     computed as a product of power-of-two transforms of length
+ *     m >= 2n - 1: the lines multiplied by the chirp and zero padded to m,
+ *     transformed, multiplied by the transform of the wrapped conjugate
+ *     chirp (computed once per length, 1/m folded in), transformed back,
+ *     multiplied by the chirp. The chirp's angle comes from k^2 mod 2n in
+ *     integers, so it is rounded once, in the work dtype;
+ *   - C2R transforms the dims before the onesided one on the onesided
+ *     array, extends each onesided line to n bins by conjugate symmetry
+ *     (bin j >= n/2 + 1 is conj(bin n - j); the imaginary parts of bins 0
+ *     and n/2 stay and drop out with the real part), transforms it and keeps
+ *     the real part. R2C whose onesided dim is the tensor's last, of an
+ *     even length n, reads each real line as n/2 complex values
+ *     z[j] = x[2j] + i x[2j + 1], transforms them at length n/2, unpacks
+ *     bins 0 .. n/2 from that (the transforms of the even and odd samples,
+ *     combined with the roots exp(sign i pi k / (n/2))), then transforms the
+ *     other dims on the onesided array: half the work. Any other R2C
+ *     transforms the real signal as complex and keeps bins 0 .. n/2;
+ *   - the scale is applied by the last step that writes the array (a pass
+ *     of its own when every listed dim has length 1), and the result is
+ *     copied into y. */
 #include <string.h>
 
 #include "vk_internal.h"
@@ -20,10 +45,40 @@
 uint32_t vkp_fft_support(vkp_device *d, const gfp_op_query *q) {
     if (q->op != GFP_OP_FFT || q->n_inputs != 1 || q->n_outputs != 1 || !d->phys->has_fft)
         return GFP_SUPPORT_NONE;
-    return pk_fft_dtypes_ok(GFP_FFT_C2C, q->input_dtypes[0], q->output_dtypes[0],
-                            vkp_complex_dtypes(d))
-               ? GFP_SUPPORT_STRIDED
-               : GFP_SUPPORT_NONE;
+    int32_t x = q->input_dtypes[0], y = q->output_dtypes[0];
+    uint32_t cx = vkp_complex_dtypes(d);
+    bool ok = pk_fft_dtypes_ok(GFP_FFT_C2C, x, y, cx) || pk_fft_dtypes_ok(GFP_FFT_R2C, x, y, cx) ||
+              pk_fft_dtypes_ok(GFP_FFT_C2R, x, y, cx);
+    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+}
+
+/* The state of one launch: the work dtype, the two work arrays and the
+ * scratch of the power-of-two passes and of Bluestein's algorithm. */
+typedef struct fft_run {
+    vkp_device *d;
+    int32_t wt;        /* work dtype, c64 or c128 */
+    gfp_buffer w[2];   /* the signal, ping-ponged; w[cur] holds it */
+    int cur;
+    gfp_buffer roots;  /* n/2 roots of the power-of-two length roots_n */
+    int64_t roots_n;
+    gfp_buffer a[2];   /* Bluestein: the padded lines, ping-ponged */
+    gfp_buffer chirp;  /* Bluestein: the chirp of length chirp_n */
+    gfp_buffer bhat;   /* Bluestein: the transform of its wrapped conjugate, / m */
+    int64_t chirp_n;
+    bool inverse;
+} fft_run;
+
+/* A flat work tensor of `count` elements of the work dtype in b. */
+static gfp_tensor flat(const fft_run *r, gfp_buffer b, int64_t count) {
+    gfp_tensor t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    t.dtype = r->wt;
+    t.buffer = b;
+    t.rank = 1;
+    t.sizes[0] = count;
+    t.strides[0] = 1;
+    return t;
 }
 
 /* One dispatch of cx_fft.comp: mode 0 writes the table of n/2 roots into
@@ -54,11 +109,128 @@ static gfp_status fft_dispatch(vkp_device *d, uint32_t mode, const gfp_tensor *d
     return vkp_dispatch_run(d, &dp);
 }
 
+/* One dispatch of cx_fft_line.comp (its header says what each mode does). */
+static gfp_status line_dispatch(const fft_run *r, uint32_t mode, const gfp_tensor *dst,
+                                const gfp_tensor *src, const gfp_tensor *table, uint64_t items,
+                                int64_t ld, int64_t ls, int64_t inner, uint32_t flags,
+                                double scale) {
+    vkp_words p = {.n = 0};
+    vkp_put(&p, (uint32_t)items);
+    vkp_put(&p, (uint32_t)ld);
+    vkp_put(&p, (uint32_t)ls);
+    vkp_put(&p, (uint32_t)inner);
+    vkp_put(&p, src ? vkp_elem_offset(src) : 0);
+    vkp_put(&p, vkp_elem_offset(dst));
+    vkp_put(&p, flags | (table ? 0u : 1u));
+    vkp_put_f32(&p, (float)scale);
+    vkp_put_f64(&p, scale);
+    vkp_put(&p, table ? vkp_elem_offset(table) : 0);
+    vkp_dispatch dp = {.shader = VKP_SH_CX_FFT_LINE, .n_spec = 3, .params = p.w,
+                       .n_params = p.n, .n_tensors = 3, .tensors = {dst, src ? src : dst,
+                                                                    table ? table : dst}};
+    dp.spec[0] = FFT_GROUP;
+    dp.spec[1] = (uint32_t)r->wt;
+    dp.spec[2] = mode;
+    dp.groups[0] = vkp_groups(r->d, items, FFT_GROUP);
+    return vkp_dispatch_run(r->d, &dp);
+}
+
 static bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+/* The power-of-two length Bluestein's algorithm convolves a length n at. */
+static int64_t conv_length(int64_t n) {
+    int64_t m = 1;
+    while (m < 2 * n - 1) m *= 2;
+    return m;
+}
+
+/* The radix-2 passes over the lines of length n (a power of two, > 1) of
+ * the array pair bufs holding `count` elements, bufs[*cur] in and out; the
+ * last pass applies scale. */
+static gfp_status pow2_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t count, int64_t n,
+                              int64_t inner, bool inverse, double scale) {
+    gfp_tensor roots = flat(r, r->roots, n / 2);
+    gfp_status st = GFP_OK;
+    if (r->roots_n != n) {
+        st = fft_dispatch(r->d, 0, &roots, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
+        r->roots_n = n;
+    }
+    for (int64_t ns = 1; ns < n && st == GFP_OK; ns *= 2) {
+        gfp_tensor src = flat(r, bufs[*cur], count), dst = flat(r, bufs[1 - *cur], count);
+        st = fft_dispatch(r->d, 1, &dst, &src, &roots, (uint64_t)count / 2, n, ns, inner,
+                          inverse, 2 * ns == n ? scale : 1.0);
+        *cur = 1 - *cur;
+    }
+    return st;
+}
+
+/* Bluestein's algorithm over the lines of length n of w[cur] (count
+ * elements, inner apart), in place; the last step applies scale. */
+static gfp_status bluestein(fft_run *r, int64_t count, int64_t n, int64_t inner, double scale) {
+    int64_t m = conv_length(n), outer = count / (n * inner), big = outer * m * inner;
+    gfp_tensor chirp = flat(r, r->chirp, n), bhat = flat(r, r->bhat, m);
+    gfp_status st = GFP_OK;
+    int ac = 0;
+    if (r->chirp_n != n) {
+        /* The chirp, then the transform of its wrapped conjugate, / m (exact). */
+        gfp_tensor a0 = flat(r, r->a[0], m);
+        st = line_dispatch(r, 2, &chirp, NULL, NULL, (uint64_t)n, n, 0, 1,
+                           r->inverse ? 2u : 0u, 1.0);
+        if (st == GFP_OK)
+            st = line_dispatch(r, 3, &a0, NULL, &chirp, (uint64_t)m, m, n, 1, 0, 1.0);
+        if (st == GFP_OK) st = pow2_passes(r, r->a, &ac, m, m, 1, false, 1.0);
+        if (st == GFP_OK) {
+            gfp_tensor src = flat(r, r->a[ac], m);
+            st = line_dispatch(r, 0, &bhat, &src, NULL, (uint64_t)m, m, m, 1, 0,
+                               1.0 / (double)m);
+        }
+        r->chirp_n = st == GFP_OK ? n : 0;
+        ac = 0;
+    }
+    gfp_tensor w = flat(r, r->w[r->cur], count);
+    if (st == GFP_OK) { /* the lines times the chirp, zero padded to m */
+        gfp_tensor dst = flat(r, r->a[ac], big);
+        st = line_dispatch(r, 0, &dst, &w, &chirp, (uint64_t)big, m, n, inner, 0, 1.0);
+    }
+    if (st == GFP_OK) st = pow2_passes(r, r->a, &ac, big, m, inner, false, 1.0);
+    if (st == GFP_OK) {
+        gfp_tensor src = flat(r, r->a[ac], big), dst = flat(r, r->a[1 - ac], big);
+        st = line_dispatch(r, 0, &dst, &src, &bhat, (uint64_t)big, m, m, inner, 0, 1.0);
+        ac = 1 - ac;
+    }
+    if (st == GFP_OK) st = pow2_passes(r, r->a, &ac, big, m, inner, true, 1.0);
+    if (st == GFP_OK) { /* times the chirp, the first n of each line */
+        gfp_tensor src = flat(r, r->a[ac], big);
+        st = line_dispatch(r, 0, &w, &src, &chirp, (uint64_t)count, n, m, inner, 0, scale);
+    }
+    return st;
+}
+
+/* Transforms dim dd of the contiguous array w[cur] of shape sizes. */
+static gfp_status transform_dim(fft_run *r, const int64_t *sizes, int rank, int dd,
+                                double scale) {
+    int64_t n = sizes[dd], inner = 1, count = 1;
+    for (int k = 0; k < rank; k++) count *= sizes[k];
+    for (int k = dd + 1; k < rank; k++) inner *= sizes[k];
+    if (power_of_two(n)) return pow2_passes(r, r->w, &r->cur, count, n, inner, r->inverse, scale);
+    return bluestein(r, count, n, inner, scale);
+}
+
+/* Bytes of `count` elements of dtype dt, 0 when they do not fit a launch:
+ * more elements than the shaders index, or more bytes than one allocation
+ * (as device_props reports it). */
+static uint64_t array_bytes(const vkp_device *d, int64_t count, int32_t dt) {
+    uint64_t max_bytes = d->max_range & ~(d->align - 1);
+    uint64_t bytes = (uint64_t)count * pk_dtype_size(dt);
+    return count > (int64_t)UINT32_MAX || bytes > max_bytes ? 0 : bytes;
+}
 
 gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params) {
+    (void)op;
+    (void)n_in;
+    (void)n_out;
     const gfp_fft_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0];
     int dl;
@@ -69,74 +241,119 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
     if (!d->phys->has_fft)
         return pk_fail(GFP_ERR_UNSUPPORTED, "fft: off on this CPU-type Vulkan device, where the "
                        "fallback device is faster (GRAFT_VULKAN_FFT=1 turns it on)");
-    if (p->kind != GFP_FFT_C2C)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "fft: the vulkan plugin transforms complex to "
-                       "complex (C2C) only; R2C and C2R run on the fallback device");
-    int64_t numel = pk_numel(x), passes = 0;
+    int64_t nx = pk_numel(x), ny = pk_numel(y);
+    if (nx == 0 || ny == 0) return GFP_OK;
+    int rank = x->rank;
+    /* The sizes of the signal (C2R: y's, the full lengths). */
+    const int64_t *full = p->kind == GFP_FFT_C2R ? y->sizes : x->sizes;
+    /* R2C along the tensor's last dim, of an even length n: each real line
+     * is read as n/2 complex values, transformed at length n/2 and unpacked
+     * into bins 0 .. n/2 (half the work of the full-length transform). */
+    bool packed = p->kind == GFP_FFT_R2C && dl == rank - 1 && x->sizes[dl] % 2 == 0;
+    int64_t work = nx > ny ? nx : ny, big = 0, longest_m = 1, roots = 1, chirp = 1;
     for (uint32_t i = 0; i < p->n_dims; i++) {
-        int64_t n = x->sizes[p->dims[i]];
-        if (!power_of_two(n))
+        int dd = p->dims[i];
+        int64_t n = packed && dd == dl ? full[dd] / 2 : full[dd];
+        if (power_of_two(n)) {
+            if (n / 2 > roots) roots = n / 2;
+            continue;
+        }
+        if (n >= ((int64_t)1 << 30)) /* k^2 mod 2n in the shader's 32-bit words */
             return pk_fail(GFP_ERR_UNSUPPORTED, "fft: dim %d has length %lld; the vulkan plugin "
-                           "transforms power-of-two lengths (others run on the fallback device)",
-                           (int)p->dims[i], (long long)n);
-        for (int64_t m = n; m > 1; m /= 2) passes++;
+                           "transforms lengths that are not powers of two below 2^30", dd,
+                           (long long)n);
+        int64_t m = conv_length(n), lines = (p->kind == GFP_FFT_C2R ? ny : nx) / n;
+        if (m / 2 > roots) roots = m / 2;
+        if (m > longest_m) longest_m = m;
+        if (n > chirp) chirp = n;
+        if (lines > INT64_MAX / m) big = INT64_MAX;
+        else if (lines * m > big) big = lines * m;
     }
-    if (numel == 0) return GFP_OK;
-    if (numel > (int64_t)UINT32_MAX)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "fft: %lld elements are more than a vulkan launch "
-                       "indexes", (long long)numel);
-    if (passes == 0 && p->scale != 1.0)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "fft: a scaled transform of length-1 dims only runs "
-                       "on the fallback device");
-    /* The work dtype: c128 where the device has it and the array fits one
-     * allocation (as device_props reports it), else x's. */
-    uint64_t max_bytes = d->max_range & ~(d->align - 1);
-    int32_t wt = (vkp_complex_dtypes(d) & PK_DT(GFP_C128)) && (uint64_t)numel * 16u <= max_bytes
-                     ? GFP_C128
-                     : x->dtype;
+    /* The work dtype: c128 where the device has it and the arrays fit, else
+     * the complex dtype of x and y. */
+    int32_t cx = pk_is_complex(x->dtype) ? x->dtype : y->dtype;
+    int32_t wt = (vkp_complex_dtypes(d) & PK_DT(GFP_C128)) ? GFP_C128 : cx;
+    for (int pass = 0; pass < 2; pass++) {
+        bool fits = array_bytes(d, work, wt) && (!big || array_bytes(d, big, wt));
+        if (fits) break;
+        if (wt == cx || pass == 1)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "fft: the work arrays (%lld and %lld elements) "
+                           "are larger than a vulkan launch indexes", (long long)work,
+                           (long long)big);
+        wt = cx;
+    }
+    fft_run r = {.d = d, .wt = wt, .inverse = p->inverse != 0};
     uint64_t es = pk_dtype_size(wt);
-    gfp_buffer b0 = NULL, b1 = NULL, bt = NULL;
     void *host = NULL;
-    int64_t longest = 1;
+    for (int k = 0; k < 2 && st == GFP_OK; k++)
+        st = vkp_buffer_alloc(d, (uint64_t)work * es, &r.w[k], &host);
+    if (st == GFP_OK) st = vkp_buffer_alloc(d, (uint64_t)roots * es, &r.roots, &host);
+    for (int k = 0; k < 2 && st == GFP_OK && big; k++)
+        st = vkp_buffer_alloc(d, (uint64_t)(big > longest_m ? big : longest_m) * es, &r.a[k],
+                              &host);
+    if (st == GFP_OK && big) st = vkp_buffer_alloc(d, (uint64_t)chirp * es, &r.chirp, &host);
+    if (st == GFP_OK && big) st = vkp_buffer_alloc(d, (uint64_t)longest_m * es, &r.bhat, &host);
+
+    /* The dim the scale goes with: the last one transformed of length > 1
+     * (C2R: dl, transformed last; packed R2C: dl's unpacking when no other
+     * dim is transformed after it). */
+    bool apart = p->kind == GFP_FFT_C2R || packed; /* dl is transformed on its own */
+    int scaled = -1;
     for (uint32_t i = 0; i < p->n_dims; i++)
-        if (x->sizes[p->dims[i]] > longest) longest = x->sizes[p->dims[i]];
-    st = vkp_buffer_alloc(d, (uint64_t)numel * es, &b0, &host);
-    if (st == GFP_OK && passes > 0) st = vkp_buffer_alloc(d, (uint64_t)numel * es, &b1, &host);
-    if (st == GFP_OK && passes > 0)
-        st = vkp_buffer_alloc(d, (uint64_t)(longest / 2) * es, &bt, &host);
-    gfp_tensor w[2], table;
+        if (full[p->dims[i]] > 1 && (!apart || p->dims[i] != dl)) scaled = (int)i;
+    if (p->kind == GFP_FFT_C2R && full[dl] > 1) scaled = INT32_MAX;
+    /* x into w[0], in x's shape: complex, or the reals of packed R2C. */
     if (st == GFP_OK) {
-        w[0] = pk_dense_in(x, wt, b0);
-        w[1] = pk_dense_in(x, wt, b1 ? b1 : b0);
-        table = pk_dense_in(x, wt, bt ? bt : b0);
-        const gfp_tensor *ins[1] = {x}, *outs[1] = {&w[0]};
+        gfp_tensor w0 = pk_dense_in(x, packed ? pk_complex_part(wt) : wt, r.w[0]);
+        const gfp_tensor *ins[1] = {x}, *outs[1] = {&w0};
         st = vkp_elementwise_launch(d, GFP_OP_COPY, ins, 1, outs, 1, NULL);
     }
-    int cur = 0;
-    int64_t done = 0, table_n = 0;
+    if (st == GFP_OK && packed) {
+        int64_t h = x->sizes[dl] / 2, half[GFP_MAX_RANK];
+        memcpy(half, x->sizes, sizeof half);
+        half[dl] = h;
+        if (h > 1) st = transform_dim(&r, half, rank, dl, 1.0);
+        gfp_tensor src = flat(&r, r.w[r.cur], nx / 2), dst = flat(&r, r.w[1 - r.cur], ny);
+        if (st == GFP_OK)
+            st = line_dispatch(&r, 4, &dst, &src, NULL, (uint64_t)ny, h + 1, h, 1,
+                               r.inverse ? 2u : 0u, scaled < 0 ? p->scale : 1.0);
+        r.cur = 1 - r.cur;
+    }
     for (uint32_t i = 0; i < p->n_dims && st == GFP_OK; i++) {
         int dd = p->dims[i];
-        int64_t n = x->sizes[dd], inner = 1;
-        if (n == 1) continue;
-        for (int k = dd + 1; k < x->rank; k++) inner *= x->sizes[k];
-        if (table_n != n) {
-            st = fft_dispatch(d, 0, &table, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
-            table_n = n;
-        }
-        for (int64_t ns = 1; ns < n && st == GFP_OK; ns *= 2) {
-            double scale = ++done == passes ? p->scale : 1.0;
-            st = fft_dispatch(d, 1, &w[1 - cur], &w[cur], &table, (uint64_t)numel / 2, n, ns,
-                              inner, p->inverse != 0, scale);
-            cur = 1 - cur;
-        }
+        if (x->sizes[dd] == 1 || (apart && dd == dl)) continue;
+        st = transform_dim(&r, packed ? y->sizes : x->sizes, rank, dd,
+                           (int)i == scaled ? p->scale : 1.0);
+    }
+    if (st == GFP_OK && p->kind == GFP_FFT_C2R) {
+        int64_t n = y->sizes[dl], h = x->sizes[dl], inner = 1;
+        for (int k = dl + 1; k < rank; k++) inner *= y->sizes[k];
+        gfp_tensor src = flat(&r, r.w[r.cur], nx), dst = flat(&r, r.w[1 - r.cur], ny);
+        st = line_dispatch(&r, 1, &dst, &src, NULL, (uint64_t)ny, n, h, inner, 0, 1.0);
+        r.cur = 1 - r.cur;
+        if (st == GFP_OK && n > 1) st = transform_dim(&r, y->sizes, rank, dl, p->scale);
+    }
+    if (st == GFP_OK && scaled < 0 && p->scale != 1.0 && !packed) { /* every listed dim has length 1 */
+        gfp_tensor src = flat(&r, r.w[r.cur], work), dst = flat(&r, r.w[1 - r.cur], work);
+        st = line_dispatch(&r, 0, &dst, &src, NULL, (uint64_t)work, work, work, 1, 0, p->scale);
+        r.cur = 1 - r.cur;
     }
     if (st == GFP_OK) {
-        const gfp_tensor *ins[1] = {&w[cur]}, *outs[1] = {y};
+        /* The result, in the transform's shape (x's; C2R: y's), into y:
+         * R2C keeps the first n/2 + 1 bins of dl (a view with y's sizes
+         * and x's strides), C2R the real parts (a real view). */
+        gfp_tensor res = pk_dense_in(apart ? y : x, wt, r.w[r.cur]);
+        if (p->kind == GFP_FFT_R2C && !packed) memcpy(res.sizes, y->sizes, sizeof res.sizes);
+        if (p->kind == GFP_FFT_C2R) {
+            res.dtype = pk_complex_part(wt);
+            for (int k = 0; k < rank; k++) res.strides[k] *= 2;
+        }
+        const gfp_tensor *ins[1] = {&res}, *outs[1] = {y};
         st = vkp_elementwise_launch(d, GFP_OP_COPY, ins, 1, outs, 1, NULL);
     }
     /* Freed at once: later work is queued behind the dispatches reading them. */
-    if (b0) vkp_buffer_free(d, b0);
-    if (b1) vkp_buffer_free(d, b1);
-    if (bt) vkp_buffer_free(d, bt);
+    gfp_buffer all[7] = {r.w[0], r.w[1], r.roots, r.a[0], r.a[1], r.chirp, r.bhat};
+    for (int k = 0; k < 7; k++)
+        if (all[k]) vkp_buffer_free(d, all[k]);
     return st;
 }

@@ -431,7 +431,7 @@ const vkp_family *vkp_route(vkp_device *d, uint32_t op, const gfp_tensor *const 
                                 uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, \
                                 const void *params);
 PK_FAMILIES(VKP_FAMILY)
-VKP_FAMILY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT)) /* vk_fft.c: C2C of power-of-two lengths */
+VKP_FAMILY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT)) /* vk_fft.c: C2C, R2C, C2R, any length */
 #undef VKP_FAMILY
 
 /* Dtype bit sets. */

@@ -6,7 +6,8 @@
  *                  block), the maxStorageBufferRange limit (refused with a
  *                  message), batching (1,000 chained adds, few submits), and
  *                  zero validation messages through the "vulkan.stats"
- *                  extension (with the layer on when it is installed).
+ *                  extension (with the layer on when it is installed), an
+ *                  FFT whose scale no pass carries (dims of length 1).
  *   no_driver      VK_DRIVER_FILES points at nothing: the plugin negotiates,
  *                  initialises, reports zero devices with the reason.
  * The plugin's file comes from GRAFT_TEST_VULKAN_PLUGIN. */
@@ -209,6 +210,43 @@ static void test_errors(void) {
     T->buffer_free(dev, b);
 }
 
+/* FFT over dims of length 1 with a scale: no pass runs, so the scale takes
+ * a step of its own (the public API never asks it: its scales are 1/n). C2C
+ * gives scale x, R2C scale (x + 0i), C2R scale re(x). */
+static void test_fft_scale(void) {
+    gfp_buffer xb, yb;
+    void *hp;
+    CHECK(T->buffer_alloc(dev, 64, &xb, &hp) == GFP_OK);
+    CHECK(T->buffer_alloc(dev, 64, &yb, &hp) == GFP_OK);
+    float x[6] = {1, -2, 3.5f, 4, -5, 0.25f}, y[6];
+    CHECK(T->buffer_write(dev, xb, 0, x, sizeof x) == GFP_OK);
+    int64_t s[2] = {3, 1};
+    static const int32_t dts[3][2] = {{GFP_C64, GFP_C64}, {GFP_F32, GFP_C64}, {GFP_C64, GFP_F32}};
+    for (uint32_t kind = 0; kind < 3; kind++) {
+        gfp_tensor tx = abi_desc(dts[kind][0], 2, s, NULL), ty = abi_desc(dts[kind][1], 2, s, NULL);
+        tx.buffer = xb;
+        ty.buffer = yb;
+        const gfp_tensor *in[1] = {&tx}, *out[1] = {&ty};
+        gfp_fft_params p = {.struct_size = sizeof p, .kind = kind, .inverse = kind == 2,
+                            .n_dims = 1, .dims = {1}, .scale = 2.5};
+        CHECK_MSG(T->launch(dev, GFP_OP_FFT, in, 1, out, 1, &p) == GFP_OK, "kind %u: %s",
+                  (unsigned)kind, last_error);
+        memset(y, 0, sizeof y);
+        size_t bytes = kind == 0 ? 24 : 12 + 12 * (kind == 1);
+        CHECK(T->buffer_read(dev, yb, 0, y, bytes) == GFP_OK);
+        for (int i = 0; i < 3; i++) {
+            double re = kind == 1 ? x[i] : x[2 * i], im = kind == 0 ? x[2 * i + 1] : 0;
+            if (kind == 2) CHECK_CLOSE(y[i], 2.5 * re, 0);
+            else {
+                CHECK_CLOSE(y[2 * i], 2.5 * re, 0);
+                CHECK_CLOSE(y[2 * i + 1], 2.5 * im, 0);
+            }
+        }
+    }
+    T->buffer_free(dev, xb);
+    T->buffer_free(dev, yb);
+}
+
 static int run_main(void) {
     uint32_t n = 0;
     CHECK(T->device_count(ctx, &n) == GFP_OK);
@@ -228,6 +266,7 @@ static int run_main(void) {
     RUN(test_size_limit);
     RUN(test_batching);
     RUN(test_errors);
+    RUN(test_fft_scale);
     T->synchronize(dev);
     T->device_close(dev);
     long msgs = ext->validation_messages();

@@ -7,7 +7,8 @@
  *   - sum, mean and prod over lines long enough for several passes;
  *   - matmul through the real GEMM with strided and broadcast operands;
  *   - index_select, gather, index_add and scatter_add on complex data;
- *   - the FFT of power-of-two lengths (norms, inverse, views, 2-D, 2^16);
+ *   - the FFT of power-of-two lengths (norms, inverse, views, 2-D, 2^16;
+ *     test_vulkan_fft.c checks every kind and other lengths);
  *   - that none of it fell back to the reference device, and that c128 is
  *     stored exactly when the device has shaderFloat64 (GRAFT_VULKAN_NO_F64=1
  *     runs this program as on a device without it: c64 then computes in
