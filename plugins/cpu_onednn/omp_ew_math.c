@@ -256,30 +256,32 @@ bool odn_math_args_read(uint32_t op, const void *params, odn_math_args *args) {
     return true;
 }
 
-gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params) {
-    const gfp_tensor *y = t[0];
+bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t *cost) {
     gfp_op_family family = gfp_op_family_of(op);
-    const unary_entry *e = family == GFP_FAMILY_UNARY ? unary_of(op) : NULL;
-    if (e && n_t == 2) {
-        if (y->dtype != GFP_F32 && y->dtype != GFP_F64) return ODN_FALLBACK;
-        unary_args args;
-        if (!odn_math_args_read(op, params, &args)) return ODN_FALLBACK;
-        odn_ew g;
-        odn_ew_init(&g, t, 2);
-        odn_ew_run(&g, y->dtype == GFP_F32 ? e->f32 : e->f64, &args, e->cost);
-        return GFP_OK;
+    const unary_entry *e = family == GFP_FAMILY_UNARY && n_t == 2 ? unary_of(op) : NULL;
+    if (e) {
+        if (dtype != GFP_F32 && dtype != GFP_F64) return false;
+        *fn = dtype == GFP_F32 ? e->f32 : e->f64;
+        *cost = e->cost;
+        return true;
     }
-    const binary_entry *b = family == GFP_FAMILY_BINARY ? binary_of(op) : NULL;
-    if (b && n_t == 3) {
-        if (y->dtype < GFP_F32 || y->dtype > GFP_I64) return ODN_FALLBACK;
-        odn_ew_fn fn = b->fn[y->dtype];
-        if (!fn) return ODN_FALLBACK;
-        odn_ew g;
-        odn_ew_init(&g, t, 3);
-        odn_ew_run(&g, fn, NULL, op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1);
-        return GFP_OK;
-    }
-    return ODN_FALLBACK;
+    const binary_entry *b = family == GFP_FAMILY_BINARY && n_t == 3 ? binary_of(op) : NULL;
+    if (!b || dtype < GFP_F32 || dtype > GFP_I64 || !b->fn[dtype]) return false;
+    *fn = b->fn[dtype];
+    *cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
+    return true;
+}
+
+gfp_status odn_math_launch(uint32_t op, const gfp_tensor *const *t, int n_t, const void *params) {
+    odn_ew_fn fn;
+    int64_t cost;
+    if (!odn_math_kernel(op, n_t, t[0]->dtype, &fn, &cost)) return ODN_FALLBACK;
+    unary_args args;
+    if (n_t == 2 && !odn_math_args_read(op, params, &args)) return ODN_FALLBACK;
+    odn_ew g;
+    odn_ew_init(&g, t, n_t);
+    odn_ew_run(&g, fn, n_t == 2 ? &args : NULL, cost);
+    return GFP_OK;
 }
 
 /* A captured BINARY launch (the graph slots, onednn_plugin.c): the checks and
@@ -296,29 +298,9 @@ bool odn_binary_prepare(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
         if (ref_is_complex(t[k]->dtype) || t[k]->dtype != t[0]->dtype ||
             (k && !pk_same_shape(t[0], t[k])))
             return false;
-    const binary_entry *b = binary_of(op);
-    int32_t dt = t[0]->dtype;
-    if (!b || dt < GFP_F32 || dt > GFP_I64 || !b->fn[dt]) return false;
-    p->fn = b->fn[dt];
-    p->cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
+    if (!odn_math_kernel(op, 3, t[0]->dtype, &p->fn, &p->cost)) return false;
     odn_ew_init(&p->g, t, 3);
     return true;
 }
 
 void odn_prepared_run(const odn_ew_prepared *p) { odn_ew_run(&p->g, p->fn, NULL, p->cost); }
-
-bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t *cost) {
-    gfp_op_family family = gfp_op_family_of(op);
-    const unary_entry *e = family == GFP_FAMILY_UNARY && n_t == 2 ? unary_of(op) : NULL;
-    if (e) {
-        if (dtype != GFP_F32 && dtype != GFP_F64) return false;
-        *fn = dtype == GFP_F32 ? e->f32 : e->f64;
-        *cost = e->cost;
-        return true;
-    }
-    const binary_entry *b = family == GFP_FAMILY_BINARY && n_t == 3 ? binary_of(op) : NULL;
-    if (!b || dtype < GFP_F32 || dtype > GFP_I64 || !b->fn[dtype]) return false;
-    *fn = b->fn[dtype];
-    *cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
-    return true;
-}
