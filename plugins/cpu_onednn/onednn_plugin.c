@@ -326,7 +326,6 @@ static void find_runs(odn_graph *g) {
     }
 }
 
-
 static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
                                    void **graph) {
     (void)device;
