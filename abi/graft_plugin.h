@@ -26,7 +26,8 @@
  *     Also in 1.3: the ops LAYER_NORM_BACKWARD 126 (gfp_layer_norm_params),
  *     SOFTMAX_BACKWARD 127 and LOG_SOFTMAX_BACKWARD 128 (gfp_dim_params);
  *     a plugin that predates them answers NONE and the core composes the
- *     gradients from other ops.
+ *     gradients from other ops. Likewise the op RELU_BACKWARD 77 (no
+ *     parameters).
  *
  * This header is the whole contract between the graft core and a device
  * plugin. A plugin includes this file only and links nothing of graft: every

@@ -188,7 +188,8 @@ static const unary_entry unary_table[] = {UNARY_OPS(X_ENTRY)};
     BINARY_KERNEL(b_pow_##TAG, TYPE, POW(a, b))                                          \
     BINARY_KERNEL(b_max_##TAG, TYPE, a != a ? a : b != b ? b : a > b ? a : b)            \
     BINARY_KERNEL(b_min_##TAG, TYPE, a != a ? a : b != b ? b : a < b ? a : b)            \
-    BINARY_KERNEL(b_atan2_##TAG, TYPE, ATAN2(a, b))
+    BINARY_KERNEL(b_atan2_##TAG, TYPE, ATAN2(a, b))                                      \
+    BINARY_KERNEL(b_relu_bw_##TAG, TYPE, b <= 0 ? (T)0 : a)
 FLOAT_BINARY(float, f32, powf, atan2f)
 FLOAT_BINARY(double, f64, pow, atan2)
 
@@ -198,7 +199,8 @@ FLOAT_BINARY(double, f64, pow, atan2)
     BINARY_KERNEL(b_sub_##TAG, TYPE, (T)((UTYPE)a - (UTYPE)b))                           \
     BINARY_KERNEL(b_mul_##TAG, TYPE, (T)((UTYPE)a * (UTYPE)b))                           \
     BINARY_KERNEL(b_max_##TAG, TYPE, a > b ? a : b)                                      \
-    BINARY_KERNEL(b_min_##TAG, TYPE, a < b ? a : b)
+    BINARY_KERNEL(b_min_##TAG, TYPE, a < b ? a : b)                                      \
+    BINARY_KERNEL(b_relu_bw_##TAG, TYPE, b <= 0 ? (T)0 : a)
 INT_BINARY(int32_t, uint32_t, i32)
 INT_BINARY(int64_t, uint64_t, i64)
 
@@ -216,6 +218,7 @@ static const binary_entry binary_table[] = {
     {"maximum", {b_max_f32, b_max_f64, b_max_i32, b_max_i64}},
     {"minimum", {b_min_f32, b_min_f64, b_min_i32, b_min_i64}},
     {"atan2", {b_atan2_f32, b_atan2_f64, NULL, NULL}},
+    {"relu_backward", {b_relu_bw_f32, b_relu_bw_f64, b_relu_bw_i32, b_relu_bw_i64}},
 };
 
 static const unary_entry *unary_of(uint32_t op) {

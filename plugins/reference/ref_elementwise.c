@@ -240,6 +240,7 @@ static int64_t unary_int(uint32_t op, int64_t x, int64_t lo, int64_t hi, const u
         case GFP_OP_MAXIMUM: return a != a ? a : b != b ? b : a > b ? a : b;        \
         case GFP_OP_MINIMUM: return a != a ? a : b != b ? b : a < b ? a : b;        \
         case GFP_OP_ATAN2: return FN(atan2)(a, b);                                  \
+        case GFP_OP_RELU_BACKWARD: return b <= 0 ? (T)0 : a;                        \
         default: return a;                                                          \
         }                                                                           \
     }
@@ -270,6 +271,7 @@ static int64_t binary_int(uint32_t op, int64_t a, int64_t b) {
     case GFP_OP_POW: return pow_int(a, b);
     case GFP_OP_MAXIMUM: return a > b ? a : b;
     case GFP_OP_MINIMUM: return a < b ? a : b;
+    case GFP_OP_RELU_BACKWARD: return b <= 0 ? 0 : a;
     default: return a;
     }
 }

@@ -12,6 +12,7 @@
 #include <graft.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -888,6 +889,82 @@ static void test_inplace_forms(void) {
     }
 }
 
+/* ------------------------------------------------------------ relu's gradient kernel */
+/* relu's gradient two ways on the default device: without create_graph the
+ * device's RELU_BACKWARD kernel (where it has one: every bundled plugin), with
+ * it the composed where(y <= 0, 0, g), which stays differentiable. Both must
+ * give PyTorch's threshold_backward bit for bit: g where y > 0 or y is NaN
+ * (also a NaN or -0 g), +0 where y <= 0 (also against a NaN or inf g); a
+ * dense g (a weighted sum) and an expanded one (a plain sum). */
+static void relu_grads(gf_dtype dt, bool expanded, bool create_graph, double *out, int n,
+                       bool *kernel_ran) {
+    static const double xs[10] = {-2, -0.0, 0, 0.5, NAN, -INFINITY, INFINITY, 3, -1e-30, 1e-30};
+    static const double rs[10] = {NAN, INFINITY, -1.5, -0.0, 2, NAN, -3, 0.25, -INFINITY, 7};
+    gf_tensor *x = make(dt, 1, SZ(10), xs, true), *r = make(dt, 1, SZ(10), rs, false);
+    CHECK(gf_profiler_start(NULL) == GF_OK);
+    gf_tensor *y = gf_relu(x);
+    gf_tensor *loss = gf_sum(expanded ? y : gf_mul(y, r), NULL, 0, false);
+    gf_tensor *g = NULL;
+    gf_grad_opts o = {.create_graph = create_graph};
+    CHECK_MSG(loss && gf_grad(&loss, 1, NULL, &x, 1, &g, &o) == GF_OK, "%s", gf_last_error());
+    gf_profiler_stop();
+    char sum[8192] = "";
+    gf_profiler_summary(sum, sizeof sum);
+    *kernel_ran = strstr(sum, "relu_backward") != NULL;
+    CHECK(g == NULL || gf_tensor_dtype(g) == dt);
+    read(g, out, n);
+    gf_tensor_release(g);
+    gf_tensor_release(loss);
+    gf_tensor_release(y);
+    gf_tensor_release(r);
+    gf_tensor_release(x);
+}
+
+static void test_relu_backward_kernel(void) {
+    /* y = relu(x) = {0, -0, 0, 0.5, NaN, 0, inf, 3, 0, 1e-30}: g passes at
+     * 0.5, NaN, inf, 3 and 1e-30 (a bf16/f16 1e-30 rounds to 0 or a
+     * subnormal: its y decides). */
+    const gf_dtype dts[4] = {GF_F64, GF_F32, GF_BF16, GF_F16};
+    for (int k = 0; k < 4; k++) {
+        gf_tensor *probe = gf_zeros(SZ(1), 1, dts[k], NULL);
+        if (!probe) { /* the default device stores no such dtype */
+            CHECK_MSG(dts[k] == GF_BF16 || dts[k] == GF_F16, "%s", gf_last_error());
+            continue;
+        }
+        gf_tensor_release(probe);
+        for (int e = 0; e < 2; e++) {
+            double kern[10], comp[10], want[10];
+            bool ran_k = false, ran_c = true;
+            relu_grads(dts[k], e, false, kern, 10, &ran_k);
+            relu_grads(dts[k], e, true, comp, 10, &ran_c);
+            CHECK_MSG(!ran_c, "relu_backward ran with create_graph (dtype %d)", (int)dts[k]);
+            /* y and g as the device holds them, for the expected values */
+            static const double xs[10] = {-2, -0.0, 0, 0.5, NAN, -INFINITY, INFINITY, 3, -1e-30, 1e-30};
+            static const double rs[10] = {NAN, INFINITY, -1.5, -0.0, 2, NAN, -3, 0.25, -INFINITY, 7};
+            double xd[10], rd[10];
+            gf_tensor *xt = make(dts[k], 1, SZ(10), xs, false), *rt = make(dts[k], 1, SZ(10), rs, false);
+            read(xt, xd, 10);
+            read(rt, rd, 10);
+            gf_tensor_release(xt);
+            gf_tensor_release(rt);
+            for (int i = 0; i < 10; i++) {
+                double y = xd[i] > 0 || isnan(xd[i]) ? xd[i] : 0, g = e ? 1 : rd[i];
+                want[i] = y <= 0 ? 0.0 : g;
+                bool same_k = isnan(want[i]) ? isnan(kern[i]) : !memcmp(&kern[i], &want[i], 8);
+                bool same_c = isnan(want[i]) ? isnan(comp[i]) : !memcmp(&comp[i], &want[i], 8);
+                CHECK_MSG(same_k, "relu grad, kernel, dtype %d, %s g, element %d: got %g, want %g",
+                          (int)dts[k], e ? "expanded" : "dense", i, kern[i], want[i]);
+                CHECK_MSG(same_c, "relu grad, composed, dtype %d, %s g, element %d: got %g, want %g",
+                          (int)dts[k], e ? "expanded" : "dense", i, comp[i], want[i]);
+            }
+            /* Every bundled plugin has the kernel; a GRAFT_DEVICE without
+             * it composes, which the values above pin just the same. */
+            if (!ran_k) printf("note: dtype %d: the default device composed relu's gradient\n",
+                               (int)dts[k]);
+        }
+    }
+}
+
 /* ------------------------------------------------------------ dtypes, higher order */
 static void test_dtypes(void) {
     /* f32 * f64: the f32 input's gradient is f32. */
@@ -979,6 +1056,7 @@ int main(void) {
     RUN(test_conventions);
     RUN(test_saved_tensors);
     RUN(test_inplace_forms);
+    RUN(test_relu_backward_kernel);
     RUN(test_dtypes);
     RUN(test_higher_order);
     int r = CHECK_REPORT();

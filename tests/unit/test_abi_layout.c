@@ -121,6 +121,7 @@ static void test_op_ids(void) {
         OP(AVG_POOL2D_BACKWARD, 166),
         /* 1.2 */
         OP(HARDSWISH, 49), OP(ASIN, 50), OP(ACOS, 51), OP(ATAN, 52), OP(ATAN2, 76),
+        OP(RELU_BACKWARD, 77),
         OP(BATCH_NORM_BACKWARD, 125),
         /* 1.3 */
         OP(ADAM_UPDATE, 167), OP(FFT, 168), OP(LAYER_NORM_BACKWARD, 126),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ag_internal.h"
+#include "fwad/fw_internal.h"
 #include "graft_ops.h"
 
 #define SQRT1_2 0.70710678118654752440     /* 1/sqrt(2) */
@@ -113,6 +114,35 @@ static gf_tensor *pow_scalar_grad(gf_tensor *g, gf_tensor *x, double e) {
     return gf_mul(g, gf_mul_scalar(gf_pow_scalar(x, e - 1.0), e));
 }
 
+/* relu's gradient, PyTorch's threshold_backward: 0 where y <= 0 (so at 0),
+ * g elsewhere, also at NaN. One RELU_BACKWARD launch where the device has
+ * it and the result needs neither history (create_graph with g or y
+ * requiring grad) nor a tangent; else the composed where (three launches
+ * and a bool temporary). Inside a scope. */
+static gf_tensor *relu_grad(gf_tensor *g, gf_tensor *y) {
+    const gf_tensor *gy[2] = {g, y};
+    if (g->dtype == y->dtype && g->storage->device == y->storage->device &&
+        g->rank == y->rank && !memcmp(g->sizes, y->sizes, sizeof(int64_t) * (size_t)y->rank) &&
+        !gf_dtype_is_complex(g->dtype) &&
+        !(gf_is_grad_enabled() && (gf_tensor_requires_grad(g) || gf_tensor_requires_grad(y))) &&
+        !gf__fw_any_tangent(gy, 2)) {
+        gf_tensor *o = gf__empty(y->sizes, y->rank, y->dtype, y->storage->device);
+        if (!o) return NULL;
+        gf_tensor *outs[1] = {o};
+        if (gf__dev_has_op(GFP_OP_RELU_BACKWARD, gy, 2, outs, 1)) {
+            gf_status s = gf__launch_own(GFP_OP_RELU_BACKWARD, "relu_backward", gy, 2, outs, 1,
+                                         NULL);
+            if (s == GF_OK) return gf__ret(o);
+            if (s != GF_ERR_UNSUPPORTED) {
+                gf_tensor_release(o);
+                return NULL;
+            }
+        }
+        gf_tensor_release(o);
+    }
+    return gf_where(gf_le_scalar(y, 0.0), zero_of(g), g);
+}
+
 /* g * f'(x), from whichever of x and y the op saved. Inside a scope. */
 static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor *g, gf_tensor *x,
                                 gf_tensor *y) {
@@ -140,9 +170,7 @@ static gf_tensor *unary_formula(const unary_ctx *c, const char *name, gf_tensor 
     case GFP_OP_ATAN: return gf_div(g, gf_add_scalar(gf_square(x), 1.0));
     case GFP_OP_TANH: return gf_mul(g, gf_rsub_scalar(gf_square(y), 1.0));
     case GFP_OP_SIGMOID: return gf_mul(g, gf_mul(y, gf_rsub_scalar(y, 1.0)));
-    /* PyTorch's threshold_backward: 0 where y <= 0 (so at 0), g elsewhere,
-     * also at NaN. */
-    case GFP_OP_RELU: return gf_where(gf_le_scalar(y, 0.0), zero_of(g), g);
+    case GFP_OP_RELU: return relu_grad(g, y);
     case GFP_OP_LEAKY_RELU: return gf_where(gf_gt_scalar(x, 0.0), g, gf_mul_scalar(g, c->a));
     case GFP_OP_ELU:
         return gf_where(gf_le_scalar(x, 0.0), gf_mul(g, gf_mul_scalar(gf_exp(x), c->a)), g);
