@@ -263,6 +263,36 @@ static void test_pool(void) {
                       (long long)got[i], (long long)want_ind[i]);
         ap_free(&x), ap_free(&y), ap_free(&ind);
     }
+    /* The backward against the reference, bit for bit: every index in its
+     * 2x2 window, with a -0 gradient (0 + g: +0, as PyTorch's scatter);
+     * then plane 1 with an index in a neighbour's window (6 twice: the two
+     * gradients summed); a 5x5 grad_x whose last row and column no window
+     * covers (0). */
+    static const int64_t windows[2][8] = {{1, 7, 15, 18, 6, 2, 10, 17},
+                                           {1, 7, 15, 18, 6, 6, 10, 18}};
+    for (int k = 0; k < 4; k++) {
+        int32_t dt = k & 1 ? GFP_F64 : GFP_F32;
+        const int64_t *ix = windows[k >> 1];
+        static const double gv[8] = {-0.0, 2.5, -1, 4, 1.5, -2, 3, 0.25};
+        ap_tensor gy = ap_make(dt, 4, SZ(1, 2, 2, 2), AL_CONTIG, AD_ANY);
+        ap_tensor ind = ap_make(GFP_I64, 4, SZ(1, 2, 2, 2), AL_CONTIG, AD_INT);
+        ap_tensor gx = ap_make(dt, 4, SZ(1, 2, 5, 5), AL_CONTIG, AD_ANY);
+        unsigned char bytes[8 * 8];
+        for (int i = 0; i < 8; i++) ap_encode(dt, gv[i], bytes + i * abi_esize(dt));
+        for (int sd = 0; sd < 2; sd++) {
+            ap_write(&gy, sd, bytes, 8 * abi_esize(dt));
+            ap_write(&ind, sd, ix, 8 * sizeof *ix);
+        }
+        ap_tensor *bin[2] = {&gy, &ind}, *bout[1] = {&gx};
+        ap_run("max_pool2d_backward 2x2 windows", GFP_OP_MAX_POOL2D_BACKWARD, bin, 2, bout, 1,
+               NULL, 0, 0);
+        unsigned char got[50 * 8], want[50 * 8];
+        size_t nb = 50 * abi_esize(dt);
+        ap_read(&gx, AP_TEST, got, nb);
+        ap_read(&gx, AP_REF, want, nb);
+        CHECK_MSG(memcmp(got, want, nb) == 0, "2x2 backward: grad_x differs in its bits");
+        ap_free(&gy), ap_free(&ind), ap_free(&gx);
+    }
     /* An index out of range is refused by both, with nothing written. */
     ap_tensor gy = ap_make(GFP_F32, 4, SZ(1, 1, 2, 2), AL_CONTIG, AD_ANY);
     ap_tensor ind = ap_make(GFP_I64, 4, SZ(1, 1, 2, 2), AL_CONTIG, AD_INT);
