@@ -153,9 +153,12 @@ static void graph_free(ocl_graph *g) {
     free(g);
 }
 
-/* Nodes whose launch enqueues other than kernels: launched eagerly. */
+/* Nodes whose launch enqueues other than kernels, or gives its kernels
+ * buffers of its own that it releases on return (the FFT's work arrays):
+ * launched eagerly. */
 static bool must_run_eagerly(const ocl_device *d, const ocl_family *f, uint32_t op) {
     return f->launch == ocl_index_launch || f->launch == ocl_random_launch ||
+           f->launch == ocl_fft_launch ||
            op == GFP_OP_FILL || (f->launch == ocl_matmul_launch && ocl_matmul_may_use_clblast(d));
 }
 

@@ -158,12 +158,15 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                                 "of %lldx%lld elements (or -1)", name, (long long)v,
                                 (long long)g.h, (long long)g.w);
         }
-        /* grad_x zeroed: a fill when it is one dense block, else by rows. */
+        /* grad_x zeroed: a fill when it is one dense block, else by rows. A
+         * graph records kernels only (ocl_graph.c): there the zeroing is the
+         * pool_zero kernel too, or a replay would add onto the last one's
+         * gradients. */
         const gfp_tensor *tz[1] = {gx};
         ocl_geom gz;
         ocl_geom_init(&gz, tz, 1);
         size_t es = pk_dtype_size(gx->dtype);
-        if (gz.contiguous && gx->offset % es == 0) {
+        if (gz.contiguous && gx->offset % es == 0 && !d->recording && !d->refreshing) {
             const double zero = 0.0; /* all bits 0: 0.0 in f32 and f64 */
             cl_int err = gz.numel == 0 ? CL_SUCCESS
                                        : ocl.EnqueueFillBuffer(d->queue, ocl_mem(gx), &zero, es,
