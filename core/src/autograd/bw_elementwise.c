@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ag_internal.h"
@@ -130,7 +129,7 @@ static gf_tensor *relu_grad(gf_tensor *g, gf_tensor *y) {
         gf_tensor *o = gf__empty(y->sizes, y->rank, y->dtype, y->storage->device);
         if (!o) return NULL;
         gf_tensor *outs[1] = {o};
-        if (!getenv("NO_RB") && gf__dev_has_op(GFP_OP_RELU_BACKWARD, gy, 2, outs, 1)) {
+        if (gf__dev_has_op(GFP_OP_RELU_BACKWARD, gy, 2, outs, 1)) {
             gf_status s = gf__launch_own(GFP_OP_RELU_BACKWARD, "relu_backward", gy, 2, outs, 1,
                                          NULL);
             if (s == GF_OK) return gf__ret(o);
