@@ -902,8 +902,8 @@ static void relu_grads(gf_dtype dt, bool expanded, bool create_graph, double *ou
     static const double rs[10] = {NAN, INFINITY, -1.5, -0.0, 2, NAN, -3, 0.25, -INFINITY, 7};
     gf_tensor *x = make(dt, 1, SZ(10), xs, true), *r = make(dt, 1, SZ(10), rs, false);
     CHECK(gf_profiler_start(NULL) == GF_OK);
-    gf_tensor *y = gf_relu(x);
-    gf_tensor *loss = gf_sum(expanded ? y : gf_mul(y, r), NULL, 0, false);
+    gf_tensor *y = gf_relu(x), *yr = expanded ? NULL : gf_mul(y, r);
+    gf_tensor *loss = gf_sum(expanded ? y : yr, NULL, 0, false);
     gf_tensor *g = NULL;
     gf_grad_opts o = {.create_graph = create_graph};
     CHECK_MSG(loss && gf_grad(&loss, 1, NULL, &x, 1, &g, &o) == GF_OK, "%s", gf_last_error());
@@ -915,6 +915,7 @@ static void relu_grads(gf_dtype dt, bool expanded, bool create_graph, double *ou
     read(g, out, n);
     gf_tensor_release(g);
     gf_tensor_release(loss);
+    gf_tensor_release(yr);
     gf_tensor_release(y);
     gf_tensor_release(r);
     gf_tensor_release(x);
