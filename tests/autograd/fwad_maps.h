@@ -229,7 +229,8 @@ static gf_status m_fft(gf_tensor *const *in, int n, gf_tensor **out, int no, voi
     gf_scope_begin();
     gf_tensor *x = in[0];
     gf_tensor *a = gf_abs(gf_rfft(x, -1, -1, GF_FFT_NORM_BACKWARD));                   /* [2, 4] */
-    gf_tensor *b = gf_irfft(gf_rfft(gf_tanh(x), -1, -1, GF_FFT_NORM_ORTHO), 6, -1, GF_FFT_NORM_ORTHO);
+    gf_tensor *b = gf_irfft(gf_rfft(gf_tanh(x), -1, -1, GF_FFT_NORM_ORTHO), 6, -1,
+                            GF_FFT_NORM_ORTHO); /* [2, 6] */
     gf_tensor *c = gf_real(gf_fftn(gf_complex(x, gf_sin(x)), NULL, 0, (const int[]){0, 1}, 2,
                                    GF_FFT_NORM_FORWARD));                              /* [2, 6] */
     gf_tensor *parts[2] = {a, gf_mul(b, c)};

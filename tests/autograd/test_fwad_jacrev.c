@@ -159,7 +159,8 @@ static void test_errors(void) {
         gf_jac_opts o = GF_JAC_OPTS_DEFAULT;
         o.chunk_size = bad[k];
         CHECK(gf_jacrev_ex(c->f, in, 1, 1, NULL, &o, j) == GF_ERR_INVALID && !j[0]);
-        CHECK_MSG(strstr(gf_last_error(), "chunk_size") && strstr(gf_last_error(), "GF_JAC_CHUNK_ALL"),
+        CHECK_MSG(strstr(gf_last_error(), "chunk_size") &&
+                      strstr(gf_last_error(), "GF_JAC_CHUNK_ALL"),
                   "%s", gf_last_error());
         CHECK(gf_jacfwd_ex(c->f, in, 1, 1, NULL, &o, j) == GF_ERR_INVALID && !j[0]);
         CHECK_MSG(strstr(gf_last_error(), "gf_jacfwd_ex"), "%s", gf_last_error());

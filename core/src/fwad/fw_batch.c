@@ -178,8 +178,9 @@ gf_status gf__jacfwd_batched(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
     gf_tensor **o = calloc((size_t)n_out, sizeof *o);
     gf_tensor **tan = calloc((size_t)n_out * (size_t)np, sizeof *tan);
     int64_t *counts = calloc((size_t)np, sizeof *counts);
-    gf_status s = o && tan && counts ? GF_OK
-                                     : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    gf_status s = o && tan && counts
+                      ? GF_OK
+                      : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     gf_tensor **col = calloc((size_t)n_out, sizeof *col);
     if (!col && s == GF_OK) s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     for (int k = 0; k < np && s == GF_OK; k++) {

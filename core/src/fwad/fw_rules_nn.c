@@ -166,7 +166,8 @@ static gf_tensor *conv_per_entry(conv_plain_fn fn, const conv_p *p, gf_tensor *c
     gf_tensor *r = NULL;
     bool ok = true;
     for (int64_t k = 0; ok && k < batch; k++) {
-        gf_tensor *tk[2] = {t[0] ? gf_select(t[0], 0, k) : NULL, t[1] ? gf_select(t[1], 0, k) : NULL};
+        gf_tensor *tk[2] = {t[0] ? gf_select(t[0], 0, k) : NULL,
+                            t[1] ? gf_select(t[1], 0, k) : NULL};
         pp[k] = fn(p, x, tk);
         if (!pp[k]) pp[k] = gf_zeros_like(y);
         ok = pp[k] != NULL;
@@ -184,19 +185,23 @@ static gf_tensor *conv_bwi_batched(const conv_p *p, gf_tensor *const *x, gf_tens
                                    gf_tensor *y, int64_t batch) {
     const int64_t *is = p->sizes, *gs = gf_tensor_sizes(x[0]), *ws = gf_tensor_sizes(x[1]);
     int64_t b5[5] = {batch, is[0], is[1], is[2], is[3]};
-    if (t[1] && p->has_opts && p->opts.groups > 1) return conv_per_entry(conv_bwi_plain, p, x, t, y, batch);
+    if (t[1] && p->has_opts && p->opts.groups > 1)
+        return conv_per_entry(conv_bwi_plain, p, x, t, y, batch);
     gf_tensor *r = NULL;
     if (t[0]) {
-        int64_t f[4] = {batch * gs[0], gs[1], gs[2], gs[3]}, s4[4] = {batch * is[0], is[1], is[2], is[3]};
-        r = gf_reshape(gf_conv2d_backward_input(gf_reshape(t[0], f, 4), x[1], s4, opts_of(p)), b5, 5);
+        int64_t f[4] = {batch * gs[0], gs[1], gs[2], gs[3]};
+        int64_t s4[4] = {batch * is[0], is[1], is[2], is[3]};
+        gf_tensor *g = gf_reshape(t[0], f, 4);
+        r = gf_reshape(gf_conv2d_backward_input(g, x[1], s4, opts_of(p)), b5, 5);
         if (!r) return NULL;
     }
     if (t[1]) {
-        int64_t w4[4] = {ws[0], batch * ws[1], ws[2], ws[3]}, s4[4] = {is[0], batch * is[1], is[2], is[3]};
+        int64_t w4[4] = {ws[0], batch * ws[1], ws[2], ws[3]};
+        int64_t s4[4] = {is[0], batch * is[1], is[2], is[3]};
         int64_t s5[5] = {is[0], batch, is[1], is[2], is[3]};
         gf_tensor *w2 = gf_reshape(gf_permute(t[1], (const int[]){1, 0, 2, 3, 4}, 5), w4, 4);
-        gf_tensor *c = gf_transpose(gf_reshape(gf_conv2d_backward_input(x[0], w2, s4, opts_of(p)),
-                                               s5, 5), 0, 1);
+        gf_tensor *c = gf_conv2d_backward_input(x[0], w2, s4, opts_of(p));
+        c = gf_transpose(gf_reshape(c, s5, 5), 0, 1);
         if (!c) return NULL;
         r = r ? gf_add(r, c) : c;
     }
@@ -210,22 +215,25 @@ static gf_tensor *conv_bwi_batched(const conv_p *p, gf_tensor *const *x, gf_tens
 static gf_tensor *conv_bww_batched(const conv_p *p, gf_tensor *const *x, gf_tensor *const *t,
                                    gf_tensor *y, int64_t batch) {
     const int64_t *wz = p->sizes, *gs = gf_tensor_sizes(x[0]), *xs = gf_tensor_sizes(x[1]);
-    if (p->has_opts && p->opts.groups > 1) return conv_per_entry(conv_bww_plain, p, x, t, y, batch);
+    if (p->has_opts && p->opts.groups > 1)
+        return conv_per_entry(conv_bww_plain, p, x, t, y, batch);
     static const int swap01[5] = {1, 0, 2, 3, 4};
     int64_t b5[5] = {batch, wz[0], wz[1], wz[2], wz[3]};
     gf_tensor *r = NULL;
     if (t[0]) {
-        int64_t g4[4] = {gs[0], batch * gs[1], gs[2], gs[3]}, w4[4] = {batch * wz[0], wz[1], wz[2], wz[3]};
+        int64_t g4[4] = {gs[0], batch * gs[1], gs[2], gs[3]};
+        int64_t w4[4] = {batch * wz[0], wz[1], wz[2], wz[3]};
         gf_tensor *g2 = gf_reshape(gf_permute(t[0], swap01, 5), g4, 4);
         r = gf_reshape(gf_conv2d_backward_weight(g2, x[1], w4, opts_of(p)), b5, 5);
         if (!r) return NULL;
     }
     if (t[1]) {
-        int64_t x4[4] = {xs[0], batch * xs[1], xs[2], xs[3]}, w4[4] = {wz[0], batch * wz[1], wz[2], wz[3]};
+        int64_t x4[4] = {xs[0], batch * xs[1], xs[2], xs[3]};
+        int64_t w4[4] = {wz[0], batch * wz[1], wz[2], wz[3]};
         int64_t s5[5] = {wz[0], batch, wz[1], wz[2], wz[3]};
         gf_tensor *x2 = gf_reshape(gf_permute(t[1], swap01, 5), x4, 4);
-        gf_tensor *c = gf_transpose(gf_reshape(gf_conv2d_backward_weight(x[0], x2, w4, opts_of(p)),
-                                               s5, 5), 0, 1);
+        gf_tensor *c = gf_conv2d_backward_weight(x[0], x2, w4, opts_of(p));
+        c = gf_transpose(gf_reshape(c, s5, 5), 0, 1);
         if (!c) return NULL;
         r = r ? gf_add(r, c) : c;
     }
