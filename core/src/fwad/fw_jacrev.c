@@ -89,7 +89,9 @@ static gf_tensor *rows_of(gf_tensor **parts, int np, const int64_t *counts, int6
                         : gf_zeros(sk, in->rank + 1, dt, in->storage->device);
         ok = p[k] != NULL;
     }
-    if (ok) r = gf_scope_keep(gf_contiguous(np == 1 ? p[0] : gf_cat(p, np, 0)));
+    /* the rows are values: a backward formula that recorded a graph of its
+     * own (a recomputed recurrent layer) leaves none on them */
+    if (ok) r = gf_scope_keep(gf_detach(gf_contiguous(np == 1 ? p[0] : gf_cat(p, np, 0))));
     free(p);
     gf_scope_end();
     return r;
