@@ -145,8 +145,8 @@ static gf_status m_pool(gf_tensor *const *in, int n, gf_tensor **out, int no, vo
     KEEP1(gf_mul(y, gf_sum(in[0], NULL, 0, false)));
 }
 
-/* mixed: an in-place write into a view of a fresh tensor (refused at a
- * batched level) */
+/* an in-place write into a view of a fresh tensor (refused by jacfwd's
+ * batched pass; its backward, a scatter into the region, batches) */
 static gf_status m_inplace(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
     (void)n, (void)no, (void)u;
     gf_scope_begin();
@@ -237,6 +237,51 @@ static gf_status m_fft(gf_tensor *const *in, int n, gf_tensor **out, int no, voi
     KEEP1(gf_cat(parts, 2, 1)); /* [2, 10] */
 }
 
+/* A custom function y = 3 x whose backward writes its gradient in place
+ * into a fresh tensor (no tangent there to write into: the batched passes
+ * refuse it) and whose jvp callback sees unbatched tangents only. */
+static gf_status triple_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n, gf_tensor **out,
+                            int no, void *user);
+static gf_status triple_jvp(gf_function_ctx *ctx, gf_tensor *const *in, gf_tensor *const *ti,
+                            int n, gf_tensor *const *out, gf_tensor **to, int no, void *user) {
+    (void)ctx, (void)in, (void)n, (void)out, (void)no, (void)user;
+    to[0] = ti[0] ? gf_mul_scalar(ti[0], 3.0) : NULL;
+    return !ti[0] || to[0] ? GF_OK : gf_last_status();
+}
+static gf_status triple_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n, gf_tensor **out,
+                            int no, void *user) {
+    (void)n, (void)no, (void)user;
+    out[0] = gf_mul_scalar(in[0], 3.0);
+    if (!out[0]) return gf_last_status();
+    return gf_ctx_set_jvp(ctx, triple_jvp, NULL);
+}
+static gf_status triple_bwd(gf_function_ctx *ctx, gf_tensor *const *g, int no, gf_tensor **gi,
+                            int n, void *user) {
+    (void)ctx, (void)no, (void)n, (void)user;
+    gf_tensor *z = gf_zeros_like(g[0]), *t = z ? gf_mul_scalar(g[0], 3.0) : NULL;
+    gf_status s = t ? gf_copy_(z, t) : gf_last_status();
+    gf_tensor_release(t);
+    if (s != GF_OK) {
+        gf_tensor_release(z);
+        return s;
+    }
+    gi[0] = z;
+    return GF_OK;
+}
+static gf_status m_custom(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    static const gf_function_def def = {.name = "Triple", .forward = triple_fwd,
+                                        .backward = triple_bwd};
+    gf_scope_begin();
+    gf_tensor *y = NULL;
+    gf_status s = gf_function_apply(&def, in, 1, &y, 1);
+    if (s != GF_OK) {
+        gf_scope_end();
+        return s;
+    }
+    KEEP1(gf_tanh(gf_mul(y, in[0])));
+}
+
 typedef struct map_case {
     const char *name;
     gf_func_fn f;
@@ -259,13 +304,14 @@ static const map_case cases[] = {
     {"batch_norm", m_bnorm, 3, 1, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, true, true, false},
     {"conv2d", m_conv, 3, 1, {{2, 2, 4, 4}, {3, 2, 2, 2}, {3}}, {4, 4, 1}, true, true, false},
     {"max_pool2d", m_pool, 1, 1, {{1, 2, 4, 4}}, {4}, true, true, false},
-    {"in-place into a view (mixed)", m_inplace, 1, 1, {{3}}, {1}, false, false, false},
+    {"in-place into a view", m_inplace, 1, 1, {{3}}, {1}, false, true, false},
     {"avg_pool2d, max_pool2d 3-D", m_pools, 1, 1, {{2, 2, 5, 5}}, {4}, true, true, false},
     {"conv2d grouped", m_conv_group, 3, 1, {{1, 4, 4, 4}, {4, 2, 3, 3}, {4}}, {4, 4, 1}, true,
      true, false},
     {"conv2d gradient", m_conv_grad, 2, 2, {{1, 2, 4, 4}, {3, 2, 2, 2}}, {4, 4}, true, true, false},
     {"pooling gradient", m_pool_grad, 1, 1, {{1, 2, 4, 4}}, {4}, true, true, false},
     {"fft family", m_fft, 1, 1, {{2, 6}}, {2}, true, true, true},
+    {"custom function (mixed)", m_custom, 1, 1, {{2, 3}}, {2}, false, false, false},
 };
 #define N_MAPS ((int)(sizeof cases / sizeof cases[0]))
 

@@ -5,9 +5,11 @@
  * family, gradients with history, the FFTs); the chunked forms
  * (gf_jacrev_ex / gf_jacfwd_ex) against the unchunked ones for chunk sizes
  * that divide the basis and sizes that do not; the errors (chunk_size 0,
- * options not started from GF_JAC_OPTS_DEFAULT); a refusal falling back to
- * the loop (same answer), or an UNSUPPORTED error naming the op with
- * GRAFT_JACREV=batched. */
+ * options not started from GF_JAC_OPTS_DEFAULT); a refusal (a custom
+ * backward writing in place into a fresh tensor) falling back to the loop
+ * (same answer), or an UNSUPPORTED error naming the op with
+ * GRAFT_JACREV=batched; recurrent layers, whose fused backward composes
+ * when the incoming gradient carries a tangent. */
 #define _POSIX_C_SOURCE 200809L
 #include "fwad_maps.h"
 
@@ -121,7 +123,7 @@ static void test_chunks(void) {
         gf_scope_end();
     }
     /* auto with chunks on a map that refuses: the loop's answer */
-    const map_case *c = map_named("in-place into a view (mixed)");
+    const map_case *c = map_named("custom function (mixed)");
     gf_tensor *in[1] = {0}, *rl[1] = {0}, *ra[1] = {0}, *fa[1] = {0};
     inputs_of(c, in);
     CHECK(rev_with("loop", 0, c, in, rl) == GF_OK);
@@ -173,11 +175,11 @@ static void test_errors(void) {
     CHECK_MSG(gf_jacrev_ex(c->f, in, 1, 1, NULL, NULL, j) == GF_OK && j[0], "%s", gf_last_error());
     j[0] = NULL; /* the scope's */
     /* strict batched mode names the op that refused; no level stays open */
-    const map_case *ip = map_named("in-place into a view (mixed)");
+    const map_case *ip = map_named("custom function (mixed)");
     gf_tensor *x[1] = {0};
     inputs_of(ip, x);
     CHECK(rev_with("batched", 0, ip, x, j) == GF_ERR_UNSUPPORTED && !j[0]);
-    CHECK_MSG(strstr(gf_last_error(), "as_strided_scatter") != NULL, "%s", gf_last_error());
+    CHECK_MSG(strstr(gf_last_error(), "gf_copy_") != NULL, "%s", gf_last_error());
     CHECK(gf_fwad_level_count() == 0);
     /* a failing function is its own error, on every path */
     gf_tensor *m = rnd(SZ(2, 3), 2);
@@ -225,6 +227,41 @@ static void test_hessian(void) {
         CHECK_MSG(max_diff(jr[i], h[i]) < 1e-10, "block %d: %g", i, max_diff(jr[i], h[i]));
 }
 
+/* A recurrent layer (RNN, LSTM, GRU) of f64: its backward is one fused
+ * node that recomputes the layer composed when the incoming gradient
+ * carries a tangent (the batched passes' case). */
+static gf_module *g_rnn;
+static gf_status m_rnn(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    gf_scope_begin();
+    KEEP1(gf_tanh(gf_module_forward(g_rnn, in, 1)));
+}
+
+static void test_rnn(void) {
+    static const gf_rnn_mode modes[3] = {GF_RNN_TANH, GF_RNN_LSTM, GF_RNN_GRU};
+    for (int m = 0; m < 3; m++) {
+        g_rnn = gf_nn_rnn(modes[m], 2, 3, 1, true, true, 0.0, false, GF_F64, NULL);
+        CHECK_MSG(g_rnn != NULL, "%s", gf_last_error());
+        if (!g_rnn) return;
+        gf_scope_begin();
+        gf_tensor *x = rnd(SZ(1, 3, 2), 3), *jb = NULL, *jl = NULL, *jc = NULL, *jf = NULL;
+        map_case c = {"rnn", m_rnn, 1, 1, {{1, 3, 2}}, {3}, true, true, false};
+        CHECK_MSG(rev_with("batched", 0, &c, &x, &jb) == GF_OK, "mode %d: %s", m,
+                  gf_last_error());
+        CHECK_MSG(rev_with("batched", 4, &c, &x, &jc) == GF_OK, "mode %d: %s", m,
+                  gf_last_error());
+        CHECK_MSG(rev_with("loop", 0, &c, &x, &jl) == GF_OK, "mode %d: %s", m, gf_last_error());
+        CHECK_MSG(fwd_with("auto", 0, &c, &x, &jf) == GF_OK, "mode %d: %s", m, gf_last_error());
+        CHECK_MSG(max_diff(jb, jl) < 1e-12, "mode %d: batched vs loop %g", m, max_diff(jb, jl));
+        CHECK_MSG(max_diff(jc, jl) < 1e-12, "mode %d: chunked vs loop %g", m, max_diff(jc, jl));
+        CHECK_MSG(max_diff(jf, jl) < 1e-10, "mode %d: jacfwd vs jacrev %g", m, max_diff(jf, jl));
+        CHECK_MSG(!gf_tensor_requires_grad(jb), "mode %d: the Jacobian carries a graph", m);
+        gf_scope_end();
+        gf_module_release(g_rnn);
+        g_rnn = NULL;
+    }
+}
+
 #define RUN_SCOPED(fn)    \
     do {                  \
         gf_scope_begin(); \
@@ -237,6 +274,7 @@ int main(void) {
     RUN_SCOPED(test_chunks);
     RUN_SCOPED(test_errors);
     RUN_SCOPED(test_hessian);
+    RUN_SCOPED(test_rnn);
     CHECK_MSG(gf_shutdown() == GF_OK, "every buffer released: %s", gf_last_error());
     return CHECK_REPORT();
 }
