@@ -87,15 +87,17 @@ typedef gf_tensor *(*gf__fw_rule)(const void *p, gf_tensor *const *x, gf_tensor 
 gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
                        int nx, gf_tensor *const *y, int ny, bool view);
 
-/* ---- batched levels (fw_batch.c drives them for gf_jacfwd)
+/* ---- batched levels (fw_batch.c drives them for gf_jacfwd, fw_jacrev.c
+ * for gf_jacrev)
  * A batched level has a batch count B > 0: every tangent at it has sizes
  * [B, *primal sizes] (B tangents of the primal stacked on a leading dim).
  * Only rules applied with gf__fw_apply_batched know this layout; they read
  * B with gf__fw_rule_batch() (0 at a plain level) and shift their dims by
  * one. Anything that cannot honour it calls gf__fw_batch_refuse: that marks
- * the level refused (the batched pass is then discarded and gf_jacfwd takes
- * the per-element loop, so a refusal never yields a wrong answer) and sets
- * an UNSUPPORTED error naming the op, which stops the pass early. */
+ * the level refused (the batched pass is then discarded and gf_jacfwd /
+ * gf_jacrev take the per-element loop, so a refusal never yields a wrong
+ * answer) and sets an UNSUPPORTED error naming the op, which stops the
+ * pass early. */
 gf_status gf__fw_apply_batched(const char *op, gf__fw_rule rule, const void *p,
                                const gf_tensor *const *x, int nx, gf_tensor *const *y, int ny,
                                bool view);

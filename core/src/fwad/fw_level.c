@@ -91,8 +91,8 @@ gf_status gf__fw_batch_refuse(int d, const char *op) {
         atomic_store(&g_refused[d], true);
     }
     return gf__error(GF_ERR_UNSUPPORTED, "%s: the jvp rule of this op does not handle batched "
-                     "tangents (a Jacobian computed in one batched forward pass); gf_jacfwd "
-                     "computes it column by column instead", op);
+                     "tangents (a Jacobian computed in batched passes); gf_jacfwd / gf_jacrev "
+                     "compute it one basis vector at a time instead", op);
 }
 
 bool gf__fw_batch_refused(int d, const char **op) {
@@ -635,8 +635,8 @@ gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const 
 
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx) {
-    gf_scope_begin();
     if (g_batch[d] > 0) return gf__fw_batch_refuse(d, "a custom function's jvp");
+    gf_scope_begin();
     gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false, 0));
     gf_scope_end();
     if (!f) return gf__status();
