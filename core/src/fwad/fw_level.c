@@ -22,7 +22,9 @@ static uint64_t g_ids[GF_FWAD_MAX_LEVELS];
 static uint64_t g_next_id = 1;
 static int64_t g_batch[GF_FWAD_MAX_LEVELS];
 static atomic_bool g_refused[GF_FWAD_MAX_LEVELS];
-static const char *_Atomic g_refused_op[GF_FWAD_MAX_LEVELS];
+/* The name of the op that refused a batched level first: a copy (the name
+ * may be a custom function's, freed when its failed call returns). */
+static char g_refused_op[GF_FWAD_MAX_LEVELS][96];
 static _Thread_local uint64_t tl_mask;
 static _Thread_local int tl_rule_level = -1; /* the level whose rule runs */
 
@@ -59,7 +61,7 @@ static gf_status level_enter(int *level, int64_t batch) {
     }
     g_batch[d] = batch;
     atomic_store(&g_refused[d], false);
-    atomic_store(&g_refused_op[d], NULL);
+    g_refused_op[d][0] = '\0';
     __atomic_store_n(&g_ids[d], g_next_id++, __ATOMIC_RELEASE);
     atomic_store(&gf__fw_depth, d + 1);
     pthread_mutex_unlock(&g_lock);
@@ -86,9 +88,12 @@ int64_t gf__fw_rule_batch(void) { return gf__fw_batch(tl_rule_level); }
 gf_status gf__fw_batch_refuse(int d, const char *op) {
     if (d < 0) d = tl_rule_level;
     if (d >= 0 && d < GF_FWAD_MAX_LEVELS) {
-        const char *none = NULL;
-        atomic_compare_exchange_strong(&g_refused_op[d], &none, op);
-        atomic_store(&g_refused[d], true);
+        pthread_mutex_lock(&g_lock);
+        if (!atomic_load(&g_refused[d])) {
+            snprintf(g_refused_op[d], sizeof g_refused_op[d], "%s", op ? op : "an op");
+            atomic_store(&g_refused[d], true);
+        }
+        pthread_mutex_unlock(&g_lock);
     }
     return gf__error(GF_ERR_UNSUPPORTED, "%s: the jvp rule of this op does not handle batched "
                      "tangents (a Jacobian computed in batched passes); gf_jacfwd / gf_jacrev "
@@ -97,7 +102,7 @@ gf_status gf__fw_batch_refuse(int d, const char *op) {
 
 bool gf__fw_batch_refused(int d, const char **op) {
     if (d < 0 || d >= GF_FWAD_MAX_LEVELS || !atomic_load(&g_refused[d])) return false;
-    if (op) *op = atomic_load(&g_refused_op[d]);
+    if (op) *op = g_refused_op[d];
     return true;
 }
 
