@@ -8,8 +8,9 @@
  * options not started from GF_JAC_OPTS_DEFAULT); a refusal (a custom
  * backward writing in place into a fresh tensor) falling back to the loop
  * (same answer), or an UNSUPPORTED error naming the op with
- * GRAFT_JACREV=batched; recurrent layers, whose fused backward composes
- * when the incoming gradient carries a tangent. */
+ * GRAFT_JACREV=batched; recurrent layers and the fused gradient kernels
+ * (layer_norm, batch_norm, softmax backward), which compose when the
+ * incoming gradient carries a batched tangent. */
 #define _POSIX_C_SOURCE 200809L
 #include "fwad_maps.h"
 
@@ -227,6 +228,42 @@ static void test_hessian(void) {
         CHECK_MSG(max_diff(jr[i], h[i]) < 1e-10, "block %d: %g", i, max_diff(jr[i], h[i]));
 }
 
+/* Whether the profiler saw kernel while jacrev ran on map c on the path
+ * mode pins. */
+static bool kernel_ran(const map_case *c, const char *mode, const char *kernel) {
+    gf_scope_begin();
+    gf_tensor *in[4] = {0}, *j[4] = {0};
+    inputs_of(c, in);
+    CHECK(gf_profiler_start(NULL) == GF_OK);
+    CHECK_MSG(rev_with(mode, 0, c, in, j) == GF_OK, "%s: %s", c->name, gf_last_error());
+    CHECK(gf_profiler_stop() == GF_OK);
+    gf_scope_end();
+    size_t n = gf_profiler_summary(NULL, 0) + 1;
+    char *buf = malloc(n);
+    bool ran = buf && gf_profiler_summary(buf, n) && strstr(buf, kernel) != NULL;
+    free(buf);
+    return ran;
+}
+
+/* The fused gradient kernels see the batched tangent of the incoming
+ * gradient and compose (their outputs would carry no tangent: rows of
+ * zeros); the loop, whose gradients carry none, takes them where the
+ * device has them. */
+static void test_fused_kernels(void) {
+    static const struct {
+        const char *map, *kernel;
+    } k[] = {{"layer_norm", "layer_norm_backward"}, {"batch_norm", "batch_norm_backward"},
+             {"softmax", "softmax_backward"}, {"mlp", "layer_norm_backward"}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const map_case *c = map_named(k[i].map);
+        bool loop = kernel_ran(c, "loop", k[i].kernel);
+        bool batched = kernel_ran(c, "batched", k[i].kernel);
+        CHECK_MSG(!batched, "%s: the batched passes ran %s", k[i].map, k[i].kernel);
+        printf("  %-12s %s: the loop %s, the batched passes compose\n", k[i].map, k[i].kernel,
+               loop ? "runs the fused kernel" : "composes too (the device lacks it)");
+    }
+}
+
 /* A recurrent layer (RNN, LSTM, GRU) of f64: its backward is one fused
  * node that recomputes the layer composed when the incoming gradient
  * carries a tangent (the batched passes' case). */
@@ -275,6 +312,7 @@ int main(void) {
     RUN_SCOPED(test_errors);
     RUN_SCOPED(test_hessian);
     RUN_SCOPED(test_rnn);
+    RUN_SCOPED(test_fused_kernels);
     CHECK_MSG(gf_shutdown() == GF_OK, "every buffer released: %s", gf_last_error());
     return CHECK_REPORT();
 }
