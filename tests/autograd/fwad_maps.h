@@ -238,8 +238,9 @@ static gf_status m_fft(gf_tensor *const *in, int n, gf_tensor **out, int no, voi
 }
 
 /* A custom function y = 3 x whose backward writes its gradient in place
- * into a fresh tensor (no tangent there to write into: the batched passes
- * refuse it) and whose jvp callback sees unbatched tangents only. */
+ * into a fresh tensor (no tangent there to write into: jacrev's batched
+ * passes refuse it) and whose jvp callback sees unbatched tangents only
+ * (jacfwd's batched pass calls it once per basis vector). */
 static gf_status triple_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n, gf_tensor **out,
                             int no, void *user);
 static gf_status triple_jvp(gf_function_ctx *ctx, gf_tensor *const *in, gf_tensor *const *ti,
@@ -311,7 +312,7 @@ static const map_case cases[] = {
     {"conv2d gradient", m_conv_grad, 2, 2, {{1, 2, 4, 4}, {3, 2, 2, 2}}, {4, 4}, true, true, false},
     {"pooling gradient", m_pool_grad, 1, 1, {{1, 2, 4, 4}}, {4}, true, true, false},
     {"fft family", m_fft, 1, 1, {{2, 6}}, {2}, true, true, true},
-    {"custom function (mixed)", m_custom, 1, 1, {{2, 3}}, {2}, false, false, false},
+    {"custom function (mixed)", m_custom, 1, 1, {{2, 3}}, {2}, true, false, false},
 };
 #define N_MAPS ((int)(sizeof cases / sizeof cases[0]))
 

@@ -123,7 +123,7 @@ static void test_chunks(void) {
         }
         gf_scope_end();
     }
-    /* auto with chunks on a map that refuses: the loop's answer */
+    /* auto with chunks on a map whose backward refuses: the loop's answer */
     const map_case *c = map_named("custom function (mixed)");
     gf_tensor *in[1] = {0}, *rl[1] = {0}, *ra[1] = {0}, *fa[1] = {0};
     inputs_of(c, in);

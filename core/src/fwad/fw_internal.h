@@ -127,9 +127,9 @@ gf_tensor *gf__fw_batch_align(gf_tensor *t, int to);
 gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const char *op);
 /* The same for one level: self's new tangent there is nt (NULL: zero). */
 gf_status gf__fw_commit_level(gf_tensor *self, int d, gf_tensor *nt, const char *op);
-/* Stores r (a tangent of y's shape) as y's tangent at level d: converted,
- * and copied when it aliases an input x[i], its tangent t[i] or y, or is
- * not laid out like y. r stays the caller's. */
+/* Stores r (a tangent of y's shape; [B, *y] at a batched level) as y's
+ * tangent at level d: converted, and copied when it aliases an input x[i],
+ * its tangent t[i] or y, or is not laid out like y. r stays the caller's. */
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx);
 

@@ -640,9 +640,9 @@ gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const 
 
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx) {
-    if (g_batch[d] > 0) return gf__fw_batch_refuse(d, "a custom function's jvp");
     gf_scope_begin();
-    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false, 0));
+    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false,
+                                     g_batch[d]));
     gf_scope_end();
     if (!f) return gf__status();
     gf_status s = gf__fw_set(y, d, f);
