@@ -257,8 +257,10 @@ static gf_tensor *one_hot_like(const gf_tensor *t, int64_t k) {
     return r;
 }
 
-/* Stacks parts[0..n) (each of sizes `each`) along a new dim at `at`, then
- * gives the result sizes `sizes` (rank). */
+/* Joins parts[0..n) (each of one shape) along a new first (at == 0) or
+ * last dim, then gives the result sizes `sizes` (rank). The parts are
+ * flattened first, so a part of rank GF_MAX_RANK joins too (a stack of them
+ * would need one more dim). */
 static gf_tensor *assemble(gf_tensor **parts, int64_t n, int at, const int64_t *sizes, int rank,
                            const gf_tensor *like) {
     if (n == 0) return gf_zeros(sizes, rank, like->dtype, like->storage->device);
@@ -266,10 +268,17 @@ static gf_tensor *assemble(gf_tensor **parts, int64_t n, int at, const int64_t *
         gf__error(GF_ERR_OVERFLOW, "jacobian: %lld columns are too many", (long long)n);
         return NULL;
     }
-    gf_tensor *st = gf_stack(parts, (int)n, at);
-    gf_tensor *r = st ? gf_reshape(st, sizes, rank) : NULL;
-    gf_tensor *c = r ? gf_contiguous(r) : NULL;
-    gf_tensor_release(st);
+    int64_t m = gf__numel(parts[0]), s2[2] = {at == 0 ? 1 : m, at == 0 ? m : 1};
+    gf_tensor **flat = calloc((size_t)n, sizeof *flat), *c = NULL;
+    bool ok = flat != NULL;
+    if (!ok) gf__error(GF_ERR_OUT_OF_MEMORY, "jacobian: out of host memory");
+    for (int64_t k = 0; ok && k < n; k++) ok = (flat[k] = gf_reshape(parts[k], s2, 2)) != NULL;
+    gf_tensor *j = ok ? gf_cat(flat, (int)n, at == 0 ? 0 : 1) : NULL;
+    gf_tensor *r = j ? gf_reshape(j, sizes, rank) : NULL;
+    c = r ? gf_contiguous(r) : NULL;
+    for (int64_t k = 0; flat && k < n; k++) gf_tensor_release(flat[k]);
+    free(flat);
+    gf_tensor_release(j);
     gf_tensor_release(r);
     return c;
 }
