@@ -145,8 +145,9 @@ static gf_status m_pool(gf_tensor *const *in, int n, gf_tensor **out, int no, vo
     KEEP1(gf_mul(y, gf_sum(in[0], NULL, 0, false)));
 }
 
-/* an in-place write into a view of a fresh tensor (refused by jacfwd's
- * batched pass; its backward, a scatter into the region, batches) */
+/* an in-place write into a view of a fresh tensor (the fresh tensor gets
+ * zero batched tangents laid out like it, the view its region of them;
+ * the backward is a scatter into the region) */
 static gf_status m_inplace(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
     (void)n, (void)no, (void)u;
     gf_scope_begin();
@@ -238,9 +239,9 @@ static gf_status m_fft(gf_tensor *const *in, int n, gf_tensor **out, int no, voi
 }
 
 /* A custom function y = 3 x whose backward writes its gradient in place
- * into a fresh tensor (no tangent there to write into: jacrev's batched
- * passes refuse it) and whose jvp callback sees unbatched tangents only
- * (jacfwd's batched pass calls it once per basis vector). */
+ * into a fresh tensor (which gets zero batched tangents to write into) and
+ * whose jvp callback sees unbatched tangents only (jacfwd's batched pass
+ * calls it once per basis vector). */
 static gf_status triple_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n, gf_tensor **out,
                             int no, void *user);
 static gf_status triple_jvp(gf_function_ctx *ctx, gf_tensor *const *in, gf_tensor *const *ti,
@@ -283,11 +284,67 @@ static gf_status m_custom(gf_tensor *const *in, int n, gf_tensor **out, int no, 
     KEEP1(gf_tanh(gf_mul(y, in[0])));
 }
 
+/* A custom function that doubles its input in place (marks it dirty): at a
+ * batched level it refuses (the loop writes each tangent into the input's
+ * own), applied to a fresh intermediate; its backward batches. */
+static gf_status double_jvp(gf_function_ctx *ctx, gf_tensor *const *in, gf_tensor *const *ti,
+                            int n, gf_tensor *const *out, gf_tensor **to, int no, void *user) {
+    (void)ctx, (void)in, (void)n, (void)out, (void)no, (void)user;
+    to[0] = ti[0] ? gf_mul_scalar(ti[0], 2.0) : NULL;
+    return !ti[0] || to[0] ? GF_OK : gf_last_status();
+}
+static gf_status double_fwd(gf_function_ctx *ctx, gf_tensor *const *in, int n, gf_tensor **out,
+                            int no, void *user) {
+    (void)n, (void)no, (void)user;
+    gf_status s = gf_mul_scalar_(in[0], 2.0);
+    if (s == GF_OK) s = gf_ctx_mark_dirty(ctx, in[0]);
+    if (s == GF_OK) s = gf_ctx_set_jvp(ctx, double_jvp, NULL);
+    out[0] = s == GF_OK ? gf_tensor_retain(in[0]) : NULL;
+    return s;
+}
+static gf_status double_bwd(gf_function_ctx *ctx, gf_tensor *const *g, int no, gf_tensor **gi,
+                            int n, void *user) {
+    (void)ctx, (void)no, (void)n, (void)user;
+    gi[0] = gf_mul_scalar(g[0], 2.0);
+    return gi[0] ? GF_OK : gf_last_status();
+}
+static gf_status m_custom_inplace(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    static const gf_function_def def = {.name = "DoubleInPlace", .forward = double_fwd,
+                                        .backward = double_bwd};
+    gf_scope_begin();
+    gf_tensor *h = gf_add_scalar(in[0], 1.0), *y = NULL; /* saved by nothing */
+    gf_status s = h ? gf_function_apply(&def, &h, 1, &y, 1) : gf_last_status();
+    if (s != GF_OK) {
+        gf_scope_end();
+        return s;
+    }
+    KEEP1(gf_mul(y, in[0]));
+}
+
+/* reductions of 0-d tensors (the tangent passes through) */
+static gf_status m_reduce0(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    gf_scope_begin();
+    gf_tensor *s = gf_sum(gf_square(in[0]), NULL, 0, false); /* 0-d */
+    gf_tensor *a = gf_sum(s, NULL, 0, false), *m = gf_mean(gf_exp(s), NULL, 0, false);
+    gf_tensor *p = gf_prod(gf_sin(s), NULL, 0, false), *x = gf_amax(s, NULL, 0, false);
+    KEEP1(gf_mul(in[0], gf_add(gf_add(a, m), gf_add(p, x))));
+}
+
+/* an input of rank 8: a batched tangent would need a ninth dim (both
+ * transforms take the loop) */
+static gf_status m_rank8(gf_tensor *const *in, int n, gf_tensor **out, int no, void *u) {
+    (void)n, (void)no, (void)u;
+    gf_scope_begin();
+    KEEP1(gf_sum(gf_mul(gf_tanh(in[0]), in[0]), NULL, 0, false));
+}
+
 typedef struct map_case {
     const char *name;
     gf_func_fn f;
     int n_in, n_out;
-    int64_t sizes[4][4];
+    int64_t sizes[4][8];
     int rank[4];
     bool fwd_batches; /* every op on its path batches forward (jacfwd) */
     bool rev_batches; /* ... and its backward (jacrev) */
@@ -305,14 +362,17 @@ static const map_case cases[] = {
     {"batch_norm", m_bnorm, 3, 1, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, true, true, false},
     {"conv2d", m_conv, 3, 1, {{2, 2, 4, 4}, {3, 2, 2, 2}, {3}}, {4, 4, 1}, true, true, false},
     {"max_pool2d", m_pool, 1, 1, {{1, 2, 4, 4}}, {4}, true, true, false},
-    {"in-place into a view", m_inplace, 1, 1, {{3}}, {1}, false, true, false},
+    {"in-place into a view", m_inplace, 1, 1, {{3}}, {1}, true, true, false},
     {"avg_pool2d, max_pool2d 3-D", m_pools, 1, 1, {{2, 2, 5, 5}}, {4}, true, true, false},
     {"conv2d grouped", m_conv_group, 3, 1, {{1, 4, 4, 4}, {4, 2, 3, 3}, {4}}, {4, 4, 1}, true,
      true, false},
     {"conv2d gradient", m_conv_grad, 2, 2, {{1, 2, 4, 4}, {3, 2, 2, 2}}, {4, 4}, true, true, false},
     {"pooling gradient", m_pool_grad, 1, 1, {{1, 2, 4, 4}}, {4}, true, true, false},
     {"fft family", m_fft, 1, 1, {{2, 6}}, {2}, true, true, true},
-    {"custom function (mixed)", m_custom, 1, 1, {{2, 3}}, {2}, true, false, false},
+    {"custom function", m_custom, 1, 1, {{2, 3}}, {2}, true, true, false},
+    {"custom in-place (mixed)", m_custom_inplace, 1, 1, {{2, 3}}, {2}, false, true, false},
+    {"0-d reductions", m_reduce0, 1, 1, {{3}}, {1}, true, true, false},
+    {"rank 8 (mixed)", m_rank8, 1, 1, {{2, 1, 1, 1, 1, 1, 1, 2}}, {8}, false, false, false},
 };
 #define N_MAPS ((int)(sizeof cases / sizeof cases[0]))
 
