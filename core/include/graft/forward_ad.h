@@ -84,8 +84,12 @@ GF_API gf_status gf_vjp(gf_func_fn f, gf_tensor *const *primals, int n_inputs,
  * + i] (a new reference) has sizes out_o.sizes ++ in_i.sizes, in the
  * output's dtype (torch.func.jacrev / jacfwd). Both compute a block in
  * batched passes where every op on the way can carry a batch of tangents,
- * and one pass per basis vector where one cannot (docs/autograd.md lists
- * them); both give the same Jacobian either way. jacfwd runs one forward
+ * and one pass per basis vector where one cannot; both give the same
+ * Jacobian either way. Every op with a jvp rule batches; what still takes
+ * the loop (docs/autograd.md, section 28): a custom function that writes
+ * an input in place, gf_fwad_make_dual inside f, a tensor of rank
+ * GF_MAX_RANK (no room for the batch dim), a view of a tensor whose batched
+ * tangent is not laid out like it. jacfwd runs one forward
  * pass per input with the basis of the input as a batched tangent (vmap
  * over jvp). jacrev runs f once, then for each output one backward pass
  * whose grad_output carries the basis of the output as a batched tangent
