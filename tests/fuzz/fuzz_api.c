@@ -938,15 +938,21 @@ static void act_check(reader *r) {
  * or two inputs with one or two outputs, one that fails, one that leaves
  * its output NULL, one that writes in place into a view of a fresh tensor
  * (the batched passes refuse it and the loop runs), one through pooling. */
+/* GF_OK when every output was made (s GF_OK), else s or the last error,
+ * with the outputs that were made released. */
+static gf_status jac_done(gf_status s, gf_tensor **out, int no) {
+    for (int j = 0; j < no && s == GF_OK; j++)
+        if (!out[j]) s = gf_last_status();
+    for (int j = 0; j < no && s != GF_OK; j++) gf_tensor_release(out[j]), out[j] = NULL;
+    return s;
+}
 static gf_status jac_smooth(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
     (void)user;
     gf_scope_begin();
     out[0] = gf_scope_keep(gf_tanh(gf_mul(in[0], in[n > 1 ? 1 : 0])));
     if (no > 1) out[1] = gf_scope_keep(gf_sum(gf_exp(in[0]), NULL, 0, false));
     gf_scope_end();
-    for (int j = 0; j < no; j++)
-        if (!out[j]) return gf_last_status();
-    return GF_OK;
+    return jac_done(GF_OK, out, no);
 }
 static gf_status jac_fails(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
     (void)in, (void)n, (void)out, (void)no, (void)user;
@@ -965,12 +971,7 @@ static gf_status jac_inplace(gf_tensor *const *in, int n, gf_tensor **out, int n
     gf_status s = e ? gf_add_(v, e) : gf_last_status();
     for (int j = 0; j < no; j++) out[j] = s == GF_OK ? gf_scope_keep(gf_mul(z, in[0])) : NULL;
     gf_scope_end();
-    for (int j = 0; j < no; j++)
-        if (!out[j]) {
-            for (int k = 0; k < no; k++) gf_tensor_release(out[k]), out[k] = NULL;
-            return s != GF_OK ? s : gf_last_status();
-        }
-    return GF_OK;
+    return jac_done(s, out, no);
 }
 static gf_status jac_pool(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
     (void)n, (void)user;
@@ -979,12 +980,7 @@ static gf_status jac_pool(gf_tensor *const *in, int n, gf_tensor **out, int no, 
     for (int j = 0; j < no; j++)
         out[j] = gf_scope_keep(j ? gf_avg_pool2d(in[0], &o) : gf_max_pool2d(in[0], &o, NULL));
     gf_scope_end();
-    for (int j = 0; j < no; j++)
-        if (!out[j]) {
-            for (int k = 0; k < no; k++) gf_tensor_release(out[k]), out[k] = NULL;
-            return gf_last_status();
-        }
-    return GF_OK;
+    return jac_done(GF_OK, out, no);
 }
 
 /* The Jacobian transforms on small pooled tensors: jacrev, jacfwd (plain
