@@ -28,7 +28,9 @@
  * release callback) must be given back by the end of each input, and
  * Autocast regions open and close between ops (all closed after each
  * input, so no cached cast outlives it), and a GradScaler drives the
- * optimisers now and then. Graph captures open and close between actions
+ * optimisers now and then. The Jacobian transforms (jacrev, jacfwd, their
+ * chunked _ex forms, hessian) run on small pooled tensors on each path.
+ * Graph captures open and close between actions
  * (every other action may run inside one, including what a region must
  * refuse); two captured graphs are replayed, fed new values in place,
  * destroyed, or outlived by their outputs; after each input every graph's
@@ -932,6 +934,100 @@ static void act_check(reader *r) {
     else gf_gradgradcheck(fn, in, n, NULL, op);
 }
 
+/* Functions for the Jacobian transforms (gf_func_fn): a smooth map of one
+ * or two inputs with one or two outputs, one that fails, one that leaves
+ * its output NULL, one that writes in place into a view of a fresh tensor
+ * (the batched passes refuse it and the loop runs), one through pooling. */
+/* GF_OK when every output was made (s GF_OK), else s or the last error,
+ * with the outputs that were made released. */
+static gf_status jac_done(gf_status s, gf_tensor **out, int no) {
+    for (int j = 0; j < no && s == GF_OK; j++)
+        if (!out[j]) s = gf_last_status();
+    for (int j = 0; j < no && s != GF_OK; j++) gf_tensor_release(out[j]), out[j] = NULL;
+    return s;
+}
+static gf_status jac_smooth(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
+    (void)user;
+    gf_scope_begin();
+    out[0] = gf_scope_keep(gf_tanh(gf_mul(in[0], in[n > 1 ? 1 : 0])));
+    if (no > 1) out[1] = gf_scope_keep(gf_sum(gf_exp(in[0]), NULL, 0, false));
+    gf_scope_end();
+    return jac_done(GF_OK, out, no);
+}
+static gf_status jac_fails(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
+    (void)in, (void)n, (void)out, (void)no, (void)user;
+    return gf_set_error(GF_ERR_INVALID, "fuzz: the transformed function fails");
+}
+static gf_status jac_null(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
+    (void)in, (void)n, (void)out, (void)no, (void)user;
+    return GF_OK;
+}
+static gf_status jac_inplace(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
+    (void)n, (void)user;
+    gf_scope_begin();
+    gf_tensor *z = gf_zeros_like(in[0]);
+    gf_tensor *v = z && gf_tensor_rank(z) > 0 ? gf_select(z, 0, 0) : z;
+    gf_tensor *e = v ? gf_exp(gf_select(in[0], 0, 0)) : NULL;
+    gf_status s = e ? gf_add_(v, e) : gf_last_status();
+    for (int j = 0; j < no; j++) out[j] = s == GF_OK ? gf_scope_keep(gf_mul(z, in[0])) : NULL;
+    gf_scope_end();
+    return jac_done(s, out, no);
+}
+static gf_status jac_pool(gf_tensor *const *in, int n, gf_tensor **out, int no, void *user) {
+    (void)n, (void)user;
+    gf_pool2d_opts o = {.kernel = {2, 2}, .stride = {1, 1}};
+    gf_scope_begin();
+    for (int j = 0; j < no; j++)
+        out[j] = gf_scope_keep(j ? gf_avg_pool2d(in[0], &o) : gf_max_pool2d(in[0], &o, NULL));
+    gf_scope_end();
+    return jac_done(GF_OK, out, no);
+}
+
+/* The Jacobian transforms on small pooled tensors: jacrev, jacfwd (plain
+ * and with gf_jac_opts: chunk sizes of any value, 0 and the int64 extremes
+ * included, or options not started from the defaults), hessian, on each
+ * path (GRAFT_JACREV / GRAFT_JACFWD = auto, loop or batched). */
+static void act_jacobian(reader *r) {
+    static const gf_func_fn fns[] = {jac_smooth, jac_fails, jac_null, jac_inplace, jac_pool};
+    static const char *const modes[] = {"auto", "loop", "batched"};
+    gf_tensor *in[2] = {get(r), get(r)};
+    if (!in[0] || !in[1]) return;
+    /* one pass per basis vector on the loop: small tensors only */
+    if (gf_tensor_numel(in[0]) > 16 || gf_tensor_numel(in[1]) > 16) return;
+    gf_func_fn fn = fns[pick(r, 5)];
+    int n_in = 1 + pick(r, 2), n_out = 1 + pick(r, 2);
+    const char *var = pick(r, 2) ? "GRAFT_JACREV" : "GRAFT_JACFWD";
+    setenv(var, modes[pick(r, 3)], 1);
+    gf_jac_opts o = GF_JAC_OPTS_DEFAULT;
+    const gf_jac_opts *op = NULL;
+    if (pick(r, 2)) {
+        o.chunk_size = pick(r, 4) ? 1 + pick(r, 8) : int_arg(r);
+        if (pick(r, 8) == 0) o.init = 0;
+        op = &o;
+    }
+    gf_tensor *jac[4] = {0};
+    int levels = gf_fwad_level_count();
+    gf_status s;
+    switch (pick(r, 5)) {
+    case 0: s = gf_jacrev(fn, in, n_in, n_out, NULL, jac); break;
+    case 1: s = gf_jacfwd(fn, in, n_in, n_out, NULL, jac); break;
+    case 2: s = gf_jacrev_ex(fn, in, n_in, n_out, NULL, op, jac); break;
+    case 3: s = gf_jacfwd_ex(fn, in, n_in, n_out, NULL, op, jac); break;
+    default:
+        n_out = n_in;
+        s = gf_hessian(fn, in, n_in, NULL, jac);
+        break;
+    }
+    unsetenv(var);
+    /* a transform leaves the dual levels as it found them */
+    if (gf_fwad_level_count() != levels) {
+        fprintf(stderr, "fuzz_api: a Jacobian transform left %d dual levels open, %d before\n",
+                gf_fwad_level_count(), levels);
+        abort();
+    }
+    for (int i = 0; s == GF_OK && i < n_in * n_out; i++) put(jac[i]);
+}
+
 /* An optimiser over one or two pooled tensors (refused unless they are
  * float leaves requiring grad), stepped with whatever .grad they have (none,
  * broadcast, another dtype, from create_graph), its state saved and loaded
@@ -1354,12 +1450,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* byte % 12 as before the optimisers came (the seeds keep their
          * programs), the top 16 byte values for optimisers and modules, the
          * 8 below them for the complex API, the 4 below those for autocast,
-         * the 4 below those for graph capture */
+         * the 4 below those for graph capture, the 4 below those for the
+         * Jacobian transforms */
         uint8_t b = u8(&r);
         int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b >= 228 ? 15 : b >= 224 ? 16
-                  : b % 12;
-        if (trace) fprintf(stderr, " %d/17", act);
+                  : b >= 220 ? 17 : b % 12;
+        if (trace) fprintf(stderr, " %d/18", act);
         switch (act) {
+        case 17: act_jacobian(&r); break;
         case 16: act_graph(&r); break;
         case 15: act_autocast(&r); break;
         case 14: act_complex(&r); break;

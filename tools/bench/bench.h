@@ -227,7 +227,8 @@ void bench_max_pool2d(bench_run *run, int device, int64_t batch);
 void bench_dispatch(bench_run *run, int device, int64_t ops);
 void bench_autograd(bench_run *run, int device, int64_t ops);
 void bench_hvp(bench_run *run, int device, int64_t batch); /* two rows: the two ways */
-void bench_jacobians(bench_run *run, int device, int64_t n); /* jacfwd, jacrev: 4->n, n->4 */
+/* jacfwd and jacrev (batched, looped; jacrev chunked too): 4->n, n->4 */
+void bench_jacobians(bench_run *run, int device, int64_t n);
 void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
 void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_graph_chain(bench_run *run, int device, int64_t n); /* f32[n], 8 ops */

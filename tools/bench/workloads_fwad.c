@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_fwad.c — forward mode against reverse mode.
  *
- * Jacobians of y = tanh(W x) (W fixed) three ways: gf_jacfwd batched (one
+ * Jacobians of y = tanh(W x) (W fixed) five ways: gf_jacfwd batched (one
  * forward pass with a batched tangent, GRAFT_JACFWD=batched), gf_jacfwd
- * looped (one forward pass per input element, GRAFT_JACFWD=loop) and
- * gf_jacrev (one backward pass per output element), on a map with few
- * inputs and many outputs (4 -> n) and the reverse (n -> 4); the check:
- * the three Jacobians agree.
+ * looped (one forward pass per input element, GRAFT_JACFWD=loop), gf_jacrev
+ * batched (one backward pass whose grad_output carries the output's basis
+ * as a batched tangent, GRAFT_JACREV=batched), gf_jacrev looped (one
+ * backward pass per output element, GRAFT_JACREV=loop) and gf_jacrev_ex in
+ * batched passes of at most 64 basis vectors; on a map with few inputs and
+ * many outputs (4 -> n) and the reverse (n -> 4); the check: every
+ * Jacobian agrees with the looped jacrev's.
  *
  * And a Hessian-vector product of an MLP's loss with respect to its
  * parameters, two ways, in the same run:
@@ -107,16 +110,27 @@ static float *host_products(hvp_case *c, int64_t *n_out) {
 }
 
 /* ------------------------------------------------------------ Jacobians */
+enum { JK_FWD, JK_FWD_EL, JK_REV, JK_REV_EL, JK_REV_CHUNK, JK_COUNT };
+/* chunk size of the chunked jacrev row (basis vectors per backward pass) */
+#define JAC_CHUNK 64
+
 typedef struct jac_case {
     gf_tensor *w, *x;
     gf_tensor *jac; /* of the last run */
-    int kind;       /* 0 jacfwd batched, 1 jacfwd loop, 2 jacrev */
+    int kind;
 } jac_case;
 
-static const char *const jac_kind[3] = {"jacfwd batched", "jacfwd loop", "jacrev"};
-/* row names fit the table's first column: jacfwd (batched, the default
- * path), jacfwd-el (one pass per element), jacrev */
-static const char *const jac_row[3] = {"jacfwd", "jacfwd-el", "jacrev"};
+static const char *const jac_kind[JK_COUNT] = {"jacfwd batched", "jacfwd loop", "jacrev batched",
+                                               "jacrev loop", "jacrev chunked"};
+/* row names fit the table's first column: jacfwd / jacrev (batched, the
+ * default paths), -el (one pass per element), jacrev/64 (batched passes of
+ * at most 64 basis vectors) */
+static const char *const jac_row[JK_COUNT] = {"jacfwd", "jacfwd-el", "jacrev", "jacrev-el",
+                                              "jacrev/64"};
+/* the path each row pins: its variable and value */
+static const char *const jac_var[JK_COUNT] = {"GRAFT_JACFWD", "GRAFT_JACFWD", "GRAFT_JACREV",
+                                              "GRAFT_JACREV", "GRAFT_JACREV"};
+static const char *const jac_mode[JK_COUNT] = {"batched", "loop", "batched", "loop", "batched"};
 
 static gf_status tanh_map(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
     (void)n, (void)n_out;
@@ -131,45 +145,48 @@ static int step_jac(void *state) {
     jac_case *c = state;
     gf_tensor_release(c->jac);
     c->jac = NULL;
-    gf_status s = c->kind < 2 ? gf_jacfwd(tanh_map, &c->x, 1, 1, c, &c->jac)
-                              : gf_jacrev(tanh_map, &c->x, 1, 1, c, &c->jac);
+    gf_jac_opts o = GF_JAC_OPTS_DEFAULT;
+    o.chunk_size = JAC_CHUNK;
+    gf_status s = c->kind < JK_REV         ? gf_jacfwd(tanh_map, &c->x, 1, 1, c, &c->jac)
+                  : c->kind < JK_REV_CHUNK ? gf_jacrev(tanh_map, &c->x, 1, 1, c, &c->jac)
+                                           : gf_jacrev_ex(tanh_map, &c->x, 1, 1, c, &o, &c->jac);
     return s == GF_OK ? 0 : -1;
 }
 
-/* Rows "jacfwd I->O", "jacfwd-el I->O" and "jacrev I->O" for a
- * map of in inputs and out outputs. */
+/* Rows "jacfwd I->O", "jacfwd-el I->O", "jacrev I->O", "jacrev-el I->O"
+ * and "jacrev/64 I->O" for a map of in inputs and out outputs; each
+ * Jacobian is checked against the per-element jacrev's. */
 static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) {
-    char name[3][40], detail[112];
-    for (int k = 0; k < 3; k++)
-        snprintf(name[k], sizeof name[k], "%s %lld->%lld", jac_row[k], (long long)in,
-                 (long long)out);
+    char name[JK_COUNT][40], detail[112];
+    bench_result *r[JK_COUNT];
     snprintf(detail, sizeof detail, "Jacobian of tanh(W x), W [%lld, %lld], f32", (long long)out,
              (long long)in);
-    bench_result *r[3] = {bench_result_add(run, device, name[0], detail),
-                          bench_result_add(run, device, name[1], detail),
-                          bench_result_add(run, device, name[2], detail)};
-    if (!r[0] || !r[1] || !r[2]) return;
-    r[0]->per = r[1]->per = r[2]->per = "run";
+    for (int k = 0; k < JK_COUNT; k++) {
+        snprintf(name[k], sizeof name[k], "%s %lld->%lld", jac_row[k], (long long)in,
+                 (long long)out);
+        if (!(r[k] = bench_result_add(run, device, name[k], detail))) return;
+        r[k]->per = "run";
+    }
     gf_device *dev = run->devices[device].dev;
     int64_t ws[2] = {out, in};
     float *hw = bench_host_values(out * in, 301, -0.5f, 0.5f), *hx = bench_host_values(in, 302, -1, 1);
     jac_case c = {0};
     c.w = hw ? gf_from_data(hw, ws, 2, GF_F32, dev) : NULL;
     c.x = hx ? gf_from_data(hx, &in, 1, GF_F32, dev) : NULL;
-    float *j[3] = {NULL, NULL, NULL};
+    float *j[JK_COUNT] = {NULL};
     int64_t n = out * in;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < JK_COUNT; k++) {
         if (!c.w || !c.x) {
             bench_result_graft_error(r[k], "creating the map");
             continue;
         }
         c.kind = k;
         bench_progress(run, jac_kind[k]);
-        if (k < 2) setenv("GRAFT_JACFWD", k == 0 ? "batched" : "loop", 1);
+        setenv(jac_var[k], jac_mode[k], 1);
         int rc = bench_measure(run, dev, step_jac, &c, 1, &r[k]->time);
-        unsetenv("GRAFT_JACFWD");
+        unsetenv(jac_var[k]);
         if (rc != 0) {
-            bench_result_graft_error(r[k], k < 2 ? "gf_jacfwd" : "gf_jacrev");
+            bench_result_graft_error(r[k], k < JK_REV ? "gf_jacfwd" : "gf_jacrev");
             continue;
         }
         j[k] = malloc((size_t)n * sizeof *j[k]);
@@ -178,14 +195,14 @@ static void bench_jac_pair(bench_run *run, int device, int64_t in, int64_t out) 
             j[k] = NULL;
         }
     }
-    for (int k = 0; k < 2; k++) {
-        if (!j[k] || !j[2]) continue;
+    for (int k = 0; k < JK_COUNT; k++) {
+        if (k == JK_REV_EL || !j[k] || !j[JK_REV_EL]) continue;
         double diff = 0;
-        for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs((double)j[k][i] - j[2][i]));
-        if (!(diff <= 1e-5)) bench_result_wrong(r[k], "%s and jacrev differ by up to %.3g",
+        for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs((double)j[k][i] - j[JK_REV_EL][i]));
+        if (!(diff <= 1e-5)) bench_result_wrong(r[k], "%s and jacrev loop differ by up to %.3g",
                                                 jac_kind[k], diff);
     }
-    for (int k = 0; k < 3; k++) free(j[k]);
+    for (int k = 0; k < JK_COUNT; k++) free(j[k]);
     free(hw);
     free(hx);
     gf_tensor_release(c.jac);

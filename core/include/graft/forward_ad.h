@@ -82,17 +82,56 @@ GF_API gf_status gf_vjp(gf_func_fn f, gf_tensor *const *primals, int n_inputs,
                         bool create_graph, gf_tensor **outputs, gf_tensor **vjps);
 /* Jacobians of every output with respect to every input: jac[o * n_inputs
  * + i] (a new reference) has sizes out_o.sizes ++ in_i.sizes, in the
- * output's dtype (torch.func.jacrev / jacfwd). jacrev runs one backward per
- * output element; jacfwd one batched forward pass per input (the basis as
- * a tangent with a leading batch dim), or one pass per input element where
- * an op's jvp rule cannot batch (docs/autograd.md lists them; the
- * environment variable GRAFT_JACFWD=loop|batched pins the path, batched
- * failing with UNSUPPORTED naming the op); both give the same Jacobian. Complex inputs or outputs: UNSUPPORTED (as torch.func's
- * jacobians of non-holomorphic maps need a convention; use gf_jvp / gf_vjp). */
+ * output's dtype (torch.func.jacrev / jacfwd). Both compute a block in
+ * batched passes where every op on the way can carry a batch of tangents,
+ * and one pass per basis vector where one cannot; both give the same
+ * Jacobian either way. Every op with a jvp rule batches; what still takes
+ * the loop (docs/autograd.md, section 28): a custom function that writes
+ * an input in place, gf_fwad_make_dual inside f, a tensor of rank
+ * GF_MAX_RANK (no room for the batch dim), a view of a tensor whose batched
+ * tangent is not laid out like it. jacfwd runs one forward
+ * pass per input with the basis of the input as a batched tangent (vmap
+ * over jvp). jacrev runs f once, then for each output one backward pass
+ * whose grad_output carries the basis of the output as a batched tangent
+ * (vmap over vjp: the tangent of the input gradient is the Jacobian's
+ * rows); the loop is one backward per output element. The environment
+ * variables GRAFT_JACFWD and GRAFT_JACREV (auto | loop | batched, read at
+ * each call) pin the path: batched fails with UNSUPPORTED naming the op
+ * that could not batch instead of falling back. Complex inputs or outputs:
+ * UNSUPPORTED (as torch.func's jacobians of non-holomorphic maps need a
+ * convention; use gf_jvp / gf_vjp). Fails: what f fails with; INVALID for
+ * bad arguments; SHAPE when a block's rank would exceed GF_MAX_RANK. */
 GF_API gf_status gf_jacrev(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
                            void *user, gf_tensor **jac);
 GF_API gf_status gf_jacfwd(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
                            void *user, gf_tensor **jac);
+
+/* chunk_size of gf_jac_opts: the whole basis in one batch. */
+#define GF_JAC_CHUNK_ALL (-1)
+/* Options of gf_jacrev_ex / gf_jacfwd_ex (torch.func.jacrev / jacfwd's
+ * keyword arguments). Start from GF_JAC_OPTS_DEFAULT (GF_OPTS_INIT,
+ * graft/types.h) and change what differs; NULL options are the defaults. */
+typedef struct gf_jac_opts {
+    uint32_t init;
+    /* How many basis vectors one batched pass carries: GF_JAC_CHUNK_ALL
+     * (the default) = all of them (one pass per input for jacfwd, per
+     * output for jacrev); k >= 1 = at most k, the basis split into
+     * ceil(n / k) passes (less memory, more passes; 1 is a loop of batched
+     * passes of one). 0 and other negative values: INVALID. The per-element
+     * loop, when it runs, ignores it. */
+    int64_t chunk_size;
+} gf_jac_opts;
+#define GF_JAC_OPTS_DEFAULT {.init = GF_OPTS_INIT, .chunk_size = GF_JAC_CHUNK_ALL}
+/* gf_jacrev / gf_jacfwd with options (NULL = GF_JAC_OPTS_DEFAULT, the same
+ * as gf_jacrev / gf_jacfwd). Fails: as they do; INVALID naming the field
+ * for a chunk_size of 0 or below -1, or options not started from
+ * GF_JAC_OPTS_DEFAULT. */
+GF_API gf_status gf_jacrev_ex(gf_func_fn f, gf_tensor *const *inputs, int n_inputs,
+                              int n_outputs, void *user, const gf_jac_opts *opts,
+                              gf_tensor **jac);
+GF_API gf_status gf_jacfwd_ex(gf_func_fn f, gf_tensor *const *inputs, int n_inputs,
+                              int n_outputs, void *user, const gf_jac_opts *opts,
+                              gf_tensor **jac);
 /* The Hessian of a function with one output of one element (float): hess[i
  * * n_inputs + k] = d2 f / d in_i d in_k, of sizes in_i.sizes ++ in_k.sizes
  * (torch.func.hessian), by forward-over-reverse: one gradient with history,

@@ -168,10 +168,37 @@ static geom geom_of(const gf_tensor *t) {
 static gf_tensor *region_view(const gf_tensor *flat, const region_ctx *c);
 static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c);
 
-/* Both region ops are linear: a tangent goes through the same op. */
+/* The region of a batch of B flat tensors [B, numel] (laid out as one
+ * flat tensor of B * numel): c's region with a leading dim of stride numel.
+ * False when the rank would pass GF_MAX_RANK (the level is refused). */
+static bool region_batched(const region_ctx *c, int64_t batch, region_ctx *b, const char *op) {
+    if (c->g.rank + 1 > GF_MAX_RANK) {
+        gf__fw_batch_refuse(-1, op);
+        return false;
+    }
+    *b = *c;
+    b->g.rank = c->g.rank + 1;
+    b->g.sizes[0] = batch;
+    b->g.strides[0] = c->numel;
+    memcpy(b->g.sizes + 1, c->g.sizes, sizeof(int64_t) * (size_t)c->g.rank);
+    memcpy(b->g.strides + 1, c->g.strides, sizeof(int64_t) * (size_t)c->g.rank);
+    b->numel = batch * c->numel;
+    return true;
+}
+
+/* Both region ops are linear: a tangent goes through the same op (a
+ * batched one [B, ...] through the op on the batched region). */
 static gf_tensor *region_view_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
                                   gf_tensor *const *y, int j) {
     (void)x, (void)y, (void)j;
+    int64_t batch = gf__fw_rule_batch();
+    if (batch) {
+        region_ctx b;
+        int64_t n = batch * ((const region_ctx *)p)->numel;
+        if (!region_batched(p, batch, &b, "as_strided")) return NULL;
+        gf_tensor *flat = gf_reshape(gf_contiguous(t[0]), &n, 1);
+        return flat ? gf__ret(region_view(flat, &b)) : NULL;
+    }
     gf_tensor *flat = gf_contiguous(t[0]);
     return flat ? gf__ret(region_view(flat, p)) : NULL;
 }
@@ -179,6 +206,13 @@ static gf_tensor *region_view_jvp(const void *p, gf_tensor *const *x, gf_tensor 
 static gf_tensor *region_scatter_jvp(const void *p, gf_tensor *const *x, gf_tensor *const *t,
                                      gf_tensor *const *y, int j) {
     (void)x, (void)y, (void)j;
+    int64_t batch = gf__fw_rule_batch();
+    if (batch) {
+        region_ctx b;
+        if (!region_batched(p, batch, &b, "as_strided_scatter")) return NULL;
+        int64_t s[2] = {batch, ((const region_ctx *)p)->numel};
+        return gf_reshape(gf__ret(region_scatter(t[0], &b)), s, 2);
+    }
     return gf__ret(region_scatter(t[0], p));
 }
 
@@ -213,7 +247,7 @@ static gf_tensor *region_view(const gf_tensor *flat, const region_ctx *c) {
     if (!r) return NULL;
     const gf_tensor *ins[1] = {flat};
     gf_tensor *outs[1] = {r};
-    if (gf__fw_apply("as_strided", region_view_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+    if (gf__fw_apply_batched("as_strided", region_view_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
         gf_tensor_release(r);
         return NULL;
     }
@@ -239,7 +273,8 @@ static gf_tensor *region_scatter(const gf_tensor *g, const region_ctx *c) {
     }
     const gf_tensor *ins[1] = {g};
     gf_tensor *outs[1] = {z};
-    if (gf__fw_apply("as_strided_scatter", region_scatter_jvp, c, ins, 1, outs, 1, false) != GF_OK) {
+    if (gf__fw_apply_batched("as_strided_scatter", region_scatter_jvp, c, ins, 1, outs, 1,
+                             false) != GF_OK) {
         gf_tensor_release(z);
         return NULL;
     }

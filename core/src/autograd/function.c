@@ -120,6 +120,75 @@ gf_status gf_ctx_set_jvp(gf_function_ctx *ctx, gf_function_jvp_fn jvp, void *use
 }
 
 /* ------------------------------------------------------------ forward mode */
+/* Whether tangent r fits output o (or sets the error naming the function). */
+static gf_status check_tangent_of(const gf_function_ctx *c, const gf_tensor *r,
+                                  const gf_tensor *o, int j) {
+    if (r->rank == o->rank && !memcmp(r->sizes, o->sizes, sizeof(int64_t) * (size_t)o->rank))
+        return GF_OK;
+    char a[200], b[200];
+    return gf__error(GF_ERR_AUTOGRAD, "%s: jvp returned a tangent of sizes %s for output %d, "
+                     "whose sizes are %s", c->name, gf__shape_str(r->sizes, r->rank, a, sizeof a),
+                     j, gf__shape_str(o->sizes, o->rank, b, sizeof b));
+}
+
+/* At a batched level (tangents [B, *primal]): the callback knows tangents
+ * of its primals' shapes only, so it runs once per batch entry on that
+ * entry's tangents, and each output's B tangents are stacked. A function
+ * that writes an input in place keeps refusing the level. */
+static gf_status batched_jvp(gf_function_ctx *c, gf_tensor *const *inputs, gf_tensor **tin,
+                             int n_inputs, gf_tensor **outputs, int n_outputs, int d) {
+    int64_t batch = gf__fw_batch(d);
+    if (c->n_dirty > 0 || batch > INT32_MAX) return gf__fw_batch_refuse(d, c->name);
+    gf_tensor **ti = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *ti);
+    gf_tensor **to = calloc((size_t)n_outputs, sizeof *to);
+    gf_tensor **parts = calloc((size_t)n_outputs * (size_t)batch, sizeof *parts);
+    gf_status s = ti && to && parts ? GF_OK
+                                    : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory",
+                                                c->name);
+    uint64_t prev = gf__fw_mask_push(d);
+    int sc = gf__scope_suspend();
+    for (int64_t k = 0; k < batch && s == GF_OK; k++) {
+        for (int i = 0; i < n_inputs && s == GF_OK; i++)
+            if (tin[i] && !(ti[i] = gf_select(tin[i], 0, k))) s = gf__status();
+        uint64_t seq = gf__error_seq();
+        if (s == GF_OK) {
+            s = c->jvp(c, inputs, ti, n_inputs, outputs, to, n_outputs, c->jvp_user);
+            if (s != GF_OK) s = gf__callback_failed(s, seq, "%s: jvp", c->name);
+        }
+        for (int j = 0; j < n_outputs; j++) {
+            if (s == GF_OK && to[j] && gf__dtype_differentiable(outputs[j]->dtype))
+                s = check_tangent_of(c, to[j], outputs[j], j);
+            parts[(size_t)j * (size_t)batch + (size_t)k] = to[j];
+            to[j] = NULL;
+        }
+        for (int i = 0; i < n_inputs; i++) {
+            gf_tensor_release(ti[i]);
+            ti[i] = NULL;
+        }
+    }
+    for (int j = 0; j < n_outputs && s == GF_OK; j++) {
+        gf_tensor *o = outputs[j], **pj = parts + (size_t)j * (size_t)batch;
+        bool any = false;
+        for (int64_t k = 0; k < batch; k++) any |= pj[k] != NULL;
+        if (!any || !gf__dtype_differentiable(o->dtype)) continue;
+        for (int64_t k = 0; k < batch && s == GF_OK; k++)
+            if (!pj[k] && !(pj[k] = gf_zeros_like(o))) s = gf__status();
+        gf_tensor *st = s == GF_OK ? gf_stack(pj, (int)batch, 0) : NULL;
+        if (s == GF_OK && !st) s = gf__status();
+        if (s == GF_OK)
+            s = gf__fw_store(o, d, st, (const gf_tensor *const *)inputs, tin, n_inputs);
+        gf_tensor_release(st);
+    }
+    gf__scope_resume(sc);
+    gf__fw_mask_pop(prev);
+    for (size_t k = 0; parts && k < (size_t)n_outputs * (size_t)batch; k++)
+        gf_tensor_release(parts[k]);
+    free(parts);
+    free(to);
+    free(ti);
+    return s;
+}
+
 /* The tangents of the outputs, by the function's jvp callback, at every
  * open dual level where an input carries one. An input returned unchanged
  * is handed out as a view first (as below), so its tangent is the view's,
@@ -151,9 +220,8 @@ static gf_status custom_jvp(gf_function_ctx *c, gf_tensor *const *inputs, int n_
             if (tin[i] && first < 0) first = i;
             any |= tin[i] != NULL;
         }
-        if (any && gf__fw_batch(d) > 0) {
-            /* the callback knows tangents of its outputs' shapes only */
-            s = gf__fw_batch_refuse(d, c->name);
+        if (any && c->jvp && gf__fw_batch(d) > 0) {
+            s = batched_jvp(c, inputs, tin, n_inputs, outputs, n_outputs, d);
         } else if (any && !c->jvp) {
             s = gf__error(GF_ERR_AUTOGRAD, "%s: this custom function has no jvp rule, and its "
                           "input %d carries a tangent at dual level %d (forward-mode AD); give it "
@@ -170,18 +238,11 @@ static gf_status custom_jvp(gf_function_ctx *c, gf_tensor *const *inputs, int n_
             for (int j = 0; j < n_outputs && s == GF_OK; j++) {
                 gf_tensor *o = outputs[j], *r = tout[j];
                 if (!r || !gf__dtype_differentiable(o->dtype)) continue;
-                if (r->rank != o->rank ||
-                    memcmp(r->sizes, o->sizes, sizeof(int64_t) * (size_t)o->rank)) {
-                    char a[200], b[200];
-                    s = gf__error(GF_ERR_AUTOGRAD, "%s: jvp returned a tangent of sizes %s for "
-                                  "output %d, whose sizes are %s", c->name,
-                                  gf__shape_str(r->sizes, r->rank, a, sizeof a), j,
-                                  gf__shape_str(o->sizes, o->rank, b, sizeof b));
-                } else if (contains(c->dirty, c->n_dirty, o)) {
+                if ((s = check_tangent_of(c, r, o, j)) != GF_OK) break;
+                if (contains(c->dirty, c->n_dirty, o))
                     s = gf__fw_commit_level(o, d, r, c->name);
-                } else {
+                else
                     s = gf__fw_store(o, d, r, (const gf_tensor *const *)inputs, tin, n_inputs);
-                }
             }
         }
         for (int j = 0; tout && j < n_outputs; j++) {

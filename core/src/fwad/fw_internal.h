@@ -87,15 +87,17 @@ typedef gf_tensor *(*gf__fw_rule)(const void *p, gf_tensor *const *x, gf_tensor 
 gf_status gf__fw_apply(const char *op, gf__fw_rule rule, const void *p, const gf_tensor *const *x,
                        int nx, gf_tensor *const *y, int ny, bool view);
 
-/* ---- batched levels (fw_batch.c drives them for gf_jacfwd)
+/* ---- batched levels (fw_batch.c drives them for gf_jacfwd, fw_jacrev.c
+ * for gf_jacrev)
  * A batched level has a batch count B > 0: every tangent at it has sizes
  * [B, *primal sizes] (B tangents of the primal stacked on a leading dim).
  * Only rules applied with gf__fw_apply_batched know this layout; they read
  * B with gf__fw_rule_batch() (0 at a plain level) and shift their dims by
  * one. Anything that cannot honour it calls gf__fw_batch_refuse: that marks
- * the level refused (the batched pass is then discarded and gf_jacfwd takes
- * the per-element loop, so a refusal never yields a wrong answer) and sets
- * an UNSUPPORTED error naming the op, which stops the pass early. */
+ * the level refused (the batched pass is then discarded and gf_jacfwd /
+ * gf_jacrev take the per-element loop, so a refusal never yields a wrong
+ * answer) and sets an UNSUPPORTED error naming the op, which stops the
+ * pass early. */
 gf_status gf__fw_apply_batched(const char *op, gf__fw_rule rule, const void *p,
                                const gf_tensor *const *x, int nx, gf_tensor *const *y, int ny,
                                bool view);
@@ -125,9 +127,9 @@ gf_tensor *gf__fw_batch_align(gf_tensor *t, int to);
 gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const char *op);
 /* The same for one level: self's new tangent there is nt (NULL: zero). */
 gf_status gf__fw_commit_level(gf_tensor *self, int d, gf_tensor *nt, const char *op);
-/* Stores r (a tangent of y's shape) as y's tangent at level d: converted,
- * and copied when it aliases an input x[i], its tangent t[i] or y, or is
- * not laid out like y. r stays the caller's. */
+/* Stores r (a tangent of y's shape; [B, *y] at a batched level) as y's
+ * tangent at level d: converted, and copied when it aliases an input x[i],
+ * its tangent t[i] or y, or is not laid out like y. r stays the caller's. */
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx);
 

@@ -22,7 +22,9 @@ static uint64_t g_ids[GF_FWAD_MAX_LEVELS];
 static uint64_t g_next_id = 1;
 static int64_t g_batch[GF_FWAD_MAX_LEVELS];
 static atomic_bool g_refused[GF_FWAD_MAX_LEVELS];
-static const char *_Atomic g_refused_op[GF_FWAD_MAX_LEVELS];
+/* The name of the op that refused a batched level first: a copy (the name
+ * may be a custom function's, freed when its failed call returns). */
+static char g_refused_op[GF_FWAD_MAX_LEVELS][96];
 static _Thread_local uint64_t tl_mask;
 static _Thread_local int tl_rule_level = -1; /* the level whose rule runs */
 
@@ -59,7 +61,7 @@ static gf_status level_enter(int *level, int64_t batch) {
     }
     g_batch[d] = batch;
     atomic_store(&g_refused[d], false);
-    atomic_store(&g_refused_op[d], NULL);
+    g_refused_op[d][0] = '\0';
     __atomic_store_n(&g_ids[d], g_next_id++, __ATOMIC_RELEASE);
     atomic_store(&gf__fw_depth, d + 1);
     pthread_mutex_unlock(&g_lock);
@@ -86,18 +88,21 @@ int64_t gf__fw_rule_batch(void) { return gf__fw_batch(tl_rule_level); }
 gf_status gf__fw_batch_refuse(int d, const char *op) {
     if (d < 0) d = tl_rule_level;
     if (d >= 0 && d < GF_FWAD_MAX_LEVELS) {
-        const char *none = NULL;
-        atomic_compare_exchange_strong(&g_refused_op[d], &none, op);
-        atomic_store(&g_refused[d], true);
+        pthread_mutex_lock(&g_lock);
+        if (!atomic_load(&g_refused[d])) {
+            snprintf(g_refused_op[d], sizeof g_refused_op[d], "%s", op ? op : "an op");
+            atomic_store(&g_refused[d], true);
+        }
+        pthread_mutex_unlock(&g_lock);
     }
     return gf__error(GF_ERR_UNSUPPORTED, "%s: the jvp rule of this op does not handle batched "
-                     "tangents (a Jacobian computed in one batched forward pass); gf_jacfwd "
-                     "computes it column by column instead", op);
+                     "tangents (a Jacobian computed in batched passes); gf_jacfwd / gf_jacrev "
+                     "compute it one basis vector at a time instead", op);
 }
 
 bool gf__fw_batch_refused(int d, const char **op) {
     if (d < 0 || d >= GF_FWAD_MAX_LEVELS || !atomic_load(&g_refused[d])) return false;
-    if (op) *op = atomic_load(&g_refused_op[d]);
+    if (op) *op = g_refused_op[d];
     return true;
 }
 
@@ -270,6 +275,69 @@ static bool same_layout(const gf_tensor *tan, const gf_tensor *primal) {
     return storage_numel(tan) >= storage_numel(primal);
 }
 
+/* tan ([B, *primal]) holds B tangents each laid out like primal over a
+ * storage of primal's storage's size, S elements apart: the strides of
+ * primal after a leading stride S (S >= the storage's size when B > 1), the
+ * same offset. Then the tangents of any view of primal's storage are the
+ * same view of each of them. */
+static bool batched_like(const gf_tensor *tan, const gf_tensor *primal, int64_t batch) {
+    if (tan->dtype != primal->dtype || tan->rank != primal->rank + 1 || tan->sizes[0] != batch ||
+        tan->offset != primal->offset)
+        return false;
+    for (int i = 0; i < primal->rank; i++) {
+        if (tan->sizes[i + 1] != primal->sizes[i]) return false;
+        if (primal->sizes[i] > 1 && tan->strides[i + 1] != primal->strides[i]) return false;
+    }
+    int64_t n = storage_numel(primal), s0 = tan->strides[0];
+    if (batch > 1 && s0 < n) return false;
+    return storage_numel(tan) >= (batch - 1) * (batch > 1 ? s0 : 0) + n;
+}
+
+/* View t's region of each of base's batched tangents tan: [B, *t]. New
+ * reference (registered as a view of tan), or NULL when tan is not laid
+ * out for it. */
+static gf_tensor *batched_region(gf_tensor *tan, const gf_tensor *base, const gf_tensor *t,
+                                 int64_t batch) {
+    if (t->dtype != base->dtype || t->rank + 1 > GF_MAX_RANK || !batched_like(tan, base, batch) ||
+        extent(t) > storage_numel(base))
+        return NULL;
+    int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
+    sizes[0] = batch;
+    strides[0] = tan->strides[0];
+    memcpy(sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->rank);
+    memcpy(strides + 1, t->strides, sizeof(int64_t) * (size_t)t->rank);
+    gf_tensor *v = gf__view(tan, sizes, strides, t->rank + 1, t->offset);
+    if (v && gf__ag_on_view(tan, v, GF_VIEW_DEFAULT) != GF_OK) {
+        gf_tensor_release(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* B zero tangents of t laid out as batched_like wants, one storage of t's
+ * storage's size each. New reference, no scope. */
+static gf_tensor *batched_shadow_zeros(const gf_tensor *t, int64_t batch) {
+    int64_t s0 = storage_numel(t), n;
+    if (t->rank + 1 > GF_MAX_RANK || !gf__mul_ok(batch, s0, &n)) return NULL;
+    gf_tensor *flat = gf__empty(&n, 1, t->dtype, t->storage->device);
+    if (!flat || gf__fill(flat, 0.0) != GF_OK) {
+        gf_tensor_release(flat);
+        return NULL;
+    }
+    int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
+    sizes[0] = batch;
+    strides[0] = s0;
+    memcpy(sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->rank);
+    memcpy(strides + 1, t->strides, sizeof(int64_t) * (size_t)t->rank);
+    gf_tensor *v = gf__view(flat, sizes, strides, t->rank + 1, t->offset);
+    if (v && gf__ag_on_view(flat, v, GF_VIEW_DEFAULT) != GF_OK) {
+        gf_tensor_release(v);
+        v = NULL;
+    }
+    gf_tensor_release(flat);
+    return v;
+}
+
 gf_tensor *gf__fw_tangent(const gf_tensor *t, int d) {
     if (!t || !t->autograd || gf__fw_masked(d) || !gf__dtype_differentiable(t->dtype)) return NULL;
     uint64_t id = gf__fw_level_id(d);
@@ -281,9 +349,18 @@ gf_tensor *gf__fw_tangent(const gf_tensor *t, int d) {
     const gf_tensor *base = t->autograd->base;
     gf_fw_entry *be = base ? find_entry(base, id) : NULL;
     if (be && be->tangent && g_batch[d] > 0) {
-        /* a region of a batched tangent: not derived (a rare path) */
-        gf__fw_batch_refuse(d, "a view of a tensor with a batched tangent");
-        return NULL;
+        /* the same region of each of the base's B tangents, where they
+         * are laid out like the base (batched_like); refused otherwise */
+        gf_tensor *v = batched_region(be->tangent, base, t, g_batch[d]);
+        if (!v) {
+            gf__fw_batch_refuse(d, "a view of a tensor with a batched tangent");
+            return NULL;
+        }
+        if (gf__fw_set((gf_tensor *)t, d, v) != GF_OK) {
+            gf_tensor_release(v);
+            return NULL;
+        }
+        return v;
     }
     if (!be || !be->tangent || base->dtype != t->dtype || !same_layout(be->tangent, base) ||
         extent(t) > storage_numel(be->tangent))
@@ -565,19 +642,34 @@ gf_status gf__fw_apply_batched(const char *op, gf__fw_rule rule, const void *p,
 /* ------------------------------------------------------------ in-place */
 gf_status gf__fw_commit_level(gf_tensor *self, int d, gf_tensor *nt, const char *op) {
     if (g_batch[d] > 0) {
-        /* in-place at a batched level: only into a tangent self already has */
+        /* in-place at a batched level: into the tangent self has or
+         * derives from its base's; where neither has one, the base (or
+         * self) gets B zero tangents laid out like it first */
         uint64_t id = gf__fw_level_id(d);
         gf_fw_entry *e = find_entry(self, id);
-        if (!e || !e->tangent) {
-            const gf_tensor *base = self->autograd ? self->autograd->base : NULL;
-            gf_fw_entry *be = base ? find_entry(base, id) : NULL;
-            /* a constant written where no tangent lives: nothing to do */
-            if (!nt && !(be && be->tangent) && !e) return GF_OK;
+        gf_tensor *old = e ? (e->tangent ? gf_tensor_retain(e->tangent) : NULL)
+                           : gf__fw_tangent(self, d);
+        if (gf__fw_batch_refused(d, NULL)) {
+            gf_tensor_release(old);
             return gf__fw_batch_refuse(d, op);
         }
+        if (!old && !nt) return GF_OK; /* a constant written where no tangent lives */
+        gf_status s = GF_OK;
+        if (!old) {
+            gf_tensor *base = self->autograd ? self->autograd->base : NULL;
+            gf_tensor *owner = base && base->dtype == self->dtype && !find_entry(base, id) ? base
+                                                                                          : self;
+            if (e || (owner == self && base)) return gf__fw_batch_refuse(d, op);
+            gf_tensor *bt = batched_shadow_zeros(owner, g_batch[d]);
+            s = bt ? gf__fw_set(owner, d, bt) : gf__fw_batch_refuse(d, op);
+            gf_tensor_release(bt);
+            if (s == GF_OK && !(old = gf__fw_tangent(self, d))) s = gf__fw_batch_refuse(d, op);
+            if (s != GF_OK) return s;
+        }
         uint64_t prev = gf__fw_mask_push(d);
-        gf_status s = nt ? gf_copy_(e->tangent, nt) : gf_zero_(e->tangent);
+        s = nt ? gf_copy_(old, nt) : gf_zero_(old);
         gf__fw_mask_pop(prev);
+        gf_tensor_release(old);
         return s;
     }
     gf_tensor *old = gf__fw_tangent(self, d);
@@ -636,8 +728,8 @@ gf_status gf__fw_commit_inplace(gf_tensor *self, const gf_tensor *result, const 
 gf_status gf__fw_store(gf_tensor *y, int d, gf_tensor *r, const gf_tensor *const *x,
                        gf_tensor *const *t, int nx) {
     gf_scope_begin();
-    if (g_batch[d] > 0) return gf__fw_batch_refuse(d, "a custom function's jvp");
-    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false, 0));
+    gf_tensor *f = gf_scope_keep(fit(gf__ret(gf_tensor_retain(r)), y, x, t, nx, false,
+                                     g_batch[d]));
     gf_scope_end();
     if (!f) return gf__status();
     gf_status s = gf__fw_set(y, d, f);

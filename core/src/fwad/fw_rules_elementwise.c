@@ -210,9 +210,24 @@ gf_status gf__fw_cx_view(const gf_tensor *in, gf_tensor *out, int kind) {
 
 static gf_tensor *cx_complex_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,
                                   gf_tensor *const *y, int j) {
-    (void)pv, (void)j, (void)y;
-    gf_tensor *re = t[0] ? t[0] : gf_zeros_like(x[0]);
-    gf_tensor *im = t[1] ? t[1] : gf_zeros_like(x[1]);
+    (void)pv, (void)j;
+    gf_tensor *re, *im;
+    if (gf__fw_rule_batch()) {
+        /* batched [B, *part]: both aligned on y's rank and broadcast to
+         * [B, *y] (a missing part is zeros like the other) */
+        int yr = gf_tensor_rank(y[0]);
+        re = t[0] ? gf__fw_batch_align(t[0], yr) : NULL;
+        im = t[1] ? gf__fw_batch_align(t[1], yr) : NULL;
+        if ((t[0] && !re) || (t[1] && !im)) return NULL;
+        int64_t bs[GF_MAX_RANK];
+        bs[0] = gf__fw_rule_batch();
+        memcpy(bs + 1, gf_tensor_sizes(y[0]), sizeof(int64_t) * (size_t)yr);
+        re = re ? gf_expand(re, bs, yr + 1) : gf_zeros_like(gf_expand(im, bs, yr + 1));
+        im = im ? gf_expand(im, bs, yr + 1) : gf_zeros_like(re);
+    } else {
+        re = t[0] ? t[0] : gf_zeros_like(x[0]);
+        im = t[1] ? t[1] : gf_zeros_like(x[1]);
+    }
 
     if (re && im && gf_tensor_dtype(re) != gf_tensor_dtype(im)) {
         gf_dtype dt = gf_tensor_dtype(re) == GF_F64 || gf_tensor_dtype(im) == GF_F64 ? GF_F64 : GF_F32;
@@ -226,7 +241,7 @@ gf_status gf__fw_cx_complex(const gf_tensor *re, const gf_tensor *im, gf_tensor 
     if (!gf__fw_enabled()) return GF_OK;
     const gf_tensor *xs[2] = {re, im};
     gf_tensor *ys[1] = {z};
-    return gf__fw_apply("complex", cx_complex_rule, NULL, xs, 2, ys, 1, false);
+    return gf__fw_apply_batched("complex", cx_complex_rule, NULL, xs, 2, ys, 1, false);
 }
 
 static gf_tensor *cx_conj_rule(const void *pv, gf_tensor *const *x, gf_tensor *const *t,

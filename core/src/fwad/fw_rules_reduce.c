@@ -51,10 +51,17 @@ static gf_tensor *reduce_rule(const void *pv, gf_tensor *const *x, gf_tensor *co
     int nd = dims_of(p, dims);
     if (gf__fw_rule_batch()) {
         /* the tangent's dims sit one past the batch dim; no dim to reduce
-         * would mean "all" to gf_sum, batch dim included */
-        if (nd == 0) {
+         * (a 0-d input) would mean "all" to gf_sum, batch dim included:
+         * the reduction of one element passes its tangent through, times
+         * the partial derivative for the others */
+        if (nd == 0 && p->rank > 0) {
             gf__fw_batch_refuse(-1, reduce_name_of(p));
             return NULL;
+        }
+        if (nd == 0) {
+            if (p->op == GFP_OP_SUM || p->op == GFP_OP_MEAN) return gf__ret(gf_tensor_retain(t[0]));
+            return gf_mul(t[0], gf__ag_reduce_partial(p->op, p->std, p->mask, p->keepdim,
+                                                      p->correction, x[0], y[0]));
         }
         for (int i = 0; i < nd; i++) dims[i]++;
     }

@@ -4,7 +4,8 @@
  * A view's tangent is the same view of its input's tangent (so it shares
  * that tangent's storage, and an in-place write into the view's tangent
  * reaches the base's); a reshape that had to copy gets a copy. The FFT
- * primitives are linear: the tangent goes through the same transform. */
+ * primitives are linear: the tangent goes through the same transform (a
+ * batched tangent along the dims shifted past its batch dim). */
 #include <string.h>
 
 #include "autograd/ag_internal.h"
@@ -120,12 +121,16 @@ static gf_tensor *fft_rule(const void *pv, gf_tensor *const *x, gf_tensor *const
                            gf_tensor *const *y, int j) {
     const fft_p *p = pv;
     (void)x, (void)j;
+    /* a batched tangent [B, *x]: the same transform over the dims shifted
+     * past the batch dim (the batch is one more dim the FFT runs along) */
+    int shift = gf__fw_rule_batch() ? 1 : 0, dims[GF_MAX_RANK];
+    for (int i = 0; i < p->nd; i++) dims[i] = p->dims[i] + shift;
     switch (p->kind) {
-    case FK_C2C: return gf__ret(gf__fft_c2c(t[0], p->dims, p->nd, p->inverse, p->scale));
-    case FK_R2C: return gf__ret(gf__fft_r2c(t[0], p->dims, p->nd, p->scale));
+    case FK_C2C: return gf__ret(gf__fft_c2c(t[0], dims, p->nd, p->inverse, p->scale));
+    case FK_R2C: return gf__ret(gf__fft_r2c(t[0], dims, p->nd, p->scale));
     case FK_C2R: {
         int64_t last_n = gf_tensor_size(y[0], p->dims[p->nd - 1]);
-        return gf__ret(gf__fft_c2r(t[0], p->dims, p->nd, last_n, p->scale));
+        return gf__ret(gf__fft_c2r(t[0], dims, p->nd, last_n, p->scale));
     }
     }
     return NULL;
@@ -142,7 +147,7 @@ static gf_status fft_apply(const char *name, fft_kind kind, const gf_tensor *x, 
     p.scale = scale;
     const gf_tensor *xs[1] = {x};
     gf_tensor *ys[1] = {y};
-    return gf__fw_apply(name, fft_rule, &p, xs, 1, ys, 1, false);
+    return gf__fw_apply_batched(name, fft_rule, &p, xs, 1, ys, 1, false);
 }
 
 gf_status gf__fw_fft_c2c(const gf_tensor *x, gf_tensor *y, const int *dims, int nd, bool inverse,

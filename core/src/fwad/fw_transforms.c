@@ -2,9 +2,10 @@
 /* fw_transforms.c — torch.func's transforms over C callbacks: jvp, vjp,
  * jacrev, jacfwd, hessian, hvp.
  *
- * jacfwd (and so hessian) computes each input's block in one batched
- * forward pass (fw_batch.c) and falls back to one pass per element when an
- * op cannot batch; jacrev runs one backward per output element.
+ * jacfwd (and so hessian) computes each input's block in batched forward
+ * passes (fw_batch.c), jacrev each output's rows in batched backward passes
+ * (fw_jacrev.c); both fall back to one pass per element when an op cannot
+ * batch. gf_jac_opts.chunk_size bounds the basis vectors of one pass.
  *
  * jvp and jacfwd run the function on dual tensors at a dual level of their
  * own; vjp and jacrev run it on aliases that require grad and call gf_grad;
@@ -256,8 +257,10 @@ static gf_tensor *one_hot_like(const gf_tensor *t, int64_t k) {
     return r;
 }
 
-/* Stacks parts[0..n) (each of sizes `each`) along a new dim at `at`, then
- * gives the result sizes `sizes` (rank). */
+/* Joins parts[0..n) (each of one shape) along a new first (at == 0) or
+ * last dim, then gives the result sizes `sizes` (rank). The parts are
+ * flattened first, so a part of rank GF_MAX_RANK joins too (a stack of them
+ * would need one more dim). */
 static gf_tensor *assemble(gf_tensor **parts, int64_t n, int at, const int64_t *sizes, int rank,
                            const gf_tensor *like) {
     if (n == 0) return gf_zeros(sizes, rank, like->dtype, like->storage->device);
@@ -265,55 +268,107 @@ static gf_tensor *assemble(gf_tensor **parts, int64_t n, int at, const int64_t *
         gf__error(GF_ERR_OVERFLOW, "jacobian: %lld columns are too many", (long long)n);
         return NULL;
     }
-    gf_tensor *st = gf_stack(parts, (int)n, at);
-    gf_tensor *r = st ? gf_reshape(st, sizes, rank) : NULL;
-    gf_tensor *c = r ? gf_contiguous(r) : NULL;
-    gf_tensor_release(st);
+    int64_t m = gf__numel(parts[0]), s2[2] = {at == 0 ? 1 : m, at == 0 ? m : 1};
+    gf_tensor **flat = calloc((size_t)n, sizeof *flat), *c = NULL;
+    bool ok = flat != NULL;
+    if (!ok) gf__error(GF_ERR_OUT_OF_MEMORY, "jacobian: out of host memory");
+    for (int64_t k = 0; ok && k < n; k++) ok = (flat[k] = gf_reshape(parts[k], s2, 2)) != NULL;
+    gf_tensor *j = ok ? gf_cat(flat, (int)n, at == 0 ? 0 : 1) : NULL;
+    gf_tensor *r = j ? gf_reshape(j, sizes, rank) : NULL;
+    c = r ? gf_contiguous(r) : NULL;
+    for (int64_t k = 0; flat && k < n; k++) gf_tensor_release(flat[k]);
+    free(flat);
+    gf_tensor_release(j);
     gf_tensor_release(r);
     return c;
 }
 
-static gf_status jacrev_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, int n_out,
-                             void *user, gf_tensor **jac, const char *op) {
-    gf_tensor **in = tensors(n_in, op), **o = tensors(n_out, op), **g = tensors(n_in, op);
+/* Output j's blocks by one backward pass per element of it. */
+static gf_status jacrev_loop(gf_tensor **o, int j, gf_tensor **in, int n_in, gf_tensor **g,
+                             gf_tensor **jac, const char *op) {
+    int64_t no = gf__numel(o[j]);
     gf_tensor ***rows = calloc((size_t)n_in, sizeof *rows);
-    gf_status s = in && o && g && rows ? GF_OK
-                                       : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    gf_status s = rows ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    for (int i = 0; i < n_in && s == GF_OK; i++)
+        if (!(rows[i] = calloc((size_t)(no ? no : 1), sizeof **rows)))
+            s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    for (int64_t k = 0; k < no && s == GF_OK; k++) {
+        gf_tensor *u = one_hot_like(o[j], k);
+        s = u ? grads_of(&o[j], &u, 1, in, n_in, false, true, g) : gf__status();
+        gf_tensor_release(u);
+        for (int i = 0; i < n_in; i++) {
+            gf_tensor *r = g[i] && g[i]->dtype != o[j]->dtype ? gf_to_dtype(g[i], o[j]->dtype)
+                                                              : gf_tensor_retain(g[i]);
+            gf_tensor_release(g[i]);
+            g[i] = NULL;
+            rows[i][k] = r;
+            if (!r && s == GF_OK) s = gf__status();
+        }
+    }
+    for (int i = 0; i < n_in && s == GF_OK; i++) {
+        int64_t sizes[GF_MAX_RANK];
+        int rank;
+        s = joined(o[j], in[i], sizes, &rank, op);
+        if (s == GF_OK && !(jac[j * n_in + i] = assemble(rows[i], no, 0, sizes, rank, o[j])))
+            s = gf__status();
+    }
+    for (int i = 0; rows && i < n_in; i++) {
+        if (rows[i]) release_n(rows[i], (int)no);
+        free(rows[i]);
+    }
+    free(rows);
+    return s;
+}
+
+/* Output j's blocks from the batched backward passes, or *refused. */
+static gf_status jacrev_batch(gf_tensor **o, int j, gf_tensor **in, int n_in, int64_t chunk,
+                              gf_tensor **g, gf_tensor **jac, bool *refused, const char *op) {
+    for (int i = 0; i < n_in; i++) {
+        int64_t sizes[GF_MAX_RANK];
+        int rank;
+        gf_status s = joined(o[j], in[i], sizes, &rank, op);
+        if (s != GF_OK) return s;
+    }
+    gf_status s = gf__jacrev_batched(o[j], in, n_in, chunk, g, refused, op);
+    for (int i = 0; i < n_in && s == GF_OK; i++) {
+        int64_t sizes[GF_MAX_RANK];
+        int rank;
+        s = joined(o[j], in[i], sizes, &rank, op);
+        if (s == GF_OK && !(jac[j * n_in + i] = gf_reshape(g[i], sizes, rank))) s = gf__status();
+    }
+    release_n(g, n_in);
+    if (s != GF_OK)
+        for (int i = 0; i < n_in; i++) {
+            gf_tensor_release(jac[j * n_in + i]);
+            jac[j * n_in + i] = NULL;
+        }
+    return s;
+}
+
+static gf_status jacrev_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, int n_out,
+                             void *user, int64_t chunk, gf_tensor **jac, const char *op) {
+    gf_tensor **in = tensors(n_in, op), **o = tensors(n_out, op), **g = tensors(n_in, op);
+    gf_status s = in && o && g ? GF_OK : gf__status();
+    gf__jac_mode mode = gf__jacrev_mode();
     gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     if (s == GF_OK) s = grad_inputs(inputs, n_in, in);
     if (s == GF_OK) s = call_f(f, in, n_in, o, n_out, user, op);
     if (s == GF_OK) s = no_complex(o, n_out, op, "output");
     for (int j = 0; j < n_out && s == GF_OK; j++) {
-        int64_t no = gf__numel(o[j]);
-        for (int i = 0; i < n_in && s == GF_OK; i++)
-            if (!(rows[i] = calloc((size_t)(no ? no : 1), sizeof **rows)))
-                s = gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        for (int64_t k = 0; k < no && s == GF_OK; k++) {
-            gf_tensor *u = one_hot_like(o[j], k);
-            s = u ? grads_of(&o[j], &u, 1, in, n_in, false, true, g) : gf__status();
-            gf_tensor_release(u);
-            for (int i = 0; i < n_in; i++) {
-                rows[i][k] = g[i];
-                g[i] = NULL;
-            }
+        if (mode != GF__JAC_LOOP && gf__numel(o[j]) > 0) {
+            /* the rows of output j in batched backward passes; the loop
+             * where an op cannot batch (unless GRAFT_JACREV=batched) */
+            bool refused = false;
+            s = jacrev_batch(o, j, in, n_in, chunk, g, jac, &refused, op);
+            if (s == GF_OK || !refused || mode == GF__JAC_BATCHED) continue;
+            gf_clear_error();
+            s = GF_OK;
         }
-        for (int i = 0; i < n_in && s == GF_OK; i++) {
-            int64_t sizes[GF_MAX_RANK];
-            int rank;
-            s = joined(o[j], in[i], sizes, &rank, op);
-            if (s == GF_OK && !(jac[j * n_in + i] = assemble(rows[i], no, 0, sizes, rank, o[j])))
-                s = gf__status();
-        }
-        for (int i = 0; i < n_in; i++) {
-            if (rows[i]) release_n(rows[i], (int)no);
-            free(rows[i]);
-            rows[i] = NULL;
-        }
+        s = jacrev_loop(o, j, in, n_in, g, jac, op);
     }
     gf_grad_mode_set(prev);
     release_n(o, n_out);
     release_n(in, n_in);
-    free(rows);
     free(g);
     free(o);
     free(in);
@@ -321,7 +376,7 @@ static gf_status jacrev_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
 }
 
 static gf_status jacfwd_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, int n_out,
-                             void *user, gf_tensor **jac, const char *op) {
+                             void *user, int64_t chunk, gf_tensor **jac, const char *op) {
     gf_tensor **tan = tensors(n_in, op), **jv = tensors(n_out, op), **o = tensors(n_out, op);
     gf_tensor ***cols = calloc((size_t)n_out, sizeof *cols);
     gf_status s = tan && jv && o && cols ? GF_OK : gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of "
@@ -333,7 +388,7 @@ static gf_status jacfwd_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
             /* the whole block in one batched pass; the loop below where an
              * op cannot batch (unless GRAFT_JACFWD=batched) */
             bool refused = false;
-            s = gf__jacfwd_batched(f, inputs, n_in, i, n_out, user, jac, &refused, op);
+            s = gf__jacfwd_batched(f, inputs, n_in, i, n_out, user, chunk, jac, &refused, op);
             if (s == GF_OK || !refused || mode == GF__JAC_BATCHED) continue;
             gf_clear_error();
             s = GF_OK;
@@ -381,21 +436,32 @@ static gf_status jacfwd_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
     return s;
 }
 
-typedef gf_status (*jac_impl_fn)(gf_func_fn, gf_tensor *const *, int, int, void *, gf_tensor **,
-                                 const char *);
+typedef gf_status (*jac_impl_fn)(gf_func_fn, gf_tensor *const *, int, int, void *, int64_t,
+                                 gf_tensor **, const char *);
 
 static gf_status jacobian(jac_impl_fn impl, gf_func_fn f, gf_tensor *const *inputs, int n_in,
-                          int n_out, void *user, gf_tensor **jac, const char *op) {
+                          int n_out, void *user, const gf_jac_opts *opts, gf_tensor **jac,
+                          const char *op) {
     gf_status s = check_args(f, inputs, n_in, n_out, op);
     if (s != GF_OK) return s;
     if (!jac) return gf__null_arg_of(op, "jac", GF__ARG_OUT);
+    gf_jac_opts o = GF_JAC_OPTS_DEFAULT;
+    if (opts) {
+        if ((s = gf__opts_check(op, "gf_jac_opts", "GF_JAC_OPTS_DEFAULT", opts->init)) != GF_OK)
+            return s;
+        o = *opts;
+    }
+    if (o.chunk_size < 1 && o.chunk_size != GF_JAC_CHUNK_ALL)
+        return gf__error(GF_ERR_INVALID, "%s: chunk_size is %lld; it must be at least 1 (the "
+                         "most basis vectors one batched pass carries), or GF_JAC_CHUNK_ALL "
+                         "for no chunking", op, (long long)o.chunk_size);
     if ((s = no_complex(inputs, n_in, op, "input")) != GF_OK) return s;
     int64_t blocks;
     if (!gf__mul_ok(n_in, n_out, &blocks))
         return gf__error(GF_ERR_OVERFLOW, "%s: too many Jacobian blocks", op);
     for (int64_t b = 0; b < blocks; b++) jac[b] = NULL;
     int sc = gf__scope_suspend();
-    s = impl(f, inputs, n_in, n_out, user, jac, op);
+    s = impl(f, inputs, n_in, n_out, user, o.chunk_size, jac, op);
     gf__scope_resume(sc);
     for (int64_t b = 0; b < blocks; b++) {
         if (s != GF_OK) {
@@ -410,12 +476,22 @@ static gf_status jacobian(jac_impl_fn impl, gf_func_fn f, gf_tensor *const *inpu
 
 gf_status gf_jacrev(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
                     void *user, gf_tensor **jac) {
-    return jacobian(jacrev_impl, f, inputs, n_inputs, n_outputs, user, jac, "gf_jacrev");
+    return jacobian(jacrev_impl, f, inputs, n_inputs, n_outputs, user, NULL, jac, "gf_jacrev");
 }
 
 gf_status gf_jacfwd(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
                     void *user, gf_tensor **jac) {
-    return jacobian(jacfwd_impl, f, inputs, n_inputs, n_outputs, user, jac, "gf_jacfwd");
+    return jacobian(jacfwd_impl, f, inputs, n_inputs, n_outputs, user, NULL, jac, "gf_jacfwd");
+}
+
+gf_status gf_jacrev_ex(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
+                       void *user, const gf_jac_opts *opts, gf_tensor **jac) {
+    return jacobian(jacrev_impl, f, inputs, n_inputs, n_outputs, user, opts, jac, "gf_jacrev_ex");
+}
+
+gf_status gf_jacfwd_ex(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, int n_outputs,
+                       void *user, const gf_jac_opts *opts, gf_tensor **jac) {
+    return jacobian(jacfwd_impl, f, inputs, n_inputs, n_outputs, user, opts, jac, "gf_jacfwd_ex");
 }
 
 /* ------------------------------------------------------------ second order */
@@ -461,7 +537,7 @@ gf_status gf_hessian(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, void 
     gf_status s = check_args(f, inputs, n_inputs, 1, op);
     if (s != GF_OK) return s;
     grad_ctx c = {f, user, op};
-    return jacobian(jacfwd_impl, grad_fn, inputs, n_inputs, n_inputs, &c, hess, op);
+    return jacobian(jacfwd_impl, grad_fn, inputs, n_inputs, n_inputs, &c, NULL, hess, op);
 }
 
 gf_status gf_hvp(gf_func_fn f, gf_tensor *const *inputs, int n_inputs, gf_tensor *const *v,

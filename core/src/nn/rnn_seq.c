@@ -240,6 +240,9 @@ static gf_status backward_composed(gf_node *n, gf_tensor *const *grads, gf_tenso
     const seq_ctx *c = GF_NODE_CTX(n, seq_ctx);
     gf_tensor *in[IN_COUNT] = {NULL};
     gf_status s = GF_OK;
+    /* recorded (the saved inputs unpacked with their history) even where
+     * backward runs without create_graph: an incoming tangent brought it */
+    gf_grad_mode prev = gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     for (int i = 0; s == GF_OK && i < IN_COUNT; i++) s = gf__ag_unpack(n, i, &in[i]);
     if (s == GF_OK) {
         gf_scope_begin();
@@ -258,12 +261,18 @@ static gf_status backward_composed(gf_node *n, gf_tensor *const *grads, gf_tenso
             out[idx[j]] = res[j] ? gf_scope_keep(res[j]) : NULL;
         gf_scope_end();
     }
+    gf_grad_mode_set(prev);
     for (int i = 0; i < IN_COUNT; i++) gf_tensor_release(in[i]);
     return s;
 }
 
 static gf_status seq_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **out) {
-    if (gf__ag_grad_enabled()) return backward_composed(n, grads, out);
+    /* Composed also when an incoming gradient carries a tangent (a vjp
+     * whose cotangent is dual, as gf_jacrev's batched passes make): the
+     * steps below write through kernels that carry no tangent. */
+    if (gf__ag_grad_enabled() ||
+        gf__fw_any_tangent((const gf_tensor *const *)grads, n->n_outputs))
+        return backward_composed(n, grads, out);
     const seq_ctx *c = GF_NODE_CTX(n, seq_ctx);
     seq_bufs b = {0};
     gf_tensor *w = NULL;
