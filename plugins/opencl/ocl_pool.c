@@ -141,8 +141,12 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
             return pk_fail(GFP_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_int64_base_atomics, which "
                             "device '%s' lacks", name, d->name);
         int64_t n_out_el = g.n * g.c * g.ho * g.wo;
-        if (n_out_el > 0) {
-            /* Every index checked before anything is written. */
+        /* Every index checked before anything is written. Not inside a graph:
+         * its recorded kernels read nothing back, so the check's flag would
+         * only surface at some later eager launch; the capture's own launch
+         * checked the indices then, and the scatter skips any index past the
+         * plane. */
+        if (n_out_el > 0 && !d->recording && !d->refreshing) {
             ocl_call c;
             ocl_call_begin(&c, d, OCL_PROG_POOL, "check_pool_index", name);
             arg_t4(&c, ind);

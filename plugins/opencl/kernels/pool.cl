@@ -94,7 +94,7 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
     __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
                                            __global const long *ind, long oi, long4 is,    \
                                            __global T *gx, long ogx, long4 gxs, long8 g) { \
-        long N = g.s0, C = g.s1, W = g.s3, Ho = g.s4, Wo = g.s5;                           \
+        long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5;                 \
         long oh = get_global_id(0), r = get_global_id(1);                                  \
         if (oh >= Ho || r >= N * C) return;                                                \
         long n = r / C, c = r - n * C;                                                     \
@@ -104,7 +104,10 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
         bool flat = gxs.s2 == W * gxs.s3;                                                  \
         for (long ow = 0; ow < Wo; ow++) {                                                 \
             long k = ind[ir + ow * is.s3];                                                 \
-            if (k < 0) continue;                                                           \
+            /* -1: no maximum; past the plane: refused by the check before an   \
+             * eager launch, skipped inside a replayed graph (which reads no    \
+             * flag back) */                                                    \
+            if (k < 0 || k >= H * W) continue;                                             \
             long at = flat ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3;   \
             gf_atomic_add_##DT(gx + at, gy[gr + ow * gys.s3]);                             \
         }                                                                                  \
