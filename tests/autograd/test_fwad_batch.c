@@ -86,7 +86,34 @@ static gf_status failing(gf_tensor *const *in, int n, gf_tensor **out, int no, v
     return out[0] ? GF_OK : gf_last_status();
 }
 
+/* An output of rank 5 from an input of rank 4: its Jacobian block would
+ * have rank 9. */
+static gf_status rank5(gf_tensor *const *in, int n, gf_tensor **out, int n_out, void *user) {
+    (void)n, (void)n_out, (void)user;
+    gf_tensor *m = gf_mul_scalar(in[0], 2.0);
+    out[0] = m ? gf_reshape(m, SZ(1, 1, 2, 1, 1), 5) : NULL;
+    gf_tensor_release(m);
+    return out[0] ? GF_OK : gf_last_status();
+}
+
 static void test_errors(void) {
+    /* A block past GF_MAX_RANK is SHAPE on every path, jacrev's too (the
+     * batched path once wrote the block's sizes past a GF_MAX_RANK array). */
+    static const char *const modes[3] = {"auto", "loop", "batched"};
+    gf_tensor *x4 = rnd(SZ(1, 1, 2, 1), 4), *j4 = NULL;
+    for (int m = 0; m < 3; m++) {
+        setenv("GRAFT_JACFWD", modes[m], 1);
+        setenv("GRAFT_JACREV", modes[m], 1);
+        CHECK_MSG(gf_jacfwd(rank5, &x4, 1, 1, NULL, &j4) == GF_ERR_SHAPE && !j4, "%s: %s",
+                  modes[m], gf_last_error());
+        CHECK_MSG(strstr(gf_last_error(), "rank 9") != NULL, "%s", gf_last_error());
+        CHECK_MSG(gf_jacrev(rank5, &x4, 1, 1, NULL, &j4) == GF_ERR_SHAPE && !j4, "%s: %s",
+                  modes[m], gf_last_error());
+        CHECK(gf_fwad_level_count() == 0);
+    }
+    unsetenv("GRAFT_JACFWD");
+    unsetenv("GRAFT_JACREV");
+
     gf_tensor *x = rnd(SZ(2, 3), 2), *j = NULL;
     CHECK(gf_jacfwd(failing, &x, 1, 1, NULL, &j) == GF_ERR_SHAPE && !j);
     CHECK(gf_fwad_level_count() == 0);

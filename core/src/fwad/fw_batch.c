@@ -59,11 +59,10 @@ gf_tensor *gf__jac_basis(const gf_tensor *like, int64_t n, int64_t k0, int64_t c
 /* The block of output o from its tangents parts[0 .. np) ([c_k, *o] each,
  * NULL: zeros, in basis order) as [*o, *in]. New reference, no scope. */
 static gf_tensor *block(const gf_tensor *o, gf_tensor **parts, int np, const int64_t *counts,
-                        const gf_tensor *in, int64_t n) {
+                        const gf_tensor *in, int64_t n, const char *op) {
     int64_t no = gf__numel(o), s2[2] = {n, no}, sizes[GF_MAX_RANK];
-    memcpy(sizes, o->sizes, sizeof(int64_t) * (size_t)o->rank);
-    memcpy(sizes + o->rank, in->sizes, sizeof(int64_t) * (size_t)in->rank);
-    int rank = o->rank + in->rank;
+    int rank = 0;
+    if (gf__jac_joined(o, in, sizes, &rank, op) != GF_OK) return NULL;
     bool any = false;
     for (int k = 0; k < np; k++) any |= parts[k] != NULL;
     if (!any) return gf_zeros(sizes, rank, o->dtype, o->storage->device);
@@ -193,7 +192,7 @@ gf_status gf__jacfwd_batched(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
         }
     }
     for (int j = 0; j < n_out && s == GF_OK; j++) {
-        jac[j * n_in + i] = block(o[j], tan + (size_t)j * (size_t)np, np, counts, in, n);
+        jac[j * n_in + i] = block(o[j], tan + (size_t)j * (size_t)np, np, counts, in, n, op);
         if (!jac[j * n_in + i]) s = gf__status();
     }
     if (s != GF_OK)

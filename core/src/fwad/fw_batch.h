@@ -21,6 +21,12 @@ gf_tensor *gf__jac_basis(const gf_tensor *like, int64_t n, int64_t k0, int64_t c
  * or >= 1) capped at n, at least 1. */
 int64_t gf__jac_chunk(int64_t chunk, int64_t n);
 
+/* The sizes of a Jacobian block, a's ++ b's (rank a + b), or SHAPE (named
+ * after op, message set) when that rank would exceed GF_MAX_RANK; sizes
+ * holds GF_MAX_RANK. fw_transforms.c. */
+gf_status gf__jac_joined(const gf_tensor *a, const gf_tensor *b, int64_t *sizes, int *rank,
+                         const char *op);
+
 /* Writes jac[j * n_in + i] for every output j: the Jacobian blocks with
  * respect to input i (which has at least one element), by batched forward
  * passes of at most chunk basis vectors each (GF_JAC_CHUNK_ALL: one pass).

@@ -232,9 +232,8 @@ static gf_status no_complex(gf_tensor *const *t, int n, const char *op, const ch
     return GF_OK;
 }
 
-/* The sizes a ++ b, or SHAPE when the rank would exceed GF_MAX_RANK. */
-static gf_status joined(const gf_tensor *a, const gf_tensor *b, int64_t *sizes, int *rank,
-                        const char *op) {
+gf_status gf__jac_joined(const gf_tensor *a, const gf_tensor *b, int64_t *sizes, int *rank,
+                         const char *op) {
     if (a->rank + b->rank > GF_MAX_RANK)
         return gf__error(GF_ERR_SHAPE, "%s: a Jacobian block of an output of rank %d and an input "
                          "of rank %d would have rank %d, more than GF_MAX_RANK (%d); flatten them",
@@ -308,7 +307,7 @@ static gf_status jacrev_loop(gf_tensor **o, int j, gf_tensor **in, int n_in, gf_
     for (int i = 0; i < n_in && s == GF_OK; i++) {
         int64_t sizes[GF_MAX_RANK];
         int rank;
-        s = joined(o[j], in[i], sizes, &rank, op);
+        s = gf__jac_joined(o[j], in[i], sizes, &rank, op);
         if (s == GF_OK && !(jac[j * n_in + i] = assemble(rows[i], no, 0, sizes, rank, o[j])))
             s = gf__status();
     }
@@ -326,14 +325,14 @@ static gf_status jacrev_batch(gf_tensor **o, int j, gf_tensor **in, int n_in, in
     for (int i = 0; i < n_in; i++) {
         int64_t sizes[GF_MAX_RANK];
         int rank;
-        gf_status s = joined(o[j], in[i], sizes, &rank, op);
+        gf_status s = gf__jac_joined(o[j], in[i], sizes, &rank, op);
         if (s != GF_OK) return s;
     }
     gf_status s = gf__jacrev_batched(o[j], in, n_in, chunk, g, refused, op);
     for (int i = 0; i < n_in && s == GF_OK; i++) {
         int64_t sizes[GF_MAX_RANK];
         int rank;
-        s = joined(o[j], in[i], sizes, &rank, op);
+        s = gf__jac_joined(o[j], in[i], sizes, &rank, op);
         if (s == GF_OK && !(jac[j * n_in + i] = gf_reshape(g[i], sizes, rank))) s = gf__status();
     }
     release_n(g, n_in);
@@ -417,7 +416,7 @@ static gf_status jacfwd_impl(gf_func_fn f, gf_tensor *const *inputs, int n_in, i
         for (int j = 0; j < n_out && s == GF_OK; j++) {
             int64_t sizes[GF_MAX_RANK];
             int rank;
-            s = joined(o[j], inputs[i], sizes, &rank, op);
+            s = gf__jac_joined(o[j], inputs[i], sizes, &rank, op);
             if (s == GF_OK &&
                 !(jac[j * n_in + i] = assemble(cols[j], ni, o[j]->rank, sizes, rank, o[j])))
                 s = gf__status();
