@@ -386,6 +386,23 @@ static void test_gradcheck_catches_missing_conj(void) {
     gf_tensor_release(z);
 }
 
+static gf_tensor *f_square8(gf_tensor *const *in, int n, void *user) {
+    (void)n, (void)user;
+    return gf_mul(in[0], in[0]);
+}
+
+/* gradcheck perturbs a complex input through the real view of its parts,
+ * one dim more: at rank GF_MAX_RANK there is none, and the check says so
+ * (it once indexed past the sizes array building it). */
+static void test_gradcheck_rank8_complex(void) {
+    gf_tensor *z = gf_zeros((const int64_t[]){1, 1, 1, 1, 1, 1, 1, 2}, 8, GF_C128, NULL);
+    CHECK(z && gf_tensor_set_requires_grad(z, true) == GF_OK);
+    gf_status s = z ? gf_gradcheck(f_square8, &z, 1, NULL, NULL) : GF_ERR_INVALID;
+    CHECK_MSG(s == GF_ERR_SHAPE, "%d: %s", (int)s, gf_last_error());
+    CHECK_CONTAINS(gf_last_error(), "rank 8");
+    gf_tensor_release(z);
+}
+
 /* Writes through a view with another dtype while the base needs a gradient
  * are refused (history cannot be rebased across dtypes); versions move. */
 static void test_views_inplace(void) {
@@ -463,6 +480,7 @@ int main(void) {
     RUN(test_inplace_and_hooks);
     RUN(test_gradchecks);
     RUN(test_gradcheck_catches_missing_conj);
+    RUN(test_gradcheck_rank8_complex);
     RUN(test_views_inplace);
     return CHECK_REPORT();
 }

@@ -18,7 +18,8 @@ gf_status gf__refuse_complex(const gf_tensor *t, const char *opname);
 /* Before a launch whose query names a complex dtype: refuses an op that
  * has no complex meaning in graft (the message names the public call). */
 gf_status gf__complex_check_launch(gfp_op op, const char *opname, const gfp_op_query *q);
-/* The (re, im) view of complex z, of its real dtype, without autograd. */
+/* The (re, im) view of complex z, of its real dtype, without autograd;
+ * NULL (SHAPE, message set) when z has rank GF_MAX_RANK. */
 gf_tensor *gf__parts_view(const gf_tensor *z);
 /* |z| of a complex z (gf_abs's complex path), recorded for autograd. */
 gf_tensor *gf__complex_abs(const gf_tensor *z);

@@ -119,6 +119,12 @@ static int64_t part_stride(const gf_tensor *z, int i) {
 
 /* The parts view of complex z: sizes + [2], strides doubled + [1]. */
 gf_tensor *gf__parts_view(const gf_tensor *z) {
+    if (z->rank >= GF_MAX_RANK) {
+        gf__error(GF_ERR_SHAPE, "a complex tensor of rank %d has no real view of its (re, im) "
+                  "parts: the view adds a dim and graft allows rank %d at most; reshape it to "
+                  "fewer dims first", z->rank, GF_MAX_RANK);
+        return NULL;
+    }
     int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
     for (int i = 0; i < z->rank; i++) {
         sizes[i] = z->sizes[i];
