@@ -384,6 +384,10 @@ GF_API gf_status gf_optimizer_zero_grad(gf_optimizer *opt);
  * gradients keep their memory, as a captured graph (graft/graph.h) needs
  * when they are its inputs. Fails: INVALID (opt NULL). */
 GF_API gf_status gf_optimizer_zero_grad_keep(gf_optimizer *opt);
+/* Ends the caller's use of opt (NULL: nothing). The schedules made on it
+ * and the graphs that captured one of its steps hold it too: its state (and
+ * its hold on the parameters) goes when the last of them is destroyed, so a
+ * graph replays its captured steps whatever the order of the destroys. */
 GF_API void gf_optimizer_destroy(gf_optimizer *opt);
 /* The learning rate (torch's param_groups[g]["lr"]): set gives it to every
  * parameter group (graft/schedule.h), from the next step; get returns group

@@ -125,6 +125,9 @@ GF_API int64_t gf_lr_scheduler_last_epoch(const gf_lr_scheduler *s);
 GF_API gf_tensor_dict *gf_lr_scheduler_state_dict(const gf_lr_scheduler *s, const char *prefix);
 GF_API gf_status gf_lr_scheduler_load_state_dict(gf_lr_scheduler *s, const gf_tensor_dict *d,
                                                  const char *prefix);
+/* Ends the caller's use of s (NULL: nothing). A schedule holds its
+ * optimiser, and a graph that captured one of its steps holds the schedule:
+ * each goes with its last holder, in whatever order they are destroyed. */
 GF_API void gf_lr_scheduler_destroy(gf_lr_scheduler *s);
 
 /* ---- ReduceLROnPlateau: lowers every group's lr by factor (not below
@@ -157,6 +160,7 @@ GF_API gf_lr_plateau *gf_lr_plateau_create(gf_optimizer *opt, const gf_plateau_o
 GF_API gf_status gf_lr_plateau_step(gf_lr_plateau *p, double metric);
 GF_API double gf_lr_plateau_get_last_lr(const gf_lr_plateau *p, int group); /* -1: none */
 GF_API int64_t gf_lr_plateau_num_bad_epochs(const gf_lr_plateau *p);        /* -1: NULL */
+/* Frees p and drops its hold on the optimiser (NULL: nothing). */
 GF_API void gf_lr_plateau_destroy(gf_lr_plateau *p);
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@
 #include "graph/graph_internal.h"
 #include "internal.h"
 #include "interop_internal.h"
+#include "optim_internal.h"
 
 struct gf_lr_plateau {
     gf_optimizer *opt;
@@ -47,7 +48,7 @@ gf_lr_plateau *gf_lr_plateau_create(gf_optimizer *opt, const gf_plateau_opts *op
         gf__error(GF_ERR_OUT_OF_MEMORY, "%s: out of host memory", K);
         return NULL;
     }
-    p->opt = opt;
+    p->opt = gf__optim_retain(opt); /* it steps the optimiser's lr: held */
     p->o = o;
     p->n_groups = gf_optimizer_group_count(opt);
     p->best = o.mode_max ? -INFINITY : INFINITY;
@@ -99,4 +100,8 @@ double gf_lr_plateau_get_last_lr(const gf_lr_plateau *p, int group) {
 
 int64_t gf_lr_plateau_num_bad_epochs(const gf_lr_plateau *p) { return p ? p->num_bad_epochs : -1; }
 
-void gf_lr_plateau_destroy(gf_lr_plateau *p) { free(p); }
+void gf_lr_plateau_destroy(gf_lr_plateau *p) {
+    if (!p) return;
+    gf_optimizer_destroy(p->opt);
+    free(p);
+}

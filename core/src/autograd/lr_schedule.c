@@ -11,9 +11,7 @@
 #include "graph/graph_internal.h"
 #include "internal.h"
 #include "interop_internal.h"
-
-/* optim.c */
-double gf__optim_initial_lr(gf_optimizer *opt, int group);
+#include "optim_internal.h"
 
 typedef enum sched_kind {
     S_STEP, S_MULTISTEP, S_EXP, S_COSINE, S_LINEAR, S_ONECYCLE, S_SEQ, S_LAMBDA, S_MULT,
@@ -22,7 +20,8 @@ typedef enum sched_kind {
 
 struct gf_lr_scheduler {
     sched_kind kind;
-    gf_optimizer *opt;
+    int refs;          /* the caller's handle (or a sequential parent's), each graph holding a step */
+    gf_optimizer *opt; /* held (gf__optim_retain) */
     int n_groups;
     double *base; /* initial_lr per group */
     double *last; /* the lr last set per group */
@@ -168,7 +167,8 @@ static gf_lr_scheduler *sched_new(sched_kind kind, gf_optimizer *opt) {
         return NULL;
     }
     s->kind = kind;
-    s->opt = opt;
+    s->refs = 1;
+    s->opt = gf__optim_retain(opt);
     s->n_groups = n;
     s->base = b;
     s->last = l;
@@ -354,13 +354,18 @@ gf_lr_scheduler *gf_lr_sequential_create(gf_optimizer *opt, gf_lr_scheduler *con
 static gf_status sched_step(gf_lr_scheduler *s);
 
 /* A step inside a captured region runs now and again at each replay (it
- * only moves host values: the optimiser's replayed step reads them). */
+ * only moves host values: the optimiser's replayed step reads them). The
+ * graph holds the schedule (and so its optimiser) until it goes. */
 static gf_status sched_replay_step(void *s) { return sched_step(s); }
+static void sched_release(void *s) { gf_lr_scheduler_destroy(s); }
 
 gf_status gf_lr_scheduler_step(gf_lr_scheduler *s) {
     if (!s) return gf__error(GF_ERR_INVALID, "gf_lr_scheduler_step: the schedule is NULL");
     gf_status st = sched_step(s);
-    if (st == GF_OK && gf__capturing()) st = gf__graph_add_host(sched_replay_step, s, NULL);
+    if (st == GF_OK && gf__capturing()) {
+        __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+        st = gf__graph_add_host(sched_replay_step, s, sched_release);
+    }
     return st;
 }
 
@@ -531,8 +536,11 @@ gf_lr_scheduler *gf_lr_constant_create(gf_optimizer *opt, double factor, int64_t
     return start(s);
 }
 
+/* Drops one hold; the schedule (and its hold on the optimiser) goes with
+ * the last. */
 void gf_lr_scheduler_destroy(gf_lr_scheduler *s) {
-    if (!s) return;
+    if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    gf_optimizer_destroy(s->opt);
     free(s->prod);
     for (int i = 0; i < s->n_children; i++) gf_lr_scheduler_destroy(s->children[i]);
     free(s->children);

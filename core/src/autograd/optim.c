@@ -54,6 +54,7 @@ static gf_status check_params(const char *op, gf_tensor *const *params, int n) {
 static gf_optimizer *opt_new(opt_kind kind, gf_tensor *const *params, int n, double lr,
                              double weight_decay) {
     gf_optimizer *o = calloc(1, sizeof *o);
+    if (o) o->refs = 1;
     param_state *ps = o ? calloc((size_t)n, sizeof *ps) : NULL;
     opt_group *g = ps ? calloc(1, sizeof *g) : NULL;
     if (!g) {
@@ -278,6 +279,7 @@ typedef struct opt_capture {
 
 static void opt_capture_free(void *p) {
     opt_capture *oc = p;
+    gf_optimizer_destroy(oc->opt); /* the graph's hold */
     free(oc->stepped);
     free(oc->b);
     free(oc);
@@ -848,7 +850,9 @@ static gf_status capture_begin(gf_optimizer *opt, const char *name, opt_capture 
         return gf__graph_refuse(GF_ERR_OUT_OF_MEMORY, "gf_optimizer_step: out of host memory "
                                 "while capturing");
     }
-    oc->opt = opt;
+    /* The graph holds the optimiser: destroying it while the graph lives
+     * drops only the caller's hold, and replays go on stepping it. */
+    oc->opt = gf__optim_retain(opt);
     gf_status s = gf__graph_add_host(opt_replay_step, oc, opt_capture_free);
     if (s == GF_OK) *out = oc;
     return s;
@@ -1054,8 +1058,14 @@ double gf__optim_initial_lr(gf_optimizer *opt, int group) {
     return g->initial_lr;
 }
 
+gf_optimizer *gf__optim_retain(gf_optimizer *opt) {
+    __atomic_add_fetch(&opt->refs, 1, __ATOMIC_RELAXED);
+    return opt;
+}
+
+/* Drops one hold; the state goes with the last (optim_internal.h). */
 void gf_optimizer_destroy(gf_optimizer *opt) {
-    if (!opt) return;
+    if (!opt || __atomic_sub_fetch(&opt->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     for (int i = 0; i < opt->n; i++) {
         gf_tensor_release(opt->ps[i].param);
         gf_tensor_release(opt->ps[i].buf1);

@@ -43,7 +43,18 @@ struct gf_optimizer {
     param_state *ps;
     int n_groups;
     opt_group *groups;
+    int refs; /* the caller's handle, each schedule on it, each graph holding a step */
 };
+
+/* One more hold on opt (returned). gf_optimizer_destroy drops one; the
+ * state goes with the last. Held by the caller's handle, by each schedule
+ * and plateau made on opt (they step it), and by each graph that captured
+ * one of its steps (replays step it): so destroying an optimiser before the
+ * graphs or schedules that use it frees nothing they still need. */
+gf_optimizer *gf__optim_retain(gf_optimizer *opt);
+/* Group g's initial_lr (torch's "initial_lr"), its lr before any schedule
+ * recorded one. */
+double gf__optim_initial_lr(gf_optimizer *opt, int group);
 
 /* param_groups (torch's optimizer.state_dict()["param_groups"]) as JSON in
  * the state dict's metadata, under "<prefix without a trailing 'state.'>param_groups"
