@@ -284,6 +284,30 @@ static void test_destroy_before_graph(void) {
     }
 }
 
+/* A region's input that a scope owns, released by the caller by mistake:
+ * the graph's hold is graft's own, so the release is refused (INVALID, the
+ * scope-release message) instead of taking the graph's reference; after the
+ * scope's end a replay refuses (the input's owners all gave it up) and the
+ * graph goes without touching freed memory (it once released the input
+ * again after the scope had freed it). */
+static void test_input_over_release(void) {
+    gf_scope_begin();
+    gf_tensor *x = gf_ones((const int64_t[]){4}, 1, GF_F32, NULL);
+    CHECK(gf_graph_capture_begin(NULL) == GF_OK);
+    gf_tensor *y = gf_mul_scalar(x, 2.0);
+    gf_graph *graph = gf_graph_capture_end();
+    CHECK_MSG(graph != NULL && y != NULL, "capture: %s", gf_last_error());
+    gf_clear_error();
+    gf_tensor_release(x); /* not the caller's: the scope's */
+    CHECK_MSG(gf_last_status() == GF_ERR_INVALID, "%s", gf_last_error());
+    CHECK_CONTAINS(gf_last_error(), "belongs to the open scope");
+    gf_scope_end();
+    /* now only the graph holds x: a replay refuses, naming it */
+    CHECK(!graph || gf_graph_replay(graph) != GF_OK);
+    CHECK_CONTAINS(gf_last_error(), "released by everything but the graph");
+    gf_graph_destroy(graph);
+}
+
 /* A spectral filter, irfft(rfft(x) * rfft(x)) (a circular autocorrelation
  * with itself), captured once and replayed on new inputs: each replay equals
  * the eager result bit for bit. Plugins whose FFT launches use buffers of
@@ -346,5 +370,6 @@ int main(void) {
     RUN(test_transformer_adam);
     RUN(test_fft_replay);
     RUN(test_destroy_before_graph);
+    RUN(test_input_over_release);
     return CHECK_REPORT();
 }

@@ -169,7 +169,10 @@ static gf_status note_input(gf_capture *c, const gf_tensor *t) {
         !ptrset_add(&c->tensors, t))
         return out_of_memory();
     ginput *in = &c->inputs[c->n_inputs++];
-    in->t = gf_tensor_retain((gf_tensor *)t);
+    /* graft's own hold (gf__hold_adopt): a caller's release of a reference
+     * that was not theirs (a scope's) is refused while the graph holds t,
+     * instead of taking the graph's and leaving it a freed tensor */
+    in->t = gf__hold_adopt(gf_tensor_retain((gf_tensor *)t));
     in->storage = t->storage;
     in->dtype = t->dtype;
     in->rank = t->rank;
@@ -387,7 +390,7 @@ void gf__capture_free(gf_capture *c) {
         else if (g->kind == GN_HOST && g->free_ctx) g->free_ctx(g->ctx);
     }
     free(c->nodes);
-    for (size_t i = 0; i < c->n_inputs; i++) gf_tensor_release(c->inputs[i].t);
+    for (size_t i = 0; i < c->n_inputs; i++) gf__hold_release(c->inputs[i].t);
     free(c->inputs);
     for (size_t i = 0; i < c->n_ext; i++) gf__storage_release(c->ext[i].s);
     free(c->ext);
