@@ -35,8 +35,13 @@
  *  - Warm up first: run one step eagerly before capturing, so gradients
  *    and optimiser state exist (a first step takes other paths), and clear
  *    gradients inside the region with gf_optimizer_zero_grad_keep.
- *  - The optimisers and schedules stepped inside a region must outlive the
- *    graph (replay updates their step counts and learning rates).
+ *  - The graph holds the optimisers and schedules stepped inside the region
+ *    (replay updates their step counts and learning rates): destroying one
+ *    while the graph lives only drops the caller's hold, and replays go on
+ *    stepping it until the graph is destroyed.
+ *  - The graph's hold on an input is graft's own: releasing a reference the
+ *    caller does not own (one a scope recorded) is refused while the graph
+ *    holds the tensor, as it is for a .grad.
  *
  * Several threads may capture and replay at once, each its own graph; one
  * graph replays on one thread at a time (others wait). Destroy a graph only
