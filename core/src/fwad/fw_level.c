@@ -293,6 +293,22 @@ static bool batched_like(const gf_tensor *tan, const gf_tensor *primal, int64_t 
     return storage_numel(tan) >= (batch - 1) * (batch > 1 ? s0 : 0) + n;
 }
 
+/* [batch, *t] over src: dim 0 of stride s0, then t's sizes, strides and
+ * offset, registered as a view of src. New reference or NULL. */
+static gf_tensor *batched_view_of(gf_tensor *src, const gf_tensor *t, int64_t batch, int64_t s0) {
+    int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
+    sizes[0] = batch;
+    strides[0] = s0;
+    memcpy(sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->rank);
+    memcpy(strides + 1, t->strides, sizeof(int64_t) * (size_t)t->rank);
+    gf_tensor *v = gf__view(src, sizes, strides, t->rank + 1, t->offset);
+    if (v && gf__ag_on_view(src, v, GF_VIEW_DEFAULT) != GF_OK) {
+        gf_tensor_release(v);
+        v = NULL;
+    }
+    return v;
+}
+
 /* View t's region of each of base's batched tangents tan: [B, *t]. New
  * reference (registered as a view of tan), or NULL when tan is not laid
  * out for it. */
@@ -301,17 +317,7 @@ static gf_tensor *batched_region(gf_tensor *tan, const gf_tensor *base, const gf
     if (t->dtype != base->dtype || t->rank + 1 > GF_MAX_RANK || !batched_like(tan, base, batch) ||
         extent(t) > storage_numel(base))
         return NULL;
-    int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
-    sizes[0] = batch;
-    strides[0] = tan->strides[0];
-    memcpy(sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->rank);
-    memcpy(strides + 1, t->strides, sizeof(int64_t) * (size_t)t->rank);
-    gf_tensor *v = gf__view(tan, sizes, strides, t->rank + 1, t->offset);
-    if (v && gf__ag_on_view(tan, v, GF_VIEW_DEFAULT) != GF_OK) {
-        gf_tensor_release(v);
-        v = NULL;
-    }
-    return v;
+    return batched_view_of(tan, t, batch, tan->strides[0]);
 }
 
 /* B zero tangents of t laid out as batched_like wants, one storage of t's
@@ -324,16 +330,7 @@ static gf_tensor *batched_shadow_zeros(const gf_tensor *t, int64_t batch) {
         gf_tensor_release(flat);
         return NULL;
     }
-    int64_t sizes[GF_MAX_RANK], strides[GF_MAX_RANK];
-    sizes[0] = batch;
-    strides[0] = s0;
-    memcpy(sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->rank);
-    memcpy(strides + 1, t->strides, sizeof(int64_t) * (size_t)t->rank);
-    gf_tensor *v = gf__view(flat, sizes, strides, t->rank + 1, t->offset);
-    if (v && gf__ag_on_view(flat, v, GF_VIEW_DEFAULT) != GF_OK) {
-        gf_tensor_release(v);
-        v = NULL;
-    }
+    gf_tensor *v = batched_view_of(flat, t, batch, s0);
     gf_tensor_release(flat);
     return v;
 }
