@@ -351,6 +351,11 @@ typedef struct map_case {
     bool cx;          /* makes complex tensors (c128) on the way */
 } map_case;
 
+/* Random inputs of map c's shapes into in (new references). */
+static inline void inputs_of(const map_case *c, gf_tensor **in) {
+    for (int i = 0; i < c->n_in; i++) in[i] = rnd(c->sizes[i], c->rank[i]);
+}
+
 static const map_case cases[] = {
     {"elementwise", m_elementwise, 2, 1, {{3}, {2, 3}}, {1, 2}, true, true, false},
     {"reduce", m_reduce, 1, 1, {{2, 3, 2}}, {3}, true, true, false},

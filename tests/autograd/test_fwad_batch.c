@@ -28,7 +28,7 @@ static void test_maps(void) {
         gf_scope_begin();
         gf_tensor *in[4] = {0}, *jb[8] = {0}, *jl[8] = {0}, *ja[8] = {0}, *jr[8] = {0};
         int nb = c->n_in * c->n_out;
-        for (int i = 0; i < c->n_in; i++) in[i] = rnd(c->sizes[i], c->rank[i]);
+        inputs_of(c, in);
         gf_status sb = jac_with("batched", c, in, jb);
         if (c->fwd_batches) {
             CHECK_MSG(sb == GF_OK, "%s: batched: %s", c->name, gf_last_error());

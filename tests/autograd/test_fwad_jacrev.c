@@ -37,10 +37,6 @@ static gf_status fwd_with(const char *mode, int64_t chunk, const map_case *c, gf
     return s;
 }
 
-static void inputs_of(const map_case *c, gf_tensor **in) {
-    for (int i = 0; i < c->n_in; i++) in[i] = rnd(c->sizes[i], c->rank[i]);
-}
-
 /* Batched jacrev = looped jacrev = jacfwd, on every map. */
 static void test_maps(void) {
     int batched = 0, skipped = 0;
