@@ -50,7 +50,8 @@ dnnl_engine_t odn_engine(void);
 
 /* Threads for an OpenMP loop over `work` elements: 1 for small work and
  * inside an enclosing parallel region (so oneDNN and the loops never nest),
- * else the OpenMP maximum (OMP_NUM_THREADS, default: the cores we may use). */
+ * else the OpenMP maximum (OMP_NUM_THREADS, default: the cores we may use).
+ * "Small" follows the OpenMP wait policy (onednn_runtime.c). */
 int odn_threads(int64_t work);
 
 /* Parallel regions only where they pay. libgomp's region costs a futex wake

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "onednn_internal.h"
 
@@ -36,14 +37,50 @@ gfp_status odn_runtime_open(void) {
 dnnl_engine_t odn_engine(void) { return engine; }
 
 /* ------------------------------------------------------------ threads */
-/* Below this many elements a loop runs on one thread: waking the team costs
- * more than it saves. */
-#define ODN_GRAIN 32768
+/* Below the grain (units of work: about one element of a simple loop) a
+ * loop runs on one thread: waking the team costs more than it saves. What a
+ * wake costs depends on how the runtime's idle threads wait. Spinning (the
+ * default policy, OMP_WAIT_POLICY=active, a GOMP_SPINCOUNT above 0), a
+ * thread that just left a region is back within a microsecond or two, and
+ * 32768 units (~4 us of an add on one core) pay for it. Sleeping
+ * (OMP_WAIT_POLICY=passive without a spin count, GOMP_SPINCOUNT=0, or LLVM
+ * libomp's KMP_BLOCKTIME=0), every region wakes its threads from a futex:
+ * measured at ~45 us a region on a 2-vCPU virtual machine, where at the
+ * small grain a 2-thread LSTM step took 84 ms against 54 ms on one thread
+ * (its [32, 1024] cell updates each woke the team). So asleep the grain is
+ * 2M units (~250 us of an add): the same step took 42 ms, the MLP and CNN
+ * steps no longer (docs/benchmarks.md). The runtime reads these variables
+ * once, when it loads; so do we, at the first call. */
+#define ODN_GRAIN_SPINNING INT64_C(32768)
+#define ODN_GRAIN_SLEEPING INT64_C(2097152)
+
+static bool env_is(const char *name, const char *value) {
+    const char *v = getenv(name);
+    if (!v) return false;
+    while (*v == ' ') v++;
+    size_t n = strlen(value);
+    return strncasecmp(v, value, n) == 0 && (v[n] == '\0' || v[n] == ' ');
+}
+
+static int64_t grain;
+static pthread_once_t grain_once = PTHREAD_ONCE_INIT;
+
+static void grain_init(void) {
+    bool passive = env_is("OMP_WAIT_POLICY", "passive") && !getenv("GOMP_SPINCOUNT");
+    bool sleeping = passive || env_is("GOMP_SPINCOUNT", "0") || env_is("KMP_BLOCKTIME", "0");
+    grain = sleeping ? ODN_GRAIN_SLEEPING : ODN_GRAIN_SPINNING;
+}
+
+static int64_t odn_grain(void) {
+    pthread_once(&grain_once, grain_init);
+    return grain;
+}
 
 int odn_threads(int64_t work) {
-    if (work < ODN_GRAIN || omp_in_parallel()) return 1;
+    int64_t g = odn_grain();
+    if (work < g || omp_in_parallel()) return 1;
     int n = omp_get_max_threads();
-    int64_t by_work = work / (ODN_GRAIN / 2);
+    int64_t by_work = work / (g / 2);
     if (by_work < n) n = (int)by_work;
     return n < 1 ? 1 : n;
 }

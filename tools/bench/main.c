@@ -408,9 +408,16 @@ void bench_setup_threads(bench_run *run, long threads) {
     if (len < cap)
         len += (size_t)snprintf(run->threads + len, cap - len, "%s",
                                 threads > 0 ? " (set by --threads)" : "");
-    if (len < cap && run->openmp_threads > 0)
-        len += (size_t)snprintf(run->threads + len, cap - len, "; OpenMP runs %d thread%s",
-                                run->openmp_threads, run->openmp_threads == 1 ? "" : "s");
+    if (len < cap && run->openmp_threads > 0) {
+        /* How its idle threads wait decides what a parallel region costs
+         * (and, on cpu_onednn, from what size a loop is split). */
+        const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+        len += (size_t)snprintf(run->threads + len, cap - len,
+                                "; OpenMP runs %d thread%s, OMP_WAIT_POLICY=%s%s%s",
+                                run->openmp_threads, run->openmp_threads == 1 ? "" : "s",
+                                policy ? policy : "(unset)", spin ? ", GOMP_SPINCOUNT=" : "",
+                                spin ? spin : "");
+    }
     if (len < cap) snprintf(run->threads + len, cap - len, "; %d CPUs online", run->cpus_online);
 }
 
