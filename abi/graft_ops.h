@@ -31,6 +31,7 @@ typedef enum gfp_op_family {
     GFP_FAMILY_POOL,
     GFP_FAMILY_OPTIM,   /* optimiser updates (1.3) */
     GFP_FAMILY_FFT,     /* discrete Fourier transforms (1.3) */
+    GFP_FAMILY_RNN,     /* recurrent cells' pointwise steps (1.3) */
     GFP_FAMILY_COUNT
 } gfp_op_family;
 

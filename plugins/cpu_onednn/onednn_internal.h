@@ -308,6 +308,7 @@ ODN_FAMILY(pool)        /* onednn_pool.c */
 ODN_FAMILY(index)       /* omp_index.c */
 ODN_FAMILY(random)      /* omp_random.c */
 ODN_FAMILY(optim)       /* omp_optim.c */
+ODN_FAMILY(rnn)         /* omp_rnn.c */
 #undef ODN_FAMILY
 
 /* A family's accelerated kernel (the launch slot's signature). */

@@ -132,6 +132,7 @@ double ref_ksum_value(const ref_ksum *k);
 PK_FAMILIES(REF_FAMILY)
 REF_FAMILY(optim, 0) /* ref_optim.c: ADAM_UPDATE (1.3); the CPU plugins only */
 REF_FAMILY(fft, 0)   /* ref_fft.c: FFT (1.3); cpu_onednn serves it with these kernels too */
+REF_FAMILY(rnn, 0)   /* ref_rnn.c: LSTM_CELL_BACKWARD (1.3); the CPU plugins only */
 #undef REF_FAMILY
 
 #endif

@@ -28,7 +28,8 @@ typedef struct ref_family {
 #define REF_FAMILY_ENTRY(f, set) {set, ref_##f##_support, ref_##f##_launch},
 static const ref_family families[] = {
     PK_FAMILIES(REF_FAMILY_ENTRY) REF_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))
-        REF_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
+        REF_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))
+            REF_FAMILY_ENTRY(rnn, GFP_FAMILY_BIT(GFP_FAMILY_RNN))};
 #undef REF_FAMILY_ENTRY
 
 #define REF_DTYPES                                                                        \

@@ -432,6 +432,8 @@ static const struct {
     {127, "softmax_backward: as batch_norm_backward"},
     {128, "log_softmax_backward: as batch_norm_backward"},
     {167, "adam_update: an optimiser step under no-grad, not a differentiable op"},
+    {169, "lstm_cell_backward: inside the LSTM's fused sequence node only, which takes the "
+          "composed layer whenever a tangent or a gradient's own history is involved"},
 };
 
 /* ------------------------------------------------------------ the checks */

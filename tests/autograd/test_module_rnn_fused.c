@@ -6,10 +6,14 @@
  * GRU and both RNNs, one and two directions, with and without biases; the
  * node is the one recorded; no-grad runs give the same values; a second
  * backward with retain_graph doubles the gradients; the node's errors
- * (saved values freed, a saved weight written in place). */
+ * (saved values freed, a saved weight written in place); the LSTM's
+ * backward with the device's LSTM_CELL_BACKWARD equals the composed step
+ * bit for bit. */
+#define _POSIX_C_SOURCE 200809L
 #include <graft.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd/test_rules_util.h"
@@ -156,6 +160,82 @@ static void test_against_equations(void) {
     compare(GF_RNN_GRU, true, true);
 }
 
+/* The gradients of one LSTM layer (and its outputs' gradients through
+ * loss_of, so every step has a dy) with GRAFT_LSTM_CELL set to cell
+ * (NULL: unset), read into g (n doubles at most); the number read. Also
+ * whether lstm_cell_backward launched. */
+static int64_t lstm_grads(gf_dtype dt, bool bidir, int64_t t_len, int64_t n, int64_t i_sz,
+                          int64_t h_sz, const char *cell, double *g, int64_t cap, bool *ran) {
+    if (cell) setenv("GRAFT_LSTM_CELL", cell, 1);
+    else unsetenv("GRAFT_LSTM_CELL");
+    int nd = bidir ? 2 : 1;
+    gf_manual_seed(7);
+    gf_module *m = gf_nn_rnn(GF_RNN_LSTM, i_sz, h_sz, 1, true, false, 0.0, bidir, dt, NULL);
+    gf_tensor *x = gf_rand_normal(SZ(t_len, n, i_sz), 3, 0, 1, dt, NULL);
+    gf_tensor *h0 = gf_rand_normal(SZ(nd, n, h_sz), 3, 0, 1, dt, NULL);
+    gf_tensor *c0 = gf_rand_normal(SZ(nd, n, h_sz), 3, 0, 1, dt, NULL);
+    CHECK_MSG(m && x && h0 && c0, "%s", gf_last_error());
+    if (!m || !x || !h0 || !c0) return 0;
+    gf_tensor *wrt[11] = {x, h0, c0};
+    int nw = 3;
+    for (int i = 0; i < nw; i++) CHECK(gf_tensor_set_requires_grad(wrt[i], true) == GF_OK);
+    nw += gf_module_parameters(m, wrt + 3, 8);
+    gf_scope_begin();
+    gf_tensor *hn = NULL, *cn = NULL, *y = gf_nn_rnn_forward(m, x, h0, c0, &hn, &cn);
+    gf_tensor *l = y && hn && cn ? loss_of(y, hn, cn) : NULL, *res[11] = {NULL};
+    CHECK(gf_profiler_start(NULL) == GF_OK);
+    gf_grad_opts o = {0};
+    CHECK_MSG(l && gf_grad(&l, 1, NULL, wrt, nw, res, &o) == GF_OK, "%s", gf_last_error());
+    CHECK(gf_profiler_stop() == GF_OK);
+    size_t len = gf_profiler_summary(NULL, 0) + 1;
+    char *sum = malloc(len);
+    CHECK(sum != NULL);
+    if (sum) gf_profiler_summary(sum, len);
+    *ran = sum && strstr(sum, "lstm_cell_backward") != NULL;
+    free(sum);
+    int64_t at = 0;
+    for (int i = 0; i < nw; i++) {
+        CHECK_MSG(res[i] != NULL, "gradient %d missing", i);
+        if (res[i] && at < cap) at += ag_read(res[i], g + at, cap - at);
+    }
+    gf_scope_end();
+    gf_tensor *items[] = {x, h0, c0};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+    gf_module_release(m);
+    unsetenv("GRAFT_LSTM_CELL");
+    return at;
+}
+
+/* The device's LSTM_CELL_BACKWARD gives the composed step's bits: f64 and
+ * f32, one and two directions, a hidden size of 3 (a vector loop's tail
+ * only) and of 37 (full vectors and a tail). The CPU plugins must run it. */
+static void test_cell_kernel(void) {
+    const char *plugin = gf_device_plugin(gf_device_default());
+    bool has = plugin && (!strcmp(plugin, "reference") || !strcmp(plugin, "cpu_onednn"));
+    const gf_dtype dts[2] = {GF_F64, GF_F32};
+    static const int64_t hs[2] = {3, 37};
+    enum { CAP = 40000 };
+    double *a = malloc(CAP * sizeof(double)), *b = malloc(CAP * sizeof(double));
+    CHECK(a && b);
+    for (int k = 0; a && b && k < 2; k++)
+        for (int bidir = 0; bidir < 2; bidir++)
+            for (int s = 0; s < 2; s++) {
+                bool ran_k = false, ran_c = true;
+                int64_t na = lstm_grads(dts[k], bidir, 6, 4, 5, hs[s], NULL, a, CAP, &ran_k);
+                int64_t nb = lstm_grads(dts[k], bidir, 6, 4, 5, hs[s], "composed", b, CAP, &ran_c);
+                CHECK_MSG(na > 0 && na == nb, "%lld and %lld gradient values", (long long)na,
+                          (long long)nb);
+                CHECK_MSG(!ran_c, "GRAFT_LSTM_CELL=composed, yet the kernel ran");
+                CHECK_MSG(ran_k || !has, "the %s plugin did not run lstm_cell_backward", plugin);
+                int64_t diff = 0;
+                for (int64_t q = 0; q < na && q < nb; q++) diff += memcmp(&a[q], &b[q], 8) != 0;
+                CHECK_MSG(diff == 0, "dtype %d, bidirectional %d, H %lld: %lld of %lld gradient "
+                          "values differ between the kernel and the composed step", (int)dts[k],
+                          bidir, (long long)hs[s], (long long)diff, (long long)na);
+            }
+    free(a), free(b);
+}
+
 /* Two layers, batch first, the whole training-step pattern: backward
  * twice with retain_graph doubles .grad; the saved values are freed after
  * a backward without it; a weight written in place after the forward is
@@ -204,6 +284,7 @@ int main(void) {
     int missing = ag_device_check();
     if (missing) return missing;
     RUN(test_against_equations);
+    RUN(test_cell_kernel);
     RUN(test_node_rules);
     return CHECK_REPORT();
 }

@@ -121,11 +121,11 @@ static void test_op_ids(void) {
         OP(AVG_POOL2D_BACKWARD, 166),
         /* 1.2 */
         OP(HARDSWISH, 49), OP(ASIN, 50), OP(ACOS, 51), OP(ATAN, 52), OP(ATAN2, 76),
-        OP(RELU_BACKWARD, 77),
         OP(BATCH_NORM_BACKWARD, 125),
         /* 1.3 */
         OP(ADAM_UPDATE, 167), OP(FFT, 168), OP(LAYER_NORM_BACKWARD, 126),
-        OP(SOFTMAX_BACKWARD, 127), OP(LOG_SOFTMAX_BACKWARD, 128),
+        OP(SOFTMAX_BACKWARD, 127), OP(LOG_SOFTMAX_BACKWARD, 128), OP(RELU_BACKWARD, 77),
+        OP(LSTM_CELL_BACKWARD, 169),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];

@@ -298,6 +298,7 @@ bool pc_cases_reduce(const gfp_op_info *row, pc_op *op);
 bool pc_cases_nn(const gfp_op_info *row, pc_op *op);
 bool pc_cases_optim(const gfp_op_info *row, pc_op *op);
 bool pc_cases_fft(const gfp_op_info *row, pc_op *op);
+bool pc_cases_rnn(const gfp_op_info *row, pc_op *op);
 /* Every op of the table with cases; *n receives the count. */
 const pc_op *pc_catalogue(size_t *n);
 /* The rows no cases file covers (a checker without cases for a new op says

@@ -92,7 +92,7 @@ static void catalogue_init(void) {
         const gfp_op_info *row = &gfp_op_table[i];
         pc_op op = {row->op, row->name, 0, NULL, NULL};
         if (pc_cases_elementwise(row, &op) || pc_cases_reduce(row, &op) || pc_cases_nn(row, &op) ||
-            pc_cases_optim(row, &op) || pc_cases_fft(row, &op))
+            pc_cases_optim(row, &op) || pc_cases_fft(row, &op) || pc_cases_rnn(row, &op))
             catalogue[catalogue_n++] = op;
         else
             missing[missing_n++] = row->name;

@@ -24,6 +24,7 @@
  * saved inputs, with their history, and differentiates that (a double
  * backward); forward-mode tangents, autocast and mixed dtypes or devices
  * take the composed form from the start. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../amp/amp_internal.h"
@@ -72,8 +73,9 @@ static bool copy_to(gf_tensor *dst, const gf_tensor *src) {
 }
 
 /* ------------------------------------------------------------ forward */
-/* Step t: pt = the projection's slab [N, G H] (b_x added here), wt =
- * W_hh^T [H, G H]. Inside the caller's scope, under no-grad. */
+/* Step t: pt = the projection's slab [N, G H] (b_x added here, unless the
+ * caller added it to the whole projection: b_x NULL), wt = W_hh^T [H, G H].
+ * Inside the caller's scope, under no-grad. */
 static bool forward_step(const seq_ctx *c, const seq_bufs *b, gf_tensor *pt, const gf_tensor *b_x,
                          gf_tensor *wt, const gf_tensor *b_hh, int64_t t) {
     int64_t H = c->hs;
@@ -135,12 +137,17 @@ static bool forward_run(const seq_ctx *c, seq_bufs *b, const gf_tensor *proj,
     bool ok = b->hs && (!(lstm || gru) || b->gates) && (!lstm || (b->cs && b->tc)) &&
               (!gru || b->hn) && copy_to(gf_select(b->hs, 0, first), h0) &&
               (!lstm || copy_to(gf_select(b->cs, 0, first), c0));
-    gf_tensor *pc = ok ? gf_contiguous(proj) : NULL, *wt = ok ? gf_transpose(w_hh, 0, 1) : NULL;
+    /* An LSTM's input-side bias is added to the whole projection at once
+     * (the same sums: p + b, element by element), one launch instead of one
+     * a step. */
+    bool whole = lstm && b_x;
+    gf_tensor *pc = !ok ? NULL : whole ? gf_add(proj, b_x) : gf_contiguous(proj);
+    gf_tensor *wt = ok ? gf_transpose(w_hh, 0, 1) : NULL;
     ok = ok && pc && wt;
     for (int64_t k = 0; ok && k < T; k++) {
         int64_t t = c->reverse ? T - 1 - k : k;
         gf_scope_begin();
-        ok = forward_step(c, b, gf_select(pc, 0, t), b_x, wt, b_hh, t);
+        ok = forward_step(c, b, gf_select(pc, 0, t), whole ? NULL : b_x, wt, b_hh, t);
         gf_scope_end();
     }
     return ok;
@@ -220,6 +227,43 @@ static gf_tensor *backward_step(const seq_ctx *c, const seq_bufs *b, gf_tensor *
     }
 }
 
+/* An LSTM step's pointwise part as one LSTM_CELL_BACKWARD launch (the
+ * formula of backward_step's LSTM case, operation for operation): writes
+ * dp, sets *dc_prev and returns GF_OK; GF_ERR_UNSUPPORTED when the device
+ * refuses the launch (the caller composes), or another error. dy: the
+ * step's output gradient, added onto dh inside. In the caller's scope. */
+static gf_status cell_launch(const seq_ctx *c, const seq_bufs *b, gf_tensor *dh, gf_tensor *dc,
+                             gf_tensor *dy, gf_tensor *dp, int64_t t, gf_tensor **dc_prev) {
+    const gf_tensor *in[6] = {gf_select(b->gates, 0, t),
+                              gf_select(b->cs, 0, prev_slot(c->reverse, t)),
+                              gf_select(b->tc, 0, t), dh, dc, dy};
+    for (int i = 0; i < 6; i++)
+        if (!in[i]) return gf__status();
+    gf_tensor *out[2] = {dp, gf_empty(dh->sizes, dh->rank, dh->dtype, dh->storage->device)};
+    if (!out[1]) return gf__status();
+    gf_status s = gf__launch_own(GFP_OP_LSTM_CELL_BACKWARD, "lstm_cell_backward", in, 6, out, 2,
+                                 NULL);
+    if (s == GF_OK) *dc_prev = out[1];
+    return s;
+}
+
+/* Whether the device runs LSTM_CELL_BACKWARD on the step tensors (asked
+ * once, with step 0's: every step's have the same layout), unless
+ * GRAFT_LSTM_CELL=composed asks for the composed step (read at each
+ * backward; the two give the same bits, test_module_rnn_fused checks it).
+ * In the caller's scope. */
+static bool cell_op_fits(const seq_bufs *b, const gf_tensor *dh, const gf_tensor *dc,
+                         const gf_tensor *dy_all, gf_tensor *dp) {
+    const char *env = getenv("GRAFT_LSTM_CELL");
+    if (env && !strcmp(env, "composed")) return false;
+    const gf_tensor *in[6] = {gf_select(b->gates, 0, 0), gf_select(b->cs, 0, 0),
+                              gf_select(b->tc, 0, 0), dh, dc, gf_select(dy_all, 0, 0)};
+    gf_tensor *out[2] = {gf_select(dp, 0, 0), (gf_tensor *)dh};
+    for (int i = 0; i < 6; i++)
+        if (!in[i] || in[i]->dtype != dh->dtype) return false;
+    return out[0] && gf__dev_has_op(GFP_OP_LSTM_CELL_BACKWARD, in, 6, out, 2);
+}
+
 /* Unpacks the saved buffers into b (new references). */
 static gf_status unpack_bufs(gf_node *n, seq_bufs *b) {
     gf_tensor **slots[5] = {&b->gates, &b->hs, &b->cs, &b->tc, &b->hn};
@@ -293,14 +337,29 @@ static gf_status seq_backward(gf_node *n, gf_tensor *const *grads, gf_tensor **o
     /* the carried gradients: owned here, outside the steps' scopes */
     gf_tensor *dh = gf_tensor_retain(grads[1]), *dc = lstm ? gf_tensor_retain(grads[2]) : NULL;
     bool ok = dp && (!gru || dq) && one;
+    /* an LSTM's pointwise step in one launch where the device has it */
+    /* (y's gradient dense: where the loss does not use y it is an expanded
+     * zero, whose strided steps would send the kernel to a slow path) */
+    gf_tensor *dy_all = ok && lstm ? gf_contiguous(grads[0]) : grads[0];
+    bool cell = ok && lstm && T > 0 && dh && dc && dy_all &&
+                cell_op_fits(&b, dh, dc, dy_all, dp);
     for (int64_t k = T - 1; ok && k >= 0; k--) {
         int64_t t = c->reverse ? T - 1 - k : k;
         gf_scope_begin();
-        gf_tensor *dhs = gf_add(dh, gf_select(grads[0], 0, t)), *dcp = NULL;
-        gf_tensor *dhp = dhs ? backward_step(c, &b, w, one, dhs, dc, gf_select(dp, 0, t),
-                                             gru ? gf_select(dq, 0, t) : NULL, t, &dcp)
-                             : NULL;
-        ok = dhp && (!lstm || dcp);
+        gf_tensor *dcp = NULL, *dhp = NULL, *dpt = gf_select(dp, 0, t);
+        if (cell) {
+            gf_status cs = cell_launch(c, &b, dh, dc, gf_select(dy_all, 0, t), dpt, t, &dcp);
+            cell = cs == GF_OK;
+            if (cell) dhp = gf_matmul(dpt, w);
+            else if (cs != GF_ERR_UNSUPPORTED) ok = false;
+        }
+        if (ok && !cell) {
+            gf_tensor *dhs = gf_add(dh, gf_select(grads[0], 0, t));
+            dhp = dhs ? backward_step(c, &b, w, one, dhs, dc, dpt,
+                                      gru ? gf_select(dq, 0, t) : NULL, t, &dcp)
+                      : NULL;
+        }
+        ok = ok && dhp && (!lstm || dcp);
         gf_tensor_release(dh), gf_tensor_release(dc);
         dh = ok ? gf_scope_keep(dhp) : NULL;
         dc = ok && lstm ? gf_scope_keep(dcp) : NULL;
