@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ref_rnn.c — LSTM_CELL_BACKWARD (f32, f64, any strides): the pointwise part
- * of one LSTM step's backward.
+/* ref_rnn.c — LSTM_CELL and LSTM_CELL_BACKWARD (f32, f64, any strides): the
+ * pointwise parts of one LSTM step and of its backward.
  *
- * As ref_optim.c, this kernel computes in the tensors' own dtype, one
- * rounding per operation in the order graft_ops.def gives: the op's
- * contract is to equal the composed elementwise ops it replaces, so the
- * oracle is that composition written out element by element. The
- * cpu_onednn plugin serves it with a vectorised loop of the same
+ * As ref_optim.c, these kernels compute in the tensors' own dtype, one
+ * rounding per operation in the order graft_ops.def gives: the ops'
+ * contract is to equal the composed elementwise ops they replace, so the
+ * oracle is that composition written out element by element, with this
+ * plugin's own SIGMOID and TANH kernels for the activations. The
+ * cpu_onednn plugin serves both with vectorised loops of the same
  * arithmetic (omp_rnn.c). */
 #include <stddef.h>
 
@@ -17,15 +18,16 @@ enum { A_ACT, A_CP, A_TC, A_DH, A_DC, A_DY, A_IN };
 enum { O_DG, O_DCP, O_OUT };
 
 uint32_t ref_rnn_support(const gfp_op_query *q) {
-    if (q->op != GFP_OP_LSTM_CELL_BACKWARD || q->n_inputs < 5 || q->n_inputs > 6 ||
-        q->n_outputs != 2)
-        return GFP_SUPPORT_NONE;
+    bool bw = q->op == GFP_OP_LSTM_CELL_BACKWARD, fw = q->op == GFP_OP_LSTM_CELL;
+    if (bw && (q->n_inputs < 5 || q->n_inputs > 6 || q->n_outputs != 2)) return GFP_SUPPORT_NONE;
+    if (fw && (q->n_inputs != 3 || q->n_outputs != 4)) return GFP_SUPPORT_NONE;
+    if (!bw && !fw) return GFP_SUPPORT_NONE;
     int32_t dt = q->input_dtypes[0];
     if (dt != GFP_F32 && dt != GFP_F64) return GFP_SUPPORT_NONE;
     for (uint32_t i = 0; i < q->n_inputs; i++)
-        if (q->input_dtypes[i] != dt && !(i == A_DY && q->input_dtypes[i] < 0))
+        if (q->input_dtypes[i] != dt && !(bw && i == A_DY && q->input_dtypes[i] < 0))
             return GFP_SUPPORT_NONE;
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < q->n_outputs; i++)
         if (q->output_dtypes[i] != dt) return GFP_SUPPORT_NONE;
     return GFP_SUPPORT_STRIDED;
 }
@@ -82,9 +84,110 @@ static bool sized(const gfp_tensor *t, int64_t n, int64_t h) {
     return t->rank == 2 && t->sizes[0] == n && t->sizes[1] == h;
 }
 
+/* ------------------------------------------------------------ LSTM_CELL */
+enum { F_MM, F_P, F_CP, F_IN };
+enum { F_ACT, F_C, F_TC, F_H, F_OUT };
+
+/* Column block k (of width h) of a [N, 4H] tensor. */
+static gfp_tensor block_of(const gfp_tensor *t, int k, int64_t h) {
+    gfp_tensor v = *t;
+    v.sizes[1] = h;
+    v.offset += (uint64_t)(k * h * t->strides[1]) * pk_dtype_size(t->dtype);
+    return v;
+}
+
+/* The pointwise steps between the activations, one rounding each: 0: y =
+ * a + b; 1: y = a (a copy); 2: y = (a * b) + (c * d); 3: y = a * b. */
+#define FW_LOOP(T, KIND)                                                                     for (int64_t n = 0; n < N; n++)                                                              for (int64_t j = 0; j < W; j++) {                                                            T a = *(const T *)(ba + AT(ta, n, j));                                                   T r = a;                                                                                 if (KIND == 0 || KIND == 3) {                                                                T b2 = *(const T *)(bb + AT(tb, n, j));                                                  r = KIND == 0 ? a + b2 : a * b2;                                                     } else if (KIND == 2) {                                                                      T b2 = *(const T *)(bb + AT(tb, n, j));                                                  T c2 = *(const T *)(bc + AT(tc, n, j));                                                  T d2 = *(const T *)(bd + AT(td, n, j));                                                  T ab = a * b2, cd = c2 * d2;                                                             r = ab + cd;                                                                         }                                                                                        *(T *)(by + AT(ty, n, j)) = r;                                                       }
+
+static void fw_step(int kind, int32_t dt, const gfp_tensor *ty, const gfp_tensor *ta,
+                    const gfp_tensor *tb, const gfp_tensor *tc, const gfp_tensor *td) {
+    int64_t N = ty->sizes[0], W = ty->sizes[1];
+    char *by = ref_base(ty);
+    const char *ba = ref_base(ta), *bb = tb ? ref_base(tb) : NULL;
+    const char *bc = tc ? ref_base(tc) : NULL, *bd = td ? ref_base(td) : NULL;
+#define AT(t, n, j) (((n) * (t)->strides[0] + (j) * (t)->strides[1]) * (int64_t)sizeof(T))
+    if (dt == GFP_F32) {
+        typedef float T;
+        switch (kind) {
+        case 0: FW_LOOP(T, 0) break;
+        case 1: FW_LOOP(T, 1) break;
+        case 2: FW_LOOP(T, 2) break;
+        default: FW_LOOP(T, 3) break;
+        }
+    } else {
+        typedef double T;
+        switch (kind) {
+        case 0: FW_LOOP(T, 0) break;
+        case 1: FW_LOOP(T, 1) break;
+        case 2: FW_LOOP(T, 2) break;
+        default: FW_LOOP(T, 3) break;
+        }
+    }
+#undef AT
+}
+#undef FW_LOOP
+
+/* This plugin's own unary kernel (SIGMOID, TANH) from x into y. */
+static gfp_status unary(uint32_t op, const gfp_tensor *x, const gfp_tensor *y) {
+    const gfp_tensor *in[1] = {x}, *out[1] = {y};
+    return ref_elementwise_launch(op, in, 1, out, 1, NULL);
+}
+
+static gfp_status cell_forward(const gfp_tensor *const *in, uint32_t n_in,
+                               const gfp_tensor *const *out, uint32_t n_out) {
+    const char *name = pk_op_name(GFP_OP_LSTM_CELL);
+    if (n_in != F_IN || n_out != F_OUT)
+        return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs; it takes mm, p, c_prev "
+                       "and gives act, c, tc, h", name, (unsigned)n_in, (unsigned)n_out);
+    static const char *const names[F_IN + F_OUT] = {"mm", "p", "c_prev", "act", "c", "tc", "h"};
+    for (uint32_t k = 0; k < F_IN + F_OUT; k++)
+        if (!(k < F_IN ? in[k] : out[k - F_IN]))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", name, names[k]);
+    const gfp_tensor *mm = in[F_MM];
+    int32_t dt = mm->dtype;
+    if (dt != GFP_F32 && dt != GFP_F64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
+                       pk_dtype_name(dt));
+    if (mm->rank != 2 || mm->sizes[1] % 4 != 0)
+        return pk_fail(GFP_ERR_INVALID, "%s: mm must be [N, 4H] (rank %d given)", name,
+                       (int)mm->rank);
+    int64_t N = mm->sizes[0], H = mm->sizes[1] / 4;
+    for (uint32_t k = 0; k < F_IN + F_OUT; k++) {
+        const gfp_tensor *t = k < F_IN ? in[k] : out[k - F_IN];
+        int64_t w = (k == F_MM || k == F_P || k == F_IN + F_ACT) ? 4 * H : H;
+        if (t->dtype != dt)
+            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, mm is %s; all must be one dtype",
+                           name, names[k], pk_dtype_name(t->dtype), pk_dtype_name(dt));
+        if (!sized(t, N, w))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for mm [%lld, %lld]",
+                           name, names[k], (long long)N, (long long)w, (long long)N,
+                           (long long)(4 * H));
+    }
+    if (N == 0 || H == 0) return GFP_OK;
+    const gfp_tensor *act = out[F_ACT], *c = out[F_C], *tc = out[F_TC], *h = out[F_H];
+    gfp_tensor gi = block_of(act, 0, H), gf = block_of(act, 1, H), gg = block_of(act, 2, H),
+               go = block_of(act, 3, H);
+    /* z = mm + p into act; tanh of the g block in tc (a contiguous copy
+     * first, as the composed step takes it); sigmoid of all of act; the g
+     * block back; then c, tanh(c) and h. */
+    fw_step(0, dt, act, mm, in[F_P], NULL, NULL);
+    fw_step(1, dt, tc, &gg, NULL, NULL, NULL);
+    gfp_status st = unary(GFP_OP_TANH, tc, tc);
+    if (st == GFP_OK) st = unary(GFP_OP_SIGMOID, act, act);
+    if (st != GFP_OK) return st;
+    fw_step(1, dt, &gg, tc, NULL, NULL, NULL);
+    fw_step(2, dt, c, &gf, in[F_CP], &gi, &gg);
+    st = unary(GFP_OP_TANH, c, tc);
+    if (st == GFP_OK) fw_step(3, dt, h, &go, tc, NULL, NULL);
+    return st;
+}
+
+/* ------------------------------------------------------------ launch */
 gfp_status ref_rnn_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                           const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     (void)params;
+    if (op == GFP_OP_LSTM_CELL) return cell_forward(in, n_in, out, n_out);
     if (op != GFP_OP_LSTM_CELL_BACKWARD)
         return pk_fail(GFP_ERR_INTERNAL, "rnn: op %u is not a recurrent cell's", (unsigned)op);
     const char *name = pk_op_name(op);

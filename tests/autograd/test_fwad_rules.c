@@ -434,6 +434,8 @@ static const struct {
     {167, "adam_update: an optimiser step under no-grad, not a differentiable op"},
     {169, "lstm_cell_backward: inside the LSTM's fused sequence node only, which takes the "
           "composed layer whenever a tangent or a gradient's own history is involved"},
+    {170, "lstm_cell: inside the LSTM's fused sequence node only, which takes the composed "
+          "layer whenever an input carries a tangent"},
 };
 
 /* ------------------------------------------------------------ the checks */

@@ -18,7 +18,10 @@
  * gives W_ih's and the input's, one GEMM each over the sequence too).
  *
  * Every operation is a graft op on whole tensors (a few launches per step,
- * no per-element host code), so the node runs on every device. The
+ * no per-element host code), so the node runs on every device. Where the
+ * device has them, an LSTM's pointwise step is one LSTM_CELL launch and its
+ * backward one LSTM_CELL_BACKWARD launch (the same bits as the ops they
+ * replace; GRAFT_LSTM_CELL=composed asks for the ops). The
  * pointwise work is plain op calls under no-grad: when backward runs with
  * create_graph the node recomputes the layer composed (rnn.c) from its
  * saved inputs, with their history, and differentiates that (a double
@@ -77,7 +80,7 @@ static bool copy_to(gf_tensor *dst, const gf_tensor *src) {
  * caller added it to the whole projection: b_x NULL), wt = W_hh^T [H, G H].
  * Inside the caller's scope, under no-grad. */
 static bool forward_step(const seq_ctx *c, const seq_bufs *b, gf_tensor *pt, const gf_tensor *b_x,
-                         gf_tensor *wt, const gf_tensor *b_hh, int64_t t) {
+                         gf_tensor *wt, const gf_tensor *b_hh, int64_t t, bool *cell) {
     int64_t H = c->hs;
     if (b_x) pt = gf_add(pt, b_x);
     gf_tensor *h = gf_select(b->hs, 0, prev_slot(c->reverse, t));
@@ -86,6 +89,17 @@ static bool forward_step(const seq_ctx *c, const seq_bufs *b, gf_tensor *pt, con
     switch (c->mode) {
     case GF_RNN_LSTM: {
         gf_tensor *a = gf_select(b->gates, 0, t);
+        if (*cell && mm && pt) { /* one LSTM_CELL launch (b_x is in pt) */
+            const gf_tensor *in[3] = {mm, pt, gf_select(b->cs, 0, prev_slot(c->reverse, t))};
+            gf_tensor *out[4] = {a, gf_select(b->cs, 0, next_slot(c->reverse, t)),
+                                 gf_select(b->tc, 0, t), h_new};
+            gf_status s = in[2] && out[1] && out[2]
+                              ? gf__launch_own(GFP_OP_LSTM_CELL, "lstm_cell", in, 3, out, 4, NULL)
+                              : gf__status();
+            if (s == GF_OK) return true;
+            if (s != GF_ERR_UNSUPPORTED) return false;
+            *cell = false; /* the device refused it: composed from here on */
+        }
         bool ok = put(gf__add_into(mm, mm, pt), mm) && put(gf__sigmoid_into(a, mm), a);
         /* tanh of the g block on a contiguous copy: the activations of
          * the CPU plugins are vectorised on contiguous tensors only */
@@ -119,6 +133,27 @@ static bool forward_step(const seq_ctx *c, const seq_bufs *b, gf_tensor *pt, con
     }
 }
 
+/* Whether the LSTM's steps may run as LSTM_CELL launches: unless
+ * GRAFT_LSTM_CELL=composed asks for the composed steps (read at each call;
+ * both give the same bits, test_module_rnn_fused checks it), whether the
+ * device runs the op on the step tensors (asked once, with one step's:
+ * every step's have the same layout). In the caller's scope. */
+static bool cell_wanted(void) {
+    const char *env = getenv("GRAFT_LSTM_CELL");
+    return !(env && !strcmp(env, "composed"));
+}
+
+static bool cell_fits(const seq_bufs *b, gf_tensor *pc, int64_t slot) {
+    if (!cell_wanted()) return false;
+    gf_tensor *p0 = gf_select(pc, 0, 0), *cp = gf_select(b->cs, 0, slot);
+    gf_tensor *out[4] = {gf_select(b->gates, 0, 0), cp, gf_select(b->tc, 0, 0),
+                         gf_select(b->hs, 0, slot)};
+    const gf_tensor *in[3] = {out[0], p0, cp}; /* mm: a contiguous [N, 4H] as the gates' */
+    for (int i = 0; i < 4; i++)
+        if (!out[i]) return false;
+    return p0 && gf__dev_has_op(GFP_OP_LSTM_CELL, in, 3, out, 4);
+}
+
 /* The buffers, the initial states in place, and every step. Inside the
  * caller's scope, under no-grad. */
 static bool forward_run(const seq_ctx *c, seq_bufs *b, const gf_tensor *proj,
@@ -144,10 +179,11 @@ static bool forward_run(const seq_ctx *c, seq_bufs *b, const gf_tensor *proj,
     gf_tensor *pc = !ok ? NULL : whole ? gf_add(proj, b_x) : gf_contiguous(proj);
     gf_tensor *wt = ok ? gf_transpose(w_hh, 0, 1) : NULL;
     ok = ok && pc && wt;
+    bool cell = ok && lstm && T > 0 && cell_fits(b, pc, first);
     for (int64_t k = 0; ok && k < T; k++) {
         int64_t t = c->reverse ? T - 1 - k : k;
         gf_scope_begin();
-        ok = forward_step(c, b, gf_select(pc, 0, t), whole ? NULL : b_x, wt, b_hh, t);
+        ok = forward_step(c, b, gf_select(pc, 0, t), whole ? NULL : b_x, wt, b_hh, t, &cell);
         gf_scope_end();
     }
     return ok;
@@ -254,8 +290,7 @@ static gf_status cell_launch(const seq_ctx *c, const seq_bufs *b, gf_tensor *dh,
  * In the caller's scope. */
 static bool cell_op_fits(const seq_bufs *b, const gf_tensor *dh, const gf_tensor *dc,
                          const gf_tensor *dy_all, gf_tensor *dp) {
-    const char *env = getenv("GRAFT_LSTM_CELL");
-    if (env && !strcmp(env, "composed")) return false;
+    if (!cell_wanted()) return false;
     const gf_tensor *in[6] = {gf_select(b->gates, 0, 0), gf_select(b->cs, 0, 0),
                               gf_select(b->tc, 0, 0), dh, dc, gf_select(dy_all, 0, 0)};
     gf_tensor *out[2] = {gf_select(dp, 0, 0), (gf_tensor *)dh};
