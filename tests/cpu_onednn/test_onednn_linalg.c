@@ -2,7 +2,8 @@
 /* test_onednn_linalg.c — cpu_onednn against the reference plugin for MATMUL
  * (sizes from 1 to 300, batches, batch broadcast through stride-0 dims in a,
  * b or both, transposed, sliced and offset operands and outputs, f32 and f64
- * (the plugin's own GEMM, on shapes past its blocks), integers), CONV2D and
+ * (the plugin's own GEMM, on shapes past its blocks), integers; the
+ * transposed product of few rows by a column-major b), CONV2D and
  * both of its gradients (stride, padding, dilation, groups, depthwise, 1x1,
  * odd sizes, layouts, with and without bias; f64 in chunks of images) and the
  * four pooling ops (ceil mode, padding, dilation, count_include_pad). */
@@ -71,6 +72,21 @@ static void test_matmul(void) {
             if (l < 2)
                 run_matmul(GFP_F64, 2, SZ(2, 2), d[0], d[1], d[2], las[l], lbs[l], lys[l], 1,
                            2);
+        }
+    /* A column-major b with 16 <= M <= 64, N >= 256, K >= 64 runs as the
+     * transposed product (onednn_matmul.c, swap_pays), at the edges and
+     * just past them (M 15 and 65, N 255, K 63: the plain product). */
+    static const int64_t swap_dims[][3] = {{32, 256, 1024}, {16, 64, 256}, {64, 100, 300},
+                                           {15, 64, 256},   {65, 64, 256}, {33, 63, 257},
+                                           {40, 70, 255}};
+    static const ap_layout swap_la[] = {AL_CONTIG, AL_OFFSET, AL_STEP};
+    for (size_t s = 0; s < sizeof swap_dims / sizeof swap_dims[0]; s++)
+        for (int l = 0; l < 3; l++) {
+            const int64_t *d = swap_dims[s];
+            run_matmul(GFP_F32, 0, NULL, d[0], d[1], d[2], swap_la[l], AL_TRANSPOSED, AL_CONTIG,
+                       0, 0);
+            run_matmul(GFP_F32, 1, SZ(1), d[0], d[1], d[2], swap_la[l], AL_PERMUTED,
+                       l == 2 ? AL_OFFSET : AL_CONTIG, 0, 0);
         }
     for (int e = 0; e < 3; e++) /* empty M, N, batch */
         run_matmul(GFP_F64, 1, SZ(e == 2 ? 0 : 2), e == 0 ? 0 : 3, 4, e == 1 ? 0 : 5, AL_CONTIG,
