@@ -1209,8 +1209,8 @@ static void act_seq_module(reader *r, gf_tensor *x) {
     case 0:
         m = gf_nn_rnn((gf_rnn_mode)pick(r, 4), e, h, 1 + pick(r, 2), pick(r, 2), pick(r, 2),
                       0.0, pick(r, 2), dtype_arg(r), NULL);
-        if (m) y = gf_nn_rnn_forward(m, x, pick(r, 2) ? get(r) : NULL, NULL, &hn,
-                                     pick(r, 2) ? &cn : NULL);
+        if (m) y = gf_nn_rnn_forward(m, x, pick(r, 2) ? get(r) : NULL, pick(r, 2) ? get(r) : NULL,
+                                     &hn, pick(r, 2) ? &cn : NULL);
         break;
     case 1:
         m = gf_nn_mha(e, 1, 0.0, pick(r, 2), pick(r, 2), dtype_arg(r), NULL);
