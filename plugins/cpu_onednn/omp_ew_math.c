@@ -266,6 +266,8 @@ bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t
         if (dtype != GFP_F32 && dtype != GFP_F64) return false;
         *fn = dtype == GFP_F32 ? e->f32 : e->f64;
         *cost = e->cost;
+        odn_ew_fn v = op == GFP_OP_ERF && dtype == GFP_F32 ? odn_vec_erf_f32() : NULL;
+        if (v) *fn = v, *cost = 2; /* omp_vecmath.c */
         return true;
     }
     const binary_entry *b = family == GFP_FAMILY_BINARY && n_t == 3 ? binary_of(op) : NULL;

@@ -299,6 +299,10 @@ bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_t
     gfp_status odn_##f##_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,  \
                                 const gfp_tensor *const *out, uint32_t n_out,             \
                                 const void *params);
+/* f32 erf through libmvec's AVX-512 function where the system and the CPU
+ * have it (omp_vecmath.c), else NULL. */
+odn_ew_fn odn_vec_erf_f32(void);
+
 ODN_FAMILY(elementwise) /* omp_elementwise.c, onednn_eltwise.c */
 ODN_FAMILY(reduce)      /* omp_reduce.c */
 ODN_FAMILY(matmul)      /* onednn_matmul.c */

@@ -104,6 +104,18 @@ static void test_softmax(void) {
                     ap_free(&x), ap_free(&y);
                 }
             }
+            /* many short lines (f32: the block path of omp_softmax.c for rows
+             * of at most 32, across its 256-line blocks), with specials */
+            static const int64_t shorts[][2] = {{300, 8}, {513, 1}, {257, 32}, {40, 33}};
+            for (int s = 0; s < 4; s++)
+                for (int spec = 0; spec < 2; spec++) {
+                    ap_tensor x = ap_make(dt, 2, shorts[s], AL_CONTIG, spec ? AD_SPECIAL : AD_WIDE);
+                    ap_tensor y = ap_make(dt, 2, shorts[s], AL_CONTIG, AD_ANY);
+                    gfp_dim_params p = {sizeof p, 1};
+                    ap_tensor *in[1] = {&x}, *out[1] = {&y};
+                    ap_run("softmax short lines", op, in, 1, out, 1, &p, tol, tol);
+                    ap_free(&x), ap_free(&y);
+                }
             /* a confident prediction: log_softmax near 0 keeps its digits */
             static const double logits[4] = {20, 0, -3, 1};
             ap_tensor x = ap_make(dt, 1, SZ(4), AL_CONTIG, AD_ANY);
