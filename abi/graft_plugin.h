@@ -27,7 +27,8 @@
  *     SOFTMAX_BACKWARD 127 and LOG_SOFTMAX_BACKWARD 128 (gfp_dim_params);
  *     a plugin that predates them answers NONE and the core composes the
  *     gradients from other ops. Likewise the op RELU_BACKWARD 77 (no
- *     parameters), and the ops LSTM_CELL_BACKWARD 169 and LSTM_CELL 170
+ *     parameters), GELU_BACKWARD 78 (no parameters), and the ops
+ *     LSTM_CELL_BACKWARD 169 and LSTM_CELL 170
  *     (no parameters) of the family RNN appended to graft_ops.h's families.
  *
  * This header is the whole contract between the graft core and a device

@@ -180,7 +180,7 @@ static const unary_entry unary_table[] = {UNARY_OPS(X_ENTRY)};
     }                                                                                    \
     ODN_EW_KERNEL_2D(NAME)
 
-#define FLOAT_BINARY(TYPE, TAG, POW, ATAN2)                                              \
+#define FLOAT_BINARY(TYPE, TAG, POW, ATAN2, ERF, EXP)                                              \
     BINARY_KERNEL(b_add_##TAG, TYPE, a + b)                                              \
     BINARY_KERNEL(b_sub_##TAG, TYPE, a - b)                                              \
     BINARY_KERNEL(b_mul_##TAG, TYPE, a * b)                                              \
@@ -189,9 +189,12 @@ static const unary_entry unary_table[] = {UNARY_OPS(X_ENTRY)};
     BINARY_KERNEL(b_max_##TAG, TYPE, a != a ? a : b != b ? b : a > b ? a : b)            \
     BINARY_KERNEL(b_min_##TAG, TYPE, a != a ? a : b != b ? b : a < b ? a : b)            \
     BINARY_KERNEL(b_atan2_##TAG, TYPE, ATAN2(a, b))                                      \
-    BINARY_KERNEL(b_relu_bw_##TAG, TYPE, b <= 0 ? (T)0 : a)
-FLOAT_BINARY(float, f32, powf, atan2f)
-FLOAT_BINARY(double, f64, pow, atan2)
+    BINARY_KERNEL(b_relu_bw_##TAG, TYPE, b <= 0 ? (T)0 : a)                              \
+    BINARY_KERNEL(b_gelu_bw_##TAG, TYPE,                                                 \
+                  a * ((T)0.5 * ((T)1 + ERF(b * (T)0.70710678118654752440)) +            \
+                       b * (EXP((T)-0.5 * b * b) * (T)0.39894228040143267794)))
+FLOAT_BINARY(float, f32, powf, atan2f, erff, odn_expf)
+FLOAT_BINARY(double, f64, pow, atan2, erf, exp)
 
 /* Integers wrap: the arithmetic goes through the unsigned type. */
 #define INT_BINARY(TYPE, UTYPE, TAG)                                                     \
@@ -219,6 +222,7 @@ static const binary_entry binary_table[] = {
     {"minimum", {b_min_f32, b_min_f64, b_min_i32, b_min_i64}},
     {"atan2", {b_atan2_f32, b_atan2_f64, NULL, NULL}},
     {"relu_backward", {b_relu_bw_f32, b_relu_bw_f64, b_relu_bw_i32, b_relu_bw_i64}},
+    {"gelu_backward", {b_gelu_bw_f32, b_gelu_bw_f64, NULL, NULL}},
 };
 
 static const unary_entry *unary_of(uint32_t op) {
@@ -273,7 +277,9 @@ bool odn_math_kernel(uint32_t op, int n_t, int32_t dtype, odn_ew_fn *fn, int64_t
     const binary_entry *b = family == GFP_FAMILY_BINARY && n_t == 3 ? binary_of(op) : NULL;
     if (!b || dtype < GFP_F32 || dtype > GFP_I64 || !b->fn[dtype]) return false;
     *fn = b->fn[dtype];
-    *cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 ? 16 : 1;
+    *cost = op == GFP_OP_POW || op == GFP_OP_ATAN2 || op == GFP_OP_GELU_BACKWARD ? 16 : 1;
+    odn_ew_fn v = op == GFP_OP_GELU_BACKWARD && dtype == GFP_F32 ? odn_vec_gelu_bw_f32() : NULL;
+    if (v) *fn = v, *cost = 4; /* omp_vecmath.c */
     return true;
 }
 

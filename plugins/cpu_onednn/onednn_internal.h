@@ -302,6 +302,8 @@ bool odn_layer_norm_args(const gfp_tensor *const *in, uint32_t n_in, const gfp_t
 /* f32 erf through libmvec's AVX-512 function where the system and the CPU
  * have it (omp_vecmath.c), else NULL. */
 odn_ew_fn odn_vec_erf_f32(void);
+/* GELU_BACKWARD f32 likewise (libmvec's erff and expf), else NULL. */
+odn_ew_fn odn_vec_gelu_bw_f32(void);
 
 ODN_FAMILY(elementwise) /* omp_elementwise.c, onednn_eltwise.c */
 ODN_FAMILY(reduce)      /* omp_reduce.c */

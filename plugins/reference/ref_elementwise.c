@@ -241,6 +241,9 @@ static int64_t unary_int(uint32_t op, int64_t x, int64_t lo, int64_t hi, const u
         case GFP_OP_MINIMUM: return a != a ? a : b != b ? b : a < b ? a : b;        \
         case GFP_OP_ATAN2: return FN(atan2)(a, b);                                  \
         case GFP_OP_RELU_BACKWARD: return b <= 0 ? (T)0 : a;                        \
+        case GFP_OP_GELU_BACKWARD: /* op_math.def's order */                        \
+            return a * ((T)0.5 * ((T)1 + FN(erf)(b * (T)0.70710678118654752440)) +  \
+                        b * (FN(exp)((T)-0.5 * b * b) * (T)0.39894228040143267794)); \
         default: return a;                                                          \
         }                                                                           \
     }

@@ -426,6 +426,7 @@ static const struct {
     {70, "le: a bool output"}, {71, "gt: a bool output"}, {72, "ge: a bool output"},
     {73, "logical_and: a bool output"}, {74, "logical_or: a bool output"},
     {77, "relu_backward: as batch_norm_backward"},
+    {78, "gelu_backward: as batch_norm_backward"},
     {125, "batch_norm_backward: the fused gradient kernel runs only when the gradient needs no "
           "derivative of its own; with a tangent present the composed formula runs instead"},
     {126, "layer_norm_backward: as batch_norm_backward"},

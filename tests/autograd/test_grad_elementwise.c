@@ -966,6 +966,60 @@ static void test_relu_backward_kernel(void) {
     }
 }
 
+/* GELU's (erf form) gradient through GELU_BACKWARD (create_graph false:
+ * the kernel where the device has it) and composed (create_graph true):
+ * both against a * (Phi(x) + x phi(x)) in double, across the curve, its
+ * tails and the specials. */
+enum { GELU_N = 15 };
+static void gelu_grads(gf_dtype dt, bool create_graph, double *out, bool *kernel_ran) {
+    static const double xs[GELU_N] = {-9,  -6,  -3,  -1,   -0.5,     -0.0, 0,  1e-3,
+                                      0.5, 1,   2.5, 4,    INFINITY, NAN,  -INFINITY};
+    static const double rs[GELU_N] = {1, -2, 0.5, 3, -1, 2, 0.25, -4, 1.5, -0.5, 2, 7, 1, 1, 1};
+    gf_tensor *x = make(dt, 1, SZ(GELU_N), xs, true), *r = make(dt, 1, SZ(GELU_N), rs, false);
+    CHECK(gf_profiler_start(NULL) == GF_OK);
+    gf_tensor *y = gf_gelu(x, false), *yr = gf_mul(y, r);
+    gf_tensor *loss = gf_sum(yr, NULL, 0, false), *g = NULL;
+    gf_grad_opts o = {.create_graph = create_graph};
+    CHECK_MSG(loss && gf_grad(&loss, 1, NULL, &x, 1, &g, &o) == GF_OK, "%s", gf_last_error());
+    gf_profiler_stop();
+    char sum[8192] = "";
+    gf_profiler_summary(sum, sizeof sum);
+    *kernel_ran = strstr(sum, "gelu_backward") != NULL;
+    read(g, out, GELU_N);
+    gf_tensor *items[] = {g, loss, yr, y, r, x};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) gf_tensor_release(items[i]);
+}
+
+static void test_gelu_backward_kernel(void) {
+    const gf_dtype dts[2] = {GF_F64, GF_F32};
+    const char *plugin = gf_device_plugin(gf_device_default());
+    bool cpu = plugin && (!strcmp(plugin, "reference") || !strcmp(plugin, "cpu_onednn"));
+    static const double xs[GELU_N] = {-9,  -6,  -3,  -1,   -0.5,     -0.0, 0,  1e-3,
+                                      0.5, 1,   2.5, 4,    INFINITY, NAN,  -INFINITY};
+    static const double rs[GELU_N] = {1, -2, 0.5, 3, -1, 2, 0.25, -4, 1.5, -0.5, 2, 7, 1, 1, 1};
+    for (int k = 0; k < 2; k++) {
+        double kern[GELU_N], comp[GELU_N];
+        bool ran_k = false, ran_c = true;
+        gelu_grads(dts[k], false, kern, &ran_k);
+        gelu_grads(dts[k], true, comp, &ran_c);
+        CHECK_MSG(!ran_c, "gelu_backward ran with create_graph (dtype %d)", (int)dts[k]);
+        CHECK_MSG(ran_k || !cpu, "the %s plugin composed GELU's gradient", plugin);
+        double tol = dts[k] == GF_F64 ? 1e-13 : 2e-6;
+        for (int i = 0; i < GELU_N; i++) {
+            double x = xs[i];
+            double want = rs[i] * (0.5 * (1 + erf(x * 0.70710678118654752440)) +
+                                   x * (exp(-0.5 * x * x) * 0.39894228040143267794));
+            const double got[2] = {kern[i], comp[i]};
+            for (int j = 0; j < 2; j++) {
+                bool ok = isnan(want) ? isnan(got[j])
+                                      : fabs(got[j] - want) <= tol * (1 + fabs(want));
+                CHECK_MSG(ok, "gelu grad, %s, dtype %d, x %g: got %.9g, want %.9g",
+                          j ? "composed" : "kernel", (int)dts[k], x, got[j], want);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------ dtypes, higher order */
 static void test_dtypes(void) {
     /* f32 * f64: the f32 input's gradient is f32. */
@@ -1058,6 +1112,7 @@ int main(void) {
     RUN(test_saved_tensors);
     RUN(test_inplace_forms);
     RUN(test_relu_backward_kernel);
+    RUN(test_gelu_backward_kernel);
     RUN(test_dtypes);
     RUN(test_higher_order);
     int r = CHECK_REPORT();

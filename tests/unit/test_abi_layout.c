@@ -125,7 +125,7 @@ static void test_op_ids(void) {
         /* 1.3 */
         OP(ADAM_UPDATE, 167), OP(FFT, 168), OP(LAYER_NORM_BACKWARD, 126),
         OP(SOFTMAX_BACKWARD, 127), OP(LOG_SOFTMAX_BACKWARD, 128), OP(RELU_BACKWARD, 77),
-        OP(LSTM_CELL_BACKWARD, 169), OP(LSTM_CELL, 170),
+        OP(GELU_BACKWARD, 78), OP(LSTM_CELL_BACKWARD, 169), OP(LSTM_CELL, 170),
 #undef OP
     };
     size_t n = sizeof ops / sizeof ops[0];

@@ -57,8 +57,13 @@ typedef struct unary_ctx {
 } unary_ctx;
 GF_CTX_FITS(unary_ctx);
 
-/* d/dx gelu (erf form) = Phi(x) + x * phi(x). */
+static bool fused_grad(gfp_op op, const char *name, gf_tensor *g, gf_tensor *y, gf_tensor **out);
+
+/* d/dx gelu (erf form) = Phi(x) + x * phi(x): one GELU_BACKWARD launch
+ * where fused_grad may, else composed. */
 static gf_tensor *gelu_grad(gf_tensor *g, gf_tensor *x) {
+    gf_tensor *k;
+    if (fused_grad(GFP_OP_GELU_BACKWARD, "gelu_backward", g, x, &k)) return k;
     gf_tensor *cdf = gf_mul_scalar(gf_add_scalar(gf_erf(gf_mul_scalar(x, SQRT1_2)), 1.0), 0.5);
     gf_tensor *pdf = gf_mul_scalar(gf_exp(gf_mul_scalar(gf_square(x), -0.5)), INV_SQRT_2PI);
     return gf_mul(g, gf_add(cdf, gf_mul(x, pdf)));
@@ -114,32 +119,46 @@ static gf_tensor *pow_scalar_grad(gf_tensor *g, gf_tensor *x, double e) {
     return gf_mul(g, gf_mul_scalar(gf_pow_scalar(x, e - 1.0), e));
 }
 
-/* relu's gradient, PyTorch's threshold_backward: 0 where y <= 0 (so at 0),
- * g elsewhere, also at NaN. One RELU_BACKWARD launch where the device has
- * it and the result needs neither history (create_graph with g or y
- * requiring grad) nor a tangent; else the composed where (three launches
- * and a bool temporary). Inside a scope. */
-static gf_tensor *relu_grad(gf_tensor *g, gf_tensor *y) {
+/* A fused gradient kernel op(g, y) (RELU_BACKWARD, GELU_BACKWARD: g the
+ * incoming gradient, y what the kernel reads of the forward) in one launch
+ * where the device has it and the result needs neither history
+ * (create_graph with g or y requiring grad) nor a tangent. true: *out is
+ * the result, or NULL when it failed; false: compose instead. Inside a
+ * scope. */
+static bool fused_grad(gfp_op op, const char *name, gf_tensor *g, gf_tensor *y, gf_tensor **out) {
     const gf_tensor *gy[2] = {g, y};
-    if (g->dtype == y->dtype && g->storage->device == y->storage->device &&
-        g->rank == y->rank && !memcmp(g->sizes, y->sizes, sizeof(int64_t) * (size_t)y->rank) &&
-        !gf_dtype_is_complex(g->dtype) &&
-        !(gf_is_grad_enabled() && (gf_tensor_requires_grad(g) || gf_tensor_requires_grad(y))) &&
-        !gf__fw_any_tangent(gy, 2)) {
-        gf_tensor *o = gf__empty(y->sizes, y->rank, y->dtype, y->storage->device);
-        if (!o) return NULL;
-        gf_tensor *outs[1] = {o};
-        if (gf__dev_has_op(GFP_OP_RELU_BACKWARD, gy, 2, outs, 1)) {
-            gf_status s = gf__launch_own(GFP_OP_RELU_BACKWARD, "relu_backward", gy, 2, outs, 1,
-                                         NULL);
-            if (s == GF_OK) return gf__ret(o);
-            if (s != GF_ERR_UNSUPPORTED) {
-                gf_tensor_release(o);
-                return NULL;
-            }
+    *out = NULL;
+    if (g->dtype != y->dtype || g->storage->device != y->storage->device ||
+        g->rank != y->rank || memcmp(g->sizes, y->sizes, sizeof(int64_t) * (size_t)y->rank) ||
+        gf_dtype_is_complex(g->dtype) ||
+        (gf_is_grad_enabled() && (gf_tensor_requires_grad(g) || gf_tensor_requires_grad(y))) ||
+        gf__fw_any_tangent(gy, 2))
+        return false;
+    gf_tensor *o = gf__empty(y->sizes, y->rank, y->dtype, y->storage->device);
+    if (!o) return true;
+    gf_tensor *outs[1] = {o};
+    if (gf__dev_has_op(op, gy, 2, outs, 1)) {
+        gf_status s = gf__launch_own(op, name, gy, 2, outs, 1, NULL);
+        if (s == GF_OK) {
+            *out = gf__ret(o);
+            return true;
         }
-        gf_tensor_release(o);
+        if (s != GF_ERR_UNSUPPORTED) {
+            gf_tensor_release(o);
+            return true;
+        }
     }
+    gf_tensor_release(o);
+    return false;
+}
+
+/* relu's gradient, PyTorch's threshold_backward: 0 where y <= 0 (so at 0),
+ * g elsewhere, also at NaN. One RELU_BACKWARD launch where fused_grad may;
+ * else the composed where (three launches and a bool temporary). Inside a
+ * scope. */
+static gf_tensor *relu_grad(gf_tensor *g, gf_tensor *y) {
+    gf_tensor *k;
+    if (fused_grad(GFP_OP_RELU_BACKWARD, "relu_backward", g, y, &k)) return k;
     return gf_where(gf_le_scalar(y, 0.0), zero_of(g), g);
 }
 
