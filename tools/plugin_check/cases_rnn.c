@@ -13,16 +13,21 @@
 
 #include "pc.h"
 
-static int combos_cell(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
-    (void)op;
+/* [N, H] of the cases: a vector's tail only, whole vectors, both; the last
+ * one large (skipped by --quick). */
+static const int64_t shapes[][2] = {{1, 3}, {4, 16}, {5, 37}, {32, 256}};
+enum { N_SHAPES = (int)(sizeof shapes / sizeof shapes[0]) };
+
+/* Both ops take one float dtype throughout: 6 in, 2 out (the backward),
+ * 3 in, 4 out (the forward). */
+static int combos_lstm(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
+    bool bw = op->id == GFP_OP_LSTM_CELL_BACKWARD;
     uint32_t floats = dtypes & (GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64));
-    return pc_combos_same(floats, 6, 2, out, max);
+    return pc_combos_same(floats, bw ? 6 : 3, bw ? 2 : 4, out, max);
 }
 
 static bool build_cell(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     (void)op;
-    static const int64_t shapes[][2] = {{1, 3}, {4, 16}, {5, 37}, {32, 256}};
-    enum { N_SHAPES = (int)(sizeof shapes / sizeof shapes[0]) };
     bool large = k == 2 * N_SHAPES - 1;
     if (k >= 2 * N_SHAPES || (large && quick)) return false;
     int64_t n = shapes[k / 2][0], h = shapes[k / 2][1];
@@ -44,16 +49,8 @@ static bool build_cell(const pc_op *op, const pc_combo *cb, int k, bool quick, p
     return true;
 }
 
-static int combos_fwd(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
-    (void)op;
-    uint32_t floats = dtypes & (GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64));
-    return pc_combos_same(floats, 3, 4, out, max);
-}
-
 static bool build_fwd(const pc_op *op, const pc_combo *cb, int k, bool quick, pc_case *c) {
     (void)op;
-    static const int64_t shapes[][2] = {{1, 3}, {4, 16}, {5, 37}, {32, 256}};
-    enum { N_SHAPES = (int)(sizeof shapes / sizeof shapes[0]) };
     bool large = k == N_SHAPES - 1;
     if (k >= N_SHAPES || (large && quick)) return false;
     int64_t n = shapes[k][0], h = shapes[k][1];
@@ -76,12 +73,12 @@ static bool build_fwd(const pc_op *op, const pc_combo *cb, int k, bool quick, pc
 bool pc_cases_rnn(const gfp_op_info *row, pc_op *op) {
     if (row->family != GFP_FAMILY_RNN) return false;
     if (row->op == GFP_OP_LSTM_CELL_BACKWARD) {
-        op->combos = combos_cell;
+        op->combos = combos_lstm;
         op->build = build_cell;
         return true;
     }
     if (row->op == GFP_OP_LSTM_CELL) {
-        op->combos = combos_fwd;
+        op->combos = combos_lstm;
         op->build = build_fwd;
         return true;
     }
