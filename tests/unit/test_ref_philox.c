@@ -210,6 +210,42 @@ static void strided_output(void) {
     P->buffer_free(dev, y.buffer);
 }
 
+/* Bernoulli at the edges of its comparison u < p: p equal to some
+ * element's u exactly (that element draws 0), the next double above it (1)
+ * and below it, p 0 and 1, p below 2^-24 and within 2^-30 of 1, and a NaN
+ * p (nothing is below it); a length that ends in a partial vector. */
+static void bernoulli_thresholds(void) {
+    enum { N = 37 };
+    static const int32_t dtypes[] = {GFP_F32, GFP_F64, GFP_BOOL};
+    int64_t sz[1] = {N}, st[1] = {1};
+    uint32_t r[4];
+    stream_words(11, 5, 9, r); /* element 9 of seed 11, offset 5 */
+    double u9 = ab_u24(r[0]);
+    const double ps[] = {u9, nextafter(u9, 2.0), nextafter(u9, -1.0), 0.0, 1.0, 0x1p-26,
+                         1.0 - 0x1p-30, 0x1p-24, NAN};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        int32_t dt = dtypes[d];
+        size_t es = dt == GFP_F64 ? 8 : dt == GFP_BOOL ? 1 : 4;
+        gfp_tensor y = new_tensor(dt, 1, sz, st, N * es);
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+            unsigned char raw[N * 8];
+            CHECK(run_random(&y, GFP_RANDOM_BERNOULLI, 11, 5, ps[k], 0) == GFP_OK);
+            P->buffer_read(dev, y.buffer, 0, raw, (uint64_t)N * es);
+            for (int i = 0; i < N; i++) {
+                double got = dt == GFP_F32   ? ((float *)(void *)raw)[i]
+                             : dt == GFP_F64 ? ((double *)(void *)raw)[i]
+                                             : raw[i];
+                double want = expected(GFP_RANDOM_BERNOULLI, dt, 11, 5, (uint64_t)i, ps[k], 0);
+                CHECK_MSG(got == want, "dtype %d p %.17g element %d: %g, want %g", dt, ps[k], i,
+                          got, want);
+            }
+        }
+        P->buffer_free(dev, y.buffer);
+    }
+    CHECK(expected(GFP_RANDOM_BERNOULLI, GFP_F32, 11, 5, 9, u9, 0) == 0.0);
+    CHECK(expected(GFP_RANDOM_BERNOULLI, GFP_F32, 11, 5, 9, nextafter(u9, 2.0), 0) == 1.0);
+}
+
 /* Sample moments: the formulas produce the distributions they claim. */
 static void distributions(void) {
     enum { N = 20000 };
@@ -292,6 +328,7 @@ int main(int argc, char **argv) {
     RUN(streams_match);
     RUN(long_streams_match);
     RUN(strided_output);
+    RUN(bernoulli_thresholds);
     RUN(distributions);
     RUN(errors);
     rd_close();
