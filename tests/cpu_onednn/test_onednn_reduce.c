@@ -173,7 +173,9 @@ static void test_batch_norm(void) {
         int rank;
         int64_t sizes[5];
     } cases[] = {{4, {8, 16, 7, 9}}, {2, {64, 30}}, {3, {5, 4, 11}}, {5, {2, 3, 2, 4, 5}},
-                 {4, {1, 3, 1, 1}}};
+                 {4, {1, 3, 1, 1}},
+                 /* contiguous planes of >= 64: the planar path (odd lengths: vector tails) */
+                 {4, {3, 5, 9, 13}}, {3, {4, 3, 65}}, {5, {2, 3, 4, 4, 5}}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int k = 0; k < 2; k++)
             for (int training = 0; training < 2; training++)
@@ -209,6 +211,39 @@ static void test_batch_norm(void) {
                     }
 }
 
+/* BATCH_NORM_BACKWARD against the reference: the planar path (contiguous
+ * planes of >= 64 elements) and the channel walk (small planes, a
+ * transposed x or grad_y), with and without weight, f32 and f64. */
+static void test_batch_norm_backward(void) {
+    struct {
+        int rank;
+        int64_t sizes[5];
+    } cases[] = {{4, {3, 5, 9, 13}}, {3, {4, 3, 65}}, {4, {8, 16, 7, 9}}, {5, {2, 3, 4, 4, 5}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int k = 0; k < 2; k++)
+            for (int l = 0; l < 3; l++)
+                for (int wt = 0; wt < 2; wt++) {
+                    int32_t dt = k ? GFP_F64 : GFP_F32;
+                    int rank = cases[c].rank;
+                    const int64_t *sz = cases[c].sizes, *ch = sz + 1;
+                    ap_tensor g = ap_make(dt, rank, sz, l == 2 ? AL_TRANSPOSED : AL_CONTIG, AD_ANY);
+                    ap_tensor x = ap_make(dt, rank, sz, l == 1 ? AL_TRANSPOSED : AL_CONTIG, AD_WIDE);
+                    ap_tensor m = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                    ap_tensor r = ap_make(dt, 1, ch, AL_CONTIG, AD_POS);
+                    ap_tensor w = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                    ap_tensor gx = ap_make(dt, rank, sz, AL_CONTIG, AD_ANY);
+                    ap_tensor gw = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                    ap_tensor gb = ap_make(dt, 1, ch, AL_CONTIG, AD_ANY);
+                    ap_tensor *in[5] = {&g, &x, &m, &r, wt ? &w : NULL};
+                    ap_tensor *out[3] = {&gx, &gw, &gb};
+                    double tol = dt == GFP_F64 ? 1e-11 : 1e-4;
+                    ap_run("batch_norm_backward", GFP_OP_BATCH_NORM_BACKWARD, in, 5, out, 3, NULL,
+                           tol, tol);
+                    ap_free(&g), ap_free(&x), ap_free(&m), ap_free(&r), ap_free(&w);
+                    ap_free(&gx), ap_free(&gw), ap_free(&gb);
+                }
+}
+
 /* Zero variance: rows and channels of equal values normalise to exactly 0
  * (plus the bias), however large 1/sqrt(eps) is. */
 static void test_norm_constant(void) {
@@ -238,6 +273,7 @@ int main(void) {
     RUN(test_softmax);
     RUN(test_layer_norm);
     RUN(test_batch_norm);
+    RUN(test_batch_norm_backward);
     RUN(test_norm_constant);
     return CHECK_REPORT();
 }
