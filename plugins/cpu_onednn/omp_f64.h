@@ -49,6 +49,11 @@ gfp_status odn_matmul_complex(const gfp_tensor *a, const gfp_tensor *b, const gf
 gfp_status odn_conv_f64(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
 
+/* CONV2D and CONV2D_BACKWARD_WEIGHT in f32 with few input taps, stride 1
+ * (omp_conv_thin.c); ODN_FALLBACK for anything else, before any write. */
+gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
+
 /* LAYER_NORM and BATCH_NORM with an f64 x (omp_norm_f64.c); ODN_FALLBACK
  * for anything else. */
 gfp_status odn_norm_f64(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,

@@ -242,6 +242,10 @@ gfp_status odn_conv_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
         if (!in[i] && !(op == GFP_OP_CONV2D && i == 2)) return ODN_FALLBACK;
     if (n_out == 1 && out[0] && out[0]->dtype == GFP_F64) /* oneDNN 2.x has no f64 */
         return odn_conv_f64(op, in, n_in, out, n_out, params);
+    if (n_out == 1 && out[0] && out[0]->dtype == GFP_F32) {
+        gfp_status st = odn_conv_thin(op, in, n_in, out, n_out, params);
+        if (st != ODN_FALLBACK) return st;
+    }
     if (!make_plan(&p, op, in, n_in, out, n_out, params)) return ODN_FALLBACK;
     odn_key key;
     odn_key_init(&key, op);

@@ -115,6 +115,15 @@ static const conv_cfg convs[] = {
     {3, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
     {2, 32, 9, 7, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1},
     {2, 8, 15, 15, 8, 3, 3, 2, 2, 1, 1, 1, 1, 8},
+    /* few taps, stride 1 (omp_conv_thin.c in f32, contiguous): the first
+     * layer of a Fashion-MNIST CNN; 27 taps, 5 output channels (blocks and
+     * a remainder) and rows of 33 (two vectors and a tail); padding as wide
+     * as the kernel; rows of exactly 16; an uneven kernel without row padding */
+    {3, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {2, 3, 17, 33, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {2, 1, 6, 5, 3, 1, 1, 1, 1, 2, 2, 1, 1, 1},
+    {2, 1, 10, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+    {1, 2, 5, 40, 3, 3, 4, 1, 1, 0, 1, 1, 1, 1},
 };
 
 static void run_conv(uint32_t op, int32_t dt, const conv_cfg *c, int layout_set, bool bias) {

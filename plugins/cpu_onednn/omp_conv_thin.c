@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* omp_conv_thin.c — CONV2D and CONV2D_BACKWARD_WEIGHT in f32 for "thin"
+ * inputs: few input taps per output (Ci * kh * kw <= THIN_TAPS), stride 1,
+ * dilation 1, one group, contiguous NCHW tensors. A network's first layer
+ * on images (1 or 3 channels) is this shape.
+ *
+ * oneDNN runs such a layer with a blocked (nChw16c) output and reorders it
+ * back to graft's NCHW: on a Fashion-MNIST batch ([128, 1, 28, 28] -> 32
+ * channels, 3x3) 2.4 ms, most of it the 12.8 MB reorder, and 1.3 ms for the
+ * weight gradient. Here each image's input planes are copied once into a
+ * zero-padded scratch plane, and every output row is a sum of Ci * kh * kw
+ * shifted rows of it (vectorised along the row); the weight gradient is the
+ * same sums the other way round, one accumulator per tap. Both go through
+ * the images in memory order.
+ *
+ * Sums: the forward pass adds the taps in the order (ci, ki, kj) in f32, as
+ * a direct convolution does. The weight gradient sums each image's products
+ * in f32 lanes, then the images in double, in order: the result does not
+ * depend on the thread count. */
+#include <string.h>
+
+#include "omp_f64.h"
+
+#define THIN_TAPS 32 /* Ci * kh * kw at most */
+#define THIN_LANES 16 /* outputs a vector */
+
+typedef struct thin_geom {
+    int64_t n, ci, h, w, co, kh, kw, ho, wo, ph, pw;
+    int64_t hp, wp; /* the padded plane's rows and row length */
+} thin_geom;
+
+static const float *cf32(const gfp_tensor *t) {
+    return (const float *)(const void *)((const char *)t->buffer + t->offset);
+}
+static float *mf32(const gfp_tensor *t) { return (float *)(void *)((char *)t->buffer + t->offset); }
+
+static bool thin_geometry(thin_geom *g, const gfp_tensor *x, const gfp_tensor *w,
+                          const gfp_tensor *y, const void *params) {
+    const gfp_conv2d_params *cp = params;
+    if (!cp || cp->struct_size < GFP_CONV2D_PARAMS_SIZE_V1_0 || cp->groups != 1) return false;
+    const gfp_tensor *t[3] = {x, w, y};
+    for (int k = 0; k < 3; k++)
+        if (!t[k] || t[k]->rank != 4 || t[k]->dtype != GFP_F32 || !odn_is_contiguous(t[k]) ||
+            pk_numel(t[k]) == 0)
+            return false;
+    for (int a = 0; a < 2; a++)
+        if (cp->stride[a] != 1 || cp->dilation[a] != 1 || cp->padding[a] < 0) return false;
+    *g = (thin_geom){.n = x->sizes[0], .ci = x->sizes[1], .h = x->sizes[2], .w = x->sizes[3],
+                     .co = w->sizes[0], .kh = w->sizes[2], .kw = w->sizes[3], .ho = y->sizes[2],
+                     .wo = y->sizes[3], .ph = cp->padding[0], .pw = cp->padding[1]};
+    if (w->sizes[1] != g->ci || y->sizes[0] != g->n || y->sizes[1] != g->co) return false;
+    if (g->ci * g->kh * g->kw > THIN_TAPS) return false;
+    if (g->ho != g->h + 2 * g->ph - g->kh + 1 || g->wo != g->w + 2 * g->pw - g->kw + 1)
+        return false;
+    g->hp = g->h + 2 * g->ph;
+    g->wp = g->w + 2 * g->pw;
+    return true;
+}
+
+/* Image n's Ci planes into buf, zero-padded (ph rows, pw columns each side). */
+static void pad_image(const thin_geom *g, const float *x, float *buf) {
+    memset(buf, 0, sizeof(float) * (size_t)(g->ci * g->hp * g->wp));
+    for (int64_t c = 0; c < g->ci; c++)
+        for (int64_t i = 0; i < g->h; i++)
+            memcpy(buf + (c * g->hp + i + g->ph) * g->wp + g->pw, x + (c * g->h + i) * g->w,
+                   sizeof(float) * (size_t)g->w);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define THIN_AVX512 __attribute__((target("avx512f")))
+
+/* Offsets of the taps (ci, ki, kj) in a padded image, in that order. */
+static int64_t tap_offsets(const thin_geom *g, int64_t *off) {
+    int64_t t = 0;
+    for (int64_t c = 0; c < g->ci; c++)
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) off[t++] = (c * g->hp + ki) * g->wp + kj;
+    return t;
+}
+
+static inline __mmask16 lanes_of(int64_t len) {
+    return (__mmask16)(len >= THIN_LANES ? 0xffffu : (1u << len) - 1);
+}
+
+/* Output channels oc0 .. oc0 + NB - 1 of one row chunk: NB independent sums
+ * (a constant after inlining, so they stay in registers). */
+THIN_AVX512 static inline __attribute__((always_inline)) void
+fw_block(const __m512 *xv, int64_t taps, const float *w, const float *bias, int64_t oc0, int nb,
+         float *yo, int64_t plane, int64_t row, __mmask16 m) {
+    __m512 acc[4];
+    for (int i = 0; i < nb; i++) acc[i] = _mm512_set1_ps(bias ? bias[oc0 + i] : 0.0f);
+    for (int64_t k = 0; k < taps; k++)
+        for (int i = 0; i < nb; i++)
+            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(w[(oc0 + i) * taps + k]), xv[k], acc[i]);
+    for (int i = 0; i < nb; i++) {
+        _mm512_mask_storeu_ps(yo + (oc0 + i) * plane, m, acc[i]);
+        /* the lines of this chunk two rows down: a write stream per channel */
+        _mm_prefetch((const char *)(yo + (oc0 + i) * plane + 2 * row), _MM_HINT_T0);
+    }
+}
+
+/* y of one image from its padded planes, sixteen outputs of a row at a
+ * time: the taps' shifted input vectors loaded once, then every output
+ * channel's sum of taps (f32, in the order ci, ki, kj) onto its bias. */
+THIN_AVX512 static void thin_forward_image(const thin_geom *g, const float *xp, const float *w,
+                                           const float *bias, float *y) {
+    int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
+    __m512 xv[THIN_TAPS];
+    for (int64_t oh = 0; oh < g->ho; oh++)
+        for (int64_t o0 = 0; o0 < g->wo; o0 += THIN_LANES) {
+            __mmask16 m = lanes_of(g->wo - o0);
+            const float *base = xp + oh * g->wp + o0;
+            for (int64_t k = 0; k < taps; k++) xv[k] = _mm512_maskz_loadu_ps(m, base + off[k]);
+            float *yo = y + oh * g->wo + o0;
+            int64_t oc = 0;
+            for (; oc + 4 <= g->co; oc += 4) fw_block(xv, taps, w, bias, oc, 4, yo, plane, g->wo, m);
+            for (; oc < g->co; oc++) fw_block(xv, taps, w, bias, oc, 1, yo, plane, g->wo, m);
+        }
+}
+
+/* A vector's lanes summed in double. */
+THIN_AVX512 static inline double lanes_sum(__m512 v) {
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
+/* Taps t .. t + NB - 1 of NC output channels' weight gradients (grad_y
+ * planes gp[0 .. NC - 1]) over one image: NC * NB vector sums in registers
+ * (constants after inlining), each x vector loaded once for the NC
+ * channels, lanes beyond a row's end loaded as zeros; folded in double into
+ * gw[c][i]. */
+THIN_AVX512 static inline __attribute__((always_inline)) void
+gw_block(const thin_geom *g, const float *xp, const float *const *gp, int nc,
+         const int64_t *off, int nb, double *const *gw) {
+    int64_t pf = 2 * g->ho * g->wo; /* the next pair of channels' planes */
+    __m512 acc[2][8];
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < nb; i++) acc[c][i] = _mm512_setzero_ps();
+    int64_t wp = g->wp, wo = g->wo;
+    for (int64_t oh = 0; oh < g->ho; oh++)
+        for (int64_t o0 = 0; o0 < wo; o0 += THIN_LANES) {
+            __mmask16 m = lanes_of(wo - o0);
+            __m512 gv[2];
+            for (int c = 0; c < nc; c++) {
+                gv[c] = _mm512_maskz_loadu_ps(m, gp[c] + oh * wo + o0);
+                _mm_prefetch((const char *)(gp[c] + pf + oh * wo + o0), _MM_HINT_T0);
+            }
+            const float *base = xp + oh * wp + o0;
+            for (int i = 0; i < nb; i++) {
+                __m512 xv = _mm512_maskz_loadu_ps(m, base + off[i]);
+                for (int c = 0; c < nc; c++) acc[c][i] = _mm512_fmadd_ps(gv[c], xv, acc[c][i]);
+            }
+        }
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < nb; i++) gw[c][i] = lanes_sum(acc[c][i]);
+}
+
+/* Every tap of nc (1 or 2: a constant after inlining) output channels. */
+THIN_AVX512 static inline __attribute__((always_inline)) void
+gw_channels(const thin_geom *g, const float *xp, const float *const *gp, int nc,
+            const int64_t *off, int64_t taps, double *const *out) {
+    int64_t t = 0;
+    double *o[2];
+#define GW_AT(NB)                                                   \
+    do {                                                            \
+        for (int c = 0; c < nc; c++) o[c] = out[c] + t;             \
+        gw_block(g, xp, gp, nc, off + t, NB, o);                    \
+        t += NB;                                                    \
+    } while (0)
+    while (t + 8 <= taps) GW_AT(8);
+    if (t + 4 <= taps) GW_AT(4);
+    if (t + 2 <= taps) GW_AT(2);
+    if (t < taps) GW_AT(1);
+#undef GW_AT
+}
+
+/* One image's contribution to every weight: gw[oc * taps + t] (double) =
+ * the sum over the image's outputs of grad_y times the tap's input; output
+ * channels in pairs. */
+THIN_AVX512 static void thin_grad_weight_image(const thin_geom *g, const float *xp,
+                                               const float *gy, double *gw) {
+    int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
+    int64_t oc = 0;
+    for (; oc + 2 <= g->co; oc += 2) {
+        const float *gp[2] = {gy + oc * plane, gy + (oc + 1) * plane};
+        double *out[2] = {gw + oc * taps, gw + (oc + 1) * taps};
+        gw_channels(g, xp, gp, 2, off, taps, out);
+    }
+    if (oc < g->co) {
+        const float *gp[1] = {gy + oc * plane};
+        double *out[1] = {gw + oc * taps};
+        gw_channels(g, xp, gp, 1, off, taps, out);
+    }
+}
+#endif
+
+gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params) {
+#ifndef THIN_AVX512
+    (void)op, (void)in, (void)n_in, (void)out, (void)n_out, (void)params;
+    return ODN_FALLBACK; /* oneDNN's kernels, without AVX-512 here */
+#else
+    if (!__builtin_cpu_supports("avx512f")) return ODN_FALLBACK;
+    if (n_out != 1 || !out[0]) return ODN_FALLBACK;
+    thin_geom g;
+    const gfp_tensor *x, *w, *y, *bias = NULL;
+    if (op == GFP_OP_CONV2D) {
+        if (n_in != 2 && n_in != 3) return ODN_FALLBACK;
+        x = in[0], w = in[1], y = out[0];
+        if (n_in == 3 && in[2]) {
+            bias = in[2];
+            if (bias->dtype != GFP_F32 || bias->rank != 1 || !odn_is_contiguous(bias))
+                return ODN_FALLBACK;
+        }
+        if (!thin_geometry(&g, x, w, y, params) || !odn_writable(y)) return ODN_FALLBACK;
+        if (bias && bias->sizes[0] != g.co) return ODN_FALLBACK;
+        if (y->buffer == x->buffer || y->buffer == w->buffer) return ODN_FALLBACK;
+    } else if (op == GFP_OP_CONV2D_BACKWARD_WEIGHT) {
+        if (n_in != 2) return ODN_FALLBACK;
+        y = in[0], x = in[1], w = out[0]; /* y: grad_y, w: grad_weight */
+        if (!thin_geometry(&g, x, w, y, params) || !odn_writable(w)) return ODN_FALLBACK;
+    } else {
+        return ODN_FALLBACK;
+    }
+    odn_ctx *ctx;
+    gfp_status cst = odn_ctx_acquire(&ctx);
+    if (cst != GFP_OK) return cst;
+    int64_t taps = g.ci * g.kh * g.kw, plane = g.ci * g.hp * g.wp;
+    int nt = odn_threads(g.n * g.co * g.ho * g.wo * taps / 8);
+    if (nt > g.n) nt = (int)g.n;
+    float *pads = odn_arena_alloc(ctx, sizeof(float) * (size_t)(plane * (nt > 1 ? nt : 1)));
+    double *part = op == GFP_OP_CONV2D ? NULL
+                                       : odn_arena_alloc(ctx, sizeof(double) *
+                                                                  (size_t)(g.n * g.co * taps));
+    if (!pads || (op != GFP_OP_CONV2D && !part)) return GFP_ERR_OUT_OF_MEMORY;
+    const float *xb = cf32(x);
+    int64_t xs = g.ci * g.h * g.w, ys = g.co * g.ho * g.wo;
+    if (op == GFP_OP_CONV2D) {
+        const float *wb = cf32(w), *bb = bias ? cf32(bias) : NULL;
+        float *yb = mf32(y);
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
+            float *buf = pads + plane * odn_team_thread(nt);
+            pad_image(&g, xb + n * xs, buf);
+            thin_forward_image(&g, buf, wb, bb, yb + n * ys);
+        });
+        return GFP_OK;
+    }
+    const float *gyb = cf32(y);
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
+        float *buf = pads + plane * odn_team_thread(nt);
+        pad_image(&g, xb + n * xs, buf);
+        thin_grad_weight_image(&g, buf, gyb + n * ys, part + n * g.co * taps);
+    });
+    float *gw = mf32(w);
+    int64_t total = g.co * taps;
+    for (int64_t k = 0; k < total; k++) {
+        double s = 0;
+        for (int64_t n = 0; n < g.n; n++) s += part[n * total + k];
+        gw[k] = (float)s;
+    }
+    return GFP_OK;
+#endif
+}
