@@ -238,11 +238,17 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
             int64_t n = pl / g->c, c = pl % g->c;
             const float *plane = xb + n * x->strides[0] + c * x->strides[1];
-            for (int64_t oh = 0; oh < g->ho; oh++)
+            for (int64_t oh = 0; oh < g->ho; oh++) {
+                /* the row pair two output rows down (the hardware's stream
+                 * prefetch lags on these short rows) */
+                const float *ahead = plane + (2 * oh + 4) * x->strides[2];
+                for (int64_t b = 0; b < 2 * g->w && oh + 2 < g->ho; b += 16)
+                    _mm_prefetch((const char *)(ahead + b), _MM_HINT_T0);
                 max_pool_2x2_f32_avx512(plane + 2 * oh * x->strides[2],
                                         plane + (2 * oh + 1) * x->strides[2],
                                         AT(y, yb, n, c, oh, 0), AT(ind, ib, n, c, oh, 0), g->wo,
                                         2 * oh * g->w, g->w);
+            }
         });
         return;
     }
@@ -286,6 +292,102 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
     }
 MAX_POOL_BWD(max_pool_bwd_f32, float)
 MAX_POOL_BWD(max_pool_bwd_f64, double)
+
+#ifdef ODN_POOL_AVX512
+/* The backward of a 2x2, stride-2 max pool (what max_pool2d's indices say
+ * when each lies in its own window or is -1): every grad_x element belongs to
+ * at most one window, so grad_x can be written window by window, in memory
+ * order, without the zeroing pass and the scatter. Dense f32 tensors; a
+ * check pass first (read only), so any other indices take the general path
+ * with grad_x untouched. */
+
+/* How many of a plane's indices lie outside their window (and are not -1):
+ * own[i] is output i's window corner, 2 * oh * w + 2 * ow. */
+ODN_CLONES static int64_t windows_bad(const int64_t *ip, const int64_t *own, int64_t n,
+                                      int64_t w) {
+    int64_t bad = 0;
+#pragma omp simd reduction(+ : bad)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = ip[i], d = k - own[i];
+        bad += (k != -1) & (d != 0) & (d != 1) & (d != w) & (d != w + 1); /* no branches */
+    }
+    return bad;
+}
+
+/* One plane: each grad_y row into the two grad_x rows under it, eight
+ * windows a step: each index's offset in its window chooses, by masks,
+ * which of the four positions takes the gradient (the others 0); the rows'
+ * pairs are interleaved by permutes. An odd last column or row is zeroed. */
+__attribute__((target("avx512f"))) static void windows_plane(const float *gp, const int64_t *ip,
+                                                             float *xp, int64_t h, int64_t w,
+                                                             int64_t ho, int64_t wo) {
+    const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i pairs = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i one = _mm512_set1_epi64(1), vw = _mm512_set1_epi64(w);
+    const __m512i vw1 = _mm512_set1_epi64(w + 1);
+    for (int64_t oh = 0; oh < ho; oh++) {
+        const float *gr = gp + oh * wo;
+        const int64_t *ir = ip + oh * wo;
+        float *r0 = xp + 2 * oh * w, *r1 = r0 + w;
+        /* two window rows ahead: the grad_x lines about to be written (each
+         * row is written in parts, so each line is read first) and the
+         * indices; within the plane and the next one */
+        for (int64_t b = 0; b < 2 * w; b += 16)
+            _mm_prefetch((const char *)(r0 + 4 * w + b), _MM_HINT_T0);
+        for (int64_t b = 0; b < wo; b += 8)
+            _mm_prefetch((const char *)(ir + 2 * wo + b), _MM_HINT_T0);
+        for (int64_t o0 = 0; o0 < wo; o0 += 8) {
+            int64_t len = wo - o0 < 8 ? wo - o0 : 8;
+            __mmask8 m = (__mmask8)((1u << len) - 1);
+            __mmask16 m2 = (__mmask16)((1u << (2 * len)) - 1);
+            __m512i k = _mm512_maskz_loadu_epi64(m, ir + o0);
+            __m512i d = _mm512_sub_epi64(
+                k, _mm512_add_epi64(_mm512_set1_epi64(2 * oh * w + 2 * o0), lane2));
+            /* 0 + g, as the scatter into zeros: a -0 gradient lands as +0 */
+            __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps((__mmask16)m, gr + o0));
+            __m512 p0 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, _mm512_setzero_si512()), v);
+            __m512 p1 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, one), v);
+            __m512 p2 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, vw), v);
+            __m512 p3 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, vw1), v);
+            _mm512_mask_storeu_ps(r0 + 2 * o0, m2, _mm512_permutex2var_ps(p0, pairs, p1));
+            _mm512_mask_storeu_ps(r1 + 2 * o0, m2, _mm512_permutex2var_ps(p2, pairs, p3));
+        }
+        if (w > 2 * wo) r0[w - 1] = r1[w - 1] = 0.0f;
+    }
+    if (h > 2 * ho) memset(xp + (h - 1) * w, 0, sizeof(float) * (size_t)w);
+}
+
+/* True when the window path applies and has written grad_x. */
+static bool max_pool_bwd_windows(const pool_geom *g, const gfp_tensor *gy, const gfp_tensor *ind,
+                                 const gfp_tensor *gx) {
+    if (!__builtin_cpu_supports("avx512f")) return false;
+    int64_t h = g->h, w = g->w, ho = g->ho, wo = g->wo, P = ho * wo, planes = g->n * g->c;
+    if (gy->dtype != GFP_F32 || 2 * ho > h || 2 * wo > w || h > 2 * ho + 1 || w > 2 * wo + 1)
+        return false;
+    if (!odn_is_contiguous(gy) || !odn_is_contiguous(ind) || !odn_is_contiguous(gx)) return false;
+    odn_ctx *c;
+    if (odn_ctx_acquire(&c) != GFP_OK) return false;
+    int64_t *own = odn_arena_alloc(c, sizeof(int64_t) * (size_t)P);
+    if (!own) return false;
+    for (int64_t oh = 0; oh < ho; oh++)
+        for (int64_t ow = 0; ow < wo; ow++) own[oh * wo + ow] = 2 * oh * w + 2 * ow;
+    const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer + ind->offset);
+    const float *gyb = (const float *)((char *)gy->buffer + gy->offset);
+    float *gxb = (float *)((char *)gx->buffer + gx->offset);
+    int64_t bad = 0;
+    int nt = odn_threads(planes * P);
+    ODN_PARALLEL_FOR(nt, schedule(static) reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
+        bad += windows_bad(ib + pl * P, own, P, w);
+    });
+    if (bad) return false;
+    nt = odn_threads(planes * (h * w + P));
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
+        windows_plane(gyb + pl * P, ib + pl * P, gxb + pl * h * w, h, w, ho, wo);
+    });
+    return true;
+}
+
+#endif
 
 static bool indices_valid(const pool_geom *g, const gfp_tensor *ind) {
     const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer + ind->offset);
@@ -356,6 +458,9 @@ static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
     pool_geom g = {.n = gx->sizes[0], .c = gx->sizes[1], .h = gx->sizes[2], .w = gx->sizes[3],
                    .ho = gy->sizes[2], .wo = gy->sizes[3]};
     if (pk_numel(gx) == 0) return GFP_OK;
+#ifdef ODN_POOL_AVX512
+    if (max_pool_bwd_windows(&g, gy, ind, gx)) return GFP_OK;
+#endif
     if (!indices_valid(&g, ind)) return ODN_FALLBACK; /* the reference names the bad one */
     if (gy->dtype == GFP_F32) max_pool_bwd_f32(&g, gy, ind, gx);
     else max_pool_bwd_f64(&g, gy, ind, gx);
