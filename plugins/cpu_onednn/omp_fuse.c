@@ -27,12 +27,9 @@
  *    formulas than the C loops; such launches are never steps, they end a run.
  *  - Order: within a chunk the steps run in the graph's order, so an element
  *    is written by step i before step i + 1 reads it. That is the eager order
- *    as long as no step reads or writes, at another element index, what
- *    another step of the run writes: odn_fuse_joins requires every range a
- *    step writes to be equal to (the same elements: an in-place op, a pool
- *    block reused) or disjoint from every other range of the run. A view at
- *    another offset, an overlapping slice or a broadcast element that the run
- *    writes ends the run.
+ *    under plugins/common/pk_fuse.h's rule, which odn_fuse_joins applies: a
+ *    view at another offset, an overlapping slice or a broadcast element
+ *    that the run writes ends the run.
  *  - A step's parameters are read at each launch, as the eager launch reads
  *    them (the core rewrites optimiser constants between replays). */
 #define _GNU_SOURCE /* secure_getenv */
@@ -41,6 +38,7 @@
 #include <string.h>
 
 #include "onednn_internal.h"
+#include "pk_fuse.h"
 
 /* The run's tensors' chunks together: about L2's share of one core. */
 #define FUSE_CHUNK_BYTES (128 * 1024)
@@ -59,24 +57,14 @@ bool odn_fuse_enabled(void) {
     return !v || strcmp(v, "0") != 0;
 }
 
-/* Tensor k of st as a byte range; k = 0 (the output) is the one written. */
-typedef struct range {
-    const char *lo, *hi;
-} range;
-
-static range range_of(const odn_fuse_step *st, int k) {
+/* Tensor k of st as a range of host addresses; k = 0 (the output) is the
+ * one written. Two ranges of a run may coexist by pk_fuse.h's rule. */
+static pk_range range_of(const odn_fuse_step *st, int k) {
     size_t es = pk_dtype_size(st->dtype);
     int64_t n = st->s[k] ? st->n : 1;
-    range r = {st->base[k], st->base[k] + (size_t)n * es};
+    uintptr_t lo = (uintptr_t)st->base[k];
+    pk_range r = {NULL, lo, lo + (uint64_t)n * es};
     return r;
-}
-
-/* Two ranges of a run may coexist when neither is written, or when they
- * are the same elements or none in common. */
-static bool compatible(range a, bool a_written, range b, bool b_written) {
-    if (!a_written && !b_written) return true;
-    if (a.lo == b.lo && a.hi == b.hi) return true;
-    return a.hi <= b.lo || b.hi <= a.lo;
 }
 
 /* One element broadcast to every position: each dim of size 1 or stride 0. */
@@ -117,7 +105,7 @@ bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st) {
     }
     /* The launch's own output against its inputs: the same rule as a run's. */
     for (int k = 1; k < st->n_t; k++)
-        if (!compatible(range_of(st, 0), true, range_of(st, k), false)) return false;
+        if (!pk_fuse_compatible(range_of(st, 0), true, range_of(st, k), false)) return false;
     return true;
 }
 
@@ -127,7 +115,7 @@ bool odn_fuse_joins(const odn_fuse_step *steps, uint32_t count, const odn_fuse_s
     for (uint32_t i = 0; i < count; i++)
         for (int a = 0; a < next->n_t; a++)
             for (int b = 0; b < steps[i].n_t; b++)
-                if (!compatible(range_of(next, a), a == 0, range_of(&steps[i], b), b == 0))
+                if (!pk_fuse_compatible(range_of(next, a), a == 0, range_of(&steps[i], b), b == 0))
                     return false;
     return true;
 }

@@ -27,6 +27,10 @@ typedef struct graft_vulkan_stats_ext {
     /* Runs of captured graphs through the graph slots on every device since
      * init (each resubmits command buffers recorded at graph_create). */
     uint64_t (*graph_launches)(void);
+    /* Fused runs of elementwise launches recorded by graph_create, and the
+     * launches they cover, since the plugin loaded (GRAFT_VULKAN_FUSE=0: none). */
+    uint64_t (*fused_runs)(void);
+    uint64_t (*fused_launches)(void);
 } graft_vulkan_stats_ext;
 
 #endif

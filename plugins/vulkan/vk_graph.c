@@ -16,7 +16,10 @@
  * and only their params words are written), then submits the segments.
  * Nodes whose launch must read back to the host (the index family checks
  * its indices on the host) are not recorded: they are launched eagerly
- * between the segments, in their place. */
+ * between the segments, in their place.
+ *
+ * Runs of consecutive f32 unary and binary nodes are recorded as one
+ * dispatch each (vk_fuse.c; GRAFT_VULKAN_FUSE=0 records them one by one). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +50,9 @@ typedef struct vkp_gnode {
     uint32_t first_scratch, n_scratch;
     uint32_t params_size;
     unsigned char *snap; /* the parameter struct as last recorded or refreshed */
+    /* in a fused run (vk_fuse.c) of run_len >= 2 nodes starting at run_head:
+     * the head records the run's one dispatch, the others none */
+    uint32_t run_head, run_len;
 } vkp_gnode;
 
 /* What a run does, in order: submit a segment, or launch a live node. */
@@ -288,10 +294,64 @@ static void graph_free(vkp_device *d, vkp_graph *g) {
     free(g);
 }
 
+/* ------------------------------------------------------------ fused runs */
+static _Atomic uint64_t fused_runs, fused_launches;
+
+uint64_t vkp_fused_runs(void) { return atomic_load(&fused_runs); }
+uint64_t vkp_fused_launches(void) { return atomic_load(&fused_launches); }
+
+/* Marks the maximal runs of two or more consecutive nodes that vk_fuse.c
+ * can run as one dispatch. */
+static void plan_fusion(vkp_device *d, vkp_graph *g) {
+    vkp_fuse_step steps[VKP_FUSE_MAX_STEPS];
+    for (uint32_t i = 0; i < g->n_nodes;) {
+        uint32_t count = 0;
+        for (uint32_t k = i; k < g->n_nodes; k++) {
+            const vkp_gnode *gn = &g->nodes[k];
+            vkp_fuse_step st;
+            if (gn->live || gn->f->launch != vkp_elementwise_launch ||
+                !vkp_fuse_step_of(d, &gn->n, &st) || (count && !vkp_fuse_joins(steps, count, &st)))
+                break;
+            steps[count++] = st;
+        }
+        if (count < 2) {
+            i++;
+            continue;
+        }
+        for (uint32_t k = i; k < i + count; k++) {
+            g->nodes[k].run_head = i;
+            g->nodes[k].run_len = count;
+        }
+        atomic_fetch_add(&fused_runs, 1);
+        atomic_fetch_add(&fused_launches, count);
+        i += count;
+    }
+}
+
+/* The run starting at node head as one dispatch: recorded, or (refreshing)
+ * its program rewritten from the nodes' current parameters. */
+static gfp_status fuse_run(vkp_device *d, vkp_graph *g, uint32_t head) {
+    vkp_fuse_step steps[VKP_FUSE_MAX_STEPS];
+    uint32_t len = g->nodes[head].run_len;
+    for (uint32_t i = 0; i < len; i++)
+        if (!vkp_fuse_step_of(d, &g->nodes[head + i].n, &steps[i]))
+            return pk_fail(GFP_ERR_INVALID, "vulkan: graph_launch: the new parameters of node "
+                           "%u (%s) take it out of its fused run; capture the graph again",
+                           head + i, pk_op_name(g->nodes[head + i].n.op));
+    return vkp_fuse_dispatch(d, steps, len);
+}
+
 /* Records node k (recording mode is on). */
 static gfp_status record_node(vkp_device *d, vkp_graph *g, uint32_t k) {
     vkp_gnode *gn = &g->nodes[k];
     const gfp_graph_node *n = &gn->n;
+    if (gn->run_len >= 2) {
+        gn->first_disp = g->n_disp;
+        gn->first_scratch = g->n_scratch;
+        gfp_status st = gn->run_head == k ? fuse_run(d, g, k) : GFP_OK;
+        gn->n_disp = g->n_disp - gn->first_disp;
+        return st;
+    }
     if (gn->live) {
         gfp_status st = seg_end(g);
         if (st != GFP_OK) return st;
@@ -353,6 +413,7 @@ gfp_status vkp_graph_create(void *device, const gfp_graph_node *nodes, uint32_t 
             }
         }
     }
+    if (st == GFP_OK && vkp_fuse_enabled()) plan_fusion(d, g);
     if (st == GFP_OK) {
         d->recording = g;
         for (uint32_t i = 0; i < n_nodes && st == GFP_OK; i++) st = record_node(d, g, i);
@@ -381,14 +442,20 @@ static gfp_status refresh(vkp_device *d, vkp_graph *g) {
         g->scursor = gn->first_scratch;
         g->scursor_end = gn->first_scratch + gn->n_scratch;
         const gfp_graph_node *n = &gn->n;
+        if (gn->run_len >= 2) { /* the run's program, from its head's dispatch */
+            const vkp_gnode *h = &g->nodes[gn->run_head];
+            g->cursor = h->first_disp;
+            g->cursor_end = h->first_disp + h->n_disp;
+        }
         /* The new parameters are checked as launch() would check them. */
         gfp_status st = GFP_OK;
         const vkp_family *f = vkp_route(d, n->op, n->inputs, n->n_inputs, n->outputs,
                                         n->n_outputs, n->params, &st);
         if (f) {
             d->refreshing = g;
-            st = f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs, n->n_outputs,
-                           n->params);
+            st = gn->run_len >= 2 ? fuse_run(d, g, gn->run_head)
+                                  : f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs,
+                                              n->n_outputs, n->params);
             d->refreshing = NULL;
         }
         if (st == GFP_OK && g->cursor != g->cursor_end)

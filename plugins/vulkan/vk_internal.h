@@ -231,7 +231,7 @@ typedef struct vkp_batch {
 /* ------------------------------------------------------------ pipelines (vk_pipeline.c) */
 #include "vk_shaders.h" /* generated: enum vkp_shader, the embedded SPIR-V */
 
-#define VKP_MAX_SPEC 8
+#define VKP_MAX_SPEC 18 /* ew_fused: local size, steps, 16 step codes */
 #define VKP_MAX_BINDINGS 10 /* params + up to 9 tensors */
 #define VKP_PIPE_SLOTS 1024
 
@@ -408,6 +408,36 @@ gfp_status vkp_graph_scratch(vkp_device *d, uint64_t nbytes, gfp_buffer *buffer)
 /* Waits for the graphs' submitted runs / whether none is running. */
 gfp_status vkp_graph_wait(vkp_device *d);
 bool vkp_graph_idle(vkp_device *d);
+
+/* ------------------------------------------------------------ fused runs (vk_fuse.c) */
+#define VKP_FUSE_SLOTS (VKP_MAX_BINDINGS - 1)
+#define VKP_FUSE_MAX_STEPS 16 /* ew_fused's step constants */
+typedef struct vkp_fuse_step {
+    const gfp_graph_node *node;
+    int n_t;                    /* output + inputs */
+    int64_t n;                  /* elements */
+    const void *block[3];       /* the tensors' memory blocks: y, a, b */
+    uint32_t offset[3], stride[3];
+    float pa, pb;               /* a unary op's scalars, as its eager launch */
+    uint32_t flags;
+} vkp_fuse_step;
+/* GRAFT_VULKAN_FUSE=0 turns fusion off (read at graph_create). */
+bool vkp_fuse_enabled(void);
+/* Whether node can be a step of a fused run (an f32 unary or binary op on
+ * same-shaped contiguous tensors, inputs possibly one broadcast element). */
+bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_step *s);
+/* Whether next may follow the run steps[0 .. count - 1]. */
+bool vkp_fuse_joins(const vkp_fuse_step *steps, uint32_t count, const vkp_fuse_step *next);
+/* Fused runs recorded and the launches they cover, since the plugin loaded
+ * (vk_graph.c). */
+uint64_t vkp_fused_runs(void);
+uint64_t vkp_fused_launches(void);
+/* Records (or, refreshing, rewrites the params of) the run's one dispatch. */
+gfp_status vkp_fuse_dispatch(vkp_device *d, const vkp_fuse_step *steps, uint32_t count);
+/* A unary op's f32 scalars pa, pb and has-flags as its eager shader reads
+ * them (vk_ops_elementwise.c). */
+gfp_status vkp_ew_unary_f32_scalars(uint32_t op, const void *params, float *pa, float *pb,
+                                    uint32_t *flags);
 
 /* The family serving a launch, after the kit's checks (vk_plugin.c). */
 typedef struct vkp_family {

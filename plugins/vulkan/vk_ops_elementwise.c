@@ -170,6 +170,23 @@ static gfp_status unary_scalars(vkp_words *p, uint32_t op, const void *params, c
     return GFP_OK;
 }
 
+gfp_status vkp_ew_unary_f32_scalars(uint32_t op, const void *params, float *pa, float *pb,
+                                    uint32_t *flags) {
+    vkp_words p;
+    p.n = EW_SCALAR;
+    gfp_status st = unary_scalars(&p, op, params, pk_op_name(op));
+    if (st != GFP_OK) return st;
+    /* as ew_math.glsl's ew_unary_f32 reads them */
+    bool c = op == GFP_OP_CLAMP;
+    float v[2];
+    memcpy(&v[0], &p.w[EW_SCALAR + (c ? 7 : 0)], 4);
+    memcpy(&v[1], &p.w[EW_SCALAR + (c ? 8 : 1)], 4);
+    *pa = v[0];
+    *pb = v[1];
+    *flags = c ? p.w[EW_SCALAR + 6] & 3u : 0u;
+    return GFP_OK;
+}
+
 /* The element value of FILL as bytes of y's dtype (as ref run_fill). */
 static void fill_bytes(int32_t dt, const gfp_fill_params *fp, vkp_words *p) {
     switch (dt) {

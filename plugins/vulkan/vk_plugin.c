@@ -368,6 +368,8 @@ static const graft_vulkan_stats_ext stats_ext = {
     .set_matmul_mode = ext_matmul_mode,
     .memory_blocks = ext_blocks,
     .graph_launches = ext_graph_launches,
+    .fused_runs = vkp_fused_runs,
+    .fused_launches = vkp_fused_launches,
 };
 
 static gfp_status vkp_query_extension(void *plugin_ctx, const char *name, void **out) {

@@ -11,6 +11,10 @@
  *     tensor past its buffer (each INVALID, no graph made); a bad index on
  *     a launch (reported, the graph usable after); new parameters that call
  *     for another pipeline (INVALID, usable after the old ones are back).
+ *   - runs of f32 unary and binary launches recorded as one dispatch each
+ *     (vk_fuse.c) equal the eager launches bit for bit: aligned and not, a
+ *     run cut by a hazard, new scalar parameters between launches, and
+ *     GRAFT_VULKAN_FUSE=0 (test_fused_runs).
  * Zero validation messages. The plugin's file comes from
  * GRAFT_TEST_VULKAN_PLUGIN. */
 #define _GNU_SOURCE
@@ -200,6 +204,138 @@ static void test_recorded_once(void) {
     T->buffer_free(dev, yb);
 }
 
+/* ------------------------------------------------------------ fused runs */
+/* A chain of f32 unary and binary launches: products, a broadcast scalar,
+ * scalar-parameter ops (leaky_relu, clamp with one bound), transcendental
+ * ones, an in-place op; over n elements in one buffer per tensor (n odd:
+ * the vec4 body and its tail). With `shift` the inputs are views one element
+ * into their buffers (not 4-aligned: the scalar body). With `hazard` the
+ * sixth node reads t1 one element along: a range the run writes, at another
+ * element, ends the run there. */
+enum { FN = 1001, FT = 8 };
+typedef struct fchain {
+    gfp_buffer b[FT + 4];
+    gfp_tensor t[FT + 4]; /* 0..7 outputs, 8 x, 9 w, 10 z, 11 the broadcast scalar */
+    gfp_tensor t1_next;   /* t1 one element along */
+    const gfp_tensor *io[FT][3];
+    gfp_graph_node nodes[FT];
+    gfp_scalar_params slope;
+    gfp_clamp_params lo;
+} fchain;
+
+static void fchain_make(fchain *c, bool shift, bool hazard) {
+    memset(c, 0, sizeof *c);
+    void *hp;
+    uint64_t off = shift ? 4 : 0;
+    for (int i = 0; i < FT + 4; i++) {
+        CHECK(T->buffer_alloc(dev, (FN + 1) * 4, &c->b[i], &hp) == GFP_OK);
+        c->t[i] = abi_vec(c->b[i], i >= FT && i < FT + 3 ? off : 0, GFP_F32, FN);
+    }
+    float v[FN + 1];
+    memset(v, 0, sizeof v); /* every element defined: t1_next reads one past t1 */
+    for (int i = 0; i < FT; i++) CHECK(T->buffer_write(dev, c->b[i], 0, v, sizeof v) == GFP_OK);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i <= FN; i++) v[i] = (float)((i * (k + 3)) % 17) * 0.125f - 1.0f;
+        CHECK(T->buffer_write(dev, c->b[FT + k], 0, v, sizeof v) == GFP_OK);
+    }
+    float sc = 0.375f;
+    CHECK(T->buffer_write(dev, c->b[FT + 3], 0, &sc, 4) == GFP_OK);
+    c->t[FT + 3].strides[0] = 0; /* one element, broadcast */
+    c->t1_next = abi_vec(c->b[1], 4, GFP_F32, FN);
+    c->slope = (gfp_scalar_params){.struct_size = sizeof c->slope, .a = 0.1};
+    c->lo = (gfp_clamp_params){.struct_size = sizeof c->lo, .has_min = 1, .min = -0.25};
+    const gfp_tensor *x = &c->t[FT], *w = &c->t[FT + 1], *z = &c->t[FT + 2], *s = &c->t[FT + 3];
+    const gfp_tensor *T0 = &c->t[0], *T1 = &c->t[1], *T2 = &c->t[2], *T3 = &c->t[3];
+    const gfp_tensor *T4 = &c->t[4], *T5 = &c->t[5], *T6 = &c->t[6];
+    /* t0 = x * w; t1 = t0 + s; t2 = leaky_relu(t1); t3 = clamp(t2, -0.25, -);
+     * t4 = exp(t3); t5 = t4 - z (or t1[1:] - z); t5 = t5 * w; t6 = tanh(t5) */
+    const gfp_tensor *io[FT][3] = {{x, w, T0},  {T0, s, T1},
+                                   {T1, T2, NULL}, {T2, T3, NULL},
+                                   {T3, T4, NULL}, {hazard ? &c->t1_next : T4, z, T5},
+                                   {T5, w, T5},  {T5, T6, NULL}};
+    memcpy(c->io, io, sizeof io);
+    const uint32_t ops[FT] = {GFP_OP_MUL, GFP_OP_ADD, GFP_OP_LEAKY_RELU, GFP_OP_CLAMP,
+                              GFP_OP_EXP, GFP_OP_SUB, GFP_OP_MUL, GFP_OP_TANH};
+    const uint32_t n_in[FT] = {2, 2, 1, 1, 1, 2, 2, 1};
+    for (int i = 0; i < FT; i++) {
+        uint32_t nin = n_in[i];
+        c->nodes[i] = (gfp_graph_node){.struct_size = sizeof(gfp_graph_node), .op = ops[i],
+                                       .n_inputs = nin, .n_outputs = 1, .inputs = c->io[i],
+                                       .outputs = c->io[i] + nin,
+                                       .params = ops[i] == GFP_OP_LEAKY_RELU ? (const void *)&c->slope
+                                                 : ops[i] == GFP_OP_CLAMP ? (const void *)&c->lo
+                                                                          : NULL};
+    }
+}
+
+static void fchain_free(fchain *c) {
+    for (int i = 0; i < FT + 4; i++) T->buffer_free(dev, c->b[i]);
+}
+
+static bool fchain_same(const fchain *a, const fchain *b) {
+    bool ok = true;
+    for (int i = 0; i < FT - 1; i++) { /* t0 .. t6 (t5 is written twice) */
+        bool s = same(a->b[i], b->b[i], FN * 4);
+        if (!s && getenv("DBG")) {
+            float va[FN], vb[FN];
+            T->buffer_read(dev, a->b[i], 0, va, sizeof va);
+            T->buffer_read(dev, b->b[i], 0, vb, sizeof vb);
+            int shown = 0;
+            for (int j = 0; j < FN && shown < 4; j++)
+                if (memcmp(&va[j], &vb[j], 4)) {
+                    fprintf(stderr, "t%d[%d]: eager %.9g fused %.9g\n", i, j, va[j], vb[j]);
+                    shown++;
+                }
+        }
+        CHECK_MSG(s, "output t%d differs from the eager launches' in its bits", i);
+        ok = ok && s;
+    }
+    return ok;
+}
+
+static void fused_case(bool shift, bool hazard, uint64_t want_launches) {
+    fchain e, g;
+    fchain_make(&e, shift, hazard);
+    fchain_make(&g, shift, hazard);
+    uint64_t r0 = ext->fused_runs(), l0 = ext->fused_launches();
+    void *graph = NULL;
+    CHECK_MSG(T->graph_create(dev, g.nodes, FT, &graph) == GFP_OK && graph, "%s", last_error);
+    CHECK_MSG(ext->fused_launches() - l0 == want_launches,
+              "%llu launches fused, expected %llu (shift %d, hazard %d)",
+              (unsigned long long)(ext->fused_launches() - l0),
+              (unsigned long long)want_launches, shift, hazard);
+    CHECK_MSG(ext->fused_runs() - r0 == (hazard ? 2u : want_launches ? 1u : 0u), "%llu runs",
+              (unsigned long long)(ext->fused_runs() - r0));
+    /* twice, and again with a new slope and bound (the run's params rewritten) */
+    for (int k = 0; k < 3 && graph; k++) {
+        if (k == 2) {
+            e.slope.a = g.slope.a = 0.3;
+            e.lo.min = g.lo.min = 0.5;
+        }
+        CHECK_MSG(T->graph_launch(dev, graph) == GFP_OK, "%s", last_error);
+        for (int i = 0; i < FT; i++) {
+            const gfp_graph_node *n = &e.nodes[i];
+            CHECK(T->launch(dev, n->op, n->inputs, n->n_inputs, n->outputs, n->n_outputs,
+                            n->params) == GFP_OK);
+        }
+        CHECK(T->synchronize(dev) == GFP_OK);
+        fchain_same(&e, &g);
+    }
+    if (graph) T->graph_destroy(dev, graph);
+    fchain_free(&e);
+    fchain_free(&g);
+}
+
+static void test_fused_runs(void) {
+    fused_case(false, false, FT); /* one run of eight: vec4 body and tail */
+    fused_case(true, false, FT);  /* inputs not 4-aligned: the scalar body */
+    fused_case(false, true, FT);  /* runs of five and three */
+    /* GRAFT_VULKAN_FUSE=0: nothing fused, the same results */
+    setenv("GRAFT_VULKAN_FUSE", "0", 1);
+    fused_case(false, false, 0);
+    unsetenv("GRAFT_VULKAN_FUSE");
+}
+
 static void test_errors(void) {
     gfp_buffer b;
     void *hp;
@@ -257,6 +393,7 @@ int main(void) {
     CHECK(T->device_props(ctx, 0, &props) == GFP_OK);
     if (props.dtypes & GFP_DTYPE_BIT(GFP_F64)) RUN(test_equals_eager); /* RANDOM needs f64 */
     RUN(test_recorded_once);
+    RUN(test_fused_runs);
     RUN(test_errors);
     T->synchronize(dev);
     T->device_close(dev);

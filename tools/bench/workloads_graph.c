@@ -15,9 +15,10 @@
  *                 ops on f32[N] (the ops' own outputs, no autograd): per
  *                 chain (family graph_chain, so that --sizes reaches it).
  * Each also has the variant "replay unfused": the graph captured with
- * GRAFT_ONEDNN_FUSE=0, so that the cpu_onednn plugin runs each launch as a
- * pass of its own instead of fusing runs of elementwise launches (other
- * plugins ignore the variable: there the two replay rows are the same work).
+ * GRAFT_ONEDNN_FUSE=0 and GRAFT_VULKAN_FUSE=0, so that the cpu_onednn and
+ * vulkan plugins run each launch on its own instead of fusing runs of
+ * elementwise launches (other plugins have no fusion: there the two replay
+ * rows are the same work).
  * The training rows (mlp, cnn) add their replay variant in workloads_train.c. */
 #define _GNU_SOURCE /* setenv */
 #include <math.h>
@@ -51,14 +52,23 @@ static int step_replay(void *state) {
     return gf_graph_replay(*g) == GF_OK ? 0 : -1;
 }
 
+/* The plugins' switches for fusing runs of elementwise launches. */
+static const char *const fuse_vars[] = {"GRAFT_ONEDNN_FUSE", "GRAFT_VULKAN_FUSE"};
+#define N_FUSE_VARS (sizeof fuse_vars / sizeof fuse_vars[0])
+
 gf_graph *bench_capture_end(bool fuse) {
-    const char *was = getenv("GRAFT_ONEDNN_FUSE");
-    char *saved = was ? strdup(was) : NULL;
-    if (!fuse) setenv("GRAFT_ONEDNN_FUSE", "0", 1);
+    char *saved[N_FUSE_VARS];
+    for (size_t i = 0; i < N_FUSE_VARS; i++) {
+        const char *was = getenv(fuse_vars[i]);
+        saved[i] = was ? strdup(was) : NULL;
+        if (!fuse) setenv(fuse_vars[i], "0", 1);
+    }
     gf_graph *g = gf_graph_capture_end();
-    if (saved) setenv("GRAFT_ONEDNN_FUSE", saved, 1);
-    else unsetenv("GRAFT_ONEDNN_FUSE");
-    free(saved);
+    for (size_t i = 0; i < N_FUSE_VARS; i++) {
+        if (saved[i]) setenv(fuse_vars[i], saved[i], 1);
+        else unsetenv(fuse_vars[i]);
+        free(saved[i]);
+    }
     return g;
 }
 

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* pk_fuse.h — the rule that lets a plugin run consecutive elementwise
+ * launches of a captured graph as one (cpu_onednn's omp_fuse.c, vulkan's
+ * vk_fuse.c).
+ *
+ * A fused run computes every launch of the run for element i before (or
+ * without any order against) element j: chunk by chunk on the CPU, one
+ * invocation per element on a GPU. That equals the eager order as long as
+ * no launch reads or writes, at another element index, what another launch
+ * of the run writes. So every range a launch writes must be the same
+ * elements as (an in-place op, a reused pool block) or disjoint from every
+ * other range of the run; read-only ranges may overlap at will. A range is
+ * an element or byte interval [lo, hi) within one memory object (`space`:
+ * a plugin's allocation, or NULL for host addresses). */
+#ifndef GRAFT_PK_FUSE_H
+#define GRAFT_PK_FUSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct pk_range {
+    const void *space;
+    uint64_t lo, hi;
+} pk_range;
+
+static inline bool pk_fuse_compatible(pk_range a, bool a_written, pk_range b, bool b_written) {
+    if (!a_written && !b_written) return true;
+    if (a.space != b.space) return true;
+    if (a.lo == b.lo && a.hi == b.hi) return true;
+    return a.hi <= b.lo || b.hi <= a.lo;
+}
+
+#endif
