@@ -92,6 +92,10 @@ typedef struct bench_result {
     /* Share of the CPU's FMA peak (the "peak" row) this row's GFLOP/s is
      * measured against: 1 for f32, 0.5 for f64, 0 for rows without one. */
     double peak_share;
+    /* Replay rows: the launches of the captured graph that the plugin fused,
+     * into how many runs (has_fused: the plugin counts them). */
+    bool has_fused;
+    uint64_t fused_runs, fused_launches;
     /* Training rows: the loss at the first and the last step. */
     bool has_loss;
     double loss_first, loss_last;
@@ -234,7 +238,12 @@ void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_graph_chain(bench_run *run, int device, int64_t n); /* f32[n], 8 ops */
 /* gf_graph_capture_end, with GRAFT_ONEDNN_FUSE=0 around it when fuse is
  * false (the cpu_onednn plugin then fuses no elementwise runs in the graph). */
-gf_graph *bench_capture_end(bool fuse);
+/* Ends a capture on dev (GRAFT_ONEDNN_FUSE / GRAFT_VULKAN_FUSE = 0 around
+ * it when !fuse) and notes in r (may be NULL) the launches the plugin fused. */
+gf_graph *bench_capture_end(gf_device *dev, bool fuse, bench_result *r);
+/* The plugin's totals of fused runs and the launches they cover, when it
+ * counts them (variants.c). */
+bool bench_fused_counts(gf_device *dev, uint64_t *runs, uint64_t *launches);
 void bench_mlp_step(bench_run *run, int device, int64_t batch);
 void bench_cnn_step(bench_run *run, int device, int64_t batch);
 void bench_lstm_step(bench_run *run, int device, int64_t batch);

@@ -166,6 +166,10 @@ static void table_row(const bench_run *run, const bench_result *r, bool first, v
         snprintf(buf, sizeof buf, "-");
     }
     cell(out, buf, 11, true);
+    if (r->has_fused && r->fused_launches)
+        fprintf(out, "  fused %llu of the graph's launches into %llu runs (%llu fewer per replay)",
+                (unsigned long long)r->fused_launches, (unsigned long long)r->fused_runs,
+                (unsigned long long)(r->fused_launches - r->fused_runs));
     if (r->has_loss) {
         char t[32];
         fprintf(out, "  loss %.4g -> %.4g, cpu %s/step", r->loss_first, r->loss_last,

@@ -10,7 +10,12 @@
  *   "opencl.gemm" (plugins/opencl/graft_opencl_ext.h), families matmul and
  *       matmul64: graft's GEMM kernel and CLBlast's (when libclblast loads).
  * A plugin without the extension has no variants (NOT_FOUND is expected
- * and cleared). */
+ * and cleared).
+ *
+ * bench_fused_counts reads the plugins' counters of fused elementwise runs
+ * in captured graphs ("cpu_onednn.fused_runs" / "cpu_onednn.fused_launches",
+ * "vulkan.stats"), so that replay rows can say how many launches a graph's
+ * fusion saved. */
 #include <string.h>
 
 #include "bench.h"
@@ -69,3 +74,35 @@ int bench_variants(gf_device *dev, const char *family, bench_variant *out, int m
 }
 
 void bench_variant_select(const bench_variant *v, bool on) { v->select(v->ext, on ? v->mode : 0); }
+
+bool bench_fused_counts(gf_device *dev, uint64_t *runs, uint64_t *launches) {
+    *runs = *launches = 0;
+    if (!dev) return false;
+    const char *plugin = gf_device_plugin(dev);
+    if (!strcmp(plugin, "vulkan")) {
+        const graft_vulkan_stats_ext *v = NULL;
+        if (gf_device_query_extension(dev, "vulkan.stats", (void **)&v) != GF_OK) {
+            gf_clear_error();
+            return false;
+        }
+        if (v->struct_size < sizeof *v) return false; /* an older plugin: no counters */
+        *runs = v->fused_runs();
+        *launches = v->fused_launches();
+        return true;
+    }
+    if (!strcmp(plugin, "cpu_onednn")) {
+        void *fr = NULL, *fl = NULL;
+        if (gf_device_query_extension(dev, "cpu_onednn.fused_runs", &fr) != GF_OK ||
+            gf_device_query_extension(dev, "cpu_onednn.fused_launches", &fl) != GF_OK) {
+            gf_clear_error();
+            return false;
+        }
+        uint64_t (*f)(void);
+        memcpy(&f, &fr, sizeof f);
+        *runs = f();
+        memcpy(&f, &fl, sizeof f);
+        *launches = f();
+        return true;
+    }
+    return false;
+}

@@ -56,7 +56,9 @@ static int step_replay(void *state) {
 static const char *const fuse_vars[] = {"GRAFT_ONEDNN_FUSE", "GRAFT_VULKAN_FUSE"};
 #define N_FUSE_VARS (sizeof fuse_vars / sizeof fuse_vars[0])
 
-gf_graph *bench_capture_end(bool fuse) {
+gf_graph *bench_capture_end(gf_device *dev, bool fuse, bench_result *r) {
+    uint64_t runs0, launches0, runs1, launches1;
+    bool counted = bench_fused_counts(dev, &runs0, &launches0);
     char *saved[N_FUSE_VARS];
     for (size_t i = 0; i < N_FUSE_VARS; i++) {
         const char *was = getenv(fuse_vars[i]);
@@ -69,14 +71,20 @@ gf_graph *bench_capture_end(bool fuse) {
         else unsetenv(fuse_vars[i]);
         free(saved[i]);
     }
+    if (r && counted && bench_fused_counts(dev, &runs1, &launches1)) {
+        r->has_fused = true;
+        r->fused_runs = runs1 - runs0;
+        r->fused_launches = launches1 - launches0;
+    }
     return g;
 }
 
 /* Captures step(state) on dev; NULL with the graft error set. */
-static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool fuse) {
+static gf_graph *capture(gf_device *dev, bench_step_fn step, void *state, bool fuse,
+                         bench_result *r) {
     if (gf_graph_capture_begin(dev) != GF_OK) return NULL;
     int rc = step(state);
-    gf_graph *g = bench_capture_end(fuse);
+    gf_graph *g = bench_capture_end(dev, fuse, r);
     if (rc != 0 && g) {
         gf_graph_destroy(g);
         return NULL;
@@ -118,7 +126,7 @@ void bench_graph_add(bench_run *run, int device, int64_t ops) {
         bench_result *v = fuse ? rv : ru;
         bench_progress(run, "capture");
         gf_graph_destroy(s.g);
-        s.g = capture(dev, step_add, &s, fuse);
+        s.g = capture(dev, step_add, &s, fuse, v);
         if (!s.g) {
             bench_result_graft_error(v, "capturing the chain");
             goto done;
@@ -194,7 +202,7 @@ void bench_graph_autograd(bench_run *run, int device, int64_t ops) {
         bench_result *v = fuse ? rv : ru;
         bench_progress(run, "capture");
         gf_graph_destroy(s.g);
-        s.g = capture(dev, step_ag, &s, fuse);
+        s.g = capture(dev, step_ag, &s, fuse, v);
         if (!s.g) {
             bench_result_graft_error(v, "capturing the chain");
             goto done;
@@ -281,7 +289,7 @@ void bench_graph_chain(bench_run *run, int device, int64_t n) {
         bench_result *vr = fuse ? rv : ru;
         bench_progress(run, "capture");
         gf_graph_destroy(s.g);
-        s.g = capture(dev, step_chain, &s, fuse);
+        s.g = capture(dev, step_chain, &s, fuse, vr);
         if (!s.g) {
             bench_result_graft_error(vr, "capturing the chain");
             goto done;

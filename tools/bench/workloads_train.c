@@ -121,7 +121,7 @@ static void run_train_replayed(bench_run *run, const bench_result *r, train_case
     gf_graph *g = NULL;
     if (gf_graph_capture_begin(t->dev) == GF_OK) {
         int rc = step_train(t);
-        g = bench_capture_end(fuse);
+        g = bench_capture_end(t->dev, fuse, v);
         if (rc != 0 && g) {
             gf_graph_destroy(g);
             g = NULL;
