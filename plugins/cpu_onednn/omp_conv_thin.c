@@ -2,7 +2,8 @@
 /* omp_conv_thin.c — CONV2D and CONV2D_BACKWARD_WEIGHT in f32 for "thin"
  * inputs: few input taps per output (Ci * kh * kw <= THIN_TAPS), stride 1,
  * dilation 1, one group, contiguous NCHW tensors. A network's first layer
- * on images (1 or 3 channels) is this shape.
+ * on images (1 or 3 channels) is this shape. bf16 and f16 tensors (autocast)
+ * are widened to f32 an image at a time, summed in f32 and rounded once.
  *
  * oneDNN runs such a layer with a blocked (nChw16c) output and reorders it
  * back to graft's NCHW: on a Fashion-MNIST batch ([128, 1, 28, 28] -> 32
@@ -25,6 +26,7 @@
 #define THIN_LANES 16 /* outputs a vector */
 
 typedef struct thin_geom {
+    int32_t dtype; /* f32, or bf16 / f16: computed in f32, rounded once */
     int64_t n, ci, h, w, co, kh, kw, ho, wo, ph, pw;
     int64_t hp, wp; /* the padded plane's rows and row length */
 } thin_geom;
@@ -40,12 +42,14 @@ static bool thin_geometry(thin_geom *g, const gfp_tensor *x, const gfp_tensor *w
     if (!cp || cp->struct_size < GFP_CONV2D_PARAMS_SIZE_V1_0 || cp->groups != 1) return false;
     const gfp_tensor *t[3] = {x, w, y};
     for (int k = 0; k < 3; k++)
-        if (!t[k] || t[k]->rank != 4 || t[k]->dtype != GFP_F32 || !odn_is_contiguous(t[k]) ||
+        if (!t[k] || t[k]->rank != 4 || t[k]->dtype != x->dtype || !odn_is_contiguous(t[k]) ||
             pk_numel(t[k]) == 0)
             return false;
+    if (x->dtype != GFP_F32 && !pk_is_half(x->dtype)) return false;
+    g->dtype = x->dtype;
     for (int a = 0; a < 2; a++)
         if (cp->stride[a] != 1 || cp->dilation[a] != 1 || cp->padding[a] < 0) return false;
-    *g = (thin_geom){.n = x->sizes[0], .ci = x->sizes[1], .h = x->sizes[2], .w = x->sizes[3],
+    *g = (thin_geom){.dtype = x->dtype, .n = x->sizes[0], .ci = x->sizes[1], .h = x->sizes[2], .w = x->sizes[3],
                      .co = w->sizes[0], .kh = w->sizes[2], .kw = w->sizes[3], .ho = y->sizes[2],
                      .wo = y->sizes[3], .ph = cp->padding[0], .pw = cp->padding[1]};
     if (w->sizes[1] != g->ci || y->sizes[0] != g->n || y->sizes[1] != g->co) return false;
@@ -57,13 +61,19 @@ static bool thin_geometry(thin_geom *g, const gfp_tensor *x, const gfp_tensor *w
     return true;
 }
 
-/* Image n's Ci planes into buf, zero-padded (ph rows, pw columns each side). */
-static void pad_image(const thin_geom *g, const float *x, float *buf) {
+/* Image n's Ci planes (x: its first element) into buf as f32, zero-padded
+ * (ph rows, pw columns each side). */
+static void pad_image(const thin_geom *g, const void *x, float *buf) {
     memset(buf, 0, sizeof(float) * (size_t)(g->ci * g->hp * g->wp));
     for (int64_t c = 0; c < g->ci; c++)
-        for (int64_t i = 0; i < g->h; i++)
-            memcpy(buf + (c * g->hp + i + g->ph) * g->wp + g->pw, x + (c * g->h + i) * g->w,
-                   sizeof(float) * (size_t)g->w);
+        for (int64_t i = 0; i < g->h; i++) {
+            float *row = buf + (c * g->hp + i + g->ph) * g->wp + g->pw;
+            int64_t at = (c * g->h + i) * g->w;
+            if (g->dtype == GFP_F32)
+                memcpy(row, (const float *)x + at, sizeof(float) * (size_t)g->w);
+            else
+                odn_half_to_f32(row, (const uint16_t *)x + at, g->w, g->dtype);
+        }
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -211,7 +221,7 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
         x = in[0], w = in[1], y = out[0];
         if (n_in == 3 && in[2]) {
             bias = in[2];
-            if (bias->dtype != GFP_F32 || bias->rank != 1 || !odn_is_contiguous(bias))
+            if (bias->dtype != x->dtype || bias->rank != 1 || !odn_is_contiguous(bias))
                 return ODN_FALLBACK;
         }
         if (!thin_geometry(&g, x, w, y, params) || !odn_writable(y)) return ODN_FALLBACK;
@@ -228,38 +238,76 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
     gfp_status cst = odn_ctx_acquire(&ctx);
     if (cst != GFP_OK) return cst;
     int64_t taps = g.ci * g.kh * g.kw, plane = g.ci * g.hp * g.wp;
+    int64_t xs = g.ci * g.h * g.w, ys = g.co * g.ho * g.wo;
+    bool half = g.dtype != GFP_F32;
+    size_t es = half ? 2 : 4;
     int nt = odn_threads(g.n * g.co * g.ho * g.wo * taps / 8);
     if (nt > g.n) nt = (int)g.n;
-    float *pads = odn_arena_alloc(ctx, sizeof(float) * (size_t)(plane * (nt > 1 ? nt : 1)));
+    int teams = nt > 1 ? nt : 1;
+    /* per thread: the padded image, and for 16-bit tensors an f32 image of
+     * y (forward) or grad_y (weight gradient) */
+    int64_t per = plane + (half ? ys : 0);
+    float *scratch = odn_arena_alloc(ctx, sizeof(float) * (size_t)(per * teams));
     double *part = op == GFP_OP_CONV2D ? NULL
                                        : odn_arena_alloc(ctx, sizeof(double) *
                                                                   (size_t)(g.n * g.co * taps));
-    if (!pads || (op != GFP_OP_CONV2D && !part)) return GFP_ERR_OUT_OF_MEMORY;
-    const float *xb = cf32(x);
-    int64_t xs = g.ci * g.h * g.w, ys = g.co * g.ho * g.wo;
+    float *w32 = half && op == GFP_OP_CONV2D
+                     ? odn_arena_alloc(ctx, sizeof(float) * (size_t)(g.co * taps + g.co))
+                     : NULL;
+    if (!scratch || (op != GFP_OP_CONV2D && !part) || (half && op == GFP_OP_CONV2D && !w32))
+        return GFP_ERR_OUT_OF_MEMORY;
+    const char *xb = (const char *)x->buffer + x->offset;
     if (op == GFP_OP_CONV2D) {
-        const float *wb = cf32(w), *bb = bias ? cf32(bias) : NULL;
-        float *yb = mf32(y);
+        const float *wb = half ? w32 : cf32(w), *bb = NULL;
+        if (half) {
+            odn_half_to_f32(w32, (const uint16_t *)(const void *)((const char *)w->buffer +
+                                                                  w->offset),
+                            g.co * taps, g.dtype);
+            if (bias) {
+                odn_half_to_f32(w32 + g.co * taps,
+                                (const uint16_t *)(const void *)((const char *)bias->buffer +
+                                                                 bias->offset),
+                                g.co, g.dtype);
+                bb = w32 + g.co * taps;
+            }
+        } else if (bias) {
+            bb = cf32(bias);
+        }
+        char *yb = (char *)y->buffer + y->offset;
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
-            float *buf = pads + plane * odn_team_thread(nt);
-            pad_image(&g, xb + n * xs, buf);
-            thin_forward_image(&g, buf, wb, bb, yb + n * ys);
+            float *buf = scratch + per * odn_team_thread(nt);
+            pad_image(&g, xb + (size_t)(n * xs) * es, buf);
+            if (!half) {
+                thin_forward_image(&g, buf, wb, bb, (float *)(void *)yb + n * ys);
+            } else { /* f32 sums, each output rounded once */
+                thin_forward_image(&g, buf, wb, bb, buf + plane);
+                odn_f32_to_half((uint16_t *)(void *)yb + n * ys, buf + plane, ys, g.dtype);
+            }
         });
         return GFP_OK;
     }
-    const float *gyb = cf32(y);
+    const char *gyb = (const char *)y->buffer + y->offset;
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
-        float *buf = pads + plane * odn_team_thread(nt);
-        pad_image(&g, xb + n * xs, buf);
-        thin_grad_weight_image(&g, buf, gyb + n * ys, part + n * g.co * taps);
+        float *buf = scratch + per * odn_team_thread(nt);
+        pad_image(&g, xb + (size_t)(n * xs) * es, buf);
+        const float *gy = (const float *)(const void *)gyb + n * ys;
+        if (half) {
+            odn_half_to_f32(buf + plane, (const uint16_t *)(const void *)gyb + n * ys, ys,
+                            g.dtype);
+            gy = buf + plane;
+        }
+        thin_grad_weight_image(&g, buf, gy, part + n * g.co * taps);
     });
-    float *gw = mf32(w);
     int64_t total = g.co * taps;
+    float *gw32 = half ? scratch : mf32(w); /* the sums, then rounded once */
     for (int64_t k = 0; k < total; k++) {
         double s = 0;
         for (int64_t n = 0; n < g.n; n++) s += part[n * total + k];
-        gw[k] = (float)s;
+        gw32[k] = (float)s;
     }
+    if (half)
+        odn_f32_to_half((uint16_t *)(void *)((char *)w->buffer + w->offset), gw32, total,
+                        g.dtype);
     return GFP_OK;
 #endif
 }

@@ -253,7 +253,7 @@ gfp_status odn_conv_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_
         if (!in[i] && !(op == GFP_OP_CONV2D && i == 2)) return ODN_FALLBACK;
     if (n_out == 1 && out[0] && out[0]->dtype == GFP_F64) /* oneDNN 2.x has no f64 */
         return odn_conv_f64(op, in, n_in, out, n_out, params);
-    if (n_out == 1 && out[0] && out[0]->dtype == GFP_F32) {
+    if (n_out == 1 && out[0] && (out[0]->dtype == GFP_F32 || pk_is_half(out[0]->dtype))) {
         gfp_status st = odn_conv_thin(op, in, n_in, out, n_out, params);
         if (st != ODN_FALLBACK) return st;
     }

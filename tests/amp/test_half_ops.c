@@ -247,6 +247,10 @@ static void test_families(void) {
         gf_conv2d_opts co = {.padding = {1, 1}};
         gf_tensor *ch = gf_conv2d(ih, kh, bh, &co), *cf = gf_conv2d(if_, kf, bf, &co);
         check_ulps("conv2d", ch, cf, dt, 2);
+        /* 27 taps: cpu_onednn's direct kernel for few input taps, both ways */
+        gf_tensor *gyh = gf_to_dtype(cf, dt), *gyf = gf_to_dtype(gyh, GF_F32);
+        check_ulps("conv2d_backward_weight, few taps", gf_conv2d_backward_weight(gyh, ih, sk, &co),
+                   gf_conv2d_backward_weight(gyf, if_, sk, &co), dt, 2);
         gf_pool2d_opts po = {.kernel = {2, 2}};
         gf_tensor *ph = gf_max_pool2d(ih, &po, NULL), *pf = gf_max_pool2d(if_, &po, NULL);
         check_ulps("max_pool2d", ph, pf, dt, 0);

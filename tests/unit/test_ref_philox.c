@@ -136,6 +136,12 @@ static void plugin_known_answer(void) {
     P->buffer_free(dev, y.buffer);
 }
 
+/* A bernoulli draw stored in bf16 or f16: 0 or 1 (NaN for any other bits). */
+static double half01(int32_t dt, uint16_t bits) {
+    if (bits == 0) return 0.0;
+    return bits == (dt == GFP_BF16 ? 0x3F80 : 0x3C00) ? 1.0 : NAN;
+}
+
 /* Every kind and dtype, with a seed using both key words and offsets that
  * carry into the counter's high word and wrap around 2^64; n elements (a
  * long stream crosses the chunks a parallel kernel splits it into). */
@@ -149,7 +155,8 @@ static void streams_of(int64_t n) {
         {GFP_RANDOM_NORMAL, GFP_F32, 1.5, 0.25},   {GFP_RANDOM_NORMAL, GFP_F64, 1.5, 0.25},
         {GFP_RANDOM_BERNOULLI, GFP_F32, 0.3, 0},   {GFP_RANDOM_BERNOULLI, GFP_F64, 0.7, 0},
         {GFP_RANDOM_BERNOULLI, GFP_I32, 0.3, 0},   {GFP_RANDOM_BERNOULLI, GFP_I64, 0.5, 0},
-        {GFP_RANDOM_BERNOULLI, GFP_BOOL, 0.5, 0},
+        {GFP_RANDOM_BERNOULLI, GFP_BOOL, 0.5, 0},  {GFP_RANDOM_BERNOULLI, GFP_BF16, 0.4, 0},
+        {GFP_RANDOM_BERNOULLI, GFP_F16, 0.6, 0},
     };
     static const uint64_t seeds[] = {0, 42, 0x0123456789abcdefull};
     static const uint64_t offsets[] = {0, 0xfffffffdull, UINT64_MAX - 2};
@@ -163,7 +170,10 @@ static void streams_of(int64_t n) {
         for (size_t s = 0; s < 3; s++)
             for (size_t o = 0; o < 3; o++) {
                 int32_t dt = cases[c].dtype;
-                size_t es = dt == GFP_F64 || dt == GFP_I64 ? 8 : dt == GFP_BOOL ? 1 : 4;
+                size_t es = dt == GFP_F64 || dt == GFP_I64 ? 8
+                            : dt == GFP_BOOL                   ? 1
+                            : dt == GFP_BF16 || dt == GFP_F16  ? 2
+                                                               : 4;
                 int64_t sz[1] = {N}, st[1] = {1};
                 gfp_tensor y = new_tensor(dt, 1, sz, st, (size_t)N * es);
                 CHECK(run_random(&y, cases[c].kind, seeds[s], offsets[o], cases[c].a,
@@ -176,6 +186,7 @@ static void streams_of(int64_t n) {
                     else if (dt == GFP_F64) got = ((double *)raw)[i];
                     else if (dt == GFP_I32) got = ((int32_t *)raw)[i];
                     else if (dt == GFP_I64) got = (double)((int64_t *)raw)[i];
+                    else if (dt == GFP_BF16 || dt == GFP_F16) got = half01(dt, ((uint16_t *)raw)[i]);
                     else got = raw[i];
                     double want = expected(cases[c].kind, dt, seeds[s], offsets[o], (uint64_t)i,
                                            cases[c].a, cases[c].b);
@@ -216,7 +227,7 @@ static void strided_output(void) {
  * p (nothing is below it); a length that ends in a partial vector. */
 static void bernoulli_thresholds(void) {
     enum { N = 37 };
-    static const int32_t dtypes[] = {GFP_F32, GFP_F64, GFP_BOOL};
+    static const int32_t dtypes[] = {GFP_F32, GFP_F64, GFP_BOOL, GFP_BF16, GFP_F16};
     int64_t sz[1] = {N}, st[1] = {1};
     uint32_t r[4];
     stream_words(11, 5, 9, r); /* element 9 of seed 11, offset 5 */
@@ -225,7 +236,7 @@ static void bernoulli_thresholds(void) {
                          1.0 - 0x1p-30, 0x1p-24, NAN};
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
         int32_t dt = dtypes[d];
-        size_t es = dt == GFP_F64 ? 8 : dt == GFP_BOOL ? 1 : 4;
+        size_t es = dt == GFP_F64 ? 8 : dt == GFP_BOOL ? 1 : dt == GFP_F32 ? 4 : 2;
         gfp_tensor y = new_tensor(dt, 1, sz, st, N * es);
         for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
             unsigned char raw[N * 8];
@@ -234,7 +245,8 @@ static void bernoulli_thresholds(void) {
             for (int i = 0; i < N; i++) {
                 double got = dt == GFP_F32   ? ((float *)(void *)raw)[i]
                              : dt == GFP_F64 ? ((double *)(void *)raw)[i]
-                                             : raw[i];
+                             : dt == GFP_BOOL ? raw[i]
+                                              : half01(dt, ((uint16_t *)(void *)raw)[i]);
                 double want = expected(GFP_RANDOM_BERNOULLI, dt, 11, 5, (uint64_t)i, ps[k], 0);
                 CHECK_MSG(got == want, "dtype %d p %.17g element %d: %g, want %g", dt, ps[k], i,
                           got, want);
