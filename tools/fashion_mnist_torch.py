@@ -8,6 +8,12 @@ module through safetensors gives the same test accuracy.
 
     python3 tools/fashion_mnist_torch.py --graft build/examples/fashion_mnist
         [--epochs 1] [--threads 1,2] [--limit N] [--seed 0] [--lr-decay G] [--work DIR]
+        [--autocast bf16]
+
+With --autocast bf16 both sides train in mixed precision: graft's
+`fashion_mnist --autocast bf16` against the forward and the loss inside
+torch.autocast("cpu", dtype=torch.bfloat16), f32 weights and optimiser on
+both sides.
 
 Needs PyTorch and NumPy, and the safetensors package for the checkpoint
 check; none of them is a dependency of graft. Without torch the script says
@@ -41,6 +47,7 @@ DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
 HIDDEN = 512                     # fc1's width, as examples/fashion_mnist.c's
 DROPOUT_FEATURES, DROPOUT_HIDDEN = 0.25, 0.5
+AUTOCAST = {"bf16": "bfloat16"}  # --autocast: graft's name -> torch's dtype
 
 
 def cpu_model():
@@ -107,8 +114,9 @@ def accuracy(torch, model, x, y):
     return hits / len(x)
 
 
-def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
-    """Per-epoch training seconds and the final test accuracy."""
+def torch_run(torch, data, threads, epochs, seed, lr, decay, batch, autocast=""):
+    """Per-epoch training seconds and the final test accuracy (the forward and
+    the loss under torch.autocast when autocast names a dtype)."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     xtr, ytr, xte, yte = data
@@ -126,7 +134,11 @@ def torch_run(torch, data, threads, epochs, seed, lr, decay, batch):
         for i in range(0, n, batch):
             idx = order[i:i + batch]
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xtr[idx]), ytr[idx])
+            if autocast:
+                with torch.autocast("cpu", dtype=getattr(torch, AUTOCAST[autocast])):
+                    loss = loss_fn(model(xtr[idx]), ytr[idx])
+            else:
+                loss = loss_fn(model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
         times.append(time.perf_counter() - t0)
@@ -141,10 +153,12 @@ RSS_RE = re.compile(r"^peak resident memory ([0-9.]+) MB")
 EPOCH_RE = re.compile(r"^epoch +(\d+) .*test accuracy ([0-9.]+) +train ([0-9.]+) s")
 
 
-def graft_run(exe, threads, epochs, seed, limit, decay, save):
+def graft_run(exe, threads, epochs, seed, limit, decay, save, autocast=""):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.setdefault("GRAFT_DEVICE", "cpu")
     cmd = [exe, "--epochs", str(epochs), "--seed", str(seed)]
+    if autocast:
+        cmd += ["--autocast", autocast]
     if decay > 0:
         cmd += ["--lr-decay", str(decay)]
     if limit:
@@ -196,6 +210,8 @@ def torch_child(a, threads):
     cmd = [sys.executable, os.path.abspath(__file__), "--graft", a.graft, "--epochs",
            str(a.epochs), "--limit", str(a.limit), "--seed", str(a.seed), "--lr-decay",
            str(a.lr_decay), "--data", a.data, "--torch-child", str(threads)]
+    if a.autocast:
+        cmd += ["--autocast", a.autocast]
     out, rc = run_captured(cmd, env)
     result = None
     for line in out.splitlines():
@@ -250,6 +266,8 @@ def main():
                          "(default 0: its cosine over the epochs)")
     ap.add_argument("--work", default="/tmp", help="where the checkpoint is written")
     ap.add_argument("--data", default=DATA)
+    ap.add_argument("--autocast", default="", choices=["", *AUTOCAST],
+                    help="mixed precision on both sides (bf16)")
     ap.add_argument("--torch-child", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
     vendor, model = cpu_model()
@@ -278,7 +296,7 @@ def main():
     del raw
     if a.torch_child:
         times, acc = torch_run(torch, data, a.torch_child, a.epochs, a.seed, 1e-3, a.lr_decay,
-                               128)
+                               128, a.autocast)
         print("TORCH_RESULT " + json.dumps({"times": times, "acc": acc, "rss_mb": peak_rss_mb()}),
               flush=True)
         return 0
@@ -291,12 +309,13 @@ def main():
     print(f"network: conv 32 + BN, conv 64 + BN, dropout {DROPOUT_FEATURES}, linear "
           f"3136->{HIDDEN}->10, dropout {DROPOUT_HIDDEN}; Adam lr 0.001, {sched}, batch 128, "
           f"{a.epochs} epoch(s) of {n} "
-          f"images, seed {a.seed}")
+          f"images, seed {a.seed}"
+          + (f"; autocast {a.autocast} on both sides" if a.autocast else ""))
     rows = []
     ckpt = os.path.join(a.work, f"fashion_mnist_compare_{os.getpid()}.safetensors")
     for t in threads:
         g_times, g_acc, g_rss = graft_run(a.graft, t, a.epochs, a.seed, a.limit, a.lr_decay,
-                                          ckpt if t == threads[-1] else None)
+                                          ckpt if t == threads[-1] else None, a.autocast)
         t_times, t_acc, t_rss = torch_child(a, t)
         rows.append((t, statistics.median(g_times), g_acc, statistics.median(t_times), t_acc,
                      g_rss, t_rss))
