@@ -62,7 +62,7 @@ bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_
     const gfp_tensor *y = node->outputs[0];
     if (!y || !y->buffer || y->dtype != GFP_F32 || !pk_is_contiguous(y)) return false;
     int64_t n = pk_numel(y);
-    if (n <= 0 || n > (int64_t)UINT32_MAX) return false;
+    if (n <= 0 || n > VKP_FUSE_MAX_ELEMENTS) return false;
     s->node = node;
     s->n_t = (int)n_in + 1;
     s->n = n;
@@ -154,7 +154,9 @@ gfp_status vkp_fuse_dispatch(vkp_device *d, const vkp_fuse_step *steps, uint32_t
     if (count > VKP_FUSE_MAX_STEPS)
         return pk_fail(GFP_ERR_INTERNAL, "vulkan: a fused run of %u launches", (unsigned)count);
     program(steps, count, code, &p, slot_t);
-    vkp_dispatch dp = {.shader = VKP_SH_EW_FUSED, .n_spec = 2 + VKP_FUSE_MAX_STEPS,
+    /* the smallest build that holds the run: 2, 4 or 8 steps */
+    uint32_t part = count <= 2 ? 0 : count <= 4 ? 1 : 2;
+    vkp_dispatch dp = {.shader = VKP_SH_EW_FUSED_P0 + part, .n_spec = 2 + VKP_FUSE_MAX_STEPS,
                        .params = p.w, .n_params = p.n, .n_tensors = VKP_FUSE_SLOTS};
     dp.spec[0] = FUSE_GROUP;
     /* vec4 loads and stores when every contiguous operand is 4-aligned */

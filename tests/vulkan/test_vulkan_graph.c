@@ -330,6 +330,24 @@ static void test_fused_runs(void) {
     fused_case(false, false, FT); /* one run of eight: vec4 body and tail */
     fused_case(true, false, FT);  /* inputs not 4-aligned: the scalar body */
     fused_case(false, true, FT);  /* runs of five and three */
+    /* Above 65,536 elements the launches stay apart (fusing saves dispatches,
+     * not memory traffic: it stops paying on large tensors). */
+    enum { BIG = 65537 };
+    gfp_buffer bb;
+    void *hp;
+    CHECK(T->buffer_alloc(dev, BIG * 4, &bb, &hp) == GFP_OK);
+    gfp_tensor tb = abi_vec(bb, 0, GFP_F32, BIG);
+    const gfp_tensor *bin[2] = {&tb, &tb}, *bout[1] = {&tb};
+    gfp_graph_node big[2];
+    for (int i = 0; i < 2; i++)
+        big[i] = (gfp_graph_node){.struct_size = sizeof big[0], .op = i ? GFP_OP_ADD : GFP_OP_MUL,
+                                  .n_inputs = 2, .n_outputs = 1, .inputs = bin, .outputs = bout};
+    uint64_t l0 = ext->fused_launches();
+    void *graph = NULL;
+    CHECK_MSG(T->graph_create(dev, big, 2, &graph) == GFP_OK && graph, "%s", last_error);
+    CHECK(ext->fused_launches() == l0);
+    if (graph) T->graph_destroy(dev, graph);
+    T->buffer_free(dev, bb);
     /* GRAFT_VULKAN_FUSE=0: nothing fused, the same results */
     setenv("GRAFT_VULKAN_FUSE", "0", 1);
     fused_case(false, false, 0);

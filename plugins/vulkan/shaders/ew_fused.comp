@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #version 450
 // graft: bindings 10
+// graft: parts 3
 // A run of a captured graph's f32 unary and binary launches in one dispatch
 // (vk_fuse.c): each invocation runs every step of the run, in order, on its
 // elements. A step reads its operands from the bindings (what an earlier
@@ -14,7 +15,7 @@
 // Constants: 0 local size, 1 steps (bits 0-7; bit 8: every contiguous
 // operand starts at a multiple of 4 elements, so the body goes by vec4
 // loads and stores, as the eager shaders do: llvmpipe gathers scalar
-// loads lane by lane), 2 + k step k's code:
+// loads lane by lane), 2 + k step k's code (k < 8):
 //   bits 0-7 op, 8-11 output binding, 12-15 a binding, 16-19 b binding,
 //   bit 20 a contiguous (else one element broadcast), 21 b contiguous,
 //   22 binary.
@@ -22,6 +23,25 @@
 //   2 + FUSE_WORDS k: +0 output offset,
 //   +1 a offset, +2 b offset, +3 pa (f32 bits), +4 pb (f32 bits),
 //   +5 flags (bit 0 has pa, bit 1 has pb: clamp's bounds).
+// Built in three sizes (the "parts" of the build, here not a division of
+// the ops): part k holds runs of up to FUSE_N = 2 << k steps. A pipeline is
+// compiled for every distinct run, and lavapipe compiles the steps' code
+// whether the run uses them or not: a 16-step build took 0.55 s for any
+// run. Per run, lavapipe here: 2 steps 32 ms, 4 72 ms, 8 202 ms (16 would
+// take 806 ms: runs stop at 8).
+#ifdef GF_PART
+#if GF_PART == 0
+#define FUSE_N 2
+#elif GF_PART == 1
+#define FUSE_N 4
+#else
+#define FUSE_N 8
+#endif
+#undef GF_PARTS
+#undef GF_PART
+#else
+#define FUSE_N 8
+#endif
 #include "common.glsl"
 #include "ops.glsl"
 #include "op_math.glsl"
@@ -37,14 +57,6 @@ layout(constant_id = 6) const uint C4 = 0u;
 layout(constant_id = 7) const uint C5 = 0u;
 layout(constant_id = 8) const uint C6 = 0u;
 layout(constant_id = 9) const uint C7 = 0u;
-layout(constant_id = 10) const uint C8 = 0u;
-layout(constant_id = 11) const uint C9 = 0u;
-layout(constant_id = 12) const uint C10 = 0u;
-layout(constant_id = 13) const uint C11 = 0u;
-layout(constant_id = 14) const uint C12 = 0u;
-layout(constant_id = 15) const uint C13 = 0u;
-layout(constant_id = 16) const uint C14 = 0u;
-layout(constant_id = 17) const uint C15 = 0u;
 #define FUSE_WORDS 6u
 
 // A step's result made opaque to the compiler (xor with a params word that
@@ -131,62 +143,69 @@ void st(uint s, uint i, float v) {
     }
 }
 
-void run_step(uint c, uint k, uint i) {
-    uint q = 2u + k * FUSE_WORDS, op = c & 255u;
-    float a = ld((c >> 12) & 15u, P.w[q + 1u] + ((c & (1u << 20)) != 0u ? i : 0u));
-    float y;
-    if ((c & (1u << 22)) != 0u) {
-        float b = ld((c >> 16) & 15u, P.w[q + 2u] + ((c & (1u << 21)) != 0u ? i : 0u));
-        y = gf_binary_f32(op, a, b);
-    } else {
-        uint f = P.w[q + 5u];
-        y = gf_unary_f32(op, a, pwf(q + 3u), pwf(q + 4u), (f & 1u) != 0u, (f & 2u) != 0u);
-    }
-    st((c >> 8) & 15u, P.w[q] + i, opaque(y));
-}
-
-// Step k on the four elements 4 i .. 4 i + 3 (V4: offsets are multiples of 4).
+// Step k (code c): run_quad on the four elements 4 j .. 4 j + 3 by vec4
+// loads and stores (V4: every contiguous operand 4-aligned), run_one on
+// element e (the rest). Each has one call site of the formula (run_quad's
+// lane loop): the driver inlines it once per site, folds its switch on the
+// constant op, then unrolls the loop. With a call per lane, lavapipe took
+// seconds to compile a run; with a single site shared by both paths (a
+// runtime choice between vec4 and lane-by-lane access per quad) the large
+// chains ran 1.5x slower.
 float f4(uint c, uint q, float a, float b) {
     uint f = P.w[q + 5u];
     return (c & (1u << 22)) != 0u ? gf_binary_f32(c & 255u, a, b)
                                   : gf_unary_f32(c & 255u, a, pwf(q + 3u), pwf(q + 4u),
                                                  (f & 1u) != 0u, (f & 2u) != 0u);
 }
-void run_step4(uint c, uint k, uint i) {
+
+void run_quad(uint c, uint k, uint j) {
     uint q = 2u + k * FUSE_WORDS;
     uint as = (c >> 12) & 15u, bs = (c >> 16) & 15u;
-    vec4 a = (c & (1u << 20)) != 0u ? ld4(as, P.w[q + 1u] / 4u + i) : vec4(ld(as, P.w[q + 1u]));
+    vec4 a = (c & (1u << 20)) != 0u ? ld4(as, P.w[q + 1u] / 4u + j) : vec4(ld(as, P.w[q + 1u]));
     vec4 b = vec4(0.0);
     if ((c & (1u << 22)) != 0u)
-        b = (c & (1u << 21)) != 0u ? ld4(bs, P.w[q + 2u] / 4u + i) : vec4(ld(bs, P.w[q + 2u]));
-    st4((c >> 8) & 15u, P.w[q] / 4u + i,
-        opaque4(vec4(f4(c, q, a.x, b.x), f4(c, q, a.y, b.y), f4(c, q, a.z, b.z),
-                     f4(c, q, a.w, b.w))));
+        b = (c & (1u << 21)) != 0u ? ld4(bs, P.w[q + 2u] / 4u + j) : vec4(ld(bs, P.w[q + 2u]));
+    vec4 y;
+    for (uint l = 0u; l < 4u; l++) y[l] = f4(c, q, a[l], b[l]);
+    st4((c >> 8) & 15u, P.w[q] / 4u + j, opaque4(y));
 }
 
-#define ALL_STEPS(RUN, i)                                                           \
-    if (STEPS > 0u) RUN(C0, 0u, i);                                                 \
-    if (STEPS > 1u) RUN(C1, 1u, i);                                                 \
-    if (STEPS > 2u) RUN(C2, 2u, i);                                                 \
-    if (STEPS > 3u) RUN(C3, 3u, i);                                                 \
+void run_one(uint c, uint k, uint e) {
+    uint q = 2u + k * FUSE_WORDS;
+    float a = ld((c >> 12) & 15u, P.w[q + 1u] + ((c & (1u << 20)) != 0u ? e : 0u));
+    float b = 0.0;
+    if ((c & (1u << 22)) != 0u)
+        b = ld((c >> 16) & 15u, P.w[q + 2u] + ((c & (1u << 21)) != 0u ? e : 0u));
+    st((c >> 8) & 15u, P.w[q] + e, opaque(f4(c, q, a, b)));
+}
+
+#if FUSE_N > 4
+#define STEPS_FROM_4(RUN, i)                                                        \
     if (STEPS > 4u) RUN(C4, 4u, i);                                                 \
     if (STEPS > 5u) RUN(C5, 5u, i);                                                 \
     if (STEPS > 6u) RUN(C6, 6u, i);                                                 \
-    if (STEPS > 7u) RUN(C7, 7u, i);                                                 \
-    if (STEPS > 8u) RUN(C8, 8u, i);                                                 \
-    if (STEPS > 9u) RUN(C9, 9u, i);                                                 \
-    if (STEPS > 10u) RUN(C10, 10u, i);                                              \
-    if (STEPS > 11u) RUN(C11, 11u, i);                                              \
-    if (STEPS > 12u) RUN(C12, 12u, i);                                              \
-    if (STEPS > 13u) RUN(C13, 13u, i);                                              \
-    if (STEPS > 14u) RUN(C14, 14u, i);                                              \
-    if (STEPS > 15u) RUN(C15, 15u, i);
+    if (STEPS > 7u) RUN(C7, 7u, i);
+#else
+#define STEPS_FROM_4(RUN, i)
+#endif
+#if FUSE_N > 2
+#define STEPS_FROM_2(RUN, i)                                                        \
+    if (STEPS > 2u) RUN(C2, 2u, i);                                                 \
+    if (STEPS > 3u) RUN(C3, 3u, i);                                                 \
+    STEPS_FROM_4(RUN, i)
+#else
+#define STEPS_FROM_2(RUN, i)
+#endif
+#define ALL_STEPS(RUN, i)                                                           \
+    if (STEPS > 0u) RUN(C0, 0u, i);                                                 \
+    if (STEPS > 1u) RUN(C1, 1u, i);                                                 \
+    STEPS_FROM_2(RUN, i)
 
 void main() {
     uint n = P.w[0], n4 = V4 ? n / 4u : 0u;
-    FOR_EACH_ITEM(i, n4) { ALL_STEPS(run_step4, i) }
-    FOR_EACH_ITEM(j, n - n4 * 4u) {
-        uint e = n4 * 4u + j;
-        ALL_STEPS(run_step, e)
+    FOR_EACH_ITEM(j, n4) { ALL_STEPS(run_quad, j) }
+    FOR_EACH_ITEM(t, n - n4 * 4u) {
+        uint e = n4 * 4u + t;
+        ALL_STEPS(run_one, e)
     }
 }
