@@ -92,6 +92,9 @@ typedef struct bench_result {
     /* Share of the CPU's FMA peak (the "peak" row) this row's GFLOP/s is
      * measured against: 1 for f32, 0.5 for f64, 0 for rows without one. */
     double peak_share;
+    /* bf16 rows: their share of the "peak bf16" row (vdpbf16ps) instead,
+     * where the CPU has one. */
+    bool peak_bf16;
     /* Replay rows: the launches of the captured graph that the plugin fused,
      * into how many runs (has_fused: the plugin counts them). */
     bool has_fused;

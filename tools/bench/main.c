@@ -178,6 +178,7 @@ bench_result *bench_result_variant(bench_run *run, const bench_result *r, const 
     v->work = r->work;
     v->rate_unit = r->rate_unit;
     v->peak_share = r->peak_share;
+    v->peak_bf16 = r->peak_bf16;
     return v;
 }
 

@@ -31,19 +31,25 @@ static double rate_of(const bench_result *r) {
     return strcmp(r->rate_unit, "samples/s") ? per_s / 1e9 : per_s;
 }
 
-double bench_peak_gflops(const bench_run *run) {
+/* The rate of the peak row of that name (its fastest run: the uncontended
+ * rate), 0 when there is none. */
+static double peak_row_gflops(const bench_run *run, const char *name) {
     for (int i = 0; i < run->n_results; i++) {
         const bench_result *r = &run->results[i];
-        /* The fastest run: the uncontended rate. */
-        if (!strcmp(r->name, "peak fma") && r->state == BENCH_OK && r->time.min > 0)
+        if (!strcmp(r->name, name) && r->state == BENCH_OK && r->time.min > 0)
             return r->work / r->time.min * 1e-9;
     }
     return 0;
 }
 
-/* r's GFLOP/s as a share of the FMA peak (its peak_share of it), 0 when none. */
+double bench_peak_gflops(const bench_run *run) { return peak_row_gflops(run, "peak fma"); }
+
+/* r's GFLOP/s as a share of its peak (peak_bf16: the vdpbf16ps row's, else
+ * peak_share of the FMA row's), 0 when none. */
 static double peak_fraction(const bench_run *run, const bench_result *r) {
-    double peak = bench_peak_gflops(run) * r->peak_share, rate = rate_of(r);
+    double peak = r->peak_bf16 ? peak_row_gflops(run, "peak bf16")
+                               : bench_peak_gflops(run) * r->peak_share;
+    double rate = rate_of(r);
     return peak > 0 && rate > 0 && r->rate_unit && !strcmp(r->rate_unit, "GFLOP/s") ? rate / peak
                                                                                      : 0;
 }

@@ -84,11 +84,28 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
     }
     return s;
 }
+/* bf16 dot products (AVX512_BF16's vdpbf16ps): 16 lanes of two bf16
+ * products added to an f32 accumulator, 12 independent chains. */
+__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_avx512(long iters) {
+    __m512 a[12];
+    __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3380);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (long k = 0; k < iters; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
+    }
+    float s = 0, out[16];
+    for (int i = 0; i < 12; i++) {
+        _mm512_storeu_ps(out, a[i]);
+        s += out[0];
+    }
+    return s;
+}
 #endif
 
 typedef struct peak_state {
     long iters;
-    bool wide;
+    bool wide, bf16;
     volatile float sink;
 } peak_state;
 
@@ -99,7 +116,8 @@ static int step_peak(void *state) {
 #ifdef GRAFT_BENCH_OPENMP
 #pragma omp parallel reduction(+ : sink)
 #endif
-    sink += p->wide ? fma_avx512(p->iters) : fma_avx2(p->iters);
+    sink += p->bf16 ? dpbf16_avx512(p->iters) : p->wide ? fma_avx512(p->iters)
+                                                         : fma_avx2(p->iters);
     p->sink = sink;
 #else
     (void)state;
@@ -123,6 +141,19 @@ void bench_peak(bench_run *run, int device, int64_t iters) {
     bench_progress(run, "FMA loop");
     if (bench_measure(run, NULL, step_peak, &p, 1, &r->time) != 0)
         bench_result_wrong(r, "the FMA loop failed");
+    /* The bf16 peak the bf16 rows are measured against, where the CPU has
+     * vdpbf16ps: 64 flops an instruction (16 lanes, two products each). */
+    if (!wide || !__builtin_cpu_supports("avx512bf16")) return;
+    snprintf(detail, sizeof detail, "bf16 dot products (vdpbf16ps), %d thread%s, %lld iterations",
+             threads, threads == 1 ? "" : "s", (long long)iters);
+    bench_result *rb = bench_result_add(run, device, "peak bf16", detail);
+    if (!rb) return;
+    peak_state pb = {.iters = (long)iters, .wide = true, .bf16 = true};
+    rb->work = 64.0 * 12 * (double)iters * threads;
+    rb->rate_unit = "GFLOP/s";
+    bench_progress(run, "vdpbf16ps loop");
+    if (bench_measure(run, NULL, step_peak, &pb, 1, &rb->time) != 0)
+        bench_result_wrong(rb, "the vdpbf16ps loop failed");
 #else
     (void)run, (void)device, (void)iters; /* no peak figure on this machine */
 #endif

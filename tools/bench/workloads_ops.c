@@ -309,7 +309,7 @@ void bench_matmul_bf16(bench_run *run, int device, int64_t n) {
     if (!c.r) return;
     c.r->work = 2.0 * (double)n * (double)n * (double)n;
     c.r->rate_unit = "GFLOP/s";
-    c.r->peak_share = 1.0;
+    c.r->peak_bf16 = true;
     c.host_in[0] = bench_host_values(n * n, 1, -1, 1);
     c.host_in[1] = bench_host_values(n * n, 2, -1, 1);
     run_case(run, &c);
@@ -628,6 +628,7 @@ static void conv2d(bench_run *run, int device, int64_t batch, gf_dtype dt) {
     if (!c.r) return;
     c.r->work = 2.0 * (double)batch * CONV_CO * CONV_HW * CONV_HW * CONV_CI * CONV_K * CONV_K;
     c.r->rate_unit = "GFLOP/s";
+    c.r->peak_bf16 = bf;
     c.host_in[0] = bench_host_values(batch * CONV_CI * CONV_HW * CONV_HW, 7, -1, 1);
     c.host_in[1] = bench_host_values(CONV_CO * CONV_CI * CONV_K * CONV_K, 8, -0.3f, 0.3f);
     c.host_in[2] = bench_host_values(CONV_CO, 9, -0.1f, 0.1f);
