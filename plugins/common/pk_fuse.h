@@ -30,4 +30,14 @@ static inline bool pk_fuse_compatible(pk_range a, bool a_written, pk_range b, bo
     return a.hi <= b.lo || b.hi <= a.lo;
 }
 
+/* Whether a launch whose tensors are the ranges a[0 .. na) may join a run
+ * beside one whose tensors are b[0 .. nb); each one's range 0 (its output)
+ * is the one written. */
+static inline bool pk_fuse_ranges_join(const pk_range *a, int na, const pk_range *b, int nb) {
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if (!pk_fuse_compatible(a[i], i == 0, b[j], j == 0)) return false;
+    return true;
+}
+
 #endif

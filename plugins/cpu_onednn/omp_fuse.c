@@ -112,11 +112,12 @@ bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st) {
 bool odn_fuse_joins(const odn_fuse_step *steps, uint32_t count, const odn_fuse_step *next) {
     if (count >= FUSE_MAX_STEPS || next->dtype != steps[0].dtype || next->n != steps[0].n)
         return false;
-    for (uint32_t i = 0; i < count; i++)
-        for (int a = 0; a < next->n_t; a++)
-            for (int b = 0; b < steps[i].n_t; b++)
-                if (!pk_fuse_compatible(range_of(next, a), a == 0, range_of(&steps[i], b), b == 0))
-                    return false;
+    pk_range nr[3], sr[3];
+    for (int a = 0; a < next->n_t; a++) nr[a] = range_of(next, a);
+    for (uint32_t i = 0; i < count; i++) {
+        for (int b = 0; b < steps[i].n_t; b++) sr[b] = range_of(&steps[i], b);
+        if (!pk_fuse_ranges_join(nr, next->n_t, sr, steps[i].n_t)) return false;
+    }
     return true;
 }
 

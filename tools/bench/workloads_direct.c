@@ -55,21 +55,33 @@ static int host_threads(void) {
 /* ------------------------------------------------------------ peak */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* 12 independent chains keep both FMA ports busy. */
-__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
-    __m512 a[12], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
-    for (long k = 0; k < iters; k++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+/* 12 independent chains of STEP(acc) on 16-lane f32 accumulators, their
+ * first lanes summed (so the loop is not optimised away). */
+#define PEAK_LOOP_512(NAME, TARGET, SETUP, STEP)                                     \
+    __attribute__((target(TARGET))) static float NAME(long iters) {                  \
+        __m512 a[12];                                                                \
+        SETUP;                                                                       \
+        for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);               \
+        for (long k = 0; k < iters; k++) {                                           \
+            _Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = STEP(a[i]); \
+        }                                                                            \
+        float s = 0, out[16];                                                        \
+        for (int i = 0; i < 12; i++) {                                               \
+            _mm512_storeu_ps(out, a[i]);                                             \
+            s += out[0];                                                             \
+        }                                                                            \
+        return s;                                                                    \
     }
-    float s = 0, out[16];
-    for (int i = 0; i < 12; i++) {
-        _mm512_storeu_ps(out, a[i]);
-        s += out[0];
-    }
-    return s;
-}
+/* f32 FMA: 12 chains keep both FMA ports busy. */
+#define FMA_STEP(acc) _mm512_fmadd_ps(acc, m, c)
+PEAK_LOOP_512(fma_avx512, "avx512f",
+              __m512 m = _mm512_set1_ps(0.999999f); __m512 c = _mm512_set1_ps(1e-7f), FMA_STEP)
+/* bf16 dot products (AVX512_BF16's vdpbf16ps): 16 lanes of two bf16
+ * products added to an f32 accumulator. */
+#define DPBF16_STEP(acc) _mm512_dpbf16_ps(acc, x, y)
+PEAK_LOOP_512(dpbf16_avx512, "avx512f,avx512bf16",
+              __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80);
+              __m512bh y = (__m512bh)_mm512_set1_epi16(0x3380), DPBF16_STEP)
 __attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
     __m256 a[12], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
     for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
@@ -80,23 +92,6 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
     float s = 0, out[8];
     for (int i = 0; i < 12; i++) {
         _mm256_storeu_ps(out, a[i]);
-        s += out[0];
-    }
-    return s;
-}
-/* bf16 dot products (AVX512_BF16's vdpbf16ps): 16 lanes of two bf16
- * products added to an f32 accumulator, 12 independent chains. */
-__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_avx512(long iters) {
-    __m512 a[12];
-    __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3380);
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
-    for (long k = 0; k < iters; k++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
-    }
-    float s = 0, out[16];
-    for (int i = 0; i < 12; i++) {
-        _mm512_storeu_ps(out, a[i]);
         s += out[0];
     }
     return s;
