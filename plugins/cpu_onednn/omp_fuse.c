@@ -38,7 +38,6 @@
 #include <string.h>
 
 #include "onednn_internal.h"
-#include "pk_fuse.h"
 
 /* The run's tensors' chunks together: about L2's share of one core. */
 #define FUSE_CHUNK_BYTES (128 * 1024)
@@ -103,21 +102,16 @@ bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st) {
         else if (k > 0 && is_broadcast_one(t[k])) st->s[k] = 0;
         else return false;
     }
+    for (int k = 0; k < st->n_t; k++) st->r[k] = range_of(st, k);
     /* The launch's own output against its inputs: the same rule as a run's. */
-    for (int k = 1; k < st->n_t; k++)
-        if (!pk_fuse_compatible(range_of(st, 0), true, range_of(st, k), false)) return false;
-    return true;
+    return pk_fuse_ranges_join(st->r, 1, st->r + 1, st->n_t - 1);
 }
 
 bool odn_fuse_joins(const odn_fuse_step *steps, uint32_t count, const odn_fuse_step *next) {
     if (count >= FUSE_MAX_STEPS || next->dtype != steps[0].dtype || next->n != steps[0].n)
         return false;
-    pk_range nr[3], sr[3];
-    for (int a = 0; a < next->n_t; a++) nr[a] = range_of(next, a);
-    for (uint32_t i = 0; i < count; i++) {
-        for (int b = 0; b < steps[i].n_t; b++) sr[b] = range_of(&steps[i], b);
-        if (!pk_fuse_ranges_join(nr, next->n_t, sr, steps[i].n_t)) return false;
-    }
+    for (uint32_t i = 0; i < count; i++)
+        if (!pk_fuse_ranges_join(next->r, next->n_t, steps[i].r, steps[i].n_t)) return false;
     return true;
 }
 

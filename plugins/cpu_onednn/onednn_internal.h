@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pk_fuse.h"
 #include "plugin_kit.h"
 #include "onednn_compat.h"
 #include "ref_internal.h"
@@ -371,6 +372,7 @@ typedef struct odn_fuse_step {
     odn_math_args args;
     char *base[3];
     int64_t s[3];
+    pk_range r[3]; /* the tensors' address ranges (pk_fuse.h), r[0] written */
 } odn_fuse_step;
 /* Consecutive steps run chunk by chunk: every step over one chunk, then the
  * next chunk, so what a step writes is still in cache when the next reads. */

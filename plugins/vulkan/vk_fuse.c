@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pk_fuse.h"
 #include "vk_internal.h"
 
 #define FUSE_GROUP 256u
@@ -79,9 +78,9 @@ bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_
     if (kind == PK_EW_UNARY &&
         vkp_ew_unary_f32_scalars(node->op, node->params, &s->pa, &s->pb, &s->flags) != GFP_OK)
         return false;
-    for (int k = 1; k < s->n_t; k++)
-        if (!pk_fuse_compatible(range_of(s, 0), true, range_of(s, k), false)) return false;
-    return true;
+    for (int k = 0; k < s->n_t; k++) s->r[k] = range_of(s, k);
+    /* The launch's own output against its inputs: the same rule as a run's. */
+    return pk_fuse_ranges_join(s->r, 1, s->r + 1, s->n_t - 1);
 }
 
 /* The run's distinct blocks, at most VKP_FUSE_SLOTS; -1 when more. */
@@ -106,12 +105,8 @@ bool vkp_fuse_joins(const vkp_fuse_step *steps, uint32_t count, const vkp_fuse_s
     if (count >= VKP_FUSE_MAX_STEPS || next->n != steps[0].n) return false;
     const void *blocks[VKP_FUSE_SLOTS];
     if (count_blocks(steps, count, next, blocks) < 0) return false;
-    pk_range nr[3], sr[3];
-    for (int a = 0; a < next->n_t; a++) nr[a] = range_of(next, a);
-    for (uint32_t i = 0; i < count; i++) {
-        for (int b = 0; b < steps[i].n_t; b++) sr[b] = range_of(&steps[i], b);
-        if (!pk_fuse_ranges_join(nr, next->n_t, sr, steps[i].n_t)) return false;
-    }
+    for (uint32_t i = 0; i < count; i++)
+        if (!pk_fuse_ranges_join(next->r, next->n_t, steps[i].r, steps[i].n_t)) return false;
     return true;
 }
 

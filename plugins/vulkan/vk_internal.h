@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "pk_fuse.h"
 #include "plugin_kit.h"
 
 #if defined(__GNUC__)
@@ -425,6 +426,7 @@ typedef struct vkp_fuse_step {
     uint32_t offset[3], stride[3];
     float pa, pb;               /* a unary op's scalars, as its eager launch */
     uint32_t flags;
+    pk_range r[3];              /* the tensors' element ranges (pk_fuse.h), r[0] written */
 } vkp_fuse_step;
 /* GRAFT_VULKAN_FUSE=0 turns fusion off (read at graph_create). */
 bool vkp_fuse_enabled(void);
