@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "graft_plugin.h"
+
 typedef struct pk_range {
     const void *space;
     uint64_t lo, hi;
@@ -28,6 +30,14 @@ static inline bool pk_fuse_compatible(pk_range a, bool a_written, pk_range b, bo
     if (a.space != b.space) return true;
     if (a.lo == b.lo && a.hi == b.hi) return true;
     return a.hi <= b.lo || b.hi <= a.lo;
+}
+
+/* One element broadcast to every position (each dim of size 1 or stride 0):
+ * an operand a fused step may read at a fixed element. */
+static inline bool pk_fuse_broadcast_one(const gfp_tensor *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->sizes[d] != 1 && t->strides[d] != 0) return false;
+    return true;
 }
 
 /* Whether a launch whose tensors are the ranges a[0 .. na) may join a run

@@ -31,11 +31,6 @@ typedef struct thin_geom {
     int64_t hp, wp; /* the padded plane's rows and row length */
 } thin_geom;
 
-static const float *cf32(const gfp_tensor *t) {
-    return (const float *)(const void *)((const char *)t->buffer + t->offset);
-}
-static float *mf32(const gfp_tensor *t) { return (float *)(void *)((char *)t->buffer + t->offset); }
-
 static bool thin_geometry(thin_geom *g, const gfp_tensor *x, const gfp_tensor *w,
                           const gfp_tensor *y, const void *params) {
     const gfp_conv2d_params *cp = params;
@@ -46,7 +41,6 @@ static bool thin_geometry(thin_geom *g, const gfp_tensor *x, const gfp_tensor *w
             pk_numel(t[k]) == 0)
             return false;
     if (x->dtype != GFP_F32 && !pk_is_half(x->dtype)) return false;
-    g->dtype = x->dtype;
     for (int a = 0; a < 2; a++)
         if (cp->stride[a] != 1 || cp->dilation[a] != 1 || cp->padding[a] < 0) return false;
     *g = (thin_geom){.dtype = x->dtype, .n = x->sizes[0], .ci = x->sizes[1], .h = x->sizes[2], .w = x->sizes[3],
@@ -258,7 +252,7 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
         return GFP_ERR_OUT_OF_MEMORY;
     const char *xb = (const char *)x->buffer + x->offset;
     if (op == GFP_OP_CONV2D) {
-        const float *wb = half ? w32 : cf32(w), *bb = NULL;
+        const float *wb = half ? w32 : odn_f32(w), *bb = NULL;
         if (half) {
             odn_half_to_f32(w32, (const uint16_t *)(const void *)((const char *)w->buffer +
                                                                   w->offset),
@@ -271,7 +265,7 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
                 bb = w32 + g.co * taps;
             }
         } else if (bias) {
-            bb = cf32(bias);
+            bb = odn_f32(bias);
         }
         char *yb = (char *)y->buffer + y->offset;
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
@@ -299,7 +293,7 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
         thin_grad_weight_image(&g, buf, gy, part + n * g.co * taps);
     });
     int64_t total = g.co * taps;
-    float *gw32 = half ? scratch : mf32(w); /* the sums, then rounded once */
+    float *gw32 = half ? scratch : odn_f32_mut(w); /* the sums, then rounded once */
     for (int64_t k = 0; k < total; k++) {
         double s = 0;
         for (int64_t n = 0; n < g.n; n++) s += part[n * total + k];

@@ -66,13 +66,6 @@ static pk_range range_of(const odn_fuse_step *st, int k) {
     return r;
 }
 
-/* One element broadcast to every position: each dim of size 1 or stride 0. */
-static bool is_broadcast_one(const gfp_tensor *t) {
-    for (int d = 0; d < t->rank; d++)
-        if (t->sizes[d] != 1 && t->strides[d] != 0) return false;
-    return true;
-}
-
 bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st) {
     if (node->n_outputs != 1 || (node->n_inputs != 1 && node->n_inputs != 2) ||
         !node->outputs || !node->inputs || !node->outputs[0])
@@ -99,7 +92,7 @@ bool odn_fuse_step_of(const gfp_graph_node *node, odn_fuse_step *st) {
     for (int k = 0; k < st->n_t; k++) {
         st->base[k] = (char *)t[k]->buffer + t[k]->offset;
         if (pk_is_contiguous(t[k])) st->s[k] = 1;
-        else if (k > 0 && is_broadcast_one(t[k])) st->s[k] = 0;
+        else if (k > 0 && pk_fuse_broadcast_one(t[k])) st->s[k] = 0;
         else return false;
     }
     for (int k = 0; k < st->n_t; k++) st->r[k] = range_of(st, k);

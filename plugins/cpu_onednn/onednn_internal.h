@@ -261,6 +261,13 @@ gfp_status odn_complex_launch(uint32_t op, const gfp_tensor *const *t, int n_t,
 dnnl_data_type_t odn_dnnl_dtype(int32_t dtype); /* dnnl_data_type_undef when none */
 /* Row-major contiguous. */
 bool odn_is_contiguous(const gfp_tensor *t);
+/* t's element 0 as f32, to read / to write. */
+static inline const float *odn_f32(const gfp_tensor *t) {
+    return (const float *)(const void *)((const char *)t->buffer + t->offset);
+}
+static inline float *odn_f32_mut(const gfp_tensor *t) {
+    return (float *)(void *)((char *)t->buffer + t->offset);
+}
 /* Strides of a contiguous tensor of these sizes. */
 void odn_contiguous_strides(const int64_t *sizes, int rank, int64_t *strides);
 /* A contiguous tensor of t's shape and dtype over host memory at ptr (not a

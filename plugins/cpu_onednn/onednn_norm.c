@@ -339,13 +339,6 @@ static bool bn_planar(const gfp_tensor *x, const gfp_tensor *const *others, int 
     return pk_numel(x) / (x->sizes[0] * x->sizes[1]) >= BN_PLANE_MIN;
 }
 
-static const float *f32_at(const gfp_tensor *t) {
-    return (const float *)(const void *)((const char *)t->buffer + t->offset);
-}
-static float *f32_mut(const gfp_tensor *t) {
-    return (float *)(void *)((char *)t->buffer + t->offset);
-}
-
 /* Per channel c: the sums of the planes' slots sa / sb over the N samples. */
 static void bn_fold(const double *sa, const double *sb, int64_t n, int64_t ch, int64_t c,
                     double *a, double *b) {
@@ -362,7 +355,7 @@ static void bn_fold(const double *sa, const double *sb, int64_t n, int64_t ch, i
 static void bn_planar_moments(const gfp_tensor *x, double *sa, double *sb, double *dmean,
                               double *dm2, int nt) {
     int64_t n = x->sizes[0], ch = x->sizes[1], planes = n * ch, S = pk_numel(x) / planes;
-    const float *xb = f32_at(x);
+    const float *xb = odn_f32(x);
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t p = 0; p < planes; p++) {
         sa[p] = sb[p] = 0;
         bn_moments_run(xb + p * S, S, xb[(p % ch) * S], &sa[p], &sb[p]);
@@ -416,10 +409,14 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
     int nt = odn_threads(pk_numel(x) * 2);
     if (bn_planar(x, &y, 1)) {
         int64_t planes = x->sizes[0] * ch, S = pk_numel(x) / planes;
-        double *sa = odn_arena_alloc(c, (size_t)planes * 8), *sb = odn_arena_alloc(c, (size_t)planes * 8);
         float *coef = odn_arena_alloc(c, (size_t)ch * 3 * sizeof(float));
-        if (!sa || !sb || !coef) return GFP_ERR_OUT_OF_MEMORY;
-        if (bp->training) bn_planar_moments(x, sa, sb, dmean, dm2, nt);
+        if (!coef) return GFP_ERR_OUT_OF_MEMORY;
+        if (bp->training) { /* the statistics, from per-plane slots */
+            double *sa = odn_arena_alloc(c, (size_t)planes * 8);
+            double *sb = odn_arena_alloc(c, (size_t)planes * 8);
+            if (!sa || !sb) return GFP_ERR_OUT_OF_MEMORY;
+            bn_planar_moments(x, sa, sb, dmean, dm2, nt);
+        }
         for (int64_t i = 0; i < ch; i++) {
             double inv = 1.0 / sqrt(dm2[i] / div + bp->eps);
             double scale = w ? load_c(w, i) : 1.0, shift = b ? load_c(b, i) : 0.0;
@@ -427,8 +424,8 @@ static gfp_status batch_norm(const gfp_tensor *const *in, uint32_t n_in,
             coef[3 * i + 1] = (float)(scale * inv);
             coef[3 * i + 2] = (float)shift;
         }
-        const float *xb = f32_at(x);
-        float *yb = f32_mut(y);
+        const float *xb = odn_f32(x);
+        float *yb = odn_f32_mut(y);
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t p = 0; p < planes; p++) {
             const float *k = coef + 3 * (p % ch);
             bn_apply_run(xb + p * S, yb + p * S, S, k[0], k[1], k[2]);
@@ -522,8 +519,8 @@ static gfp_status batch_norm_backward_planar(const gfp_tensor *g, const gfp_tens
     float *coef = odn_arena_alloc(ctx, (size_t)ch * 4 * sizeof(float));
     if (!sa || !sb || !dm || !coef) return GFP_ERR_OUT_OF_MEMORY;
     for (int64_t c = 0; c < ch; c++) dm[c] = load_c(mean, c);
-    const float *gp = f32_at(g), *xp = f32_at(x);
-    float *op = f32_mut(gx);
+    const float *gp = odn_f32(g), *xp = odn_f32(x);
+    float *op = odn_f32_mut(gx);
     int nt = odn_threads(pk_numel(x) * 3);
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t p = 0; p < planes; p++) {
         sa[p] = sb[p] = 0;
@@ -633,9 +630,6 @@ static void lnb_cols(const float *g, const float *x, const float *mean, const fl
         gb[j] = (float)acc_b[j];
     }
 }
-static const float *f32_of(const gfp_tensor *t) {
-    return (const float *)(const void *)((const char *)t->buffer + t->offset);
-}
 
 static gfp_status layer_norm_backward(const gfp_tensor *const *in, uint32_t n_in,
                                       const gfp_tensor *const *out, uint32_t n_out,
@@ -664,11 +658,9 @@ static gfp_status layer_norm_backward(const gfp_tensor *const *in, uint32_t n_in
     if (!odn_writable(gx) || !odn_writable(gw) || !odn_writable(gb) ||
         gx->buffer == g->buffer || gx->buffer == x->buffer)
         return ODN_FALLBACK;
-    const float *gp = f32_of(g), *xp = f32_of(x), *mp = f32_of(mean), *rp = f32_of(rstd);
-    const float *wp = w ? f32_of(w) : NULL;
-    float *gxp = (float *)(void *)((char *)gx->buffer + gx->offset);
-    float *gwp = (float *)(void *)((char *)gw->buffer + gw->offset);
-    float *gbp = (float *)(void *)((char *)gb->buffer + gb->offset);
+    const float *gp = odn_f32(g), *xp = odn_f32(x), *mp = odn_f32(mean), *rp = odn_f32(rstd);
+    const float *wp = w ? odn_f32(w) : NULL;
+    float *gxp = odn_f32_mut(gx), *gwp = odn_f32_mut(gw), *gbp = odn_f32_mut(gb);
     int nt = odn_threads(total * 4);
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t r = 0; r < rows; r++) {
         lnb_row(gp + r * n, xp + r * n, wp, gxp + r * n, n, mp[r], rp[r]);

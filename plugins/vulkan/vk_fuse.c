@@ -37,21 +37,13 @@ bool vkp_fuse_enabled(void) {
 
 static const void *block_of(const gfp_tensor *t) { return ((const vkp_buf *)t->buffer)->block; }
 
-/* One element broadcast to every position: each dim of size 1 or stride 0. */
-static bool broadcast_one(const gfp_tensor *t) {
-    for (int k = 0; k < t->rank; k++)
-        if (t->sizes[k] != 1 && t->strides[k] != 0) return false;
-    return true;
-}
-
 static pk_range range_of(const vkp_fuse_step *s, int k) {
     uint64_t lo = s->offset[k];
     pk_range r = {s->block[k], lo, lo + (s->stride[k] ? (uint64_t)s->n : 1u)};
     return r;
 }
 
-bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_step *s) {
-    (void)d;
+bool vkp_fuse_step_of(const gfp_graph_node *node, vkp_fuse_step *s) {
     memset(s, 0, sizeof *s);
     pk_ew_kind kind = pk_ew_kind_of(node->op);
     if (kind != PK_EW_UNARY && kind != PK_EW_BINARY) return false;
@@ -70,7 +62,7 @@ bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_
         if (!t[k] || !t[k]->buffer || t[k]->dtype != GFP_F32 || !vkp_same_shape(t[k], y))
             return false;
         if (pk_is_contiguous(t[k])) s->stride[k] = 1;
-        else if (k > 0 && broadcast_one(t[k])) s->stride[k] = 0;
+        else if (k > 0 && pk_fuse_broadcast_one(t[k])) s->stride[k] = 0;
         else return false;
         s->block[k] = block_of(t[k]);
         s->offset[k] = vkp_elem_offset(t[k]);

@@ -302,7 +302,7 @@ uint64_t vkp_fused_launches(void) { return atomic_load(&fused_launches); }
 
 /* Marks the maximal runs of two or more consecutive nodes that vk_fuse.c
  * can run as one dispatch. */
-static void plan_fusion(vkp_device *d, vkp_graph *g) {
+static void plan_fusion(vkp_graph *g) {
     vkp_fuse_step steps[VKP_FUSE_MAX_STEPS];
     for (uint32_t i = 0; i < g->n_nodes;) {
         uint32_t count = 0;
@@ -310,7 +310,7 @@ static void plan_fusion(vkp_device *d, vkp_graph *g) {
             const vkp_gnode *gn = &g->nodes[k];
             vkp_fuse_step st;
             if (gn->live || gn->f->launch != vkp_elementwise_launch ||
-                !vkp_fuse_step_of(d, &gn->n, &st) || (count && !vkp_fuse_joins(steps, count, &st)))
+                !vkp_fuse_step_of(&gn->n, &st) || (count && !vkp_fuse_joins(steps, count, &st)))
                 break;
             steps[count++] = st;
         }
@@ -334,7 +334,7 @@ static gfp_status fuse_run(vkp_device *d, vkp_graph *g, uint32_t head) {
     vkp_fuse_step steps[VKP_FUSE_MAX_STEPS];
     uint32_t len = g->nodes[head].run_len;
     for (uint32_t i = 0; i < len; i++)
-        if (!vkp_fuse_step_of(d, &g->nodes[head + i].n, &steps[i]))
+        if (!vkp_fuse_step_of(&g->nodes[head + i].n, &steps[i]))
             return pk_fail(GFP_ERR_INVALID, "vulkan: graph_launch: the new parameters of node "
                            "%u (%s) take it out of its fused run; capture the graph again",
                            head + i, pk_op_name(g->nodes[head + i].n.op));
@@ -413,7 +413,7 @@ gfp_status vkp_graph_create(void *device, const gfp_graph_node *nodes, uint32_t 
             }
         }
     }
-    if (st == GFP_OK && vkp_fuse_enabled()) plan_fusion(d, g);
+    if (st == GFP_OK && vkp_fuse_enabled()) plan_fusion(g);
     if (st == GFP_OK) {
         d->recording = g;
         for (uint32_t i = 0; i < n_nodes && st == GFP_OK; i++) st = record_node(d, g, i);

@@ -432,7 +432,7 @@ typedef struct vkp_fuse_step {
 bool vkp_fuse_enabled(void);
 /* Whether node can be a step of a fused run (an f32 unary or binary op on
  * same-shaped contiguous tensors, inputs possibly one broadcast element). */
-bool vkp_fuse_step_of(const vkp_device *d, const gfp_graph_node *node, vkp_fuse_step *s);
+bool vkp_fuse_step_of(const gfp_graph_node *node, vkp_fuse_step *s);
 /* Whether next may follow the run steps[0 .. count - 1]. */
 bool vkp_fuse_joins(const vkp_fuse_step *steps, uint32_t count, const vkp_fuse_step *next);
 /* Fused runs recorded and the launches they cover, since the plugin loaded
