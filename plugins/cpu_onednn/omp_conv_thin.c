@@ -2,8 +2,9 @@
 /* omp_conv_thin.c — CONV2D and CONV2D_BACKWARD_WEIGHT in f32 for "thin"
  * inputs: few input taps per output (Ci * kh * kw <= THIN_TAPS), stride 1,
  * dilation 1, one group, contiguous NCHW tensors. A network's first layer
- * on images (1 or 3 channels) is this shape. bf16 and f16 tensors (autocast)
- * are widened to f32 an image at a time, summed in f32 and rounded once.
+ * on images (1 or 3 channels) is this shape. bf16 and f16 tensors (autocast):
+ * the input widened to f32 an image at a time, grad_y widened as it is
+ * loaded, the sums in f32 and each output rounded once as it is stored.
  *
  * oneDNN runs such a layer with a blocked (nChw16c) output and reorders it
  * back to graft's NCHW: on a Fashion-MNIST batch ([128, 1, 28, 28] -> 32
@@ -72,7 +73,10 @@ static void pad_image(const thin_geom *g, const void *x, float *buf) {
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
-#define THIN_AVX512 __attribute__((target("avx512f")))
+
+#include "omp_half_vec.h"
+/* BW and VL for the masked 16-bit loads and stores of bf16 / f16 rows */
+#define THIN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 
 /* Offsets of the taps (ci, ki, kj) in a padded image, in that order. */
 static int64_t tap_offsets(const thin_geom *g, int64_t *off) {
@@ -88,19 +92,25 @@ static inline __mmask16 lanes_of(int64_t len) {
 }
 
 /* Output channels oc0 .. oc0 + NB - 1 of one row chunk: NB independent sums
- * (a constant after inlining, so they stay in registers). */
+ * (a constant after inlining, so they stay in registers), stored as f32
+ * (half 0) or rounded once into 16-bit lanes (half: the dtype). */
 THIN_AVX512 static inline __attribute__((always_inline)) void
 fw_block(const __m512 *xv, int64_t taps, const float *w, const float *bias, int64_t oc0, int nb,
-         float *yo, int64_t plane, int64_t row, __mmask16 m) {
+         void *yo, int32_t half, int64_t plane, int64_t row, __mmask16 m) {
     __m512 acc[4];
     for (int i = 0; i < nb; i++) acc[i] = _mm512_set1_ps(bias ? bias[oc0 + i] : 0.0f);
     for (int64_t k = 0; k < taps; k++)
         for (int i = 0; i < nb; i++)
             acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(w[(oc0 + i) * taps + k]), xv[k], acc[i]);
+    size_t es = half ? 2 : 4;
     for (int i = 0; i < nb; i++) {
-        _mm512_mask_storeu_ps(yo + (oc0 + i) * plane, m, acc[i]);
+        char *at = (char *)yo + (size_t)((oc0 + i) * plane) * es;
+        if (half)
+            _mm256_mask_storeu_epi16(at, m, odn_hv_from_f32(acc[i], half));
+        else
+            _mm512_mask_storeu_ps((float *)(void *)at, m, acc[i]);
         /* the lines of this chunk two rows down: a write stream per channel */
-        _mm_prefetch((const char *)(yo + (oc0 + i) * plane + 2 * row), _MM_HINT_T0);
+        _mm_prefetch(at + (size_t)(2 * row) * es, _MM_HINT_T0);
     }
 }
 
@@ -108,7 +118,7 @@ fw_block(const __m512 *xv, int64_t taps, const float *w, const float *bias, int6
  * time: the taps' shifted input vectors loaded once, then every output
  * channel's sum of taps (f32, in the order ci, ki, kj) onto its bias. */
 THIN_AVX512 static void thin_forward_image(const thin_geom *g, const float *xp, const float *w,
-                                           const float *bias, float *y) {
+                                           const float *bias, void *y, int32_t half) {
     int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
     __m512 xv[THIN_TAPS];
     for (int64_t oh = 0; oh < g->ho; oh++)
@@ -116,10 +126,11 @@ THIN_AVX512 static void thin_forward_image(const thin_geom *g, const float *xp, 
             __mmask16 m = lanes_of(g->wo - o0);
             const float *base = xp + oh * g->wp + o0;
             for (int64_t k = 0; k < taps; k++) xv[k] = _mm512_maskz_loadu_ps(m, base + off[k]);
-            float *yo = y + oh * g->wo + o0;
+            void *yo = (char *)y + (size_t)(oh * g->wo + o0) * (half ? 2 : 4);
             int64_t oc = 0;
-            for (; oc + 4 <= g->co; oc += 4) fw_block(xv, taps, w, bias, oc, 4, yo, plane, g->wo, m);
-            for (; oc < g->co; oc++) fw_block(xv, taps, w, bias, oc, 1, yo, plane, g->wo, m);
+            for (; oc + 4 <= g->co; oc += 4)
+                fw_block(xv, taps, w, bias, oc, 4, yo, half, plane, g->wo, m);
+            for (; oc < g->co; oc++) fw_block(xv, taps, w, bias, oc, 1, yo, half, plane, g->wo, m);
         }
 }
 
@@ -136,7 +147,7 @@ THIN_AVX512 static inline double lanes_sum(__m512 v) {
  * channels, lanes beyond a row's end loaded as zeros; folded in double into
  * gw[c][i]. */
 THIN_AVX512 static inline __attribute__((always_inline)) void
-gw_block(const thin_geom *g, const float *xp, const float *const *gp, int nc,
+gw_block(const thin_geom *g, const float *xp, const void *const *gp, int32_t half, int nc,
          const int64_t *off, int nb, double *const *gw) {
     int64_t pf = 2 * g->ho * g->wo; /* the next pair of channels' planes */
     __m512 acc[2][8];
@@ -148,8 +159,10 @@ gw_block(const thin_geom *g, const float *xp, const float *const *gp, int nc,
             __mmask16 m = lanes_of(wo - o0);
             __m512 gv[2];
             for (int c = 0; c < nc; c++) {
-                gv[c] = _mm512_maskz_loadu_ps(m, gp[c] + oh * wo + o0);
-                _mm_prefetch((const char *)(gp[c] + pf + oh * wo + o0), _MM_HINT_T0);
+                const char *at = (const char *)gp[c] + (size_t)(oh * wo + o0) * (half ? 2 : 4);
+                gv[c] = half ? odn_hv_to_f32(_mm256_maskz_loadu_epi16(m, at), half)
+                             : _mm512_maskz_loadu_ps(m, (const float *)(const void *)at);
+                _mm_prefetch(at + (size_t)pf * (half ? 2 : 4), _MM_HINT_T0);
             }
             const float *base = xp + oh * wp + o0;
             for (int i = 0; i < nb; i++) {
@@ -163,14 +176,14 @@ gw_block(const thin_geom *g, const float *xp, const float *const *gp, int nc,
 
 /* Every tap of nc (1 or 2: a constant after inlining) output channels. */
 THIN_AVX512 static inline __attribute__((always_inline)) void
-gw_channels(const thin_geom *g, const float *xp, const float *const *gp, int nc,
+gw_channels(const thin_geom *g, const float *xp, const void *const *gp, int32_t half, int nc,
             const int64_t *off, int64_t taps, double *const *out) {
     int64_t t = 0;
     double *o[2];
 #define GW_AT(NB)                                                   \
     do {                                                            \
         for (int c = 0; c < nc; c++) o[c] = out[c] + t;             \
-        gw_block(g, xp, gp, nc, off + t, NB, o);                    \
+        gw_block(g, xp, gp, half, nc, off + t, NB, o);              \
         t += NB;                                                    \
     } while (0)
     while (t + 8 <= taps) GW_AT(8);
@@ -184,18 +197,20 @@ gw_channels(const thin_geom *g, const float *xp, const float *const *gp, int nc,
  * the sum over the image's outputs of grad_y times the tap's input; output
  * channels in pairs. */
 THIN_AVX512 static void thin_grad_weight_image(const thin_geom *g, const float *xp,
-                                               const float *gy, double *gw) {
+                                               const void *gy, int32_t half, double *gw) {
     int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
+    size_t es = half ? 2 : 4;
+    const char *gb = gy;
     int64_t oc = 0;
     for (; oc + 2 <= g->co; oc += 2) {
-        const float *gp[2] = {gy + oc * plane, gy + (oc + 1) * plane};
+        const void *gp[2] = {gb + (size_t)(oc * plane) * es, gb + (size_t)((oc + 1) * plane) * es};
         double *out[2] = {gw + oc * taps, gw + (oc + 1) * taps};
-        gw_channels(g, xp, gp, 2, off, taps, out);
+        gw_channels(g, xp, gp, half, 2, off, taps, out);
     }
     if (oc < g->co) {
-        const float *gp[1] = {gy + oc * plane};
+        const void *gp[1] = {gb + (size_t)(oc * plane) * es};
         double *out[1] = {gw + oc * taps};
-        gw_channels(g, xp, gp, 1, off, taps, out);
+        gw_channels(g, xp, gp, half, 1, off, taps, out);
     }
 }
 #endif
@@ -206,7 +221,9 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
     (void)op, (void)in, (void)n_in, (void)out, (void)n_out, (void)params;
     return ODN_FALLBACK; /* oneDNN's kernels, without AVX-512 here */
 #else
-    if (!__builtin_cpu_supports("avx512f")) return ODN_FALLBACK;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl"))
+        return ODN_FALLBACK;
     if (n_out != 1 || !out[0]) return ODN_FALLBACK;
     thin_geom g;
     const gfp_tensor *x, *w, *y, *bias = NULL;
@@ -238,10 +255,12 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
     int nt = odn_threads(g.n * g.co * g.ho * g.wo * taps / 8);
     if (nt > g.n) nt = (int)g.n;
     int teams = nt > 1 ? nt : 1;
-    /* per thread: the padded image, and for 16-bit tensors an f32 image of
-     * y (forward) or grad_y (weight gradient) */
-    int64_t per = plane + (half ? ys : 0);
-    float *scratch = odn_arena_alloc(ctx, sizeof(float) * (size_t)(per * teams));
+    /* per thread: the padded image (f32); 16-bit y and grad_y are rounded
+     * and widened in registers */
+    int64_t per = plane;
+    int64_t total = g.co * taps; /* weights: 16-bit gradients are summed into scratch */
+    int64_t floats = per * teams > total ? per * teams : total;
+    float *scratch = odn_arena_alloc(ctx, sizeof(float) * (size_t)floats);
     double *part = op == GFP_OP_CONV2D ? NULL
                                        : odn_arena_alloc(ctx, sizeof(double) *
                                                                   (size_t)(g.n * g.co * taps));
@@ -271,12 +290,8 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
             float *buf = scratch + per * odn_team_thread(nt);
             pad_image(&g, xb + (size_t)(n * xs) * es, buf);
-            if (!half) {
-                thin_forward_image(&g, buf, wb, bb, (float *)(void *)yb + n * ys);
-            } else { /* f32 sums, each output rounded once */
-                thin_forward_image(&g, buf, wb, bb, buf + plane);
-                odn_f32_to_half((uint16_t *)(void *)yb + n * ys, buf + plane, ys, g.dtype);
-            }
+            /* f32 sums, each output rounded once when 16-bit */
+            thin_forward_image(&g, buf, wb, bb, yb + (size_t)(n * ys) * es, half ? g.dtype : 0);
         });
         return GFP_OK;
     }
@@ -284,15 +299,9 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
         float *buf = scratch + per * odn_team_thread(nt);
         pad_image(&g, xb + (size_t)(n * xs) * es, buf);
-        const float *gy = (const float *)(const void *)gyb + n * ys;
-        if (half) {
-            odn_half_to_f32(buf + plane, (const uint16_t *)(const void *)gyb + n * ys, ys,
-                            g.dtype);
-            gy = buf + plane;
-        }
-        thin_grad_weight_image(&g, buf, gy, part + n * g.co * taps);
+        thin_grad_weight_image(&g, buf, gyb + (size_t)(n * ys) * es, half ? g.dtype : 0,
+                               part + n * g.co * taps);
     });
-    int64_t total = g.co * taps;
     float *gw32 = half ? scratch : odn_f32_mut(w); /* the sums, then rounded once */
     for (int64_t k = 0; k < total; k++) {
         double s = 0;

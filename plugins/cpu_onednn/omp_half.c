@@ -24,6 +24,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ODN_HALF_X86 1
 #include <immintrin.h>
+
+#include "omp_half_vec.h"
 #define ODN_AVX512 __attribute__((target("avx512f,f16c")))
 #else
 #define ODN_HALF_X86 0
@@ -44,74 +46,21 @@ static void f32_to_f16_c(uint16_t *y, const float *x, int64_t n) {
 }
 
 #if ODN_HALF_X86
-ODN_AVX512 static void bf16_to_f32_avx512(float *y, const uint16_t *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
-        _mm512_storeu_si512(y + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+/* Sixteen lanes a step (omp_half_vec.h), the C loops for the tail. */
+#define HALF_RUNS(NAME, FROM, TO, LOAD, STORE, CONV)                                      \
+    ODN_AVX512 static void NAME##_avx512(TO *y, const FROM *x, int64_t n) {              \
+        int64_t i = 0;                                                                    \
+        for (; i + 16 <= n; i += 16) STORE(y + i, CONV(LOAD(x + i)));                    \
+        NAME##_c(y + i, x + i, n - i);                                                    \
     }
-    bf16_to_f32_c(y + i, x + i, n - i);
-}
-
-/* NaN lanes of f32 bits u: |u| above the infinity pattern. */
-ODN_AVX512 static inline __mmask16 nan_lanes(__m512i u) {
-    return _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                   _mm512_set1_epi32(0x7f800000));
-}
-
-ODN_AVX512 static void f32_to_bf16_avx512(uint16_t *y, const float *x, int64_t n) {
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff),
-                  quiet = _mm512_set1_epi32(0x40);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512i u = _mm512_loadu_si512(x + i);
-        __m512i hi = _mm512_srli_epi32(u, 16);
-        /* ties to even: add 0x7fff plus the lowest kept bit, keep the top half */
-        __m512i r = _mm512_srli_epi32(
-            _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one))), 16);
-        r = _mm512_mask_blend_epi32(nan_lanes(u), r, _mm512_or_si512(hi, quiet));
-        _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtepi32_epi16(r));
-    }
-    f32_to_bf16_c(y + i, x + i, n - i);
-}
-
-ODN_AVX512 static void f16_to_f32_avx512(float *y, const uint16_t *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
-        __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
-        __m512i w = _mm512_cvtepu16_epi32(h);
-        /* NaN: the payload kept as it is (the hardware would set the quiet bit) */
-        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7fff)),
-                                                _mm512_set1_epi32(0x7c00));
-        if (nan) {
-            __m512i sign = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16);
-            __m512i man = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3ff)), 13);
-            __m512i b = _mm512_or_si512(_mm512_or_si512(sign, man), _mm512_set1_epi32(0x7f800000));
-            f = _mm512_mask_blend_epi32(nan, f, b);
-        }
-        _mm512_storeu_si512(y + i, f);
-    }
-    f16_to_f32_c(y + i, x + i, n - i);
-}
-
-ODN_AVX512 static void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 f = _mm512_loadu_ps(x + i);
-        __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512i u = _mm512_castps_si512(f);
-        __mmask16 nan = nan_lanes(u);
-        if (nan) { /* pk_half.h's quiet NaN: the sign and 0x7e00 */
-            __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000));
-            __m512i q = _mm512_or_si512(sign, _mm512_set1_epi32(0x7e00));
-            __m512i w = _mm512_mask_blend_epi32(nan, _mm512_cvtepu16_epi32(h), q);
-            h = _mm512_cvtepi32_epi16(w);
-        }
-        _mm256_storeu_si256((__m256i *)(void *)(y + i), h);
-    }
-    f32_to_f16_c(y + i, x + i, n - i);
-}
+#define LOAD_H(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LOAD_F(p) _mm512_loadu_ps(p)
+#define STORE_H(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
+#define STORE_F(p, v) _mm512_storeu_ps(p, v)
+HALF_RUNS(bf16_to_f32, uint16_t, float, LOAD_H, STORE_F, odn_hv_bf16_to_f32)
+HALF_RUNS(f32_to_bf16, float, uint16_t, LOAD_F, STORE_H, odn_hv_f32_to_bf16)
+HALF_RUNS(f16_to_f32, uint16_t, float, LOAD_H, STORE_F, odn_hv_f16_to_f32)
+HALF_RUNS(f32_to_f16, float, uint16_t, LOAD_F, STORE_H, odn_hv_f32_to_f16)
 
 /* Every CPU with AVX-512F has F16C too (and clang's __builtin_cpu_supports
  * does not know the name "f16c"): AVX-512F alone is asked. */

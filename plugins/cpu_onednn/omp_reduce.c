@@ -36,7 +36,8 @@ typedef struct partial {
 
 typedef struct red_plan {
     uint32_t op;
-    int32_t dtype; /* f32 or f64: the part dtype when complex */
+    int32_t dtype; /* f32 or f64: the part dtype when complex; f32 when 16-bit */
+    int32_t half;  /* GFP_BF16 / GFP_F16: x and y are 16-bit (SUM, MEAN); else 0 */
     bool cx;       /* c64 / c128: elements are (re, im) pairs of dtype */
     size_t es;     /* bytes per element */
     group kept, red;
@@ -181,6 +182,29 @@ enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN, K_CSU
 LINE_KERNELS(float, f32)
 LINE_KERNELS(double, f64)
 
+/* K_SUM on 16-bit elements (omp_half_native.c): each widened exactly to f32
+ * as it is read, then the f32 kernel's double sums in the f32 kernel's
+ * order, so the result is the widened path's bit for bit. Additions only
+ * (nothing to contract into an FMA), so the vector clones give the same
+ * sums. */
+#define HALF_SUM(TAG, CONV)                                                               \
+    ODN_CLONES static void run_##TAG(const uint16_t *x, int64_t n, int64_t s, partial *p) {          \
+        double acc = 0;                                                                   \
+        if (s == 1) {                                                                     \
+            double part[16] = {0};                                                        \
+            int64_t i = 0;                                                                \
+            for (; i + 16 <= n; i += 16)                                                  \
+                for (int j = 0; j < 16; j++) part[j] += (double)CONV(x[i + j]);           \
+            for (; i < n; i++) acc += (double)CONV(x[i]);                                 \
+            for (int j = 0; j < 16; j++) acc += part[j];                                  \
+        } else {                                                                          \
+            for (int64_t i = 0; i < n; i++) acc += (double)CONV(x[i * s]);                \
+        }                                                                                 \
+        p->sum += acc;                                                                    \
+    }
+HALF_SUM(bf16, pk_bf16_to_f32)
+HALF_SUM(f16, pk_f16_to_f32)
+
 /* Runs kind over flat indices [lo, hi) of the line starting at x + base. */
 static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, int kind,
                        double c, partial *out) {
@@ -192,7 +216,9 @@ static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, 
         int64_t in_run = lo % inner, n = inner - in_run;
         if (n > hi - lo) n = hi - lo;
         const char *at = p->x + (base + group_offset(g, lo, false)) * (int64_t)es;
-        if (p->dtype == GFP_F32) run_f32((const float *)(const void *)at, n, s, kind, c, lo, out);
+        if (p->half == GFP_BF16) run_bf16((const uint16_t *)(const void *)at, n, s, out);
+        else if (p->half) run_f16((const uint16_t *)(const void *)at, n, s, out);
+        else if (p->dtype == GFP_F32) run_f32((const float *)(const void *)at, n, s, kind, c, lo, out);
         else run_f64((const double *)(const void *)at, n, s, kind, c, lo, out);
         lo += n;
     }
@@ -294,7 +320,9 @@ static void store(const red_plan *p, int64_t o, double v, int64_t index, double 
         }
         return;
     }
-    if (p->dtype == GFP_F32) ((float *)(void *)p->y)[off] = (float)v;
+    if (p->half == GFP_BF16) ((uint16_t *)(void *)p->y)[off] = pk_f32_to_bf16((float)v);
+    else if (p->half) ((uint16_t *)(void *)p->y)[off] = pk_f32_to_f16((float)v);
+    else if (p->dtype == GFP_F32) ((float *)(void *)p->y)[off] = (float)v;
     else ((double *)(void *)p->y)[off] = v;
     if (p->ind) {
         int64_t ioff = 0, j = o;
@@ -338,6 +366,26 @@ static void store(const red_plan *p, int64_t o, double v, int64_t index, double 
 COLUMNS(columns_f32, float)
 COLUMNS(columns_f64, double)
 
+/* SUM / MEAN columns of 16-bit elements: the f32 form above with each
+ * element widened as it is read and each result rounded once from f32. */
+#define HALF_COLUMNS(NAME, CONV, ROUND)                                                   \
+    ODN_CLONES static void NAME(const red_plan *p, int64_t c0, int64_t c1) {                        \
+        double acc[COLUMN_BLOCK];                                                         \
+        int64_t w = c1 - c0;                                                              \
+        for (int64_t i = 0; i < w; i++) acc[i] = 0;                                       \
+        for (int64_t r = 0; r < p->len; r++) {                                            \
+            const uint16_t *row = (const uint16_t *)(const void *)p->x +                  \
+                                  group_offset(&p->red, r, false) + c0;                   \
+            _Pragma("omp simd")                                                           \
+            for (int64_t i = 0; i < w; i++) acc[i] += (double)CONV(row[i]);               \
+        }                                                                                 \
+        uint16_t *y = (uint16_t *)(void *)p->y + c0;                                      \
+        double n = p->op == GFP_OP_MEAN ? (double)p->len : 1.0;                           \
+        for (int64_t i = 0; i < w; i++) y[i] = ROUND((float)(acc[i] / n));                \
+    }
+HALF_COLUMNS(columns_bf16, pk_bf16_to_f32, pk_f32_to_bf16)
+HALF_COLUMNS(columns_f16, pk_f16_to_f32, pk_f32_to_f16)
+
 static bool columns_apply(const red_plan *p) {
     bool op_ok = p->op == GFP_OP_SUM || p->op == GFP_OP_MEAN || p->op == GFP_OP_AMAX ||
                  p->op == GFP_OP_AMIN;
@@ -356,7 +404,9 @@ static void run_columns(const red_plan *p) {
     }
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t b = 0; b < blocks; b++) {
         int64_t c0 = b * bw, c1 = c0 + bw < p->outputs ? c0 + bw : p->outputs;
-        if (p->dtype == GFP_F32) columns_f32(p, c0, c1);
+        if (p->half == GFP_BF16) columns_bf16(p, c0, c1);
+        else if (p->half) columns_f16(p, c0, c1);
+        else if (p->dtype == GFP_F32) columns_f32(p, c0, c1);
         else columns_f64(p, c0, c1);
     });
 }
@@ -373,9 +423,10 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         return ODN_FALLBACK;
     const gfp_tensor *x = in[0], *y = out[0], *ind = by_dim ? out[1] : NULL;
     bool cx = x->dtype == GFP_C64 || x->dtype == GFP_C128;
-    if (cx && op != GFP_OP_SUM && op != GFP_OP_MEAN) return ODN_FALLBACK;
-    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64 && !cx) || y->dtype != x->dtype ||
-        (ind && ind->dtype != GFP_I64))
+    bool half = pk_is_half(x->dtype); /* omp_half_native.c: SUM and MEAN */
+    if ((cx || half) && op != GFP_OP_SUM && op != GFP_OP_MEAN) return ODN_FALLBACK;
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64 && !cx && !half) || y->dtype != x->dtype ||
+        (ind && ind->dtype != GFP_I64) || (half && !odn_writable(y)))
         return ODN_FALLBACK;
     uint32_t dims = rp->dims;
     if ((uint64_t)dims >> x->rank != 0 || y->rank != x->rank) return ODN_FALLBACK;
@@ -385,7 +436,8 @@ gfp_status odn_reduce_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
     memset(&p, 0, sizeof p);
     p.op = op;
     p.cx = cx;
-    p.dtype = x->dtype == GFP_F32 || x->dtype == GFP_C64 ? GFP_F32 : GFP_F64;
+    p.dtype = x->dtype == GFP_F32 || x->dtype == GFP_C64 || half ? GFP_F32 : GFP_F64;
+    p.half = half ? x->dtype : 0;
     p.es = pk_dtype_size(x->dtype);
     p.correction = rp->correction;
     p.outputs = p.len = 1;

@@ -37,6 +37,14 @@ bool odc_md_equal(const odc_md *a, const odc_md *b) {
     return dnnl_memory_desc_equal(&a->md, &b->md) != 0;
 }
 
+bool odc_md_is_nchw16c(const odc_md *md, const int64_t *dims, dnnl_data_type_t dt) {
+    dnnl_dims_t d;
+    to_dims(d, 4, dims);
+    dnnl_memory_desc_t want;
+    if (dnnl_memory_desc_init_by_tag(&want, 4, d, dt, dnnl_aBcd16b) != dnnl_success) return false;
+    return dnnl_memory_desc_equal(&want, &md->md) != 0;
+}
+
 /* An absent descriptor is passed as NULL (2.x also accepts a zero md). */
 static const dnnl_memory_desc_t *opt(const odc_md *md) {
     return md && md->md.ndims > 0 ? &md->md : NULL;

@@ -36,6 +36,9 @@ void odc_md_zero(odc_md *md);
 void odc_md_release(odc_md *md);
 size_t odc_md_bytes(const odc_md *md);
 bool odc_md_equal(const odc_md *a, const odc_md *b);
+/* Whether md is the dense 4-D layout nChw16c (oneDNN's aBcd16b: blocks of 16
+ * channels innermost) of dims and dt. */
+bool odc_md_is_nchw16c(const odc_md *md, const int64_t *dims, dnnl_data_type_t dt);
 /* The descriptor a primitive descriptor chose for one of its arguments
  * (DNNL_ARG_SRC ...). Returns false when the primitive has no such argument. */
 bool odc_pd_arg_md(const_dnnl_primitive_desc_t pd, int arg, odc_md *out);

@@ -348,6 +348,17 @@ bool odn_half_widens(uint32_t op);
 gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params);
+/* 16-bit tensors between dense NCHW (plain: [n, c, hw]) and oneDNN's
+ * nChw16c (blocked: channels past c zero), in the direction to_blocked says
+ * (omp_layout.c). */
+void odn_nchw16c_16bit(void *blocked, void *plain, int64_t n, int64_t c, int64_t hw,
+                       bool to_blocked);
+/* The 16-bit launches with kernels of their own that read and write 16-bit
+ * storage (omp_half_native.c: RELU, RELU_BACKWARD; 2x2 max pooling; SUM and
+ * MEAN), bit for bit the widened path's results; ODN_FALLBACK (nothing
+ * written) for the rest. */
+gfp_status odn_half_native(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                           const gfp_tensor *const *out, uint32_t n_out, const void *params);
 
 /* SOFTMAX / LOG_SOFTMAX in C loops (omp_softmax.c). */
 gfp_status odn_softmax_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,

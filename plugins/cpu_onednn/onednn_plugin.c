@@ -241,8 +241,10 @@ static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *con
                              uint32_t n_outputs, const void *params) {
     /* f16/bf16: oneDNN's bf16 primitives where the CPU has bf16 arithmetic
      * (bf16_support); the plugin's own 16-bit loops for copies, fills,
-     * selections and bernoulli draws (omp_random.c); the f32 kernels on widened copies for the ops that compute
-     * in f32 and round once (omp_half.c); the reference kernels for the rest. */
+     * selections and bernoulli draws (omp_random.c); 16-bit kernels of their own for
+     * ReLU, 2x2 max pooling and sums (omp_half_native.c); the f32 kernels on widened
+     * copies for the other ops that compute in f32 and round once (omp_half.c); the
+     * reference kernels for the rest. */
     gfp_status st = ODN_FALLBACK;
     if (f->fast && any_half(inputs, n_inputs, outputs, n_outputs)) {
         gfp_op_query q;
@@ -250,8 +252,11 @@ static gfp_status run_family(const family *f, uint32_t op, const gfp_tensor *con
         if ((odn_bf16 && bf16_support(&q) != GFP_SUPPORT_NONE) || op == GFP_OP_COPY ||
             op == GFP_OP_FILL || op == GFP_OP_WHERE || op == GFP_OP_RANDOM)
             st = f->fast(op, inputs, n_inputs, outputs, n_outputs, params);
-        else if (odn_half_widens(op))
-            st = odn_half_widened(f->fast, op, inputs, n_inputs, outputs, n_outputs, params);
+        else if (odn_half_widens(op)) {
+            st = odn_half_native(op, inputs, n_inputs, outputs, n_outputs, params);
+            if (st == ODN_FALLBACK)
+                st = odn_half_widened(f->fast, op, inputs, n_inputs, outputs, n_outputs, params);
+        }
     } else if (f->fast) {
         st = f->fast(op, inputs, n_inputs, outputs, n_outputs, params);
     }

@@ -256,6 +256,38 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
     max_pool_2x2_f32_any(g, x, y, ind);
 }
 
+#ifdef ODN_POOL_AVX512
+/* f16 / bf16, contiguous (omp_half_native.c): each plane widened into the
+ * thread's f32 buffer (exact), the f32 rows above on it, its outputs rounded
+ * back (exact: each is one of the inputs); 16-bit bytes cross memory. False
+ * (nothing written) when the case is not this one. */
+static bool max_pool_2x2_half(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
+                              const gfp_tensor *ind) {
+    if (!__builtin_cpu_supports("avx512f") || !odn_is_contiguous(x) || !odn_is_contiguous(y) ||
+        !odn_is_contiguous(ind) || y->dtype != x->dtype)
+        return false;
+    int64_t hw = g->h * g->w, P = g->ho * g->wo, planes = g->n * g->c;
+    int nt = odn_threads(planes * P * 4);
+    odn_ctx *c;
+    if (odn_ctx_acquire(&c) != GFP_OK) return false;
+    float *bufs = odn_arena_alloc(c, sizeof(float) * (size_t)(hw + P) * (size_t)(nt > 1 ? nt : 1));
+    if (!bufs) return false;
+    const uint16_t *xb = (const uint16_t *)(const void *)((const char *)x->buffer + x->offset);
+    uint16_t *yb = (uint16_t *)(void *)((char *)y->buffer + y->offset);
+    int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);
+    int32_t dt = x->dtype;
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
+        float *xf = bufs + (size_t)odn_team_thread(nt) * (size_t)(hw + P), *yf = xf + hw;
+        odn_half_to_f32(xf, xb + pl * hw, hw, dt);
+        for (int64_t oh = 0; oh < g->ho; oh++)
+            max_pool_2x2_f32_avx512(xf + 2 * oh * g->w, xf + (2 * oh + 1) * g->w, yf + oh * g->wo,
+                                    ib + pl * P + oh * g->wo, g->wo, 2 * oh * g->w, g->w);
+        odn_f32_to_half(yb + pl * P, yf, P, dt);
+    });
+    return true;
+}
+#endif
+
 /* grad_x zeroed, then each grad_y element added at its index. Every index
  * was checked first (indices_valid), so a bad one leaves grad_x untouched. */
 #define MAX_POOL_BWD(NAME, T)                                                             \
@@ -362,27 +394,46 @@ static bool max_pool_bwd_windows(const pool_geom *g, const gfp_tensor *gy, const
                                  const gfp_tensor *gx) {
     if (!__builtin_cpu_supports("avx512f")) return false;
     int64_t h = g->h, w = g->w, ho = g->ho, wo = g->wo, P = ho * wo, planes = g->n * g->c;
-    if (gy->dtype != GFP_F32 || 2 * ho > h || 2 * wo > w || h > 2 * ho + 1 || w > 2 * wo + 1)
+    bool half = pk_is_half(gy->dtype);
+    if ((gy->dtype != GFP_F32 && !half) || 2 * ho > h || 2 * wo > w || h > 2 * ho + 1 ||
+        w > 2 * wo + 1)
         return false;
     if (!odn_is_contiguous(gy) || !odn_is_contiguous(ind) || !odn_is_contiguous(gx)) return false;
     odn_ctx *c;
     if (odn_ctx_acquire(&c) != GFP_OK) return false;
     int64_t *own = odn_arena_alloc(c, sizeof(int64_t) * (size_t)P);
     if (!own) return false;
+    /* 16-bit: a plane of each gradient in f32 per thread (exact both ways:
+     * each grad_x element is 0 or one grad_y element) */
+    int nt = odn_threads(planes * (h * w + P));
+    float *bufs = half ? odn_arena_alloc(c, sizeof(float) * (size_t)(h * w + P) *
+                                                (size_t)(nt > 1 ? nt : 1))
+                       : NULL;
+    if (half && !bufs) return false;
     for (int64_t oh = 0; oh < ho; oh++)
         for (int64_t ow = 0; ow < wo; ow++) own[oh * wo + ow] = 2 * oh * w + 2 * ow;
     const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer + ind->offset);
-    const float *gyb = (const float *)((char *)gy->buffer + gy->offset);
-    float *gxb = (float *)((char *)gx->buffer + gx->offset);
+    const char *gyb = (const char *)gy->buffer + gy->offset;
+    char *gxb = (char *)gx->buffer + gx->offset;
     int64_t bad = 0;
-    int nt = odn_threads(planes * P);
-    ODN_PARALLEL_FOR(nt, schedule(static) reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
+    int ntc = odn_threads(planes * P);
+    ODN_PARALLEL_FOR(ntc, schedule(static) reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
         bad += windows_bad(ib + pl * P, own, P, w);
     });
     if (bad) return false;
-    nt = odn_threads(planes * (h * w + P));
+    if (!half) {
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
+            windows_plane((const float *)(const void *)gyb + pl * P, ib + pl * P,
+                          (float *)(void *)gxb + pl * h * w, h, w, ho, wo);
+        });
+        return true;
+    }
+    int32_t dt = gy->dtype;
     ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
-        windows_plane(gyb + pl * P, ib + pl * P, gxb + pl * h * w, h, w, ho, wo);
+        float *xf = bufs + (size_t)odn_team_thread(nt) * (size_t)(h * w + P), *gf = xf + h * w;
+        odn_half_to_f32(gf, (const uint16_t *)(const void *)gyb + pl * P, P, dt);
+        windows_plane(gf, ib + pl * P, xf, h, w, ho, wo);
+        odn_f32_to_half((uint16_t *)(void *)gxb + pl * h * w, xf, h * w, dt);
     });
     return true;
 }
@@ -425,12 +476,17 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     gfp_status st = pk_check_pool2d(GFP_OP_MAX_POOL2D, params, x, "x", y, "y", &g);
     if (st != GFP_OK) return st;
     if (!rank4(ind) || !pk_same_shape(ind, y)) return ODN_FALLBACK;
-    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64) || y->dtype != x->dtype ||
+    bool half = pk_is_half(x->dtype); /* omp_half_native.c: the 2x2 case only */
+    if ((x->dtype != GFP_F32 && x->dtype != GFP_F64 && !half) || y->dtype != x->dtype ||
         ind->dtype != GFP_I64 || !odn_writable(y) || !odn_writable(ind))
         return ODN_FALLBACK;
     if (pk_numel(y) == 0) return GFP_OK;
     if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
         g.dh == 1 && g.dw == 1 && 2 * g.ho <= g.h && 2 * g.wo <= g.w && x->strides[3] == 1) {
+#ifdef ODN_POOL_AVX512
+        if (half) return max_pool_2x2_half(&g, x, y, ind) ? GFP_OK : ODN_FALLBACK;
+#endif
+        if (half) return ODN_FALLBACK;
         if (x->dtype == GFP_F32) max_pool_2x2_f32(&g, x, y, ind);
         else max_pool_2x2_f64(&g, x, y, ind);
         return GFP_OK;
@@ -438,6 +494,7 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     /* Taps past (h - 1 + ph) / dh land below the input for every output (the
      * windows only move down): dropping them changes nothing, and a kernel
      * far larger than the input (a ceil-mode window) costs no scratch. */
+    if (half) return ODN_FALLBACK;
     int64_t reach_h = (g.h - 1 + g.ph) / g.dh + 1, reach_w = (g.w - 1 + g.pw) / g.dw + 1;
     if (g.kh > reach_h) g.kh = reach_h;
     if (g.kw > reach_w) g.kw = reach_w;
@@ -452,7 +509,8 @@ static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
     const gfp_tensor *gy = in[0], *ind = in[1], *gx = out[0];
     if (!rank4(gy) || !rank4(ind) || !rank4(gx) || !pk_same_shape(gy, ind)) return ODN_FALLBACK;
     if (gy->sizes[0] != gx->sizes[0] || gy->sizes[1] != gx->sizes[1]) return ODN_FALLBACK;
-    if ((gy->dtype != GFP_F32 && gy->dtype != GFP_F64) || gx->dtype != gy->dtype ||
+    bool half = pk_is_half(gy->dtype); /* omp_half_native.c: the window path only */
+    if ((gy->dtype != GFP_F32 && gy->dtype != GFP_F64 && !half) || gx->dtype != gy->dtype ||
         ind->dtype != GFP_I64 || !odn_writable(gx))
         return ODN_FALLBACK;
     pool_geom g = {.n = gx->sizes[0], .c = gx->sizes[1], .h = gx->sizes[2], .w = gx->sizes[3],
@@ -461,6 +519,7 @@ static gfp_status max_pool_backward(const gfp_tensor *const *in, uint32_t n_in,
 #ifdef ODN_POOL_AVX512
     if (max_pool_bwd_windows(&g, gy, ind, gx)) return GFP_OK;
 #endif
+    if (half) return ODN_FALLBACK;
     if (!indices_valid(&g, ind)) return ODN_FALLBACK; /* the reference names the bad one */
     if (gy->dtype == GFP_F32) max_pool_bwd_f32(&g, gy, ind, gx);
     else max_pool_bwd_f64(&g, gy, ind, gx);

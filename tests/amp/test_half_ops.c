@@ -265,6 +265,95 @@ static void test_families(void) {
     }
 }
 
+/* got and want (both dt) hold the same bits. */
+static void check_bits(const char *what, const gf_tensor *got, const gf_tensor *want, gf_dtype dt) {
+    CHECK_MSG(got && want && gf_tensor_dtype(got) == dt && gf_tensor_dtype(want) == dt, "%s: dtype",
+              what);
+    if (!got || !want) return;
+    gf_tensor *a = gf_contiguous(got), *b = gf_contiguous(want);
+    int64_t n = gf_tensor_numel(a);
+    CHECK_MSG(n == gf_tensor_numel(b), "%s: sizes", what);
+    uint16_t *x = calloc((size_t)n + 1, 2), *y = calloc((size_t)n + 1, 2);
+    CHECK(gf_tensor_to_host(a, x, (size_t)n * 2) == GF_OK);
+    CHECK(gf_tensor_to_host(b, y, (size_t)n * 2) == GF_OK);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] != y[i] && bad++ < 3)
+            fprintf(stderr, "%s (%s) [%lld]: 0x%04x vs 0x%04x\n", what, gf_dtype_name(dt),
+                    (long long)i, x[i], y[i]);
+    CHECK_MSG(bad == 0, "%s (%s): %d elements differ", what, gf_dtype_name(dt), bad);
+    free(x), free(y);
+}
+
+/* The 16-bit kernels a plugin may run on 16-bit storage itself (cpu_onednn:
+ * ReLU and its gradient, 2x2 max pooling both ways, bias sums, the nChw16c
+ * transposes around its bf16 convolutions), on shapes that leave partial
+ * vectors and channel blocks, and on signed zeros, infinities and NaN: the
+ * exact ops bit for bit against the f32 op on the same values, rounded. */
+static void test_native16(void) {
+    for (int d = 0; d < 2; d++) {
+        gf_dtype dt = LOWS[d];
+        /* special values, 37 of them (a vector and a tail) */
+        double sp[37];
+        const double base[9] = {-0.0, 0.0, -1.5, 2.0, NAN, -NAN, INFINITY, -INFINITY, 1e-3};
+        for (int i = 0; i < 37; i++) sp[i] = base[i % 9] * (i % 2 ? 1 : 3);
+        gf_tensor *sh = vec(sp, 37, dt), *sf = gf_to_dtype(sh, GF_F32);
+        check_bits("relu, special values", gf_relu(sh), gf_to_dtype(gf_relu(sf), dt), dt);
+        gf_tensor *gsh = gf_ones_like(sh), *gsf = gf_to_dtype(gsh, GF_F32);
+        gf_tensor_set_requires_grad(sh, true);
+        gf_tensor_set_requires_grad(sf, true);
+        CHECK(gf_backward(gf_relu(sh), gsh, NULL) == GF_OK);
+        CHECK(gf_backward(gf_relu(sf), gsf, NULL) == GF_OK);
+        check_bits("relu_backward, special values", gf_tensor_grad(sh),
+                   gf_to_dtype(gf_tensor_grad(sf), dt), dt);
+
+        int64_t sx[4] = {3, 20, 8, 10}; /* 20 channels, planes of 80 and 20 */
+        gf_tensor *xh, *xf;
+        rand_pair(sx, 4, dt, -1, 1, &xh, &xf);
+        gf_tensor *gyh, *gyf;
+        rand_pair(sx, 4, dt, -1, 1, &gyh, &gyf);
+        gf_tensor_set_requires_grad(xh, true);
+        gf_tensor_set_requires_grad(xf, true);
+        gf_pool2d_opts po = {.kernel = {2, 2}};
+        gf_tensor *rh = gf_relu(xh), *rf = gf_relu(xf);
+        check_bits("relu", rh, gf_to_dtype(rf, dt), dt);
+        gf_tensor *ph = gf_max_pool2d(rh, &po, NULL), *pf = gf_max_pool2d(rf, &po, NULL);
+        check_bits("max_pool2d 2x2", ph, gf_to_dtype(pf, dt), dt);
+        gf_tensor *pgh = gf_contiguous(gf_slice(gf_slice(gyh, 2, 0, 4, 1), 3, 0, 5, 1));
+        gf_tensor *pgf = gf_to_dtype(pgh, GF_F32);
+        CHECK(gf_backward(ph, pgh, NULL) == GF_OK);
+        CHECK(gf_backward(pf, pgf, NULL) == GF_OK);
+        check_bits("max_pool2d and relu backward", gf_tensor_grad(xh),
+                   gf_to_dtype(gf_tensor_grad(xf), dt), dt);
+        int bias_dims[3] = {0, 2, 3}, col_dims[1] = {0};
+        check_ulps("sum over N, H, W", gf_sum(gyh, bias_dims, 3, true),
+                   gf_sum(gyf, bias_dims, 3, true), dt, 0);
+        int64_t sm[2] = {70, 300};
+        gf_tensor *mh, *mf;
+        rand_pair(sm, 2, dt, -1, 1, &mh, &mf);
+        check_ulps("sum over rows", gf_sum(mh, col_dims, 1, false), gf_sum(mf, col_dims, 1, false),
+                   dt, 0);
+        check_ulps("mean over rows", gf_mean(mh, col_dims, 1, false),
+                   gf_mean(mf, col_dims, 1, false), dt, 0);
+
+        /* a convolution whose tensors leave partial blocks of 16 channels
+         * and of 16 pixels, both gradients */
+        int64_t cx[4] = {2, 20, 7, 7}, ck[4] = {18, 20, 3, 3};
+        gf_tensor *ih, *if_, *kh, *kf;
+        rand_pair(cx, 4, dt, -1, 1, &ih, &if_);
+        rand_pair(ck, 4, dt, -0.3, 0.3, &kh, &kf);
+        gf_conv2d_opts co = {.padding = {1, 1}};
+        gf_tensor *yh = gf_conv2d(ih, kh, NULL, &co), *yf = gf_conv2d(if_, kf, NULL, &co);
+        check_ulps("conv2d, partial blocks", yh, yf, dt, 2);
+        gf_tensor *gh = gf_to_dtype(yf, dt), *gf = gf_to_dtype(gh, GF_F32);
+        check_ulps("conv2d_backward_input, partial blocks", gf_conv2d_backward_input(gh, kh, cx, &co),
+                   gf_conv2d_backward_input(gf, kf, cx, &co), dt, 2);
+        check_ulps("conv2d_backward_weight, partial blocks",
+                   gf_conv2d_backward_weight(gh, ih, ck, &co),
+                   gf_conv2d_backward_weight(gf, if_, ck, &co), dt, 2);
+    }
+}
+
 /* A small MLP in dt: gradients have the tensor's dtype and match f32's run
  * on the same values within a 16-bit tolerance. */
 static void test_autograd(void) {
@@ -342,6 +431,7 @@ int main(void) {
     RUN(test_elementwise);
     RUN(test_families);
     RUN(test_long);
+    RUN(test_native16);
     RUN(test_autograd);
     RUN(test_io);
     gf_scope_end();
