@@ -35,6 +35,16 @@ ODN_HV __m256i odn_hv_f32_to_bf16(__m512 f) {
     return _mm512_cvtepi32_epi16(r);
 }
 
+/* f32 lanes that each hold a bf16 value exactly (a widened bf16, 0, or
+ * a selection among those): pk_half.h's bf16 without the rounding, only its
+ * NaN rule (the quiet bit set). */
+ODN_HV __m256i odn_hv_exact_to_bf16(__m512 f) {
+    __m512i u = _mm512_castps_si512(f);
+    __m512i r = _mm512_srli_epi32(u, 16);
+    r = _mm512_mask_or_epi32(r, odn_hv_nan_lanes(u), r, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
 ODN_HV __m512 odn_hv_f16_to_f32(__m256i h) {
     __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
     __m512i w = _mm512_cvtepu16_epi32(h);
@@ -70,6 +80,11 @@ ODN_HV __m512 odn_hv_to_f32(__m256i h, int32_t dtype) {
 }
 ODN_HV __m256i odn_hv_from_f32(__m512 f, int32_t dtype) {
     return dtype == GFP_BF16 ? odn_hv_f32_to_bf16(f) : odn_hv_f32_to_f16(f);
+}
+/* The same for lanes known to hold dtype's values exactly (the f16 form has
+ * no shortcut: its NaN pattern needs the full rule). */
+ODN_HV __m256i odn_hv_exact_from_f32(__m512 f, int32_t dtype) {
+    return dtype == GFP_BF16 ? odn_hv_exact_to_bf16(f) : odn_hv_f32_to_f16(f);
 }
 
 #endif

@@ -78,16 +78,73 @@ static int64_t group_offset(const group *g, int64_t j, bool in_y) {
  * ones into sq. */
 enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN, K_CSUM };
 
+/* The sum of n unit-stride elements (f32, bf16 or f16, each widened exactly)
+ * in double, in one fixed order: sixteen running sums (sum j takes elements
+ * i + j of each block of 16: one sum is bound by the add's latency,
+ * measured 2 cycles per element on a conv bias gradient), then the tail,
+ * then the sixteen sums in order. The AVX-512 form keeps the sixteen in two
+ * registers and adds exactly what the C form adds, so both give the same
+ * bits, and the 16-bit sums equal the f32 kernel's on widened copies. */
+static inline double widen_at(const void *x, int64_t i, int32_t dt) {
+    if (dt == GFP_BF16) return pk_bf16_to_f32(((const uint16_t *)x)[i]);
+    if (dt == GFP_F16) return pk_f16_to_f32(((const uint16_t *)x)[i]);
+    return ((const float *)x)[i];
+}
+
+static double run_sum_c(const void *x, int64_t n, int32_t dt) {
+    double part[16] = {0}, acc = 0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) part[j] += widen_at(x, i + j, dt);
+    for (; i < n; i++) acc += widen_at(x, i, dt);
+    for (int j = 0; j < 16; j++) acc += part[j];
+    return acc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "omp_half_vec.h"
+__attribute__((target("avx512f,f16c"))) static double run_sum_avx512(const void *x, int64_t n,
+                                                                     int32_t dt) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 f;
+        if (dt == GFP_F32) f = _mm512_loadu_ps((const float *)x + i);
+        else
+            f = odn_hv_to_f32(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)x + i)),
+                              dt);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
+                                   _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
+    }
+    double part[16], acc = 0;
+    _mm512_storeu_pd(part, lo);
+    _mm512_storeu_pd(part + 8, hi);
+    for (; i < n; i++) acc += widen_at(x, i, dt);
+    for (int j = 0; j < 16; j++) acc += part[j];
+    return acc;
+}
+static double run_sum(const void *x, int64_t n, int32_t dt) {
+    static int avx512 = -1;
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") != 0;
+    return avx512 ? run_sum_avx512(x, n, dt) : run_sum_c(x, n, dt);
+}
+#else
+static double run_sum(const void *x, int64_t n, int32_t dt) { return run_sum_c(x, n, dt); }
+#endif
+
 #define LINE_KERNELS(T, TAG)                                                              \
     static void run_##TAG(const T *x, int64_t n, int64_t s, int kind, double c,           \
                           int64_t base_index, partial *p) {                               \
         switch (kind) {                                                                   \
         case K_SUM: {                                                                     \
             double acc = 0;                                                               \
-            if (s == 1) {                                                                 \
-                /* 16 running sums: one sum is bound by the add's latency (measured:  \
-                 * a conv bias gradient, 2 cycles per element) */                        \
-                double part[16] = {0};                                                    \
+            if (s == 1 && sizeof(T) == 4) { /* f32: run_sum */                            \
+                acc = run_sum(x, n, GFP_F32);                                             \
+            } else if (s == 1) {                                                          \
+                double part[16] = {0}; /* run_sum's order */                              \
                 int64_t i = 0;                                                            \
                 for (; i + 16 <= n; i += 16)                                              \
                     for (int j = 0; j < 16; j++) part[j] += (double)x[i + j];             \
@@ -182,28 +239,15 @@ enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SQDEV, K_SUMEXP, K_ARGMAX, K_ARGMIN, K_CSU
 LINE_KERNELS(float, f32)
 LINE_KERNELS(double, f64)
 
-/* K_SUM on 16-bit elements (omp_half_native.c): each widened exactly to f32
- * as it is read, then the f32 kernel's double sums in the f32 kernel's
- * order, so the result is the widened path's bit for bit. Additions only
- * (nothing to contract into an FMA), so the vector clones give the same
- * sums. */
-#define HALF_SUM(TAG, CONV)                                                               \
-    ODN_CLONES static void run_##TAG(const uint16_t *x, int64_t n, int64_t s, partial *p) {          \
-        double acc = 0;                                                                   \
-        if (s == 1) {                                                                     \
-            double part[16] = {0};                                                        \
-            int64_t i = 0;                                                                \
-            for (; i + 16 <= n; i += 16)                                                  \
-                for (int j = 0; j < 16; j++) part[j] += (double)CONV(x[i + j]);           \
-            for (; i < n; i++) acc += (double)CONV(x[i]);                                 \
-            for (int j = 0; j < 16; j++) acc += part[j];                                  \
-        } else {                                                                          \
-            for (int64_t i = 0; i < n; i++) acc += (double)CONV(x[i * s]);                \
-        }                                                                                 \
-        p->sum += acc;                                                                    \
-    }
-HALF_SUM(bf16, pk_bf16_to_f32)
-HALF_SUM(f16, pk_f16_to_f32)
+/* K_SUM on 16-bit elements (omp_half_native.c): run_sum on unit-stride runs,
+ * the same order strided, so the result is the widened path's bit for bit. */
+static void run_half(const uint16_t *x, int64_t n, int64_t s, int32_t dt, partial *p) {
+    double acc = 0;
+    if (s == 1) acc = run_sum(x, n, dt);
+    else
+        for (int64_t i = 0; i < n; i++) acc += widen_at(x, i * s, dt);
+    p->sum += acc;
+}
 
 /* Runs kind over flat indices [lo, hi) of the line starting at x + base. */
 static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, int kind,
@@ -216,8 +260,7 @@ static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, 
         int64_t in_run = lo % inner, n = inner - in_run;
         if (n > hi - lo) n = hi - lo;
         const char *at = p->x + (base + group_offset(g, lo, false)) * (int64_t)es;
-        if (p->half == GFP_BF16) run_bf16((const uint16_t *)(const void *)at, n, s, out);
-        else if (p->half) run_f16((const uint16_t *)(const void *)at, n, s, out);
+        if (p->half) run_half((const uint16_t *)(const void *)at, n, s, p->half, out);
         else if (p->dtype == GFP_F32) run_f32((const float *)(const void *)at, n, s, kind, c, lo, out);
         else run_f64((const double *)(const void *)at, n, s, kind, c, lo, out);
         lo += n;

@@ -183,10 +183,15 @@ MAX_POOL_2X2(max_pool_2x2_f64, double, int64_t)
  * of each window by permutes, the same selects as masks. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #include <immintrin.h>
+
+#include "omp_half_vec.h"
 #define ODN_POOL_AVX512 1
-__attribute__((target("avx512f"))) static void max_pool_2x2_f32_avx512(
-    const float *x0, const float *x1, float *y, int64_t *ind, int64_t wo, int64_t base,
-    int64_t w) {
+#define POOL_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+/* half: 0 for f32 rows, else the 16-bit dtype (widened as loaded, the
+ * maxima rounded back as stored: exact, each is one of the inputs). */
+POOL_AVX512 static inline __attribute__((always_inline)) void
+pool_row(const void *x0v, const void *x1v, void *yv, int64_t *ind, int64_t wo, int64_t base,
+         int64_t w, int32_t half) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
                                           2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -196,11 +201,22 @@ __attribute__((target("avx512f"))) static void max_pool_2x2_f32_avx512(
     for (int64_t o0 = 0; o0 < wo; o0 += 16) {
         int64_t n = wo - o0 < 16 ? wo - o0 : 16, ni = 2 * n;
         __mmask16 mo = (__mmask16)((1u << n) - 1);
-        __mmask16 mlo = (__mmask16)(ni >= 16 ? 0xffffu : (1u << ni) - 1);
-        __mmask16 mhi = (__mmask16)(ni <= 16 ? 0u : (1u << (ni - 16)) - 1);
-        const float *r0 = x0 + 2 * o0, *r1 = x1 + 2 * o0;
-        __m512 p0 = _mm512_maskz_loadu_ps(mlo, r0), p1 = _mm512_maskz_loadu_ps(mhi, r0 + 16);
-        __m512 q0 = _mm512_maskz_loadu_ps(mlo, r1), q1 = _mm512_maskz_loadu_ps(mhi, r1 + 16);
+        __m512 p0, p1, q0, q1;
+        if (half) {
+            __mmask32 mi = (__mmask32)(ni >= 32 ? 0xffffffffu : (1u << ni) - 1);
+            const uint16_t *r0 = (const uint16_t *)x0v + 2 * o0, *r1 = (const uint16_t *)x1v + 2 * o0;
+            __m512i a = _mm512_maskz_loadu_epi16(mi, r0), b = _mm512_maskz_loadu_epi16(mi, r1);
+            p0 = odn_hv_to_f32(_mm512_castsi512_si256(a), half);
+            p1 = odn_hv_to_f32(_mm512_extracti64x4_epi64(a, 1), half);
+            q0 = odn_hv_to_f32(_mm512_castsi512_si256(b), half);
+            q1 = odn_hv_to_f32(_mm512_extracti64x4_epi64(b, 1), half);
+        } else {
+            __mmask16 mlo = (__mmask16)(ni >= 16 ? 0xffffu : (1u << ni) - 1);
+            __mmask16 mhi = (__mmask16)(ni <= 16 ? 0u : (1u << (ni - 16)) - 1);
+            const float *r0 = (const float *)x0v + 2 * o0, *r1 = (const float *)x1v + 2 * o0;
+            p0 = _mm512_maskz_loadu_ps(mlo, r0), p1 = _mm512_maskz_loadu_ps(mhi, r0 + 16);
+            q0 = _mm512_maskz_loadu_ps(mlo, r1), q1 = _mm512_maskz_loadu_ps(mhi, r1 + 16);
+        }
         __m512 taps[4] = {_mm512_permutex2var_ps(p0, even, p1), _mm512_permutex2var_ps(p0, odd, p1),
                           _mm512_permutex2var_ps(q0, even, q1), _mm512_permutex2var_ps(q0, odd, q1)};
         /* the tap walk's rule: a tap takes over when greater or NaN */
@@ -212,7 +228,10 @@ __attribute__((target("avx512f"))) static void max_pool_2x2_f32_avx512(
             m = _mm512_mask_mov_ps(m, take, taps[k]);
             t = _mm512_mask_mov_epi32(t, take, _mm512_set1_epi32(k));
         }
-        _mm512_mask_storeu_ps(y + o0, mo, m);
+        if (half)
+            _mm256_mask_storeu_epi16((uint16_t *)yv + o0, mo, odn_hv_exact_from_f32(m, half));
+        else
+            _mm512_mask_storeu_ps((float *)yv + o0, mo, m);
         /* index: base + 2 * ow + (tap & 1) + (tap & 2 ? w : 0), 8 lanes at a time */
         for (int h = 0; h < 2; h++) {
             __m512i th = _mm512_cvtepi32_epi64(h ? _mm512_extracti64x4_epi64(t, 1)
@@ -224,32 +243,57 @@ __attribute__((target("avx512f"))) static void max_pool_2x2_f32_avx512(
         }
     }
 }
+
+/* Every plane's rows: f32 (half 0) or 16-bit; dense planes of contiguous
+ * tensors (16-bit), or unit-stride rows (f32). */
+POOL_AVX512 static inline __attribute__((always_inline)) void
+pool_planes(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y, const gfp_tensor *ind,
+            int32_t half) {
+    size_t es = half ? 2 : 4;
+    const char *xb = (const char *)x->buffer + x->offset;
+    char *yb = (char *)y->buffer + y->offset;
+    int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);
+    int64_t planes = g->n * g->c;
+    int nt = odn_threads(planes * g->ho * g->wo * 4);
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
+        int64_t n = pl / g->c, c = pl % g->c;
+        const char *plane = xb + (size_t)(n * x->strides[0] + c * x->strides[1]) * es;
+        size_t row = (size_t)x->strides[2] * es;
+        for (int64_t oh = 0; oh < g->ho; oh++) {
+            /* the row pair two output rows down (the hardware's stream
+             * prefetch lags on these short rows) */
+            const char *ahead = plane + (size_t)(2 * oh + 4) * row;
+            for (int64_t b = 0; b < (int64_t)(2 * row) && oh + 2 < g->ho; b += 64)
+                _mm_prefetch(ahead + b, _MM_HINT_T0);
+            pool_row(plane + (size_t)(2 * oh) * row, plane + (size_t)(2 * oh + 1) * row,
+                     yb + (size_t)(n * y->strides[0] + c * y->strides[1] + oh * y->strides[2]) * es,
+                     AT(ind, ib, n, c, oh, 0), g->wo, 2 * oh * g->w, g->w, half);
+        }
+    });
+}
+POOL_AVX512 static void pool_planes_f32(const pool_geom *g, const gfp_tensor *x,
+                                        const gfp_tensor *y, const gfp_tensor *ind) {
+    pool_planes(g, x, y, ind, 0);
+}
+POOL_AVX512 static void pool_planes_bf16(const pool_geom *g, const gfp_tensor *x,
+                                         const gfp_tensor *y, const gfp_tensor *ind) {
+    pool_planes(g, x, y, ind, GFP_BF16);
+}
+POOL_AVX512 static void pool_planes_f16(const pool_geom *g, const gfp_tensor *x,
+                                        const gfp_tensor *y, const gfp_tensor *ind) {
+    pool_planes(g, x, y, ind, GFP_F16);
+}
+static bool pool_avx512(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
 #endif
 
 static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
                              const gfp_tensor *ind) {
 #ifdef ODN_POOL_AVX512
-    if (y->strides[3] == 1 && ind->strides[3] == 1 && __builtin_cpu_supports("avx512f")) {
-        const float *xb = (const float *)((char *)x->buffer + x->offset);
-        float *yb = (float *)((char *)y->buffer + y->offset);
-        int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);
-        int64_t planes = g->n * g->c;
-        int nt = odn_threads(planes * g->ho * g->wo * 4);
-        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
-            int64_t n = pl / g->c, c = pl % g->c;
-            const float *plane = xb + n * x->strides[0] + c * x->strides[1];
-            for (int64_t oh = 0; oh < g->ho; oh++) {
-                /* the row pair two output rows down (the hardware's stream
-                 * prefetch lags on these short rows) */
-                const float *ahead = plane + (2 * oh + 4) * x->strides[2];
-                for (int64_t b = 0; b < 2 * g->w && oh + 2 < g->ho; b += 16)
-                    _mm_prefetch((const char *)(ahead + b), _MM_HINT_T0);
-                max_pool_2x2_f32_avx512(plane + 2 * oh * x->strides[2],
-                                        plane + (2 * oh + 1) * x->strides[2],
-                                        AT(y, yb, n, c, oh, 0), AT(ind, ib, n, c, oh, 0), g->wo,
-                                        2 * oh * g->w, g->w);
-            }
-        });
+    if (y->strides[3] == 1 && ind->strides[3] == 1 && pool_avx512()) {
+        pool_planes_f32(g, x, y, ind);
         return;
     }
 #endif
@@ -257,33 +301,14 @@ static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_
 }
 
 #ifdef ODN_POOL_AVX512
-/* f16 / bf16, contiguous (omp_half_native.c): each plane widened into the
- * thread's f32 buffer (exact), the f32 rows above on it, its outputs rounded
- * back (exact: each is one of the inputs); 16-bit bytes cross memory. False
+/* f16 / bf16 (omp_half_native.c): the rows above on 16-bit storage. False
  * (nothing written) when the case is not this one. */
 static bool max_pool_2x2_half(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
                               const gfp_tensor *ind) {
-    if (!__builtin_cpu_supports("avx512f") || !odn_is_contiguous(x) || !odn_is_contiguous(y) ||
-        !odn_is_contiguous(ind) || y->dtype != x->dtype)
+    if (!pool_avx512() || y->strides[3] != 1 || ind->strides[3] != 1 || y->dtype != x->dtype)
         return false;
-    int64_t hw = g->h * g->w, P = g->ho * g->wo, planes = g->n * g->c;
-    int nt = odn_threads(planes * P * 4);
-    odn_ctx *c;
-    if (odn_ctx_acquire(&c) != GFP_OK) return false;
-    float *bufs = odn_arena_alloc(c, sizeof(float) * (size_t)(hw + P) * (size_t)(nt > 1 ? nt : 1));
-    if (!bufs) return false;
-    const uint16_t *xb = (const uint16_t *)(const void *)((const char *)x->buffer + x->offset);
-    uint16_t *yb = (uint16_t *)(void *)((char *)y->buffer + y->offset);
-    int64_t *ib = (int64_t *)(void *)((char *)ind->buffer + ind->offset);
-    int32_t dt = x->dtype;
-    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
-        float *xf = bufs + (size_t)odn_team_thread(nt) * (size_t)(hw + P), *yf = xf + hw;
-        odn_half_to_f32(xf, xb + pl * hw, hw, dt);
-        for (int64_t oh = 0; oh < g->ho; oh++)
-            max_pool_2x2_f32_avx512(xf + 2 * oh * g->w, xf + (2 * oh + 1) * g->w, yf + oh * g->wo,
-                                    ib + pl * P + oh * g->wo, g->wo, 2 * oh * g->w, g->w);
-        odn_f32_to_half(yb + pl * P, yf, P, dt);
-    });
+    if (x->dtype == GFP_BF16) pool_planes_bf16(g, x, y, ind);
+    else pool_planes_f16(g, x, y, ind);
     return true;
 }
 #endif
@@ -349,23 +374,26 @@ ODN_CLONES static int64_t windows_bad(const int64_t *ip, const int64_t *own, int
 /* One plane: each grad_y row into the two grad_x rows under it, eight
  * windows a step: each index's offset in its window chooses, by masks,
  * which of the four positions takes the gradient (the others 0); the rows'
- * pairs are interleaved by permutes. An odd last column or row is zeroed. */
-__attribute__((target("avx512f"))) static void windows_plane(const float *gp, const int64_t *ip,
-                                                             float *xp, int64_t h, int64_t w,
-                                                             int64_t ho, int64_t wo) {
+ * pairs are interleaved by permutes. An odd last column or row is zeroed.
+ * half: 0 for f32, else the 16-bit dtype (widened as loaded, rounded back as
+ * stored: exact, each element is 0 or one gradient, "0 + g" included). */
+POOL_AVX512 static inline __attribute__((always_inline)) void
+windows_plane(const void *gp, const int64_t *ip, void *xp, int64_t h, int64_t w, int64_t ho,
+              int64_t wo, int32_t half) {
     const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i pairs = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     const __m512i one = _mm512_set1_epi64(1), vw = _mm512_set1_epi64(w);
     const __m512i vw1 = _mm512_set1_epi64(w + 1);
+    size_t es = half ? 2 : 4;
     for (int64_t oh = 0; oh < ho; oh++) {
-        const float *gr = gp + oh * wo;
+        const char *gr = (const char *)gp + (size_t)(oh * wo) * es;
         const int64_t *ir = ip + oh * wo;
-        float *r0 = xp + 2 * oh * w, *r1 = r0 + w;
+        char *r0 = (char *)xp + (size_t)(2 * oh * w) * es, *r1 = r0 + (size_t)w * es;
         /* two window rows ahead: the grad_x lines about to be written (each
          * row is written in parts, so each line is read first) and the
          * indices; within the plane and the next one */
-        for (int64_t b = 0; b < 2 * w; b += 16)
-            _mm_prefetch((const char *)(r0 + 4 * w + b), _MM_HINT_T0);
+        for (int64_t b = 0; b < (int64_t)(2 * (size_t)w * es); b += 64)
+            _mm_prefetch(r0 + 4 * (size_t)w * es + b, _MM_HINT_T0);
         for (int64_t b = 0; b < wo; b += 8)
             _mm_prefetch((const char *)(ir + 2 * wo + b), _MM_HINT_T0);
         for (int64_t o0 = 0; o0 < wo; o0 += 8) {
@@ -375,24 +403,52 @@ __attribute__((target("avx512f"))) static void windows_plane(const float *gp, co
             __m512i k = _mm512_maskz_loadu_epi64(m, ir + o0);
             __m512i d = _mm512_sub_epi64(
                 k, _mm512_add_epi64(_mm512_set1_epi64(2 * oh * w + 2 * o0), lane2));
+            __m512 g = half ? odn_hv_to_f32(_mm256_zextsi128_si256(_mm_maskz_loadu_epi16(
+                                                m, (const uint16_t *)(const void *)gr + o0)),
+                                            half)
+                            : _mm512_maskz_loadu_ps((__mmask16)m, (const float *)(const void *)gr + o0);
             /* 0 + g, as the scatter into zeros: a -0 gradient lands as +0 */
-            __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps((__mmask16)m, gr + o0));
+            __m512 v = _mm512_add_ps(_mm512_setzero_ps(), g);
             __m512 p0 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, _mm512_setzero_si512()), v);
             __m512 p1 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, one), v);
             __m512 p2 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, vw), v);
             __m512 p3 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, vw1), v);
-            _mm512_mask_storeu_ps(r0 + 2 * o0, m2, _mm512_permutex2var_ps(p0, pairs, p1));
-            _mm512_mask_storeu_ps(r1 + 2 * o0, m2, _mm512_permutex2var_ps(p2, pairs, p3));
+            __m512 top = _mm512_permutex2var_ps(p0, pairs, p1);
+            __m512 bottom = _mm512_permutex2var_ps(p2, pairs, p3);
+            if (half) {
+                _mm256_mask_storeu_epi16((uint16_t *)(void *)r0 + 2 * o0, m2, odn_hv_exact_from_f32(top, half));
+                _mm256_mask_storeu_epi16((uint16_t *)(void *)r1 + 2 * o0, m2,
+                                         odn_hv_exact_from_f32(bottom, half));
+            } else {
+                _mm512_mask_storeu_ps((float *)(void *)r0 + 2 * o0, m2, top);
+                _mm512_mask_storeu_ps((float *)(void *)r1 + 2 * o0, m2, bottom);
+            }
         }
-        if (w > 2 * wo) r0[w - 1] = r1[w - 1] = 0.0f;
+        if (w > 2 * wo) {
+            memset(r0 + (size_t)(w - 1) * es, 0, es);
+            memset(r1 + (size_t)(w - 1) * es, 0, es);
+        }
     }
-    if (h > 2 * ho) memset(xp + (h - 1) * w, 0, sizeof(float) * (size_t)w);
+    if (h > 2 * ho) memset((char *)xp + (size_t)((h - 1) * w) * es, 0, es * (size_t)w);
+}
+POOL_AVX512 static void windows_planes(const void *gy, const int64_t *ib, void *gx, int64_t planes,
+                                       int64_t h, int64_t w, int64_t ho, int64_t wo, int32_t half,
+                                       int nt) {
+    size_t es = half ? 2 : 4;
+    int64_t P = ho * wo;
+    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
+        const char *g = (const char *)gy + (size_t)(pl * P) * es;
+        char *x = (char *)gx + (size_t)(pl * h * w) * es;
+        if (half == GFP_BF16) windows_plane(g, ib + pl * P, x, h, w, ho, wo, GFP_BF16);
+        else if (half) windows_plane(g, ib + pl * P, x, h, w, ho, wo, GFP_F16);
+        else windows_plane(g, ib + pl * P, x, h, w, ho, wo, 0);
+    });
 }
 
 /* True when the window path applies and has written grad_x. */
 static bool max_pool_bwd_windows(const pool_geom *g, const gfp_tensor *gy, const gfp_tensor *ind,
                                  const gfp_tensor *gx) {
-    if (!__builtin_cpu_supports("avx512f")) return false;
+    if (!pool_avx512()) return false;
     int64_t h = g->h, w = g->w, ho = g->ho, wo = g->wo, P = ho * wo, planes = g->n * g->c;
     bool half = pk_is_half(gy->dtype);
     if ((gy->dtype != GFP_F32 && !half) || 2 * ho > h || 2 * wo > w || h > 2 * ho + 1 ||
@@ -403,38 +459,17 @@ static bool max_pool_bwd_windows(const pool_geom *g, const gfp_tensor *gy, const
     if (odn_ctx_acquire(&c) != GFP_OK) return false;
     int64_t *own = odn_arena_alloc(c, sizeof(int64_t) * (size_t)P);
     if (!own) return false;
-    /* 16-bit: a plane of each gradient in f32 per thread (exact both ways:
-     * each grad_x element is 0 or one grad_y element) */
-    int nt = odn_threads(planes * (h * w + P));
-    float *bufs = half ? odn_arena_alloc(c, sizeof(float) * (size_t)(h * w + P) *
-                                                (size_t)(nt > 1 ? nt : 1))
-                       : NULL;
-    if (half && !bufs) return false;
     for (int64_t oh = 0; oh < ho; oh++)
         for (int64_t ow = 0; ow < wo; ow++) own[oh * wo + ow] = 2 * oh * w + 2 * ow;
     const int64_t *ib = (const int64_t *)(const void *)((char *)ind->buffer + ind->offset);
-    const char *gyb = (const char *)gy->buffer + gy->offset;
-    char *gxb = (char *)gx->buffer + gx->offset;
     int64_t bad = 0;
-    int ntc = odn_threads(planes * P);
-    ODN_PARALLEL_FOR(ntc, schedule(static) reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
+    int nt = odn_threads(planes * P);
+    ODN_PARALLEL_FOR(nt, schedule(static) reduction(+ : bad), for (int64_t pl = 0; pl < planes; pl++) {
         bad += windows_bad(ib + pl * P, own, P, w);
     });
     if (bad) return false;
-    if (!half) {
-        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
-            windows_plane((const float *)(const void *)gyb + pl * P, ib + pl * P,
-                          (float *)(void *)gxb + pl * h * w, h, w, ho, wo);
-        });
-        return true;
-    }
-    int32_t dt = gy->dtype;
-    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t pl = 0; pl < planes; pl++) {
-        float *xf = bufs + (size_t)odn_team_thread(nt) * (size_t)(h * w + P), *gf = xf + h * w;
-        odn_half_to_f32(gf, (const uint16_t *)(const void *)gyb + pl * P, P, dt);
-        windows_plane(gf, ib + pl * P, xf, h, w, ho, wo);
-        odn_f32_to_half((uint16_t *)(void *)gxb + pl * h * w, xf, h * w, dt);
-    });
+    windows_planes((const char *)gy->buffer + gy->offset, ib, (char *)gx->buffer + gx->offset,
+                   planes, h, w, ho, wo, half ? gy->dtype : 0, odn_threads(planes * (h * w + P)));
     return true;
 }
 
