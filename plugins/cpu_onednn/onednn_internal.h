@@ -348,6 +348,10 @@ bool odn_half_widens(uint32_t op);
 gfp_status odn_half_widened(odn_launch_fn fast, uint32_t op, const gfp_tensor *const *in,
                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                             const void *params);
+/* MATMUL f32 of many small matrices (omp_gemm_small.c): at most 64 x 64 @
+ * 64 x 32 each, at least 4 of them; ODN_FALLBACK (nothing written) for the
+ * rest. Shapes checked by the caller. */
+gfp_status odn_matmul_small(const gfp_tensor *a, const gfp_tensor *b, const gfp_tensor *y);
 /* 16-bit tensors between dense NCHW (plain: [n, c, hw]) and oneDNN's
  * nChw16c (blocked: channels past c zero), in the direction to_blocked says
  * (omp_layout.c). */

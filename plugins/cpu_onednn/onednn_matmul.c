@@ -326,5 +326,7 @@ gfp_status odn_matmul_launch(uint32_t op, const gfp_tensor *const *in, uint32_t 
         if (cx) return odn_matmul_complex(a, b, y); /* omp_complex_gemm.c */
         return odn_matmul_f64(a, b, y); /* oneDNN 2.x has no f64 matmul */
     }
+    gfp_status st = odn_matmul_small(a, b, y); /* attention's per-head products */
+    if (st != ODN_FALLBACK) return st;
     return odn_matmul_dnnl(a, b, y);
 }

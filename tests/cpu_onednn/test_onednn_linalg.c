@@ -3,7 +3,8 @@
  * (sizes from 1 to 300, batches, batch broadcast through stride-0 dims in a,
  * b or both, transposed, sliced and offset operands and outputs, f32 and f64
  * (the plugin's own GEMM, on shapes past its blocks), integers; the
- * transposed product of few rows by a column-major b), CONV2D and
+ * transposed product of few rows by a column-major b; many small products),
+ * CONV2D and
  * both of its gradients (stride, padding, dilation, groups, depthwise, 1x1,
  * odd sizes, layouts, with and without bias; f64 in chunks of images) and the
  * four pooling ops (ceil mode, padding, dilation, count_include_pad). */
@@ -87,6 +88,19 @@ static void test_matmul(void) {
                        0, 0);
             run_matmul(GFP_F32, 1, SZ(1), d[0], d[1], d[2], swap_la[l], AL_PERMUTED,
                        l == 2 ? AL_OFFSET : AL_CONTIG, 0, 0);
+        }
+    /* Many small products (omp_gemm_small.c: M and K up to 64, N up to 32,
+     * at least 4 of them): attention's per-head shapes, the limits and just
+     * past them, b read in place and copied (transposed, strided, permuted),
+     * batch dims broadcast in a or b. */
+    static const int64_t small_dims[][3] = {{8, 12, 8},  {8, 8, 12}, {64, 64, 32}, {9, 64, 17},
+                                            {65, 8, 8},  {8, 65, 8}, {8, 8, 33},   {3, 16, 16},
+                                            {13, 1, 31}};
+    for (size_t s = 0; s < sizeof small_dims / sizeof small_dims[0]; s++)
+        for (int l = 0; l < 5; l++) {
+            const int64_t *d = small_dims[s];
+            run_matmul(GFP_F32, 2, SZ(4, 3), d[0], d[1], d[2], las[l], lbs[l], lys[l],
+                       l == 1 ? 1u : 0u, l == 3 ? 2u : 0u);
         }
     for (int e = 0; e < 3; e++) /* empty M, N, batch */
         run_matmul(GFP_F64, 1, SZ(e == 2 ? 0 : 2), e == 0 ? 0 : 3, 4, e == 1 ? 0 : 5, AL_CONTIG,
