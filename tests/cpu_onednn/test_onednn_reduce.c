@@ -142,13 +142,20 @@ static void test_layer_norm(void) {
         int rank, nr;
         int64_t sizes[4];
     } cases[] = {{2, 1, {64, 333}}, {3, 2, {4, 6, 5}}, {3, 1, {2, 3, 1024}},
-                 {2, 2, {7, 9}},    {2, 1, {0, 8}},    {4, 1, {2, 1, 3, 5}}};
+                 {2, 2, {7, 9}},    {2, 1, {0, 8}},    {4, 1, {2, 1, 3, 5}},
+                 /* a transformer's rows of 48 (blocks of eight rows, vectors and
+                  * their tails); rows of 7, 13 of them */
+                 {3, 1, {64, 8, 48}}, {2, 1, {13, 7}}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int k = 0; k < 2; k++)
             for (int affine = 0; affine < 4; affine++)
-                for (int l = 0; l < 4; l++) {
-                    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED};
-                    static const ap_layout ly[] = {AL_CONTIG, AL_CONTIG, AL_STEP, AL_OFFSET};
+                for (int l = 0; l < 5; l++) {
+                    /* l 4: x and y contiguous (the plugin's own loops), the
+                     * shift and rstd strided */
+                    static const ap_layout lx[] = {AL_CONTIG, AL_TRANSPOSED, AL_STEP, AL_PERMUTED,
+                                                   AL_CONTIG};
+                    static const ap_layout ly[] = {AL_CONTIG, AL_CONTIG, AL_STEP, AL_OFFSET,
+                                                   AL_CONTIG};
                     int32_t dt = k ? GFP_F64 : GFP_F32;
                     int rank = cases[c].rank, nr = cases[c].nr;
                     const int64_t *sz = cases[c].sizes;
@@ -156,9 +163,10 @@ static void test_layer_norm(void) {
                     ap_tensor y = ap_make(dt, rank, sz, ly[l], AD_ANY);
                     ap_tensor w = ap_make(dt, nr, sz + rank - nr, AL_CONTIG, AD_ANY);
                     ap_tensor b =
-                        ap_make(dt, nr, sz + rank - nr, l == 2 ? AL_STEP : AL_CONTIG, AD_ANY);
+                        ap_make(dt, nr, sz + rank - nr, l == 2 || l == 4 ? AL_STEP : AL_CONTIG,
+                                AD_ANY);
                     ap_tensor m = ap_make(dt, rank - nr, sz, AL_CONTIG, AD_ANY);
-                    ap_tensor r = ap_make(dt, rank - nr, sz, l == 3 ? AL_STEP : AL_CONTIG, AD_ANY);
+                    ap_tensor r = ap_make(dt, rank - nr, sz, l >= 3 ? AL_STEP : AL_CONTIG, AD_ANY);
                     gfp_layer_norm_params p = {sizeof p, nr, 1e-5};
                     ap_tensor *in[3] = {&x, affine & 1 ? &w : NULL, affine & 2 ? &b : NULL};
                     ap_tensor *out[3] = {&y, &m, &r};
