@@ -71,6 +71,16 @@ static void pad_image(const thin_geom *g, const void *x, float *buf) {
         }
 }
 
+/* Image n's Ci planes (x: its first element, bf16) into buf as bf16,
+ * zero-padded as pad_image pads. */
+static void pad_image_bf16(const thin_geom *g, const void *x, uint16_t *buf) {
+    memset(buf, 0, sizeof(uint16_t) * (size_t)(g->ci * g->hp * g->wp));
+    for (int64_t c = 0; c < g->ci; c++)
+        for (int64_t i = 0; i < g->h; i++)
+            memcpy(buf + (c * g->hp + i + g->ph) * g->wp + g->pw,
+                   (const uint16_t *)x + (c * g->h + i) * g->w, sizeof(uint16_t) * (size_t)g->w);
+}
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -215,6 +225,62 @@ THIN_AVX512 static void thin_grad_weight_image(const thin_geom *g, const float *
 }
 #endif
 
+/* bf16 weight gradients on CPUs with AVX512-BF16: vdpbf16ps multiplies 32
+ * bf16 pairs a step and adds each pair of neighbouring products into an f32
+ * lane, so a row of up to 32 outputs is one step, grad_y and the input read
+ * as stored (the padded image kept in bf16). The products are exact; the
+ * sums differ from the f32 kernel's by their order only (and bf16
+ * subnormals, which the instruction treats as 0), as oneDNN's bf16
+ * convolutions do. Measured at 1 thread: [64, 1, 28, 28] -> 16, 3x3,
+ * 174 -> 133 us (the f32 form: 181). */
+#define THIN_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+THIN_BF16 static inline __attribute__((always_inline)) void
+gw_block_bf16(const thin_geom *g, const uint16_t *xp, const uint16_t *const *gp, int nc,
+              const int64_t *off, int nb, double *const *gw) {
+    __m512 acc[2][8];
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < nb; i++) acc[c][i] = _mm512_setzero_ps();
+    int64_t wp = g->wp, wo = g->wo;
+    for (int64_t oh = 0; oh < g->ho; oh++)
+        for (int64_t o0 = 0; o0 < wo; o0 += 32) {
+            int64_t len = wo - o0 < 32 ? wo - o0 : 32;
+            __mmask32 m = len == 32 ? ~(__mmask32)0 : (__mmask32)((1u << len) - 1);
+            __m512i gv[2];
+            for (int c = 0; c < nc; c++) gv[c] = _mm512_maskz_loadu_epi16(m, gp[c] + oh * wo + o0);
+            const uint16_t *base = xp + oh * wp + o0;
+            for (int i = 0; i < nb; i++) {
+                __m512i xv = _mm512_maskz_loadu_epi16(m, base + off[i]);
+                for (int c = 0; c < nc; c++)
+                    acc[c][i] = _mm512_dpbf16_ps(acc[c][i], (__m512bh)gv[c], (__m512bh)xv);
+            }
+        }
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < nb; i++) gw[c][i] = lanes_sum(acc[c][i]);
+}
+
+THIN_BF16 static void thin_grad_weight_image_bf16(const thin_geom *g, const uint16_t *xp,
+                                                  const uint16_t *gy, double *gw) {
+    int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
+    for (int64_t oc = 0; oc < g->co; oc += 2) {
+        int nc = oc + 2 <= g->co ? 2 : 1;
+        const uint16_t *gp[2] = {gy + oc * plane, gy + (oc + nc - 1) * plane};
+        for (int64_t t = 0; t < taps;) {
+            double *o[2] = {gw + oc * taps + t, gw + (oc + nc - 1) * taps + t};
+            int nb = taps - t >= 8 ? 8 : taps - t >= 4 ? 4 : taps - t >= 2 ? 2 : 1;
+            /* constants after inlining, one case each */
+            if (nc == 2 && nb == 8) gw_block_bf16(g, xp, gp, 2, off + t, 8, o);
+            else if (nc == 2 && nb == 4) gw_block_bf16(g, xp, gp, 2, off + t, 4, o);
+            else if (nc == 2 && nb == 2) gw_block_bf16(g, xp, gp, 2, off + t, 2, o);
+            else if (nc == 2) gw_block_bf16(g, xp, gp, 2, off + t, 1, o);
+            else if (nb == 8) gw_block_bf16(g, xp, gp, 1, off + t, 8, o);
+            else if (nb == 4) gw_block_bf16(g, xp, gp, 1, off + t, 4, o);
+            else if (nb == 2) gw_block_bf16(g, xp, gp, 1, off + t, 2, o);
+            else gw_block_bf16(g, xp, gp, 1, off + t, 1, o);
+            t += nb;
+        }
+    }
+}
+
 gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                          const gfp_tensor *const *out, uint32_t n_out, const void *params) {
 #ifndef THIN_AVX512
@@ -296,12 +362,21 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
         return GFP_OK;
     }
     const char *gyb = (const char *)y->buffer + y->offset;
-    ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
-        float *buf = scratch + per * odn_team_thread(nt);
-        pad_image(&g, xb + (size_t)(n * xs) * es, buf);
-        thin_grad_weight_image(&g, buf, gyb + (size_t)(n * ys) * es, half ? g.dtype : 0,
-                               part + n * g.co * taps);
-    });
+    if (g.dtype == GFP_BF16 && odn_bf16) { /* padded images in bf16: half the floats */
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
+            uint16_t *buf = (uint16_t *)(void *)(scratch + per * odn_team_thread(nt));
+            pad_image_bf16(&g, xb + (size_t)(n * xs) * es, buf);
+            thin_grad_weight_image_bf16(&g, buf, (const uint16_t *)(const void *)gyb + n * ys,
+                                        part + n * g.co * taps);
+        });
+    } else {
+        ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
+            float *buf = scratch + per * odn_team_thread(nt);
+            pad_image(&g, xb + (size_t)(n * xs) * es, buf);
+            thin_grad_weight_image(&g, buf, gyb + (size_t)(n * ys) * es, half ? g.dtype : 0,
+                                   part + n * g.co * taps);
+        });
+    }
     float *gw32 = half ? scratch : odn_f32_mut(w); /* the sums, then rounded once */
     for (int64_t k = 0; k < total; k++) {
         double s = 0;

@@ -351,6 +351,19 @@ static void test_native16(void) {
         check_ulps("conv2d_backward_weight, partial blocks",
                    gf_conv2d_backward_weight(gh, ih, ck, &co),
                    gf_conv2d_backward_weight(gf, if_, ck, &co), dt, 2);
+        /* few taps (cpu_onednn's direct kernel; bf16 dot products where the
+         * CPU has them): rows of 37 (a vector of 32 and a tail), 5 output
+         * channels (pairs and one), 18 taps (blocks of 8, 8 and 2) */
+        int64_t tx[4] = {2, 2, 6, 37}, tk[4] = {5, 2, 3, 3};
+        gf_tensor *th, *tf, *tkh, *tkf;
+        rand_pair(tx, 4, dt, -1, 1, &th, &tf);
+        rand_pair(tk, 4, dt, -1, 1, &tkh, &tkf);
+        gf_tensor *ty = gf_conv2d(tf, tkf, NULL, &co);
+        gf_tensor *tgh = gf_to_dtype(ty, dt), *tgf = gf_to_dtype(tgh, GF_F32);
+        check_ulps("conv2d few taps", gf_conv2d(th, tkh, NULL, &co), ty, dt, 2);
+        check_ulps("conv2d_backward_weight, few taps, long rows",
+                   gf_conv2d_backward_weight(tgh, th, tk, &co),
+                   gf_conv2d_backward_weight(tgf, tf, tk, &co), dt, 2);
     }
 }
 
