@@ -233,7 +233,7 @@ THIN_AVX512 static void thin_grad_weight_image(const thin_geom *g, const float *
  * subnormals, which the instruction treats as 0), as oneDNN's bf16
  * convolutions do. Measured at 1 thread: [64, 1, 28, 28] -> 16, 3x3,
  * 174 -> 133 us (the f32 form: 181). */
-#define THIN_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define THIN_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
 THIN_BF16 static inline __attribute__((always_inline)) void
 gw_block_bf16(const thin_geom *g, const uint16_t *xp, const uint16_t *const *gp, int nc,
               const int64_t *off, int nb, double *const *gw) {
@@ -279,6 +279,54 @@ THIN_BF16 static void thin_grad_weight_image_bf16(const thin_geom *g, const uint
             t += nb;
         }
     }
+}
+
+/* Output channels oc0 .. oc0 + NB - 1 (a constant after inlining) of one
+ * row chunk from the interleaved tap pairs. */
+THIN_BF16 static inline __attribute__((always_inline)) void
+fw_block_bf16(const __m512i *xv, int64_t pairs, const uint32_t *wp2, const float *bias,
+              int64_t oc0, int nb, uint16_t *yo, int64_t plane, __mmask16 m) {
+    __m512 acc[4];
+    for (int i = 0; i < nb; i++) acc[i] = _mm512_set1_ps(bias ? bias[oc0 + i] : 0.0f);
+    for (int64_t q = 0; q < pairs; q++)
+        for (int i = 0; i < nb; i++)
+            acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)xv[q],
+                                      (__m512bh)_mm512_set1_epi32((int32_t)wp2[(oc0 + i) * pairs + q]));
+    for (int i = 0; i < nb; i++)
+        _mm256_mask_storeu_epi16(yo + (oc0 + i) * plane, m, odn_hv_f32_to_bf16(acc[i]));
+}
+
+/* bf16 forward on CPUs with AVX512-BF16: the taps in pairs, each pair's
+ * two shifted input vectors interleaved into one (one word permute), so
+ * that one vdpbf16ps adds two taps' products for sixteen outputs; the
+ * weights as bf16 pairs (wp2[oc * pairs + q]: taps 2q and 2q + 1 in the low
+ * and high half). Sums in f32 from the bias, each output rounded once.
+ * Measured at 1 thread: [64, 1, 28, 28] -> 16, 3x3, 155 -> 131 us. */
+THIN_BF16 static void thin_forward_image_bf16(const thin_geom *g, const uint16_t *xp,
+                                              const uint32_t *wp2, const float *bias,
+                                              uint16_t *y) {
+    int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
+    int64_t pairs = (taps + 1) / 2;
+    const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                           24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                           16, 0);
+    __m512i xv[THIN_TAPS / 2];
+    for (int64_t oh = 0; oh < g->ho; oh++)
+        for (int64_t o0 = 0; o0 < g->wo; o0 += THIN_LANES) {
+            __mmask16 m = lanes_of(g->wo - o0);
+            const uint16_t *base = xp + oh * g->wp + o0;
+            for (int64_t q = 0; q < pairs; q++) {
+                __m256i a = _mm256_maskz_loadu_epi16(m, base + off[2 * q]);
+                __m256i b = 2 * q + 1 < taps ? _mm256_maskz_loadu_epi16(m, base + off[2 * q + 1])
+                                             : _mm256_setzero_si256();
+                xv[q] = _mm512_permutexvar_epi16(
+                    inter, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
+            }
+            uint16_t *yo = y + oh * g->wo + o0;
+            int64_t oc = 0;
+            for (; oc + 4 <= g->co; oc += 4) fw_block_bf16(xv, pairs, wp2, bias, oc, 4, yo, plane, m);
+            for (; oc < g->co; oc++) fw_block_bf16(xv, pairs, wp2, bias, oc, 1, yo, plane, m);
+        }
 }
 
 gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
@@ -353,6 +401,26 @@ gfp_status odn_conv_thin(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
             bb = odn_f32(bias);
         }
         char *yb = (char *)y->buffer + y->offset;
+        if (g.dtype == GFP_BF16 && odn_bf16) {
+            int64_t pairs = (taps + 1) / 2;
+            uint32_t *wp2 = odn_arena_alloc(ctx, sizeof(uint32_t) * (size_t)(g.co * pairs));
+            if (!wp2) return GFP_ERR_OUT_OF_MEMORY;
+            const uint16_t *w16 =
+                (const uint16_t *)(const void *)((const char *)w->buffer + w->offset);
+            for (int64_t oc = 0; oc < g.co; oc++)
+                for (int64_t q = 0; q < pairs; q++) {
+                    uint32_t lo = w16[oc * taps + 2 * q];
+                    uint32_t hi = 2 * q + 1 < taps ? w16[oc * taps + 2 * q + 1] : 0;
+                    wp2[oc * pairs + q] = lo | hi << 16;
+                }
+            ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
+                uint16_t *buf = (uint16_t *)(void *)(scratch + per * odn_team_thread(nt));
+                pad_image_bf16(&g, xb + (size_t)(n * xs) * es, buf);
+                thin_forward_image_bf16(&g, buf, wp2, bb,
+                                        (uint16_t *)(void *)yb + (size_t)(n * ys));
+            });
+            return GFP_OK;
+        }
         ODN_PARALLEL_FOR(nt, schedule(static), for (int64_t n = 0; n < g.n; n++) {
             float *buf = scratch + per * odn_team_thread(nt);
             pad_image(&g, xb + (size_t)(n * xs) * es, buf);
