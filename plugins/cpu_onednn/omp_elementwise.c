@@ -162,33 +162,16 @@ static int transposed_dim(const odn_ew *g) {
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
+
+#include "omp_transpose.h"
 #define ODN_HAVE_T16 1
 /* A full 16 x 16 tile of 4-byte elements transposed in registers: dst row i
  * (16 elements apart) = element i of src rows 0..15 (col elements apart). */
 __attribute__((target("avx512f"))) static void transpose16(float *dst, const float *src,
                                                           int64_t col) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(src + j * col);
-    for (int j = 0; j < 16; j += 2) {
-        t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
-        t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
-    }
-    for (int j = 0; j < 16; j += 4) {
-        for (int k = 0; k < 2; k++) {
-            __m512d a = _mm512_castps_pd(t[j + k]), b = _mm512_castps_pd(t[j + k + 2]);
-            r[j + 2 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-            r[j + 2 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-        }
-    }
-    for (int h = 0; h < 16; h += 8)
-        for (int k = 0; k < 4; k++) {
-            t[h + k] = _mm512_shuffle_f32x4(r[h + k], r[h + k + 4], 0x88);
-            t[h + k + 4] = _mm512_shuffle_f32x4(r[h + k], r[h + k + 4], 0xdd);
-        }
-    for (int k = 0; k < 8; k++) {
-        r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
-        r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
-    }
+    odn_t16_f32(r);
     for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * 16, r[i]);
 }
 #endif

@@ -72,6 +72,8 @@ static void small_c(const small_geom *g, const float *a, const float *b, float *
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "omp_transpose.h"
 #define SMALL_AVX512 __attribute__((target("avx512f")))
 
 /* Rows i0 .. i0 + R - 1 of one product (R a constant after inlining): R
@@ -98,33 +100,6 @@ small_rows(const small_geom *g, const float *a, const float *rows, int64_t rs, f
     }
 }
 
-/* r[i] (sixteen f32 lanes each) transposed: out[j] holds lane j of every
- * r, r[i]'s in lane i (unpacks within 128-bit blocks, then block shuffles). */
-SMALL_AVX512 static inline __attribute__((always_inline)) void transpose16f(const __m512 *r,
-                                                                          __m512 *out) {
-    __m512 a[16], b[16];
-    for (int i = 0; i < 8; i++) {
-        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int j = 0; j < 4; j++) /* b[4j + m]: rows 4j..4j+3 at lane 4 blk + m */
-        for (int k = 0; k < 2; k++) {
-            __m512d x = _mm512_castps_pd(a[4 * j + k]), y = _mm512_castps_pd(a[4 * j + 2 + k]);
-            b[4 * j + 2 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
-            b[4 * j + 2 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
-        }
-    for (int m = 0; m < 4; m++) {
-        __m512 lo01 = _mm512_shuffle_f32x4(b[m], b[4 + m], _MM_SHUFFLE(1, 0, 1, 0));
-        __m512 hi01 = _mm512_shuffle_f32x4(b[m], b[4 + m], _MM_SHUFFLE(3, 2, 3, 2));
-        __m512 lo23 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(1, 0, 1, 0));
-        __m512 hi23 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], _MM_SHUFFLE(3, 2, 3, 2));
-        out[m] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0));
-        out[4 + m] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1));
-        out[8 + m] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0));
-        out[12 + m] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
-    }
-}
-
 /* b's rows into pack (row k at pack + 32 k): a transposed b (its columns
  * contiguous: K^T in attention) by 16 x 16 register transposes, any other
  * layout element by element. */
@@ -138,12 +113,12 @@ SMALL_AVX512 static void pack_b(const small_geom *g, const float *b, float *pack
         for (int64_t k0 = 0; k0 < g->K; k0 += 16) {
             int64_t nk = g->K - k0 < 16 ? g->K - k0 : 16;
             __mmask16 mk = (__mmask16)((1u << nk) - 1);
-            __m512 r[16], t[16];
+            __m512 r[16];
             for (int64_t i = 0; i < 16; i++)
                 r[i] = n0 + i < g->N ? _mm512_maskz_loadu_ps(mk, b + (n0 + i) * g->b_c + k0)
                                      : _mm512_setzero_ps();
-            transpose16f(r, t);
-            for (int64_t k = 0; k < nk; k++) _mm512_storeu_ps(pack + (k0 + k) * 32 + n0, t[k]);
+            odn_t16_f32(r);
+            for (int64_t k = 0; k < nk; k++) _mm512_storeu_ps(pack + (k0 + k) * 32 + n0, r[k]);
         }
 }
 
