@@ -40,41 +40,34 @@ LAYOUT_C(uint16_t)
 #include "omp_transpose.h"
 #define LAYOUT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 
-LAYOUT_AVX512 static void to_blocked_avx512(uint16_t *dst, const uint16_t *src, int64_t c,
-                                            int64_t hw) {
+/* One image, in the direction to_blocked says: each block of 16 channels
+ * x 16 pixels loaded as sixteen rows, transposed, stored as sixteen rows. */
+LAYOUT_AVX512 static void blocks_avx512(uint16_t *plain, uint16_t *blocked, int64_t c, int64_t hw,
+                                        bool to_blocked) {
     int64_t cb = (c + 15) / 16;
     for (int64_t b = 0; b < cb; b++)
         for (int64_t p0 = 0; p0 < hw; p0 += 16) {
             int64_t np = hw - p0 < 16 ? hw - p0 : 16;
             __mmask16 m = (__mmask16)(np == 16 ? 0xffffu : (1u << np) - 1);
-            uint16_t *out = dst + (b * hw + p0) * 16;
+            uint16_t *blk = blocked + (b * hw + p0) * 16;
             __m256i r[16];
-            for (int k = 0; k < 16; k++) {
-                int64_t ch = 16 * b + k;
-                r[k] = ch < c ? _mm256_maskz_loadu_epi16(m, src + ch * hw + p0)
-                              : _mm256_setzero_si256();
+            if (to_blocked) { /* rows: channels (past c: 0), 16 pixels each */
+                for (int k = 0; k < 16; k++) {
+                    int64_t ch = 16 * b + k;
+                    r[k] = ch < c ? _mm256_maskz_loadu_epi16(m, plain + ch * hw + p0)
+                                  : _mm256_setzero_si256();
+                }
+                odn_t16_u16(r);
+                for (int64_t p = 0; p < np; p++)
+                    _mm256_storeu_si256((__m256i *)(void *)(blk + p * 16), r[p]);
+            } else { /* rows: pixels (past hw: 0), 16 channels each */
+                for (int64_t p = 0; p < 16; p++)
+                    r[p] = p < np ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + p * 16))
+                                  : _mm256_setzero_si256();
+                odn_t16_u16(r);
+                for (int k = 0; k < 16 && 16 * b + k < c; k++)
+                    _mm256_mask_storeu_epi16(plain + (16 * b + k) * hw + p0, m, r[k]);
             }
-            odn_t16_u16(r);
-            for (int64_t p = 0; p < np; p++)
-                _mm256_storeu_si256((__m256i *)(void *)(out + p * 16), r[p]);
-        }
-}
-
-LAYOUT_AVX512 static void from_blocked_avx512(uint16_t *dst, const uint16_t *src, int64_t c,
-                                              int64_t hw) {
-    int64_t cb = (c + 15) / 16;
-    for (int64_t b = 0; b < cb; b++)
-        for (int64_t p0 = 0; p0 < hw; p0 += 16) {
-            int64_t np = hw - p0 < 16 ? hw - p0 : 16;
-            __mmask16 m = (__mmask16)(np == 16 ? 0xffffu : (1u << np) - 1);
-            const uint16_t *in = src + (b * hw + p0) * 16;
-            __m256i r[16];
-            for (int64_t p = 0; p < 16; p++)
-                r[p] = p < np ? _mm256_loadu_si256((const __m256i *)(const void *)(in + p * 16))
-                              : _mm256_setzero_si256();
-            odn_t16_u16(r);
-            for (int k = 0; k < 16 && 16 * b + k < c; k++)
-                _mm256_mask_storeu_epi16(dst + (16 * b + k) * hw + p0, m, r[k]);
         }
 }
 
@@ -99,8 +92,7 @@ void odn_nchw16c_16bit(void *blocked, void *plain, int64_t n, int64_t c, int64_t
         uint16_t *bl = (uint16_t *)blocked + i * bstride, *pl = (uint16_t *)plain + i * pstride;
 #ifdef LAYOUT_VECTOR
         if (vec) {
-            if (to_blocked) to_blocked_avx512(bl, pl, c, hw);
-            else from_blocked_avx512(pl, bl, c, hw);
+            blocks_avx512(pl, bl, c, hw, to_blocked);
             continue;
         }
 #endif

@@ -73,6 +73,27 @@ static void rand_pair(const int64_t *sizes, int rank, gf_dtype dt, double lo, do
     *f = gf_to_dtype(*h, GF_F32);
 }
 
+/* conv2d (padding 1) and both of its gradients in dt against f32 on the
+ * same values, within 2 ulps; weights drawn from [-wmax, wmax]. */
+static void check_conv(const char *what, gf_dtype dt, const int64_t *sx, const int64_t *sk,
+                       double wmax) {
+    gf_tensor *ih, *if_, *kh, *kf;
+    rand_pair(sx, 4, dt, -1, 1, &ih, &if_);
+    rand_pair(sk, 4, dt, -wmax, wmax, &kh, &kf);
+    gf_conv2d_opts co = {.padding = {1, 1}};
+    gf_tensor *yf = gf_conv2d(if_, kf, NULL, &co);
+    char name[128];
+    snprintf(name, sizeof name, "conv2d, %s", what);
+    check_ulps(name, gf_conv2d(ih, kh, NULL, &co), yf, dt, 2);
+    gf_tensor *gh = gf_to_dtype(yf, dt), *gf = gf_to_dtype(gh, GF_F32);
+    snprintf(name, sizeof name, "conv2d_backward_input, %s", what);
+    check_ulps(name, gf_conv2d_backward_input(gh, kh, sx, &co),
+               gf_conv2d_backward_input(gf, kf, sx, &co), dt, 2);
+    snprintf(name, sizeof name, "conv2d_backward_weight, %s", what);
+    check_ulps(name, gf_conv2d_backward_weight(gh, ih, sk, &co),
+               gf_conv2d_backward_weight(gf, if_, sk, &co), dt, 2);
+}
+
 static void test_conversions(void) {
     /* bf16: 1 + 2^-8 is a tie -> even (1.0); 1 + 3*2^-8 a tie -> 1 + 2^-6 */
     double v[] = {1.0 + 1.0 / 256, 1.0 + 3.0 / 256, NAN, -0.0, 3.0e38, 1.0e-40};
@@ -199,18 +220,8 @@ static void test_long(void) {
         check_ulps("batched matmul", gf_matmul(xh, wh), gf_matmul(xf, wf), dt, 2);
         check_ulps("matmul x^T", gf_matmul(th, wh), gf_matmul(tf, wf), dt, 2);
         /* conv2d and both gradients */
-        int64_t sx[4] = {4, 8, 12, 12}, sk[4] = {6, 8, 3, 3};
-        gf_tensor *ih, *if_, *kh, *kf;
-        rand_pair(sx, 4, dt, -1, 1, &ih, &if_);
-        rand_pair(sk, 4, dt, -1, 1, &kh, &kf);
-        gf_conv2d_opts co = {.padding = {1, 1}};
-        gf_tensor *yh = gf_conv2d(ih, kh, NULL, &co), *yf = gf_conv2d(if_, kf, NULL, &co);
-        check_ulps("conv2d", yh, yf, dt, 2);
-        gf_tensor *gh = gf_to_dtype(yf, dt), *gf = gf_to_dtype(gh, GF_F32);
-        check_ulps("conv2d_backward_input", gf_conv2d_backward_input(gh, kh, sx, &co),
-                   gf_conv2d_backward_input(gf, kf, sx, &co), dt, 2);
-        check_ulps("conv2d_backward_weight", gf_conv2d_backward_weight(gh, ih, sk, &co),
-                   gf_conv2d_backward_weight(gf, if_, sk, &co), dt, 2);
+        check_conv("8 channels", dt, (const int64_t[]){4, 8, 12, 12},
+                   (const int64_t[]){6, 8, 3, 3}, 1);
     }
 }
 
@@ -338,32 +349,13 @@ static void test_native16(void) {
 
         /* a convolution whose tensors leave partial blocks of 16 channels
          * and of 16 pixels, both gradients */
-        int64_t cx[4] = {2, 20, 7, 7}, ck[4] = {18, 20, 3, 3};
-        gf_tensor *ih, *if_, *kh, *kf;
-        rand_pair(cx, 4, dt, -1, 1, &ih, &if_);
-        rand_pair(ck, 4, dt, -0.3, 0.3, &kh, &kf);
-        gf_conv2d_opts co = {.padding = {1, 1}};
-        gf_tensor *yh = gf_conv2d(ih, kh, NULL, &co), *yf = gf_conv2d(if_, kf, NULL, &co);
-        check_ulps("conv2d, partial blocks", yh, yf, dt, 2);
-        gf_tensor *gh = gf_to_dtype(yf, dt), *gf = gf_to_dtype(gh, GF_F32);
-        check_ulps("conv2d_backward_input, partial blocks", gf_conv2d_backward_input(gh, kh, cx, &co),
-                   gf_conv2d_backward_input(gf, kf, cx, &co), dt, 2);
-        check_ulps("conv2d_backward_weight, partial blocks",
-                   gf_conv2d_backward_weight(gh, ih, ck, &co),
-                   gf_conv2d_backward_weight(gf, if_, ck, &co), dt, 2);
+        check_conv("partial blocks", dt, (const int64_t[]){2, 20, 7, 7},
+                   (const int64_t[]){18, 20, 3, 3}, 0.3);
         /* few taps (cpu_onednn's direct kernel; bf16 dot products where the
          * CPU has them): rows of 37 (a vector of 32 and a tail), 5 output
          * channels (pairs and one), 18 taps (blocks of 8, 8 and 2) */
-        int64_t tx[4] = {2, 2, 6, 37}, tk[4] = {5, 2, 3, 3};
-        gf_tensor *th, *tf, *tkh, *tkf;
-        rand_pair(tx, 4, dt, -1, 1, &th, &tf);
-        rand_pair(tk, 4, dt, -1, 1, &tkh, &tkf);
-        gf_tensor *ty = gf_conv2d(tf, tkf, NULL, &co);
-        gf_tensor *tgh = gf_to_dtype(ty, dt), *tgf = gf_to_dtype(tgh, GF_F32);
-        check_ulps("conv2d few taps", gf_conv2d(th, tkh, NULL, &co), ty, dt, 2);
-        check_ulps("conv2d_backward_weight, few taps, long rows",
-                   gf_conv2d_backward_weight(tgh, th, tk, &co),
-                   gf_conv2d_backward_weight(tgf, tf, tk, &co), dt, 2);
+        check_conv("few taps, long rows", dt, (const int64_t[]){2, 2, 6, 37},
+                   (const int64_t[]){5, 2, 3, 3}, 1);
     }
 }
 
