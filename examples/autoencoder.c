@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
     long limit = 4000, epochs = 2, batch = 32;
     double lr = 2e-3, max_ratio = -1;
     unsigned long long seed = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* an option and its value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -171,7 +171,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-loss-ratio")) max_ratio = strtod(v, &end);
         else return usage(argv[0]);
         if (!end || *end || !*v) return usage(argv[0]);
-        i++;
     }
     if (limit < 1 || epochs < 1 || batch < 1 || !(lr > 0)) return usage(argv[0]);
     char train_path[1024], test_path[1024];

@@ -248,7 +248,7 @@ static int usage(const char *argv0) {
 }
 
 static bool parse(int argc, char **argv, config *c) {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* an option and its value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!v) return false;
@@ -271,7 +271,6 @@ static bool parse(int argc, char **argv, config *c) {
         else if (!strcmp(a, "--seed")) c->seed = strtoull(v, &end, 10);
         else return false;
         if (!end || *end || (end == v && *v)) return false;
-        i++;
     }
     return c->steps >= 10 && c->batch >= 1 && c->batch <= 4096 && c->seq >= 2 &&
            c->seq <= 4096 && c->hidden >= 1 && c->hidden <= 8192 && c->layers >= 1 &&

@@ -212,15 +212,16 @@ int main(int argc, char **argv) {
     double lr = 3e-3, min_acc = -1;
     unsigned long long seed = 0;
     bool capture = false;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc;) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(argv[0]);
             return 0;
         }
-        if (!strcmp(a, "--capture")) {
+        if (!strcmp(a, "--capture")) { /* a flag: no value */
             capture = true;
+            i++;
             continue;
         }
         if (!v) return usage(argv[0]);
@@ -231,7 +232,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--min-accuracy")) min_acc = strtod(v, &end);
         else return usage(argv[0]);
         if (!end || *end || end == v) return usage(argv[0]);
-        i++;
+        i += 2; /* the option and its value */
     }
     if (steps < 10 || batch < 1 || batch > 4096 || !(lr > 0)) return usage(argv[0]);
 

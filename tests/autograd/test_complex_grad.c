@@ -79,7 +79,7 @@ static void test_real_to_real(void) {
     gf_tensor *gx = gf_tensor_grad(x), *gy = gf_tensor_grad(y);
     CHECK(gx && gy && gf_tensor_dtype(gx) == GF_F64);
     for (int64_t k = 0; gx && gy && k < 2; k++) {
-        double a, b;
+        double a = 0, b = 0;
         CHECK(gf_tensor_get(gx, &k, &a) == GF_OK && gf_tensor_get(gy, &k, &b) == GF_OK);
         CHECK_CLOSE(a, 2 * xv[k], 1e-12);
         CHECK_CLOSE(b, 2 * yv[k], 1e-12);
