@@ -184,23 +184,30 @@ gw_block(const thin_geom *g, const float *xp, const void *const *gp, int32_t hal
         for (int i = 0; i < nb; i++) gw[c][i] = lanes_sum(acc[c][i]);
 }
 
-/* Every tap of nc (1 or 2: a constant after inlining) output channels. */
+/* Every tap of nc (1 or 2: a constant after inlining) output channels, in
+ * blocks of 8, 4, 2 and 1 taps (constants too): BLOCK(..., off + t, NB, o)
+ * with o[c] = out[c] + t. Shared by the f32 / widened and the bf16 kernels;
+ * uses nc, off, taps and out of the calling function. */
+#define GW_STEP(BLOCK, NB, ...)                                     \
+    do {                                                            \
+        for (int c_ = 0; c_ < nc; c_++) o_[c_] = out[c_] + t_;      \
+        BLOCK(__VA_ARGS__, off + t_, NB, o_);                       \
+        t_ += NB;                                                   \
+    } while (0)
+#define GW_TAPS(BLOCK, ...)                                         \
+    do {                                                            \
+        int64_t t_ = 0;                                             \
+        double *o_[2];                                              \
+        while (t_ + 8 <= taps) GW_STEP(BLOCK, 8, __VA_ARGS__);      \
+        if (t_ + 4 <= taps) GW_STEP(BLOCK, 4, __VA_ARGS__);         \
+        if (t_ + 2 <= taps) GW_STEP(BLOCK, 2, __VA_ARGS__);         \
+        if (t_ < taps) GW_STEP(BLOCK, 1, __VA_ARGS__);              \
+    } while (0)
+
 THIN_AVX512 static inline __attribute__((always_inline)) void
 gw_channels(const thin_geom *g, const float *xp, const void *const *gp, int32_t half, int nc,
             const int64_t *off, int64_t taps, double *const *out) {
-    int64_t t = 0;
-    double *o[2];
-#define GW_AT(NB)                                                   \
-    do {                                                            \
-        for (int c = 0; c < nc; c++) o[c] = out[c] + t;             \
-        gw_block(g, xp, gp, half, nc, off + t, NB, o);              \
-        t += NB;                                                    \
-    } while (0)
-    while (t + 8 <= taps) GW_AT(8);
-    if (t + 4 <= taps) GW_AT(4);
-    if (t + 2 <= taps) GW_AT(2);
-    if (t < taps) GW_AT(1);
-#undef GW_AT
+    GW_TAPS(gw_block, g, xp, gp, half, nc);
 }
 
 /* One image's contribution to every weight: gw[oc * taps + t] (double) =
@@ -264,26 +271,26 @@ gw_block_bf16(const thin_geom *g, const uint16_t *xp, const uint16_t *const *gp,
         for (int i = 0; i < nb; i++) gw[c][i] = lanes_sum(acc[c][i]);
 }
 
+/* gw_channels for gw_block_bf16. */
+THIN_BF16 static inline __attribute__((always_inline)) void
+gw_channels_bf16(const thin_geom *g, const uint16_t *xp, const uint16_t *const *gp, int nc,
+                 const int64_t *off, int64_t taps, double *const *out) {
+    GW_TAPS(gw_block_bf16, g, xp, gp, nc);
+}
+
 THIN_BF16 static void thin_grad_weight_image_bf16(const thin_geom *g, const uint16_t *xp,
                                                   const uint16_t *gy, double *gw) {
     int64_t off[THIN_TAPS], taps = tap_offsets(g, off), plane = g->ho * g->wo;
-    for (int64_t oc = 0; oc < g->co; oc += 2) {
-        int nc = oc + 2 <= g->co ? 2 : 1;
-        const uint16_t *gp[2] = {gy + oc * plane, gy + (oc + nc - 1) * plane};
-        for (int64_t t = 0; t < taps;) {
-            double *o[2] = {gw + oc * taps + t, gw + (oc + nc - 1) * taps + t};
-            int nb = taps - t >= 8 ? 8 : taps - t >= 4 ? 4 : taps - t >= 2 ? 2 : 1;
-            /* constants after inlining, one case each */
-            if (nc == 2 && nb == 8) gw_block_bf16(g, xp, gp, 2, off + t, 8, o);
-            else if (nc == 2 && nb == 4) gw_block_bf16(g, xp, gp, 2, off + t, 4, o);
-            else if (nc == 2 && nb == 2) gw_block_bf16(g, xp, gp, 2, off + t, 2, o);
-            else if (nc == 2) gw_block_bf16(g, xp, gp, 2, off + t, 1, o);
-            else if (nb == 8) gw_block_bf16(g, xp, gp, 1, off + t, 8, o);
-            else if (nb == 4) gw_block_bf16(g, xp, gp, 1, off + t, 4, o);
-            else if (nb == 2) gw_block_bf16(g, xp, gp, 1, off + t, 2, o);
-            else gw_block_bf16(g, xp, gp, 1, off + t, 1, o);
-            t += nb;
-        }
+    int64_t oc = 0;
+    for (; oc + 2 <= g->co; oc += 2) {
+        const uint16_t *gp[2] = {gy + oc * plane, gy + (oc + 1) * plane};
+        double *out[2] = {gw + oc * taps, gw + (oc + 1) * taps};
+        gw_channels_bf16(g, xp, gp, 2, off, taps, out);
+    }
+    if (oc < g->co) {
+        const uint16_t *gp[1] = {gy + oc * plane};
+        double *out[1] = {gw + oc * taps};
+        gw_channels_bf16(g, xp, gp, 1, off, taps, out);
     }
 }
 
@@ -296,8 +303,9 @@ fw_block_bf16(const __m512i *xv, int64_t pairs, const uint32_t *wp2, const float
     for (int i = 0; i < nb; i++) acc[i] = _mm512_set1_ps(bias ? bias[oc0 + i] : 0.0f);
     for (int64_t q = 0; q < pairs; q++)
         for (int i = 0; i < nb; i++)
-            acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)xv[q],
-                                      (__m512bh)_mm512_set1_epi32((int32_t)wp2[(oc0 + i) * pairs + q]));
+            acc[i] = _mm512_dpbf16_ps(
+                acc[i], (__m512bh)xv[q],
+                (__m512bh)_mm512_set1_epi32((int32_t)wp2[(oc0 + i) * pairs + q]));
     for (int i = 0; i < nb; i++) {
         _mm256_mask_storeu_epi16(yo + (oc0 + i) * plane, m, odn_hv_f32_to_bf16(acc[i]));
         /* the lines of this chunk two rows down: a write stream per channel */
@@ -335,7 +343,8 @@ THIN_BF16 static void thin_forward_image_bf16(const thin_geom *g, const uint16_t
             int64_t oc = 0;
             for (; oc + 4 <= g->co; oc += 4)
                 fw_block_bf16(xv, pairs, wp2, bias, oc, 4, yo, plane, g->wo, m);
-            for (; oc < g->co; oc++) fw_block_bf16(xv, pairs, wp2, bias, oc, 1, yo, plane, g->wo, m);
+            for (; oc < g->co; oc++)
+                fw_block_bf16(xv, pairs, wp2, bias, oc, 1, yo, plane, g->wo, m);
         }
 }
 

@@ -81,7 +81,8 @@ static gfp_status select_launch(uint32_t op, const gfp_tensor *const *in, uint32
     int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     int16_t lim = y->dtype == GFP_BF16 ? (int16_t)-128 : (int16_t)-1024;
-    const uint16_t *a = (const uint16_t *)(const void *)((const char *)in[0]->buffer + in[0]->offset);
+    const uint16_t *a =
+        (const uint16_t *)(const void *)((const char *)in[0]->buffer + in[0]->offset);
     const uint16_t *b = n_in == 2 ? (const uint16_t *)(const void *)((const char *)in[1]->buffer +
                                                                        in[1]->offset)
                                   : NULL;

@@ -62,8 +62,9 @@ LAYOUT_AVX512 static void blocks_avx512(uint16_t *plain, uint16_t *blocked, int6
                     _mm256_storeu_si256((__m256i *)(void *)(blk + p * 16), r[p]);
             } else { /* rows: pixels (past hw: 0), 16 channels each */
                 for (int64_t p = 0; p < 16; p++)
-                    r[p] = p < np ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + p * 16))
-                                  : _mm256_setzero_si256();
+                    r[p] = p < np
+                               ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + p * 16))
+                               : _mm256_setzero_si256();
                 odn_t16_u16(r);
                 for (int k = 0; k < 16 && 16 * b + k < c; k++)
                     _mm256_mask_storeu_epi16(plain + (16 * b + k) * hw + p0, m, r[k]);

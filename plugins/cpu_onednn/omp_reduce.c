@@ -111,10 +111,12 @@ __attribute__((target("avx512f,f16c"))) static double run_sum_avx512(const void 
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 f;
-        if (dt == GFP_F32) f = _mm512_loadu_ps((const float *)x + i);
-        else
-            f = odn_hv_to_f32(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)x + i)),
-                              dt);
+        if (dt == GFP_F32) {
+            f = _mm512_loadu_ps((const float *)x + i);
+        } else {
+            const uint16_t *h = (const uint16_t *)x + i;
+            f = odn_hv_to_f32(_mm256_loadu_si256((const __m256i *)(const void *)h), dt);
+        }
         lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
         hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
                                    _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
@@ -261,7 +263,8 @@ static void line_range(const red_plan *p, int64_t base, int64_t lo, int64_t hi, 
         if (n > hi - lo) n = hi - lo;
         const char *at = p->x + (base + group_offset(g, lo, false)) * (int64_t)es;
         if (p->half) run_half((const uint16_t *)(const void *)at, n, s, p->half, out);
-        else if (p->dtype == GFP_F32) run_f32((const float *)(const void *)at, n, s, kind, c, lo, out);
+        else if (p->dtype == GFP_F32)
+            run_f32((const float *)(const void *)at, n, s, kind, c, lo, out);
         else run_f64((const double *)(const void *)at, n, s, kind, c, lo, out);
         lo += n;
     }
@@ -412,7 +415,7 @@ COLUMNS(columns_f64, double)
 /* SUM / MEAN columns of 16-bit elements: the f32 form above with each
  * element widened as it is read and each result rounded once from f32. */
 #define HALF_COLUMNS(NAME, CONV, ROUND)                                                   \
-    ODN_CLONES static void NAME(const red_plan *p, int64_t c0, int64_t c1) {                        \
+    ODN_CLONES static void NAME(const red_plan *p, int64_t c0, int64_t c1) {             \
         double acc[COLUMN_BLOCK];                                                         \
         int64_t w = c1 - c0;                                                              \
         for (int64_t i = 0; i < w; i++) acc[i] = 0;                                       \

@@ -204,7 +204,8 @@ pool_row(const void *x0v, const void *x1v, void *yv, int64_t *ind, int64_t wo, i
         __m512 p0, p1, q0, q1;
         if (half) {
             __mmask32 mi = (__mmask32)(ni >= 32 ? 0xffffffffu : (1u << ni) - 1);
-            const uint16_t *r0 = (const uint16_t *)x0v + 2 * o0, *r1 = (const uint16_t *)x1v + 2 * o0;
+            const uint16_t *r0 = (const uint16_t *)x0v + 2 * o0;
+            const uint16_t *r1 = (const uint16_t *)x1v + 2 * o0;
             __m512i a = _mm512_maskz_loadu_epi16(mi, r0), b = _mm512_maskz_loadu_epi16(mi, r1);
             p0 = odn_hv_to_f32(_mm512_castsi512_si256(a), half);
             p1 = odn_hv_to_f32(_mm512_extracti64x4_epi64(a, 1), half);
@@ -244,8 +245,8 @@ pool_row(const void *x0v, const void *x1v, void *yv, int64_t *ind, int64_t wo, i
     }
 }
 
-/* Every plane's rows: f32 (half 0) or 16-bit; dense planes of contiguous
- * tensors (16-bit), or unit-stride rows (f32). */
+/* Every plane's rows, f32 (half 0) or 16-bit; x's, y's and the indices'
+ * rows unit-stride (the caller checks). */
 POOL_AVX512 static inline __attribute__((always_inline)) void
 pool_planes(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y, const gfp_tensor *ind,
             int32_t half) {
@@ -289,29 +290,23 @@ static bool pool_avx512(void) {
 }
 #endif
 
-static void max_pool_2x2_f32(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
+/* The 2x2 case with AVX-512 rows, f32 or 16-bit (omp_half_native.c): true
+ * when it ran; false (nothing written) when the CPU or the output strides
+ * do not allow it. */
+static bool max_pool_2x2_vec(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
                              const gfp_tensor *ind) {
 #ifdef ODN_POOL_AVX512
-    if (y->strides[3] == 1 && ind->strides[3] == 1 && pool_avx512()) {
-        pool_planes_f32(g, x, y, ind);
-        return;
-    }
-#endif
-    max_pool_2x2_f32_any(g, x, y, ind);
-}
-
-#ifdef ODN_POOL_AVX512
-/* f16 / bf16 (omp_half_native.c): the rows above on 16-bit storage. False
- * (nothing written) when the case is not this one. */
-static bool max_pool_2x2_half(const pool_geom *g, const gfp_tensor *x, const gfp_tensor *y,
-                              const gfp_tensor *ind) {
-    if (!pool_avx512() || y->strides[3] != 1 || ind->strides[3] != 1 || y->dtype != x->dtype)
-        return false;
-    if (x->dtype == GFP_BF16) pool_planes_bf16(g, x, y, ind);
-    else pool_planes_f16(g, x, y, ind);
+    if (y->strides[3] != 1 || ind->strides[3] != 1 || !pool_avx512()) return false;
+    if (x->dtype == GFP_F32) pool_planes_f32(g, x, y, ind);
+    else if (x->dtype == GFP_BF16) pool_planes_bf16(g, x, y, ind);
+    else if (x->dtype == GFP_F16) pool_planes_f16(g, x, y, ind);
+    else return false;
     return true;
-}
+#else
+    (void)g, (void)x, (void)y, (void)ind;
+    return false;
 #endif
+}
 
 /* grad_x zeroed, then each grad_y element added at its index. Every index
  * was checked first (indices_valid), so a bad one leaves grad_x untouched. */
@@ -403,10 +398,13 @@ windows_plane(const void *gp, const int64_t *ip, void *xp, int64_t h, int64_t w,
             __m512i k = _mm512_maskz_loadu_epi64(m, ir + o0);
             __m512i d = _mm512_sub_epi64(
                 k, _mm512_add_epi64(_mm512_set1_epi64(2 * oh * w + 2 * o0), lane2));
-            __m512 g = half ? odn_hv_to_f32(_mm256_zextsi128_si256(_mm_maskz_loadu_epi16(
-                                                m, (const uint16_t *)(const void *)gr + o0)),
-                                            half)
-                            : _mm512_maskz_loadu_ps((__mmask16)m, (const float *)(const void *)gr + o0);
+            __m512 g;
+            if (half)
+                g = odn_hv_to_f32(_mm256_zextsi128_si256(_mm_maskz_loadu_epi16(
+                                      m, (const uint16_t *)(const void *)gr + o0)),
+                                  half);
+            else
+                g = _mm512_maskz_loadu_ps((__mmask16)m, (const float *)(const void *)gr + o0);
             /* 0 + g, as the scatter into zeros: a -0 gradient lands as +0 */
             __m512 v = _mm512_add_ps(_mm512_setzero_ps(), g);
             __m512 p0 = _mm512_maskz_mov_ps((__mmask16)_mm512_cmpeq_epi64_mask(d, _mm512_setzero_si512()), v);
@@ -416,7 +414,8 @@ windows_plane(const void *gp, const int64_t *ip, void *xp, int64_t h, int64_t w,
             __m512 top = _mm512_permutex2var_ps(p0, pairs, p1);
             __m512 bottom = _mm512_permutex2var_ps(p2, pairs, p3);
             if (half) {
-                _mm256_mask_storeu_epi16((uint16_t *)(void *)r0 + 2 * o0, m2, odn_hv_exact_from_f32(top, half));
+                _mm256_mask_storeu_epi16((uint16_t *)(void *)r0 + 2 * o0, m2,
+                                         odn_hv_exact_from_f32(top, half));
                 _mm256_mask_storeu_epi16((uint16_t *)(void *)r1 + 2 * o0, m2,
                                          odn_hv_exact_from_f32(bottom, half));
             } else {
@@ -518,18 +517,16 @@ static gfp_status max_pool(const gfp_tensor *const *in, uint32_t n_in,
     if (pk_numel(y) == 0) return GFP_OK;
     if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
         g.dh == 1 && g.dw == 1 && 2 * g.ho <= g.h && 2 * g.wo <= g.w && x->strides[3] == 1) {
-#ifdef ODN_POOL_AVX512
-        if (half) return max_pool_2x2_half(&g, x, y, ind) ? GFP_OK : ODN_FALLBACK;
-#endif
+        if (max_pool_2x2_vec(&g, x, y, ind)) return GFP_OK;
         if (half) return ODN_FALLBACK;
-        if (x->dtype == GFP_F32) max_pool_2x2_f32(&g, x, y, ind);
+        if (x->dtype == GFP_F32) max_pool_2x2_f32_any(&g, x, y, ind);
         else max_pool_2x2_f64(&g, x, y, ind);
         return GFP_OK;
     }
+    if (half) return ODN_FALLBACK;
     /* Taps past (h - 1 + ph) / dh land below the input for every output (the
      * windows only move down): dropping them changes nothing, and a kernel
      * far larger than the input (a ceil-mode window) costs no scratch. */
-    if (half) return ODN_FALLBACK;
     int64_t reach_h = (g.h - 1 + g.ph) / g.dh + 1, reach_w = (g.w - 1 + g.pw) / g.dw + 1;
     if (g.kh > reach_h) g.kh = reach_h;
     if (g.kw > reach_w) g.kw = reach_w;
