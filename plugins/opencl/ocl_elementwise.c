@@ -69,8 +69,10 @@ static uint32_t inputs_of(uint32_t op) {
     }
 }
 
-static bool is_stored(int32_t d) { return d >= GFP_F32 && d <= GFP_BOOL; }
+/* f16 and bf16 are stored as bits and computed in f32 (kernels/common.cl). */
+static bool is_stored(int32_t d) { return (d >= GFP_F32 && d <= GFP_BOOL) || pk_is_half(d); }
 static bool is_numeric(int32_t d) { return d >= GFP_F32 && d <= GFP_I64; }
+static bool is_real_float(int32_t d) { return pk_is_float(d) || pk_is_half(d); }
 
 /* TRIL/TRIU and WHERE move elements as bits: every stored dtype, complex
  * included; the other complex ops are ocl_complex.c's. */
@@ -96,9 +98,10 @@ static bool accepts(const ocl_device *d, uint32_t op, const int32_t *in, const i
     const math_op *m = math_of(op);
     switch (m->kind) {
     case MK_FLOAT:
-        return pk_is_float(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
+        return is_real_float(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
     case MK_NUMERIC:
-        return is_numeric(out[0]) && in[0] == out[0] && (m->arity == 1 || in[1] == out[0]);
+        return (is_numeric(out[0]) || pk_is_half(out[0])) && in[0] == out[0] &&
+               (m->arity == 1 || in[1] == out[0]);
     case MK_COMPARE: return is_stored(in[0]) && in[1] == in[0] && out[0] == GFP_BOOL;
     case MK_LOGICAL:
         return is_stored(in[0]) && (m->arity == 1 || is_stored(in[1])) && out[0] == GFP_BOOL;
@@ -120,14 +123,17 @@ static const char *kdt(int32_t dtype) {
     case GFP_F64: return "f64";
     case GFP_I32: return "i32";
     case GFP_I64: return "i64";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
     default: return "b8";
     }
 }
 
-/* "b1", "b4", "b8": kernels that move bits by element size. */
+/* "b1", "b2", "b4", "b8", "b16": kernels that move bits by element size. */
 static const char *kbits(int32_t dtype) {
     switch (pk_dtype_size(dtype)) {
     case 1: return "b1";
+    case 2: return "b2";
     case 4: return "b4";
     case 16: return "b16";
     default: return "b8";
@@ -181,6 +187,7 @@ static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, const gfp_fill_pa
     union {
         uint64_t u64;
         uint32_t u32;
+        uint16_t u16;
         uint8_t u8;
         float f;
         double dbl;
@@ -193,6 +200,8 @@ static gfp_status run_fill(ocl_device *d, const gfp_tensor *y, const gfp_fill_pa
     case GFP_F64: e.dbl = p->value; break;
     case GFP_I32: e.i32 = (int32_t)(uint32_t)(uint64_t)p->ivalue; break;
     case GFP_I64: e.i64 = p->ivalue; break;
+    case GFP_F16: e.u16 = pk_f64_to_f16(p->value); break; /* one rounding */
+    case GFP_BF16: e.u16 = pk_f64_to_bf16(p->value); break;
     default: e.u8 = p->value != 0; break; /* NaN is true */
     }
     size_t es = pk_dtype_size(y->dtype);
@@ -286,6 +295,8 @@ static uint64_t truth_mask(int32_t dtype) {
     case GFP_F64: return 0x7fffffffffffffffull;
     case GFP_I32: return 0xffffffffull;
     case GFP_I64: return ~0ull;
+    case GFP_F16:
+    case GFP_BF16: return 0x7fffull;
     default: return 0xffull;
     }
 }

@@ -22,18 +22,21 @@ static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
 }
 
 #define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
+/* The dtypes op takes: the selecting ops move f16 / bf16 as 2-byte bits; the
+ * accumulating ones have no 16-bit atomics here (the fallback runs them). */
+static uint32_t dtypes_of(uint32_t op) { return INDEX_DTYPES | (selecting(op) ? PK_DT_HALF : 0); }
 
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
     if (lacks_atomics(d, q->op, q->input_dtypes[0])) return GFP_SUPPORT_NONE;
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                              INDEX_DTYPES)
+                              dtypes_of(q->op))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
 
 static const char *kbits(int32_t dt) {
     size_t s = pk_dtype_size(dt);
-    return s == 1 ? "b1" : s == 4 ? "b4" : "b8";
+    return s == 1 ? "b1" : s == 2 ? "b2" : s == 4 ? "b4" : "b8";
 }
 
 /* Checks every index of `index` against [0, limit): the check kernel, then a
@@ -138,7 +141,7 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
                        "device '%s' lacks",
                        pk_op_name(op), pk_dtype_name(in[0]->dtype), d->name);
     pk_index_geom g;
-    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], INDEX_DTYPES, &g);
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], dtypes_of(op), &g);
     if (st != GFP_OK) return st;
     gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)

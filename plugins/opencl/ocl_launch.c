@@ -74,7 +74,9 @@ void ocl_arg_local(ocl_call *c, size_t bytes) { ocl_arg_raw(c, bytes, NULL); }
 
 void ocl_arg_scalar(ocl_call *c, int32_t dtype, double v, int64_t iv) {
     switch (dtype) {
-    case GFP_F32: ocl_arg_f32(c, (float)v); break;
+    case GFP_F32:
+    case GFP_F16: /* f16 and bf16 compute in f32 */
+    case GFP_BF16: ocl_arg_f32(c, (float)v); break;
     case GFP_F64: ocl_arg_f64(c, v); break;
     default: ocl_arg_i64(c, iv); break;
     }

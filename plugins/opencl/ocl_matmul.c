@@ -21,7 +21,7 @@
 uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
     if (ocl_is_complex(q->input_dtypes[0])) return ocl_complex_matmul_support(d, q);
     return pk_matmul_dtypes_ok(q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                               PK_DT_FLOAT | PK_DT_INT)
+                               PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -99,17 +99,19 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     const gfp_tensor *a = in[0], *b = in[1], *y = out[0];
     if (ocl_is_complex(a->dtype)) return ocl_complex_matmul_launch(d, a, b, y);
-    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_INT);
+    gfp_status st = pk_check_matmul(a, b, y, PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT);
     if (st != GFP_OK) return st;
     int r = a->rank;
     int64_t m = a->sizes[r - 2], k = a->sizes[r - 1], n = b->sizes[r - 1], batches = 1;
     for (int dd = 0; dd < r - 2; dd++) batches *= a->sizes[dd];
     if (m == 0 || n == 0 || batches == 0) return GFP_OK;
 
-    bool is_float = pk_is_float(a->dtype);
+    /* f16 and bf16 take the float kernels over 16-bit storage, f32
+     * accumulation (kernels/matmul.cl); CLBlast gets f32 / f64 only. */
+    bool half = pk_is_half(a->dtype), is_float = pk_is_float(a->dtype) || half;
     int choice = gemm_choice();
     bool gpu = (d->type & CL_DEVICE_TYPE_GPU) != 0;
-    if (is_float && (choice == 1 || (choice == -1 && gpu && ocl_clblast_available()))) {
+    if (!half && is_float && (choice == 1 || (choice == -1 && gpu && ocl_clblast_available()))) {
         st = via_clblast(d, a, b, y, batches);
         if (st == GFP_OK) return st;
         if (choice == 1) {
@@ -146,6 +148,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
         }
     }
     const char *dt = a->dtype == GFP_F32 ? "f32" : a->dtype == GFP_F64 ? "f64"
+                   : a->dtype == GFP_F16 ? "f16" : a->dtype == GFP_BF16 ? "bf16"
                    : a->dtype == GFP_I32 ? "i32" : "i64";
     char kname[40];
     snprintf(kname, sizeof kname, "matmul_%s_%s",
@@ -180,7 +183,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     ocl_arg_long8(&c, bsy, r - 2);
     ocl_arg_i32(&c, r - 2);
     if (vec) {
-        int64_t vw = a->dtype == GFP_F32 ? 16 : 8, rb = 8; /* GF_RB of matmul.cl */
+        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = 8; /* GF_RB of matmul.cl */
         size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)((m + rb - 1) / rb),
                             (size_t)batches};
         /* 4 x 8 items: 64 columns by 64 rows share each slice of a and b. */

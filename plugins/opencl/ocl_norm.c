@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM
- * (kernels/norm.cl), f32 and f64, every tensor of one dtype.
+ * (kernels/norm.cl), f32 and f64, every tensor of one dtype; SOFTMAX and
+ * LOG_SOFTMAX also f16 and bf16 (computed in f32, rounded once).
  *
  * The host describes lines and their index spaces as (sizes, strides, rank)
  * triples, so any view works without a copy. Checks and dtype rules are the
@@ -12,15 +13,22 @@
 
 #define OCL_NG 64 /* GF_NG of norm.cl */
 
+static bool is_softmax(uint32_t op) { return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX; }
+
+/* The dtypes op takes here. */
+static uint32_t dtypes_of(uint32_t op) { return PK_DT_FLOAT | (is_softmax(op) ? PK_DT_HALF : 0); }
+
 uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
     if (d->max_wg < OCL_NG) return GFP_SUPPORT_NONE;
     return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
-                             PK_DT_FLOAT)
+                             dtypes_of(q->op))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
 
-static const char *kdt(int32_t dt) { return dt == GFP_F64 ? "f64" : "f32"; }
+static const char *kdt(int32_t dt) {
+    return dt == GFP_F64 ? "f64" : dt == GFP_F16 ? "f16" : dt == GFP_BF16 ? "bf16" : "f32";
+}
 
 /* (mem, offset) of an optional tensor, and whether it is there: absent ones
  * pass the device's flag buffer, which the kernel does not touch. */
@@ -71,7 +79,7 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
     }
     /* Contiguous lines, enough of them: vectorized by hand, an item each;
      * few long lines: a work-group each; else an item each. */
-    bool vec = xs == 1 && ys == 1 && len >= 16 && nlines >= 8;
+    bool vec = xs == 1 && ys == 1 && len >= 16 && nlines >= 8 && !pk_is_half(x->dtype);
     bool group = !vec && len >= 256 && d->max_wg >= OCL_NG;
     char kname[32];
     snprintf(kname, sizeof kname, "softmax_%s_%c", kdt(x->dtype), vec ? 'v' : group ? 'g' : 'i');
@@ -265,7 +273,7 @@ gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
-    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
+    gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, dtypes_of(op));
     if (st != GFP_OK) return st;
     if (d->max_wg < OCL_NG)
         return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "

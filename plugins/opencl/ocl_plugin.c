@@ -43,10 +43,12 @@ static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)
 #undef OCL_FAMILY_ENTRY
 
 /* The dtypes device d stores: c64 always (computed in double where the
- * device has doubles, else float), f64 and c128 with cl_khr_fp64. */
+ * device has doubles, else float), f64 and c128 with cl_khr_fp64, f16 and
+ * bf16 always (as bits, computed in f32: no cl_khr_fp16 needed). */
 static uint32_t stored_dtypes(const ocl_device *d) {
     return GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_I32) | GFP_DTYPE_BIT(GFP_I64) |
-           GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) |
+           GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_C64) | GFP_DTYPE_BIT(GFP_F16) |
+           GFP_DTYPE_BIT(GFP_BF16) |
            (d->fp64 ? GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_C128) : 0);
 }
 

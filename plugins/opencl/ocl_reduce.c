@@ -17,14 +17,16 @@
 
 #define OCL_RG 64 /* GF_RG of reduce.cl */
 
-#define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
+/* f16 and bf16 reduce in f32 and round once (kernels/reduce.cl). */
+#define REDUCE_DTYPES (PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT | PK_DT(GFP_BOOL))
+#define REDUCE_FLOATS (PK_DT_FLOAT | PK_DT_HALF)
 
 uint32_t ocl_reduce_support(const ocl_device *d, const gfp_op_query *q) {
     if (ocl_is_complex(q->input_dtypes[0]) || ocl_is_complex(q->output_dtypes[0]))
         return ocl_complex_reduce_support(d, q);
     int32_t indices = pk_reduce_by_dim(q->op) ? q->output_dtypes[1] : GFP_I64;
     return pk_reduce_dtypes_ok(q->op, q->input_dtypes[0], q->output_dtypes[0], indices,
-                               REDUCE_DTYPES, PK_DT_FLOAT)
+                               REDUCE_DTYPES, REDUCE_FLOATS)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -35,6 +37,8 @@ static const char *kdt(int32_t dt) {
     case GFP_F64: return "f64";
     case GFP_I32: return "i32";
     case GFP_I64: return "i64";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
     default: return "b8";
     }
 }
@@ -228,7 +232,7 @@ gfp_status ocl_reduce_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     const gfp_tensor *x = in[0], *y = out[0], *ind = pk_reduce_by_dim(op) ? out[1] : NULL;
     if (ocl_is_complex(x->dtype) || ocl_is_complex(y->dtype))
         return ocl_complex_reduce_launch(d, op, x, y, params);
-    gfp_status st = pk_check_reduce(op, params, x, y, ind, REDUCE_DTYPES, PK_DT_FLOAT);
+    gfp_status st = pk_check_reduce(op, params, x, y, ind, REDUCE_DTYPES, REDUCE_FLOATS);
     if (st != GFP_OK) return st;
     uint32_t dims = p->dims;
     dimset kept = {0}, red = {0};

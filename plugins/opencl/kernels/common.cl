@@ -147,6 +147,68 @@ long gf_line_offset(long j, long8 sizes, long8 strides, int rank) {
 #define GF_NARROW_f32(v) (v)
 #define GF_NARROW_f64(v) (v)
 
+/* f16 and bf16 are stored as ushort bits and computed in f32 (PyTorch's
+ * half on GPUs): no cl_khr_fp16 needed, so every device has them. The
+ * conversions are the reference plugin's (plugins/common/pk_half.h), bit for
+ * bit: round to nearest even, NaN a quiet NaN with its sign (f16: the
+ * canonical 0x7e00), overflow to inf, f16 subnormals kept. Widening is
+ * exact, except that a signalling NaN comes out quiet (payload kept), as
+ * the reference's widening through double makes it. From double (COPY from f64, i64) the value is rounded once. */
+float gf_h2f(ushort h) {
+    uint sign = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
+    if (e == 0) return as_float(sign | as_uint((float)m * 0x1p-24f)); /* exact */
+    return as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+ushort gf_f2h(float f) {
+    uint u = as_uint(f), a = u & 0x7fffffffu;
+    ushort sign = (ushort)((u >> 16) & 0x8000u);
+    if (a > 0x7f800000u) return sign | 0x7e00;         /* NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00;        /* 65520 and above: inf */
+    if (a < 0x38800000u)                               /* below 2^-14: units of 2^-24 */
+        return sign | (ushort)rint(as_float(a) * 0x1p24f); /* exact product, ties to even */
+    uint r = a - 0x38000000u;                          /* rebias 127 -> 15 */
+    r += 0xfffu + ((r >> 13) & 1u);
+    return sign | (ushort)(r >> 13);
+}
+float gf_b2f(ushort b) {
+    uint u = (uint)b << 16;
+    return as_float((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u); /* NaN made quiet */
+}
+ushort gf_f2b(float f) {
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+#if GF_HAS_FP64
+ushort gf_d2h(double v) {
+    ushort sign = signbit(v) ? 0x8000 : 0;
+    if (isnan(v)) return sign | 0x7e00;
+    double a = fabs(v);
+    if (a >= 65520.0) return sign | 0x7c00;
+    if (a < 0x1p-14) return sign | (ushort)rint(a * 0x1p24);
+    int e = ilogb(a);                      /* a = q * 2^(e - 10), q in [1024, 2048) */
+    double q = rint(ldexp(a, 10 - e));
+    if (q >= 2048.0) { q = 1024.0; e++; }
+    if (e > 15) return sign | 0x7c00;
+    return sign | (ushort)(((uint)(e + 15) << 10) | ((uint)q & 0x3ffu));
+}
+ushort gf_d2b(double v) {
+    if (isnan(v)) return gf_f2b((float)v);
+    float f = (float)v; /* nearest f32; where that tie-breaks wrongly, step toward v */
+    uint u = as_uint(f);
+    if ((u & 0xffffu) == 0x8000u && (double)f != v)
+        u = (double)f < v ? (f > 0 ? u + 1 : u - 1) : (f > 0 ? u - 1 : u + 1);
+    return gf_f2b(as_float(u));
+}
+#endif
+/* LOAD / STORE of a 16-bit dtype's element as f32. */
+#define GF_LD_f16(v) gf_h2f(v)
+#define GF_ST_f16(v) gf_f2h(v)
+#define GF_LD_bf16(v) gf_b2f(v)
+#define GF_ST_bf16(v) gf_f2b(v)
+
 /* Atomic adds into global memory (SCATTER_ADD, INDEX_ADD, pooling
  * gradients): floats through compare-and-swap loops, integers wrap. */
 void gf_atomic_add_f32(volatile __global float *p, float v) {

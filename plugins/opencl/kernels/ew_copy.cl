@@ -4,7 +4,8 @@
  * Each kernel comes in the three forms of common.cl (_c, _2, _s), built by
  * GF_EW* around an element function NAME_el. Ops that move elements
  * unchanged work on their bits (b1, b4, b8: 1-, 4- and 8-byte elements),
- * which keeps -0.0 and NaN payloads; b16 moves c128 elements (c64 is b8).
+ * which keeps -0.0 and NaN payloads; b2 moves f16 and bf16, b16 c128
+ * elements (c64 is b8).
  *
  * Conversions follow the reference plugin: float to integer truncates toward
  * zero and saturates, NaN giving 0 (convert_*_sat_rtz); integer and f64 to
@@ -54,11 +55,61 @@ GF_COPY(i64_f64, long, double, CV_F64)
 GF_COPY(b8_f64, uchar, double, CV_B2F64)
 #endif
 
+/* f16 and bf16 (ushort bits, common.cl's conversions): to and from every
+ * dtype, as the reference converts: through f32 where that is exact, from
+ * f64, i32 and i64 in one rounding from double (on devices without doubles,
+ * i32 / i64 to bf16 round through f32 first). b2 moves them as bits. */
+#define CV_H2B(v) gf_f2b(gf_h2f(v))
+#define CV_B2H(v) gf_f2h(gf_b2f(v))
+#define CV_HALF_TRUTH(v) ((uchar)(((v) & 0x7fff) != 0)) /* +-0 false, NaN true */
+#define CV_B8_F16(v) ((ushort)((v) ? 0x3c00 : 0))
+#define CV_B8_BF16(v) ((ushort)((v) ? 0x3f80 : 0))
+#define GF_COPY_HALF(DT)                                                               \
+    GF_COPY(DT##_f32, ushort, float, GF_LD_##DT)                                       \
+    GF_COPY(f32_##DT, float, ushort, GF_ST_##DT)                                       \
+    GF_COPY(DT##_i32, ushort, int, CV_I32_SAT_##DT)                                    \
+    GF_COPY(DT##_i64, ushort, long, CV_I64_SAT_##DT)                                   \
+    GF_COPY(DT##_b8, ushort, uchar, CV_HALF_TRUTH)                                     \
+    GF_COPY(b8_##DT, uchar, ushort, CV_B8_##DT)
+#define CV_I32_SAT_f16(v) convert_int_sat_rtz(gf_h2f(v))
+#define CV_I64_SAT_f16(v) convert_long_sat_rtz(gf_h2f(v))
+#define CV_I32_SAT_bf16(v) convert_int_sat_rtz(gf_b2f(v))
+#define CV_I64_SAT_bf16(v) convert_long_sat_rtz(gf_b2f(v))
+#define CV_B8_f16 CV_B8_F16
+#define CV_B8_bf16 CV_B8_BF16
+GF_COPY(b2, ushort, ushort, CV_BITS)
+GF_COPY_HALF(f16)
+GF_COPY_HALF(bf16)
+GF_COPY(f16_bf16, ushort, ushort, CV_H2B)
+GF_COPY(bf16_f16, ushort, ushort, CV_B2H)
+#if GF_HAS_FP64
+#define CV_H2D(v) ((double)gf_h2f(v))
+#define CV_B2D(v) ((double)gf_b2f(v))
+#define CV_D2H_I(v) gf_d2h((double)(v))
+#define CV_D2B_I(v) gf_d2b((double)(v))
+GF_COPY(f16_f64, ushort, double, CV_H2D)
+GF_COPY(bf16_f64, ushort, double, CV_B2D)
+GF_COPY(f64_f16, double, ushort, gf_d2h)
+GF_COPY(f64_bf16, double, ushort, gf_d2b)
+GF_COPY(i32_f16, int, ushort, CV_D2H_I)
+GF_COPY(i64_f16, long, ushort, CV_D2H_I)
+GF_COPY(i32_bf16, int, ushort, CV_D2B_I)
+GF_COPY(i64_bf16, long, ushort, CV_D2B_I)
+#else
+#define CV_F2H_I(v) gf_f2h(convert_float_rte(v)) /* exact: |v| < 65520 is an f32 */
+#define CV_F2B_I(v) gf_f2b(convert_float_rte(v))
+GF_COPY(i32_f16, int, ushort, CV_F2H_I)
+GF_COPY(i64_f16, long, ushort, CV_F2H_I)
+GF_COPY(i32_bf16, int, ushort, CV_F2B_I)
+GF_COPY(i64_bf16, long, ushort, CV_F2B_I)
+#endif
+
 /* FILL with an element's bits (the contiguous case is a clEnqueueFillBuffer). */
 #define GF_FILL(NAME, T)                                              \
     T fill_##NAME##_el(int unused, T value) { return value; }         \
     GF_EW1(fill_##NAME, T, (, T value), (, value))
 GF_FILL(b1, uchar)
+GF_FILL(b2, ushort)
 GF_FILL(b4, uint)
 GF_FILL(b8, ulong)
 
@@ -67,6 +118,7 @@ GF_FILL(b8, ulong)
     T where_##NAME##_el(uchar c, T a, T b) { return c ? a : b; }             \
     GF_EW4(where_##NAME, T, uchar, T, T, (), ())
 GF_WHERE(b1, uchar)
+GF_WHERE(b2, ushort)
 GF_WHERE(b4, uint)
 GF_WHERE(b8, ulong)
 GF_WHERE(b16, ulong2)
@@ -83,6 +135,7 @@ GF_WHERE(b16, ulong2)
         y[GF_AT(oy, sy)] = keep ? x[GF_AT(ox, sx)] : (T)0;                                 \
     }
 GF_TRI(b1, uchar)
+GF_TRI(b2, ushort)
 GF_TRI(b4, uint)
 GF_TRI(b8, ulong)
 GF_TRI(b16, ulong2)

@@ -5,7 +5,7 @@
  * check_index sets flag[0] and leaves the offending index in flag[1] when an
  * index lies outside [0, limit); the host reads the flag before launching the
  * op, so a bad index fails the launch and leaves the output untouched (as
- * the reference plugin does). The selecting ops move bits (b1, b4, b8); the
+ * the reference plugin does). The selecting ops move bits (b1, b2, b4, b8); the
  * accumulating ones add atomically, so duplicate indices accumulate: floats
  * through compare-and-swap loops, integers with atomic adds (which wrap). */
 
@@ -63,9 +63,11 @@ long gf_dot_at(const long *p, long8 strides, int rank, int dim, long at) {
         y[oy + gf_dot_at(p, ys, rank, -1, 0)] = x[ox + gf_dot_at(p, xs, rank, dim, at)];   \
     }
 GF_INDEX_SELECT(b1, uchar)
+GF_INDEX_SELECT(b2, ushort)
 GF_INDEX_SELECT(b4, uint)
 GF_INDEX_SELECT(b8, ulong)
 GF_GATHER(b1, uchar)
+GF_GATHER(b2, ushort)
 GF_GATHER(b4, uint)
 GF_GATHER(b8, ulong)
 

@@ -27,6 +27,14 @@
 #define GF_RTS (GF_TS / GF_WPT) /* 16: the work-group is 16 x 16 */
 #define GF_LOADS (GF_TS * GF_TSK / (GF_RTS * GF_RTS))
 
+/* 16-bit storage with f32 arithmetic, as in reduce.cl: GF_SLOT(T) is the
+ * element type in memory for compute type T, GF_LD widens a loaded element,
+ * GF_ST rounds a stored result; redefined before the f16 / bf16 kernels at
+ * the end of this file. */
+#define GF_SLOT(T) T
+#define GF_LD(v) (v)
+#define GF_ST(v) (v)
+
 #define GF_MATMUL_ARGS(T)                                                                  \
     __global const T *A, long oa, __global const T *B, long ob, __global T *Y, long oy,    \
         long M, long N, long K, long a_m, long a_k, long b_k, long b_n, long y_m, long y_n, \
@@ -40,7 +48,7 @@
 
 #define GF_MATMUL_TILED(DT, T)                                                             \
     __kernel __attribute__((reqd_work_group_size(GF_RTS, GF_RTS, 1))) void                  \
-    matmul_tiled_##DT(GF_MATMUL_ARGS(T)) {                                                 \
+    matmul_tiled_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                                 \
         __local T As[GF_TSK][GF_TS];                                                       \
         __local T Bs[GF_TSK][GF_TS];                                                       \
         GF_MATMUL_BATCH                                                                    \
@@ -55,8 +63,8 @@
                 int e = tid + l * GF_RTS * GF_RTS;                                         \
                 int kk = e / GF_TS, xx = e % GF_TS;                                        \
                 long k = k0 + kk, m = m0 + xx, n = n0 + xx;                                \
-                As[kk][xx] = (m < M && k < K) ? A[oa + m * a_m + k * a_k] : (T)0;          \
-                Bs[kk][xx] = (n < N && k < K) ? B[ob + k * b_k + n * b_n] : (T)0;          \
+                As[kk][xx] = (m < M && k < K) ? GF_LD(A[oa + m * a_m + k * a_k]) : (T)0;   \
+                Bs[kk][xx] = (n < N && k < K) ? GF_LD(B[ob + k * b_k + n * b_n]) : (T)0;   \
             }                                                                              \
             barrier(CLK_LOCAL_MEM_FENCE);                                                  \
             for (int kk = 0; kk < GF_TSK; kk++) {                                          \
@@ -72,7 +80,7 @@
             long m = m0 + tm + i * GF_RTS;                                                 \
             for (int j = 0; j < GF_WPT; j++) {                                             \
                 long n = n0 + tn + j * GF_RTS;                                             \
-                if (m < M && n < N) Y[oy + m * y_m + n * y_n] = acc[i][j];                 \
+                if (m < M && n < N) Y[oy + m * y_m + n * y_n] = GF_ST(acc[i][j]);          \
             }                                                                              \
         }                                                                                  \
     }
@@ -85,13 +93,13 @@ GF_MATMUL_TILED(f64, double)
 #define GF_RB 8
 #define GF_KC 128
 #define GF_MATMUL_VEC(DT, T, VW, VT, VLOAD, VSTORE)                                        \
-    __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(T)) {                                     \
+    __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                     \
         GF_MATMUL_BATCH                                                                    \
         long n0 = get_global_id(0) * VW, m0 = get_global_id(1) * GF_RB;                    \
         bool live = n0 < N && m0 < M, full = n0 + VW <= N;                                 \
-        const __global T *ar[GF_RB];                                                       \
+        const __global GF_SLOT(T) *ar[GF_RB];                                              \
         for (int i = 0; i < GF_RB; i++) ar[i] = A + oa + max(min(m0 + i, M - 1), 0L) * a_m; \
-        const __global T *b = B + ob + n0;                                                 \
+        const __global GF_SLOT(T) *b = B + ob + n0;                                        \
         VT acc[GF_RB];                                                                     \
         for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                                    \
         /* K in slices, with a barrier after each: the work-group's items then     \
@@ -104,21 +112,23 @@ GF_MATMUL_TILED(f64, double)
                     bv = VLOAD(0, b + k * b_k);                                            \
                 } else {                                                                   \
                     T part[VW];                                                            \
-                    for (int c = 0; c < VW; c++) part[c] = n0 + c < N ? b[k * b_k + c] : (T)0; \
-                    bv = VLOAD(0, part);                                                   \
+                    for (int c = 0; c < VW; c++)                                           \
+                        part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0;               \
+                    bv = vload##VW(0, part);                                               \
                 }                                                                          \
-                for (int i = 0; i < GF_RB; i++) acc[i] = mad((VT)(ar[i][k * a_k]), bv, acc[i]); \
+                for (int i = 0; i < GF_RB; i++)                                            \
+                    acc[i] = mad((VT)(GF_LD(ar[i][k * a_k])), bv, acc[i]);                 \
             }                                                                              \
             barrier(CLK_GLOBAL_MEM_FENCE);                                                 \
         }                                                                                  \
         for (int i = 0; live && i < GF_RB && m0 + i < M; i++) {                            \
-            __global T *yr = Y + oy + (m0 + i) * y_m + n0;                                 \
+            __global GF_SLOT(T) *yr = Y + oy + (m0 + i) * y_m + n0;                        \
             if (full) {                                                                    \
                 VSTORE(acc[i], 0, yr);                                                     \
             } else {                                                                       \
                 T part[VW];                                                                \
-                VSTORE(acc[i], 0, part);                                                   \
-                for (int c = 0; n0 + c < N; c++) yr[c] = part[c];                          \
+                vstore##VW(acc[i], 0, part);                                               \
+                for (int c = 0; n0 + c < N; c++) yr[c] = GF_ST(part[c]);                   \
             }                                                                              \
         }                                                                                  \
     }
@@ -130,14 +140,14 @@ GF_MATMUL_VEC(f64, double, 8, double8, vload8, vstore8)
 /* One output per item: for devices whose work-groups are too small for the
  * tiled kernel. */
 #define GF_MATMUL_NAIVE(DT, T)                                                             \
-    __kernel void matmul_naive_##DT(GF_MATMUL_ARGS(T)) {                                   \
+    __kernel void matmul_naive_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                   \
         GF_MATMUL_BATCH                                                                    \
         long n = get_global_id(0), m = get_global_id(1);                                   \
         if (m >= M || n >= N) return;                                                      \
         T acc = 0;                                                                         \
         for (long k = 0; k < K; k++)                                                       \
-            acc = mad(A[oa + m * a_m + k * a_k], B[ob + k * b_k + n * b_n], acc);          \
-        Y[oy + m * y_m + n * y_n] = acc;                                                   \
+            acc = mad(GF_LD(A[oa + m * a_m + k * a_k]), GF_LD(B[ob + k * b_k + n * b_n]), acc); \
+        Y[oy + m * y_m + n * y_n] = GF_ST(acc);                                            \
     }
 GF_MATMUL_NAIVE(f32, float)
 #if GF_HAS_FP64
@@ -158,3 +168,47 @@ GF_MATMUL_NAIVE(f64, double)
     }
 GF_MATMUL_INT(i32, int)
 GF_MATMUL_INT(i64, long)
+
+/* ---------------------------------------------------------------- f16, bf16 */
+/* The float kernels over ushort storage: elements widen to f32 as they are
+ * loaded, products accumulate in f32 and each result is rounded once. The
+ * vector kernel's loads widen sixteen lanes at a time; its stores round lane
+ * by lane (common.cl's conversions, bit for bit the reference's). */
+float16 gf_vld16_bf16(size_t o, const __global ushort *p) {
+    return as_float16(convert_uint16(vload16(o, p)) << 16);
+}
+float16 gf_vld16_f16(size_t o, const __global ushort *p) {
+    uint16 h = convert_uint16(vload16(o, p));
+    uint16 sign = (h & 0x8000u) << 16, em = h & 0x7fffu;
+    uint16 normal = (em << 13) + (112u << 23);                 /* rebias 15 -> 127 */
+    uint16 sub = as_uint16(convert_float16(em) * 0x1p-24f);    /* zero and subnormals */
+    uint16 special = (em << 13) | 0x7f800000u;                 /* inf and NaN */
+    uint16 r = select(normal, sub, em < 0x400u);
+    r = select(r, special, em >= 0x7c00u);
+    return as_float16(r | sign);
+}
+#define GF_VST16_HALF(DT)                                                                  \
+    void gf_vst16_##DT(float16 v, size_t o, __global ushort *p) {                          \
+        float f[16];                                                                       \
+        vstore16(v, 0, f);                                                                 \
+        for (int i = 0; i < 16; i++) p[o * 16 + i] = GF_ST_##DT(f[i]);                     \
+    }
+GF_VST16_HALF(f16)
+GF_VST16_HALF(bf16)
+
+#undef GF_SLOT
+#undef GF_LD
+#undef GF_ST
+#define GF_SLOT(T) ushort
+#define GF_LD(v) gf_h2f(v)
+#define GF_ST(v) gf_f2h(v)
+GF_MATMUL_TILED(f16, float)
+GF_MATMUL_VEC(f16, float, 16, float16, gf_vld16_f16, gf_vst16_f16)
+GF_MATMUL_NAIVE(f16, float)
+#undef GF_LD
+#undef GF_ST
+#define GF_LD(v) gf_b2f(v)
+#define GF_ST(v) gf_f2b(v)
+GF_MATMUL_TILED(bf16, float)
+GF_MATMUL_VEC(bf16, float, 16, float16, gf_vld16_bf16, gf_vst16_bf16)
+GF_MATMUL_NAIVE(bf16, float)

@@ -41,45 +41,50 @@
     }
 
 /* ---------------------------------------------------------------- softmax */
+/* GF_SLOT / GF_LD / GF_ST: 16-bit storage with f32 arithmetic, as in
+ * reduce.cl; redefined before the f16 / bf16 softmax at the end of this file. */
+#define GF_SLOT(T) T
+#define GF_LD(v) (v)
+#define GF_ST(v) (v)
 #define GF_SOFTMAX_ARGS(T)                                                                 \
     __global const T *x, long ox, __global T *y, long oy, long8 lsz, long8 lxs, long8 lys, \
         int lrank, long nlines, long len, long xs, long ys, int logsm
 
 #define GF_SOFTMAX(DT, T)                                                                  \
-    __kernel void softmax_##DT##_i(GF_SOFTMAX_ARGS(T)) {                                   \
+    __kernel void softmax_##DT##_i(GF_SOFTMAX_ARGS(GF_SLOT(T))) {                                   \
         long l = get_global_id(0);                                                         \
         if (l >= nlines) return;                                                           \
         long x0 = ox + gf_line_offset(l, lsz, lxs, lrank);                                 \
         long y0 = oy + gf_line_offset(l, lsz, lys, lrank);                                 \
-        T m = x[x0];                                                                       \
-        for (long i = 1; i < len; i++) m = NMAX(m, x[x0 + i * xs]);                        \
+        T m = GF_LD(x[x0]);                                                                       \
+        for (long i = 1; i < len; i++) m = NMAX(m, GF_LD(x[x0 + i * xs]));                        \
         T s = 0, c = 0;                                                                    \
         for (long i = 0; i < len; i++) {                                                   \
-            T e = exp(x[x0 + i * xs] - m);                                                 \
+            T e = exp(GF_LD(x[x0 + i * xs]) - m);                                                 \
             NADD(T, s, c, e);                                                              \
         }                                                                                  \
         s = NVAL(s, c);                                                                    \
         T log_s = log(s);                                                                  \
         for (long i = 0; i < len; i++) {                                                   \
-            T z = x[x0 + i * xs] - m;                                                      \
-            y[y0 + i * ys] = logsm ? z - log_s : exp(z) / s;                               \
+            T z = GF_LD(x[x0 + i * xs]) - m;                                                      \
+            y[y0 + i * ys] = GF_ST(logsm ? z - log_s : exp(z) / s);                               \
         }                                                                                  \
     }                                                                                      \
-    __kernel void softmax_##DT##_g(GF_SOFTMAX_ARGS(T)) {                                   \
+    __kernel void softmax_##DT##_g(GF_SOFTMAX_ARGS(GF_SLOT(T))) {                                   \
         __local T ls[GF_NG], lc[GF_NG];                                                    \
         long l = get_group_id(0);                                                          \
         int l_ = get_local_id(0);                                                          \
         long x0 = ox + gf_line_offset(l, lsz, lxs, lrank);                                 \
         long y0 = oy + gf_line_offset(l, lsz, lys, lrank);                                 \
-        T m = x[x0];                                                                       \
-        for (long i = l_; i < len; i += GF_NG) m = NMAX(m, x[x0 + i * xs]);                \
+        T m = GF_LD(x[x0]);                                                                       \
+        for (long i = l_; i < len; i += GF_NG) m = NMAX(m, GF_LD(x[x0 + i * xs]));                \
         ls[l_] = m;                                                                        \
         GF_NTREE(ls[l_] = NMAX(ls[l_], ls[l_ + h_]);)                                      \
         m = ls[0];                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                      \
         T s = 0, c = 0;                                                                    \
         for (long i = l_; i < len; i += GF_NG) {                                           \
-            T e = exp(x[x0 + i * xs] - m);                                                 \
+            T e = exp(GF_LD(x[x0 + i * xs]) - m);                                                 \
             NADD(T, s, c, e);                                                              \
         }                                                                                  \
         ls[l_] = s;                                                                        \
@@ -88,8 +93,8 @@
         s = NVAL(ls[0], lc[0]);                                                            \
         T log_s = log(s);                                                                  \
         for (long i = l_; i < len; i += GF_NG) {                                           \
-            T z = x[x0 + i * xs] - m;                                                      \
-            y[y0 + i * ys] = logsm ? z - log_s : exp(z) / s;                               \
+            T z = GF_LD(x[x0 + i * xs]) - m;                                                      \
+            y[y0 + i * ys] = GF_ST(logsm ? z - log_s : exp(z) / s);                               \
         }                                                                                  \
     }
 
@@ -517,3 +522,19 @@ GF_NORM_RUNS(f64, double, double8, 8, vload8, vstore8)
 GF_LAYER_NORM_RUNS(f64, double, double8, 8, vload8, vstore8)
 GF_LAYER_NORM_V(f64, double, double8, 8, vload8, vstore8)
 #endif
+
+/* ---------------------------------------------------------------- f16, bf16 */
+/* SOFTMAX / LOG_SOFTMAX over ushort storage in f32, one rounding on store
+ * (the hand-vectorized _v form and the norms are f32 / f64 only). */
+#undef GF_SLOT
+#undef GF_LD
+#undef GF_ST
+#define GF_SLOT(T) ushort
+#define GF_LD(v) gf_h2f(v)
+#define GF_ST(v) gf_f2h(v)
+GF_SOFTMAX(f16, float)
+#undef GF_LD
+#undef GF_ST
+#define GF_LD(v) gf_b2f(v)
+#define GF_ST(v) gf_f2b(v)
+GF_SOFTMAX(bf16, float)

@@ -15,6 +15,15 @@
  * max_dim / min_dim (the first NaN); ties go to the first index. */
 #define GF_RG 64
 
+/* 16-bit storage (f16, bf16 as ushort bits, at the end of this file) with
+ * f32 arithmetic: GF_SLOT(T) is the element type in memory for compute type
+ * T, GF_LD widens an element read from x, GF_ST rounds a result written to
+ * y. They are expanded where a kernel is instantiated, so redefining them
+ * before the 16-bit instantiations changes those kernels only. */
+#define GF_SLOT(T) T
+#define GF_LD(v) (v)
+#define GF_ST(v) (v)
+
 #define GF_RED_PARAMS(T)                                                                   \
     __global const T *x, long ox, __global T *y, long oy, long8 ksz, long8 kxs, long8 kys, \
         int krank, long nout, long8 rsz, long8 rxs, int rrank, long nline
@@ -22,7 +31,7 @@
 #define GF_RED_OUT(o)                                          \
     long xb_ = ox + gf_line_offset((o), ksz, kxs, krank);      \
     long yb_ = oy + gf_line_offset((o), ksz, kys, krank);
-#define GF_X(j) x[xb_ + gf_line_offset((j), rsz, rxs, rrank)]
+#define GF_X(j) GF_LD(x[xb_ + gf_line_offset((j), rsz, rxs, rrank)])
 
 /* Neumaier: the rounding error of each addition is carried in c. */
 #define KADD(T, s, c, v)                                                \
@@ -55,7 +64,7 @@
 #define FIN_SUM(s, n) (s)
 #define FIN_MEAN(s, n) ((s) / (n))
 #define GF_FSUM(NAME, DT, T, FIN)                                                          \
-    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(T)) {                             \
+    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(GF_SLOT(T))) {                             \
         long o = get_global_id(0);                                                         \
         if (o >= nout) return;                                                             \
         GF_RED_OUT(o)                                                                      \
@@ -64,9 +73,9 @@
             T v = GF_X(j);                                                                 \
             KADD(T, s, c, v);                                                                 \
         }                                                                                  \
-        y[yb_] = FIN(KVAL(s, c), (T)nline);                                                \
+        y[yb_] = GF_ST(FIN(KVAL(s, c), (T)nline));                                                \
     }                                                                                      \
-    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(T)) {                             \
+    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(GF_SLOT(T))) {                             \
         __local T ls[GF_RG], lc[GF_RG];                                                    \
         GF_GROUP_BEGIN(T)                                                                  \
         T s = 0, c = 0;                                                                    \
@@ -82,29 +91,29 @@
             ls[l_] = a;                                                                    \
             lc[l_] = ca + lc[l_ + h_];                                                     \
         })                                                                                 \
-        if (l_ == 0) y[yb_] = FIN(KVAL(ls[0], lc[0]), (T)nline);                           \
+        if (l_ == 0) y[yb_] = GF_ST(FIN(KVAL(ls[0], lc[0]), (T)nline));                           \
     }
 
 /* ---------------------------------------------------------------- folds */
 /* A plain fold: acc = OP(acc, v) from INIT; CT the accumulator type, LOAD
  * converts an element to it, STORE back. */
 #define GF_FOLD(NAME, DT, T, CT, INIT, OP, LOAD, STORE)                                    \
-    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(T)) {                             \
+    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(GF_SLOT(T))) {                             \
         long o = get_global_id(0);                                                         \
         if (o >= nout) return;                                                             \
         GF_RED_OUT(o)                                                                      \
         CT acc = INIT;                                                                     \
         for (long j = 0; j < nline; j++) acc = OP(acc, LOAD(GF_X(j)));                     \
-        y[yb_] = STORE(acc);                                                               \
+        y[yb_] = GF_ST(STORE(acc));                                                               \
     }                                                                                      \
-    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(T)) {                             \
+    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(GF_SLOT(T))) {                             \
         __local CT la[GF_RG];                                                              \
         GF_GROUP_BEGIN(T)                                                                  \
         CT acc = INIT;                                                                     \
         for (long j = l_; j < nline; j += GF_RG) acc = OP(acc, LOAD(GF_X(j)));             \
         la[l_] = acc;                                                                      \
         GF_TREE(la[l_] = OP(la[l_], la[l_ + h_]);)                                         \
-        if (l_ == 0) y[yb_] = STORE(la[0]);                                                \
+        if (l_ == 0) y[yb_] = GF_ST(STORE(la[0]));                                                \
     }
 
 #define OP_MUL(a, b) ((a) * (b))
@@ -158,7 +167,7 @@ GF_FLOAT_REDUCTIONS(f64, double)
     }
 #define GF_VAR(DT, T)                                                                      \
     GF_VAR_FINISH(DT, T)                                                                   \
-    __kernel void reduce_var_##DT##_i(GF_RED_PARAMS(T), T corr) {                          \
+    __kernel void reduce_var_##DT##_i(GF_RED_PARAMS(GF_SLOT(T)), T corr) {                          \
         long o = get_global_id(0);                                                         \
         if (o >= nout) return;                                                             \
         GF_RED_OUT(o)                                                                      \
@@ -174,9 +183,9 @@ GF_FLOAT_REDUCTIONS(f64, double)
             KADD(T, sq, sqc, d2);                                                             \
             KADD(T, dv, dvc, d);                                                              \
         }                                                                                  \
-        y[yb_] = gf_var_finish_##DT(KVAL(sq, sqc), KVAL(dv, dvc), n, corr);                \
+        y[yb_] = GF_ST(gf_var_finish_##DT(KVAL(sq, sqc), KVAL(dv, dvc), n, corr));                \
     }                                                                                      \
-    __kernel void reduce_var_##DT##_g(GF_RED_PARAMS(T), T corr) {                          \
+    __kernel void reduce_var_##DT##_g(GF_RED_PARAMS(GF_SLOT(T)), T corr) {                          \
         __local T la[GF_RG], lb[GF_RG], lc[GF_RG], ld[GF_RG];                              \
         GF_GROUP_BEGIN(T)                                                                  \
         T n = (T)nline, s = 0, c = 0;                                                      \
@@ -215,20 +224,20 @@ GF_FLOAT_REDUCTIONS(f64, double)
             ld[l_] = ce + ld[l_ + h_];                                                     \
         })                                                                                 \
         if (l_ == 0)                                                                       \
-            y[yb_] = gf_var_finish_##DT(KVAL(la[0], lb[0]), KVAL(lc[0], ld[0]), n, corr);  \
+            y[yb_] = GF_ST(gf_var_finish_##DT(KVAL(la[0], lb[0]), KVAL(lc[0], ld[0]), n, corr));  \
     }
 
 /* logsumexp = m + log(sum(exp(x - m))), m the max: no term overflows. A NaN
  * or infinite max is the answer itself (n = 0 gives -inf). */
 #define GF_LSE(DT, T)                                                                      \
-    __kernel void reduce_logsumexp_##DT##_i(GF_RED_PARAMS(T)) {                            \
+    __kernel void reduce_logsumexp_##DT##_i(GF_RED_PARAMS(GF_SLOT(T))) {                            \
         long o = get_global_id(0);                                                         \
         if (o >= nout) return;                                                             \
         GF_RED_OUT(o)                                                                      \
         T m = (T)-INFINITY;                                                                \
         for (long j = 0; j < nline; j++) m = FMAXN(m, GF_X(j));                            \
         if (isnan(m) || isinf(m)) {                                                        \
-            y[yb_] = m;                                                                    \
+            y[yb_] = GF_ST(m);                                                                    \
             return;                                                                        \
         }                                                                                  \
         T s = 0, c = 0;                                                                    \
@@ -236,9 +245,9 @@ GF_FLOAT_REDUCTIONS(f64, double)
             T v = exp(GF_X(j) - m);                                                        \
             KADD(T, s, c, v);                                                                 \
         }                                                                                  \
-        y[yb_] = m + log(KVAL(s, c));                                                      \
+        y[yb_] = GF_ST(m + log(KVAL(s, c)));                                                      \
     }                                                                                      \
-    __kernel void reduce_logsumexp_##DT##_g(GF_RED_PARAMS(T)) {                            \
+    __kernel void reduce_logsumexp_##DT##_g(GF_RED_PARAMS(GF_SLOT(T))) {                            \
         __local T la[GF_RG], lb[GF_RG];                                                    \
         GF_GROUP_BEGIN(T)                                                                  \
         T m = (T)-INFINITY;                                                                \
@@ -262,7 +271,7 @@ GF_FLOAT_REDUCTIONS(f64, double)
             la[l_] = a;                                                                    \
             lb[l_] = ca + lb[l_ + h_];                                                     \
         })                                                                                 \
-        if (l_ == 0) y[yb_] = special ? m : m + log(KVAL(la[0], lb[0]));                   \
+        if (l_ == 0) y[yb_] = GF_ST(special ? m : m + log(KVAL(la[0], lb[0])));                   \
     }
 
 GF_VAR(f32, float)
@@ -283,7 +292,7 @@ GF_LSE(f64, double)
 #define GF_BETTER_I(v, j, b, bj, CMP) ((bj) < 0 || (v)CMP(b) || ((v) == (b) && (j) < (bj)))
 
 #define GF_ARGX(NAME, DT, T, CMP, BETTER)                                                  \
-    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(T), __global long *ind, long oi,  \
+    __kernel void reduce_##NAME##_##DT##_i(GF_RED_PARAMS(GF_SLOT(T)), __global long *ind, long oi,  \
                                            long8 kis) {                                    \
         long o = get_global_id(0);                                                         \
         if (o >= nout) return;                                                             \
@@ -297,10 +306,10 @@ GF_LSE(f64, double)
                 bj = j;                                                                    \
             }                                                                              \
         }                                                                                  \
-        y[yb_] = b;                                                                        \
+        y[yb_] = GF_ST(b);                                                                        \
         ind[oi + gf_line_offset(o, ksz, kis, krank)] = bj;                                 \
     }                                                                                      \
-    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(T), __global long *ind, long oi,  \
+    __kernel void reduce_##NAME##_##DT##_g(GF_RED_PARAMS(GF_SLOT(T)), __global long *ind, long oi,  \
                                            long8 kis) {                                    \
         __local T lv[GF_RG];                                                               \
         __local long lj[GF_RG];                                                            \
@@ -325,7 +334,7 @@ GF_LSE(f64, double)
             }                                                                              \
         })                                                                                 \
         if (l_ == 0) {                                                                     \
-            y[yb_] = lv[0];                                                                \
+            y[yb_] = GF_ST(lv[0]);                                                                \
             ind[oi + gf_line_offset(o_, ksz, kis, krank)] = lj[0];                         \
         }                                                                                  \
     }
@@ -443,3 +452,25 @@ GF_COLS(f32, float, float16, 16, vload16)
 #if GF_HAS_FP64
 GF_COLS(f64, double, double8, 8, vload8)
 #endif
+
+/* ---------------------------------------------------------------- f16, bf16 */
+/* The float reductions over ushort storage, in f32, one rounding on store
+ * (the long-line and column forms above are f32 / f64 only). */
+#undef GF_SLOT
+#undef GF_LD
+#undef GF_ST
+#define GF_SLOT(T) ushort
+#define GF_HALF_REDUCTIONS(DT)                                                             \
+    GF_FLOAT_REDUCTIONS(DT, float)                                                         \
+    GF_VAR(DT, float)                                                                      \
+    GF_LSE(DT, float)                                                                      \
+    GF_ARGX(max_dim, DT, float, >, GF_BETTER_F)                                            \
+    GF_ARGX(min_dim, DT, float, <, GF_BETTER_F)
+#define GF_LD(v) gf_h2f(v)
+#define GF_ST(v) gf_f2h(v)
+GF_HALF_REDUCTIONS(f16)
+#undef GF_LD
+#undef GF_ST
+#define GF_LD(v) gf_b2f(v)
+#define GF_ST(v) gf_f2b(v)
+GF_HALF_REDUCTIONS(bf16)

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_ocl_half.c — f16 and bf16 on the OpenCL device (stored as 16-bit
+ * patterns, computed in f32, rounded once) against the reference plugin:
+ * every conversion bit for bit, over all 65,536 patterns and the rounding
+ * edges of each source dtype; the float ops over signed zeros, infinities,
+ * NaN and subnormals; long reductions (the work-group form) and max_dim;
+ * matmul through the vector kernel's full and partial blocks, staged views
+ * and broadcast batches; softmax over short and long lines; comparisons,
+ * logical ops and where.
+ *
+ * CTest runs it with GRAFT_FALLBACK=off: an op the device did not run itself
+ * fails instead of quietly running on the CPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xd_test.h"
+
+static const gf_dtype halves[2] = {GF_F16, GF_BF16};
+static bool have_f64;
+
+/* got and want hold the same bits (both contiguous, one dtype). */
+static void same_bits(const char *what, gf_tensor *got, gf_tensor *want) {
+    CHECK_MSG(got && want, "%s: %s", what, gf_last_error());
+    if (got && want) {
+        int64_t n = gf_tensor_numel(want);
+        size_t es = gf_dtype_size(gf_tensor_dtype(want));
+        CHECK_MSG(gf_tensor_dtype(got) == gf_tensor_dtype(want) && gf_tensor_numel(got) == n,
+                  "%s: dtype or size differs", what);
+        size_t bytes = (size_t)n * es;
+        unsigned char *a = malloc(bytes ? bytes : 1), *b = malloc(bytes ? bytes : 1);
+        CHECK(a && b);
+        if (a && b && gf_tensor_dtype(got) == gf_tensor_dtype(want) &&
+            gf_tensor_numel(got) == n) {
+            CHECK(gf_tensor_to_host(got, a, bytes) == GF_OK);
+            CHECK(gf_tensor_to_host(want, b, bytes) == GF_OK);
+            int64_t bad = 0, first = -1;
+            for (int64_t i = 0; i < n; i++)
+                if (memcmp(a + (size_t)i * es, b + (size_t)i * es, es) && bad++ == 0) first = i;
+            if (bad) {
+                uint64_t ga = 0, wb = 0;
+                memcpy(&ga, a + (size_t)first * es, es);
+                memcpy(&wb, b + (size_t)first * es, es);
+                CHECK_MSG(false, "%s: %lld of %lld elements differ; first at %lld: 0x%llx, "
+                          "expected 0x%llx", what, (long long)bad, (long long)n,
+                          (long long)first, (unsigned long long)ga, (unsigned long long)wb);
+            }
+        }
+        free(a);
+        free(b);
+    }
+    gf_tensor_release(got);
+    gf_tensor_release(want);
+}
+
+/* t moved to the reference device (t released). */
+static gf_tensor *on_ref(gf_tensor *t) {
+    gf_tensor *r = t ? gf_to_device(t, xd_ref) : NULL;
+    gf_tensor_release(t);
+    return r;
+}
+
+/* The same host values as a tensor on the device and on the reference. */
+static xd_pair pair_of(const void *data, int64_t n, gf_dtype dt) {
+    const int64_t sz[1] = {n};
+    return (xd_pair){gf_from_data(data, sz, 1, dt, xd_dev), gf_from_data(data, sz, 1, dt, xd_ref)};
+}
+
+/* Converts p to dt on both devices; the results must have the same bits. */
+static void convert_both(const char *from, xd_pair p, gf_dtype dt) {
+    char what[96];
+    snprintf(what, sizeof what, "copy %s -> %s", from, gf_dtype_name(dt));
+    same_bits(what, on_ref(gf_to_dtype(p.d, dt)), gf_to_dtype(p.r, dt));
+}
+
+/* ------------------------------------------------------------ conversions */
+static void test_all_patterns(void) {
+    enum { N = 65536 };
+    uint16_t *bits = malloc(N * sizeof *bits);
+    CHECK(bits != NULL);
+    if (!bits) return;
+    for (int i = 0; i < N; i++) bits[i] = (uint16_t)i;
+    const gf_dtype to[] = {GF_F32, GF_F64, GF_I32, GF_I64, GF_BOOL, GF_F16, GF_BF16};
+    for (int h = 0; h < 2; h++) {
+        xd_pair p = pair_of(bits, N, halves[h]);
+        CHECK_MSG(p.d && p.r, "%s patterns: %s", gf_dtype_name(halves[h]), gf_last_error());
+        for (size_t k = 0; k < sizeof to / sizeof to[0]; k++) {
+            if (to[k] == GF_F64 && !have_f64) continue;
+            convert_both(gf_dtype_name(halves[h]), p, to[k]);
+        }
+        xd_pair_release(p);
+    }
+    free(bits);
+}
+
+/* f32 values at every kind of rounding edge of f16 and bf16: ties either
+ * way, just above and below them, the subnormal and overflow thresholds,
+ * f32 subnormals, infinities, NaN with payloads. */
+static void test_from_f32(void) {
+    enum { N = 4096 };
+    float *v = malloc(N * sizeof *v);
+    CHECK(v != NULL);
+    if (!v) return;
+    int n = 0;
+    const float fixed[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.99f,
+                           65520.0f, -65520.0f, 6.1035156e-05f, 6.0975552e-05f, 5.9604645e-08f,
+                           2.9802322e-08f, 2.9802326e-08f, 1e-45f, -1e-40f, 3.3895314e38f,
+                           3.4028235e38f, 1.0f, -1.0f};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) v[n++] = fixed[i];
+    uint32_t nan_payload = 0x7fa00001u; /* a signalling NaN with a payload */
+    memcpy(&v[n++], &nan_payload, 4);
+    xd_seed(7);
+    while (n < N) {
+        /* A random f16 or bf16 neighbourhood: the pattern's f32 value, the
+         * tie above it, and one f32 ulp either side of the tie. */
+        uint32_t u = (uint32_t)(xd_next() >> 32);
+        int mode = n % 4;
+        uint32_t low = u & 0xffff0000u; /* bf16 grid */
+        uint32_t tie = low | 0x8000u;
+        uint32_t pick = mode == 0 ? tie : mode == 1 ? tie + 1 : mode == 2 ? tie - 1 : u;
+        if (n % 8 >= 4) { /* f16 grid: 13 low bits, exponents in f16's range */
+            uint32_t e = 103u + (uint32_t)(xd_next() % 40u); /* 2^-24 .. 2^16 */
+            uint32_t m = (uint32_t)(xd_next() & 0x7fffffu);
+            uint32_t base = (u & 0x80000000u) | (e << 23) | (m & ~0x1fffu);
+            pick = mode == 0 ? base | 0x1000u : mode == 1 ? (base | 0x1000u) + 1
+                   : mode == 2 ? (base | 0x1000u) - 1 : base | (m & 0x1fffu);
+        }
+        memcpy(&v[n++], &pick, 4);
+    }
+    xd_pair p = pair_of(v, N, GF_F32);
+    for (int h = 0; h < 2; h++) convert_both("f32", p, halves[h]);
+    xd_pair_release(p);
+    free(v);
+}
+
+/* Doubles, i32 and i64 round once to the 16-bit dtypes, as the reference
+ * does (a double exactly between two bf16 values but not an f32 tie). */
+static void test_from_wide(void) {
+    enum { N = 2048 };
+    double *d = malloc(N * sizeof *d);
+    int32_t *i32 = malloc(N * sizeof *i32);
+    int64_t *i64 = malloc(N * sizeof *i64);
+    CHECK(d && i32 && i64);
+    if (d && i32 && i64) {
+        xd_seed(11);
+        for (int i = 0; i < N; i++) {
+            double x = ldexp(xd_uniform(-1.0, 1.0), (int)(xd_next() % 60) - 30);
+            if (i % 5 == 0) x = 1.0 + ldexp(1.0, -8) + ldexp(1.0, -40); /* above a bf16 tie */
+            if (i % 5 == 1) x = 65519.999999;
+            if (i % 7 == 2) x = ldexp((double)(xd_next() % 4096), -36); /* f16 subnormals */
+            d[i] = x;
+            i32[i] = (int32_t)(uint32_t)(xd_next() >> (i % 3 ? 40 : 32));
+            i64[i] = (int64_t)(xd_next() >> (i % 4 ? 50 : 1));
+            if (i % 2) {
+                i32[i] = -i32[i];
+                i64[i] = -i64[i];
+            }
+        }
+        xd_pair pi = pair_of(i32, N, GF_I32), pl = pair_of(i64, N, GF_I64);
+        for (int h = 0; h < 2; h++) {
+            convert_both("i32", pi, halves[h]);
+            convert_both("i64", pl, halves[h]);
+        }
+        xd_pair_release(pi);
+        xd_pair_release(pl);
+        if (have_f64) {
+            xd_pair pd = pair_of(d, N, GF_F64);
+            for (int h = 0; h < 2; h++) convert_both("f64", pd, halves[h]);
+            xd_pair_release(pd);
+        }
+        /* bool to each: 0 and 1 exactly */
+        uint8_t b[4] = {0, 1, 1, 0};
+        xd_pair pb = pair_of(b, 4, GF_BOOL);
+        for (int h = 0; h < 2; h++) convert_both("bool", pb, halves[h]);
+        xd_pair_release(pb);
+    }
+    free(d);
+    free(i32);
+    free(i64);
+}
+
+/* ------------------------------------------------------------ elementwise */
+static gf_tensor *gelu(const gf_tensor *x) { return gf_gelu(x, false); }
+
+/* The float ops on values with signed zeros, infinities, NaN and f16
+ * subnormals: the f32 formula rounded once, so the bits equal the
+ * reference's wherever the f32 math functions agree to the last bit; the
+ * tolerance is one 16-bit rounding. */
+static void test_elementwise(void) {
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-7f, -3e-6f, 65504.0f,
+                              1.5f, -2.5f, 0.5f, 100.0f};
+    for (int h = 0; h < 2; h++) {
+        gf_dtype hd = halves[h];
+        xd_seed(100 + (uint64_t)h);
+        xd_pair a32 = xd_pair_rand(GF_F32, 2, SZ(37, 23), XV_GENERAL, XL_TRANSPOSED);
+        xd_pair b32 = xd_pair_rand(GF_F32, 2, SZ(37, 23), XV_POSITIVE, XL_STEP);
+        xd_pair a = xd_half_make(hd, &a32), b = xd_half_make(hd, &b32);
+        xd_pair s = pair_of(specials, 12, GF_F32), sh = xd_half_make(hd, &s);
+        xd_tol t = xd_half_tol(hd);
+        char what[64];
+        struct {
+            const char *name;
+            gf_tensor *(*fn)(const gf_tensor *);
+        } un[] = {{"exp", gf_exp},   {"neg", gf_neg},     {"abs", gf_abs},   {"tanh", gf_tanh},
+                  {"sigmoid", gf_sigmoid}, {"relu", gf_relu}, {"sqrt", gf_sqrt}, {"gelu", gelu}};
+        for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
+            snprintf(what, sizeof what, "%s %s", un[k].name, gf_dtype_name(hd));
+            gf_tensor *g = un[k].fn(a.d);
+            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+            gf_tensor *w = un[k].fn(a.r);
+            xd_check_pair_tol(what, g32, w, t);
+            gf_tensor_release(g);
+            snprintf(what, sizeof what, "%s %s on specials", un[k].name, gf_dtype_name(hd));
+            g = un[k].fn(sh.d);
+            g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+            xd_check_pair_tol(what, g32, un[k].fn(sh.r), t);
+            gf_tensor_release(g);
+        }
+        struct {
+            const char *name;
+            gf_tensor *(*fn)(const gf_tensor *, const gf_tensor *);
+        } bin[] = {{"add", gf_add}, {"mul", gf_mul}, {"div", gf_div}, {"maximum", gf_maximum}};
+        for (size_t k = 0; k < sizeof bin / sizeof bin[0]; k++) {
+            snprintf(what, sizeof what, "%s %s", bin[k].name, gf_dtype_name(hd));
+            gf_tensor *g = bin[k].fn(a.d, b.d);
+            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+            xd_check_pair_tol(what, g32, bin[k].fn(a.r, b.r), t);
+            gf_tensor_release(g);
+        }
+        /* A scalar keeps the 16-bit dtype and computes in f32. */
+        gf_tensor *g = gf_mul_scalar(a.d, 0.1);
+        CHECK(g && gf_tensor_dtype(g) == hd);
+        gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+        snprintf(what, sizeof what, "mul_scalar %s", gf_dtype_name(hd));
+        xd_check_pair_tol(what, g32, gf_mul_scalar(a.r, 0.1), t);
+        gf_tensor_release(g);
+        /* Comparisons, logical ops and where on signed zeros and NaN: exact. */
+        gf_tensor *rev = gf_flip(sh.d, (const int[]){0}, 1), *rev_r = gf_flip(sh.r, (const int[]){0}, 1);
+        snprintf(what, sizeof what, "lt %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_lt(sh.d, rev)), gf_lt(sh.r, rev_r));
+        snprintf(what, sizeof what, "eq %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_eq(sh.d, rev)), gf_eq(sh.r, rev_r));
+        snprintf(what, sizeof what, "logical_and %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_logical_and(sh.d, rev)), gf_logical_and(sh.r, rev_r));
+        gf_tensor *c = gf_gt(sh.d, rev), *cr = gf_gt(sh.r, rev_r);
+        gf_tensor *wr16 = gf_to_dtype(sh.r, hd), *rv16 = gf_to_dtype(rev_r, hd);
+        snprintf(what, sizeof what, "where %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_where(c, sh.d, rev)), gf_where(cr, wr16, rv16));
+        gf_tensor_release(wr16);
+        gf_tensor_release(rv16);
+        gf_tensor_release(c);
+        gf_tensor_release(cr);
+        gf_tensor_release(rev);
+        gf_tensor_release(rev_r);
+        xd_pair_release(a32);
+        xd_pair_release(b32);
+        xd_pair_release(a);
+        xd_pair_release(b);
+        xd_pair_release(s);
+        xd_pair_release(sh);
+    }
+}
+
+/* ------------------------------------------------------------ reductions */
+typedef gf_tensor *(*red_fn)(const gf_tensor *, const int *, int, bool);
+static gf_tensor *var1(const gf_tensor *x, const int *d, int n, bool k) {
+    return gf_var(x, d, n, 1.0, k);
+}
+
+static void test_reductions(void) {
+    struct {
+        const char *name;
+        red_fn fn;
+    } cases[] = {{"sum", gf_sum},   {"mean", gf_mean}, {"amax", gf_amax},
+                 {"amin", gf_amin}, {"var", var1},     {"logsumexp", gf_logsumexp}};
+    /* Long lines (the work-group form), many short ones (an item each),
+     * a strided line over two dims. */
+    struct {
+        int rank;
+        int64_t sizes[3];
+        int ndims, dims[2];
+        xd_layout L;
+    } shapes[] = {{2, {3, 5000}, 1, {1}, XL_CONTIG},
+                  {2, {5000, 3}, 1, {0}, XL_TRANSPOSED},
+                  {2, {400, 9}, 1, {1}, XL_STEP},
+                  {3, {4, 30, 50}, 2, {0, 2}, XL_OFFSET}};
+    for (int h = 0; h < 2; h++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            xd_seed(300 + si + 10 * (uint64_t)h);
+            xd_pair x32 = xd_pair_rand(GF_F32, shapes[si].rank, shapes[si].sizes, XV_PLAIN,
+                                       shapes[si].L);
+            xd_pair x = xd_half_make(halves[h], &x32);
+            int64_t len = 1;
+            for (int k = 0; k < shapes[si].ndims; k++) len *= shapes[si].sizes[shapes[si].dims[k]];
+            for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s %s shape %zu", cases[ci].name,
+                         gf_dtype_name(halves[h]), si);
+                gf_tensor *g = cases[ci].fn(x.d, shapes[si].dims, shapes[si].ndims, false);
+                CHECK_MSG(!g || gf_tensor_dtype(g) == halves[h], "%s: dtype", what);
+                gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+                xd_tol t = xd_half_tol(halves[h]);
+                /* f32 accumulation against the reference's double: the sum of
+                 * a long line of values up to ~10 differs in f32's last bits,
+                 * then both round to 16 bits. */
+                if (!strcmp(cases[ci].name, "sum")) t.atol *= (double)len / 50.0 + 1.0;
+                xd_check_pair_tol(what, g32,
+                                  cases[ci].fn(x.r, shapes[si].dims, shapes[si].ndims, false), t);
+                gf_tensor_release(g);
+            }
+            /* max_dim: the values bit for bit, the indices exactly. */
+            int dim = shapes[si].dims[0];
+            gf_tensor *vd = NULL, *id = NULL, *vr = NULL, *ir = NULL;
+            CHECK(gf_max_dim(x.d, dim, false, &vd, &id) == GF_OK);
+            CHECK(gf_max_dim(x.r, dim, false, &vr, &ir) == GF_OK);
+            gf_tensor *vr16 = vr ? gf_to_dtype(vr, halves[h]) : NULL;
+            char what[64];
+            snprintf(what, sizeof what, "max_dim %s values", gf_dtype_name(halves[h]));
+            same_bits(what, on_ref(vd), vr16);
+            snprintf(what, sizeof what, "max_dim %s indices", gf_dtype_name(halves[h]));
+            same_bits(what, on_ref(id), ir);
+            gf_tensor_release(vr);
+            xd_pair_release(x32);
+            xd_pair_release(x);
+        }
+}
+
+/* ------------------------------------------------------------ matmul, softmax */
+static void test_matmul(void) {
+    struct {
+        int ra;
+        int64_t a[3];
+        xd_layout la;
+        int rb;
+        int64_t b[3];
+        xd_layout lb;
+    } cases[] = {
+        {2, {40, 64}, XL_CONTIG, 2, {64, 48}, XL_CONTIG},      /* full vector blocks */
+        {2, {13, 70}, XL_TRANSPOSED, 2, {70, 37}, XL_CONTIG},  /* partial blocks */
+        {2, {9, 33}, XL_CONTIG, 2, {33, 21}, XL_TRANSPOSED},   /* b staged */
+        {3, {3, 17, 24}, XL_OFFSET, 3, {3, 24, 10}, XL_STEP},  /* batched, b staged */
+    };
+    for (int h = 0; h < 2; h++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            xd_seed(500 + ci + 10 * (uint64_t)h);
+            xd_pair a32 = xd_pair_rand(GF_F32, cases[ci].ra, cases[ci].a, XV_SMALL, cases[ci].la);
+            xd_pair b32 = xd_pair_rand(GF_F32, cases[ci].rb, cases[ci].b, XV_SMALL, cases[ci].lb);
+            xd_pair a = xd_half_make(halves[h], &a32), b = xd_half_make(halves[h], &b32);
+            int64_t k = cases[ci].a[cases[ci].ra - 1];
+            xd_tol t = xd_half_tol(halves[h]);
+            t.atol *= (double)k; /* products of values up to 2, summed k times, rounded once */
+            char what[64];
+            snprintf(what, sizeof what, "matmul %s case %zu", gf_dtype_name(halves[h]), ci);
+            gf_tensor *g = gf_matmul(a.d, b.d);
+            CHECK_MSG(!g || gf_tensor_dtype(g) == halves[h], "%s: dtype", what);
+            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+            xd_check_pair_tol(what, g32, gf_matmul(a.r, b.r), t);
+            gf_tensor_release(g);
+            xd_pair_release(a32);
+            xd_pair_release(b32);
+            xd_pair_release(a);
+            xd_pair_release(b);
+        }
+}
+
+/* f16 subnormals through the vector kernel's sixteen-lane widening of b's
+ * rows: b's values lie below 2^-14, and the tolerance is relative. */
+static void test_matmul_subnormal(void) {
+    xd_seed(600);
+    xd_pair a32 = xd_pair_rand(GF_F32, 2, SZ(16, 48), XV_SMALL, XL_CONTIG);
+    xd_pair b0 = xd_pair_rand(GF_F32, 2, SZ(48, 32), XV_SMALL, XL_CONTIG);
+    xd_pair b32 = {gf_mul_scalar(b0.d, 3e-5), gf_mul_scalar(b0.r, 3e-5)};
+    xd_pair a = xd_half_make(GF_F16, &a32), b = xd_half_make(GF_F16, &b32);
+    gf_tensor *g = gf_matmul(a.d, b.d);
+    gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+    xd_check_pair_tol("matmul f16 with subnormal operands", g32, gf_matmul(a.r, b.r),
+                      (xd_tol){2e-3, 1e-7});
+    gf_tensor_release(g);
+    xd_pair_release(a32);
+    xd_pair_release(b0);
+    xd_pair_release(b32);
+    xd_pair_release(a);
+    xd_pair_release(b);
+}
+
+static void test_softmax(void) {
+    for (int h = 0; h < 2; h++)
+        for (int dim = 0; dim < 3; dim++) {
+            xd_seed(700 + (uint64_t)dim + 10 * (uint64_t)h);
+            int64_t len = dim == 2 ? 3000 : 9; /* 3000: a work-group a line */
+            xd_pair x32 = xd_pair_rand(GF_F32, 3, SZ(4, 9, len), XV_PLAIN,
+                                       dim == 1 ? XL_TRANSPOSED : XL_CONTIG);
+            xd_pair x = xd_half_make(halves[h], &x32);
+            xd_tol t = xd_half_tol(halves[h]);
+            char what[64];
+            for (int lg = 0; lg < 2; lg++) {
+                snprintf(what, sizeof what, "%s %s dim %d", lg ? "log_softmax" : "softmax",
+                         gf_dtype_name(halves[h]), dim);
+                gf_tensor *g = lg ? gf_log_softmax(x.d, dim) : gf_softmax(x.d, dim);
+                gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
+                xd_check_pair_tol(what, g32, lg ? gf_log_softmax(x.r, dim) : gf_softmax(x.r, dim),
+                                  t);
+                gf_tensor_release(g);
+            }
+            xd_pair_release(x32);
+            xd_pair_release(x);
+        }
+}
+
+int main(void) {
+    int rc = xd_init();
+    if (rc) return rc;
+    if (!xd_stores(GF_F16) || !xd_stores(GF_BF16)) {
+        printf("skipped: %s does not store f16 and bf16\n", gf_device_name(xd_dev));
+        return XD_SKIP;
+    }
+    have_f64 = xd_stores(GF_F64);
+    RUN(test_all_patterns);
+    RUN(test_from_f32);
+    RUN(test_from_wide);
+    RUN(test_elementwise);
+    RUN(test_reductions);
+    RUN(test_matmul);
+    RUN(test_matmul_subnormal);
+    RUN(test_softmax);
+    return xd_finish();
+}
