@@ -61,6 +61,17 @@ static gf_tensor *on_ref(gf_tensor *t) {
     return r;
 }
 
+/* got, in a 16-bit dtype, widened to f32 and checked against the reference's
+ * f32 result (got and want released). */
+static void check_half(const char *what, gf_dtype half, gf_tensor *got, gf_tensor *want,
+                       xd_tol t) {
+    CHECK_MSG(!got || gf_tensor_dtype(got) == half, "%s: dtype %s", what,
+              got ? gf_dtype_name(gf_tensor_dtype(got)) : "-");
+    gf_tensor *g32 = got ? gf_to_dtype(got, GF_F32) : NULL;
+    gf_tensor_release(got);
+    xd_check_pair_tol(what, g32, want, t);
+}
+
 /* The same host values as a tensor on the device and on the reference. */
 static xd_pair pair_of(const void *data, int64_t n, gf_dtype dt) {
     const int64_t sz[1] = {n};
@@ -206,16 +217,9 @@ static void test_elementwise(void) {
                   {"sigmoid", gf_sigmoid}, {"relu", gf_relu}, {"sqrt", gf_sqrt}, {"gelu", gelu}};
         for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
             snprintf(what, sizeof what, "%s %s", un[k].name, gf_dtype_name(hd));
-            gf_tensor *g = un[k].fn(a.d);
-            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-            gf_tensor *w = un[k].fn(a.r);
-            xd_check_pair_tol(what, g32, w, t);
-            gf_tensor_release(g);
+            check_half(what, hd, un[k].fn(a.d), un[k].fn(a.r), t);
             snprintf(what, sizeof what, "%s %s on specials", un[k].name, gf_dtype_name(hd));
-            g = un[k].fn(sh.d);
-            g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-            xd_check_pair_tol(what, g32, un[k].fn(sh.r), t);
-            gf_tensor_release(g);
+            check_half(what, hd, un[k].fn(sh.d), un[k].fn(sh.r), t);
         }
         struct {
             const char *name;
@@ -223,18 +227,11 @@ static void test_elementwise(void) {
         } bin[] = {{"add", gf_add}, {"mul", gf_mul}, {"div", gf_div}, {"maximum", gf_maximum}};
         for (size_t k = 0; k < sizeof bin / sizeof bin[0]; k++) {
             snprintf(what, sizeof what, "%s %s", bin[k].name, gf_dtype_name(hd));
-            gf_tensor *g = bin[k].fn(a.d, b.d);
-            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-            xd_check_pair_tol(what, g32, bin[k].fn(a.r, b.r), t);
-            gf_tensor_release(g);
+            check_half(what, hd, bin[k].fn(a.d, b.d), bin[k].fn(a.r, b.r), t);
         }
         /* A scalar keeps the 16-bit dtype and computes in f32. */
-        gf_tensor *g = gf_mul_scalar(a.d, 0.1);
-        CHECK(g && gf_tensor_dtype(g) == hd);
-        gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
         snprintf(what, sizeof what, "mul_scalar %s", gf_dtype_name(hd));
-        xd_check_pair_tol(what, g32, gf_mul_scalar(a.r, 0.1), t);
-        gf_tensor_release(g);
+        check_half(what, hd, gf_mul_scalar(a.d, 0.1), gf_mul_scalar(a.r, 0.1), t);
         /* Comparisons, logical ops and where on signed zeros and NaN: exact. */
         gf_tensor *rev = gf_flip(sh.d, (const int[]){0}, 1), *rev_r = gf_flip(sh.r, (const int[]){0}, 1);
         snprintf(what, sizeof what, "lt %s", gf_dtype_name(hd));
@@ -297,17 +294,14 @@ static void test_reductions(void) {
                 char what[96];
                 snprintf(what, sizeof what, "%s %s shape %zu", cases[ci].name,
                          gf_dtype_name(halves[h]), si);
-                gf_tensor *g = cases[ci].fn(x.d, shapes[si].dims, shapes[si].ndims, false);
-                CHECK_MSG(!g || gf_tensor_dtype(g) == halves[h], "%s: dtype", what);
-                gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
                 xd_tol t = xd_half_tol(halves[h]);
                 /* f32 accumulation against the reference's double: the sum of
                  * a long line of values up to ~10 differs in f32's last bits,
                  * then both round to 16 bits. */
                 if (!strcmp(cases[ci].name, "sum")) t.atol *= (double)len / 50.0 + 1.0;
-                xd_check_pair_tol(what, g32,
-                                  cases[ci].fn(x.r, shapes[si].dims, shapes[si].ndims, false), t);
-                gf_tensor_release(g);
+                check_half(what, halves[h],
+                           cases[ci].fn(x.d, shapes[si].dims, shapes[si].ndims, false),
+                           cases[ci].fn(x.r, shapes[si].dims, shapes[si].ndims, false), t);
             }
             /* max_dim: the values bit for bit, the indices exactly. */
             int dim = shapes[si].dims[0];
@@ -352,11 +346,7 @@ static void test_matmul(void) {
             t.atol *= (double)k; /* products of values up to 2, summed k times, rounded once */
             char what[64];
             snprintf(what, sizeof what, "matmul %s case %zu", gf_dtype_name(halves[h]), ci);
-            gf_tensor *g = gf_matmul(a.d, b.d);
-            CHECK_MSG(!g || gf_tensor_dtype(g) == halves[h], "%s: dtype", what);
-            gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-            xd_check_pair_tol(what, g32, gf_matmul(a.r, b.r), t);
-            gf_tensor_release(g);
+            check_half(what, halves[h], gf_matmul(a.d, b.d), gf_matmul(a.r, b.r), t);
             xd_pair_release(a32);
             xd_pair_release(b32);
             xd_pair_release(a);
@@ -372,11 +362,8 @@ static void test_matmul_subnormal(void) {
     xd_pair b0 = xd_pair_rand(GF_F32, 2, SZ(48, 32), XV_SMALL, XL_CONTIG);
     xd_pair b32 = {gf_mul_scalar(b0.d, 3e-5), gf_mul_scalar(b0.r, 3e-5)};
     xd_pair a = xd_half_make(GF_F16, &a32), b = xd_half_make(GF_F16, &b32);
-    gf_tensor *g = gf_matmul(a.d, b.d);
-    gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-    xd_check_pair_tol("matmul f16 with subnormal operands", g32, gf_matmul(a.r, b.r),
-                      (xd_tol){2e-3, 1e-7});
-    gf_tensor_release(g);
+    check_half("matmul f16 with subnormal operands", GF_F16, gf_matmul(a.d, b.d),
+               gf_matmul(a.r, b.r), (xd_tol){2e-3, 1e-7});
     xd_pair_release(a32);
     xd_pair_release(b0);
     xd_pair_release(b32);
@@ -397,11 +384,8 @@ static void test_softmax(void) {
             for (int lg = 0; lg < 2; lg++) {
                 snprintf(what, sizeof what, "%s %s dim %d", lg ? "log_softmax" : "softmax",
                          gf_dtype_name(halves[h]), dim);
-                gf_tensor *g = lg ? gf_log_softmax(x.d, dim) : gf_softmax(x.d, dim);
-                gf_tensor *g32 = g ? gf_to_dtype(g, GF_F32) : NULL;
-                xd_check_pair_tol(what, g32, lg ? gf_log_softmax(x.r, dim) : gf_softmax(x.r, dim),
-                                  t);
-                gf_tensor_release(g);
+                check_half(what, halves[h], lg ? gf_log_softmax(x.d, dim) : gf_softmax(x.d, dim),
+                           lg ? gf_log_softmax(x.r, dim) : gf_softmax(x.r, dim), t);
             }
             xd_pair_release(x32);
             xd_pair_release(x);
