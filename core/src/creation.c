@@ -109,9 +109,12 @@ gf_tensor *gf_ones_like(const gf_tensor *t) { return gf_full_like(t, 1.0); }
 /* ------------------------------------------------------------ random */
 static gf_tensor *random_tensor(const int64_t *sizes, int rank, uint32_t kind, double a, double b,
                                 gf_dtype dtype, gf_device *dev, const char *op) {
-    if (kind != GFP_RANDOM_BERNOULLI && dtype != GF_F32 && dtype != GF_F64) {
-        gf__error(GF_ERR_DTYPE, "%s: dtype %s is not floating point; use f32 or f64", op,
-                  gf_dtype_name(dtype));
+    /* f16 and bf16 as PyTorch's torch.rand / randn take them: drawn as f32
+     * (24 random bits), computed in double, rounded once (the ABI's RANDOM). */
+    if (kind != GFP_RANDOM_BERNOULLI && dtype != GF_F32 && dtype != GF_F64 && dtype != GF_F16 &&
+        dtype != GF_BF16) {
+        gf__error(GF_ERR_DTYPE, "%s: dtype %s is not a real floating-point dtype; use f32, f64, "
+                  "f16 or bf16", op, gf_dtype_name(dtype));
         return NULL;
     }
     dev = pick_device(dev);

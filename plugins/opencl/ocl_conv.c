@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_conv.c — CONV2D and its gradients with respect to the input and the
- * weight (kernels/conv.cl), f32 and f64, NCHW, any strides.
+ * weight (kernels/conv.cl), f32 and f64 (f16 and bf16 through f32 copies:
+ * ocl_half.c), NCHW, any strides.
  *
  * The geometry checks are the plugin kit's (groups, strides, padding,
  * dilation, and the output size (in + 2p - d(k-1) - 1) / s + 1). Large
@@ -10,9 +11,14 @@
 
 #include "ocl_conv.h"
 
-uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
+static uint32_t support_f32(const ocl_device *d, const gfp_op_query *q) {
     (void)d;
     return pk_conv_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+}
+
+/* f16 and bf16 through f32 copies (ocl_half.c). */
+uint32_t ocl_conv_support(const ocl_device *d, const gfp_op_query *q) {
+    return ocl_half_widened_support(d, q, support_f32);
 }
 
 static void arg_t4(ocl_call *c, const gfp_tensor *t) {
@@ -38,6 +44,8 @@ gfp_status ocl_conv_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         return pk_fail(GFP_ERR_INVALID, "%s: takes %s input(s) and 1 output, got %u and %u",
                         name, op == GFP_OP_CONV2D ? "2 or 3" : "2", (unsigned)n_in,
                         (unsigned)n_out);
+    if (ocl_half_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_conv_launch);
     /* Roles: the input-shaped, weight-shaped and output-shaped tensors. */
     const gfp_tensor *x, *w, *y, *bias = NULL;
     const char *xn, *wn, *yn;

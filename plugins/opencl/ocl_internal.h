@@ -272,7 +272,8 @@ gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op);
 /* A contiguous descriptor of t's dtype and sizes in the scratch buffer, at
  * byte offset `at`. */
 gfp_tensor ocl_scratch_view(ocl_device *d, const gfp_tensor *t, uint64_t at);
-/* dst = src, element by element (same dtype and sizes, any strides). */
+/* dst = src, element by element (same sizes, any strides; a dtype that
+ * differs is converted as COPY converts). */
 gfp_status ocl_copy_tensor(ocl_device *d, const gfp_tensor *dst, const gfp_tensor *src,
                            const char *op);
 
@@ -287,6 +288,21 @@ gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *valu
     gfp_status ocl_##f##_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out, const void *params);
 PK_FAMILIES(OCL_FAMILY)
 #undef OCL_FAMILY
+
+/* f16 / bf16 for the families with f32 kernels only (ocl_half.c): widened
+ * into f32 temporaries, run by the family's f32 launch, rounded once. */
+typedef gfp_status (*ocl_launch_fn)(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                    const void *params);
+/* Whether any (present) operand is f16 or bf16. */
+bool ocl_half_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                       uint32_t n_out);
+/* support's answer for q with its 16-bit dtypes (one of them per query) read as f32. */
+uint32_t ocl_half_widened_support(const ocl_device *d, const gfp_op_query *q,
+                                  uint32_t (*support)(const ocl_device *, const gfp_op_query *));
+gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                                   uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                                   const void *params, ocl_launch_fn launch);
 
 /* FFT (ocl_fft.c), routed by ocl_plugin.c beside the kit's families. */
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);

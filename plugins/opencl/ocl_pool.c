@@ -11,12 +11,17 @@
 
 #include "ocl_internal.h"
 
-uint32_t ocl_pool_support(const ocl_device *d, const gfp_op_query *q) {
+static uint32_t support_f32(const ocl_device *d, const gfp_op_query *q) {
     /* f64 gradients of max pooling add with 64-bit atomics. */
     if (q->op == GFP_OP_MAX_POOL2D_BACKWARD && q->input_dtypes[0] == GFP_F64 &&
         !d->int64_atomics)
         return GFP_SUPPORT_NONE;
     return pk_pool_dtypes_ok(q, PK_DT_FLOAT) ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+}
+
+/* f16 and bf16 through f32 copies (ocl_half.c). */
+uint32_t ocl_pool_support(const ocl_device *d, const gfp_op_query *q) {
+    return ocl_half_widened_support(d, q, support_f32);
 }
 
 /* The geometry, checked by pk_check_pool2d (plugin_kit.h). */
@@ -116,6 +121,8 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
     uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
     gfp_status st = pk_expect_counts(n_in, want_in, n_out, want_out, name);
     if (st != GFP_OK) return st;
+    if (ocl_half_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_pool_launch);
     pool_geom g = {0};
     switch (op) {
     case GFP_OP_MAX_POOL2D: {

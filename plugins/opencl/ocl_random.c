@@ -15,12 +15,13 @@
 #include "ocl_internal.h"
 
 uint32_t ocl_random_support(const ocl_device *d, const gfp_op_query *q) {
-    (void)d;
     if (q->n_inputs != 0 || q->n_outputs != 1) return GFP_SUPPORT_NONE;
     int32_t dt = q->output_dtypes[0];
     /* The query has no params: integer and bool outputs serve bernoulli
-     * only, and launch refuses the other kinds for them. */
-    return dt >= GFP_F32 && dt <= GFP_BOOL ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+     * only, and launch refuses the other kinds for them. f16 and bf16 are
+     * drawn on devices with doubles (computed in double, rounded once). */
+    bool ok = (dt >= GFP_F32 && dt <= GFP_BOOL) || (pk_is_half(dt) && d->fp64);
+    return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
 }
 
 static const char *kdt(int32_t dt) {
@@ -29,6 +30,8 @@ static const char *kdt(int32_t dt) {
     case GFP_F64: return "f64";
     case GFP_I32: return "i32";
     case GFP_I64: return "i64";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
     default: return "b8";
     }
 }
@@ -99,8 +102,12 @@ gfp_status ocl_random_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
                              const void *params) {
     const gfp_random_params *p = params;
     const gfp_tensor *y = out[0];
-    gfp_status st = pk_check_random(params, y, PK_DT_FLOAT);
+    gfp_status st = pk_check_random(params, y, PK_DT_FLOAT | PK_DT_HALF);
     if (st != GFP_OK) return st;
+    if (pk_is_half(y->dtype) && !d->fp64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "random: %s values are drawn in double, which "
+                       "device '%s' lacks; draw f32 and convert", pk_dtype_name(y->dtype),
+                       d->name);
     int64_t n = pk_numel(y);
     if (n == 0) return GFP_OK;
     if (p->kind != GFP_RANDOM_BERNOULLI && !d->fp64) {

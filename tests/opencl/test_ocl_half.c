@@ -6,7 +6,8 @@
  * NaN and subnormals; long reductions (the work-group form) and max_dim;
  * matmul through the vector kernel's full and partial blocks, staged views
  * and broadcast batches; softmax over short and long lines; comparisons,
- * logical ops and where.
+ * logical ops and where; convolutions and pooling (through f32 copies);
+ * RANDOM, the reference's numbers for the same seed.
  *
  * CTest runs it with GRAFT_FALLBACK=off: an op the device did not run itself
  * fails instead of quietly running on the CPU. */
@@ -392,6 +393,184 @@ static void test_softmax(void) {
         }
 }
 
+/* ------------------------------------------------------------ conv, pool, random */
+/* Convolutions and pooling run on f32 copies (ocl_half.c): the f32 kernels'
+ * result rounded once. A small direct case and one the GEMM form takes. */
+static void test_conv_pool(void) {
+    struct {
+        int64_t x[4], w[4];
+        gf_conv2d_opts o;
+    } cc[] = {{{2, 3, 7, 6}, {4, 3, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 1}},
+              {{3, 16, 9, 11}, {24, 8, 3, 3}, {{2, 1}, {1, 1}, {1, 2}, 2}}};
+    for (int h = 0; h < 2; h++) {
+        gf_dtype hd = halves[h];
+        for (size_t ci = 0; ci < sizeof cc / sizeof cc[0]; ci++) {
+            xd_seed(800 + ci + 10 * (uint64_t)h);
+            xd_pair x32 = xd_pair_rand(GF_F32, 4, cc[ci].x, XV_SMALL, ci ? XL_TRANSPOSED : XL_CONTIG);
+            xd_pair w32 = xd_pair_rand(GF_F32, 4, cc[ci].w, XV_SMALL, XL_STEP);
+            xd_pair b32 = xd_pair_rand(GF_F32, 1, &cc[ci].w[0], XV_SMALL, XL_CONTIG);
+            xd_pair x = xd_half_make(hd, &x32), w = xd_half_make(hd, &w32), b = xd_half_make(hd, &b32);
+            int64_t taps = cc[ci].w[1] * cc[ci].w[2] * cc[ci].w[3];
+            xd_tol t = xd_half_tol(hd);
+            t.atol *= (double)taps; /* values up to 2, summed over the taps, rounded once */
+            char what[80];
+            snprintf(what, sizeof what, "conv2d %s case %zu", gf_dtype_name(hd), ci);
+            gf_tensor *yr = gf_conv2d(x.r, w.r, b.r, &cc[ci].o);
+            check_half(what, hd, gf_conv2d(x.d, w.d, b.d, &cc[ci].o),
+                       yr ? gf_to_dtype(yr, GF_F32) : NULL, t);
+            if (yr) {
+                xd_pair gy32 = xd_pair_rand(GF_F32, 4, gf_tensor_sizes(yr), XV_SMALL, XL_CONTIG);
+                xd_pair gy = xd_half_make(hd, &gy32);
+                snprintf(what, sizeof what, "conv2d_backward_input %s case %zu", gf_dtype_name(hd),
+                         ci);
+                check_half(what, hd, gf_conv2d_backward_input(gy.d, w.d, cc[ci].x, &cc[ci].o),
+                           gf_conv2d_backward_input(gy.r, w.r, cc[ci].x, &cc[ci].o), t);
+                xd_tol tw = xd_half_tol(hd); /* summed over N and the output positions */
+                tw.atol *= (double)(gf_tensor_numel(yr) / cc[ci].w[0]);
+                snprintf(what, sizeof what, "conv2d_backward_weight %s case %zu",
+                         gf_dtype_name(hd), ci);
+                check_half(what, hd, gf_conv2d_backward_weight(gy.d, x.d, cc[ci].w, &cc[ci].o),
+                           gf_conv2d_backward_weight(gy.r, x.r, cc[ci].w, &cc[ci].o), tw);
+                xd_pair_release(gy32);
+                xd_pair_release(gy);
+            }
+            gf_tensor_release(yr);
+            xd_pair_release(x32);
+            xd_pair_release(w32);
+            xd_pair_release(b32);
+            xd_pair_release(x);
+            xd_pair_release(w);
+            xd_pair_release(b);
+        }
+        /* Max pooling picks input values: bits and indices exact, and the
+         * gradient scatters them back; average pooling rounds once. */
+        const gf_pool2d_opts po = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false};
+        xd_seed(900 + (uint64_t)h);
+        xd_pair x32 = xd_pair_rand(GF_F32, 4, SZ(2, 3, 9, 10), XV_GENERAL, XL_OFFSET);
+        xd_pair x = xd_half_make(hd, &x32);
+        gf_tensor *id = NULL, *ir = NULL;
+        gf_tensor *yd = gf_max_pool2d(x.d, &po, &id), *yr = gf_max_pool2d(x.r, &po, &ir);
+        char what[64];
+        snprintf(what, sizeof what, "max_pool2d %s values", gf_dtype_name(hd));
+        same_bits(what, on_ref(yd ? gf_to_dtype(yd, hd) : NULL), yr ? gf_to_dtype(yr, hd) : NULL);
+        snprintf(what, sizeof what, "max_pool2d %s indices", gf_dtype_name(hd));
+        gf_tensor *ir2 = ir ? gf_to_dtype(ir, GF_I64) : NULL;
+        same_bits(what, on_ref(id ? gf_to_dtype(id, GF_I64) : NULL), ir2);
+        if (yr && id && ir) {
+            xd_pair gy32 = xd_pair_rand(GF_F32, 4, gf_tensor_sizes(yr), XV_SMALL, XL_CONTIG);
+            xd_pair gy = xd_half_make(hd, &gy32);
+            snprintf(what, sizeof what, "max_pool2d_backward %s", gf_dtype_name(hd));
+            /* overlapping windows add up to a few values per element */
+            check_half(what, hd, gf_max_pool2d_backward(gy.d, id, x.d, &po),
+                       gf_max_pool2d_backward(gy.r, ir, x.r, &po), xd_half_tol(hd));
+            xd_pair_release(gy32);
+            xd_pair_release(gy);
+        }
+        snprintf(what, sizeof what, "avg_pool2d %s", gf_dtype_name(hd));
+        check_half(what, hd, gf_avg_pool2d(x.d, &po), gf_avg_pool2d(x.r, &po), xd_half_tol(hd));
+        gf_tensor_release(yd);
+        gf_tensor_release(yr);
+        gf_tensor_release(id);
+        gf_tensor_release(ir);
+        xd_pair_release(x32);
+        xd_pair_release(x);
+    }
+}
+
+/* RANDOM in 16 bits: the reference's numbers bit for bit (computed in
+ * double, rounded once), for the same seed. */
+static void test_random(void) {
+    for (int h = 0; h < 2; h++)
+        for (int kind = 0; kind < 3; kind++) {
+            gf_dtype hd = halves[h];
+            gf_manual_seed(4321 + (uint64_t)kind);
+            gf_tensor *a = kind == 0 ? gf_rand_uniform(SZ(3, 1000), 2, -2.0, 3.0, hd, xd_dev)
+                           : kind == 1 ? gf_rand_normal(SZ(3, 1000), 2, 0.5, 2.0, hd, xd_dev)
+                                       : gf_bernoulli(SZ(3, 1000), 2, 0.3, hd, xd_dev);
+            gf_manual_seed(4321 + (uint64_t)kind);
+            gf_tensor *b = kind == 0 ? gf_rand_uniform(SZ(3, 1000), 2, -2.0, 3.0, hd, xd_ref)
+                           : kind == 1 ? gf_rand_normal(SZ(3, 1000), 2, 0.5, 2.0, hd, xd_ref)
+                                       : gf_bernoulli(SZ(3, 1000), 2, 0.3, hd, xd_ref);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", kind == 0 ? "uniform" : kind == 1 ? "normal"
+                                                                                     : "bernoulli",
+                     gf_dtype_name(hd));
+            if (kind == 1) {
+                /* Box-Muller's log and cos: the device's to the last bits of
+                 * double, then one 16-bit rounding (a rare tie may differ). */
+                gf_tensor *a32 = a ? gf_to_dtype(a, GF_F32) : NULL;
+                gf_tensor *b32 = b ? gf_to_dtype(b, GF_F32) : NULL;
+                gf_tensor_release(b);
+                check_half(what, hd, a, b32, xd_half_tol(hd));
+                gf_tensor_release(a32);
+            } else {
+                same_bits(what, on_ref(a), b);
+            }
+        }
+}
+
+/* A captured 16-bit step replays bit for bit as eager: the widened
+ * convolution and pooling run eagerly inside the replay (their f32 copies
+ * are per launch), the 16-bit kernels from the captured list. */
+static void test_graph_replay(void) {
+    const int64_t xs[4] = {2, 3, 8, 8}, ws[4] = {4, 3, 3, 3}, bs[1] = {4};
+    const gf_conv2d_opts co = {{1, 1}, {1, 1}, {1, 1}, 1};
+    const gf_pool2d_opts po = {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false};
+    for (int h = 0; h < 2; h++) {
+        gf_dtype hd = halves[h];
+        gf_manual_seed(55);
+        gf_tensor *x = gf_rand_uniform(xs, 4, -1.0, 1.0, hd, xd_dev);
+        gf_tensor *w = gf_rand_uniform(ws, 4, -0.5, 0.5, hd, xd_dev);
+        gf_tensor *b = gf_rand_uniform(bs, 1, -0.5, 0.5, hd, xd_dev);
+        CHECK_MSG(x && w && b, "%s", gf_last_error());
+        if (!x || !w || !b) {
+            gf_tensor_release(x);
+            gf_tensor_release(w);
+            gf_tensor_release(b);
+            return;
+        }
+        size_t bytes = (size_t)gf_tensor_numel(x) * 2;
+        uint16_t *host = malloc(bytes);
+        uint16_t want[2 * 4 * 4 * 4], got[2 * 4 * 4 * 4];
+        gf_tensor *y = NULL;
+        gf_graph *graph = NULL;
+        for (int step = 0; step < 3 && host; step++) {
+            gf_tensor *fresh = gf_rand_uniform(xs, 4, -1.0, 1.0, hd, xd_dev);
+            CHECK(fresh && gf_tensor_to_host(fresh, host, bytes) == GF_OK);
+            gf_tensor_release(fresh);
+            CHECK(gf_tensor_from_host(x, host, bytes) == GF_OK);
+            gf_scope_begin();
+            gf_tensor *e = gf_scope_keep(gf_sigmoid(
+                gf_max_pool2d(gf_relu(gf_conv2d(x, w, b, &co)), &po, NULL)));
+            gf_scope_end();
+            CHECK_MSG(e && gf_tensor_to_host(e, want, sizeof want) == GF_OK, "eager: %s",
+                      gf_last_error());
+            gf_tensor_release(e);
+            if (step == 0) {
+                CHECK(gf_graph_capture_begin(xd_dev) == GF_OK);
+                gf_scope_begin();
+                y = gf_scope_keep(gf_sigmoid(
+                    gf_max_pool2d(gf_relu(gf_conv2d(x, w, b, &co)), &po, NULL)));
+                gf_scope_end();
+                graph = gf_graph_capture_end();
+                CHECK_MSG(graph && y, "capture: %s", gf_last_error());
+                if (!graph || !y) break;
+            } else {
+                CHECK_MSG(gf_graph_replay(graph) == GF_OK, "replay: %s", gf_last_error());
+            }
+            CHECK(gf_tensor_to_host(y, got, sizeof got) == GF_OK);
+            CHECK_MSG(!memcmp(got, want, sizeof got), "%s step %d: replay differs from eager",
+                      gf_dtype_name(hd), step);
+        }
+        free(host);
+        gf_tensor_release(y);
+        gf_graph_destroy(graph);
+        gf_tensor_release(x);
+        gf_tensor_release(w);
+        gf_tensor_release(b);
+    }
+}
+
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
@@ -408,5 +587,8 @@ int main(void) {
     RUN(test_matmul);
     RUN(test_matmul_subnormal);
     RUN(test_softmax);
+    if (have_f64) RUN(test_random); /* 16-bit draws need doubles on the device */
+    RUN(test_conv_pool);
+    if (have_f64) RUN(test_graph_replay);
     return xd_finish();
 }

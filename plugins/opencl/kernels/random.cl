@@ -46,6 +46,14 @@ GF_BERNOULLI(f32, float)
 GF_BERNOULLI(i32, int)
 GF_BERNOULLI(i64, long)
 GF_BERNOULLI(b8, uchar)
+/* f16 and bf16 (16-bit patterns): 1 is 0x3c00 and 0x3f80. */
+#define GF_BERNOULLI_HALF(DT, ONE)                                                   \
+    __kernel void random_bernoulli_##DT(GF_RANDOM_ARGS(ushort), uint thresh) {       \
+        GF_RANDOM_BEGIN                                                              \
+        y[at] = (r.x >> 8) < thresh ? (ushort)(ONE) : (ushort)0;                     \
+    }
+GF_BERNOULLI_HALF(f16, 0x3c00)
+GF_BERNOULLI_HALF(bf16, 0x3f80)
 
 #if GF_HAS_FP64
 GF_BERNOULLI(f64, double)
@@ -68,6 +76,20 @@ __kernel void random_normal_f32(GF_RANDOM_ARGS(float), double a, double b) {
     double u1 = 1.0 - gf_u24(r.x), u2 = gf_u24(r.y);
     y[at] = (float)(a + b * sqrt(-2.0 * log(u1)) * cos(GF_TWO_PI * u2));
 }
+/* f16 and bf16 draw as f32 does (24 random bits), computed in double and
+ * rounded once (common.cl's gf_d2h / gf_d2b), as the reference. */
+#define GF_RANDOM_HALF(DT, ROUND)                                                    \
+    __kernel void random_uniform_##DT(GF_RANDOM_ARGS(ushort), double a, double b) {  \
+        GF_RANDOM_BEGIN                                                              \
+        y[at] = ROUND(a + (b - a) * gf_u24(r.x));                                    \
+    }                                                                                \
+    __kernel void random_normal_##DT(GF_RANDOM_ARGS(ushort), double a, double b) {   \
+        GF_RANDOM_BEGIN                                                              \
+        double u1 = 1.0 - gf_u24(r.x), u2 = gf_u24(r.y);                             \
+        y[at] = ROUND(a + b * sqrt(-2.0 * log(u1)) * cos(GF_TWO_PI * u2));           \
+    }
+GF_RANDOM_HALF(f16, gf_d2h)
+GF_RANDOM_HALF(bf16, gf_d2b)
 __kernel void random_normal_f64(GF_RANDOM_ARGS(double), double a, double b) {
     GF_RANDOM_BEGIN
     double u1 = 1.0 - gf_u53(r.x, r.y), u2 = gf_u53(r.z, r.w);
