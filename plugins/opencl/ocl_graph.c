@@ -155,11 +155,13 @@ static void graph_free(ocl_graph *g) {
 
 /* Nodes whose launch enqueues other than kernels, or gives its kernels
  * buffers of its own that it releases on return (the FFT's work arrays, the
- * f32 copies of 16-bit convolutions and pooling): launched eagerly. */
+ * f32 copies of 16-bit convolutions, pooling and norms): launched eagerly. */
 static bool must_run_eagerly(const ocl_device *d, const ocl_family *f, const gfp_graph_node *n) {
     uint32_t op = n->op;
-    bool widened = (f->launch == ocl_conv_launch || f->launch == ocl_pool_launch) &&
-                   ocl_half_operands(n->inputs, n->n_inputs, n->outputs, n->n_outputs);
+    bool widens = f->launch == ocl_conv_launch || f->launch == ocl_pool_launch ||
+                  (f->launch == ocl_norm_launch && op != GFP_OP_SOFTMAX &&
+                   op != GFP_OP_LOG_SOFTMAX);
+    bool widened = widens && ocl_half_operands(n->inputs, n->n_inputs, n->outputs, n->n_outputs);
     return widened || f->launch == ocl_index_launch || f->launch == ocl_random_launch ||
            f->launch == ocl_fft_launch ||
            op == GFP_OP_FILL || (f->launch == ocl_matmul_launch && ocl_matmul_may_use_clblast(d));

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ocl_half.c — f16 and bf16 for the families whose kernels are written for
- * f32 and f64 only (CONV, POOL): widened, run in f32, rounded once.
+/* ocl_half.c — f16 and bf16 for the ops whose kernels are written for f32
+ * and f64 only (CONV, POOL, LAYER_NORM, BATCH_NORM): widened, run in f32,
+ * rounded once.
  *
  * Each 16-bit operand gets an f32 copy in a temporary buffer (COPY: exact),
  * the family's f32 launch runs on the copies, and each 16-bit output is
  * rounded once from its f32 result (COPY: to nearest even), as the reference
  * computes in f32 and rounds once. Other operands (max pooling's i64
- * indices) are passed as they are. The ops of these families write every
- * element of their outputs, so outputs are not copied in. The temporaries
+ * indices) are passed as they are. These ops write every element of their
+ * outputs, so outputs are not copied in; inputs an op updates in place
+ * (batch norm's running statistics) are rounded back after it. The temporaries
  * are released on return (the queue keeps a buffer alive while its kernels
  * run); a captured graph therefore runs such a node eagerly (ocl_graph.c).
  *
@@ -84,7 +86,8 @@ static gfp_status place(const gfp_tensor *const *t, uint32_t n, uint64_t *at, ui
 
 gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                                   const void *params, ocl_launch_fn launch) {
+                                   const void *params, ocl_launch_fn launch,
+                                   uint32_t written_inputs) {
     const char *name = pk_op_name(op);
     if (n_in > 8 || n_out > 4)
         return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs (at most 8 and 4)", name,
@@ -120,6 +123,9 @@ gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor 
     if (st == GFP_OK) st = launch(d, op, pi, n_in, po, n_out, params);
     for (uint32_t i = 0; i < n_out && st == GFP_OK; i++)
         if (at_out[i] != UINT64_MAX) st = ocl_copy_tensor(d, out[i], &wo[i], name);
+    for (uint32_t i = 0; i < n_in && st == GFP_OK; i++)
+        if (at_in[i] != UINT64_MAX && (written_inputs >> i) & 1u)
+            st = ocl_copy_tensor(d, in[i], &wi[i], name);
     ocl.ReleaseMemObject(tmp.mem);
     return st;
 }

@@ -300,9 +300,12 @@ bool ocl_half_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_ten
 /* support's answer for q with its 16-bit dtypes (one of them per query) read as f32. */
 uint32_t ocl_half_widened_support(const ocl_device *d, const gfp_op_query *q,
                                   uint32_t (*support)(const ocl_device *, const gfp_op_query *));
+/* written_inputs: bit i set when the op updates input i in place (it is
+ * rounded back from its f32 copy after the launch). */
 gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                                   const void *params, ocl_launch_fn launch);
+                                   const void *params, ocl_launch_fn launch,
+                                   uint32_t written_inputs);
 
 /* FFT (ocl_fft.c), routed by ocl_plugin.c beside the kit's families. */
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);

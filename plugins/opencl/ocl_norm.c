@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM
  * (kernels/norm.cl), f32 and f64, every tensor of one dtype; SOFTMAX and
- * LOG_SOFTMAX also f16 and bf16 (computed in f32, rounded once).
+ * LOG_SOFTMAX also f16 and bf16 (computed in f32, rounded once), the norms
+ * in f16 and bf16 through f32 copies (ocl_half.c).
  *
  * The host describes lines and their index spaces as (sizes, strides, rank)
  * triples, so any view works without a copy. Checks and dtype rules are the
@@ -18,12 +19,17 @@ static bool is_softmax(uint32_t op) { return op == GFP_OP_SOFTMAX || op == GFP_O
 /* The dtypes op takes here. */
 static uint32_t dtypes_of(uint32_t op) { return PK_DT_FLOAT | (is_softmax(op) ? PK_DT_HALF : 0); }
 
-uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
+static uint32_t support_native(const ocl_device *d, const gfp_op_query *q) {
     if (d->max_wg < OCL_NG) return GFP_SUPPORT_NONE;
     return pk_norm_dtypes_ok(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs,
                              dtypes_of(q->op))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
+}
+
+/* Layer and batch norm take f16 / bf16 through f32 copies (ocl_half.c). */
+uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
+    return is_softmax(q->op) ? support_native(d, q) : ocl_half_widened_support(d, q, support_native);
 }
 
 static const char *kdt(int32_t dt) {
@@ -273,6 +279,9 @@ gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
+    if (!is_softmax(op) && ocl_half_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_norm_launch,
+                                       op == GFP_OP_BATCH_NORM ? 3u << 3 : 0); /* running stats */
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, dtypes_of(op));
     if (st != GFP_OK) return st;
     if (d->max_wg < OCL_NG)

@@ -6,7 +6,8 @@
  * NaN and subnormals; long reductions (the work-group form) and max_dim;
  * matmul through the vector kernel's full and partial blocks, staged views
  * and broadcast batches; softmax over short and long lines; comparisons,
- * logical ops and where; convolutions and pooling (through f32 copies);
+ * logical ops and where; convolutions, pooling and the norms (through f32
+ * copies, batch norm's running statistics rounded back);
  * RANDOM, the reference's numbers for the same seed.
  *
  * CTest runs it with GRAFT_FALLBACK=off: an op the device did not run itself
@@ -477,6 +478,42 @@ static void test_conv_pool(void) {
     }
 }
 
+/* Layer norm and batch norm through f32 copies; batch norm's running
+ * statistics, updated in place, are rounded back into their 16-bit tensors. */
+static void test_norms(void) {
+    for (int h = 0; h < 2; h++) {
+        gf_dtype hd = halves[h];
+        xd_seed(950 + (uint64_t)h);
+        xd_pair x32 = xd_pair_rand(GF_F32, 4, SZ(4, 3, 5, 6), XV_PLAIN, XL_TRANSPOSED);
+        xd_pair g32 = xd_pair_rand(GF_F32, 1, SZ(6), XV_POSITIVE, XL_CONTIG);
+        xd_pair x = xd_half_make(hd, &x32), g = xd_half_make(hd, &g32);
+        xd_tol t = xd_half_tol(hd);
+        char what[64];
+        snprintf(what, sizeof what, "layer_norm %s", gf_dtype_name(hd));
+        check_half(what, hd, gf_layer_norm(x.d, 1, g.d, NULL, 1e-5, NULL, NULL),
+                   gf_layer_norm(x.r, 1, g.r, NULL, 1e-5, NULL, NULL), t);
+        /* running stats: 16-bit on the device, their f32 values on the reference */
+        xd_pair m32 = xd_pair_rand(GF_F32, 1, SZ(3), XV_SMALL, XL_CONTIG);
+        xd_pair v32 = xd_pair_rand(GF_F32, 1, SZ(3), XV_POSITIVE, XL_CONTIG);
+        xd_pair m = xd_half_make(hd, &m32), v = xd_half_make(hd, &v32);
+        snprintf(what, sizeof what, "batch_norm %s", gf_dtype_name(hd));
+        check_half(what, hd, gf_batch_norm(x.d, m.d, v.d, NULL, NULL, true, 0.1, 1e-5, NULL, NULL),
+                   gf_batch_norm(x.r, m.r, v.r, NULL, NULL, true, 0.1, 1e-5, NULL, NULL), t);
+        snprintf(what, sizeof what, "batch_norm %s running_mean", gf_dtype_name(hd));
+        check_half(what, hd, gf_to_dtype(m.d, hd), gf_to_dtype(m.r, GF_F32), t);
+        snprintf(what, sizeof what, "batch_norm %s running_var", gf_dtype_name(hd));
+        check_half(what, hd, gf_to_dtype(v.d, hd), gf_to_dtype(v.r, GF_F32), t);
+        xd_pair_release(x32);
+        xd_pair_release(g32);
+        xd_pair_release(m32);
+        xd_pair_release(v32);
+        xd_pair_release(x);
+        xd_pair_release(g);
+        xd_pair_release(m);
+        xd_pair_release(v);
+    }
+}
+
 /* RANDOM in 16 bits: the reference's numbers bit for bit (computed in
  * double, rounded once), for the same seed. */
 static void test_random(void) {
@@ -589,6 +626,7 @@ int main(void) {
     RUN(test_softmax);
     if (have_f64) RUN(test_random); /* 16-bit draws need doubles on the device */
     RUN(test_conv_pool);
+    RUN(test_norms);
     if (have_f64) RUN(test_graph_replay);
     return xd_finish();
 }
