@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* graft-info — what graft finds on this machine: every plugin file (loaded,
- * or the reason it was skipped) and every device with its properties.
+ * or the reason it was skipped) and every device with its properties; for a
+ * device that stores f16 or bf16, which ops of a mixed-precision step it
+ * runs itself and which go to the fallback device.
  *
  *   graft-info          human-readable listing
  *   graft-info --json   the same as one JSON object
@@ -73,6 +75,89 @@ static const char *dtypes_text(uint32_t bits, char *buf, size_t len) {
     return buf;
 }
 
+/* ------------------------------------------------------------------ 16-bit ops */
+/* The ops of a mixed-precision training step (autocast's low-precision ops,
+ * their gradients, and what a model in f16 / bf16 runs), each with its
+ * tensors' dtypes: H the 16-bit dtype asked about, else a fixed dtype. For
+ * each device that stores f16 or bf16, graft-info says which of them it runs
+ * itself and which go to the fallback device (gf_device_supports_op). */
+#define H (-2)
+typedef struct op16 {
+    const char *op;
+    int n_in, n_out;
+    int in[5], out[3];
+} op16;
+static const op16 ops16[] = {
+    {"copy", 1, 1, {GF_F32}, {H}},          {"copy", 1, 1, {H}, {GF_F32}},
+    {"add", 2, 1, {H, H}, {H}},             {"mul", 2, 1, {H, H}, {H}},
+    {"relu", 1, 1, {H}, {H}},               {"relu_backward", 2, 1, {H, H}, {H}},
+    {"gelu", 1, 1, {H}, {H}},               {"gelu_backward", 2, 1, {H, H}, {H}},
+    {"sigmoid", 1, 1, {H}, {H}},            {"tanh", 1, 1, {H}, {H}},
+    {"where", 3, 1, {GF_BOOL, H, H}, {H}},  {"random", 0, 1, {0}, {H}},
+    {"sum", 1, 1, {H}, {H}},                {"mean", 1, 1, {H}, {H}},
+    {"matmul", 2, 1, {H, H}, {H}},          {"conv2d", 3, 1, {H, H, H}, {H}},
+    {"conv2d_backward_input", 2, 1, {H, H}, {H}},
+    {"conv2d_backward_weight", 2, 1, {H, H}, {H}},
+    {"max_pool2d", 1, 2, {H}, {H, GF_I64}}, {"max_pool2d_backward", 2, 1, {H, GF_I64}, {H}},
+    {"avg_pool2d", 1, 1, {H}, {H}},         {"avg_pool2d_backward", 1, 1, {H}, {H}},
+    {"softmax", 1, 1, {H}, {H}},            {"softmax_backward", 2, 1, {H, H}, {H}},
+    {"log_softmax", 1, 1, {H}, {H}},        {"log_softmax_backward", 2, 1, {H, H}, {H}},
+    {"layer_norm", 3, 3, {H, H, H}, {H, H, H}},
+    {"layer_norm_backward", 5, 3, {H, H, H, H, H}, {H, H, H}},
+    {"batch_norm", 5, 3, {H, H, H, H, H}, {H, H, H}},
+    {"batch_norm_backward", 5, 3, {H, H, H, H, H}, {H, H, H}},
+    {"index_select", 2, 1, {H, GF_I64}, {H}},
+    {"scatter_add", 2, 1, {H, GF_I64}, {H}},
+};
+#define N_OPS16 ((int)(sizeof ops16 / sizeof ops16[0]))
+
+/* Whether dev runs ops16[k] itself with H = half (for contiguous tensors:
+ * the dispatcher makes strided ones contiguous on the device itself). */
+static bool runs16(gf_device *dev, int k, gf_dtype half) {
+    const op16 *o = &ops16[k];
+    int in[5], out[3];
+    for (int i = 0; i < o->n_in; i++) in[i] = o->in[i] == H ? (int)half : o->in[i];
+    for (int i = 0; i < o->n_out; i++) out[i] = o->out[i] == H ? (int)half : o->out[i];
+    bool yes = false;
+    if (gf_device_supports_op(dev, o->op, in, o->n_in, out, o->n_out, false, &yes) != GF_OK)
+        yes = false;
+    gf_clear_error();
+    return yes;
+}
+
+/* An op's label in the lists: copy names its direction. */
+static const char *op16_label(int k) {
+    if (strcmp(ops16[k].op, "copy")) return ops16[k].op;
+    return ops16[k].in[0] == H ? "copy to f32" : "copy from f32";
+}
+
+static void print_ops16(gf_device *dev, uint32_t dtypes) {
+    static const gf_dtype halves[2] = {GF_F16, GF_BF16};
+    for (int h = 0; h < 2; h++) {
+        if (!(dtypes & (1u << halves[h]))) continue;
+        int here = 0;
+        for (int k = 0; k < N_OPS16; k++) here += runs16(dev, k, halves[h]);
+        printf("      %-16s: %d of the %d ops of a mixed-precision step run here",
+               gf_dtype_name(halves[h]), here, N_OPS16);
+        if (here == N_OPS16) {
+            printf("\n");
+            continue;
+        }
+        printf("; on the fallback device:\n");
+        int col = 0; /* the list in lines of at most ~100 columns */
+        for (int k = 0; k < N_OPS16; k++) {
+            if (runs16(dev, k, halves[h])) continue;
+            const char *l = op16_label(k);
+            if (col && col + 1 + (int)strlen(l) > 100) {
+                printf("\n");
+                col = 0;
+            }
+            col += col ? printf(" %s", l) : printf("                        %s", l);
+        }
+        printf("\n");
+    }
+}
+
 static void print_text(int n_plugins, int n_devices) {
     int loaded = 0;
     for (int i = 0; i < n_plugins; i++) {
@@ -112,6 +197,7 @@ static void print_text(int n_plugins, int n_devices) {
         printf("      max allocation  : %s\n",
                bytes_text(d.max_alloc_bytes, "no limit", maxa, sizeof maxa));
         printf("      dtypes          : %s\n", dtypes_text(d.dtypes, dt, sizeof dt));
+        print_ops16(dev, d.dtypes);
         printf("      host-addressable: %s\n", yes_no(d.host_addressable));
         printf("      thread-safe     : %s\n", yes_no(d.thread_safe));
         printf("      driver          : %s\n", d.driver[0] ? d.driver : "(not given)");
@@ -281,6 +367,25 @@ static void print_json(int n_plugins, int n_devices) {
             json_string(gf_dtype_name((gf_dtype)k));
         }
         printf("],\n");
+        /* per 16-bit dtype stored: the ops of ops16 that go to the fallback device */
+        json_key("      ", "fallback_16bit");
+        printf("{");
+        for (int h = 0, firsth = 1; h < 2; h++) {
+            gf_dtype half = h ? GF_BF16 : GF_F16;
+            if (!(d.dtypes & (1u << half))) continue;
+            printf("%s", firsth ? "" : ", ");
+            firsth = 0;
+            json_string(gf_dtype_name(half));
+            printf(": [");
+            for (int k = 0, firstk = 1; k < N_OPS16; k++) {
+                if (runs16(dev, k, half)) continue;
+                printf("%s", firstk ? "" : ", ");
+                firstk = 0;
+                json_string(op16_label(k));
+            }
+            printf("]");
+        }
+        printf("},\n");
         json_key("      ", "host_addressable");
         printf("%s,\n", d.host_addressable ? "true" : "false");
         json_key("      ", "thread_safe");

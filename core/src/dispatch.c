@@ -417,6 +417,51 @@ bool gf__dev_has_op(gfp_op op, const gf_tensor *const *in, int n_in, gf_tensor *
     return support != GFP_SUPPORT_NONE;
 }
 
+gf_status gf_device_supports_op(gf_device *dev, const char *op, const int *in_dtypes, int n_in,
+                                const int *out_dtypes, int n_out, bool strided, bool *provided) {
+    const char *fn = "gf_device_supports_op";
+    if (provided) *provided = false;
+    if (!dev) return gf__null_arg_of(fn, "dev", GF__ARG_DEVICE);
+    if (!op) return gf__null_arg_of(fn, "op", GF__ARG_STRING);
+    if (!provided) return gf__null_arg_of(fn, "provided", GF__ARG_OUT);
+    if (n_in > 0 && !in_dtypes) return gf__null_arg_of(fn, "in_dtypes", GF__ARG_ARRAY);
+    if (n_out > 0 && !out_dtypes) return gf__null_arg_of(fn, "out_dtypes", GF__ARG_ARRAY);
+    uint32_t id = gfp_op_by_name(op);
+    const gfp_op_info *info = id ? gfp_op_lookup(id) : NULL;
+    if (!info)
+        return gf__error(GF_ERR_NOT_FOUND, "%s: no op is named \"%.60s\"; the names are the "
+                         "ones the profiler and graft-plugin-check print (\"matmul\", "
+                         "\"conv2d_backward_weight\"; abi/graft_ops.def lists them)", fn, op);
+    if (n_in < info->in_min || n_in > info->in_max || n_out != info->n_out)
+        return gf__error(GF_ERR_INVALID, "%s: %s takes %u to %u input(s) and %u output(s); got "
+                         "%d and %d", fn, info->name, (unsigned)info->in_min,
+                         (unsigned)info->in_max, (unsigned)info->n_out, n_in, n_out);
+    gfp_op_query q = {.struct_size = sizeof q, .op = id, .n_inputs = (uint32_t)n_in,
+                      .n_outputs = (uint32_t)n_out,
+                      .layout = strided ? GFP_LAYOUT_STRIDED : GFP_LAYOUT_CONTIGUOUS};
+    for (int i = 0; i < n_in; i++) {
+        bool optional = i >= n_in - info->in_optional;
+        int dt = in_dtypes[i];
+        if ((dt < 0 || gf_dtype_size((gf_dtype)dt) == 0) && !(dt == -1 && optional))
+            return gf__error(GF_ERR_INVALID, "%s: in_dtypes[%d] is %d: not a gf_dtype%s", fn, i,
+                             dt, optional ? " (or -1 for this optional input left out)" : "");
+        q.input_dtypes[i] = dt;
+    }
+    for (int i = 0; i < n_out; i++) {
+        int dt = out_dtypes[i];
+        if (dt < 0 || gf_dtype_size((gf_dtype)dt) == 0)
+            return gf__error(GF_ERR_INVALID, "%s: out_dtypes[%d] is %d: not a gf_dtype", fn, i,
+                             dt);
+        q.output_dtypes[i] = dt;
+    }
+    gf_status st = gf__dev_open(dev);
+    if (st != GF_OK) return st;
+    uint32_t support = GFP_SUPPORT_NONE;
+    if ((st = query_support(dev, &q, &support)) != GF_OK) return st;
+    *provided = strided ? support == GFP_SUPPORT_STRIDED : support != GFP_SUPPORT_NONE;
+    return GF_OK;
+}
+
 /* ------------------------------------------------------------ launch */
 static bool same_view(const gf_tensor *a, const gf_tensor *b) {
     if (a->storage != b->storage || a->offset != b->offset || a->rank != b->rank) return false;

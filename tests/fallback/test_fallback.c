@@ -330,6 +330,58 @@ static void warns_once(void) {
     CHECK_MSG(f32 == 1 && f64 == 1, "warnings: %d for f32, %d for f64", f32, f64);
 }
 
+/* gf_device_supports_op: the plugin's answer per op, dtypes and layout
+ * (acme: ADD f32 any strides, MATMUL f32 contiguous only, nothing in f64,
+ * no CONV2D), and every argument it refuses. */
+static void supports_op(void) {
+    const int f2[2] = {GF_F32, GF_F32}, f1[1] = {GF_F32}, d2[2] = {GF_F64, GF_F64},
+              d1[1] = {GF_F64};
+    bool yes = true;
+    CHECK(gf_device_supports_op(acme, "add", f2, 2, f1, 1, true, &yes) == GF_OK && yes);
+    CHECK(gf_device_supports_op(acme, "add", d2, 2, d1, 1, false, &yes) == GF_OK && !yes);
+    CHECK(gf_device_supports_op(acme, "matmul", f2, 2, f1, 1, false, &yes) == GF_OK && yes);
+    CHECK(gf_device_supports_op(acme, "matmul", f2, 2, f1, 1, true, &yes) == GF_OK && !yes);
+    CHECK(gf_device_supports_op(cpu, "matmul", f2, 2, f1, 1, true, &yes) == GF_OK && yes);
+    /* conv2d without its optional bias (-1), and the f32 one acme lacks */
+    const int conv_in[3] = {GF_F32, GF_F32, -1};
+    CHECK(gf_device_supports_op(acme, "conv2d", conv_in, 3, f1, 1, false, &yes) == GF_OK && !yes);
+    CHECK(gf_device_supports_op(cpu, "conv2d", conv_in, 3, f1, 1, false, &yes) == GF_OK && yes);
+    /* refused: each with its message, *provided false */
+    struct {
+        gf_status st;
+        const char *says;
+        gf_device *dev;
+        const char *op;
+        const int *in;
+        int n_in;
+        const int *out;
+        int n_out;
+        bool *provided;
+    } bad[] = {
+        {GF_ERR_NOT_FOUND, "no op is named", acme, "no_such_op", f2, 2, f1, 1, &yes},
+        {GF_ERR_INVALID, "takes 2 to 2 input", acme, "add", f1, 1, f1, 1, &yes},
+        {GF_ERR_INVALID, "output(s); got 2 and 2", acme, "add", f2, 2, f2, 2, &yes},
+        {GF_ERR_INVALID, "in_dtypes[0] is -1", acme, "add", (const int[]){-1, GF_F32}, 2, f1, 1,
+         &yes},
+        {GF_ERR_INVALID, "out_dtypes[0] is 99", acme, "add", f2, 2, (const int[]){99}, 1, &yes},
+        {GF_ERR_INVALID, "dev", NULL, "add", f2, 2, f1, 1, &yes},
+        {GF_ERR_INVALID, "op", acme, NULL, f2, 2, f1, 1, &yes},
+        {GF_ERR_INVALID, "in_dtypes", acme, "add", NULL, 2, f1, 1, &yes},
+        {GF_ERR_INVALID, "out_dtypes", acme, "add", f2, 2, NULL, 1, &yes},
+        {GF_ERR_INVALID, "provided", acme, "add", f2, 2, f1, 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        yes = true;
+        gf_clear_error();
+        gf_status st = gf_device_supports_op(bad[i].dev, bad[i].op, bad[i].in, bad[i].n_in,
+                                             bad[i].out, bad[i].n_out, true, bad[i].provided);
+        CHECK_MSG(st == bad[i].st && strstr(gf_last_error(), bad[i].says) &&
+                      (!yes || !bad[i].provided),
+                  "case %zu: status %d, \"%s\"", i, (int)st, gf_last_error());
+    }
+    gf_clear_error();
+}
+
 static int scenario_default(void) {
     if (!setup()) return CHECK_REPORT();
     RUN(forward_ops);
@@ -340,6 +392,7 @@ static int scenario_default(void) {
     RUN(keeps_pending_error);
     RUN(counters);
     RUN(warns_once);
+    RUN(supports_op);
     CHECK_MSG(gf_shutdown() == GF_OK, "%s", gf_last_error());
     return CHECK_REPORT();
 }

@@ -1367,6 +1367,16 @@ static void act_graph(reader *r) {
  * f32, enabled or not) or closed; the ops that follow run inside them;
  * cleanup() closes what is left. */
 static void act_autocast(reader *r) {
+    if (!pick(r, 4)) { /* what the device runs itself (gf_device_supports_op): any counts, dtypes */
+        static const char *const ops[4] = {"matmul", "conv2d", "batch_norm", "no_such_op"};
+        int in[6], out[4], n_in = pick(r, 7) - 1, n_out = pick(r, 5) - 1;
+        for (int i = 0; i < 6; i++) in[i] = pick(r, 12) - 2;
+        for (int i = 0; i < 4; i++) out[i] = pick(r, 12) - 2;
+        bool ok;
+        gf_device_supports_op(pick(r, 8) ? dev : NULL, ops[pick(r, 4)], pick(r, 8) ? in : NULL,
+                              n_in, out, n_out, pick(r, 2), pick(r, 8) ? &ok : NULL);
+        return;
+    }
     if (autocast_depth && pick(r, 2)) {
         if (gf_autocast_end() == GF_OK) autocast_depth--;
         return;
@@ -1403,21 +1413,14 @@ static void cleanup(void) {
     n_tracked = 0;
     if (scope_depth) gf_scope_end();
     scope_depth = 0;
-    while (hooks_depth) {
-        gf_saved_tensor_hooks_pop();
-        hooks_depth--;
-    }
+    for (; hooks_depth; hooks_depth--) gf_saved_tensor_hooks_pop();
     while (gf_fwad_level_count() > 0) gf_fwad_level_exit(gf_fwad_level_count() - 1);
-    while (autocast_depth) {
-        gf_autocast_end(); /* also drops the region's cast cache */
-        autocast_depth--;
-    }
+    for (; autocast_depth; autocast_depth--) gf_autocast_end(); /* drops its cast cache too */
     if (capturing) gf_graph_destroy(gf_graph_capture_end());
     capturing = false;
-    for (int i = 0; i < 2; i++) {
-        gf_graph_destroy(graphs[i]);
-        graphs[i] = NULL;
-    }
+    gf_graph_destroy(graphs[0]);
+    gf_graph_destroy(graphs[1]);
+    graphs[0] = graphs[1] = NULL;
     gf_grad_mode_set(GF_GRAD_MODE_GRAD);
     gf_clear_error();
 }
@@ -1447,11 +1450,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     for (int steps = 0; r.n && steps < 64; steps++) {
         if (trace) fprintf(stderr, "\n[%ld packs, %ld released] step %d:", packs, pack_releases, steps);
-        /* byte % 12 as before the optimisers came (the seeds keep their
-         * programs), the top 16 byte values for optimisers and modules, the
-         * 8 below them for the complex API, the 4 below those for autocast,
-         * the 4 below those for graph capture, the 4 below those for the
-         * Jacobian transforms */
+        /* byte % 12 as before the optimisers came (the seeds keep their programs); the
+         * top 16 values for optimisers and modules, the 8 below for the complex API, 4
+         * each below those for autocast, graph capture, the Jacobian transforms */
         uint8_t b = u8(&r);
         int act = b >= 248 ? 13 : b >= 240 ? 12 : b >= 232 ? 14 : b >= 228 ? 15 : b >= 224 ? 16
                   : b >= 220 ? 17 : b % 12;

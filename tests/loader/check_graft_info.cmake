@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs graft-info and checks what it prints. cmake -DINFO=<graft-info> -DMODE=<mode> -P this.
 #   json       --json parses (python3 -m json.tool when PYTHON is given, and
-#              CMake's own parser), lists the reference plugin and "Reference CPU",
+#              CMake's own parser), lists the reference plugin and "Reference CPU"
+#              (which runs every op of a mixed-precision step in f16 and bf16),
 #              and round-trips the zero-device stub's message (quote, backslash,
 #              tab) read from STUB_MESSAGES.
 #   no_device  exit status 1 and a message on stderr
@@ -85,6 +86,14 @@ if(n_devices GREATER 0)
       if(n_dtypes LESS 1)
         fail("the reference device lists no dtypes")
       endif()
+      # It computes every op in f16 and bf16: nothing of a mixed-precision
+      # step goes to the fallback device.
+      foreach(half f16 bf16)
+        string(JSON n_fb ERROR_VARIABLE jerr LENGTH "${out}" devices ${i} fallback_16bit ${half})
+        if(jerr OR NOT n_fb EQUAL 0)
+          fail("the reference device's fallback_16bit.${half} is not an empty list: ${jerr} ${n_fb}")
+        endif()
+      endforeach()
     endif()
   endforeach()
 endif()

@@ -58,6 +58,22 @@ GF_API gf_status gf_device_get_info(const gf_device *dev, gf_device_info *info);
  * *out is NULL. */
 GF_API gf_status gf_device_query_extension(const gf_device *dev, const char *name, void **out);
 
+/* Whether dev runs an op itself, without the fallback device, for tensors
+ * of the given dtypes: the plugin's own answer, as the dispatcher gets it
+ * (graft-info lists it for the ops of a mixed-precision step). op is the
+ * op's name as the profiler and graft-plugin-check print it ("matmul",
+ * "conv2d_backward_weight"; abi/graft_ops.def lists them); in_dtypes and
+ * out_dtypes hold the gf_dtype of each of its tensors in the op's order,
+ * n_in and n_out as many as it takes, -1 for an optional input left out.
+ * *provided answers for tensors of any strides when strided is true, else
+ * for contiguous ones. Fails: INVALID (a NULL argument, counts or dtypes
+ * the op cannot take), NOT_FOUND (no op of that name), DEVICE or PLUGIN
+ * (the device could not be opened or its plugin's query failed); *provided
+ * is false on failure. */
+GF_API gf_status gf_device_supports_op(gf_device *dev, const char *op, const int *in_dtypes,
+                                       int n_in, const int *out_dtypes, int n_out, bool strided,
+                                       bool *provided);
+
 /* Waits for all work launched on the device. Fails: PLUGIN. */
 GF_API gf_status gf_device_synchronize(gf_device *dev);
 

@@ -41,8 +41,8 @@ typedef enum gf_dtype {
     GF_I32 = 2,
     GF_I64 = 3,
     GF_BOOL = 4,
-    GF_F16 = 5,  /* storage only, on plugins that declare it */
-    GF_BF16 = 6,
+    GF_F16 = 5,  /* f16 and bf16: computed in f32, rounded once (PyTorch's rules), */
+    GF_BF16 = 6, /* on plugins that declare them */
     /* Complex: interleaved (re, im) as C99's float complex / double complex;
      * on plugins that declare them (the reference plugin does). */
     GF_C64 = 7,
