@@ -80,7 +80,9 @@ static const char *dtypes_text(uint32_t bits, char *buf, size_t len) {
  * their gradients, and what a model in f16 / bf16 runs), each with its
  * tensors' dtypes: H the 16-bit dtype asked about, else a fixed dtype. For
  * each device that stores f16 or bf16, graft-info says which of them it runs
- * itself and which go to the fallback device (gf_device_supports_op). */
+ * itself (gf_device_supports_op) and what happens to the others: the fused
+ * gradients (fused() below) are composed on the device, the rest go to the
+ * fallback device. */
 #define H (-2)
 typedef struct op16 {
     const char *op;
@@ -111,6 +113,17 @@ static const op16 ops16[] = {
 };
 #define N_OPS16 ((int)(sizeof ops16 / sizeof ops16[0]))
 
+/* The fused gradients: one kernel where the core can also compose the
+ * gradient from other ops (graft_ops.def: added in 1.2 / 1.3, "the core then
+ * composes"), which it does on the device when the device lacks the kernel. */
+static bool fused(int k) {
+    static const char *const names[] = {"softmax_backward", "log_softmax_backward",
+                                        "layer_norm_backward", "batch_norm_backward"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(ops16[k].op, names[i])) return true;
+    return false;
+}
+
 /* Whether dev runs ops16[k] itself with H = half (for contiguous tensors:
  * the dispatcher makes strided ones contiguous on the device itself). */
 static bool runs16(gf_device *dev, int k, gf_dtype half) {
@@ -131,30 +144,30 @@ static const char *op16_label(int k) {
     return ops16[k].in[0] == H ? "copy to f32" : "copy from f32";
 }
 
+/* The ops of ops16 the device lacks with H = half, fused or not, after a
+ * label, in lines of at most ~100 columns; nothing when there are none. */
+static void print_lacking(gf_device *dev, gf_dtype half, bool composed, const char *label) {
+    int col = 0;
+    for (int k = 0; k < N_OPS16; k++) {
+        if (fused(k) != composed || runs16(dev, k, half)) continue;
+        const char *l = op16_label(k);
+        if (!col) col = printf("                        %s:", label);
+        if (col + 1 + (int)strlen(l) > 100) col = printf("\n                         ") - 1;
+        col += printf(" %s", l);
+    }
+    if (col) printf("\n");
+}
+
 static void print_ops16(gf_device *dev, uint32_t dtypes) {
     static const gf_dtype halves[2] = {GF_F16, GF_BF16};
     for (int h = 0; h < 2; h++) {
         if (!(dtypes & (1u << halves[h]))) continue;
         int here = 0;
         for (int k = 0; k < N_OPS16; k++) here += runs16(dev, k, halves[h]);
-        printf("      %-16s: %d of the %d ops of a mixed-precision step run here",
+        printf("      %-16s: %d of the %d ops of a mixed-precision step run here\n",
                gf_dtype_name(halves[h]), here, N_OPS16);
-        if (here == N_OPS16) {
-            printf("\n");
-            continue;
-        }
-        printf("; on the fallback device:\n");
-        int col = 0; /* the list in lines of at most ~100 columns */
-        for (int k = 0; k < N_OPS16; k++) {
-            if (runs16(dev, k, halves[h])) continue;
-            const char *l = op16_label(k);
-            if (col && col + 1 + (int)strlen(l) > 100) {
-                printf("\n");
-                col = 0;
-            }
-            col += col ? printf(" %s", l) : printf("                        %s", l);
-        }
-        printf("\n");
+        print_lacking(dev, halves[h], false, "on the fallback device");
+        print_lacking(dev, halves[h], true, "composed of other ops");
     }
 }
 
@@ -367,7 +380,8 @@ static void print_json(int n_plugins, int n_devices) {
             json_string(gf_dtype_name((gf_dtype)k));
         }
         printf("],\n");
-        /* per 16-bit dtype stored: the ops of ops16 that go to the fallback device */
+        /* per 16-bit dtype stored: the ops of ops16 that go to the fallback device
+         * (the fused gradients a device lacks are composed there instead) */
         json_key("      ", "fallback_16bit");
         printf("{");
         for (int h = 0, firsth = 1; h < 2; h++) {
@@ -378,7 +392,7 @@ static void print_json(int n_plugins, int n_devices) {
             json_string(gf_dtype_name(half));
             printf(": [");
             for (int k = 0, firstk = 1; k < N_OPS16; k++) {
-                if (runs16(dev, k, half)) continue;
+                if (fused(k) || runs16(dev, k, half)) continue;
                 printf("%s", firstk ? "" : ", ");
                 firstk = 0;
                 json_string(op16_label(k));
