@@ -13,9 +13,11 @@
  * A kernel that strayed outside would poison the device's CUDA context for
  * the rest of the process; a message here costs nothing. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "pk_widen.h"
 
 /* ------------------------------------------------------------ op kinds */
 typedef enum op_kind {
@@ -144,14 +146,24 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
     }
 }
 
+/* Kinds whose kernels are f32 / f64 only: f16 and bf16 go through f32
+ * copies (plugins/common/pk_widen.h), rounded once. Not INDEX: SCATTER_ADD
+ * and INDEX_ADD accumulate into their output, which the copies would lose. */
+static bool widens(op_kind k) {
+    return k == K_REDUCE || k == K_SOFTMAX || k == K_LAYER_NORM || k == K_BATCH_NORM ||
+           k == K_CONV || k == K_POOL;
+}
+
 /* The answer is the same for every device of the plugin (every device runs
  * the same kernels), so device is not used. */
 gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     (void)device;
     gfp_status st = pk_query_begin(q, support);
     if (st != GFP_OK) return st;
+    gfp_op_query w = *q;
+    if (widens(kind_of(q->op)) && !pk_widen_query(q, &w)) return GFP_OK;
     if (kind_of(q->op) != K_NONE && pk_query_fits(q, S_ALL) &&
-        accepts(q->op, q->input_dtypes, q->n_inputs, q->output_dtypes, q->n_outputs))
+        accepts(q->op, w.input_dtypes, w.n_inputs, w.output_dtypes, w.n_outputs))
         *support = GFP_SUPPORT_STRIDED;
     return GFP_OK;
 }
@@ -206,6 +218,49 @@ static gfp_status run_elementwise(cu_device *dev, uint32_t op, const gfp_tensor 
     return cu_elementwise_launch(dev, op, in, n_in, out[0], params);
 }
 
+/* ------------------------------------------------------------ f16 / bf16 through f32 copies */
+typedef struct widen_ctx {
+    cu_device *dev;
+    gfp_status (*launch)(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                         uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                         const void *params);
+} widen_ctx;
+
+static gfp_status widen_alloc(void *ctx, uint64_t bytes, gfp_buffer *buf, const char *op) {
+    cu_device *dev = ((widen_ctx *)ctx)->dev;
+    *buf = NULL;
+    cu_buffer *b = malloc(sizeof *b);
+    if (!b) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    *b = (cu_buffer){CU_BUFFER_MAGIC, NULL, bytes, dev};
+    gfp_status st = cu_temp_alloc(dev, bytes, &b->ptr, op);
+    if (st != GFP_OK) {
+        free(b);
+        return st;
+    }
+    *buf = b;
+    return GFP_OK;
+}
+
+/* Stream-ordered: the memory stays until the enqueued work that uses it ran. */
+static void widen_free(void *ctx, gfp_buffer buf) {
+    cu_buffer *b = buf;
+    cu_temp_free(((widen_ctx *)ctx)->dev, b->ptr);
+    free(b);
+}
+
+static gfp_status widen_copy(void *ctx, const gfp_tensor *dst, const gfp_tensor *src,
+                             const char *op) {
+    cuk_tensor d = cu_view(dst), s = cu_view(src);
+    return cu_copy_tensor(((widen_ctx *)ctx)->dev, &d, &s, op);
+}
+
+static gfp_status widen_launch(void *ctx, uint32_t op, const gfp_tensor *const *in,
+                               uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                               const void *params) {
+    widen_ctx *w = ctx;
+    return w->launch(w->dev, op, in, n_in, out, n_out, params);
+}
+
 typedef struct cu_family {
     uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */
     gfp_status (*launch)(cu_device *dev, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
@@ -234,11 +289,22 @@ gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
         return pk_fail(GFP_ERR_UNSUPPORTED, "%s: the cuda plugin does not provide it",
                        pk_op_name(op));
     int32_t in_dt[8], out_dt[4];
-    for (uint32_t i = 0; i < n_inputs; i++) in_dt[i] = inputs[i] ? inputs[i]->dtype : -1;
-    for (uint32_t i = 0; i < n_outputs; i++) out_dt[i] = outputs[i]->dtype;
+    bool widened = widens(kind_of(op)) && pk_widen_operands(inputs, n_inputs, outputs, n_outputs);
+    for (uint32_t i = 0; i < n_inputs; i++)
+        in_dt[i] = !inputs[i] ? -1 : widened && pk_is_half(inputs[i]->dtype) ? GFP_F32
+                                                                             : inputs[i]->dtype;
+    for (uint32_t i = 0; i < n_outputs; i++)
+        out_dt[i] = widened && pk_is_half(outputs[i]->dtype) ? GFP_F32 : outputs[i]->dtype;
     if (!accepts(op, in_dt, n_inputs, out_dt, n_outputs))
         return unsupported(op, inputs, n_inputs, outputs, n_outputs);
     if ((st = cu_use(dev, pk_op_name(op))) != GFP_OK) return st;
+    if (widened) {
+        widen_ctx w = {dev, f->launch};
+        const pk_widen_ops ops = {widen_alloc, widen_free, widen_copy, widen_launch, &w, 0,
+                                  dev->name};
+        return pk_widen_launch(&ops, op, inputs, n_inputs, outputs, n_outputs, params,
+                               op == GFP_OP_BATCH_NORM ? 3u << 3 : 0); /* running stats */
+    }
     return f->launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
 }
 
