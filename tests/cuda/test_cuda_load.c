@@ -215,14 +215,26 @@ static void test_capabilities(void) {
     /* Reductions: the reference's dtype rules. */
     CHECK(ASK1(GFP_OP_SUM, GFP_F32, GFP_F32) == S);
     CHECK(ASK1(GFP_OP_SUM, GFP_I64, GFP_I64) == S);
-    CHECK(ASK1(GFP_OP_SUM, GFP_F16, GFP_F16) == N);
+    /* f16 / bf16 reductions, norms, conv and pooling through f32 copies;
+     * not with f16 and bf16 mixed, nor the accumulating index ops. */
+    CHECK(ASK1(GFP_OP_SUM, GFP_F16, GFP_F16) == S);
+    CHECK(ASK1(GFP_OP_MEAN, GFP_BF16, GFP_BF16) == S);
+    CHECK(ASK1(GFP_OP_SUM, GFP_F16, GFP_BF16) == N);
+    CHECK(ask(GFP_OP_CONV2D, 3, (const int32_t[]){GFP_BF16, GFP_BF16, GFP_BF16}, 1,
+              (const int32_t[]){GFP_BF16}) == S);
+    CHECK(ask(GFP_OP_MAX_POOL2D, 1, (const int32_t[]){GFP_F16}, 2,
+              (const int32_t[]){GFP_F16, GFP_I64}) == S);
+    CHECK(ask(GFP_OP_BATCH_NORM, 5, (const int32_t[]){GFP_F16, GFP_F16, GFP_F16, GFP_F16, GFP_F16},
+              3, (const int32_t[]){GFP_F16, GFP_F16, GFP_F16}) == S);
+    CHECK(ask(GFP_OP_SCATTER_ADD, 2, (const int32_t[]){GFP_F16, GFP_I64}, 1,
+              (const int32_t[]){GFP_F16}) == N);
     CHECK(ASK1(GFP_OP_MEAN, GFP_I32, GFP_I32) == N);
     CHECK(ASK1(GFP_OP_AMAX, GFP_BOOL, GFP_BOOL) == S);
     CHECK(ask(GFP_OP_MAX_DIM, 1, (const int32_t[]){GFP_F64}, 2,
               (const int32_t[]){GFP_F64, GFP_I64}) == S);
     CHECK(ask(GFP_OP_MAX_DIM, 1, (const int32_t[]){GFP_F64}, 2,
               (const int32_t[]){GFP_F64, GFP_I32}) == N);
-    /* Normalisation, convolution, pooling: f32 and f64. */
+    /* Normalisation, convolution, pooling: f32 and f64 (16-bit above). */
     CHECK(ask(GFP_OP_LAYER_NORM, 3, (const int32_t[]){GFP_F32, -1, -1}, 3,
               (const int32_t[]){GFP_F32, GFP_F32, GFP_F32}) == S);
     CHECK(ask(GFP_OP_CONV2D, 3, (const int32_t[]){GFP_F64, GFP_F64, -1}, 1,
