@@ -307,6 +307,10 @@ gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor 
                                    const void *params, ocl_launch_fn launch,
                                    uint32_t written_inputs);
 
+/* Whether the norm family's op takes 16-bit tensors through f32 copies
+ * (LAYER_NORM, BATCH_NORM; the softmaxes have 16-bit kernels). */
+bool ocl_norm_widens(uint32_t op);
+
 /* FFT (ocl_fft.c), routed by ocl_plugin.c beside the kit's families. */
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);
 gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,

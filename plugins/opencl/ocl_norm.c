@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM and BATCH_NORM
+/* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, their gradients, LAYER_NORM and BATCH_NORM
  * (kernels/norm.cl), f32 and f64, every tensor of one dtype; SOFTMAX and
  * LOG_SOFTMAX also f16 and bf16 (computed in f32, rounded once), the norms
  * in f16 and bf16 through f32 copies (ocl_half.c).
@@ -15,6 +15,11 @@
 #define OCL_NG 64 /* GF_NG of norm.cl */
 
 static bool is_softmax(uint32_t op) { return op == GFP_OP_SOFTMAX || op == GFP_OP_LOG_SOFTMAX; }
+static bool is_softmax_bw(uint32_t op) {
+    return op == GFP_OP_SOFTMAX_BACKWARD || op == GFP_OP_LOG_SOFTMAX_BACKWARD;
+}
+
+bool ocl_norm_widens(uint32_t op) { return op == GFP_OP_LAYER_NORM || op == GFP_OP_BATCH_NORM; }
 
 /* The dtypes op takes here. */
 static uint32_t dtypes_of(uint32_t op) { return PK_DT_FLOAT | (is_softmax(op) ? PK_DT_HALF : 0); }
@@ -27,9 +32,19 @@ static uint32_t support_native(const ocl_device *d, const gfp_op_query *q) {
                : GFP_SUPPORT_NONE;
 }
 
-/* Layer and batch norm take f16 / bf16 through f32 copies (ocl_half.c). */
+/* Layer and batch norm take f16 / bf16 through f32 copies (ocl_half.c);
+ * the softmax gradients: grad_y, y and grad_x of one float dtype, 16-bit
+ * included. */
 uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
-    return is_softmax(q->op) ? support_native(d, q) : ocl_half_widened_support(d, q, support_native);
+    if (is_softmax_bw(q->op)) {
+        int32_t dt = q->input_dtypes[0];
+        bool ok = d->max_wg >= OCL_NG && q->n_inputs == 2 && q->n_outputs == 1 &&
+                  pk_dtype_in(dt, PK_DT_FLOAT | PK_DT_HALF) && q->input_dtypes[1] == dt &&
+                  q->output_dtypes[0] == dt;
+        return ok ? GFP_SUPPORT_STRIDED : GFP_SUPPORT_NONE;
+    }
+    return ocl_norm_widens(q->op) ? ocl_half_widened_support(d, q, support_native)
+                                  : support_native(d, q);
 }
 
 static const char *kdt(int32_t dt) {
@@ -109,6 +124,71 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
         return ocl_call_run(&c, 1, &global, &local);
     }
     return ocl_call_run1(&c, (uint64_t)nlines, vec ? 1 : 64);
+}
+
+/* ------------------------------------------------------------------ softmax gradients */
+static gfp_status softmax_bw(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                             uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                             const void *params) {
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    const gfp_tensor *g = in[0], *y = in[1], *gx = out[0];
+    if (!g || !y || !gx)
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must all be given", name);
+    if (!pk_dtype_in(g->dtype, PK_DT_FLOAT | PK_DT_HALF) || y->dtype != g->dtype ||
+        gx->dtype != g->dtype)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y, y and grad_x must have one float dtype "
+                       "(got %s, %s, %s)", name, pk_dtype_name(g->dtype), pk_dtype_name(y->dtype),
+                       pk_dtype_name(gx->dtype));
+    if (!pk_same_shape(g, y) || !pk_same_shape(g, gx))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must have one shape", name);
+    int dim = ((const gfp_dim_params *)params)->dim, max_dim = y->rank > 0 ? y->rank : 1;
+    if (dim < 0 || dim >= max_dim)
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+                       dim, (int)y->rank);
+    if (pk_numel(y) == 0) return GFP_OK;
+    int64_t len = y->rank ? y->sizes[dim] : 1;
+    int64_t lsz[GFP_MAX_RANK], lgs[GFP_MAX_RANK], lys[GFP_MAX_RANK], los[GFP_MAX_RANK];
+    int64_t nlines = 1;
+    int lrank = 0;
+    for (int k = 0; k < y->rank; k++) {
+        if (k == dim || y->sizes[k] == 1) continue;
+        lsz[lrank] = y->sizes[k];
+        lgs[lrank] = g->strides[k];
+        lys[lrank] = y->strides[k];
+        los[lrank] = gx->strides[k];
+        nlines *= y->sizes[k];
+        lrank++;
+    }
+    bool group = len >= 256;
+    char kname[32];
+    snprintf(kname, sizeof kname, "softmax_bw_%s_%c", kdt(y->dtype), group ? 'g' : 'i');
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, name);
+    ocl_arg_mem(&c, ocl_mem(g));
+    ocl_arg_i64(&c, ocl_elem_offset(g));
+    ocl_arg_mem(&c, ocl_mem(y));
+    ocl_arg_i64(&c, ocl_elem_offset(y));
+    ocl_arg_mem(&c, ocl_mem(gx));
+    ocl_arg_i64(&c, ocl_elem_offset(gx));
+    ocl_arg_long8(&c, lsz, lrank);
+    ocl_arg_long8(&c, lgs, lrank);
+    ocl_arg_long8(&c, lys, lrank);
+    ocl_arg_long8(&c, los, lrank);
+    ocl_arg_i32(&c, lrank);
+    ocl_arg_i64(&c, nlines);
+    ocl_arg_i64(&c, len);
+    ocl_arg_i64(&c, y->rank ? g->strides[dim] : 0);
+    ocl_arg_i64(&c, y->rank ? y->strides[dim] : 0);
+    ocl_arg_i64(&c, y->rank ? gx->strides[dim] : 0);
+    ocl_arg_i32(&c, op == GFP_OP_SOFTMAX_BACKWARD);
+    if (group) {
+        size_t global = (size_t)nlines * OCL_NG, local = OCL_NG;
+        return ocl_call_run(&c, 1, &global, &local);
+    }
+    return ocl_call_run1(&c, (uint64_t)nlines, 64);
 }
 
 /* ------------------------------------------------------------------ layer norm */
@@ -279,7 +359,13 @@ gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
-    if (!is_softmax(op) && ocl_half_operands(in, n_in, out, n_out))
+    if (is_softmax_bw(op)) {
+        if (d->max_wg < OCL_NG)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
+                           "allows %zu", name, OCL_NG, d->name, d->max_wg);
+        return softmax_bw(d, op, in, n_in, out, n_out, params);
+    }
+    if (ocl_norm_widens(op) && ocl_half_operands(in, n_in, out, n_out))
         return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_norm_launch,
                                        op == GFP_OP_BATCH_NORM ? 3u << 3 : 0); /* running stats */
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, dtypes_of(op));

@@ -95,6 +95,25 @@ static void test_matmul_clblast(void) {
     unsetenv("GRAFT_OPENCL_GEMM");
 }
 
+/* d(softmax or log_softmax of x along dim)/dx applied to gy, into *out (a
+ * new reference; NULL on failure). */
+static void softmax_grad(const gf_tensor *x, const gf_tensor *gy, int dim, int lg,
+                         gf_tensor **out) {
+    *out = NULL;
+    gf_tensor *xl = gf_detach(x);
+    if (!xl || gf_tensor_set_requires_grad(xl, true) != GF_OK) {
+        gf_tensor_release(xl);
+        return;
+    }
+    gf_scope_begin();
+    gf_tensor *y = lg ? gf_log_softmax(xl, dim) : gf_softmax(xl, dim);
+    gf_tensor *res = NULL;
+    if (y && gf_grad(&y, 1, (gf_tensor *const[]){(gf_tensor *)gy}, &xl, 1, &res, NULL) == GF_OK)
+        *out = gf_scope_keep(res);
+    gf_scope_end();
+    gf_tensor_release(xl);
+}
+
 static void test_softmax(void) {
     const gf_dtype dts[] = {GF_F32, GF_F64};
     typedef struct {
@@ -118,6 +137,20 @@ static void test_softmax(void) {
                 snprintf(what, sizeof what, "log_softmax %s shape %zu dim %d [%s]",
                          xd_dtn(dts[di]), si, dim, xd_layout_name[L]);
                 xd_check_pair(what, gf_log_softmax(x.d, dim), gf_log_softmax(x.r, dim));
+                /* The gradients: the device's SOFTMAX_BACKWARD kernels (an item a
+                 * line, a work-group a line of 300 or more), from a strided grad_y. */
+                xd_pair gy = xd_pair_rand(dts[di], shapes[si].rank, shapes[si].s, XV_SMALL,
+                                          (xd_layout)((si + 1) % 4));
+                for (int lg = 0; lg < 2; lg++) {
+                    gf_tensor *gd = NULL, *gr = NULL;
+                    softmax_grad(x.d, gy.d, dim, lg, &gd);
+                    softmax_grad(x.r, gy.r, dim, lg, &gr);
+                    snprintf(what, sizeof what, "%s backward %s shape %zu dim %d [%s]",
+                             lg ? "log_softmax" : "softmax", xd_dtn(dts[di]), si, dim,
+                             xd_layout_name[L]);
+                    xd_check_pair_tol(what, gd, gr, xd_sum_tol(dts[di], 4));
+                }
+                xd_pair_release(gy);
                 xd_pair_release(x);
             }
     }

@@ -98,6 +98,55 @@
         }                                                                                  \
     }
 
+/* SOFTMAX_BACKWARD (soft = 1): grad_x = y (g - sum(g y)); LOG_SOFTMAX_BACKWARD:
+ * grad_x = g - exp(y) sum(g), sums along the line, compensated. _i: an item
+ * a line; _g: a work-group a line (long lines). Each position's g and y are
+ * read before its grad_x is written: an exactly aliased output is fine. */
+#define GF_SOFTMAX_BW_ARGS(T)                                                              \
+    __global const T *g, long og, __global const T *yv, long oy, __global T *gx, long ogx, \
+        long8 lsz, long8 lgs, long8 lys, long8 los, int lrank, long nlines, long len,      \
+        long gs, long ys, long os, int soft
+#define GF_SOFTMAX_BW_LINE(l)                                                              \
+    long g0 = og + gf_line_offset((l), lsz, lgs, lrank);                                   \
+    long y0 = oy + gf_line_offset((l), lsz, lys, lrank);                                   \
+    long o0 = ogx + gf_line_offset((l), lsz, los, lrank);
+#define GF_SOFTMAX_BW_TERM(T, i)                                                           \
+    (soft ? GF_LD(g[g0 + (i) * gs]) * GF_LD(yv[y0 + (i) * ys]) : GF_LD(g[g0 + (i) * gs]))
+#define GF_SOFTMAX_BW_OUT(T, i, sum)                                                       \
+    {                                                                                      \
+        T gi_ = GF_LD(g[g0 + (i) * gs]), yi_ = GF_LD(yv[y0 + (i) * ys]);                   \
+        gx[o0 + (i) * os] = GF_ST(soft ? yi_ * (gi_ - (sum)) : gi_ - exp(yi_) * (sum));    \
+    }
+#define GF_SOFTMAX_BW(DT, T)                                                               \
+    __kernel void softmax_bw_##DT##_i(GF_SOFTMAX_BW_ARGS(GF_SLOT(T))) {                    \
+        long l = get_global_id(0);                                                         \
+        if (l >= nlines) return;                                                           \
+        GF_SOFTMAX_BW_LINE(l)                                                              \
+        T s = 0, c = 0;                                                                    \
+        for (long i = 0; i < len; i++) {                                                   \
+            T v = GF_SOFTMAX_BW_TERM(T, i);                                                \
+            NADD(T, s, c, v);                                                              \
+        }                                                                                  \
+        s = NVAL(s, c);                                                                    \
+        for (long i = 0; i < len; i++) GF_SOFTMAX_BW_OUT(T, i, s)                          \
+    }                                                                                      \
+    __kernel void softmax_bw_##DT##_g(GF_SOFTMAX_BW_ARGS(GF_SLOT(T))) {                    \
+        __local T ls[GF_NG], lc[GF_NG];                                                    \
+        long l = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        GF_SOFTMAX_BW_LINE(l)                                                              \
+        T s = 0, c = 0;                                                                    \
+        for (long i = l_; i < len; i += GF_NG) {                                           \
+            T v = GF_SOFTMAX_BW_TERM(T, i);                                                \
+            NADD(T, s, c, v);                                                              \
+        }                                                                                  \
+        ls[l_] = s;                                                                        \
+        lc[l_] = c;                                                                        \
+        GF_NTREE(GF_NSUM_STEP(T, ls, lc))                                                  \
+        s = NVAL(ls[0], lc[0]);                                                            \
+        for (long i = l_; i < len; i += GF_NG) GF_SOFTMAX_BW_OUT(T, i, s)                  \
+    }
+
 /* _v: one work-item per line, the line contiguous in x and y, vectorized by
  * hand (VW lanes; the tail of a line goes scalar). Softmax writes each exp to
  * y as it sums them and then divides y in place, so an element costs one exp
@@ -149,8 +198,10 @@
         }                                                                                  \
         for (long i = full; i < len; i++) yl[i] = xl[i] - m - log_s;                       \
     }
+GF_SOFTMAX_BW(f32, float)
 GF_SOFTMAX_V(f32, float, float16, 16, vload16, vstore16)
 #if GF_HAS_FP64
+GF_SOFTMAX_BW(f64, double)
 GF_SOFTMAX_V(f64, double, double8, 8, vload8, vstore8)
 #endif
 
@@ -524,7 +575,8 @@ GF_LAYER_NORM_V(f64, double, double8, 8, vload8, vstore8)
 #endif
 
 /* ---------------------------------------------------------------- f16, bf16 */
-/* SOFTMAX / LOG_SOFTMAX over ushort storage in f32, one rounding on store
+/* SOFTMAX / LOG_SOFTMAX and their gradients over ushort storage in f32, one
+ * rounding on store
  * (the hand-vectorized _v form and the norms are f32 / f64 only). */
 #undef GF_SLOT
 #undef GF_LD
@@ -533,8 +585,10 @@ GF_LAYER_NORM_V(f64, double, double8, 8, vload8, vstore8)
 #define GF_LD(v) gf_h2f(v)
 #define GF_ST(v) gf_f2h(v)
 GF_SOFTMAX(f16, float)
+GF_SOFTMAX_BW(f16, float)
 #undef GF_LD
 #undef GF_ST
 #define GF_LD(v) gf_b2f(v)
 #define GF_ST(v) gf_f2b(v)
 GF_SOFTMAX(bf16, float)
+GF_SOFTMAX_BW(bf16, float)
