@@ -306,6 +306,16 @@ gfp_status pk_check_norm(uint32_t op, const gfp_tensor *const *in, uint32_t n_in
                          const gfp_tensor *const *out, uint32_t n_out, const void *params,
                          uint32_t dtypes);
 
+/* LAYER_NORM_BACKWARD and BATCH_NORM_BACKWARD (graft_ops.def): every tensor
+ * present (weight may be absent) and of one dtype of `dtypes` (UNSUPPORTED
+ * otherwise), then the shapes: grad_y and grad_x x's; layer norm's mean and
+ * rstd x's leading dims and weight, grad_weight, grad_bias its last
+ * normalized_rank (params); batch norm's per-channel tensors [C] with x
+ * [N, C, ...]. */
+gfp_status pk_check_norm_backward(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                  const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params, uint32_t dtypes);
+
 /* REDUCE: input of `dtypes` narrowed by the op (mean, var and logsumexp
  * floats only, amax and amin bool too, the others no bool); output alike;
  * indices i64. floats: the float dtypes of `dtypes`. */

@@ -473,3 +473,61 @@ void pk_unary_args_of(uint32_t op, const void *params, int32_t dtype, pk_unary_a
         }
     }
 }
+
+gfp_status pk_check_norm_backward(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                  const gfp_tensor *const *out, uint32_t n_out,
+                                  const void *params, uint32_t dtypes) {
+    bool layer = op == GFP_OP_LAYER_NORM_BACKWARD;
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 5, n_out, 3, name);
+    if (st == GFP_OK && layer) st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    static const char *const lroles[] = {"grad_y", "x",      "mean",        "rstd",
+                                         "weight", "grad_x", "grad_weight", "grad_bias"};
+    static const char *const broles[] = {"grad_y", "x",      "save_mean",   "save_invstd",
+                                         "weight", "grad_x", "grad_weight", "grad_bias"};
+    const char *const *roles = layer ? lroles : broles;
+    const gfp_tensor *t[8] = {in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]};
+    for (int i = 0; i < 8; i++)
+        if (!t[i] && i != 4)
+            return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name, roles[i]);
+    int32_t dt = t[0]->dtype;
+    if (!pk_dtype_in(dt, dtypes)) {
+        char list[64];
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; this plugin takes %s", name,
+                       pk_dtype_name(dt), dtype_list(dtypes, list, sizeof list));
+    }
+    for (int i = 1; i < 8; i++)
+        if (t[i] && t[i]->dtype != dt)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor must "
+                           "have one dtype", name, roles[i], pk_dtype_name(t[i]->dtype),
+                           pk_dtype_name(dt));
+    const gfp_tensor *x = t[1];
+    if (!pk_same_shape(x, t[0]) || !pk_same_shape(x, t[5]))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", name);
+    if (!layer) {
+        if (x->rank < 2)
+            return pk_fail(GFP_ERR_INVALID, "%s: x has rank %d; it must be [N, C, ...] (rank >= "
+                           "2)", name, (int)x->rank);
+        const int idx[5] = {4, 2, 3, 6, 7};
+        for (int i = 0; i < 5; i++)
+            if (t[idx[i]] && !pk_has_sizes(t[idx[i]], 1, &x->sizes[1]))
+                return pk_fail(GFP_ERR_INVALID, "%s: %s must be 1-D with C = %lld elements",
+                               name, roles[idx[i]], (long long)x->sizes[1]);
+        return GFP_OK;
+    }
+    int nr = ((const gfp_layer_norm_params *)params)->normalized_rank;
+    if (nr < 1 || nr > x->rank)
+        return pk_fail(GFP_ERR_INVALID, "%s: normalized_rank %d is out of range for x of rank %d "
+                       "(1..rank)", name, nr, (int)x->rank);
+    int outer = x->rank - nr;
+    if (!pk_has_sizes(t[2], outer, x->sizes) || !pk_has_sizes(t[3], outer, x->sizes))
+        return pk_fail(GFP_ERR_INVALID, "%s: mean and rstd must have x's %d leading dims", name,
+                       outer);
+    const int idx[3] = {4, 6, 7};
+    for (int i = 0; i < 3; i++)
+        if (t[idx[i]] && !pk_has_sizes(t[idx[i]], nr, x->sizes + outer))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must have x's last %d dims", name,
+                           roles[idx[i]], nr);
+    return GFP_OK;
+}

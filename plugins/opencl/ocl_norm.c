@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, their gradients, LAYER_NORM and BATCH_NORM
+/* ocl_norm.c — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM and their gradients
  * (kernels/norm.cl), f32 and f64, every tensor of one dtype; SOFTMAX and
  * LOG_SOFTMAX also f16 and bf16 (computed in f32, rounded once), the norms
  * in f16 and bf16 through f32 copies (ocl_half.c).
@@ -36,6 +36,16 @@ static uint32_t support_native(const ocl_device *d, const gfp_op_query *q) {
  * the softmax gradients: grad_y, y and grad_x of one float dtype, 16-bit
  * included. */
 uint32_t ocl_norm_support(const ocl_device *d, const gfp_op_query *q) {
+    if (q->op == GFP_OP_LAYER_NORM_BACKWARD || q->op == GFP_OP_BATCH_NORM_BACKWARD) {
+        /* contiguous tensors: the core makes contiguous copies of others */
+        int32_t dt = q->input_dtypes[0];
+        bool ok = d->max_wg >= OCL_NG && q->n_inputs == 5 && q->n_outputs == 3 &&
+                  pk_dtype_in(dt, PK_DT_FLOAT | PK_DT_HALF);
+        for (uint32_t i = 1; ok && i < 5; i++)
+            ok = q->input_dtypes[i] == dt || (i == 4 && q->input_dtypes[i] == -1);
+        for (uint32_t i = 0; ok && i < 3; i++) ok = q->output_dtypes[i] == dt;
+        return ok ? GFP_SUPPORT_CONTIGUOUS : GFP_SUPPORT_NONE;
+    }
     if (is_softmax_bw(q->op)) {
         int32_t dt = q->input_dtypes[0];
         bool ok = d->max_wg >= OCL_NG && q->n_inputs == 2 && q->n_outputs == 1 &&
@@ -189,6 +199,89 @@ static gfp_status softmax_bw(ocl_device *d, uint32_t op, const gfp_tensor *const
         return ocl_call_run(&c, 1, &global, &local);
     }
     return ocl_call_run1(&c, (uint64_t)nlines, 64);
+}
+
+/* ------------------------------------------------------------------ norm gradients */
+/* LAYER_NORM_BACKWARD and BATCH_NORM_BACKWARD on contiguous tensors (the
+ * support query says so, and the core makes contiguous copies). */
+static gfp_status norm_bw(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                          uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                          const void *params) {
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_check_norm_backward(op, in, n_in, out, n_out, params,
+                                           PK_DT_FLOAT | PK_DT_HALF);
+    if (st != GFP_OK) return st;
+    for (int i = 0; i < 8; i++) {
+        const gfp_tensor *t = i < 5 ? in[i] : out[i - 5];
+        if (t && !pk_is_contiguous(t))
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: takes contiguous tensors here (query_op "
+                           "says so; the core makes contiguous copies)", name);
+    }
+    const gfp_tensor *g = in[0], *x = in[1], *mu = in[2], *rs = in[3], *w = in[4];
+    const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
+    const char *dt = kdt(x->dtype);
+    char kname[40];
+    ocl_call c;
+    if (op == GFP_OP_BATCH_NORM_BACKWARD) {
+        int64_t nb = x->sizes[0], ch = x->sizes[1], sp = 1;
+        for (int k = 2; k < x->rank; k++) sp *= x->sizes[k];
+        if (ch == 0) return GFP_OK;
+        snprintf(kname, sizeof kname, "bn_bw_%s", dt);
+        ocl_call_begin(&c, d, OCL_PROG_NORM, kname, name);
+        const gfp_tensor *t[5] = {g, x, mu, rs, w};
+        for (int i = 0; i < 5; i++) {
+            ocl_arg_mem(&c, t[i] ? ocl_mem(t[i]) : d->flag);
+            ocl_arg_i64(&c, t[i] ? ocl_elem_offset(t[i]) : 0);
+        }
+        ocl_arg_i32(&c, w != NULL);
+        const gfp_tensor *o[3] = {gx, gw, gb};
+        for (int i = 0; i < 3; i++) {
+            ocl_arg_mem(&c, ocl_mem(o[i]));
+            ocl_arg_i64(&c, ocl_elem_offset(o[i]));
+        }
+        ocl_arg_i64(&c, nb);
+        ocl_arg_i64(&c, ch);
+        ocl_arg_i64(&c, sp);
+        size_t global = (size_t)ch * OCL_NG, local = OCL_NG;
+        return ocl_call_run(&c, 1, &global, &local);
+    }
+    int nr = ((const gfp_layer_norm_params *)params)->normalized_rank;
+    int64_t rows = 1, n = 1;
+    for (int k = 0; k < x->rank; k++) {
+        if (k < x->rank - nr) rows *= x->sizes[k];
+        else n *= x->sizes[k];
+    }
+    if (n == 0) return GFP_OK;
+    /* grad_weight, grad_bias: an item per normalised element */
+    snprintf(kname, sizeof kname, "ln_bw_cols_%s", dt);
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, name);
+    const gfp_tensor *tc[6] = {g, x, mu, rs, gw, gb};
+    for (int i = 0; i < 6; i++) {
+        ocl_arg_mem(&c, ocl_mem(tc[i]));
+        ocl_arg_i64(&c, ocl_elem_offset(tc[i]));
+    }
+    ocl_arg_i64(&c, rows);
+    ocl_arg_i64(&c, n);
+    if ((st = ocl_call_run1(&c, (uint64_t)n, 64)) != GFP_OK || rows == 0) return st;
+    /* grad_x: an item per row, or a work-group per long row */
+    bool group = n >= 256;
+    snprintf(kname, sizeof kname, "ln_bw_rows_%s_%c", dt, group ? 'g' : 'i');
+    ocl_call_begin(&c, d, OCL_PROG_NORM, kname, name);
+    const gfp_tensor *tr[5] = {g, x, mu, rs, w};
+    for (int i = 0; i < 5; i++) {
+        ocl_arg_mem(&c, tr[i] ? ocl_mem(tr[i]) : d->flag);
+        ocl_arg_i64(&c, tr[i] ? ocl_elem_offset(tr[i]) : 0);
+    }
+    ocl_arg_i32(&c, w != NULL);
+    ocl_arg_mem(&c, ocl_mem(gx));
+    ocl_arg_i64(&c, ocl_elem_offset(gx));
+    ocl_arg_i64(&c, rows);
+    ocl_arg_i64(&c, n);
+    if (group) {
+        size_t global = (size_t)rows * OCL_NG, local = OCL_NG;
+        return ocl_call_run(&c, 1, &global, &local);
+    }
+    return ocl_call_run1(&c, (uint64_t)rows, 64);
 }
 
 /* ------------------------------------------------------------------ layer norm */
@@ -359,6 +452,12 @@ gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
+    if (op == GFP_OP_LAYER_NORM_BACKWARD || op == GFP_OP_BATCH_NORM_BACKWARD) {
+        if (d->max_wg < OCL_NG)
+            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
+                           "allows %zu", name, OCL_NG, d->name, d->max_wg);
+        return norm_bw(d, op, in, n_in, out, n_out, params);
+    }
     if (is_softmax_bw(op)) {
         if (d->max_wg < OCL_NG)
             return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "

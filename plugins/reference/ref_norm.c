@@ -253,39 +253,13 @@ static uint32_t batch_norm_backward_support(const gfp_op_query *q) {
 
 static gfp_status batch_norm_backward_launch(const gfp_tensor *const *in, uint32_t n_in,
                                              const gfp_tensor *const *out, uint32_t n_out) {
-    gfp_status st = pk_expect_counts(n_in, 5, n_out, 3, "batch_norm_backward");
+    gfp_status st = pk_check_norm_backward(GFP_OP_BATCH_NORM_BACKWARD, in, n_in, out, n_out, NULL,
+                                           REF_DT_FLOAT);
     if (st != GFP_OK) return st;
-    static const char *const roles[] = {"grad_y",      "x",      "save_mean",   "save_invstd",
-                                        "weight",      "grad_x", "grad_weight", "grad_bias"};
     const gfp_tensor *t[8] = {in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]};
-    for (int i = 0; i < 8; i++)
-        if (!t[i] && i != 4)
-            return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", "batch_norm_backward",
-                            roles[i]);
-    int32_t dt = t[0]->dtype;
-    if (!ref_is_float(dt))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32, f64, f16 or bf16",
-                        "batch_norm_backward", pk_dtype_name(dt));
-    for (int i = 1; i < 8; i++)
-        if (t[i] && t[i]->dtype != dt)
-            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor "
-                            "must have one dtype", "batch_norm_backward", roles[i], pk_dtype_name(t[i]->dtype),
-                            pk_dtype_name(dt));
     const gfp_tensor *g = t[0], *x = t[1], *mean = t[2], *invstd = t[3], *w = t[4];
     const gfp_tensor *gx = t[5], *gw = t[6], *gb = t[7];
-    if (x->rank < 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: x has rank %d; it must be [N, C, ...] (rank >= 2)",
-                        "batch_norm_backward", (int)x->rank);
-    if (!pk_same_shape(x, g) || !pk_same_shape(x, gx))
-        return pk_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", "batch_norm_backward");
     int64_t ch = x->sizes[1];
-    const gfp_tensor *per[5] = {w, mean, invstd, gw, gb};
-    static const char *const per_role[] = {"weight", "save_mean", "save_invstd", "grad_weight",
-                                           "grad_bias"};
-    for (int i = 0; i < 5; i++)
-        if (per[i] && !pk_has_sizes(per[i], 1, &x->sizes[1]))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must be 1-D with C = %lld elements", "batch_norm_backward",
-                            per_role[i], (long long)ch);
     int64_t count = ch ? pk_numel(x) / ch : 0;
     for (int64_t c = 0; c < ch; c++) {
         /* Channel c: every dim, with dim 1 pinned to c. */
@@ -319,56 +293,20 @@ static gfp_status batch_norm_backward_launch(const gfp_tensor *const *in, uint32
 }
 
 /* --------------------------------------------------------- layer norm backward */
-static bool has_sizes(const gfp_tensor *t, int rank, const int64_t *sizes) {
-    if (t->rank != rank) return false;
-    for (int d = 0; d < rank; d++)
-        if (t->sizes[d] != sizes[d]) return false;
-    return true;
-}
-
 /* LAYER_NORM_BACKWARD as graft_ops.def defines it, in double with
  * compensated sums: per row the two means of grad_x, per normalised
  * element the two sums over the rows. */
 static gfp_status layer_norm_backward_launch(const gfp_tensor *const *in, uint32_t n_in,
                                              const gfp_tensor *const *out, uint32_t n_out,
                                              const void *params) {
-    static const char *name = "layer_norm_backward";
-    gfp_status st = pk_expect_counts(n_in, 5, n_out, 3, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_LAYER_NORM_PARAMS_SIZE_V1_0, name);
+    gfp_status st = pk_check_norm_backward(GFP_OP_LAYER_NORM_BACKWARD, in, n_in, out, n_out,
+                                           params, REF_DT_FLOAT);
     if (st != GFP_OK) return st;
-    static const char *const roles[] = {"grad_y", "x",      "mean",        "rstd",
-                                        "weight", "grad_x", "grad_weight", "grad_bias"};
-    const gfp_tensor *t[8] = {in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]};
-    for (int i = 0; i < 8; i++)
-        if (!t[i] && i != 4)
-            return pk_fail(GFP_ERR_INVALID, "%s: the %s tensor is missing (NULL)", name, roles[i]);
-    int32_t dt = t[0]->dtype;
-    if (!ref_is_float(dt))
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y is %s; the reference takes f32, f64, f16 or bf16",
-                       name, pk_dtype_name(dt));
-    for (int i = 1; i < 8; i++)
-        if (t[i] && t[i]->dtype != dt)
-            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: %s is %s but grad_y is %s; every tensor must "
-                           "have one dtype", name, roles[i], pk_dtype_name(t[i]->dtype),
-                           pk_dtype_name(dt));
-    const gfp_tensor *g = t[0], *x = t[1], *mean = t[2], *rstd = t[3], *w = t[4];
-    const gfp_tensor *gx = t[5], *gw = t[6], *gb = t[7];
+    const gfp_tensor *g = in[0], *x = in[1], *mean = in[2], *rstd = in[3], *w = in[4];
+    const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
     int nr = ((const gfp_layer_norm_params *)params)->normalized_rank;
-    if (nr < 1 || nr > x->rank)
-        return pk_fail(GFP_ERR_INVALID, "%s: normalized_rank %d is out of range for x of rank %d "
-                       "(1..rank)", name, nr, (int)x->rank);
     int outer = x->rank - nr;
     const int64_t *inner = x->sizes + outer;
-    if (!pk_same_shape(x, g) || !pk_same_shape(x, gx))
-        return pk_fail(GFP_ERR_INVALID, "%s: grad_y and grad_x must have x's shape", name);
-    if (!has_sizes(mean, outer, x->sizes) || !has_sizes(rstd, outer, x->sizes))
-        return pk_fail(GFP_ERR_INVALID, "%s: mean and rstd must have x's %d leading dims", name,
-                       outer);
-    const gfp_tensor *per[3] = {w, gw, gb};
-    for (int i = 0; i < 3; i++)
-        if (per[i] && !has_sizes(per[i], nr, inner))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must have x's last %d dims", name,
-                           i == 0 ? "weight" : i == 1 ? "grad_weight" : "grad_bias", nr);
     int64_t n_inner = 1, oidx[GFP_MAX_RANK] = {0}, idx[GFP_MAX_RANK] = {0};
     for (int d = 0; d < nr; d++) n_inner *= inner[d];
     if (n_inner == 0) return GFP_OK;

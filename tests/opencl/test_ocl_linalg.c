@@ -281,6 +281,67 @@ static void test_batch_norm(void) {
  * it cannot take (unit stride in neither dim) is refused, so the op falls back to
  * cpu:0; forced graft takes it on the device even with the variable saying
  * clblast. */
+/* The norms' fused gradients (LAYER_NORM_BACKWARD, BATCH_NORM_BACKWARD on
+ * the device: contiguous, so a strided grad_y is copied first) against the
+ * reference: rows shorter and longer than a work-group, with and without
+ * weight, for x, weight and bias. */
+static void norm_grads(bool layer, const gf_tensor *x, const gf_tensor *w, const gf_tensor *b,
+                       const gf_tensor *gy, int nr, gf_tensor **out) {
+    gf_tensor *leaf[3] = {gf_detach(x), w ? gf_detach(w) : NULL, b ? gf_detach(b) : NULL};
+    int n = w ? 3 : 1;
+    for (int i = 0; i < n; i++) gf_tensor_set_requires_grad(leaf[i], true);
+    gf_scope_begin();
+    gf_tensor *y = layer ? gf_layer_norm(leaf[0], nr, leaf[1], leaf[2], 1e-5, NULL, NULL)
+                         : gf_batch_norm(leaf[0], NULL, NULL, leaf[1], leaf[2], true, 0.1, 1e-5,
+                                         NULL, NULL);
+    gf_tensor *res[3] = {NULL, NULL, NULL};
+    if (y && gf_grad(&y, 1, (gf_tensor *const[]){(gf_tensor *)gy}, leaf, n, res, NULL) == GF_OK)
+        for (int i = 0; i < n; i++) out[i] = gf_scope_keep(res[i]);
+    gf_scope_end();
+    for (int i = 0; i < 3; i++) gf_tensor_release(leaf[i]);
+}
+
+static void test_norm_gradients(void) {
+    struct {
+        bool layer;
+        int rank, nr;
+        int64_t s[4];
+    } cases[] = {{true, 3, 1, {6, 5, 90}},   {true, 2, 1, {3, 300}},    {true, 3, 2, {4, 5, 60}},
+                 {false, 4, 0, {4, 3, 6, 7}}, {false, 4, 0, {70, 3, 5, 9}}, {false, 2, 0, {9, 5}}};
+    for (int di = 0; di < 2; di++) {
+        gf_dtype dt = di ? GF_F64 : GF_F32;
+        if (dt == GF_F64 && !have_f64) continue;
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+            for (int affine = 0; affine < 2; affine++) {
+                xd_seed(ci * 10 + (uint64_t)affine + 700 * (uint64_t)di);
+                int r = cases[ci].rank, nr = cases[ci].nr;
+                const int64_t *ws = cases[ci].layer ? cases[ci].s + r - nr : cases[ci].s + 1;
+                int wr = cases[ci].layer ? nr : 1;
+                xd_pair x = xd_pair_rand(dt, r, cases[ci].s, XV_PLAIN, XL_CONTIG);
+                xd_pair gy = xd_pair_rand(dt, r, cases[ci].s, XV_SMALL, XL_TRANSPOSED);
+                xd_pair w = xd_pair_rand(dt, wr, ws, XV_SMALL, XL_CONTIG);
+                xd_pair b = xd_pair_rand(dt, wr, ws, XV_SMALL, XL_CONTIG);
+                gf_tensor *gd[3] = {NULL, NULL, NULL}, *gr[3] = {NULL, NULL, NULL};
+                norm_grads(cases[ci].layer, x.d, affine ? w.d : NULL, affine ? b.d : NULL, gy.d,
+                           nr, gd);
+                norm_grads(cases[ci].layer, x.r, affine ? w.r : NULL, affine ? b.r : NULL, gy.r,
+                           nr, gr);
+                static const char *const names[3] = {"x", "weight", "bias"};
+                for (int i = 0; i < (affine ? 3 : 1); i++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "%s backward %s case %zu affine %d: grad %s",
+                             cases[ci].layer ? "layer_norm" : "batch_norm", xd_dtn(dt), ci, affine,
+                             names[i]);
+                    xd_check_pair_tol(what, gd[i], gr[i], xd_sum_tol(dt, 64));
+                }
+                xd_pair_release(x);
+                xd_pair_release(gy);
+                xd_pair_release(w);
+                xd_pair_release(b);
+            }
+    }
+}
+
 static void test_matmul_extension(void) {
     const graft_opencl_gemm_ext *ext = NULL;
     CHECK_MSG(gf_device_query_extension(xd_dev, "opencl.gemm", (void **)&ext) == GF_OK && ext,
@@ -323,5 +384,6 @@ int main(void) {
     RUN(test_layer_norm);
     RUN(test_layer_norm_runs);
     RUN(test_batch_norm);
+    RUN(test_norm_gradients);
     return CHECK_REPORT();
 }

@@ -147,6 +147,123 @@
         for (long i = l_; i < len; i += GF_NG) GF_SOFTMAX_BW_OUT(T, i, s)                  \
     }
 
+/* LAYER_NORM_BACKWARD over contiguous tensors: g, x, gx [rows, n]; mean,
+ * rstd [rows]; w, gw, gb [n] (has_w 0: weight 1). ln_bw_cols: an item per
+ * normalised element, its two sums over the rows (gb = sum g, gw = sum g
+ * xhat); ln_bw_rows (_i an item a row, _g a work-group a row): grad_x = rstd
+ * (g w - mean(g w) - xhat mean(g w xhat)). Sums compensated. */
+#define GF_LN_BW(DT, T)                                                                    \
+    __kernel void ln_bw_cols_##DT(__global const GF_SLOT(T) *g, long og,                  \
+                                  __global const GF_SLOT(T) *x, long ox,                   \
+                                  __global const GF_SLOT(T) *mu, long omu,                 \
+                                  __global const GF_SLOT(T) *rs, long ors,                 \
+                                  __global GF_SLOT(T) *gw, long ogw,                       \
+                                  __global GF_SLOT(T) *gb, long ogb, long rows, long n) {  \
+        long j = get_global_id(0);                                                         \
+        if (j >= n) return;                                                                \
+        T sg = 0, cg = 0, sx = 0, cx = 0;                                                  \
+        for (long r = 0; r < rows; r++) {                                                  \
+            T gi = GF_LD(g[og + r * n + j]);                                               \
+            T xh = (GF_LD(x[ox + r * n + j]) - GF_LD(mu[omu + r])) * GF_LD(rs[ors + r]);   \
+            T p = gi * xh;                                                                 \
+            NADD(T, sg, cg, gi);                                                           \
+            NADD(T, sx, cx, p);                                                            \
+        }                                                                                  \
+        gb[ogb + j] = GF_ST(NVAL(sg, cg));                                                 \
+        gw[ogw + j] = GF_ST(NVAL(sx, cx));                                                 \
+    }                                                                                      \
+    __kernel void ln_bw_rows_##DT##_i(GF_LN_BW_ROWS_ARGS(GF_SLOT(T))) {                    \
+        long r = get_global_id(0);                                                         \
+        if (r >= rows) return;                                                             \
+        GF_LN_BW_ROW_BEGIN(T)                                                              \
+        for (long j = 0; j < n; j++) GF_LN_BW_ADD(T, j)                                    \
+        GF_LN_BW_MEANS(T, NVAL(sa, ca), NVAL(sb, cb))                                      \
+        for (long j = 0; j < n; j++) GF_LN_BW_OUT(T, j)                                    \
+    }                                                                                      \
+    __kernel void ln_bw_rows_##DT##_g(GF_LN_BW_ROWS_ARGS(GF_SLOT(T))) {                    \
+        __local T la[GF_NG], lca[GF_NG], lb[GF_NG], lcb[GF_NG];                            \
+        long r = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        GF_LN_BW_ROW_BEGIN(T)                                                              \
+        for (long j = l_; j < n; j += GF_NG) GF_LN_BW_ADD(T, j)                            \
+        la[l_] = sa;                                                                       \
+        lca[l_] = ca;                                                                      \
+        lb[l_] = sb;                                                                       \
+        lcb[l_] = cb;                                                                      \
+        GF_NTREE(GF_NSUM_STEP(T, la, lca) GF_NSUM_STEP(T, lb, lcb))                        \
+        GF_LN_BW_MEANS(T, NVAL(la[0], lca[0]), NVAL(lb[0], lcb[0]))                        \
+        for (long j = l_; j < n; j += GF_NG) GF_LN_BW_OUT(T, j)                            \
+    }
+#define GF_LN_BW_ROWS_ARGS(S)                                                              \
+    __global const S *g, long og, __global const S *x, long ox, __global const S *mu,      \
+        long omu, __global const S *rs, long ors, __global const S *w, long ow, int has_w, \
+        __global S *gx, long ogx, long rows, long n
+#define GF_LN_BW_ROW_BEGIN(T)                                                              \
+    T m = GF_LD(mu[omu + r]), rr = GF_LD(rs[ors + r]);                                     \
+    long base = r * n;                                                                     \
+    T sa = 0, ca = 0, sb = 0, cb = 0;
+#define GF_LN_BW_GW(T, j) (GF_LD(g[og + base + (j)]) * (has_w ? GF_LD(w[ow + (j)]) : (T)1))
+#define GF_LN_BW_ADD(T, j)                                                                 \
+    {                                                                                      \
+        T gwi = GF_LN_BW_GW(T, j);                                                         \
+        T p = gwi * ((GF_LD(x[ox + base + (j)]) - m) * rr);                                \
+        NADD(T, sa, ca, gwi);                                                              \
+        NADD(T, sb, cb, p);                                                                \
+    }
+#define GF_LN_BW_MEANS(T, SA, SB)                                                          \
+    T a = (SA) / (T)n, b = (SB) / (T)n;
+#define GF_LN_BW_OUT(T, j)                                                                 \
+    {                                                                                      \
+        T xh = (GF_LD(x[ox + base + (j)]) - m) * rr;                                       \
+        gx[ogx + base + (j)] = GF_ST(rr * (GF_LN_BW_GW(T, j) - a - xh * b));               \
+    }
+
+/* BATCH_NORM_BACKWARD over contiguous g, x, gx [N, C, S]; mean, invstd, w,
+ * gw, gb [C] (has_w 0: weight 1). A work-group per channel: gb = sum g,
+ * gw = sum g xhat over its N * S elements (compensated), then grad_x =
+ * w invstd (g - gb / M - xhat gw / M). */
+#define GF_BN_BW(DT, T)                                                                    \
+    __kernel void bn_bw_##DT(__global const GF_SLOT(T) *g, long og,                        \
+                             __global const GF_SLOT(T) *x, long ox,                        \
+                             __global const GF_SLOT(T) *mu, long omu,                      \
+                             __global const GF_SLOT(T) *is, long ois,                      \
+                             __global const GF_SLOT(T) *w, long ow, int has_w,             \
+                             __global GF_SLOT(T) *gx, long ogx, __global GF_SLOT(T) *gw,   \
+                             long ogw, __global GF_SLOT(T) *gb, long ogb, long nb, long ch, \
+                             long sp) {                                                    \
+        __local T la[GF_NG], lca[GF_NG], lb[GF_NG], lcb[GF_NG];                            \
+        long c = get_group_id(0);                                                          \
+        int l_ = get_local_id(0);                                                          \
+        T m = GF_LD(mu[omu + c]), inv = GF_LD(is[ois + c]);                                \
+        long count = nb * sp;                                                              \
+        T sa = 0, ca = 0, sb = 0, cb = 0;                                                  \
+        for (long k = l_; k < count; k += GF_NG) {                                         \
+            long at = ((k / sp) * ch + c) * sp + k % sp;                                   \
+            T gi = GF_LD(g[og + at]);                                                      \
+            T p = gi * ((GF_LD(x[ox + at]) - m) * inv);                                    \
+            NADD(T, sa, ca, gi);                                                           \
+            NADD(T, sb, cb, p);                                                            \
+        }                                                                                  \
+        la[l_] = sa;                                                                       \
+        lca[l_] = ca;                                                                      \
+        lb[l_] = sb;                                                                       \
+        lcb[l_] = cb;                                                                      \
+        GF_NTREE(GF_NSUM_STEP(T, la, lca) GF_NSUM_STEP(T, lb, lcb))                        \
+        T db = NVAL(la[0], lca[0]), dw = NVAL(lb[0], lcb[0]);                              \
+        if (l_ == 0) {                                                                     \
+            gb[ogb + c] = GF_ST(db);                                                       \
+            gw[ogw + c] = GF_ST(dw);                                                       \
+        }                                                                                  \
+        if (count == 0) return;                                                            \
+        T mg = db / (T)count, mgx = dw / (T)count;                                         \
+        T scale = (has_w ? GF_LD(w[ow + c]) : (T)1) * inv;                                 \
+        for (long k = l_; k < count; k += GF_NG) {                                         \
+            long at = ((k / sp) * ch + c) * sp + k % sp;                                   \
+            T xh = (GF_LD(x[ox + at]) - m) * inv;                                          \
+            gx[ogx + at] = GF_ST(scale * (GF_LD(g[og + at]) - mg - xh * mgx));             \
+        }                                                                                  \
+    }
+
 /* _v: one work-item per line, the line contiguous in x and y, vectorized by
  * hand (VW lanes; the tail of a line goes scalar). Softmax writes each exp to
  * y as it sums them and then divides y in place, so an element costs one exp
@@ -199,9 +316,13 @@
         for (long i = full; i < len; i++) yl[i] = xl[i] - m - log_s;                       \
     }
 GF_SOFTMAX_BW(f32, float)
+GF_LN_BW(f32, float)
+GF_BN_BW(f32, float)
 GF_SOFTMAX_V(f32, float, float16, 16, vload16, vstore16)
 #if GF_HAS_FP64
 GF_SOFTMAX_BW(f64, double)
+GF_LN_BW(f64, double)
+GF_BN_BW(f64, double)
 GF_SOFTMAX_V(f64, double, double8, 8, vload8, vstore8)
 #endif
 
@@ -586,9 +707,13 @@ GF_LAYER_NORM_V(f64, double, double8, 8, vload8, vstore8)
 #define GF_ST(v) gf_f2h(v)
 GF_SOFTMAX(f16, float)
 GF_SOFTMAX_BW(f16, float)
+GF_LN_BW(f16, float)
+GF_BN_BW(f16, float)
 #undef GF_LD
 #undef GF_ST
 #define GF_LD(v) gf_b2f(v)
 #define GF_ST(v) gf_f2b(v)
 GF_SOFTMAX(bf16, float)
 GF_SOFTMAX_BW(bf16, float)
+GF_LN_BW(bf16, float)
+GF_BN_BW(bf16, float)
