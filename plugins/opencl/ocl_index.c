@@ -21,15 +21,15 @@ static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
     return !selecting(op) && (data == GFP_F64 || data == GFP_I64) && !d->int64_atomics;
 }
 
-#define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_INT | PK_DT(GFP_BOOL))
-/* The dtypes op takes: the selecting ops move f16 / bf16 as 2-byte bits; the
- * accumulating ones have no 16-bit atomics here (the fallback runs them). */
-static uint32_t dtypes_of(uint32_t op) { return INDEX_DTYPES | (selecting(op) ? PK_DT_HALF : 0); }
+/* f16 / bf16: the selecting ops move them as 2-byte bits; the accumulating
+ * ones add them in f32 through a compare-and-swap on the 32-bit word that
+ * holds each (kernels/common.cl). */
+#define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT | PK_DT(GFP_BOOL))
 
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
     if (lacks_atomics(d, q->op, q->input_dtypes[0])) return GFP_SUPPORT_NONE;
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                              dtypes_of(q->op))
+                              INDEX_DTYPES)
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -69,6 +69,8 @@ static const char *kdt(int32_t dt) {
     case GFP_F32: return "f32";
     case GFP_F64: return "f64";
     case GFP_I32: return "i32";
+    case GFP_F16: return "f16";
+    case GFP_BF16: return "bf16";
     default: return "i64";
     }
 }
@@ -141,7 +143,7 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
                        "device '%s' lacks",
                        pk_op_name(op), pk_dtype_name(in[0]->dtype), d->name);
     pk_index_geom g;
-    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], dtypes_of(op), &g);
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], INDEX_DTYPES, &g);
     if (st != GFP_OK) return st;
     gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)

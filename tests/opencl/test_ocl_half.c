@@ -514,6 +514,47 @@ static void test_norms(void) {
     }
 }
 
+/* SCATTER_ADD and INDEX_ADD: each addition in f32, rounded once, through a
+ * compare-and-swap on the 32-bit word holding the element. Many indices
+ * collide, on an element and on both halves of one word; values are small
+ * integers, whose sums every order gets exactly, so the result is bit for
+ * bit the reference's. */
+static void test_accumulate(void) {
+    enum { ROWS = 6, COLS = 9, N = 40 };
+    int64_t idx[N * COLS], idx1[N];
+    for (int i = 0; i < N * COLS; i++) idx[i] = (i * 7 + i / 5) % ROWS;
+    for (int i = 0; i < N; i++) idx1[i] = (i * 5) % ROWS;
+    for (int h = 0; h < 2; h++) {
+        gf_dtype hd = halves[h];
+        xd_seed(990 + (uint64_t)h);
+        /* integers -5..5: about 7 of them meet in each element, well inside
+         * the integers bf16 holds exactly (256) */
+        xd_pair base32 = xd_pair_rand(GF_I32, 2, SZ(ROWS, COLS), XV_SMALL, XL_CONTIG);
+        xd_pair src32 = xd_pair_rand(GF_I32, 2, SZ(N, COLS), XV_SMALL, XL_TRANSPOSED);
+        xd_pair base = xd_half_make(hd, &base32), src = xd_half_make(hd, &src32);
+        xd_pair ix = pair_of(idx, N * COLS, GF_I64), ix1 = pair_of(idx1, N, GF_I64);
+        gf_tensor *ixd = gf_reshape(ix.d, SZ(N, COLS), 2), *ixr = gf_reshape(ix.r, SZ(N, COLS), 2);
+        gf_tensor *b16 = gf_to_dtype(base.r, hd), *s16 = gf_to_dtype(src.r, hd);
+        char what[64];
+        snprintf(what, sizeof what, "scatter_add %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_scatter_add(base.d, 0, ixd, src.d)),
+                  gf_scatter_add(b16, 0, ixr, s16));
+        snprintf(what, sizeof what, "index_add %s", gf_dtype_name(hd));
+        same_bits(what, on_ref(gf_index_add(base.d, 0, ix1.d, src.d)),
+                  gf_index_add(b16, 0, ix1.r, s16));
+        gf_tensor_release(ixd);
+        gf_tensor_release(ixr);
+        gf_tensor_release(b16);
+        gf_tensor_release(s16);
+        xd_pair_release(base32);
+        xd_pair_release(src32);
+        xd_pair_release(base);
+        xd_pair_release(src);
+        xd_pair_release(ix);
+        xd_pair_release(ix1);
+    }
+}
+
 /* RANDOM in 16 bits: the reference's numbers bit for bit (computed in
  * double, rounded once), for the same seed. */
 static void test_random(void) {
@@ -627,6 +668,7 @@ int main(void) {
     if (have_f64) RUN(test_random); /* 16-bit draws need doubles on the device */
     RUN(test_conv_pool);
     RUN(test_norms);
+    RUN(test_accumulate);
     if (have_f64) RUN(test_graph_replay);
     return xd_finish();
 }

@@ -217,6 +217,30 @@ void gf_atomic_add_f32(volatile __global float *p, float v) {
     while ((seen = atomic_cmpxchg(u, old, as_uint(as_float(old) + v))) != old) old = seen;
 }
 void gf_atomic_add_i32(volatile __global int *p, int v) { atomic_add(p, v); }
+/* f16 and bf16: compare-and-swap on the aligned 32-bit word that holds the
+ * element (its other half may be another element, updated concurrently:
+ * the swap keeps it), the sum computed in f32 and rounded once. */
+#define GF_ATOMIC_ADD_HALF(DT)                                                             \
+    void gf_atomic_add_##DT(volatile __global ushort *p, ushort v) {                       \
+        volatile __global uint *w = (volatile __global uint *)((size_t)p & ~(size_t)3);    \
+        uint shift = ((size_t)p & 2) ? 16u : 0u;                                          \
+        if (!GF_LITTLE_ENDIAN) shift = 16u - shift;                                        \
+        float add = GF_LD_##DT(v);                                                         \
+        uint old = *w, seen;                                                               \
+        for (;;) {                                                                         \
+            ushort nv = GF_ST_##DT(GF_LD_##DT((ushort)(old >> shift)) + add);             \
+            uint nw = (old & ~(0xffffu << shift)) | ((uint)nv << shift);                   \
+            if ((seen = atomic_cmpxchg(w, old, nw)) == old) break;                         \
+            old = seen;                                                                    \
+        }                                                                                  \
+    }
+#ifdef __ENDIAN_LITTLE__
+#define GF_LITTLE_ENDIAN 1
+#else
+#define GF_LITTLE_ENDIAN 0
+#endif
+GF_ATOMIC_ADD_HALF(f16)
+GF_ATOMIC_ADD_HALF(bf16)
 #if GF_HAS_INT64_ATOMICS
 void gf_atomic_add_i64(volatile __global long *p, long v) { atom_add(p, v); }
 #if GF_HAS_FP64

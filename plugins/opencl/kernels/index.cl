@@ -99,8 +99,12 @@ GF_GATHER(b8, ulong)
     }
 GF_SCATTER_ADD(f32, float)
 GF_SCATTER_ADD(i32, int)
+GF_SCATTER_ADD(f16, ushort)
+GF_SCATTER_ADD(bf16, ushort)
 GF_INDEX_ADD(f32, float)
 GF_INDEX_ADD(i32, int)
+GF_INDEX_ADD(f16, ushort)
+GF_INDEX_ADD(bf16, ushort)
 #if GF_HAS_INT64_ATOMICS
 GF_SCATTER_ADD(i64, long)
 GF_INDEX_ADD(i64, long)
