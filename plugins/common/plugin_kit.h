@@ -316,6 +316,13 @@ gfp_status pk_check_norm_backward(uint32_t op, const gfp_tensor *const *in, uint
                                   const gfp_tensor *const *out, uint32_t n_out,
                                   const void *params, uint32_t dtypes);
 
+/* SOFTMAX_BACKWARD and LOG_SOFTMAX_BACKWARD: grad_y, y and grad_x present,
+ * of one dtype of `dtypes` (UNSUPPORTED otherwise) and one shape, params.dim
+ * in range (a 0-dim tensor has dim 0). */
+gfp_status pk_check_softmax_backward(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                     const gfp_tensor *const *out, uint32_t n_out,
+                                     const void *params, uint32_t dtypes);
+
 /* REDUCE: input of `dtypes` narrowed by the op (mean, var and logsumexp
  * floats only, amax and amin bool too, the others no bool); output alike;
  * indices i64. floats: the float dtypes of `dtypes`. */

@@ -531,3 +531,26 @@ gfp_status pk_check_norm_backward(uint32_t op, const gfp_tensor *const *in, uint
                            roles[idx[i]], nr);
     return GFP_OK;
 }
+
+gfp_status pk_check_softmax_backward(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                                     const gfp_tensor *const *out, uint32_t n_out,
+                                     const void *params, uint32_t dtypes) {
+    const char *name = pk_op_name(op);
+    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    if (st != GFP_OK) return st;
+    const gfp_tensor *g = in[0], *y = in[1], *gx = out[0];
+    if (!g || !y || !gx)
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must all be given", name);
+    if (!pk_dtype_in(g->dtype, dtypes) || y->dtype != g->dtype || gx->dtype != g->dtype)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y, y and grad_x must have one float dtype "
+                       "(got %s, %s, %s)", name, pk_dtype_name(g->dtype), pk_dtype_name(y->dtype),
+                       pk_dtype_name(gx->dtype));
+    if (!pk_same_shape(g, y) || !pk_same_shape(g, gx))
+        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must have one shape", name);
+    int dim = ((const gfp_dim_params *)params)->dim, max_dim = y->rank > 0 ? y->rank : 1;
+    if (dim < 0 || dim >= max_dim)
+        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
+                       dim, (int)y->rank);
+    return GFP_OK;
+}

@@ -107,23 +107,10 @@ static gfp_status softmax_launch(uint32_t op, const gfp_tensor *const *in,
 static gfp_status softmax_backward_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                                           const gfp_tensor *const *out, uint32_t n_out,
                                           const void *params) {
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, 2, n_out, 1, name);
-    if (st == GFP_OK) st = pk_check_params(params, GFP_DIM_PARAMS_SIZE_V1_0, name);
+    gfp_status st = pk_check_softmax_backward(op, in, n_in, out, n_out, params, REF_DT_FLOAT);
     if (st != GFP_OK) return st;
     const gfp_tensor *g = in[0], *y = in[1], *gx = out[0];
-    if (!g || !y || !gx)
-        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must all be given", name);
-    if (!ref_is_float(g->dtype) || y->dtype != g->dtype || gx->dtype != g->dtype)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: grad_y, y and grad_x must have one float dtype "
-                       "(got %s, %s, %s)", name, pk_dtype_name(g->dtype), pk_dtype_name(y->dtype),
-                       pk_dtype_name(gx->dtype));
-    if (!pk_same_shape(g, y) || !pk_same_shape(g, gx))
-        return pk_fail(GFP_ERR_INVALID, "%s: grad_y, y and grad_x must have one shape", name);
-    int dim = ((const gfp_dim_params *)params)->dim, max_dim = y->rank > 0 ? y->rank : 1;
-    if (dim < 0 || dim >= max_dim)
-        return pk_fail(GFP_ERR_INVALID, "%s: dim %d is out of range for a tensor of rank %d", name,
-                       dim, (int)y->rank);
+    int dim = ((const gfp_dim_params *)params)->dim;
     if (pk_numel(y) == 0) return GFP_OK;
     int64_t len = y->rank > 0 ? y->sizes[dim] : 1;
     int64_t gs = g->rank > 0 ? g->strides[dim] : 0, ys = y->rank > 0 ? y->strides[dim] : 0;
