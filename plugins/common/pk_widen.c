@@ -68,9 +68,14 @@ static gfp_status place(const gfp_tensor *const *t, uint32_t n, uint64_t *at, ui
     return GFP_OK;
 }
 
+/* Bit i: the op updates input i in place. */
+static uint32_t written_inputs(uint32_t op) {
+    return op == GFP_OP_BATCH_NORM ? 3u << 3 : 0; /* running_mean, running_var */
+}
+
 gfp_status pk_widen_launch(const pk_widen_ops *ops, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                           const void *params, uint32_t written_inputs) {
+                           const void *params) {
     const char *name = pk_op_name(op);
     if (n_in > 8 || n_out > 4)
         return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs (at most 8 and 4)", name,
@@ -105,7 +110,7 @@ gfp_status pk_widen_launch(const pk_widen_ops *ops, uint32_t op, const gfp_tenso
     for (uint32_t i = 0; i < n_out && st == GFP_OK; i++)
         if (at_out[i] != UINT64_MAX) st = ops->copy(ops->ctx, out[i], &wo[i], name);
     for (uint32_t i = 0; i < n_in && st == GFP_OK; i++)
-        if (at_in[i] != UINT64_MAX && (written_inputs >> i) & 1u)
+        if (at_in[i] != UINT64_MAX && (written_inputs(op) >> i) & 1u)
             st = ops->copy(ops->ctx, in[i], &wi[i], name);
     ops->temp_free(ops->ctx, tmp);
     return st;

@@ -40,10 +40,11 @@ bool pk_widen_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_ten
 /* *w = q with its 16-bit dtypes read as f32 (q itself when it has none).
  * False when q mixes f16 and bf16: the f32 kernels take one dtype. */
 bool pk_widen_query(const gfp_op_query *q, gfp_op_query *w);
-/* The launch through f32 copies. written_inputs: bit i when the op updates
- * input i in place. At most 8 inputs and 4 outputs. */
+/* The launch through f32 copies, at most 8 inputs and 4 outputs. The inputs
+ * an op updates in place (BATCH_NORM's running statistics, graft_ops.def)
+ * are rounded back from their copies after it. */
 gfp_status pk_widen_launch(const pk_widen_ops *ops, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                           const void *params, uint32_t written_inputs);
+                           const void *params);
 
 #endif

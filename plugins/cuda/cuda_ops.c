@@ -302,8 +302,7 @@ gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
         widen_ctx w = {dev, f->launch};
         const pk_widen_ops ops = {widen_alloc, widen_free, widen_copy, widen_launch, &w, 0,
                                   dev->name};
-        return pk_widen_launch(&ops, op, inputs, n_inputs, outputs, n_outputs, params,
-                               op == GFP_OP_BATCH_NORM ? 3u << 3 : 0); /* running stats */
+        return pk_widen_launch(&ops, op, inputs, n_inputs, outputs, n_outputs, params);
     }
     return f->launch(dev, op, inputs, n_inputs, outputs, n_outputs, params);
 }

@@ -44,8 +44,8 @@ gfp_status ocl_conv_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
         return pk_fail(GFP_ERR_INVALID, "%s: takes %s input(s) and 1 output, got %u and %u",
                         name, op == GFP_OP_CONV2D ? "2 or 3" : "2", (unsigned)n_in,
                         (unsigned)n_out);
-    if (ocl_half_operands(in, n_in, out, n_out))
-        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_conv_launch, 0);
+    if (pk_widen_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_conv_launch);
     /* Roles: the input-shaped, weight-shaped and output-shaped tensors. */
     const gfp_tensor *x, *w, *y, *bias = NULL;
     const char *xn, *wn, *yn;

@@ -160,7 +160,7 @@ static bool must_run_eagerly(const ocl_device *d, const ocl_family *f, const gfp
     uint32_t op = n->op;
     bool widens = f->launch == ocl_conv_launch || f->launch == ocl_pool_launch ||
                   (f->launch == ocl_norm_launch && ocl_norm_widens(op));
-    bool widened = widens && ocl_half_operands(n->inputs, n->n_inputs, n->outputs, n->n_outputs);
+    bool widened = widens && pk_widen_operands(n->inputs, n->n_inputs, n->outputs, n->n_outputs);
     return widened || f->launch == ocl_index_launch || f->launch == ocl_random_launch ||
            f->launch == ocl_fft_launch ||
            op == GFP_OP_FILL || (f->launch == ocl_matmul_launch && ocl_matmul_may_use_clblast(d));

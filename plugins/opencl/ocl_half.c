@@ -12,7 +12,6 @@
 #include <stdlib.h>
 
 #include "ocl_internal.h"
-#include "pk_widen.h"
 
 typedef struct widen_ctx {
     ocl_device *d;
@@ -58,16 +57,11 @@ uint32_t ocl_half_widened_support(const ocl_device *d, const gfp_op_query *q,
     return pk_widen_query(q, &w) ? support(d, &w) : GFP_SUPPORT_NONE;
 }
 
-bool ocl_half_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
-                       uint32_t n_out) {
-    return pk_widen_operands(in, n_in, out, n_out);
-}
-
 gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                                   const void *params, ocl_launch_fn fn, uint32_t written_inputs) {
+                                   const void *params, ocl_launch_fn fn) {
     widen_ctx w = {d, fn};
     const pk_widen_ops ops = {temp_alloc, temp_free, copy, launch, &w, d->max_alloc_bytes,
                               d->name};
-    return pk_widen_launch(&ops, op, in, n_in, out, n_out, params, written_inputs);
+    return pk_widen_launch(&ops, op, in, n_in, out, n_out, params);
 }

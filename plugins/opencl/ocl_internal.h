@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pk_widen.h"
 #include "plugin_kit.h"
 
 #if defined(__GNUC__)
@@ -294,18 +295,13 @@ PK_FAMILIES(OCL_FAMILY)
 typedef gfp_status (*ocl_launch_fn)(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                     uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                                     const void *params);
-/* Whether any (present) operand is f16 or bf16. */
-bool ocl_half_operands(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
-                       uint32_t n_out);
-/* support's answer for q with its 16-bit dtypes (one of them per query) read as f32. */
+/* support's answer for q with its 16-bit dtypes (one of them per query) read
+ * as f32. Whether a launch needs the copies: pk_widen_operands. */
 uint32_t ocl_half_widened_support(const ocl_device *d, const gfp_op_query *q,
                                   uint32_t (*support)(const ocl_device *, const gfp_op_query *));
-/* written_inputs: bit i set when the op updates input i in place (it is
- * rounded back from its f32 copy after the launch). */
 gfp_status ocl_half_widened_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                                    uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
-                                   const void *params, ocl_launch_fn launch,
-                                   uint32_t written_inputs);
+                                   const void *params, ocl_launch_fn launch);
 
 /* Whether the norm family's op takes 16-bit tensors through f32 copies
  * (LAYER_NORM, BATCH_NORM; the softmaxes have 16-bit kernels). */

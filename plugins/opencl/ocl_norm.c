@@ -90,6 +90,23 @@ static int64_t runs_of(const int64_t *sz, const int64_t *xs, const int64_t *ys, 
 #define OCL_RUN_MIN 32
 
 /* ------------------------------------------------------------------ softmax */
+/* The lines along dim of the n tensors t (of one shape): the other dims,
+ * size-1 ones dropped, as sizes sz and each tensor's strides st[i], in
+ * *rank dims; returns how many lines there are. */
+static int64_t lines_of(const gfp_tensor *const *t, int n, int dim, int64_t *sz,
+                        int64_t (*st)[GFP_MAX_RANK], int *rank) {
+    int64_t nlines = 1;
+    *rank = 0;
+    for (int k = 0; k < t[0]->rank; k++) {
+        if (k == dim || t[0]->sizes[k] == 1) continue;
+        sz[*rank] = t[0]->sizes[k];
+        for (int i = 0; i < n; i++) st[i][*rank] = t[i]->strides[k];
+        nlines *= t[0]->sizes[k];
+        (*rank)++;
+    }
+    return nlines;
+}
+
 /* Checked by pk_check_norm (plugin_kit.h), as are the ops below. */
 static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const gfp_tensor *y,
                           const void *params) {
@@ -98,16 +115,9 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
     if (pk_numel(x) == 0) return GFP_OK;
     int64_t len = x->rank ? x->sizes[dim] : 1;
     int64_t xs = x->rank ? x->strides[dim] : 0, ys = y->rank ? y->strides[dim] : 0;
-    int64_t lsz[GFP_MAX_RANK], lxs[GFP_MAX_RANK], lys[GFP_MAX_RANK], nlines = 1;
-    int lrank = 0;
-    for (int k = 0; k < x->rank; k++) {
-        if (k == dim || x->sizes[k] == 1) continue;
-        lsz[lrank] = x->sizes[k];
-        lxs[lrank] = x->strides[k];
-        lys[lrank] = y->strides[k];
-        nlines *= x->sizes[k];
-        lrank++;
-    }
+    int64_t lsz[GFP_MAX_RANK], ls[2][GFP_MAX_RANK];
+    int lrank;
+    int64_t nlines = lines_of((const gfp_tensor *const[]){x, y}, 2, dim, lsz, ls, &lrank);
     /* Contiguous lines, enough of them: vectorized by hand, an item each;
      * few long lines: a work-group each; else an item each. */
     bool vec = xs == 1 && ys == 1 && len >= 16 && nlines >= 8 && !pk_is_half(x->dtype);
@@ -121,8 +131,8 @@ static gfp_status softmax(ocl_device *d, uint32_t op, const gfp_tensor *x, const
     ocl_arg_mem(&c, ocl_mem(y));
     ocl_arg_i64(&c, ocl_elem_offset(y));
     ocl_arg_long8(&c, lsz, lrank);
-    ocl_arg_long8(&c, lxs, lrank);
-    ocl_arg_long8(&c, lys, lrank);
+    ocl_arg_long8(&c, ls[0], lrank);
+    ocl_arg_long8(&c, ls[1], lrank);
     ocl_arg_i32(&c, lrank);
     ocl_arg_i64(&c, nlines);
     ocl_arg_i64(&c, len);
@@ -148,18 +158,9 @@ static gfp_status softmax_bw(ocl_device *d, uint32_t op, const gfp_tensor *const
     int dim = ((const gfp_dim_params *)params)->dim;
     if (pk_numel(y) == 0) return GFP_OK;
     int64_t len = y->rank ? y->sizes[dim] : 1;
-    int64_t lsz[GFP_MAX_RANK], lgs[GFP_MAX_RANK], lys[GFP_MAX_RANK], los[GFP_MAX_RANK];
-    int64_t nlines = 1;
-    int lrank = 0;
-    for (int k = 0; k < y->rank; k++) {
-        if (k == dim || y->sizes[k] == 1) continue;
-        lsz[lrank] = y->sizes[k];
-        lgs[lrank] = g->strides[k];
-        lys[lrank] = y->strides[k];
-        los[lrank] = gx->strides[k];
-        nlines *= y->sizes[k];
-        lrank++;
-    }
+    int64_t lsz[GFP_MAX_RANK], ls[3][GFP_MAX_RANK];
+    int lrank;
+    int64_t nlines = lines_of((const gfp_tensor *const[]){g, y, gx}, 3, dim, lsz, ls, &lrank);
     bool group = len >= 256;
     char kname[32];
     snprintf(kname, sizeof kname, "softmax_bw_%s_%c", kdt(y->dtype), group ? 'g' : 'i');
@@ -172,9 +173,7 @@ static gfp_status softmax_bw(ocl_device *d, uint32_t op, const gfp_tensor *const
     ocl_arg_mem(&c, ocl_mem(gx));
     ocl_arg_i64(&c, ocl_elem_offset(gx));
     ocl_arg_long8(&c, lsz, lrank);
-    ocl_arg_long8(&c, lgs, lrank);
-    ocl_arg_long8(&c, lys, lrank);
-    ocl_arg_long8(&c, los, lrank);
+    for (int i = 0; i < 3; i++) ocl_arg_long8(&c, ls[i], lrank);
     ocl_arg_i32(&c, lrank);
     ocl_arg_i64(&c, nlines);
     ocl_arg_i64(&c, len);
@@ -436,30 +435,28 @@ static gfp_status batch_norm(ocl_device *d, const gfp_tensor *const *in,
     return ocl_call_run(&c, 1, &global, &local);
 }
 
+/* The kernels' work-groups of OCL_NG items, which the device does not allow
+ * (query_op said NONE). */
+static gfp_status groups_too_small(const ocl_device *d, const char *name) {
+    return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' allows %zu",
+                   name, OCL_NG, d->name, d->max_wg);
+}
+
 gfp_status ocl_norm_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params) {
     const char *name = pk_op_name(op);
-    if (op == GFP_OP_LAYER_NORM_BACKWARD || op == GFP_OP_BATCH_NORM_BACKWARD) {
-        if (d->max_wg < OCL_NG)
-            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
-                           "allows %zu", name, OCL_NG, d->name, d->max_wg);
-        return norm_bw(d, op, in, n_in, out, n_out, params);
-    }
-    if (is_softmax_bw(op)) {
-        if (d->max_wg < OCL_NG)
-            return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
-                           "allows %zu", name, OCL_NG, d->name, d->max_wg);
-        return softmax_bw(d, op, in, n_in, out, n_out, params);
-    }
-    if (ocl_norm_widens(op) && ocl_half_operands(in, n_in, out, n_out))
-        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_norm_launch,
-                                       op == GFP_OP_BATCH_NORM ? 3u << 3 : 0); /* running stats */
+    if (op == GFP_OP_LAYER_NORM_BACKWARD || op == GFP_OP_BATCH_NORM_BACKWARD)
+        return d->max_wg < OCL_NG ? groups_too_small(d, name)
+                                  : norm_bw(d, op, in, n_in, out, n_out, params);
+    if (is_softmax_bw(op))
+        return d->max_wg < OCL_NG ? groups_too_small(d, name)
+                                  : softmax_bw(d, op, in, n_in, out, n_out, params);
+    if (ocl_norm_widens(op) && pk_widen_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_norm_launch);
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, dtypes_of(op));
     if (st != GFP_OK) return st;
-    if (d->max_wg < OCL_NG)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: needs work-groups of %d items; device '%s' "
-                        "allows %zu", name, OCL_NG, d->name, d->max_wg);
+    if (d->max_wg < OCL_NG) return groups_too_small(d, name);
     switch (op) {
     case GFP_OP_LAYER_NORM: return layer_norm(d, in, out, params);
     case GFP_OP_BATCH_NORM: return batch_norm(d, in, out, params);

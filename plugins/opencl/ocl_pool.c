@@ -121,8 +121,8 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
     uint32_t want_out = op == GFP_OP_MAX_POOL2D ? 2 : 1;
     gfp_status st = pk_expect_counts(n_in, want_in, n_out, want_out, name);
     if (st != GFP_OK) return st;
-    if (ocl_half_operands(in, n_in, out, n_out))
-        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_pool_launch, 0);
+    if (pk_widen_operands(in, n_in, out, n_out))
+        return ocl_half_widened_launch(d, op, in, n_in, out, n_out, params, ocl_pool_launch);
     pool_geom g = {0};
     switch (op) {
     case GFP_OP_MAX_POOL2D: {
