@@ -5,16 +5,16 @@
  * As the reference does it: the input is loaded into a contiguous work
  * array of complex values in the compute type (c128 on a device with
  * doubles, else c64) by the complex copy kernels, each listed dim is
- * transformed line by line in place, and the result is stored into y with
- * the scale (C2R: the real parts, after the onesided dim's lines were
- * extended by conjugate symmetry and transformed last). A line of a power
- * of two is one radix-2 transform (an item per line, or for a few long
- * lines a launch per stage with an item per butterfly); any other length
- * goes through
- * Bluestein's algorithm with power-of-two transforms of m >= 2n - 1, whose
- * scratch lines are taken in chunks of at most OCL_FFT_SCRATCH bytes. The
- * work arrays are buffers of their own, released once their kernels are
- * queued (OpenCL frees them when those kernels are done). */
+ * transformed in place, and the result is stored into y with the scale
+ * (C2R: the real parts, after the onesided dim's lines were extended by
+ * conjugate symmetry and transformed last). Power-of-two lines go through
+ * work-groups holding them in local memory, or an item per line (the two
+ * forms below), long ones through the four-step split; any other length
+ * through Bluestein's algorithm with power-of-two transforms of
+ * m >= 2n - 1, whose scratch lines are taken in chunks of at most
+ * OCL_FFT_SCRATCH bytes. The work arrays are buffers of their own, released
+ * once their kernels are queued (OpenCL frees them when those kernels are
+ * done). */
 #include <stdio.h>
 #include <string.h>
 
@@ -92,15 +92,21 @@ static gfp_tensor view(ocl_buffer *b, int32_t dt, int rank, const int64_t *shape
 /* ------------------------------------------------------------ 1-D transforms */
 /* The first n / 2 roots of n of the sign, kept per device for the next
  * transform of the same length (computing them costs more than a radix-2
- * pass); *tw stays valid until the next call for this sign. */
+ * pass); *tw stays valid for the next OCL_FFT_ROOT_TABLES - 1 calls for
+ * this sign (a table replaced while kernels that read it are queued lives
+ * until they are done, as OpenCL keeps released buffers). */
 static gfp_status roots(ocl_device *d, int64_t n, int sign, cl_mem *tw, size_t es) {
-    int i = sign > 0;
-    if (d->fft_roots[i] && d->fft_roots_n[i] == n) {
-        *tw = d->fft_roots[i];
-        return GFP_OK;
+    int i = sign > 0, k = 0;
+    for (int j = 0; j < OCL_FFT_ROOT_TABLES; j++) {
+        if (d->fft_roots[i][j] && d->fft_roots_n[i][j] == n) {
+            d->fft_roots_used[i][j] = ++d->fft_roots_clock;
+            *tw = d->fft_roots[i][j];
+            return GFP_OK;
+        }
+        if (d->fft_roots_used[i][j] < d->fft_roots_used[i][k]) k = j;
     }
     ocl_buffer b;
-    gfp_status st = make(d, (uint64_t)(n / 2) * es, &b);
+    gfp_status st = make(d, (uint64_t)(n / 2 > 0 ? n / 2 : 1) * es, &b);
     if (st != GFP_OK) return st;
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_roots", "fft");
@@ -111,40 +117,129 @@ static gfp_status roots(ocl_device *d, int64_t n, int sign, cl_mem *tw, size_t e
         drop(&b);
         return st;
     }
-    if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
-    d->fft_roots[i] = *tw = b.mem;
-    d->fft_roots_n[i] = n;
+    if (d->fft_roots[i][k]) ocl.ReleaseMemObject(d->fft_roots[i][k]);
+    d->fft_roots[i][k] = *tw = b.mem;
+    d->fft_roots_n[i][k] = n;
+    d->fft_roots_used[i][k] = ++d->fft_roots_clock;
     return GFP_OK;
 }
 
 void ocl_fft_release(ocl_device *d) {
-    for (int i = 0; i < 2; i++) {
-        if (d->fft_roots[i]) ocl.ReleaseMemObject(d->fft_roots[i]);
-        d->fft_roots[i] = NULL;
-        d->fft_roots_n[i] = 0;
-    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < OCL_FFT_ROOT_TABLES; j++) {
+            if (d->fft_roots[i][j]) ocl.ReleaseMemObject(d->fft_roots[i][j]);
+            d->fft_roots[i][j] = NULL;
+            d->fft_roots_n[i][j] = 0;
+            d->fft_roots_used[i][j] = 0;
+        }
 }
 
-/* Fewer lines than this, each at least OCL_FFT_STAGED_N long: a launch per
- * stage with an item per butterfly instead of an item per line. */
+/* Two forms (GRAFT_OPENCL_FFT=local|lines|auto):
+ *   local  work-groups transform lines held in local memory (fx_block);
+ *          longer contiguous lines through the four-step split, Bluestein
+ *          as batched launches: the GPU form.
+ *   lines  an item per line, through global memory (fx_lines_pow2,
+ *          fx_lines_bluestein): on a CPU device each item's line stays in
+ *          its core's cache, and the driver vectorises across items. On
+ *          PoCL it measured 1.2-2x faster than local for 32 lines or more
+ *          (docs/benchmarks.md), and slower for fewer.
+ *   auto   lines on CPU devices for at least OCL_FFT_STAGED_LINES
+ *          contiguous lines, local everywhere else (an item walking a
+ *          strided line misses the cache at every element: 5x slower
+ *          than local for 64 lines of 512 along dim 0). */
+typedef enum fft_form { FFT_AUTO, FFT_LOCAL, FFT_LINES } fft_form;
+
+static fft_form form_choice(void) {
+    const char *v = ocl_getenv("GRAFT_OPENCL_FFT");
+    if (v && !strcmp(v, "local")) return FFT_LOCAL;
+    if (v && !strcmp(v, "lines")) return FFT_LINES;
+    return FFT_AUTO;
+}
+
+/* Longer lines than a local block, fewer than this, each at least
+ * OCL_FFT_STAGED_N long: a launch per stage with an item per butterfly
+ * instead of an item per line. */
 #define OCL_FFT_STAGED_LINES 32
 #define OCL_FFT_STAGED_N 1024
 
+static bool lines_form(const ocl_device *d, int64_t inner, int64_t lines) {
+    fft_form f = form_choice();
+    if (f != FFT_AUTO) return f == FFT_LINES;
+    return (d->type & CL_DEVICE_TYPE_CPU) && inner == 1 && lines >= OCL_FFT_STAGED_LINES;
+}
+
+/* fx_block: lines of n = 2^p, 4 <= n <= block_max, in local memory, 2^lc
+ * lines a group of 2^lc n / 4 items, at most OCL_FFT_BLOCK_ITEMS (and what
+ * the device runs fx_block with), their lines in at most half the device's
+ * local memory and OCL_FFT_BLOCK_BYTES (a GPU's groups then leave room for
+ * others; a CPU device's block stays in its core's L1/L2). */
+#define OCL_FFT_BLOCK_BYTES ((uint64_t)64 << 10)
+#define OCL_FFT_BLOCK_ITEMS 256
+
+static size_t block_items(ocl_device *d) {
+    if (!d->fft_block_wg) {
+        cl_kernel k = NULL;
+        size_t kwg = 0, wg = OCL_FFT_BLOCK_ITEMS;
+        if (ocl_get_kernel(d, OCL_PROG_FFT, "fx_block", "fft", &k) != GFP_OK ||
+            ocl.GetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+                                       NULL) != CL_SUCCESS)
+            kwg = 1; /* the other paths then; a failed build is reported by them */
+        while (wg > 1 && (wg > d->max_wg || wg > kwg)) wg /= 2;
+        d->fft_block_wg = wg;
+    }
+    return d->fft_block_wg;
+}
+
+static int64_t block_max(ocl_device *d, size_t es) {
+    uint64_t bytes = d->local_mem / 2 < OCL_FFT_BLOCK_BYTES ? d->local_mem / 2
+                                                             : OCL_FFT_BLOCK_BYTES;
+    int64_t n = 4 * (int64_t)block_items(d);
+    while (n >= 4 && (uint64_t)n * es > bytes) n /= 2;
+    return n >= 4 ? n : 0;
+}
+
+static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
+                              cl_mem tw, int64_t twm, size_t es) {
+    int p = 0, lc = 0;
+    while (((int64_t)1 << p) < n) p++;
+    int64_t room = block_max(d, es) / n;
+    while (lc < 6 && ((int64_t)2 << lc) <= room && ((int64_t)2 << lc) <= lines) lc++;
+    int64_t cols = (int64_t)1 << lc, groups = (lines + cols - 1) / cols;
+    size_t wg = (size_t)(cols * n / 4);
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_block", "fft");
+    ocl_arg_mem(&c, w);
+    ocl_arg_i64(&c, n);
+    ocl_arg_i32(&c, p);
+    ocl_arg_i64(&c, inner);
+    ocl_arg_i64(&c, lines);
+    ocl_arg_i32(&c, lc);
+    ocl_arg_mem(&c, tw);
+    ocl_arg_i64(&c, twm);
+    ocl_arg_local(&c, (size_t)(cols * n) * es);
+    size_t global = (size_t)groups * wg;
+    return ocl_call_run(&c, 1, &global, &wg);
+}
+
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                             cl_mem tw, int64_t twm);
+                             cl_mem tw, int64_t twm, size_t es, bool local);
 
-/* Lines at least this long, contiguous and fewer than OCL_FFT_STAGED_LINES:
- * the four-step split (fft.cl), two passes of short cached transforms,
- * one of twiddles and one transpose, instead of log2(n) passes. */
-#define OCL_FFT_SPLIT_N ((int64_t)1 << 14)
+/* Contiguous lines longer than a local block: the four-step split
+ * (fft.cl), two passes of transforms in local memory, one of twiddles and
+ * one transpose, instead of log2(n) passes through global memory. */
 
-static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines, cl_mem tw,
-                              size_t es) {
+static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines, int sign,
+                              cl_mem tw, size_t es) {
     int p = 0;
     while (((int64_t)1 << p) < n) p++;
     int p1 = p / 2, p2 = p - p1;
     int64_t n1 = (int64_t)1 << p1, n2 = (int64_t)1 << p2, total = lines * n;
-    gfp_status st = pow2_lines(d, w, n1, n2, lines * n2, tw, n2);
+    /* Each pass reads the roots of its own length: the roots of n at a
+     * stride of n2 (or n1) would take a cache line per root. */
+    cl_mem tw1 = NULL, tw2 = NULL;
+    gfp_status st = roots(d, n1, sign, &tw1, es);
+    if (st == GFP_OK) st = roots(d, n2, sign, &tw2, es);
+    if (st == GFP_OK) st = pow2_lines(d, w, n1, n2, lines * n2, tw1, 1, es, true);
     ocl_call c;
     if (st == GFP_OK) {
         ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_twiddle", "fft");
@@ -155,16 +250,26 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
         ocl_arg_mem(&c, tw);
         st = ocl_call_run1(&c, (uint64_t)total, 256);
     }
-    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw, n1);
+    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw2, 1, es, true);
     ocl_buffer t;
     if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
-    ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose", "fft");
-    ocl_arg_mem(&c, t.mem);
-    ocl_arg_mem(&c, w);
-    ocl_arg_i64(&c, total);
-    ocl_arg_i32(&c, p1);
-    ocl_arg_i32(&c, p2);
-    st = ocl_call_run1(&c, (uint64_t)total, 256);
+    if (d->max_wg >= 256 && p1 >= 4) {
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose_tiled", "fft");
+        ocl_arg_mem(&c, t.mem);
+        ocl_arg_mem(&c, w);
+        ocl_arg_i32(&c, p1);
+        ocl_arg_i32(&c, p2);
+        size_t global[2] = {(size_t)n2, (size_t)(lines * n1)}, local[2] = {16, 16};
+        st = ocl_call_run(&c, 2, global, local);
+    } else {
+        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose", "fft");
+        ocl_arg_mem(&c, t.mem);
+        ocl_arg_mem(&c, w);
+        ocl_arg_i64(&c, total);
+        ocl_arg_i32(&c, p1);
+        ocl_arg_i32(&c, p2);
+        st = ocl_call_run1(&c, (uint64_t)total, 256);
+    }
     if (st == GFP_OK) {
         cl_int err = ocl.EnqueueCopyBuffer(d->queue, t.mem, w, 0, 0, (size_t)total * es, 0, NULL,
                                            NULL);
@@ -175,9 +280,14 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
 }
 
 /* Lines of n = 2^p along a dim of stride inner; tw holds the roots of
- * n * twm (its first half), read at a stride of twm. */
+ * n * twm (its first half), read at a stride of twm. In the local form
+ * lines that fit a block go through fx_block; the others (and all in the
+ * lines form) through a launch per stage when few and long, else an item
+ * per line. */
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                             cl_mem tw, int64_t twm) {
+                             cl_mem tw, int64_t twm, size_t es, bool local) {
+    if (local && n >= 4 && n <= block_max(d, es))
+        return block_lines(d, w, n, inner, lines, tw, twm, es);
     ocl_call c;
     if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N && twm == 1) {
         int p = 0;
@@ -213,6 +323,37 @@ static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, 
     return ocl_call_run1(&c, (uint64_t)lines, 16);
 }
 
+/* Lines of n = 2^p of the sign along a dim of stride inner, tw the roots
+ * of n: in the local form contiguous lines longer than a block through the
+ * four-step split (both its passes in blocks), the others through
+ * pow2_lines. */
+static gfp_status pow2_any(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
+                           int sign, cl_mem tw, size_t es) {
+    bool local = !lines_form(d, inner, lines);
+    int64_t b = block_max(d, es);
+    if (local && inner == 1 && n > b && (lines < OCL_FFT_STAGED_LINES || n <= b * b))
+        return split_lines(d, w, n, lines, sign, tw, es);
+    return pow2_lines(d, w, n, inner, lines, tw, 1, es, local);
+}
+
+/* One Bluestein step over count lines (fx_bs_*): kernel name, then the
+ * arguments in fft.cl's order. */
+static gfp_status bs_step(ocl_device *d, const char *k, cl_mem w, int64_t n, int64_t inner,
+                          int64_t first, int64_t count, int64_t m, cl_mem table, cl_mem t,
+                          uint64_t items) {
+    ocl_call c;
+    ocl_call_begin(&c, d, OCL_PROG_FFT, k, "fft");
+    ocl_arg_mem(&c, w);
+    ocl_arg_i64(&c, n);
+    ocl_arg_i64(&c, inner);
+    ocl_arg_i64(&c, first);
+    ocl_arg_i64(&c, count);
+    ocl_arg_i64(&c, m);
+    ocl_arg_mem(&c, table);
+    ocl_arg_mem(&c, t);
+    return ocl_call_run1(&c, items, 256);
+}
+
 /* Transforms the contiguous work array w of shape along dim. */
 static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, int rank, int dim,
                                 int sign, size_t es) {
@@ -229,11 +370,13 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
     memset(&scratch, 0, sizeof scratch);
     if ((n & (n - 1)) == 0) {
         if ((st = roots(d, n, sign, &tw, es)) != GFP_OK) return st;
-        if (inner == 1 && lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_SPLIT_N)
-            return split_lines(d, w, n, lines, tw, es);
-        return pow2_lines(d, w, n, inner, lines, tw, 1);
+        return pow2_any(d, w, n, inner, lines, sign, tw, es);
     }
-    /* Bluestein */
+    /* Bluestein, a chunk of lines at a time: each line times the chirp into
+     * a scratch line of m, transformed, times bhat, transformed back, and
+     * times the chirp and 1/m into place (the reference's operations), an
+     * item per line in the lines form, as launches over the chunk (each
+     * transform a batch of lines) in the local form. */
     int64_t m = 1;
     while (m < 2 * n - 1) m *= 2;
     int64_t chunk = (int64_t)(OCL_FFT_SCRATCH / ((uint64_t)m * es));
@@ -257,8 +400,9 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
             ocl_arg_i64(&c, m);
             st = ocl_call_run1(&c, (uint64_t)m, 64);
         }
-        if (st == GFP_OK) st = pow2_lines(d, bhat.mem, m, 1, 1, tw, 1);
-        for (int64_t first = 0; st == GFP_OK && first < lines; first += chunk) {
+        if (st == GFP_OK) st = pow2_any(d, bhat.mem, m, 1, 1, -1, tw, es);
+        bool batched = !lines_form(d, inner, lines);
+        for (int64_t first = 0; st == GFP_OK && !batched && first < lines; first += chunk) {
             int64_t count = lines - first < chunk ? lines - first : chunk;
             ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_lines_bluestein", "fft");
             ocl_arg_mem(&c, w);
@@ -273,6 +417,19 @@ static gfp_status transform_dim(ocl_device *d, cl_mem w, const int64_t *shape, i
             ocl_arg_mem(&c, twi);
             ocl_arg_mem(&c, scratch.mem);
             st = ocl_call_run1(&c, (uint64_t)count, 16);
+        }
+        for (int64_t first = 0; st == GFP_OK && batched && first < lines; first += chunk) {
+            int64_t count = lines - first < chunk ? lines - first : chunk;
+            st = bs_step(d, "fx_bs_in", w, n, inner, first, count, m, chirp.mem, scratch.mem,
+                         (uint64_t)(count * m));
+            if (st == GFP_OK) st = pow2_any(d, scratch.mem, m, 1, count, -1, tw, es);
+            if (st == GFP_OK)
+                st = bs_step(d, "fx_bs_mul", w, n, inner, first, count, m, bhat.mem,
+                             scratch.mem, (uint64_t)(count * m));
+            if (st == GFP_OK) st = pow2_any(d, scratch.mem, m, 1, count, 1, twi, es);
+            if (st == GFP_OK)
+                st = bs_step(d, "fx_bs_out", w, n, inner, first, count, m, chirp.mem,
+                             scratch.mem, (uint64_t)(count * n));
         }
     }
     drop(&chirp);

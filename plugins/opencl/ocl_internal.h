@@ -71,6 +71,8 @@ typedef struct ocl_api {
     cl_int (*ReleaseProgram)(cl_program);
     cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
     cl_int (*ReleaseKernel)(cl_kernel);
+    cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t,
+                                     void *, size_t *);
     cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
     cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
                                    const size_t *, const size_t *, cl_uint, const cl_event *,
@@ -149,6 +151,10 @@ typedef enum ocl_fault {
 
 typedef struct ocl_graph ocl_graph;
 
+/* Tables of roots of unity the FFT keeps per sign: a long transform's
+ * four-step split reads three (n and its two factors). */
+#define OCL_FFT_ROOT_TABLES 4
+
 typedef struct ocl_device {
     /* Identity, from init() (no context yet). */
     cl_platform_id platform;
@@ -184,10 +190,16 @@ typedef struct ocl_device {
     double compile_seconds; /* building or loading programs (logged at close) */
     ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
     ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
-    /* The FFT's last table of roots of each sign (ocl_fft.c): [0] sign -1,
-     * [1] sign +1, of length fft_roots_n[]; released with the device. */
-    cl_mem fft_roots[2];
-    int64_t fft_roots_n[2];
+    /* The FFT's last tables of roots of each sign (ocl_fft.c): [0] sign -1,
+     * [1] sign +1, of length fft_roots_n[][], the least recently used
+     * replaced first; released with the device. */
+    cl_mem fft_roots[2][OCL_FFT_ROOT_TABLES];
+    int64_t fft_roots_n[2][OCL_FFT_ROOT_TABLES];
+    uint64_t fft_roots_used[2][OCL_FFT_ROOT_TABLES];
+    uint64_t fft_roots_clock;
+    /* fx_block's largest work-group on this device (a power of two), 0
+     * until asked; 1 when it cannot run. */
+    size_t fft_block_wg;
     /* Captured graphs (ocl_graph.c). */
     ocl_graph *recording;  /* graph_create running: kernel calls are recorded */
     ocl_graph *refreshing; /* graph_launch setting a node's arguments anew */

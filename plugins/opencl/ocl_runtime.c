@@ -35,6 +35,7 @@ static const struct {
     OCL_ENTRY(BuildProgram),         OCL_ENTRY(GetProgramBuildInfo),
     OCL_ENTRY(GetProgramInfo),       OCL_ENTRY(ReleaseProgram),
     OCL_ENTRY(CreateKernel),         OCL_ENTRY(ReleaseKernel),
+    OCL_ENTRY(GetKernelWorkGroupInfo),
     OCL_ENTRY(SetKernelArg),         OCL_ENTRY(EnqueueNDRangeKernel),
     OCL_ENTRY(EnqueueReadBuffer),    OCL_ENTRY(EnqueueWriteBuffer),
     OCL_ENTRY(EnqueueCopyBuffer),    OCL_ENTRY(EnqueueFillBuffer),

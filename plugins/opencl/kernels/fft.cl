@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fft.cl — the FFT's 1-D transforms on a contiguous work array of cx
- * (double2 on a device with doubles, else float2), one work-item per line
- * (ocl_fft.c loads the tensor into the work array and stores it back with
- * the complex copy kernels).
+ * (double2 on a device with doubles, else float2), a work-group per block
+ * of lines in local memory or a work-item per line (ocl_fft.c picks the
+ * form, loads the tensor into the work array and stores it back with the
+ * complex copy kernels).
  *
  * A line of length n = 2^p is transformed in place by an iterative radix-2
- * decimation-in-time FFT reading a table of the n roots of its sign; any
- * other length by Bluestein's algorithm: the DFT as the convolution of the
- * line times a chirp with the conjugate chirp, through power-of-two
- * transforms of length m >= 2n - 1 in a scratch line of its own, the
- * conjugate chirp's transform (bhat) computed once per dim. Roots and chirp
+ * decimation-in-time FFT reading a table of the n roots of its sign (in
+ * local memory two stages at a time; long lines by the four-step split);
+ * any other length by Bluestein's algorithm: the DFT as the convolution of
+ * the line times a chirp with the conjugate chirp, through power-of-two
+ * transforms of length m >= 2n - 1 in scratch lines, the conjugate chirp's
+ * transform (bhat) computed once per dim. Roots and chirp
  * values come from exact integer angles reduced to [-n/2, n/2] and
  * cospi/sinpi, so the error stays near eps * log2(n). */
 
@@ -56,6 +58,13 @@ __kernel void fx_chirp_wrap(__global cx *bh, __global const cx *chirp, long n, l
     bh[j] = (cx)(v.x, -v.y);
 }
 
+/* i's lowest p bits in reverse order. */
+long fx_rev(long i, int p) {
+    long r = 0;
+    for (int b = 0; b < p; b++, i >>= 1) r = (r << 1) | (i & 1);
+    return r;
+}
+
 /* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots of n at
  * tw[0], tw[twm], ... (a table of the first half of the roots of n * twm). */
 void fx_pow2(__global cx *a, long s, long n, __global const cx *tw, long twm) {
@@ -94,6 +103,79 @@ __kernel void fx_lines_pow2(__global cx *w, long n, long inner, long first, long
     fx_pow2(line, inner, n, tw, twm);
 }
 
+/* i's lowest p bits (p <= 32) reversed, by swaps. */
+uint fx_rev32(uint i, int p) {
+    i = ((i >> 1) & 0x55555555u) | ((i & 0x55555555u) << 1);
+    i = ((i >> 2) & 0x33333333u) | ((i & 0x33333333u) << 2);
+    i = ((i >> 4) & 0x0f0f0f0fu) | ((i & 0x0f0f0f0fu) << 4);
+    i = ((i >> 8) & 0x00ff00ffu) | ((i & 0x00ff00ffu) << 8);
+    i = (i >> 16) | (i << 16);
+    return p == 0 ? 0u : i >> (32 - p);
+}
+
+/* Lines of n = 2^p held in local memory, 2^lc lines per work-group (the
+ * launch's lines 0 .. lines - 1; consecutive lines of a dim of stride
+ * inner > 1 are neighbours in memory, so a group's loads and stores take
+ * whole cache lines): loaded in bit-reversed order, then the stages of
+ * fx_pow2 two at a time (radix 4: the same butterflies with the same
+ * twiddles), a barrier between pairs, and stored back. Every work-item
+ * reaches every barrier; only the loads and stores of lines past the
+ * launch's end are skipped. */
+__kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, int lc,
+                       __global const cx *tw, long twm, __local cx *buf) {
+    /* 2^lc lines of n = 2^p >= 4 per group of exactly 2^lc n / 4 items, so
+     * that every item does the same straight-line work between barriers
+     * (which lets a CPU driver vectorise across items): item lid loads and
+     * stores rows r, r + n/4, r + n/2, r + 3n/4 of line c, and does one
+     * radix-4 butterfly of each pair of stages. */
+    int lid = get_local_id(0), cols = 1 << lc, ni = (int)n, q = ni >> 2;
+    int c = lid & (cols - 1), r = lid >> lc;
+    long l = (long)get_group_id(0) * cols + c;
+    bool live = l < lines;
+    __global cx *line = w + (inner == 1 ? l * n : (l / inner) * n * inner + l % inner);
+    __local cx *mine = buf + c * ni;
+    if (live) {
+        mine[fx_rev32((uint)r, p)] = line[r * inner];
+        mine[fx_rev32((uint)(r + q), p)] = line[(r + q) * inner];
+        mine[fx_rev32((uint)(r + 2 * q), p)] = line[(r + 2 * q) * inner];
+        mine[fx_rev32((uint)(r + 3 * q), p)] = line[(r + 3 * q) * inner];
+    }
+    int s = 1, bc = lid >> (p - 2), bb = lid & (q - 1);
+    for (; s + 1 <= p; s += 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int hl = 1 << (s - 1), j = bb & (hl - 1);
+        __local cx *a = buf + bc * ni + ((bb >> (s - 1)) << (s + 1)) + j;
+        cx t1 = tw[(long)(j << (p - s)) * twm];
+        cx u0 = a[0], v0 = fx_mul(a[hl], t1);
+        cx u1 = a[2 * hl], v1 = fx_mul(a[3 * hl], t1);
+        cx x0 = u0 + v0, x1 = u0 - v0, x2 = u1 + v1, x3 = u1 - v1;
+        cx y2 = fx_mul(x2, tw[(long)(j << (p - s - 1)) * twm]);
+        cx y3 = fx_mul(x3, tw[(long)((j + hl) << (p - s - 1)) * twm]);
+        a[0] = x0 + y2;
+        a[2 * hl] = x0 - y2;
+        a[hl] = x1 + y3;
+        a[3 * hl] = x1 - y3;
+    }
+    if (s == p) { /* an odd count: the last stage alone, two butterflies an item */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int hl = 1 << (s - 1);
+        for (int k = 0; k < 2; k++) {
+            int b = lid + k * (cols * q), j = b & (hl - 1);
+            __local cx *a = buf + (b >> (p - 1)) * ni + j;
+            cx u = a[0], v = fx_mul(a[hl], tw[(long)(j << (p - s)) * twm]);
+            a[0] = u + v;
+            a[hl] = u - v;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (live) {
+        line[r * inner] = mine[r];
+        line[(r + q) * inner] = mine[r + q];
+        line[(r + 2 * q) * inner] = mine[r + 2 * q];
+        line[(r + 3 * q) * inner] = mine[r + 3 * q];
+    }
+}
+
 /* The four-step split of long lines of n = n1 n2 = 2^(p1 + p2), each held
  * as [n1][n2]: after the length-n1 column transforms, element (k1, j2) is
  * multiplied by the root k1 j2 of n (tw: the first n / 2; the others are
@@ -116,14 +198,23 @@ __kernel void fx_transpose(__global cx *dst, __global const cx *src, long total,
     dst[b + k1 + (k2 << p1)] = src[e];
 }
 
+/* fx_transpose through 16 x 16 tiles in local memory: a group of 16 x 16
+ * items reads 16 rows of 16 (k1, k2) and writes them as 16 runs of 16 bins
+ * (n1, n2 >= 16; dim 0 walks k2, dim 1 the lines' rows l n1 + k1). */
+__kernel void fx_transpose_tiled(__global cx *dst, __global const cx *src, int p1, int p2) {
+    __local cx tile[16][17];
+    int tx = get_local_id(0), ty = get_local_id(1);
+    long row = get_global_id(1);
+    tile[ty][tx] = src[(row << p2) + get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    long r0 = (long)get_group_id(1) * 16, l = r0 >> p1, k1 = (r0 & (((long)1 << p1) - 1)) + tx;
+    long k2 = (long)get_group_id(0) * 16 + ty;
+    dst[(l << (p1 + p2)) + (k2 << p1) + k1] = tile[tx][ty];
+}
+
 /* The same transform for few long lines: a bit-reversal launch, then one
  * launch per stage with an item per butterfly (the same operations in the
  * same order per element, so both forms give the same bits). */
-long fx_rev(long i, int p) {
-    long r = 0;
-    for (int b = 0; b < p; b++, i >>= 1) r = (r << 1) | (i & 1);
-    return r;
-}
 
 __kernel void fx_bitrev(__global cx *w, long n, int p, long inner, long lines) {
     long e = get_global_id(0);
@@ -150,7 +241,8 @@ __kernel void fx_stage(__global cx *w, long n, int p, long inner, long lines, in
     line[(i0 + j + hl) * inner] = u - v;
 }
 
-/* Bluestein: scratch holds a line of m per work-item of this launch;
+/* Bluestein, an item per line (the lines form): scratch holds a line of m
+ * per work-item of this launch;
  * twf and twi the roots of m of signs -1 and +1. */
 __kernel void fx_lines_bluestein(__global cx *w, long n, long inner, long first, long count,
                                  long m, __global const cx *chirp, __global const cx *bhat,
@@ -164,6 +256,36 @@ __kernel void fx_lines_bluestein(__global cx *w, long n, long inner, long first,
     fx_pow2(t, 1, m, twi, 1);
     cr inv_m = (cr)1 / (cr)m; /* exact: m is a power of two */
     for (long k = 0; k < n; k++) line[k * inner] = fx_mul(chirp[k], t[k]) * inv_m;
+}
+
+/* Bluestein over lines first .. first + count - 1 of w (lines of n along a
+ * dim of stride inner), scratch t holding a line of m for each: fx_bs_in
+ * writes line times chirp, zero-padded to m; fx_bs_mul multiplies t's
+ * transforms by bhat; fx_bs_out writes chirp times the inverse transform
+ * over m back into the line (an item per element). */
+#define FX_BS_LINE(e, len)                                                       \
+    long e = get_global_id(0), g = e / len, j = e - g * len, l = first + g;       \
+    if (g >= count) return;                                                      \
+    __global cx *line = w + (l / inner) * n * inner + l % inner;
+
+__kernel void fx_bs_in(__global cx *w, long n, long inner, long first, long count, long m,
+                       __global const cx *chirp, __global cx *t) {
+    FX_BS_LINE(e, m)
+    t[e] = j < n ? fx_mul(line[j * inner], chirp[j]) : (cx)(0, 0);
+}
+
+__kernel void fx_bs_mul(__global cx *w, long n, long inner, long first, long count, long m,
+                        __global const cx *bhat, __global cx *t) {
+    long e = get_global_id(0);
+    if (e >= count * m) return;
+    t[e] = fx_mul(t[e], bhat[e % m]);
+}
+
+__kernel void fx_bs_out(__global cx *w, long n, long inner, long first, long count, long m,
+                        __global const cx *chirp, __global const cx *t) {
+    FX_BS_LINE(e, n)
+    cr inv_m = (cr)1 / (cr)m; /* exact: m is a power of two */
+    line[j * inner] = fx_mul(chirp[j], t[g * m + j]) * inv_m;
 }
 
 /* C2R: the full lines of dl (length n, from h = n/2 + 1 stored bins) by
