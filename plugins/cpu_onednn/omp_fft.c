@@ -10,8 +10,9 @@
  * into y. The scale is applied by the last job.
  *
  * ODN_FALLBACK (the reference, which also reports every malformed launch):
- * anything this file does not check as valid, a complex length with a prime
- * factor above 13 (the reference's Bluestein), odd real lengths beyond the
+ * anything this file does not check as valid, a complex length above 2^16
+ * with a prime factor above 13 (the reference's Bluestein; shorter ones take
+ * Bluestein's algorithm in the lanes), odd real lengths beyond the
  * lane path's limit, outputs that share x's buffer (the reference reads x
  * whole first) and empty tensors. */
 #include <pthread.h>

@@ -21,6 +21,12 @@
  * m = len / r, for p < m, q < s, t < r. Twiddles are tabled per pass from
  * exact integer angles (in double, then rounded once to FT).
  *
+ * A complex length with a prime factor above 13 (up to FFT_LANE_MAX) takes
+ * Bluestein's algorithm in the same lanes: the line times a chirp, a
+ * Stockham transform of bm >= 2n - 1 (bm = 2^a 3^b 5^c), times the tabled
+ * transform of the conjugate chirp, the inverse transform, times the chirp
+ * (FS(ctrans)).
+ *
  * Real transforms of even length n go through a complex transform of n/2:
  * z[j] = x[2j] + i x[2j+1]; then X[k] = E[k] + w^k O[k] with E, O the
  * transforms of the even and odd samples, E = (Z[k] + conj Z[h-k]) / 2 and
@@ -623,12 +629,20 @@ ODN_CLONES static void FS(c2r_pre)(FT *X, FT *z, int64_t h, const FT *w) {
  * twiddles w_m^(j2 k1) in the order step C reads them. */
 
 typedef struct FS(lplan) {
-    FS(cplan) c;    /* LINE: length m; FOUR: n1 */
-    FS(cplan) c2;   /* FOUR: n2 */
+    FS(cplan) c;    /* LINE: length m (Bluestein: bm, forward); FOUR: n1 */
+    FS(cplan) c2;   /* FOUR: n2; Bluestein: bm, inverse */
     int64_t m;      /* complex length */
     int64_t n1, n2; /* FOUR */
     FT *wr;         /* the real pass's roots (pairs), or NULL */
     FT *tre, *tim;  /* FOUR: twiddles, blocked as Y */
+    /* Bluestein, for a complex length m with a prime factor above 13 (the
+     * lane path only): the DFT as the circular convolution over bm >= 2m - 1
+     * (bm with factors 2, 3 and 5 only) of the line times the chirp with the
+     * conjugate chirp, times the chirp. chirp: m pairs exp(sign i pi k^2 /
+     * m), k^2 reduced mod 2m exactly; bhat: bm pairs, the forward transform
+     * of the wrapped conjugate chirp, / bm. bm is 0 otherwise. */
+    int64_t bm;
+    FT *chirp, *bhat;
 } FS(lplan);
 
 static void FS(lplan_free)(void *pp) {
@@ -639,7 +653,93 @@ static void FS(lplan_free)(void *pp) {
     free(p->wr);
     free(p->tre);
     free(p->tim);
+    free(p->chirp);
+    free(p->bhat);
     free(p);
+}
+
+/* Whether every prime factor of m is at most 13 (a Stockham plan). */
+static bool FS(smooth)(int64_t m) {
+    int rad[FFT_MAX_PASS], np;
+    return m >= 1 && FS(factor)(m, rad, &np);
+}
+
+/* The least bm >= k whose prime factors are 2, 3 and 5. */
+static int64_t FS(smooth235)(int64_t k) {
+    int64_t best = INT64_MAX;
+    for (int64_t a = 1; a < 2 * k; a *= 2)
+        for (int64_t b = a; b < 2 * k; b *= 3)
+            for (int64_t c = b; c < 2 * k; c *= 5)
+                if (c >= k && c < best) best = c;
+    return best;
+}
+
+/* Bluestein's tables for the complex length m of p (see FS(lplan)). */
+static bool FS(bluestein_init)(FS(lplan) *p, int sign) {
+    const int64_t m = p->m, bm = FS(smooth235)(2 * m - 1);
+    p->bm = bm;
+    p->chirp = FS(falloc)(2 * m);
+    p->bhat = FS(falloc)(2 * bm);
+    FT *a = FS(falloc)(2 * FV * bm), *b = FS(falloc)(2 * FV * bm);
+    bool ok = p->chirp && p->bhat && a && b && FS(cplan_init)(&p->c, bm, -1) &&
+              FS(cplan_init)(&p->c2, bm, 1);
+    for (int64_t k = 0; ok && k < m; k++) /* m <= FFT_LANE_MAX: k^2 fits */
+        FS(root)((k * k) % (2 * m), 2 * m, sign, &p->chirp[2 * k], &p->chirp[2 * k + 1]);
+    if (ok) { /* bhat through the lane transform, in lane 0 */
+        memset(a, 0, (size_t)(2 * FV * bm) * sizeof(FT));
+        for (int64_t j = 0; j < bm; j++) {
+            int64_t at = j < m ? j : bm - j < m ? bm - j : -1;
+            if (at < 0) continue;
+            FROW(a, j)[0] = p->chirp[2 * at];
+            FROW(a, j)[FV] = -p->chirp[2 * at + 1];
+        }
+        const FT *r = FS(lanes_fft)(&p->c, a, b);
+        for (int64_t j = 0; j < bm; j++) {
+            p->bhat[2 * j] = FROW(r, j)[0] / (FT)bm;
+            p->bhat[2 * j + 1] = FROW(r, j)[FV] / (FT)bm;
+        }
+    }
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* The complex transform of the lanes' lines of P->m rows in a (b: the other
+ * buffer, both of at least P->bm rows for Bluestein); returns a or b. */
+ODN_CLONES static FT *FS(ctrans)(const FS(lplan) *P, FT *a, FT *b) {
+    if (!P->bm) return FS(lanes_fft)(&P->c, a, b);
+    const int64_t m = P->m, bm = P->bm;
+    for (int64_t j = 0; j < m; j++) {
+        const FT *x = FROW(a, j);
+        FT *u = FROW(b, j);
+        const FT cr = P->chirp[2 * j], ci = P->chirp[2 * j + 1];
+        FSIMD for (int v = 0; v < FV; v++) {
+            u[v] = x[v] * cr - x[FV + v] * ci;
+            u[FV + v] = x[v] * ci + x[FV + v] * cr;
+        }
+    }
+    memset(FROW(b, m), 0, (size_t)(2 * FV * (bm - m)) * sizeof(FT));
+    FT *r = FS(lanes_fft)(&P->c, b, a);
+    for (int64_t j = 0; j < bm; j++) {
+        FT *u = FROW(r, j);
+        const FT hr = P->bhat[2 * j], hi = P->bhat[2 * j + 1];
+        FSIMD for (int v = 0; v < FV; v++) {
+            FT ur = u[v], ui = u[FV + v];
+            u[v] = ur * hr - ui * hi;
+            u[FV + v] = ur * hi + ui * hr;
+        }
+    }
+    FT *o = FS(lanes_fft)(&P->c2, r, r == a ? b : a);
+    for (int64_t k = 0; k < m; k++) {
+        FT *u = FROW(o, k);
+        const FT cr = P->chirp[2 * k], ci = P->chirp[2 * k + 1];
+        FSIMD for (int v = 0; v < FV; v++) {
+            FT ur = u[v], ui = u[FV + v];
+            u[v] = ur * cr - ui * ci;
+            u[FV + v] = ur * ci + ui * cr;
+        }
+    }
+    return o;
 }
 
 /* Key: kind = FFT_PLAN_LINE / FOUR + 4 * (1 when a real pass follows on
@@ -658,7 +758,8 @@ static void *FS(lplan_build)(const odn_fft_plan_key *key) {
             FS(root)(k, 2 * m, key->sign, &p->wr[2 * k], &p->wr[2 * k + 1]);
     }
     if (ok && !four) {
-        ok = FS(cplan_init)(&p->c, m, key->sign);
+        ok = FS(smooth)(m) ? FS(cplan_init)(&p->c, m, key->sign)
+                           : FS(bluestein_init)(p, key->sign);
     } else if (ok) {
         /* n1: the largest divisor <= sqrt(m) */
         int64_t n1 = 1;
@@ -732,7 +833,7 @@ static void FS(lines_chunk)(const odn_fft_job *J, const FS(lplan) *P, int64_t b0
     case ODN_FFT_LINE_C2C: {
         FS(lanes_of)(J, b0, nl, false, false, &L);
         FS(lanes_load)(a, n, &L);
-        FT *r = FS(lanes_fft)(&P->c, a, b);
+        FT *r = FS(ctrans)(P, a, b);
         FS(lanes_of)(J, b0, nl, true, false, &L);
         FS(lanes_store)(r, n, &L, scale);
         break;
@@ -740,7 +841,7 @@ static void FS(lines_chunk)(const odn_fft_job *J, const FS(lplan) *P, int64_t b0
     case ODN_FFT_LINE_R2C: {
         FS(lanes_of)(J, b0, nl, false, even, &L);
         FS(lanes_load)(a, even ? h : n, &L);
-        FT *r = FS(lanes_fft)(&P->c, a, b);
+        FT *r = FS(ctrans)(P, a, b);
         FS(lanes_of)(J, b0, nl, true, false, &L);
         if (even) {
             FT *o = r == a ? b : a;
@@ -773,7 +874,7 @@ static void FS(lines_chunk)(const odn_fft_job *J, const FS(lplan) *P, int64_t b0
                 for (int v = 0; v < FV; v++) o[v] = s[v], o[FV + v] = -s[FV + v];
             }
         }
-        FT *r = FS(lanes_fft)(&P->c, a, b);
+        FT *r = FS(ctrans)(P, a, b);
         FS(lanes_of)(J, b0, nl, true, even, &L);
         FS(lanes_store)(r, even ? h : n, &L, scale);
         break;
@@ -903,7 +1004,7 @@ static int64_t FS(complex_len)(odn_fft_line line, int64_t n) {
 
 static bool FS(use_four)(odn_fft_line line, int64_t n, int64_t lines) {
     int64_t m = FS(complex_len)(line, n);
-    if (line != ODN_FFT_LINE_C2C && n % 2) return false;
+    if ((line != ODN_FFT_LINE_C2C && n % 2) || !FS(smooth)(m)) return false;
     if (m < FFT_FOUR_FEW) return false;
     return m >= FFT_FOUR_MIN || lines < FV;
 }
@@ -911,9 +1012,8 @@ static bool FS(use_four)(odn_fft_line line, int64_t n, int64_t lines) {
 bool FS(odn_fft_takes)(odn_fft_line line, int64_t n) {
     if (n < 1) return false;
     int64_t m = FS(complex_len)(line, n);
-    int rad[FFT_MAX_PASS], np;
-    if (!FS(factor)(m, rad, &np)) return false;
-    if (m <= FFT_LANE_MAX) return true;
+    if (m <= FFT_LANE_MAX) return true; /* a prime factor above 13: Bluestein */
+    if (!FS(smooth)(m)) return false;
     if (line != ODN_FFT_LINE_C2C && n % 2) return false;
     int64_t n1 = 1;
     for (int64_t d = 1; d * d <= m; d++)
@@ -1001,6 +1101,7 @@ gfp_status FS(odn_fft_run)(const odn_fft_job *J) {
         st = FS(run_four)(J, P, lines, cx);
     } else if (st == GFP_OK) {
         int64_t n = J->n, chunks = (lines + FV - 1) / FV, rows = n + 2;
+        if (P->bm > rows) rows = P->bm;
         int64_t work = lines * n * 4;
         int nt = odn_threads(work);
         if (nt > chunks) nt = (int)chunks;

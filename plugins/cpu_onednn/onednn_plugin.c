@@ -35,7 +35,8 @@ typedef struct family {
 static const family families[] = {
     PK_FAMILIES(ODN_FAMILY_ENTRY) ODN_FAMILY_ENTRY(optim, GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))
     ODN_FAMILY_ENTRY(rnn, GFP_FAMILY_BIT(GFP_FAMILY_RNN))
-    /* FFT (1.3): Stockham / four-step kernels (omp_fft.c), Bluestein from the reference */
+    /* FFT (1.3): Stockham / four-step / Bluestein kernels (omp_fft.c); the
+     * longest Bluestein lengths from the reference */
     {GFP_FAMILY_BIT(GFP_FAMILY_FFT), ref_fft_support, ref_fft_launch, odn_fft_launch}};
 #undef ODN_FAMILY_ENTRY
 

@@ -2,7 +2,8 @@
 /* test_onednn_fft.c — cpu_onednn's FFT (omp_fft.c) against the reference
  * plugin's (in double, the oracle), through the ABI: C2C forward and
  * inverse, R2C and C2R, in c64 and c128, over the lengths 1..64, primes
- * (the large ones go to the reference's Bluestein in both), 2^k up to 2^16
+ * and other lengths with a prime factor above 13 (Bluestein's algorithm in
+ * both, the plugin's in its lanes up to 65521), 2^k up to 2^16
  * (and 2^20 in c64), 3 2^k, 5^k, 7 11 13 and other odd lengths, batches
  * that fill the lanes partly and several times, every layout of
  * tests/abi_pair.h for x and y (transposed, step-2, offset, permuted,
@@ -129,6 +130,12 @@ static void test_lengths(void) {
     for (int64_t n = 1; n <= 64; n++) lengths_1d(n, 3);
     static const int64_t primes[] = {67, 97, 101, 127, 251, 257, 509, 1021};
     for (int i = 0; i < 8; i++) lengths_1d(primes[i], 2);
+    /* Bluestein in the lanes: long primes (up to the lane path's limit),
+     * a real length whose half is prime, a prime times smooth factors, and
+     * a batch over whole and partial lane sets */
+    static const int64_t blue[] = {1031, 4099, 8191, 65521, 2 * 1031, 6 * 1031, 17 * 64};
+    for (int i = 0; i < 7; i++) lengths_1d(blue[i], blue[i] < 10000 ? 2 : 1);
+    lengths_1d(1031, 37);
     for (int k = 7; k <= 16; k++) lengths_1d((int64_t)1 << k, k <= 12 ? 3 : 1);
     for (int k = 5; k <= 14; k++) lengths_1d((int64_t)3 << k, k <= 10 ? 2 : 1);
     static const int64_t odd[] = {75, 81, 99, 105, 125, 225, 243, 343, 625, 1001, 2197, 3125,
