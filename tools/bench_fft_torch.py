@@ -11,6 +11,8 @@ ratio torch / graft (above 1: graft is faster). The workloads are those of
 tools/bench/workloads_fft.c:
 
   fft:  torch.fft.fft of a complex64 vector of 2^20 points;
+  fft1000, fft1031: torch.fft.fft of complex64 [128, n] along the last dim
+        (n = 2^3 5^3, mixed radix; n = 1031, a prime);
   rfft: torch.fft.rfft of float32 [1024, 1024] along the last dim;
   stft: torch.stft of 160000 float32 samples (10 s at 16 kHz), n_fft=512,
         hop_length=128, window=torch.hann_window(512), return_complex=True
@@ -41,8 +43,10 @@ import subprocess
 import sys
 import time
 
-NAMES = ("fft", "rfft", "stft")
-ROWS = {"fft 1M": "fft", "rfft 1024x1024": "rfft", "stft 160000": "stft"}
+FAMILIES = ("fft", "rfft", "stft")
+NAMES = ("fft", "fft1000", "fft1031", "rfft", "stft")
+ROWS = {"fft 1M": "fft", "fft 128x1000": "fft1000", "fft 128x1031": "fft1031",
+        "rfft 1024x1024": "rfft", "stft 160000": "stft"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -59,6 +63,11 @@ def torch_times(torch, name, reps):
     if name == "fft":
         x = torch.complex(torch.rand(1 << 20, generator=g) * 2 - 1,
                           torch.rand(1 << 20, generator=g) * 2 - 1)
+        fn = lambda: torch.fft.fft(x)
+    elif name in ("fft1000", "fft1031"):
+        n = int(name[3:])
+        x = torch.complex(torch.rand(128, n, generator=g) * 2 - 1,
+                          torch.rand(128, n, generator=g) * 2 - 1)
         fn = lambda: torch.fft.fft(x)
     elif name == "rfft":
         x = torch.rand(1024, 1024, generator=g) * 2 - 1
@@ -81,7 +90,7 @@ def torch_times(torch, name, reps):
 def graft_times(bench, device, threads, reps):
     env = dict(os.environ)
     env.setdefault("GRAFT_PLUGINS", "cpu_onednn")
-    cmd = [bench, "--only", ",".join(NAMES), "--device", device, "--threads", str(threads),
+    cmd = [bench, "--only", ",".join(FAMILIES), "--device", device, "--threads", str(threads),
            "--warmup", "2", "--repeats", str(reps), "--max-repeats", str(reps),
            "--min-time", "0", "--no-progress", "--no-variants", "--json"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
@@ -138,7 +147,7 @@ def main():
         print("PyTorch %s (MKL %s), graft %s, OMP_WAIT_POLICY=%s" % (
             torch.__version__, torch.backends.mkl.is_available(), args.bench,
             os.environ["OMP_WAIT_POLICY"]))
-        print("%-5s %7s %10s %10s %11s %16s %20s   %s" % (
+        print("%-8s %7s %10s %10s %11s %16s %20s   %s" % (
             "", "threads", "graft ms", "torch ms", "torch/graft", "(min: g, t)",
             "cpu ms: g, t, t/g", "load before, after"))
     before = load()
@@ -146,7 +155,7 @@ def main():
     for name in NAMES:
         tm, tmin, tc = torch_times(torch, name, args.reps)
         gm, gmin, gc = graft[name]
-        print("%-5s %7d %10.2f %10.2f %11.2f %7.2f, %6.2f %6.1f, %5.1f, %5.2f   %s, %s" % (
+        print("%-8s %7d %10.2f %10.2f %11.2f %7.2f, %6.2f %6.1f, %5.1f, %5.2f   %s, %s" % (
             name, threads, gm * 1e3, tm * 1e3, tm / gm, gmin * 1e3, tmin * 1e3, gc * 1e3,
             tc * 1e3, tc / gc if gc > 0 else 0.0, before, load()))
     return 0

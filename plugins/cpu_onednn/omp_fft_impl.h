@@ -224,39 +224,60 @@ FINLINE void FS(pass8)(const FT *restrict x, FT *restrict y, int64_t s, int64_t 
 }
 #undef FDFT4
 
-/* Any odd radix r <= 13: the r-point DFT as its sums (r is small). */
-FINLINE void FS(passg)(const FT *restrict x, FT *restrict y, int64_t s, int64_t m, int r,
+/* An odd radix r <= 13, inlined with r a constant at each call (the loops
+ * then unroll and the values live in registers): the r-point DFT by its
+ * conjugate pairs. With h = (r - 1) / 2, s_k = a_k + a_(r-k) and
+ * d_k = a_k - a_(r-k) (k = 1 .. h), output t and r - t are A_t +- i B_t,
+ *   A_t = a_0 + sum_k s_k cos(2 pi k t / r),
+ *   B_t = sum_k d_k sign sin(2 pi k t / r),
+ * half the products of the plain sums; rt holds (cos, sign sin) of
+ * 2 pi e / r. Then y_t = b_t w^(p t). */
+FINLINE void FS(passo)(const FT *restrict x, FT *restrict y, int64_t s, int64_t m, const int r,
                        const FT *restrict tw, const FT *restrict rt) {
-    FT ar[13][FV], ai[13][FV];
+    const int h = (r - 1) / 2;
+    FT cs[6][6], sn[6][6]; /* [k - 1][t - 1] */
+    for (int k = 1; k <= h; k++)
+        for (int t = 1; t <= h; t++) {
+            int e = (k * t) % r;
+            cs[k - 1][t - 1] = rt[2 * e];
+            sn[k - 1][t - 1] = rt[2 * e + 1];
+        }
     for (int64_t p = 0; p < m; p++) {
         const FT *w = tw + 2 * (r - 1) * p;
         for (int64_t q = 0; q < s; q++) {
-            for (int k = 0; k < r; k++) {
-                const FT *a = FROW(x, q + s * (p + k * m));
-                FSIMD for (int v = 0; v < FV; v++) ar[k][v] = a[v], ai[k][v] = a[FV + v];
-            }
-            for (int t = 0; t < r; t++) {
-                FT accr[FV], acci[FV];
-                FSIMD for (int v = 0; v < FV; v++) accr[v] = ar[0][v], acci[v] = ai[0][v];
-                int e = 0; /* k t mod r */
-                for (int k = 1; k < r; k++) {
-                    e += t;
-                    if (e >= r) e -= r;
-                    const FT cr = rt[2 * e], ci = rt[2 * e + 1];
-                    FSIMD for (int v = 0; v < FV; v++) {
-                        accr[v] += ar[k][v] * cr - ai[k][v] * ci;
-                        acci[v] += ar[k][v] * ci + ai[k][v] * cr;
-                    }
+            const FT *a0 = FROW(x, q + s * p);
+            FT *o = FROW(y, q + s * r * p);
+            const int64_t os = 2 * FV * s, is = 2 * FV * s * m;
+            FSIMD for (int v = 0; v < FV; v++) {
+                FT sr[6], si[6], dr[6], di[6];
+                FT x0r = a0[v], x0i = a0[FV + v], y0r = x0r, y0i = x0i;
+                for (int k = 1; k <= h; k++) {
+                    const FT *ak = a0 + k * is, *bk = a0 + (r - k) * is;
+                    sr[k - 1] = ak[v] + bk[v];
+                    si[k - 1] = ak[FV + v] + bk[FV + v];
+                    dr[k - 1] = ak[v] - bk[v];
+                    di[k - 1] = ak[FV + v] - bk[FV + v];
+                    y0r += sr[k - 1];
+                    y0i += si[k - 1];
                 }
-                FT *o = FROW(y, q + s * (r * p + t));
-                if (t == 0) {
-                    FSIMD for (int v = 0; v < FV; v++) o[v] = accr[v], o[FV + v] = acci[v];
-                } else {
-                    const FT wr = w[2 * (t - 1)], wi = w[2 * (t - 1) + 1];
-                    FSIMD for (int v = 0; v < FV; v++) {
-                        o[v] = accr[v] * wr - acci[v] * wi;
-                        o[FV + v] = accr[v] * wi + acci[v] * wr;
+                o[v] = y0r;
+                o[FV + v] = y0i;
+                for (int t = 1; t <= h; t++) {
+                    FT ar = x0r, ai = x0i, br = 0, bi = 0;
+                    for (int k = 0; k < h; k++) {
+                        ar += sr[k] * cs[k][t - 1];
+                        ai += si[k] * cs[k][t - 1];
+                        br += dr[k] * sn[k][t - 1];
+                        bi += di[k] * sn[k][t - 1];
                     }
+                    /* b_t = A + i B, b_(r-t) = A - i B */
+                    FT pr = ar - bi, pi = ai + br, mr = ar + bi, mi = ai - br;
+                    const FT w1r = w[2 * (t - 1)], w1i = w[2 * (t - 1) + 1];
+                    const FT w2r = w[2 * (r - t - 1)], w2i = w[2 * (r - t - 1) + 1];
+                    o[t * os + v] = pr * w1r - pi * w1i;
+                    o[t * os + FV + v] = pr * w1i + pi * w1r;
+                    o[(r - t) * os + v] = mr * w2r - mi * w2i;
+                    o[(r - t) * os + FV + v] = mr * w2i + mi * w2r;
                 }
             }
         }
@@ -276,7 +297,11 @@ ODN_CLONES static FT *FS(lanes_fft)(const FS(cplan) *p, FT *a, FT *b) {
         if (r == 8) FS(pass8)(x, y, s, m, tw, sg);
         else if (r == 4) FS(pass4)(x, y, s, m, tw, sg);
         else if (r == 2) FS(pass2)(x, y, s, m, tw);
-        else FS(passg)(x, y, s, m, r, tw, p->rt + 2 * p->rtoff[i]);
+        else if (r == 3) FS(passo)(x, y, s, m, 3, tw, p->rt + 2 * p->rtoff[i]);
+        else if (r == 5) FS(passo)(x, y, s, m, 5, tw, p->rt + 2 * p->rtoff[i]);
+        else if (r == 7) FS(passo)(x, y, s, m, 7, tw, p->rt + 2 * p->rtoff[i]);
+        else if (r == 11) FS(passo)(x, y, s, m, 11, tw, p->rt + 2 * p->rtoff[i]);
+        else FS(passo)(x, y, s, m, 13, tw, p->rt + 2 * p->rtoff[i]);
         FT *t = x;
         x = y, y = t;
         s *= r;
@@ -417,8 +442,9 @@ ODN_CLONES static void FS(store_adj)(const FT *buf, int64_t rows, FT *p, int64_t
 #undef FIL
 #undef FIH
 
-/* Rows [0, full) of buf from packed lanes, full a multiple of FV; returns
- * full (the caller does the rest). */
+/* The rows of buf from packed lanes (kind: FS(lanes_packed)), FV rows (or
+ * FV / 2 complex ones) per register transpose; returns how many it did
+ * (the caller does the rest). */
 ODN_CLONES static int64_t FS(load_tr)(FT *buf, int64_t rows, const FS(lanes) *L, int kind) {
     const int64_t full = rows / FV * FV;
     FS(vec) A[FV];
@@ -448,9 +474,28 @@ ODN_CLONES static int64_t FS(load_tr)(FT *buf, int64_t rows, const FS(lanes) *L,
             }
         }
     }
-    return full;
+    /* The last rows (all of a line shorter than FV): the same transposes of
+     * lanes copied partly into zeroed registers; a few rows are left to the
+     * caller's element loop, which is faster for them. */
+    if (rows - full < FV / 4) return full;
+    for (int64_t j0 = full; j0 < rows;) {
+        int64_t c = kind == 2 ? (rows - j0 < FV / 2 ? rows - j0 : FV / 2) : rows - j0;
+        for (int v = 0; v < FV; v++) {
+            A[v] = zero;
+            if (v < L->nl) memcpy(&A[v], L->re[v] + kind * j0, (size_t)(kind * c) * sizeof(FT));
+        }
+        FS(transpose)(A);
+        for (int k = 0; k < c; k++) {
+            FVST(FROW(buf, j0 + k), A[kind * k]);
+            if (kind == 2) FVST(FROW(buf, j0 + k) + FV, A[2 * k + 1]);
+            else FVST(FROW(buf, j0 + k) + FV, zero);
+        }
+        j0 += c;
+    }
+    return rows;
 }
 
+/* The rows of buf into packed lanes, times scale: load_tr backwards. */
 ODN_CLONES static int64_t FS(store_tr)(const FT *buf, int64_t rows, const FS(lanes) *L, int kind,
                                        FT scale) {
     const int64_t full = rows / FV * FV;
@@ -476,7 +521,26 @@ ODN_CLONES static int64_t FS(store_tr)(const FT *buf, int64_t rows, const FS(lan
             for (int v = 0; v < L->nl; v++) FVST(L->re[v] + j0, A[v]);
         }
     }
-    return full;
+    /* The last rows, as load_tr's */
+    if (rows - full < FV / 4) return full;
+    const FS(vec) zero = {0};
+    for (int64_t j0 = full; j0 < rows;) {
+        int64_t c = kind == 2 ? (rows - j0 < FV / 2 ? rows - j0 : FV / 2) : rows - j0;
+        for (int k = 0; k < FV; k++) A[k] = zero;
+        for (int k = 0; k < c; k++) {
+            FVLD(A[kind * k], FROW(buf, j0 + k));
+            A[kind * k] *= scale;
+            if (kind == 2) {
+                FVLD(A[2 * k + 1], FROW(buf, j0 + k) + FV);
+                A[2 * k + 1] *= scale;
+            }
+        }
+        FS(transpose)(A);
+        for (int v = 0; v < L->nl; v++)
+            memcpy(L->re[v] + kind * j0, &A[v], (size_t)(kind * c) * sizeof(FT));
+        j0 += c;
+    }
+    return rows;
 }
 
 ODN_CLONES static void FS(lanes_load)(FT *buf, int64_t rows, const FS(lanes) *L) {
@@ -807,10 +871,23 @@ static void FS(lanes_of)(const odn_fft_job *J, int64_t b0, int nl, bool dst, boo
     FT *base = (FT *)(dst ? J->dst : J->src);
     int64_t st = dst ? J->dst_stride : J->src_stride;
     L->nl = nl;
+    /* line b0's offset and index, then the next lines' by counting up the
+     * index (no division per line) */
+    int64_t idx[GFP_MAX_RANK], rest = b0, off = 0;
+    const int64_t *bst = dst ? J->dst_bstride : J->src_bstride;
+    for (int i = J->batch_rank - 1; i >= 0; i--) {
+        idx[i] = i == 0 ? rest : rest % J->batch_sizes[i]; /* b0 < lines */
+        rest = i == 0 ? 0 : rest / J->batch_sizes[i];
+        off += idx[i] * bst[i];
+    }
     for (int v = 0; v < nl; v++) {
-        int64_t so, dof;
-        FS(line_offsets)(J, b0 + v, &so, &dof);
-        int64_t off = dst ? dof : so;
+        if (v > 0)
+            for (int i = J->batch_rank - 1; i >= 0; i--) {
+                off += bst[i];
+                if (++idx[i] < J->batch_sizes[i]) break;
+                off -= idx[i] * bst[i];
+                idx[i] = 0;
+            }
         if (!real) {
             L->re[v] = base + 2 * off;
             L->im[v] = L->re[v] + 1;

@@ -218,6 +218,7 @@ void bench_cmatmul(bench_run *run, int device, int64_t n); /* c64, real-flop rat
 void bench_cmul(bench_run *run, int device, int64_t n);    /* c64 gf_mul */
 /* workloads_fft.c: c64 fft of n points, rfft of [n, n] f32, stft of n samples */
 void bench_fft(bench_run *run, int device, int64_t n);
+void bench_fft_rows(bench_run *run, int device, int64_t n);
 void bench_rfft(bench_run *run, int device, int64_t n);
 void bench_stft(bench_run *run, int device, int64_t n);
 void bench_add(bench_run *run, int device, int64_t n);

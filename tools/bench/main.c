@@ -44,6 +44,8 @@ static const bench_workload WORKLOADS[] = {
     {"mul", bench_mul, 16 << 20, 1 << 18, bench_host_mul},
     {"cmul", bench_cmul, 16 << 20, 1 << 18, NULL},
     {"fft", bench_fft, 1 << 20, 1 << 14, NULL},
+    {"fft", bench_fft_rows, 1000, 60, NULL},
+    {"fft", bench_fft_rows, 1031, 13, NULL},
     {"rfft", bench_rfft, 1024, 128, NULL},
     {"stft", bench_stft, 160000, 16000, NULL},
     {"exp", bench_exp, 1 << 20, 1 << 14, bench_host_exp},

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_fft.c — the Fourier transforms of graft/fft.h as workloads:
- *   fft   gf_fft of a c64 vector of n points (2^20);
+ *   fft   gf_fft of a c64 vector of n points (2^20), and of c64 [128, n]
+ *         along the last dim for lengths that are not powers of two (1000 =
+ *         2^3 5^3, mixed radix; 1031, a prime);
  *   rfft  gf_rfft of f32 [rows, n] along the last dim (1024 x 1024);
  *   stft  gf_stft of a f32 signal of n samples (10 s at 16 kHz): n_fft 512,
  *         hop 128, a periodic Hann window, centred with reflect padding,
@@ -93,9 +95,10 @@ static int check(fft_case *c) {
     if (c->kind == FK_FFT) {
         for (int s = 0; s < 8; s++) {
             int64_t k = s == 7 ? c->n - 1 : (s * 131071 + 3) % c->n;
-            host_bin(c->host_in, 1, c->n, true, k, &re, &im, &mag);
-            snprintf(where, sizeof where, "y[%lld]", (long long)k);
-            if (check_bin(c, where, c->host_out[2 * k], c->host_out[2 * k + 1], re, im, mag))
+            int64_t row = s == 7 ? c->rows - 1 : (s * 37) % c->rows, at = row * c->n + k;
+            host_bin(c->host_in + 2 * row * c->n, 1, c->n, true, k, &re, &im, &mag);
+            snprintf(where, sizeof where, "y[%lld, %lld]", (long long)row, (long long)k);
+            if (check_bin(c, where, c->host_out[2 * at], c->host_out[2 * at + 1], re, im, mag))
                 return -1;
         }
         return 0;
@@ -136,10 +139,12 @@ static void run_fft_case(bench_run *run, fft_case *c) {
     bench_result *r = c->r;
     int64_t sizes[2], rank = 1, out_numel;
     if (c->kind == FK_FFT) {
-        sizes[0] = c->n;
-        out_numel = c->n;
-        c->in_bytes = (size_t)c->n * 8;
-        c->host_in = bench_host_values(2 * c->n, 21, -1, 1);
+        sizes[0] = c->rows, sizes[1] = c->n;
+        rank = c->rows > 1 ? 2 : 1;
+        if (rank == 1) sizes[0] = c->n;
+        out_numel = c->rows * c->n;
+        c->in_bytes = (size_t)out_numel * 8;
+        c->host_in = bench_host_values(2 * out_numel, 21, -1, 1);
     } else if (c->kind == FK_RFFT) {
         sizes[0] = c->rows, sizes[1] = c->n, rank = 2;
         out_numel = c->rows * (c->n / 2 + 1);
@@ -210,6 +215,21 @@ void bench_fft(bench_run *run, int device, int64_t n) {
                   .dev = run->devices[device].dev, .n = n, .rows = 1};
     if (!c.r) return;
     c.r->work = 5.0 * (double)n * log2((double)n);
+    c.r->rate_unit = "GFLOP/s";
+    run_fft_case(run, &c);
+}
+
+/* FFT_ROWS lines of n points along the last dim. */
+enum { FFT_ROWS = 128 };
+void bench_fft_rows(bench_run *run, int device, int64_t n) {
+    char name[40], detail[112];
+    snprintf(name, sizeof name, "fft %dx%lld", FFT_ROWS, (long long)n);
+    snprintf(detail, sizeof detail, "c64 [%d,%lld] last dim, 5n log2 n flops per row", FFT_ROWS,
+             (long long)n);
+    fft_case c = {.kind = FK_FFT, .r = bench_result_add(run, device, name, detail),
+                  .dev = run->devices[device].dev, .n = n, .rows = FFT_ROWS};
+    if (!c.r) return;
+    c.r->work = 5.0 * FFT_ROWS * (double)n * log2((double)n);
     c.r->rate_unit = "GFLOP/s";
     run_fft_case(run, &c);
 }
