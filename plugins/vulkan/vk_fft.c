@@ -144,9 +144,53 @@ static int64_t conv_length(int64_t n) {
     return m;
 }
 
+/* Lines of up to this many points go through cx_fft_block.comp (its shared
+ * array: 16 KiB of c128, the least every Vulkan device has). */
+#define FFT_BLOCK 1024u
+
+/* The lines of length n (4 <= n <= FFT_BLOCK, a power of two) of src in
+ * shared memory, into dst times scale (cx_fft_block.comp); false (nothing
+ * dispatched) when the groups would loop more than the device allows. */
+static bool block_pass(fft_run *r, const gfp_tensor *dst, const gfp_tensor *src,
+                       const gfp_tensor *roots, int64_t count, int64_t n, int64_t inner,
+                       bool inverse, double scale, gfp_status *st) {
+    uint32_t p = 0, lc = 0;
+    while (((int64_t)1 << p) < n) p++;
+    int64_t lines = count / n;
+    while (lc < 8 && (n << (lc + 1)) <= (int64_t)FFT_BLOCK && ((int64_t)2 << lc) <= lines) lc++;
+    int64_t groups = (lines + ((int64_t)1 << lc) - 1) >> lc;
+    uint32_t launched = vkp_groups(r->d, (uint64_t)groups, 1);
+    /* per group: the loads and stores (tot / FFT_GROUP each), the butterflies
+     * of each pair of stages; two counts per iteration as on lavapipe */
+    uint64_t tot = (uint64_t)n << lc, per = 2 * tot / FFT_GROUP + (p / 2 + 1) * (tot / 4 / FFT_GROUP + 1);
+    uint64_t rounds = ((uint64_t)groups + launched - 1) / launched;
+    if (rounds * (2 * per + 8) + 64 > r->d->loop_budget) return false;
+    vkp_words w = {.n = 0};
+    vkp_put(&w, (uint32_t)lines);
+    vkp_put(&w, (uint32_t)n);
+    vkp_put(&w, p);
+    vkp_put(&w, (uint32_t)inner);
+    vkp_put(&w, vkp_elem_offset(src));
+    vkp_put(&w, vkp_elem_offset(dst));
+    vkp_put(&w, inverse ? 1u : 0u);
+    vkp_put_f32(&w, (float)scale);
+    vkp_put_f64(&w, scale);
+    vkp_put(&w, vkp_elem_offset(roots));
+    vkp_put(&w, lc);
+    vkp_put(&w, (uint32_t)groups);
+    vkp_dispatch dp = {.shader = VKP_SH_CX_FFT_BLOCK, .n_spec = 2, .params = w.w,
+                       .n_params = w.n, .n_tensors = 3, .tensors = {dst, src, roots}};
+    dp.spec[0] = FFT_GROUP;
+    dp.spec[1] = (uint32_t)r->wt;
+    dp.groups[0] = launched;
+    *st = vkp_dispatch_run(r->d, &dp);
+    return true;
+}
+
 /* The radix-2 passes over the lines of length n (a power of two, > 1) of
  * the array pair bufs holding `count` elements, bufs[*cur] in and out; the
- * last pass applies scale. */
+ * last pass applies scale. Lines that fit a block take one pass through
+ * shared memory instead (GRAFT_VULKAN_FFT_BLOCK=0: never, for tests). */
 static gfp_status pow2_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t count, int64_t n,
                               int64_t inner, bool inverse, double scale) {
     gfp_tensor roots = flat(r, r->roots, n / 2);
@@ -154,6 +198,13 @@ static gfp_status pow2_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t co
     if (r->roots_n != n) {
         st = fft_dispatch(r->d, 0, &roots, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
         r->roots_n = n;
+    }
+    if (st == GFP_OK && n >= 4 && n <= (int64_t)FFT_BLOCK && r->d->fft_block) {
+        gfp_tensor src = flat(r, bufs[*cur], count), dst = flat(r, bufs[1 - *cur], count);
+        if (block_pass(r, &dst, &src, &roots, count, n, inner, inverse, scale, &st)) {
+            *cur = 1 - *cur;
+            return st;
+        }
     }
     for (int64_t ns = 1; ns < n && st == GFP_OK; ns *= 2) {
         gfp_tensor src = flat(r, bufs[*cur], count), dst = flat(r, bufs[1 - *cur], count);

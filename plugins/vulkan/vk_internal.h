@@ -263,6 +263,7 @@ typedef struct vkp_device {
      * stops every loop of an invocation after 65535 iterations in total, so
      * kernels there size their workgroups to stay below, or refuse. */
     uint32_t loop_budget;
+    bool fft_block; /* FFT lines of up to 1024 in shared memory (GRAFT_VULKAN_FFT_BLOCK) */
     /* memory */
     vkp_block *blocks;
     uint64_t bytes_in_blocks;

@@ -236,6 +236,8 @@ static gfp_status create_device(vkp_physical *ph, uint32_t index, vkp_device **o
                                                           : 256;
     for (int i = 0; i < 3; i++) d->max_groups[i] = lim->maxComputeWorkGroupCount[i];
     d->loop_budget = strncmp(ph->props.deviceName, "llvmpipe", 8) == 0 ? 60000u : UINT32_MAX;
+    const char *fb = secure_getenv("GRAFT_VULKAN_FFT_BLOCK");
+    d->fft_block = !fb || strcmp(fb, "0") != 0;
     d->batch_limit = 256;
     const char *bl = secure_getenv("GRAFT_VULKAN_BATCH");
     if (bl && atoi(bl) > 0) d->batch_limit = (uint32_t)atoi(bl);

@@ -3,9 +3,12 @@
  * (cpu:0), every kind the plugin computes (C2C, R2C, C2R) through the
  * public transforms (fft, ifft, rfft, ihfft, irfft, hfft, and their 2-D and
  * n-D forms), c64 and c128 (f32 and f64 real sides):
- *   - 1-D lines of lengths 1, 2, 3, 5, 7, 12, 16, 100, 1000 and 4097
- *     (powers of two by the radix-2 passes, the others by Bluestein's
- *     algorithm), in batches, every norm;
+ *   - 1-D lines of lengths 1, 2, 3, 4, 5, 7, 12, 16, 32, 100, 512, 1000,
+ *     1024, 2048 and 4097 (powers of two up to 1024 in shared memory, an
+ *     even and an odd count of stages, longer ones by the radix-2 passes,
+ *     the others by Bluestein's algorithm), in batches of 3 (a group of two
+ *     lines and a partial one), every norm; vulkan.test_vulkan_fft_passes
+ *     runs it all with GRAFT_VULKAN_FFT_BLOCK=0 (the passes only);
  *   - C2R inputs random in every bin: the imaginary parts of bins 0 and n/2
  *     must be ignored as the reference ignores them;
  *   - strided inputs (transposed, every other element) along either dim;
@@ -139,7 +142,7 @@ static void one(const char *name, int kind, fft1_fn f, vt_pair x, int64_t n, int
     fft_check(what, kind, f(x.c, n, dim, norm), f(x.v, n, dim, norm));
 }
 
-static const int64_t lengths[] = {1, 2, 3, 5, 7, 12, 16, 100, 1000, 4097};
+static const int64_t lengths[] = {1, 2, 3, 4, 5, 7, 12, 16, 32, 100, 512, 1000, 1024, 2048, 4097};
 #define N_LENGTHS (int)(sizeof lengths / sizeof lengths[0])
 
 static int precisions(void) { return has_c128 ? 2 : 1; }
