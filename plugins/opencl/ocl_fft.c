@@ -176,17 +176,22 @@ static bool lines_form(const ocl_device *d, int64_t inner, int64_t lines) {
 #define OCL_FFT_BLOCK_BYTES ((uint64_t)64 << 10)
 #define OCL_FFT_BLOCK_ITEMS 256
 
+/* The largest group the device runs kernel `name` with (its own limit, and
+ * the device's), at most `most`, a power of two; 1 when it cannot say (a
+ * failed build is then reported by the launch). */
+static size_t kernel_wg(ocl_device *d, const char *name, size_t most) {
+    cl_kernel k = NULL;
+    size_t kwg = 0, wg = most;
+    if (ocl_get_kernel(d, OCL_PROG_FFT, name, "fft", &k) != GFP_OK ||
+        ocl.GetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+                                   NULL) != CL_SUCCESS)
+        kwg = 1;
+    while (wg > 1 && (wg > d->max_wg || wg > kwg)) wg /= 2;
+    return wg;
+}
+
 static size_t block_items(ocl_device *d) {
-    if (!d->fft_block_wg) {
-        cl_kernel k = NULL;
-        size_t kwg = 0, wg = OCL_FFT_BLOCK_ITEMS;
-        if (ocl_get_kernel(d, OCL_PROG_FFT, "fx_block", "fft", &k) != GFP_OK ||
-            ocl.GetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
-                                       NULL) != CL_SUCCESS)
-            kwg = 1; /* the other paths then; a failed build is reported by them */
-        while (wg > 1 && (wg > d->max_wg || wg > kwg)) wg /= 2;
-        d->fft_block_wg = wg;
-    }
+    if (!d->fft_block_wg) d->fft_block_wg = kernel_wg(d, "fx_block", OCL_FFT_BLOCK_ITEMS);
     return d->fft_block_wg;
 }
 
@@ -253,7 +258,7 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
     if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw2, 1, es, true);
     ocl_buffer t;
     if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
-    if (d->max_wg >= 256 && p1 >= 4) {
+    if (p1 >= 4 && kernel_wg(d, "fx_transpose_tiled", 256) == 256) {
         ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_transpose_tiled", "fft");
         ocl_arg_mem(&c, t.mem);
         ocl_arg_mem(&c, w);

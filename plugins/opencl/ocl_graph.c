@@ -18,6 +18,7 @@
  * eagerly in their place. */
 #define _GNU_SOURCE /* strdup */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,12 +277,15 @@ gfp_status ocl_graph_launch(void *device, void *graph) {
         for (uint32_t k = gn->first; k < gn->first + gn->count; k++) {
             const ocl_gentry *e = &g->entries[k];
             if (!e->dims) continue;
-            cl_int err = d->fault == OCL_FAULT_ENQUEUE
+            const char *why;
+            cl_int err = ocl_fault_launch(d, &why)
                              ? CL_OUT_OF_RESOURCES
                              : ocl.EnqueueNDRangeKernel(d->queue, e->k, e->dims, NULL, e->global,
                                                         e->local, 0, NULL, NULL);
             if (err != CL_SUCCESS) {
-                st = ocl_cl_fail(err, pk_op_name(gn->n.op), "clEnqueueNDRangeKernel (graph)");
+                char what[160];
+                snprintf(what, sizeof what, "clEnqueueNDRangeKernel (graph)%s", why);
+                st = ocl_cl_fail(err, pk_op_name(gn->n.op), what);
                 break;
             }
         }

@@ -146,7 +146,11 @@ typedef enum ocl_fault {
     OCL_FAULT_NONE = 0,
     OCL_FAULT_BUILD,   /* kernel sources fail to compile */
     OCL_FAULT_ENQUEUE, /* kernel launches fail with CL_OUT_OF_RESOURCES */
-    OCL_FAULT_LOST     /* reads fail as from a lost device */
+    OCL_FAULT_LOST,    /* reads fail as from a lost device */
+    /* "enqueue-at": the N-th kernel launch (and each later one) fails, N
+     * read from GRAFT_OPENCL_FAULT_AT at each launch; the count restarts
+     * when its value changes (a test fails each launch of an op in turn) */
+    OCL_FAULT_ENQUEUE_AT
 } ocl_fault;
 
 typedef struct ocl_graph ocl_graph;
@@ -187,6 +191,8 @@ typedef struct ocl_device {
     ocl_kernel_slot kernels[OCL_KERNEL_SLOTS];
     cl_mem flag;          /* 2 words: index checks report a bad index here */
     ocl_fault fault;
+    uint64_t fault_count;   /* OCL_FAULT_ENQUEUE_AT: launches since the value changed */
+    char fault_at[24];      /* ... and the value they were counted for */
     double compile_seconds; /* building or loading programs (logged at close) */
     ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
     ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
@@ -198,7 +204,7 @@ typedef struct ocl_device {
     uint64_t fft_roots_used[2][OCL_FFT_ROOT_TABLES];
     uint64_t fft_roots_clock;
     /* fx_block's largest work-group on this device (a power of two), 0
-     * until asked; 1 when it cannot run. */
+     * until asked (ocl_fft.c). */
     size_t fft_block_wg;
     /* Captured graphs (ocl_graph.c). */
     ocl_graph *recording;  /* graph_create running: kernel calls are recorded */
@@ -245,6 +251,9 @@ void ocl_arg_local(ocl_call *c, size_t bytes);
 void ocl_arg_scalar(ocl_call *c, int32_t dtype, double v, int64_t iv);
 /* Enqueues the kernel; global sizes are rounded up to the local sizes. */
 gfp_status ocl_call_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local);
+/* Whether this kernel launch is to fail by an injected fault (counting it
+ * for OCL_FAULT_ENQUEUE_AT); the words to add to the error message. */
+bool ocl_fault_launch(ocl_device *d, const char **why);
 /* 1-D launch of n work-items in groups of `group` (rounded up). */
 gfp_status ocl_call_run1(ocl_call *c, uint64_t n, size_t group);
 

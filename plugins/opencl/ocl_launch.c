@@ -8,6 +8,7 @@
  * with one work-item per element: on a CPU device (PoCL) that is much faster
  * than a grid-stride loop, which defeats its work-group vectorizer. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ocl_internal.h"
@@ -92,17 +93,37 @@ gfp_status ocl_call_run(ocl_call *c, cl_uint dims, const size_t *global, const s
     }
     ocl_device *d = c->dev;
     if (d->recording || d->refreshing) return ocl_graph_run(c, dims, g, l);
-    cl_int err = d->fault == OCL_FAULT_ENQUEUE
+    const char *why = "";
+    cl_int err = ocl_fault_launch(d, &why)
                      ? CL_OUT_OF_RESOURCES
                      : ocl.EnqueueNDRangeKernel(d->queue, c->k, dims, NULL, g, l, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
-        char what[160];
-        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)%s", c->kname,
-                 d->fault == OCL_FAULT_ENQUEUE ? " (fault injected by GRAFT_OPENCL_FAULT=enqueue)"
-                                               : "");
+        char what[200];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)%s", c->kname, why);
         return ocl_cl_fail(err, c->op, what);
     }
     return GFP_OK;
+}
+
+bool ocl_fault_launch(ocl_device *d, const char **why) {
+    *why = "";
+    if (d->fault == OCL_FAULT_ENQUEUE) {
+        *why = " (fault injected by GRAFT_OPENCL_FAULT=enqueue)";
+        return true;
+    }
+    if (d->fault != OCL_FAULT_ENQUEUE_AT) return false;
+    const char *v = ocl_getenv("GRAFT_OPENCL_FAULT_AT");
+    if (!v) v = "";
+    if (strncmp(v, d->fault_at, sizeof d->fault_at) != 0) {
+        snprintf(d->fault_at, sizeof d->fault_at, "%s", v);
+        d->fault_count = 0;
+    }
+    char *end = NULL;
+    unsigned long long at = strtoull(v, &end, 10);
+    if (!*v || !end || *end || at < 1) return false;
+    if (++d->fault_count < at) return false;
+    *why = " (fault injected by GRAFT_OPENCL_FAULT=enqueue-at)";
+    return true;
 }
 
 gfp_status ocl_call_run1(ocl_call *c, uint64_t n, size_t group) {

@@ -280,7 +280,9 @@ static ocl_fault fault_from_env(void) {
     if (!strcmp(f, "build")) return OCL_FAULT_BUILD;
     if (!strcmp(f, "enqueue")) return OCL_FAULT_ENQUEUE;
     if (!strcmp(f, "lost")) return OCL_FAULT_LOST;
-    pk_log(GFP_LOG_WARN, "GRAFT_OPENCL_FAULT=%s is not build, enqueue or lost; ignored", f);
+    if (!strcmp(f, "enqueue-at")) return OCL_FAULT_ENQUEUE_AT;
+    pk_log(GFP_LOG_WARN, "GRAFT_OPENCL_FAULT=%s is not build, enqueue, enqueue-at or lost; "
+           "ignored", f);
     return OCL_FAULT_NONE;
 }
 

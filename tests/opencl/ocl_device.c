@@ -16,6 +16,10 @@
  *            (the complex and FFT programs too)
  *   enqueue  GRAFT_OPENCL_FAULT=enqueue: launches fail with CL_OUT_OF_RESOURCES
  *            (complex ops and every path of the FFT too)
+ *   enqueue_at  GRAFT_OPENCL_FAULT=enqueue-at: each kernel launch of each of
+ *            the FFT's routes, in both forms, fails in turn; each failure
+ *            is an error naming the op and the fault, and the transform then
+ *            runs whole and agrees with the reference
  *   lost     GRAFT_OPENCL_FAULT=lost: reads fail as from a lost device
  *   cache    run twice with GRAFT_OPENCL_CACHE=1 (see check_cache.cmake): draws
  *            random numbers, checks them against the reference */
@@ -242,6 +246,101 @@ static void scenario_enqueue(void) {
     gf_tensor_release(gy);
 }
 
+/* Largest |a - b| over largest |b| of two results (through their real
+ * views when complex); releases both. */
+static double rel_err(gf_tensor *a, gf_tensor *b) {
+    bool cx = gf_dtype_is_complex(gf_tensor_dtype(b));
+    gf_tensor *ra = cx ? gf_view_as_real(a) : a, *rb = cx ? gf_view_as_real(b) : b;
+    xd_host ha, hb;
+    double err = INFINITY, top = 0;
+    if (xd_host_read(ra, &ha) && xd_host_read(rb, &hb) && ha.n == hb.n) {
+        err = 0;
+        for (int64_t i = 0; i < hb.n; i++) {
+            double e = fabs(xd_host_at(&ha, i) - xd_host_at(&hb, i)), m = fabs(xd_host_at(&hb, i));
+            err = e > err || isnan(e) ? e : err;
+            top = m > top ? m : top;
+        }
+        free(ha.raw);
+        free(hb.raw);
+    }
+    if (cx) {
+        gf_tensor_release(ra);
+        gf_tensor_release(rb);
+    }
+    gf_tensor_release(a);
+    gf_tensor_release(b);
+    return top > 0 ? err / top : err;
+}
+
+typedef struct fault_case {
+    const char *name, *form; /* form: GRAFT_OPENCL_FFT */
+    int64_t s0, s1;
+    int dim, kind; /* kind 0: fft, 1: rfft, 2: irfft to 2 (s1 - 1) */
+} fault_case;
+
+static gf_tensor *fault_op(const fault_case *c, const gf_tensor *x) {
+    if (c->kind == 1) return gf_rfft(x, GF_FFT_SIZE_DEFAULT, c->dim, GF_FFT_NORM_BACKWARD);
+    if (c->kind == 2) return gf_irfft(x, 2 * (c->s1 - 1), c->dim, GF_FFT_NORM_BACKWARD);
+    return gf_fft(x, GF_FFT_SIZE_DEFAULT, c->dim, GF_FFT_NORM_BACKWARD);
+}
+
+static void scenario_enqueue_at(void) {
+    static const fault_case cases[] = {
+        {"lines in local memory", "local", 3, 16, 1, 0},
+        {"lines in local memory along dim 0", "local", 64, 6, 0, 0},
+        {"the four-step split", "local", 1, 2048, 1, 0},
+        {"Bluestein in launches", "local", 5, 13, 1, 0},
+        {"Bluestein over a split", "local", 2, 1000, 1, 0},
+        {"an item per line", "lines", 40, 64, 1, 0},
+        {"Bluestein an item per line", "lines", 40, 13, 1, 0},
+        {"a launch per stage", "lines", 2048, 3, 0, 0},
+        {"rfft", "auto", 4, 64, 1, 1},
+        {"irfft", "auto", 4, 33, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const fault_case *c = &cases[i];
+        setenv("GRAFT_OPENCL_FFT", c->form, 1);
+        int64_t s[2] = {c->s0, c->s1}, n = c->s0 * c->s1;
+        float *v = malloc((size_t)(2 * n) * sizeof *v);
+        CHECK(v != NULL);
+        if (!v) continue;
+        for (int64_t j = 0; j < 2 * n; j++) v[j] = (float)sin(0.37 * (double)j + 0.5);
+        gf_dtype dt = c->kind == 1 ? GF_F32 : GF_C64;
+        gf_tensor *x = gf_from_data(v, s, 2, dt, xd_dev), *xr = gf_from_data(v, s, 2, dt, xd_ref);
+        free(v);
+        CHECK_MSG(x && xr, "%s: inputs: %s", c->name, gf_last_error());
+        int failed = 0;
+        bool whole = false;
+        for (int k = 1; k <= 400 && x && xr && !whole; k++) {
+            char at[16];
+            snprintf(at, sizeof at, "%d", k);
+            setenv("GRAFT_OPENCL_FAULT_AT", at, 1);
+            gf_clear_error();
+            gf_tensor *r = fault_op(c, x);
+            if (r) {
+                whole = true;
+                setenv("GRAFT_OPENCL_FAULT_AT", "", 1);
+                double e = rel_err(r, fault_op(c, xr));
+                CHECK_MSG(e <= 1e-5, "%s: after %d failed runs the result is off by %.3g",
+                          c->name, failed, e);
+                break;
+            }
+            failed++;
+            CHECK_CONTAINS(gf_last_error(), "fft");
+            CHECK_CONTAINS(gf_last_error(), "CL_OUT_OF_RESOURCES");
+            CHECK_CONTAINS(gf_last_error(), "enqueue-at");
+        }
+        CHECK_MSG(whole && failed >= 2, "%s: %d launches failed in turn, then %s", c->name,
+                  failed, whole ? "it ran" : "it never ran");
+        fprintf(stderr, "%s (%s): %d launches, each failed in turn\n", c->name, c->form,
+                failed);
+        gf_tensor_release(x);
+        gf_tensor_release(xr);
+    }
+    unsetenv("GRAFT_OPENCL_FFT");
+    unsetenv("GRAFT_OPENCL_FAULT_AT");
+}
+
 static void scenario_lost(void) {
     gf_tensor *a = gf_ones(SZ(5), 1, GF_F32, xd_dev);
     float buf[5];
@@ -262,7 +361,8 @@ static void scenario_cache(void) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s props|noicd|nofp64|build|enqueue|lost|cache\n", argv[0]);
+        fprintf(stderr, "usage: %s props|noicd|nofp64|build|enqueue|enqueue_at|lost|cache\n",
+                argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -277,6 +377,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "nofp64")) RUN(scenario_nofp64);
     else if (!strcmp(mode, "build")) RUN(scenario_build);
     else if (!strcmp(mode, "enqueue")) RUN(scenario_enqueue);
+    else if (!strcmp(mode, "enqueue_at")) RUN(scenario_enqueue_at);
     else if (!strcmp(mode, "lost")) RUN(scenario_lost);
     else if (!strcmp(mode, "cache")) RUN(scenario_cache);
     else {
