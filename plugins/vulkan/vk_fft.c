@@ -59,8 +59,9 @@ typedef struct fft_run {
     int32_t wt;        /* work dtype, c64 or c128 */
     gfp_buffer w[2];   /* the signal, ping-ponged; w[cur] holds it */
     int cur;
-    gfp_buffer roots;  /* n/2 roots of the power-of-two length roots_n */
-    int64_t roots_n;
+    gfp_buffer roots;  /* n/2 roots of the power-of-two length roots_n; after
+                        * them, at split_at, the four-step's two tables */
+    int64_t roots_n, split_at;
     gfp_buffer a[2];   /* Bluestein: the padded lines, ping-ponged */
     gfp_buffer chirp;  /* Bluestein: the chirp of length chirp_n */
     gfp_buffer bhat;   /* Bluestein: the transform of its wrapped conjugate, / m */
@@ -148,27 +149,41 @@ static int64_t conv_length(int64_t n) {
  * array: 16 KiB of c128, the least every Vulkan device has). */
 #define FFT_BLOCK 1024u
 
-/* The lines of length n (4 <= n <= FFT_BLOCK, a power of two) of src in
- * shared memory, into dst times scale (cx_fft_block.comp); false (nothing
- * dispatched) when the groups would loop more than the device allows. */
-static bool block_pass(fft_run *r, const gfp_tensor *dst, const gfp_tensor *src,
-                       const gfp_tensor *roots, int64_t count, int64_t n, int64_t inner,
-                       bool inverse, double scale, gfp_status *st) {
-    uint32_t p = 0, lc = 0;
-    while (((int64_t)1 << p) < n) p++;
-    int64_t lines = count / n;
-    while (lc < 8 && (n << (lc + 1)) <= (int64_t)FFT_BLOCK && ((int64_t)2 << lc) <= lines) lc++;
-    int64_t groups = (lines + ((int64_t)1 << lc) - 1) >> lc;
-    uint32_t launched = vkp_groups(r->d, (uint64_t)groups, 1);
+/* How cx_fft_block.comp takes `count` elements in lines of n: 2^lc lines a
+ * group, `groups` groups on `launched` workgroups; false when the groups
+ * would loop more than the device allows (lavapipe). */
+typedef struct block_plan {
+    uint32_t p, lc, launched;
+    int64_t lines, groups;
+} block_plan;
+
+static bool block_fits(const fft_run *r, int64_t count, int64_t n, block_plan *bp) {
+    memset(bp, 0, sizeof *bp);
+    while (((int64_t)1 << bp->p) < n) bp->p++;
+    bp->lines = count / n;
+    while (bp->lc < 8 && (n << (bp->lc + 1)) <= (int64_t)FFT_BLOCK &&
+           ((int64_t)2 << bp->lc) <= bp->lines)
+        bp->lc++;
+    bp->groups = (bp->lines + ((int64_t)1 << bp->lc) - 1) >> bp->lc;
+    bp->launched = vkp_groups(r->d, (uint64_t)bp->groups, 1);
     /* per group: the loads and stores (tot / FFT_GROUP each), the butterflies
      * of each pair of stages; two counts per iteration as on lavapipe */
-    uint64_t tot = (uint64_t)n << lc, per = 2 * tot / FFT_GROUP + (p / 2 + 1) * (tot / 4 / FFT_GROUP + 1);
-    uint64_t rounds = ((uint64_t)groups + launched - 1) / launched;
-    if (rounds * (2 * per + 8) + 64 > r->d->loop_budget) return false;
+    uint64_t tot = (uint64_t)n << bp->lc;
+    uint64_t per = 2 * tot / FFT_GROUP + (bp->p / 2 + 1) * (tot / 4 / FFT_GROUP + 1);
+    uint64_t rounds = ((uint64_t)bp->groups + bp->launched - 1) / bp->launched;
+    return rounds * (2 * per + 8) + 64 <= r->d->loop_budget;
+}
+
+/* The lines of length n (4 <= n <= FFT_BLOCK, a power of two) of src, each
+ * element `inner` apart, in shared memory, into dst times scale
+ * (cx_fft_block.comp, planned by block_fits); roots: the table of n. */
+static gfp_status block_pass(fft_run *r, const block_plan *bp, const gfp_tensor *dst,
+                             const gfp_tensor *src, const gfp_tensor *roots, int64_t n,
+                             int64_t inner, bool inverse, double scale) {
     vkp_words w = {.n = 0};
-    vkp_put(&w, (uint32_t)lines);
+    vkp_put(&w, (uint32_t)bp->lines);
     vkp_put(&w, (uint32_t)n);
-    vkp_put(&w, p);
+    vkp_put(&w, bp->p);
     vkp_put(&w, (uint32_t)inner);
     vkp_put(&w, vkp_elem_offset(src));
     vkp_put(&w, vkp_elem_offset(dst));
@@ -176,35 +191,79 @@ static bool block_pass(fft_run *r, const gfp_tensor *dst, const gfp_tensor *src,
     vkp_put_f32(&w, (float)scale);
     vkp_put_f64(&w, scale);
     vkp_put(&w, vkp_elem_offset(roots));
-    vkp_put(&w, lc);
-    vkp_put(&w, (uint32_t)groups);
+    vkp_put(&w, bp->lc);
+    vkp_put(&w, (uint32_t)bp->groups);
     vkp_dispatch dp = {.shader = VKP_SH_CX_FFT_BLOCK, .n_spec = 2, .params = w.w,
                        .n_params = w.n, .n_tensors = 3, .tensors = {dst, src, roots}};
     dp.spec[0] = FFT_GROUP;
     dp.spec[1] = (uint32_t)r->wt;
-    dp.groups[0] = launched;
-    *st = vkp_dispatch_run(r->d, &dp);
-    return true;
+    dp.groups[0] = bp->launched;
+    return vkp_dispatch_run(r->d, &dp);
+}
+
+/* Contiguous lines of n = n1 n2 (FFT_BLOCK < n <= FFT_BLOCK^2, n1 <= n2):
+ * the four-step split, both its transforms through shared memory: the
+ * columns (n1 points, n2 apart) from bufs[*cur], the twiddles w_n^(k1 j2),
+ * the rows (n2 contiguous points), and a transpose that puts bin k1 + n1 k2
+ * in place with the scale, back into bufs[*cur]. *done false (nothing
+ * dispatched) when a pass would not fit the device's loop budget. */
+static gfp_status split_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t count, int64_t n,
+                               bool inverse, double scale, bool *done) {
+    int p = 0;
+    while (((int64_t)1 << p) < n) p++;
+    int64_t n1 = (int64_t)1 << (p / 2), n2 = n / n1;
+    block_plan b1, b2;
+    *done = false;
+    if (!block_fits(r, count, n1, &b1) || !block_fits(r, count, n2, &b2)) return GFP_OK;
+    *done = true;
+    uint64_t es = pk_dtype_size(r->wt);
+    gfp_tensor t1 = flat(r, r->roots, n1 / 2), t2 = flat(r, r->roots, n2 / 2);
+    t1.offset = (uint64_t)r->split_at * es;
+    t2.offset = (uint64_t)(r->split_at + FFT_BLOCK / 2) * es;
+    gfp_status st = fft_dispatch(r->d, 0, &t1, NULL, NULL, (uint64_t)(n1 / 2), n1, 1, 1, false,
+                                 1.0);
+    if (st == GFP_OK)
+        st = fft_dispatch(r->d, 0, &t2, NULL, NULL, (uint64_t)(n2 / 2), n2, 1, 1, false, 1.0);
+    gfp_tensor a = flat(r, bufs[*cur], count), b = flat(r, bufs[1 - *cur], count);
+    if (st == GFP_OK) st = block_pass(r, &b1, &b, &a, &t1, n1, n2, inverse, 1.0);
+    gfp_tensor tn = flat(r, r->roots, n / 2); /* the roots of n, for the twiddles */
+    if (st == GFP_OK && r->roots_n != n) {
+        st = fft_dispatch(r->d, 0, &tn, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
+        r->roots_n = n;
+    }
+    if (st == GFP_OK)
+        st = line_dispatch(r, 5, &a, &b, &tn, (uint64_t)count, n, n2, 1, inverse ? 2u : 0u, 1.0);
+    if (st == GFP_OK) st = block_pass(r, &b2, &b, &a, &t2, n2, 1, inverse, 1.0);
+    if (st == GFP_OK) st = line_dispatch(r, 6, &a, &b, NULL, (uint64_t)count, n, n2, 1, 0, scale);
+    return st;
 }
 
 /* The radix-2 passes over the lines of length n (a power of two, > 1) of
  * the array pair bufs holding `count` elements, bufs[*cur] in and out; the
  * last pass applies scale. Lines that fit a block take one pass through
- * shared memory instead (GRAFT_VULKAN_FFT_BLOCK=0: never, for tests). */
+ * shared memory instead, longer contiguous ones (up to FFT_BLOCK^2) the
+ * four-step split over blocks (GRAFT_VULKAN_FFT_BLOCK=0: neither, for
+ * tests). */
 static gfp_status pow2_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t count, int64_t n,
                               int64_t inner, bool inverse, double scale) {
-    gfp_tensor roots = flat(r, r->roots, n / 2);
     gfp_status st = GFP_OK;
+    if (inner == 1 && n > (int64_t)FFT_BLOCK && n <= (int64_t)FFT_BLOCK * FFT_BLOCK &&
+        r->d->fft_block) {
+        bool done = false;
+        st = split_passes(r, bufs, cur, count, n, inverse, scale, &done);
+        if (done || st != GFP_OK) return st;
+    }
+    gfp_tensor roots = flat(r, r->roots, n / 2);
     if (r->roots_n != n) {
         st = fft_dispatch(r->d, 0, &roots, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
         r->roots_n = n;
     }
-    if (st == GFP_OK && n >= 4 && n <= (int64_t)FFT_BLOCK && r->d->fft_block) {
+    block_plan bp;
+    if (st == GFP_OK && n >= 4 && n <= (int64_t)FFT_BLOCK && r->d->fft_block &&
+        block_fits(r, count, n, &bp)) {
         gfp_tensor src = flat(r, bufs[*cur], count), dst = flat(r, bufs[1 - *cur], count);
-        if (block_pass(r, &dst, &src, &roots, count, n, inner, inverse, scale, &st)) {
-            *cur = 1 - *cur;
-            return st;
-        }
+        *cur = 1 - *cur;
+        return block_pass(r, &bp, &dst, &src, &roots, n, inner, inverse, scale);
     }
     for (int64_t ns = 1; ns < n && st == GFP_OK; ns *= 2) {
         gfp_tensor src = flat(r, bufs[*cur], count), dst = flat(r, bufs[1 - *cur], count);
@@ -338,7 +397,10 @@ gfp_status vkp_fft_launch(vkp_device *d, uint32_t op, const gfp_tensor *const *i
     void *host = NULL;
     for (int k = 0; k < 2 && st == GFP_OK; k++)
         st = vkp_buffer_alloc(d, (uint64_t)work * es, &r.w[k], &host);
-    if (st == GFP_OK) st = vkp_buffer_alloc(d, (uint64_t)roots * es, &r.roots, &host);
+    /* the roots of the longest power of two, then the four-step's tables */
+    r.split_at = roots;
+    if (st == GFP_OK)
+        st = vkp_buffer_alloc(d, (uint64_t)(roots + FFT_BLOCK) * es, &r.roots, &host);
     for (int k = 0; k < 2 && st == GFP_OK && big; k++)
         st = vkp_buffer_alloc(d, (uint64_t)(big > longest_m ? big : longest_m) * es, &r.a[k],
                               &host);

@@ -27,6 +27,13 @@
 //             X[k] = s (A + exp(sign i pi k / h) B),  Z[h] = Z[0]
 //           (A, B the transforms of the even and odd samples; flag bit 1:
 //           the inverse sign).
+//   MODE 5  four-step twiddles: lines of n = Ld = n1 n2 (n2 = Ls) held as
+//           [n1][n2]; dst[t] = src[t] w_n^(k1 j2), element (k1, j2) of its
+//           line, w_n^k read from t, the table of the first n/2 roots
+//           exp(2 pi i m / n) of cx_fft.comp (the others their negatives),
+//           conjugated unless flag bit 1 (the inverse sign).
+//   MODE 6  four-step transpose: element (k1, k2) of each such line into
+//           bin k1 + n1 k2 of dst, times the scale.
 // Computed in the work dtype DT (c64, or c128 where the device has doubles).
 // Params (words): 0 items, 1 Ld (MODE 1: n; 2, 3: n or m; 4: h + 1), 2 Ls
 // (MODE 1, 4: h; MODE 3: n), 3 inner, 4 src offset, 5 dst offset, 6 flags (bit 0: no table;
@@ -108,6 +115,40 @@ void main() {
             float a = 3.14159265358979 * (float(k) / float(ls));
             if ((fl & 2u) == 0u) a = -a;
             d_c64[dso + t] = (ev + cx_mul(vec2(r_cos(a), r_sin(a)), od)) * pwf(7u);
+        }
+        return;
+    }
+    if (MODE == 5u || MODE == 6u) {
+        uint n2 = ls, n1 = ld / ls;
+        FOR_EACH_ITEM(t, P.w[0]) {
+            uint r = t % ld, k1 = r / n2, j2 = r % n2;
+            if (MODE == 6u) {
+                uint at = t - r + k1 + j2 * n1;
+#if GF_F64
+                if (DT == DT_C128) {
+                    d_c128[dso + at] = s_c128[so + t] * pwd(8u);
+                    continue;
+                }
+#endif
+                d_c64[dso + at] = s_c64[so + t] * pwf(7u);
+                continue;
+            }
+            // w_n^k from the table of the first n/2 roots exp(2 pi i m / n)
+            // (the others are their negatives), conjugated going forward
+            uint k = (k1 * j2) % ld, h = ld / 2u;
+            float sg = k < h ? 1.0 : -1.0, cj = (fl & 2u) != 0u ? 1.0 : -1.0;
+            if (k >= h) k -= h;
+#if GF_F64
+            if (DT == DT_C128) {
+                dvec2 w = t_c128[to + k] * double(sg);
+                w.y *= double(cj);
+                d_c128[dso + t] = cx_mul(s_c128[so + t], w);
+                continue;
+            }
+#endif
+            vec2 w = t_c64[to + k] * sg;
+            w.y *= cj;
+            d_c64[dso + t] = cx_mul(s_c64[so + t], w);
         }
         return;
     }
