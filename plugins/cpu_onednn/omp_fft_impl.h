@@ -382,6 +382,21 @@ FINLINE void FS(transpose)(FS(vec) *r) {
 #define FVLD(d, p) memcpy(&(d), (p), sizeof(d))
 #define FVST(p, v) memcpy((p), &(v), sizeof(v))
 
+/* Copies of the first k values (k < FV) of a register to or from memory,
+ * each a copy of a size known when compiled (a variable size would be a
+ * call to the C library per lane). */
+#define FCASE(k) case k: memcpy(dst, src, (k) * sizeof(FT)); break;
+#define FCASES FCASE(1) FCASE(2) FCASE(3) FCASE(4) FCASE(5) FCASE(6) FCASE(7) \
+    FCASE(8) FCASE(9) FCASE(10) FCASE(11) FCASE(12) FCASE(13) FCASE(14) FCASE(15)
+FINLINE void FS(copy_part)(void *dst, const void *src, int64_t k) {
+    switch (k) {
+        FCASES
+    default: memcpy(dst, src, (size_t)k * sizeof(FT)); break;
+    }
+}
+#undef FCASE
+#undef FCASES
+
 /* How the lanes lie for the transposing paths: 2 when each is complex pairs
  * one after the other (im = re + 1, stride 2), 1 when each is real values
  * one after the other (no im), 0 otherwise. */
@@ -482,7 +497,7 @@ ODN_CLONES static int64_t FS(load_tr)(FT *buf, int64_t rows, const FS(lanes) *L,
         int64_t c = kind == 2 ? (rows - j0 < FV / 2 ? rows - j0 : FV / 2) : rows - j0;
         for (int v = 0; v < FV; v++) {
             A[v] = zero;
-            if (v < L->nl) memcpy(&A[v], L->re[v] + kind * j0, (size_t)(kind * c) * sizeof(FT));
+            if (v < L->nl) FS(copy_part)(&A[v], L->re[v] + kind * j0, kind * c);
         }
         FS(transpose)(A);
         for (int k = 0; k < c; k++) {
@@ -537,7 +552,7 @@ ODN_CLONES static int64_t FS(store_tr)(const FT *buf, int64_t rows, const FS(lan
         }
         FS(transpose)(A);
         for (int v = 0; v < L->nl; v++)
-            memcpy(L->re[v] + kind * j0, &A[v], (size_t)(kind * c) * sizeof(FT));
+            FS(copy_part)(L->re[v] + kind * j0, &A[v], kind * c);
         j0 += c;
     }
     return rows;
@@ -880,8 +895,10 @@ static void FS(lanes_of)(const odn_fft_job *J, int64_t b0, int nl, bool dst, boo
         rest = i == 0 ? 0 : rest / J->batch_sizes[i];
         off += idx[i] * bst[i];
     }
+    const bool one = J->batch_rank == 1;
     for (int v = 0; v < nl; v++) {
-        if (v > 0)
+        if (one) off = (b0 + v) * bst[0];
+        else if (v > 0)
             for (int i = J->batch_rank - 1; i >= 0; i--) {
                 off += bst[i];
                 if (++idx[i] < J->batch_sizes[i]) break;
