@@ -203,8 +203,12 @@ static int64_t block_max(ocl_device *d, size_t es) {
     return n >= 4 ? n : 0;
 }
 
+/* Lines of n (4 <= n <= block_max) of w along a dim of stride inner, in
+ * place through fx_block; tw: the roots of n * twm, read at a stride of
+ * twm; with tn > 0 element i of line l leaves times w_tn^(i (l % inner))
+ * (twn: the roots of tn). */
 static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                              cl_mem tw, int64_t twm, size_t es) {
+                              cl_mem tw, int64_t twm, cl_mem twn, int64_t tn, size_t es) {
     int p = 0, lc = 0;
     while (((int64_t)1 << p) < n) p++;
     int64_t room = block_max(d, es) / n;
@@ -221,6 +225,8 @@ static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner,
     ocl_arg_i32(&c, lc);
     ocl_arg_mem(&c, tw);
     ocl_arg_i64(&c, twm);
+    ocl_arg_mem(&c, twn);
+    ocl_arg_i64(&c, tn);
     ocl_arg_local(&c, (size_t)(cols * n) * es);
     size_t global = (size_t)groups * wg;
     return ocl_call_run(&c, 1, &global, &wg);
@@ -230,8 +236,9 @@ static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, 
                              cl_mem tw, int64_t twm, size_t es, bool local);
 
 /* Contiguous lines longer than a local block: the four-step split
- * (fft.cl), two passes of transforms in local memory, one of twiddles and
- * one transpose, instead of log2(n) passes through global memory. */
+ * (fft.cl), two passes of transforms in local memory (the twiddles ride on
+ * the first's stores) and a transpose, instead of log2(n) passes through
+ * global memory. */
 
 static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines, int sign,
                               cl_mem tw, size_t es) {
@@ -244,18 +251,10 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
     cl_mem tw1 = NULL, tw2 = NULL;
     gfp_status st = roots(d, n1, sign, &tw1, es);
     if (st == GFP_OK) st = roots(d, n2, sign, &tw2, es);
-    if (st == GFP_OK) st = pow2_lines(d, w, n1, n2, lines * n2, tw1, 1, es, true);
-    ocl_call c;
-    if (st == GFP_OK) {
-        ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_twiddle", "fft");
-        ocl_arg_mem(&c, w);
-        ocl_arg_i64(&c, total);
-        ocl_arg_i32(&c, p1);
-        ocl_arg_i32(&c, p2);
-        ocl_arg_mem(&c, tw);
-        st = ocl_call_run1(&c, (uint64_t)total, 256);
-    }
+    /* the columns, their twiddles on the way out; then the rows */
+    if (st == GFP_OK) st = block_lines(d, w, n1, n2, lines * n2, tw1, 1, tw, n, es);
     if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw2, 1, es, true);
+    ocl_call c;
     ocl_buffer t;
     if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
     if (p1 >= 4 && kernel_wg(d, "fx_transpose_tiled", 256) == 256) {
@@ -292,7 +291,7 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
                              cl_mem tw, int64_t twm, size_t es, bool local) {
     if (local && n >= 4 && n <= block_max(d, es))
-        return block_lines(d, w, n, inner, lines, tw, twm, es);
+        return block_lines(d, w, n, inner, lines, tw, twm, tw, 0, es);
     ocl_call c;
     if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N && twm == 1) {
         int p = 0;

@@ -121,8 +121,12 @@ uint fx_rev32(uint i, int p) {
  * twiddles), a barrier between pairs, and stored back. Every work-item
  * reaches every barrier; only the loads and stores of lines past the
  * launch's end are skipped. */
+/* With tn > 0, element i of line l is stored times w_tn^(i (l % inner))
+ * (twn: the first tn / 2 roots of tn, the others their negatives): the
+ * four-step split's column pass with its twiddles (ocl_fft.c). */
 __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, int lc,
-                       __global const cx *tw, long twm, __local cx *buf) {
+                       __global const cx *tw, long twm, __global const cx *twn, long tn,
+                       __local cx *buf) {
     /* 2^lc lines of n = 2^p >= 4 per group of exactly 2^lc n / 4 items, so
      * that every item does the same straight-line work between barriers
      * (which lets a CPU driver vectorise across items): item lid loads and
@@ -168,7 +172,14 @@ __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, in
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) {
+    if (live && tn > 0) {
+        long jc = l % inner;
+        for (int k = 0; k < 4; k++) {
+            long i = r + k * q, e = (i * jc) % tn;
+            cx t = e < tn / 2 ? twn[e] : -twn[e - tn / 2];
+            line[i * inner] = fx_mul(mine[i], t);
+        }
+    } else if (live) {
         line[r * inner] = mine[r];
         line[(r + q) * inner] = mine[r + q];
         line[(r + 2 * q) * inner] = mine[r + 2 * q];
@@ -177,19 +188,9 @@ __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, in
 }
 
 /* The four-step split of long lines of n = n1 n2 = 2^(p1 + p2), each held
- * as [n1][n2]: after the length-n1 column transforms, element (k1, j2) is
- * multiplied by the root k1 j2 of n (tw: the first n / 2; the others are
- * their negatives); after the length-n2 row transforms, (k1, k2) is bin
- * k1 + n1 k2, which fx_transpose puts in place. */
-__kernel void fx_twiddle(__global cx *w, long total, int p1, int p2, __global const cx *tw) {
-    long e = get_global_id(0);
-    if (e >= total) return;
-    long n = (long)1 << (p1 + p2), r = e & (n - 1);
-    long k = (r >> p2) * (r & (((long)1 << p2) - 1));
-    cx t = k < n / 2 ? tw[k] : -tw[k - n / 2];
-    w[e] = fx_mul(w[e], t);
-}
-
+ * as [n1][n2]: the length-n1 column transforms leave element (k1, j2)
+ * times the root k1 j2 of n (fx_block); after the length-n2 row transforms,
+ * (k1, k2) is bin k1 + n1 k2, which fx_transpose puts in place. */
 __kernel void fx_transpose(__global cx *dst, __global const cx *src, long total, int p1, int p2) {
     long e = get_global_id(0);
     if (e >= total) return;
