@@ -62,6 +62,7 @@ typedef struct fft_run {
     gfp_buffer roots;  /* n/2 roots of the power-of-two length roots_n; after
                         * them, at split_at, the four-step's two tables */
     int64_t roots_n, split_at;
+    int64_t split_n;   /* the length whose two tables are at split_at (0: none) */
     gfp_buffer a[2];   /* Bluestein: the padded lines, ping-ponged */
     gfp_buffer chirp;  /* Bluestein: the chirp of length chirp_n */
     gfp_buffer bhat;   /* Bluestein: the transform of its wrapped conjugate, / m */
@@ -220,10 +221,14 @@ static gfp_status split_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t c
     gfp_tensor t1 = flat(r, r->roots, n1 / 2), t2 = flat(r, r->roots, n2 / 2);
     t1.offset = (uint64_t)r->split_at * es;
     t2.offset = (uint64_t)(r->split_at + FFT_BLOCK / 2) * es;
-    gfp_status st = fft_dispatch(r->d, 0, &t1, NULL, NULL, (uint64_t)(n1 / 2), n1, 1, 1, false,
-                                 1.0);
-    if (st == GFP_OK)
-        st = fft_dispatch(r->d, 0, &t2, NULL, NULL, (uint64_t)(n2 / 2), n2, 1, 1, false, 1.0);
+    gfp_status st = GFP_OK;
+    if (r->split_n != n) { /* both signs read the same tables */
+        st = fft_dispatch(r->d, 0, &t1, NULL, NULL, (uint64_t)(n1 / 2), n1, 1, 1, false, 1.0);
+        if (st == GFP_OK)
+            st = fft_dispatch(r->d, 0, &t2, NULL, NULL, (uint64_t)(n2 / 2), n2, 1, 1, false,
+                              1.0);
+        r->split_n = st == GFP_OK ? n : 0;
+    }
     gfp_tensor a = flat(r, bufs[*cur], count), b = flat(r, bufs[1 - *cur], count);
     if (st == GFP_OK) st = block_pass(r, &b1, &b, &a, &t1, n1, n2, inverse, 1.0);
     gfp_tensor tn = flat(r, r->roots, n / 2); /* the roots of n, for the twiddles */
