@@ -783,41 +783,32 @@ static bool FS(bluestein_init)(FS(lplan) *p, int sign) {
     return ok;
 }
 
+/* Row j of dst = row j of src (every lane) times the pair w[j], rows
+ * 0 .. rows - 1 (dst may be src). */
+FINLINE void FS(rows_times)(FT *dst, const FT *src, const FT *w, int64_t rows) {
+    for (int64_t j = 0; j < rows; j++) {
+        const FT *x = FROW(src, j);
+        FT *u = FROW(dst, j);
+        const FT cr = w[2 * j], ci = w[2 * j + 1];
+        FSIMD for (int v = 0; v < FV; v++) {
+            FT xr = x[v], xi = x[FV + v];
+            u[v] = xr * cr - xi * ci;
+            u[FV + v] = xr * ci + xi * cr;
+        }
+    }
+}
+
 /* The complex transform of the lanes' lines of P->m rows in a (b: the other
  * buffer, both of at least P->bm rows for Bluestein); returns a or b. */
 ODN_CLONES static FT *FS(ctrans)(const FS(lplan) *P, FT *a, FT *b) {
     if (!P->bm) return FS(lanes_fft)(&P->c, a, b);
     const int64_t m = P->m, bm = P->bm;
-    for (int64_t j = 0; j < m; j++) {
-        const FT *x = FROW(a, j);
-        FT *u = FROW(b, j);
-        const FT cr = P->chirp[2 * j], ci = P->chirp[2 * j + 1];
-        FSIMD for (int v = 0; v < FV; v++) {
-            u[v] = x[v] * cr - x[FV + v] * ci;
-            u[FV + v] = x[v] * ci + x[FV + v] * cr;
-        }
-    }
+    FS(rows_times)(b, a, P->chirp, m);
     memset(FROW(b, m), 0, (size_t)(2 * FV * (bm - m)) * sizeof(FT));
     FT *r = FS(lanes_fft)(&P->c, b, a);
-    for (int64_t j = 0; j < bm; j++) {
-        FT *u = FROW(r, j);
-        const FT hr = P->bhat[2 * j], hi = P->bhat[2 * j + 1];
-        FSIMD for (int v = 0; v < FV; v++) {
-            FT ur = u[v], ui = u[FV + v];
-            u[v] = ur * hr - ui * hi;
-            u[FV + v] = ur * hi + ui * hr;
-        }
-    }
+    FS(rows_times)(r, r, P->bhat, bm);
     FT *o = FS(lanes_fft)(&P->c2, r, r == a ? b : a);
-    for (int64_t k = 0; k < m; k++) {
-        FT *u = FROW(o, k);
-        const FT cr = P->chirp[2 * k], ci = P->chirp[2 * k + 1];
-        FSIMD for (int v = 0; v < FV; v++) {
-            FT ur = u[v], ui = u[FV + v];
-            u[v] = ur * cr - ui * ci;
-            u[FV + v] = ur * ci + ui * cr;
-        }
-    }
+    FS(rows_times)(o, o, P->chirp, m);
     return o;
 }
 
