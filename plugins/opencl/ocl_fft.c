@@ -204,11 +204,11 @@ static int64_t block_max(ocl_device *d, size_t es) {
 }
 
 /* Lines of n (4 <= n <= block_max) of w along a dim of stride inner, in
- * place through fx_block; tw: the roots of n * twm, read at a stride of
- * twm; with tn > 0 element i of line l leaves times w_tn^(i (l % inner))
+ * place through fx_block; tw: the roots of n; with tn > 0 element i of
+ * line l leaves times w_tn^(i (l % inner))
  * (twn: the roots of tn). */
 static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                              cl_mem tw, int64_t twm, cl_mem twn, int64_t tn, size_t es) {
+                              cl_mem tw, cl_mem twn, int64_t tn, size_t es) {
     int p = 0, lc = 0;
     while (((int64_t)1 << p) < n) p++;
     int64_t room = block_max(d, es) / n;
@@ -224,7 +224,6 @@ static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner,
     ocl_arg_i64(&c, lines);
     ocl_arg_i32(&c, lc);
     ocl_arg_mem(&c, tw);
-    ocl_arg_i64(&c, twm);
     ocl_arg_mem(&c, twn);
     ocl_arg_i64(&c, tn);
     ocl_arg_local(&c, (size_t)(cols * n) * es);
@@ -233,7 +232,7 @@ static gfp_status block_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner,
 }
 
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                             cl_mem tw, int64_t twm, size_t es, bool local);
+                             cl_mem tw, size_t es, bool local);
 
 /* Contiguous lines longer than a local block: the four-step split
  * (fft.cl), two passes of transforms in local memory (the twiddles ride on
@@ -252,8 +251,8 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
     gfp_status st = roots(d, n1, sign, &tw1, es);
     if (st == GFP_OK) st = roots(d, n2, sign, &tw2, es);
     /* the columns, their twiddles on the way out; then the rows */
-    if (st == GFP_OK) st = block_lines(d, w, n1, n2, lines * n2, tw1, 1, tw, n, es);
-    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw2, 1, es, true);
+    if (st == GFP_OK) st = block_lines(d, w, n1, n2, lines * n2, tw1, tw, n, es);
+    if (st == GFP_OK) st = pow2_lines(d, w, n2, 1, lines * n1, tw2, es, true);
     ocl_call c;
     ocl_buffer t;
     if (st != GFP_OK || (st = make(d, (uint64_t)total * es, &t)) != GFP_OK) return st;
@@ -284,16 +283,16 @@ static gfp_status split_lines(ocl_device *d, cl_mem w, int64_t n, int64_t lines,
 }
 
 /* Lines of n = 2^p along a dim of stride inner; tw holds the roots of
- * n * twm (its first half), read at a stride of twm. In the local form
+ * n (its first half). In the local form
  * lines that fit a block go through fx_block; the others (and all in the
  * lines form) through a launch per stage when few and long, else an item
  * per line. */
 static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, int64_t lines,
-                             cl_mem tw, int64_t twm, size_t es, bool local) {
+                             cl_mem tw, size_t es, bool local) {
     if (local && n >= 4 && n <= block_max(d, es))
-        return block_lines(d, w, n, inner, lines, tw, twm, tw, 0, es);
+        return block_lines(d, w, n, inner, lines, tw, tw, 0, es);
     ocl_call c;
-    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N && twm == 1) {
+    if (lines < OCL_FFT_STAGED_LINES && n >= OCL_FFT_STAGED_N) {
         int p = 0;
         while (((int64_t)1 << p) < n) p++;
         ocl_call_begin(&c, d, OCL_PROG_FFT, "fx_bitrev", "fft");
@@ -323,7 +322,6 @@ static gfp_status pow2_lines(ocl_device *d, cl_mem w, int64_t n, int64_t inner, 
     ocl_arg_i64(&c, 0);
     ocl_arg_i64(&c, lines);
     ocl_arg_mem(&c, tw);
-    ocl_arg_i64(&c, twm);
     return ocl_call_run1(&c, (uint64_t)lines, 16);
 }
 
@@ -337,7 +335,7 @@ static gfp_status pow2_any(ocl_device *d, cl_mem w, int64_t n, int64_t inner, in
     int64_t b = block_max(d, es);
     if (local && inner == 1 && n > b && (lines < OCL_FFT_STAGED_LINES || n <= b * b))
         return split_lines(d, w, n, lines, sign, tw, es);
-    return pow2_lines(d, w, n, inner, lines, tw, 1, es, local);
+    return pow2_lines(d, w, n, inner, lines, tw, es, local);
 }
 
 /* One Bluestein step over count lines (fx_bs_*): kernel name, then the

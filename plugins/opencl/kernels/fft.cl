@@ -65,9 +65,9 @@ long fx_rev(long i, int p) {
     return r;
 }
 
-/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, roots of n at
- * tw[0], tw[twm], ... (a table of the first half of the roots of n * twm). */
-void fx_pow2(__global cx *a, long s, long n, __global const cx *tw, long twm) {
+/* In place: the line a[0], a[s], .., a[(n-1)s], n = 2^p, tw the first
+ * half of the roots of n. */
+void fx_pow2(__global cx *a, long s, long n, __global const cx *tw) {
     for (long i = 1, j = 0; i < n; i++) { /* bit reversal */
         long bit = n >> 1;
         for (; j & bit; bit >>= 1) j ^= bit;
@@ -79,7 +79,7 @@ void fx_pow2(__global cx *a, long s, long n, __global const cx *tw, long twm) {
         }
     }
     for (long len = 2; len <= n; len <<= 1) {
-        long hl = len >> 1, step = n / len * twm;
+        long hl = len >> 1, step = n / len;
         for (long i0 = 0; i0 < n; i0 += len)
             for (long j = 0; j < hl; j++) {
                 cx u = a[(i0 + j) * s], v = fx_mul(a[(i0 + j + hl) * s], tw[j * step]);
@@ -98,9 +98,9 @@ void fx_pow2(__global cx *a, long s, long n, __global const cx *tw, long twm) {
     __global cx *line = w + (l / inner) * n * inner + l % inner;
 
 __kernel void fx_lines_pow2(__global cx *w, long n, long inner, long first, long count,
-                            __global const cx *tw, long twm) {
+                            __global const cx *tw) {
     FX_LINE
-    fx_pow2(line, inner, n, tw, twm);
+    fx_pow2(line, inner, n, tw);
 }
 
 /* i's lowest p bits (p <= 32) reversed, by swaps. */
@@ -125,7 +125,7 @@ uint fx_rev32(uint i, int p) {
  * (twn: the first tn / 2 roots of tn, the others their negatives): the
  * four-step split's column pass with its twiddles (ocl_fft.c). */
 __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, int lc,
-                       __global const cx *tw, long twm, __global const cx *twn, long tn,
+                       __global const cx *tw, __global const cx *twn, long tn,
                        __local cx *buf) {
     /* 2^lc lines of n = 2^p >= 4 per group of exactly 2^lc n / 4 items, so
      * that every item does the same straight-line work between barriers
@@ -149,12 +149,12 @@ __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, in
         barrier(CLK_LOCAL_MEM_FENCE);
         int hl = 1 << (s - 1), j = bb & (hl - 1);
         __local cx *a = buf + bc * ni + ((bb >> (s - 1)) << (s + 1)) + j;
-        cx t1 = tw[(long)(j << (p - s)) * twm];
+        cx t1 = tw[j << (p - s)];
         cx u0 = a[0], v0 = fx_mul(a[hl], t1);
         cx u1 = a[2 * hl], v1 = fx_mul(a[3 * hl], t1);
         cx x0 = u0 + v0, x1 = u0 - v0, x2 = u1 + v1, x3 = u1 - v1;
-        cx y2 = fx_mul(x2, tw[(long)(j << (p - s - 1)) * twm]);
-        cx y3 = fx_mul(x3, tw[(long)((j + hl) << (p - s - 1)) * twm]);
+        cx y2 = fx_mul(x2, tw[j << (p - s - 1)]);
+        cx y3 = fx_mul(x3, tw[(j + hl) << (p - s - 1)]);
         a[0] = x0 + y2;
         a[2 * hl] = x0 - y2;
         a[hl] = x1 + y3;
@@ -166,7 +166,7 @@ __kernel void fx_block(__global cx *w, long n, int p, long inner, long lines, in
         for (int k = 0; k < 2; k++) {
             int b = lid + k * (cols * q), j = b & (hl - 1);
             __local cx *a = buf + (b >> (p - 1)) * ni + j;
-            cx u = a[0], v = fx_mul(a[hl], tw[(long)(j << (p - s)) * twm]);
+            cx u = a[0], v = fx_mul(a[hl], tw[j << (p - s)]);
             a[0] = u + v;
             a[hl] = u - v;
         }
@@ -252,9 +252,9 @@ __kernel void fx_lines_bluestein(__global cx *w, long n, long inner, long first,
     FX_LINE
     __global cx *t = scratch + g * m;
     for (long j = 0; j < m; j++) t[j] = j < n ? fx_mul(line[j * inner], chirp[j]) : (cx)(0, 0);
-    fx_pow2(t, 1, m, twf, 1);
+    fx_pow2(t, 1, m, twf);
     for (long j = 0; j < m; j++) t[j] = fx_mul(t[j], bhat[j]);
-    fx_pow2(t, 1, m, twi, 1);
+    fx_pow2(t, 1, m, twi);
     cr inv_m = (cr)1 / (cr)m; /* exact: m is a power of two */
     for (long k = 0; k < n; k++) line[k * inner] = fx_mul(chirp[k], t[k]) * inv_m;
 }
