@@ -146,6 +146,20 @@ static int64_t conv_length(int64_t n) {
     return m;
 }
 
+/* The n/2 roots exp(2 pi i m / n) into t (cx_fft.comp's mode 0). */
+static gfp_status write_roots(fft_run *r, const gfp_tensor *t, int64_t n) {
+    return fft_dispatch(r->d, 0, t, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
+}
+
+/* *t: the table of the roots of n at the start of r->roots, written unless
+ * it already holds them. */
+static gfp_status roots_of(fft_run *r, int64_t n, gfp_tensor *t) {
+    *t = flat(r, r->roots, n / 2);
+    if (r->roots_n == n) return GFP_OK;
+    r->roots_n = n;
+    return write_roots(r, t, n);
+}
+
 /* Lines of up to this many points go through cx_fft_block.comp (its shared
  * array: 16 KiB of c128, the least every Vulkan device has). */
 #define FFT_BLOCK 1024u
@@ -223,19 +237,14 @@ static gfp_status split_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t c
     t2.offset = (uint64_t)(r->split_at + FFT_BLOCK / 2) * es;
     gfp_status st = GFP_OK;
     if (r->split_n != n) { /* both signs read the same tables */
-        st = fft_dispatch(r->d, 0, &t1, NULL, NULL, (uint64_t)(n1 / 2), n1, 1, 1, false, 1.0);
-        if (st == GFP_OK)
-            st = fft_dispatch(r->d, 0, &t2, NULL, NULL, (uint64_t)(n2 / 2), n2, 1, 1, false,
-                              1.0);
+        st = write_roots(r, &t1, n1);
+        if (st == GFP_OK) st = write_roots(r, &t2, n2);
         r->split_n = st == GFP_OK ? n : 0;
     }
     gfp_tensor a = flat(r, bufs[*cur], count), b = flat(r, bufs[1 - *cur], count);
     if (st == GFP_OK) st = block_pass(r, &b1, &b, &a, &t1, n1, n2, inverse, 1.0);
-    gfp_tensor tn = flat(r, r->roots, n / 2); /* the roots of n, for the twiddles */
-    if (st == GFP_OK && r->roots_n != n) {
-        st = fft_dispatch(r->d, 0, &tn, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
-        r->roots_n = n;
-    }
+    gfp_tensor tn; /* the roots of n, for the twiddles */
+    if (st == GFP_OK) st = roots_of(r, n, &tn);
     if (st == GFP_OK)
         st = line_dispatch(r, 5, &a, &b, &tn, (uint64_t)count, n, n2, 1, inverse ? 2u : 0u, 1.0);
     if (st == GFP_OK) st = block_pass(r, &b2, &b, &a, &t2, n2, 1, inverse, 1.0);
@@ -258,11 +267,8 @@ static gfp_status pow2_passes(fft_run *r, gfp_buffer *bufs, int *cur, int64_t co
         st = split_passes(r, bufs, cur, count, n, inverse, scale, &done);
         if (done || st != GFP_OK) return st;
     }
-    gfp_tensor roots = flat(r, r->roots, n / 2);
-    if (r->roots_n != n) {
-        st = fft_dispatch(r->d, 0, &roots, NULL, NULL, (uint64_t)(n / 2), n, 1, 1, false, 1.0);
-        r->roots_n = n;
-    }
+    gfp_tensor roots;
+    st = roots_of(r, n, &roots);
     block_plan bp;
     if (st == GFP_OK && n >= 4 && n <= (int64_t)FFT_BLOCK && r->d->fft_block &&
         block_fits(r, count, n, &bp)) {
