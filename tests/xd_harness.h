@@ -317,6 +317,40 @@ static inline int64_t xd_host_int(const xd_host *h, int64_t i) {
     }
 }
 
+/* The largest difference of got and want over every element (complex ones
+ * through their real views), and the largest |want|: for errors relative
+ * to a result's scale (a transform's bins). ok is false when either is
+ * missing or unreadable, or they differ in size; a NaN difference is the
+ * largest. Releases neither. */
+typedef struct xd_err {
+    bool ok;
+    double err, top; /* max |got - want|, max |want| */
+    int64_t at;      /* where err is */
+} xd_err;
+
+static inline xd_err xd_err_of(const gf_tensor *got, const gf_tensor *want) {
+    xd_err r = {false, INFINITY, 0, 0};
+    bool cx = got && want && gf_dtype_is_complex(gf_tensor_dtype(want));
+    gf_tensor *g = cx ? gf_view_as_real(got) : NULL, *w = cx ? gf_view_as_real(want) : NULL;
+    const gf_tensor *a = cx ? g : got, *b = cx ? w : want;
+    xd_host ha = {0}, hb = {0};
+    bool read_a = a && xd_host_read(a, &ha), read_b = b && xd_host_read(b, &hb);
+    if (read_a && read_b && ha.n == hb.n) {
+        r.ok = true;
+        r.err = 0;
+        for (int64_t i = 0; i < hb.n; i++) {
+            double e = fabs(xd_host_at(&ha, i) - xd_host_at(&hb, i)), m = fabs(xd_host_at(&hb, i));
+            if (!isnan(r.err) && (isnan(e) || e > r.err)) r.err = e, r.at = i;
+            if (m > r.top) r.top = m;
+        }
+    }
+    free(ha.raw);
+    free(hb.raw);
+    gf_tensor_release(g);
+    gf_tensor_release(w);
+    return r;
+}
+
 /* got (device) against want (reference): dtype, shape and every element,
  * floats within tol (NaN matches NaN, infinities themselves), integers and
  * bool exactly. A half-type result compares as its f32 values against an f32

@@ -246,30 +246,13 @@ static void scenario_enqueue(void) {
     gf_tensor_release(gy);
 }
 
-/* Largest |a - b| over largest |b| of two results (through their real
- * views when complex); releases both. */
+/* Largest |a - b| over largest |b| of two results (xd_err_of); releases
+ * both. */
 static double rel_err(gf_tensor *a, gf_tensor *b) {
-    bool cx = gf_dtype_is_complex(gf_tensor_dtype(b));
-    gf_tensor *ra = cx ? gf_view_as_real(a) : a, *rb = cx ? gf_view_as_real(b) : b;
-    xd_host ha, hb;
-    double err = INFINITY, top = 0;
-    if (xd_host_read(ra, &ha) && xd_host_read(rb, &hb) && ha.n == hb.n) {
-        err = 0;
-        for (int64_t i = 0; i < hb.n; i++) {
-            double e = fabs(xd_host_at(&ha, i) - xd_host_at(&hb, i)), m = fabs(xd_host_at(&hb, i));
-            err = e > err || isnan(e) ? e : err;
-            top = m > top ? m : top;
-        }
-        free(ha.raw);
-        free(hb.raw);
-    }
-    if (cx) {
-        gf_tensor_release(ra);
-        gf_tensor_release(rb);
-    }
+    xd_err e = xd_err_of(a, b);
     gf_tensor_release(a);
     gf_tensor_release(b);
-    return top > 0 ? err / top : err;
+    return !e.ok ? INFINITY : e.top > 0 ? e.err / e.top : e.err;
 }
 
 typedef struct fault_case {

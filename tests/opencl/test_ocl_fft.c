@@ -40,31 +40,11 @@ static void pair(const int64_t *sizes, int rank, gf_tensor **dev, gf_tensor **re
  * parts (or the real values of a C2R); releases both. */
 static void compare(const char *what, gf_tensor *got, gf_tensor *want) {
     CHECK_MSG(got && want, "%s: %s", what, gf_last_error());
-    bool cx = got && gf_dtype_is_complex(gf_tensor_dtype(got));
-    gf_tensor *g = got && cx ? gf_view_as_real(got) : got;
-    gf_tensor *w = want && cx ? gf_view_as_real(want) : want;
-    xd_host a, b;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    bool ok = g && w && gf_tensor_numel(g) == gf_tensor_numel(w) && xd_host_read(g, &a) &&
-              xd_host_read(w, &b);
-    CHECK_MSG(ok, "%s: results of different sizes, or unreadable: %s", what, gf_last_error());
-    double err = 0, top = 0;
-    int64_t at = 0;
-    for (int64_t i = 0; ok && i < b.n; i++) {
-        double e = fabs(xd_host_at(&a, i) - xd_host_at(&b, i));
-        if (!(e <= err)) err = e, at = i; /* a NaN is an error too */
-        if (fabs(xd_host_at(&b, i)) > top) top = fabs(xd_host_at(&b, i));
-    }
-    CHECK_MSG(ok && err <= rel_tol * top, "%s: error %.3g at element %lld, %.3g of the largest "
-              "value %.3g (allowed %.1g)", what, err, (long long)at, top > 0 ? err / top : err,
-              top, rel_tol);
-    free(a.raw);
-    free(b.raw);
-    if (cx) {
-        gf_tensor_release(g);
-        gf_tensor_release(w);
-    }
+    xd_err e = xd_err_of(got, want);
+    CHECK_MSG(e.ok, "%s: results of different sizes, or unreadable: %s", what, gf_last_error());
+    CHECK_MSG(e.ok && e.err <= rel_tol * e.top, "%s: error %.3g at element %lld, %.3g of the "
+              "largest value %.3g (allowed %.1g)", what, e.err, (long long)e.at,
+              e.top > 0 ? e.err / e.top : e.err, e.top, rel_tol);
     gf_tensor_release(got);
     gf_tensor_release(want);
 }
