@@ -81,6 +81,30 @@ static gfp_status run_random(cu_device *dev, const gfp_tensor *y, const void *pa
                     "random", "the kernel launch");
 }
 
+/* An op with a complex operand (accepts() in cuda_ops.c took its dtypes):
+ * the kernels of cu_complex.cu, except for what moves complex elements as
+ * it moves the others (same-dtype COPY, FILL, TRIL/TRIU, WHERE). */
+static bool complex_math(uint32_t op, const gfp_tensor *const *t, int n) {
+    if (op == GFP_OP_TRIL || op == GFP_OP_TRIU || op == GFP_OP_WHERE || op == GFP_OP_FILL)
+        return false;
+    if (op == GFP_OP_COPY) return false; /* cuk_copy routes conversions into complex */
+    for (int k = 0; k < n; k++)
+        if (pk_is_complex(t[k]->dtype)) return true;
+    return false;
+}
+
+static cudaError_t complex_launch(cu_device *dev, uint32_t op, const cuk_iter *it,
+                                  const void *params) {
+    switch (pk_ew_kind_of(op)) {
+    case PK_EW_UNARY:
+        if (op == GFP_OP_ABS) return cuk_cx_abs(dev->stream, it);
+        return cuk_cx_unary(dev->stream, pk_complex_unary_code(op), it,
+                            op == GFP_OP_POW_SCALAR ? ((const gfp_scalar_params *)params)->a : 0.0);
+    case PK_EW_BINARY: return cuk_cx_binary(dev->stream, pk_complex_binary_code(op), it);
+    default: return cuk_cx_compare(dev->stream, op == GFP_OP_NE, it); /* EQ, NE */
+    }
+}
+
 gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                                  uint32_t n_in, const gfp_tensor *y, const void *params) {
     const char *name = pk_op_name(op);
@@ -95,6 +119,8 @@ gfp_status cu_elementwise_launch(cu_device *dev, uint32_t op, const gfp_tensor *
     /* TRIL/TRIU find rows and columns by position: keep every dim apart. */
     make_iter(&it, t, (int)n_in + 1, op != GFP_OP_TRIL && op != GFP_OP_TRIU);
     cudaError_t e;
+    if (complex_math(op, t, (int)n_in + 1))
+        return cu_check(complex_launch(dev, op, &it, params), name, "the kernel launch");
     switch (op) {
     case GFP_OP_COPY: e = cuk_copy(dev->stream, &it); break;
     case GFP_OP_FILL: {

@@ -66,6 +66,8 @@ typedef struct cu_device {
      * their pinned host mirror. */
     int64_t *scratch;
     int64_t *scratch_host;
+    /* cuFFT plans (cuda_fft.c), made by the first FFT; NULL until then. */
+    struct cu_fft_cache *fft;
 } cu_device;
 
 #define CU_BUFFER_MAGIC 0x6375646162756621ull /* "cudabuf!" */
@@ -155,5 +157,11 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
 gfp_status cu_pool_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params);
+/* FFT (cuda_fft.c): cuFFT opened and usable (false, logged once, without
+ * it); the launch; the device's plans released at close. */
+bool cu_fft_usable(void);
+gfp_status cu_fft_launch(cu_device *dev, const gfp_tensor *x, const gfp_tensor *y,
+                         const void *params);
+void cu_fft_close(cu_device *dev);
 
 #endif

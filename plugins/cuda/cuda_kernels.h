@@ -92,6 +92,26 @@ cudaError_t cuk_arange(cudaStream_t s, const cuk_tensor *y, double start, double
  * matrix rows and columns (not merged). */
 cudaError_t cuk_tri(cudaStream_t s, const cuk_iter *it, int lower, int64_t diagonal);
 
+/* ---- complex (cu_complex.cu): codes are plugins/common/pk_complex.c's
+ * (pk_complex_unary_code, pk_complex_binary_code), the switch of
+ * kernels/cu_complex_math.h. */
+/* y (t[0], c64 or c128) = x (t[1], the other complex dtype or a real one). */
+cudaError_t cuk_cx_copy(cudaStream_t s, const cuk_iter *it);
+/* y = op(x), one complex dtype; a: POW_SCALAR's exponent. */
+cudaError_t cuk_cx_unary(cudaStream_t s, int code, const cuk_iter *it, double a);
+/* y (the part dtype) = |x|. */
+cudaError_t cuk_cx_abs(cudaStream_t s, const cuk_iter *it);
+cudaError_t cuk_cx_binary(cudaStream_t s, int code, const cuk_iter *it);
+/* y (bool) = (a == b), or a != b when ne. */
+cudaError_t cuk_cx_compare(cudaStream_t s, int ne, const cuk_iter *it);
+/* The FFT's moves: y = x * scale, conjugated when conj; real_part drops the
+ * imaginary part (complex x to real y, or zeroes it in complex y). x and y
+ * are each complex or real, of one precision. */
+cudaError_t cuk_cx_move(cudaStream_t s, const cuk_iter *it, double scale, int conj,
+                        int real_part);
+/* SUM (op 0), MEAN (1) or PROD (2) of the lines (slot 0 = x, 1 = y). */
+cudaError_t cuk_cx_reduce(cudaStream_t s, int op, const cuk_lines *l);
+
 /* ---- random (cu_random.cu): the ABI's Philox4x32-10 streams. */
 cudaError_t cuk_random(cudaStream_t s, const cuk_tensor *y, uint32_t kind, uint64_t seed,
                        uint64_t offset, double a, double b);

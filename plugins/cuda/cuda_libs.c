@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cuda_libs.c — opens cuBLAS and cuDNN on first use (see cuda_libs.h). */
+/* cuda_libs.c — opens cuBLAS, cuDNN and cuFFT on first use (see cuda_libs.h). */
 #define _GNU_SOURCE /* POSIX declarations under -std=c11 */
 #include "cuda_libs.h"
 
@@ -24,6 +24,12 @@
 #endif
 #ifndef GRAFT_CUDA_CUDNN_DIR
 #define GRAFT_CUDA_CUDNN_DIR ""
+#endif
+#ifndef GRAFT_CUDA_CUFFT_SONAME
+#define GRAFT_CUDA_CUFFT_SONAME "libcufft.so"
+#endif
+#ifndef GRAFT_CUDA_CUFFT_DIR
+#define GRAFT_CUDA_CUFFT_DIR ""
 #endif
 
 /* A macro argument's spelling after expansion: cublasCreate -> "cublasCreate_v2". */
@@ -137,5 +143,40 @@ const char *cu_dnn_load(void) {
     pthread_once(&dnn_once, dnn_open);
     if (dnn_ok) return NULL;
     return dnn_why;
+}
+#endif
+
+/* ------------------------------------------------------------ cuFFT */
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+cu_fft_api cu_fft;
+
+static pthread_once_t fft_once = PTHREAD_ONCE_INIT;
+static bool fft_ok;
+static char fft_why[512];
+
+static void fft_open(void) {
+    static const char *const symbols[] = {CU_FFT_FUNCTIONS(CU_LIBS_NAME)};
+    void *resolved[sizeof symbols / sizeof symbols[0]];
+    _Static_assert(sizeof(cu_fft_api) == sizeof resolved, "one pointer per symbol");
+    lib_spec spec = {"cuFFT", GRAFT_CUDA_CUFFT_SONAME, GRAFT_CUDA_CUFFT_DIR, symbols, resolved,
+                     sizeof symbols / sizeof symbols[0]};
+    char why[384];
+    fft_ok = open_lib(&spec, why, sizeof why);
+    if (!fft_ok) {
+        snprintf(fft_why, sizeof fft_why,
+                 "cuFFT could not be loaded: %s; install libcufft %d or set LD_LIBRARY_PATH", why,
+                 (int)CUFFT_VER_MAJOR);
+        return;
+    }
+    size_t i = 0;
+#define X(f) CU_LIBS_FILL(cu_fft, f, resolved, i)
+    CU_FFT_FUNCTIONS(X)
+#undef X
+}
+
+const char *cu_fft_load(void) {
+    pthread_once(&fft_once, fft_open);
+    if (fft_ok) return NULL;
+    return fft_why;
 }
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cuda_libs.h — cuBLAS and cuDNN, opened at run time.
+/* cuda_libs.h — cuBLAS, cuDNN and cuFFT, opened at run time.
  *
  * The plugin names neither library among its DT_NEEDED: every graft process
  * loads every plugin it finds, and libcublas.so (with the libcublasLt.so it
@@ -26,6 +26,9 @@
 
 #ifdef GRAFT_CUDA_HAVE_CUDNN
 #include <cudnn.h>
+#endif
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+#include <cufft.h>
 #endif
 
 /* Every cuBLAS and cuDNN function the plugin calls, one X() each. */
@@ -62,6 +65,22 @@
     X(cudnnConvolutionBackwardFilter)                                                              \
     X(cudnnAddTensor)
 
+/* cuFFT (FFT): opened by the first FFT query or launch, not by device_open:
+ * it is the largest of the three (about 280 MB on disk), and most
+ * processes transform nothing. */
+#define CU_FFT_FUNCTIONS(X)                                                                        \
+    X(cufftCreate)                                                                                 \
+    X(cufftDestroy)                                                                                \
+    X(cufftSetStream)                                                                              \
+    X(cufftGetVersion)                                                                             \
+    X(cufftMakePlanMany64)                                                                         \
+    X(cufftExecC2C)                                                                                \
+    X(cufftExecZ2Z)                                                                                \
+    X(cufftExecR2C)                                                                                \
+    X(cufftExecD2Z)                                                                                \
+    X(cufftExecC2R)                                                                                \
+    X(cufftExecZ2D)
+
 #define CU_LIBS_MEMBER(f) __typeof__(f) *f;
 
 typedef struct cu_blas_api {
@@ -86,6 +105,19 @@ extern cu_dnn_api cu_dnn;
  * loaded: ..."). device_open logs it and goes on without cuDNN (the plugin's
  * own convolution kernels). */
 const char *cu_dnn_load(void);
+#endif
+
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+typedef struct cu_fft_api {
+    CU_FFT_FUNCTIONS(CU_LIBS_MEMBER)
+} cu_fft_api;
+extern cu_fft_api cu_fft;
+
+/* As cu_dnn_load, for cuFFT: NULL once every member of cu_fft is resolved,
+ * otherwise why not ("cuFFT could not be loaded: ...; install libcufft N
+ * or set LD_LIBRARY_PATH"). The query then answers NONE for FFT (the core
+ * runs it on its fallback device) and a launch fails with the reason. */
+const char *cu_fft_load(void);
 #endif
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cuda_matmul.c — MATMUL through cuBLAS (f32, f64, f16, bf16) and the
- * plugin's own kernel for i32 and i64.
+/* cuda_matmul.c — MATMUL through cuBLAS (f32, f64, f16, bf16, and c64 and
+ * c128 as cgemm and zgemm do) and the plugin's own kernel for i32 and i64.
  *
  * cuBLAS is column-major. A row-major matrix is the column-major view of its
  * transpose, so each operand is classified by which of its two strides is 1
@@ -17,7 +17,9 @@
  * cublasGemmBatchedEx with pointer arrays built on the host.
  *
  * f32 computes in f32 without TF32 (CUBLAS_COMPUTE_32F, the default math
- * mode), f64 in f64, f16 and bf16 accumulate in f32. */
+ * mode), f64 in f64, f16 and bf16 accumulate in f32; c64 in f32 and c128 in
+ * f64. A transposed complex operand is CUBLAS_OP_T, never the conjugating
+ * OP_C: MATMUL multiplies the values as stored. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +105,8 @@ static cudaDataType_t blas_type(int32_t dt) {
     case GFP_F64: return CUDA_R_64F;
     case GFP_F16: return CUDA_R_16F;
     case GFP_BF16: return CUDA_R_16BF;
+    case GFP_C64: return CUDA_C_32F;
+    case GFP_C128: return CUDA_C_64F;
     default: return CUDA_R_32F;
     }
 }
@@ -126,11 +130,14 @@ static gfp_status run_gemm(cu_device *dev, const blas_mat *a, const blas_mat *b,
                        (long long)M, (long long)K, (long long)N, (long long)bd->count);
     int32_t dt = y->t.dtype;
     cudaDataType_t type = blas_type(dt);
-    cublasComputeType_t compute = dt == GFP_F64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-    double one64 = 1.0, zero64 = 0.0;
-    float one32 = 1.0f, zero32 = 0.0f;
-    const void *alpha = dt == GFP_F64 ? (const void *)&one64 : (const void *)&one32;
-    const void *beta = dt == GFP_F64 ? (const void *)&zero64 : (const void *)&zero32;
+    /* alpha = 1 and beta = 0 in the scale type: float or double, complex
+     * (1 + 0i) for c64 and c128, whose first part is the real value. */
+    bool dbl = dt == GFP_F64 || dt == GFP_C128;
+    cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    const double one64[2] = {1.0, 0.0}, zero64[2] = {0.0, 0.0};
+    const float one32[2] = {1.0f, 0.0f}, zero32[2] = {0.0f, 0.0f};
+    const void *alpha = dbl ? (const void *)one64 : (const void *)one32;
+    const void *beta = dbl ? (const void *)zero64 : (const void *)zero32;
     size_t es = pk_dtype_size(dt);
 
     if (bd->n <= 1) {

@@ -42,7 +42,8 @@ typedef enum op_kind {
     K_BATCH_NORM,
     K_INDEX,
     K_CONV,
-    K_POOL
+    K_POOL,
+    K_FFT
 } op_kind;
 
 /* The elementwise math's kinds (plugin_kit.h) as op kinds. */
@@ -78,6 +79,7 @@ static op_kind kind_of(uint32_t op) {
     case GFP_FAMILY_INDEX: return K_INDEX;
     case GFP_FAMILY_CONV: return K_CONV;
     case GFP_FAMILY_POOL: return K_POOL;
+    case GFP_FAMILY_FFT: return K_FFT;
     default: return K_NONE;
     }
 }
@@ -88,6 +90,10 @@ static op_kind kind_of(uint32_t op) {
 #define S_HALF (BIT(GFP_F16) | BIT(GFP_BF16))
 #define S_INT (BIT(GFP_I32) | BIT(GFP_I64))
 #define S_ALL (S_FLOAT | S_HALF | S_INT | BIT(GFP_BOOL))
+/* The complex dtypes: every op that takes one is decided by
+ * accepts_complex, with the rules of plugins/common/pk_complex.c. */
+#define S_CX (BIT(GFP_C64) | BIT(GFP_C128))
+#define S_STORED (S_ALL | S_CX)
 
 static bool in_set(int32_t d, uint32_t set) {
     return d >= 0 && d < GFP_DTYPE_COUNT && (set & BIT(d)) != 0;
@@ -101,9 +107,47 @@ static bool all_are(const int32_t *d, uint32_t n, int32_t dt, bool optional) {
     return true;
 }
 
+static bool any_complex(const int32_t *in, uint32_t n_in, const int32_t *out, uint32_t n_out) {
+    for (uint32_t i = 0; i < n_in; i++)
+        if (in_set(in[i], S_CX)) return true;
+    for (uint32_t i = 0; i < n_out; i++)
+        if (in_set(out[i], S_CX)) return true;
+    return false;
+}
+
+/* An op with a complex operand: the reference's complex rules for the
+ * elementwise ops, sums and matmul; TRIL/TRIU, WHERE and the index ops move
+ * complex elements as they move the others; FFT takes its kinds' dtypes. */
+static bool accepts_complex(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t *out,
+                            uint32_t n_out) {
+    switch (kind_of(op)) {
+    case K_COPY:
+    case K_FILL:
+    case K_UNARY_FLOAT:
+    case K_UNARY_NUMERIC:
+    case K_BINARY_FLOAT:
+    case K_BINARY_NUMERIC:
+    case K_COMPARE:
+        return pk_complex_ew_accepts(op, in, out, S_CX, S_FLOAT | S_INT | BIT(GFP_BOOL));
+    case K_TRI: return in_set(out[0], S_CX) && in[0] == out[0];
+    case K_WHERE:
+        return in[0] == GFP_BOOL && in_set(out[0], S_CX) && in[1] == out[0] && in[2] == out[0];
+    case K_REDUCE: return n_out == 1 && pk_complex_reduce_ok(op, in[0], out[0], S_CX);
+    case K_MATMUL: return pk_complex_matmul_ok(in[0], in[1], out[0], S_CX);
+    case K_INDEX: return in_set(in[0], S_CX) && in[1] == GFP_I64 && out[0] == in[0];
+    case K_FFT:
+        return n_in == 1 && n_out == 1 &&
+               (pk_fft_kind_dtypes(GFP_FFT_C2C, in[0], out[0]) ||
+                pk_fft_kind_dtypes(GFP_FFT_R2C, in[0], out[0]) ||
+                pk_fft_kind_dtypes(GFP_FFT_C2R, in[0], out[0]));
+    default: return false;
+    }
+}
+
 /* True when launch runs op with these dtypes (counts already checked). */
 static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t *out,
                     uint32_t n_out) {
+    if (any_complex(in, n_in, out, n_out)) return accepts_complex(op, in, n_in, out, n_out);
     op_kind k = kind_of(op);
     switch (k) {
     case K_COPY: return in_set(in[0], S_ALL) && in_set(out[0], S_ALL);
@@ -162,9 +206,12 @@ gfp_status cu_query_op(void *device, const gfp_op_query *q, uint32_t *support) {
     if (st != GFP_OK) return st;
     gfp_op_query w = *q;
     if (widens(kind_of(q->op)) && !pk_widen_query(q, &w)) return GFP_OK;
-    if (kind_of(q->op) != K_NONE && pk_query_fits(q, S_ALL) &&
+    if (kind_of(q->op) != K_NONE && pk_query_fits(q, S_STORED) &&
         accepts(q->op, w.input_dtypes, w.n_inputs, w.output_dtypes, w.n_outputs))
         *support = GFP_SUPPORT_STRIDED;
+    /* FFT needs cuFFT, opened here by the first FFT query. */
+    if (*support != GFP_SUPPORT_NONE && kind_of(q->op) == K_FFT && !cu_fft_usable())
+        *support = GFP_SUPPORT_NONE;
     return GFP_OK;
 }
 
@@ -209,6 +256,15 @@ static gfp_status run_matmul(cu_device *dev, uint32_t op, const gfp_tensor *cons
     (void)op;
     (void)params;
     return cu_matmul_launch(dev, in, n_in, out, n_out);
+}
+
+static gfp_status run_fft(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                          uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                          const void *params) {
+    (void)op;
+    (void)n_in;
+    (void)n_out;
+    return cu_fft_launch(dev, in[0], out[0], params);
 }
 
 static gfp_status run_elementwise(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
@@ -275,13 +331,14 @@ static const cu_family families[] = {
     {GFP_FAMILY_BIT(GFP_FAMILY_MATMUL), run_matmul},
     {GFP_FAMILY_BIT(GFP_FAMILY_CONV), cu_conv_launch},
     {GFP_FAMILY_BIT(GFP_FAMILY_POOL), cu_pool_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_FFT), run_fft},
 };
 
 gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
                      uint32_t n_inputs, const gfp_tensor *const *outputs, uint32_t n_outputs,
                      const void *params) {
     cu_device *dev = device;
-    const pk_device_rules rules = {"cuda", dev ? dev->name : "cuda", S_ALL, buffer_size, dev};
+    const pk_device_rules rules = {"cuda", dev ? dev->name : "cuda", S_STORED, buffer_size, dev};
     gfp_status st = pk_launch_begin(&rules, op, inputs, n_inputs, outputs, n_outputs, params);
     if (st != GFP_OK) return st;
     const cu_family *f = PK_ROUTE(families, op);

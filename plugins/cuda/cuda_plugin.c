@@ -238,7 +238,7 @@ static gfp_status cu_device_props(void *plugin_ctx, uint32_t index, gfp_device_p
     full.memory_bytes = d->memory;
     full.dtypes = GFP_DTYPE_BIT(GFP_F32) | GFP_DTYPE_BIT(GFP_F64) | GFP_DTYPE_BIT(GFP_I32) |
                   GFP_DTYPE_BIT(GFP_I64) | GFP_DTYPE_BIT(GFP_BOOL) | GFP_DTYPE_BIT(GFP_F16) |
-                  GFP_DTYPE_BIT(GFP_BF16);
+                  GFP_DTYPE_BIT(GFP_BF16) | GFP_DTYPE_BIT(GFP_C64) | GFP_DTYPE_BIT(GFP_C128);
     full.max_rank = GFP_MAX_RANK;
     full.max_alloc_bytes = 0;
     char rt[16], drv[16];
@@ -261,6 +261,7 @@ static void close_device(cu_device *dev) {
     if (dev->dnn) cu_dnn.cudnnDestroy(dev->dnn);
 #endif
     if (dev->blas) cu_blas.cublasDestroy(dev->blas);
+    cu_fft_close(dev);
     cu_memory_close(dev);
     if (dev->stream) cudaStreamDestroy(dev->stream);
     (void)cudaGetLastError();

@@ -62,7 +62,10 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
     const char *name = pk_op_name(op);
     const gfp_reduce_params *p = params;
     const gfp_tensor *x = in[0], *y = out[0], *ind = n_out == 2 ? out[1] : NULL;
-    gfp_status st = pk_check_reduce(op, params, x, y, ind, CU_REDUCE_DTYPES, PK_DT_FLOAT);
+    /* Complex: SUM, MEAN, PROD into the input's dtype (accepts() in cuda_ops.c). */
+    bool cx = pk_is_complex(x->dtype);
+    gfp_status st = pk_check_reduce(op, params, x, y, ind, cx ? PK_DT_COMPLEX : CU_REDUCE_DTYPES,
+                                    cx ? PK_DT_COMPLEX : PK_DT_FLOAT);
     if (st != GFP_OK) return st;
     uint32_t dims = p->dims;
     cuk_lines l;
@@ -80,6 +83,10 @@ gfp_status cu_reduce_launch(cu_device *dev, uint32_t op, const gfp_tensor *const
     set_slot(&l, 1, y);
     set_slot(&l, 2, ind);
     l.p0 = p->correction;
+    if (cx)
+        return cu_check(cuk_cx_reduce(dev->stream, op == GFP_OP_SUM ? 0 : op == GFP_OP_MEAN ? 1 : 2,
+                                      &l),
+                        name, "the kernel launch");
     return cu_check(cuk_reduce(dev->stream, op, &l), name, "the kernel launch");
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_cuda_libs.c — cuda_libs.c alone: cuBLAS and cuDNN open on first use.
+/* test_cuda_libs.c — cuda_libs.c alone: cuBLAS, cuDNN and cuFFT open on first use.
  *
  * Needs no GPU: opening the libraries and resolving their symbols does not
  * touch the driver, nor do the status-name functions called here. Built
@@ -60,6 +60,22 @@ static void test_dnn_resolves(void) {
 }
 #endif
 
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+static void test_fft_resolves(void) {
+    const char *why = cu_fft_load();
+    CHECK_MSG(why == NULL, "%s", why);
+    if (why) return;
+#define X(f) CHECK_MSG(cu_fft.f != NULL, "%s", #f);
+    CU_FFT_FUNCTIONS(X)
+#undef X
+    int version = 0;
+    CHECK(cu_fft.cufftGetVersion(&version) == CUFFT_SUCCESS);
+    CHECK_MSG(version / 1000 == CUFFT_VER_MAJOR, "cuFFT %d, built against %d", version,
+              CUFFT_VER_MAJOR);
+    CHECK(cu_fft_load() == NULL);
+}
+#endif
+
 #else /* CU_LIBS_MISSING */
 static void test_blas_missing(void) {
     last_error[0] = '\0';
@@ -88,6 +104,21 @@ static void test_dnn_missing(void) {
     CHECK(cu_dnn_load() == why);
 }
 #endif
+
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+static void test_fft_missing(void) {
+    last_error[0] = '\0';
+    const char *why = cu_fft_load();
+    CHECK(why != NULL);
+    if (!why) return;
+    fprintf(stderr, "  %s\n", why);
+    CHECK_CONTAINS(why, "cuFFT could not be loaded: ");
+    CHECK_CONTAINS(why, GRAFT_CUDA_CUFFT_SONAME);
+    CHECK_CONTAINS(why, "install libcufft");
+    CHECK(last_error[0] == '\0');
+    CHECK(cu_fft_load() == why);
+}
+#endif
 #endif
 
 int main(void) {
@@ -97,10 +128,16 @@ int main(void) {
 #ifdef GRAFT_CUDA_HAVE_CUDNN
     RUN(test_dnn_resolves);
 #endif
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+    RUN(test_fft_resolves);
+#endif
 #else
     RUN(test_blas_missing);
 #ifdef GRAFT_CUDA_HAVE_CUDNN
     RUN(test_dnn_missing);
+#endif
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+    RUN(test_fft_missing);
 #endif
 #endif
     return check_report_();

@@ -99,6 +99,8 @@ static void test_devices(void) {
         CHECK_CONTAINS(props.driver, "compute capability");
         CHECK(props.dtypes & GFP_DTYPE_BIT(GFP_F16));
         CHECK(props.dtypes & GFP_DTYPE_BIT(GFP_BF16));
+        CHECK(props.dtypes & GFP_DTYPE_BIT(GFP_C64));
+        CHECK(props.dtypes & GFP_DTYPE_BIT(GFP_C128));
         CHECK((props.flags & GFP_DEVICE_FLAG_HOST_ADDRESSABLE) == 0);
         fprintf(stderr, "  cuda:%u: %s (%s)\n", (unsigned)i, props.name, props.driver);
     }
@@ -164,9 +166,21 @@ static const def_op defs[] = {
 #include "op_math.def"
 };
 
-/* The dtypes this plugin stores: every real one. It does not store c64/c128
- * yet, so it must answer NONE for them (the core then falls back). */
-static bool stored(int32_t dt) { return dt != GFP_C64 && dt != GFP_C128; }
+static bool is_complex(int32_t dt) { return dt == GFP_C64 || dt == GFP_C128; }
+
+/* The elementwise ops the reference computes on complex (PyTorch's set:
+ * nothing that needs an ordering, no logical ops). */
+static bool complex_math(uint32_t op) {
+    static const uint32_t ops[] = {
+        GFP_OP_NEG,  GFP_OP_EXP,     GFP_OP_LOG,     GFP_OP_LOG1P,      GFP_OP_EXPM1,
+        GFP_OP_SQRT, GFP_OP_RSQRT,   GFP_OP_RECIPROCAL, GFP_OP_SQUARE, GFP_OP_SIN,
+        GFP_OP_COS,  GFP_OP_TANH,    GFP_OP_SIGMOID, GFP_OP_POW_SCALAR, GFP_OP_ASIN,
+        GFP_OP_ACOS, GFP_OP_ATAN,    GFP_OP_ADD,     GFP_OP_SUB,        GFP_OP_MUL,
+        GFP_OP_DIV,  GFP_OP_POW};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i] == op) return true;
+    return false;
+}
 
 static void test_capabilities(void) {
     const uint32_t S = GFP_SUPPORT_STRIDED, N = GFP_SUPPORT_NONE;
@@ -179,8 +193,20 @@ static void test_capabilities(void) {
             bool is_float = dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
             bool is_int = dt == GFP_I32 || dt == GFP_I64;
             uint32_t want, got;
+            if (is_complex(dt)) {
+                /* The reference's complex rules: its math in the dtype, EQ and
+                 * NE to bool; no ordering, no logical ops. */
+                bool eqne = d->op == GFP_OP_EQ || d->op == GFP_OP_NE;
+                got = d->arity == 1 ? ASK1(d->op, dt, dt) : ASK2(d->op, dt, dt, dt);
+                CHECK_MSG(got == (complex_math(d->op) ? S : N), "op %u on complex %d: %u",
+                          (unsigned)d->op, (int)dt, got);
+                got = d->arity == 1 ? ASK1(d->op, dt, GFP_BOOL) : ASK2(d->op, dt, dt, GFP_BOOL);
+                CHECK_MSG(got == (eqne ? S : N), "op %u on complex %d -> bool: %u",
+                          (unsigned)d->op, (int)dt, got);
+                continue;
+            }
             if (logical || compare) {
-                want = stored(dt) ? S : N; /* any stored dtype in, bool out */
+                want = S; /* any stored dtype in, bool out */
                 got = d->arity == 1 ? ASK1(d->op, dt, GFP_BOOL) : ASK2(d->op, dt, dt, GFP_BOOL);
                 CHECK_MSG(got == want, "op %u on %d -> bool: %u", (unsigned)d->op, (int)dt, got);
                 got = d->arity == 1 ? ASK1(d->op, dt, dt) : ASK2(d->op, dt, dt, dt);
@@ -188,7 +214,7 @@ static void test_capabilities(void) {
                           (unsigned)d->op, (int)dt, (int)dt, got);
                 continue;
             }
-            want = (is_float || (ints && is_int)) && stored(dt) ? S : N;
+            want = is_float || (ints && is_int) ? S : N;
             got = d->arity == 1 ? ASK1(d->op, dt, dt) : ASK2(d->op, dt, dt, dt);
             CHECK_MSG(got == want, "op %u (%s) on dtype %d: %u, expected %u", (unsigned)d->op,
                       d->kind, (int)dt, got, want);
@@ -198,10 +224,59 @@ static void test_capabilities(void) {
             CHECK(ASK2(d->op, GFP_F32, GFP_F64, compare ? GFP_BOOL : GFP_F32) == N);
     }
     CHECK(ASK2(GFP_OP_LOGICAL_AND, GFP_F16, GFP_I64, GFP_BOOL) == S);
-    /* Copies between every pair of stored dtypes. */
+    /* Copies between every pair of real dtypes; into complex from complex,
+     * f32, f64, the integers and bool; never out of complex into real (the
+     * core asks for the real part or the modulus instead). */
     for (int32_t a = 0; a < GFP_DTYPE_COUNT; a++)
-        for (int32_t b = 0; b < GFP_DTYPE_COUNT; b++)
-            CHECK(ASK1(GFP_OP_COPY, a, b) == (stored(a) && stored(b) ? S : N));
+        for (int32_t b = 0; b < GFP_DTYPE_COUNT; b++) {
+            bool ok = is_complex(b) ? a != GFP_F16 && a != GFP_BF16 : !is_complex(a);
+            CHECK_MSG(ASK1(GFP_OP_COPY, a, b) == (ok ? S : N), "copy %d -> %d", (int)a, (int)b);
+        }
+    /* Complex beyond the elementwise table: |z| into the part dtype, FILL,
+     * elements moved by TRIL, WHERE and the index ops, SUM MEAN PROD,
+     * cuBLAS's cgemm/zgemm, cuFFT's three kinds; nothing that orders, no
+     * random numbers, no nn ops. */
+    CHECK(ASK1(GFP_OP_ABS, GFP_C64, GFP_F32) == S);
+    CHECK(ASK1(GFP_OP_ABS, GFP_C128, GFP_F64) == S);
+    CHECK(ASK1(GFP_OP_ABS, GFP_C64, GFP_C64) == N);
+    CHECK(ASK1(GFP_OP_ABS, GFP_C128, GFP_F32) == N);
+    CHECK(ask(GFP_OP_FILL, 0, NULL, 1, (const int32_t[]){GFP_C128}) == S);
+    CHECK(ask(GFP_OP_RANDOM, 0, NULL, 1, (const int32_t[]){GFP_C64}) == N);
+    CHECK(ASK1(GFP_OP_TRIL, GFP_C128, GFP_C128) == S);
+    CHECK(ask(GFP_OP_WHERE, 3, (const int32_t[]){GFP_BOOL, GFP_C64, GFP_C64}, 1,
+              (const int32_t[]){GFP_C64}) == S);
+    CHECK(ask(GFP_OP_WHERE, 3, (const int32_t[]){GFP_BOOL, GFP_C64, GFP_C128}, 1,
+              (const int32_t[]){GFP_C128}) == N);
+    const int32_t cxs[] = {GFP_C64, GFP_C128};
+    for (int i = 0; i < 2; i++) {
+        int32_t c = cxs[i], r = c == GFP_C64 ? GFP_F32 : GFP_F64;
+        CHECK(ASK1(GFP_OP_SUM, c, c) == S);
+        CHECK(ASK1(GFP_OP_MEAN, c, c) == S);
+        CHECK(ASK1(GFP_OP_PROD, c, c) == S);
+        CHECK(ASK1(GFP_OP_SUM, c, r) == N);
+        CHECK(ASK1(GFP_OP_AMAX, c, c) == N);
+        CHECK(ASK1(GFP_OP_VAR, c, c) == N);
+        CHECK(ASK2(GFP_OP_MATMUL, c, c, c) == S);
+        CHECK(ASK2(GFP_OP_MATMUL, c, r, c) == N);
+        CHECK(ask(GFP_OP_INDEX_SELECT, 2, (const int32_t[]){c, GFP_I64}, 1,
+                  (const int32_t[]){c}) == S);
+        CHECK(ask(GFP_OP_SCATTER_ADD, 2, (const int32_t[]){c, GFP_I64}, 1,
+                  (const int32_t[]){c}) == S);
+        CHECK(ask(GFP_OP_SOFTMAX, 1, (const int32_t[]){c}, 1, (const int32_t[]){c}) == N);
+        CHECK(ask(GFP_OP_CONV2D, 2, (const int32_t[]){c, c}, 1, (const int32_t[]){c}) == N);
+        /* FFT: C2C, R2C, C2R of one precision, where this build has cuFFT
+         * and it opens (cuda.libs checks it does here). */
+#ifdef GRAFT_CUDA_HAVE_CUFFT
+        const uint32_t F = S;
+#else
+        const uint32_t F = N;
+#endif
+        CHECK(ASK1(GFP_OP_FFT, c, c) == F);
+        CHECK(ASK1(GFP_OP_FFT, r, c) == F);
+        CHECK(ASK1(GFP_OP_FFT, c, r) == F);
+        CHECK(ASK1(GFP_OP_FFT, r, r) == N);
+        CHECK(ASK1(GFP_OP_FFT, c, c == GFP_C64 ? GFP_C128 : GFP_C64) == N);
+    }
     CHECK(ask(GFP_OP_WHERE, 3, (const int32_t[]){GFP_BOOL, GFP_BF16, GFP_BF16}, 1,
               (const int32_t[]){GFP_BF16}) == S);
     CHECK(ask(GFP_OP_WHERE, 3, (const int32_t[]){GFP_I32, GFP_F32, GFP_F32}, 1,

@@ -104,6 +104,14 @@ __device__ __forceinline__ void cu_store_f64(void *data, int32_t dt, int64_t off
     case GFP_BOOL: ((uint8_t *)data)[off] = v != 0; break;
     case GFP_F16: ((uint16_t *)data)[off] = cu_d2h(v); break;
     case GFP_BF16: ((uint16_t *)data)[off] = cu_d2b(v); break;
+    case GFP_C64: /* a real value v + 0i (FILL, COPY from a real dtype) */
+        ((float *)data)[2 * off] = (float)v;
+        ((float *)data)[2 * off + 1] = 0.0f;
+        break;
+    case GFP_C128:
+        ((double *)data)[2 * off] = v;
+        ((double *)data)[2 * off + 1] = 0.0;
+        break;
     default: break;
     }
 }
@@ -118,6 +126,8 @@ __device__ __forceinline__ void cu_store_i64(void *data, int32_t dt, int64_t off
     case GFP_BOOL: ((uint8_t *)data)[off] = v != 0; break;
     case GFP_F16: ((uint16_t *)data)[off] = cu_f2h((float)v); break;
     case GFP_BF16: ((uint16_t *)data)[off] = cu_f2b((float)v); break;
+    case GFP_C64:
+    case GFP_C128: cu_store_f64(data, dt, off, (double)v); break;
     default: break;
     }
 }
@@ -126,10 +136,15 @@ __host__ __device__ __forceinline__ bool pk_is_float(int32_t dt) {
     return dt == GFP_F32 || dt == GFP_F64 || dt == GFP_F16 || dt == GFP_BF16;
 }
 
-/* Copies one element of esize bytes (1, 2, 4 or 8). */
+/* Copies one element of esize bytes (1, 2, 4, 8, or 16 for c128: two
+ * 8-byte words, which the buffers' element alignment allows). */
 __device__ __forceinline__ void cu_copy_elem(void *dst, int64_t doff, const void *src,
                                              int64_t soff, int esize) {
     switch (esize) {
+    case 16:
+        ((uint64_t *)dst)[2 * doff] = ((const uint64_t *)src)[2 * soff];
+        ((uint64_t *)dst)[2 * doff + 1] = ((const uint64_t *)src)[2 * soff + 1];
+        break;
     case 1: ((uint8_t *)dst)[doff] = ((const uint8_t *)src)[soff]; break;
     case 2: ((uint16_t *)dst)[doff] = ((const uint16_t *)src)[soff]; break;
     case 4: ((uint32_t *)dst)[doff] = ((const uint32_t *)src)[soff]; break;
@@ -140,6 +155,10 @@ __device__ __forceinline__ void cu_copy_elem(void *dst, int64_t doff, const void
 /* Zero of every stored dtype: all bits clear. */
 __device__ __forceinline__ void cu_zero_elem(void *dst, int64_t off, int esize) {
     switch (esize) {
+    case 16:
+        ((uint64_t *)dst)[2 * off] = 0;
+        ((uint64_t *)dst)[2 * off + 1] = 0;
+        break;
     case 1: ((uint8_t *)dst)[off] = 0; break;
     case 2: ((uint16_t *)dst)[off] = 0; break;
     case 4: ((uint32_t *)dst)[off] = 0; break;
@@ -152,7 +171,9 @@ __host__ __device__ __forceinline__ int pk_dtype_size(int32_t dt) {
     case GFP_F32:
     case GFP_I32: return 4;
     case GFP_F64:
-    case GFP_I64: return 8;
+    case GFP_I64:
+    case GFP_C64: return 8;
+    case GFP_C128: return 16;
     case GFP_F16:
     case GFP_BF16: return 2;
     default: return 1;

@@ -5,7 +5,8 @@
  * COPY follows the reference exactly: the same dtype is copied as bytes (so
  * -0.0 and NaN payloads survive, and an exactly aliased output is harmless); a
  * float source converts through double (one rounding, truncation toward zero
- * for integers); an integer or bool source stays exact through int64. */
+ * for integers); an integer or bool source stays exact through int64. Into
+ * complex from another dtype is cu_complex.cu's. */
 #include "cu_common.cuh"
 
 template <int ESIZE>
@@ -85,8 +86,11 @@ extern "C" cudaError_t cuk_copy(cudaStream_t s, const cuk_iter *it) {
         case 1: k_copy_same<1><<<g, CU_THREADS, 0, s>>>(*it); break;
         case 2: k_copy_same<2><<<g, CU_THREADS, 0, s>>>(*it); break;
         case 4: k_copy_same<4><<<g, CU_THREADS, 0, s>>>(*it); break;
+        case 16: k_copy_same<16><<<g, CU_THREADS, 0, s>>>(*it); break;
         default: k_copy_same<8><<<g, CU_THREADS, 0, s>>>(*it); break;
         }
+    } else if (it->dtype[0] == GFP_C64 || it->dtype[0] == GFP_C128) {
+        return cuk_cx_copy(s, it); /* cu_complex.cu: the other complex dtype, or a real one */
     } else {
         k_copy_convert<<<g, CU_THREADS, 0, s>>>(*it);
     }

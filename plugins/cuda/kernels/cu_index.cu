@@ -44,6 +44,14 @@ __device__ __forceinline__ void atomic_add_elem(void *dst, int64_t doff, const v
     case GFP_F32: atomicAdd((float *)dst + doff, ((const float *)src)[soff]); break;
     case GFP_F64: atomicAdd((double *)dst + doff, ((const double *)src)[soff]); break;
     case GFP_I32: atomicAdd((int *)dst + doff, ((const int *)src)[soff]); break;
+    case GFP_C64: /* part by part */
+        atomicAdd((float *)dst + 2 * doff, ((const float *)src)[2 * soff]);
+        atomicAdd((float *)dst + 2 * doff + 1, ((const float *)src)[2 * soff + 1]);
+        break;
+    case GFP_C128:
+        atomicAdd((double *)dst + 2 * doff, ((const double *)src)[2 * soff]);
+        atomicAdd((double *)dst + 2 * doff + 1, ((const double *)src)[2 * soff + 1]);
+        break;
     default:
         atomicAdd((unsigned long long *)dst + doff,
                   (unsigned long long)((const int64_t *)src)[soff]);
