@@ -178,6 +178,7 @@ static bool stores_c128(gf_device *d) {
 }
 
 int main(void) {
+    if (complex_device_absent()) return 77;
     /* The default device (GRAFT_DEVICE) when it stores c128, else the first
      * device that does. */
     gf_device *def = gf_device_default();
