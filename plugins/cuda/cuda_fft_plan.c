@@ -88,12 +88,24 @@ static void exec(builder *b, const cuf_exec *e) {
     if (s->ex.reps == 0) s->ex.reps = 1;
 }
 
-/* The C2C transform along dim q of the contiguous complex array a of shape
- * sizes (total elements), in place. */
-static void transform_dim(builder *b, int32_t a, int32_t cdt, int rank, const int64_t *sizes,
-                          int q, int sign, int64_t total) {
+/* True when t's elements lie row-major and contiguous (a size-1 dim may
+ * have any stride): the work array can then be t itself. */
+static bool dense(const gfp_tensor *t) {
+    int64_t s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != s) return false;
+        s *= t->sizes[d];
+    }
+    return true;
+}
+
+/* The C2C transform along dim q of the contiguous complex array in of shape
+ * sizes (total elements), into out of the same layout (in place when they
+ * are one). False when there is nothing to do (a dim of one point). */
+static bool transform_dim(builder *b, int32_t in, int32_t out, int32_t cdt, int rank,
+                          const int64_t *sizes, int q, int sign, int64_t total) {
     int64_t n = sizes[q], inner = 1, outer = 1;
-    if (n == 1) return; /* a transform of one point is the identity */
+    if (n == 1) return false; /* a transform of one point is the identity */
     for (int d = q + 1; d < rank; d++) inner = mul(b, inner, sizes[d]);
     for (int d = 0; d < q; d++) outer = mul(b, outer, sizes[d]);
     cuf_exec e;
@@ -102,7 +114,8 @@ static void transform_dim(builder *b, int32_t a, int32_t cdt, int rank, const in
     e.sign = sign;
     e.dbl = cdt == GFP_C128;
     e.n = n;
-    e.in = e.out = a;
+    e.in = in;
+    e.out = out;
     e.reps = 1;
     if (inner == 1) { /* contiguous lines, one after the other */
         e.batch = outer;
@@ -119,29 +132,54 @@ static void transform_dim(builder *b, int32_t a, int32_t cdt, int rank, const in
         const int64_t sa[3] = {mul(b, n, inner), inner, 1};
         const int64_t sw[3] = {mul(b, n, inner), 1, n};
         use_work(b->p, CUF_W2, cdt, total);
-        move(b, view(CUF_W2, cdt, 3, sz, sw, 0), view(a, cdt, 3, sz, sa, 0), 1.0, 0, 0);
+        move(b, view(CUF_W2, cdt, 3, sz, sw, 0), view(in, cdt, 3, sz, sa, 0), 1.0, 0, 0);
         e.in = e.out = CUF_W2;
         e.batch = mul(b, outer, inner);
         e.istride = e.ostride = 1;
         e.idist = e.odist = n;
         exec(b, &e);
-        move(b, view(a, cdt, 3, sz, sa, 0), view(CUF_W2, cdt, 3, sz, sw, 0), 1.0, 0, 0);
-        return;
+        move(b, view(out, cdt, 3, sz, sa, 0), view(CUF_W2, cdt, 3, sz, sw, 0), 1.0, 0, 0);
+        return true;
     }
     exec(b, &e);
+    return true;
 }
 
+/* The end of a plan whose last work array is y itself: the scale and
+ * conjugation in place, when there are any. */
+static void finish_in_y(builder *b, const gfp_tensor *y, const int64_t *st, double scale,
+                        int conj) {
+    if (scale == 1.0 && !conj) return;
+    cuf_view v = view(CUF_Y, y->dtype, y->rank, y->sizes, st, 0);
+    move(b, v, v, scale, conj, 0);
+}
+
+/* C2C: with x and y both contiguous, the first transform reads x and
+ * writes y, the others work in y; otherwise through work array 0. */
 static void plan_c2c(builder *b, const gfp_fft_params *p, const gfp_tensor *x,
                      const gfp_tensor *y) {
     int rank = x->rank;
     int32_t cdt = x->dtype;
     int64_t st[GFP_MAX_RANK], total = numel(b, rank, x->sizes);
     contiguous(b, rank, x->sizes, st);
-    use_work(b->p, CUF_W0, cdt, total);
-    move(b, view(CUF_W0, cdt, rank, x->sizes, st, 0), view_of(CUF_X, x), 1.0, 0, 0);
+    bool direct = dense(x) && dense(y);
+    int32_t work = direct ? CUF_Y : CUF_W0, cur = direct ? CUF_X : CUF_W0;
+    if (!direct) {
+        use_work(b->p, CUF_W0, cdt, total);
+        move(b, view(CUF_W0, cdt, rank, x->sizes, st, 0), view_of(CUF_X, x), 1.0, 0, 0);
+    }
     for (uint32_t i = 0; i < p->n_dims; i++)
-        transform_dim(b, CUF_W0, cdt, rank, x->sizes, p->dims[i], p->inverse ? 1 : -1, total);
-    move(b, view_of(CUF_Y, y), view(CUF_W0, cdt, rank, y->sizes, st, 0), p->scale, 0, 0);
+        if (transform_dim(b, cur, work, cdt, rank, x->sizes, p->dims[i], p->inverse ? 1 : -1,
+                          total))
+            cur = work;
+    if (!direct) {
+        move(b, view_of(CUF_Y, y), view(CUF_W0, cdt, rank, y->sizes, st, 0), p->scale, 0, 0);
+    } else if (cur == CUF_X) { /* every listed dim has one point */
+        move(b, view(CUF_Y, cdt, rank, y->sizes, st, 0), view(CUF_X, cdt, rank, x->sizes, st, 0),
+             p->scale, 0, 0);
+    } else {
+        finish_in_y(b, y, st, p->scale, 0);
+    }
 }
 
 /* R2C and C2R: the work arrays hold the dims in the order perm (the
@@ -173,6 +211,11 @@ static void plan_half(builder *b, const gfp_fft_params *p, const gfp_tensor *x,
         ro[d] = rps[pos[d]];
     }
     int64_t nc = numel(b, rank, cp), nr = numel(b, rank, rp);
+    /* With dl the last dim the work arrays' order is the launch's: a
+     * contiguous x (R2C) is read in place of work array 0, a contiguous y
+     * is written in place of the last one. */
+    bool last = dl == rank - 1;
+    bool x_in_place = last && r2c && dense(x), y_in_place = last && dense(y);
     cuf_exec e;
     memset(&e, 0, sizeof e);
     e.dbl = cdt == GFP_C128;
@@ -182,33 +225,39 @@ static void plan_half(builder *b, const gfp_fft_params *p, const gfp_tensor *x,
     e.reps = 1;
     if (r2c) {
         /* Forward transforms throughout; the inverse's +1 is the conjugate. */
-        use_work(b->p, CUF_W0, rdt, nr);
-        use_work(b->p, CUF_W1, cdt, nc);
-        move(b, view(CUF_W0, rdt, rank, rsz, ro, 0), view_of(CUF_X, x), 1.0, 0, 0);
+        int32_t rin = x_in_place ? CUF_X : CUF_W0, cout = y_in_place ? CUF_Y : CUF_W1;
+        if (!x_in_place) {
+            use_work(b->p, CUF_W0, rdt, nr);
+            move(b, view(CUF_W0, rdt, rank, rsz, ro, 0), view_of(CUF_X, x), 1.0, 0, 0);
+        }
+        if (!y_in_place) use_work(b->p, CUF_W1, cdt, nc);
         if (n == 1) {
-            move(b, view(CUF_W1, cdt, rank, cp, cps, 0), view(CUF_W0, rdt, rank, rp, rps, 0), 1.0,
-                 0, 0);
+            move(b, view(cout, cdt, rank, cp, cps, 0), view(rin, rdt, rank, rp, rps, 0), 1.0, 0, 0);
         } else {
             e.type = CUF_R2C;
             e.sign = -1;
             e.idist = n;
             e.odist = h;
-            e.in = CUF_W0;
-            e.out = CUF_W1;
+            e.in = rin;
+            e.out = cout;
             exec(b, &e);
         }
         for (uint32_t i = 0; i + 1 < p->n_dims; i++)
-            transform_dim(b, CUF_W1, cdt, rank, cp, pos[p->dims[i]], -1, nc);
-        move(b, view_of(CUF_Y, y), view(CUF_W1, cdt, rank, csz, co, 0), p->scale, p->inverse ? 1 : 0,
-             0);
+            transform_dim(b, cout, cout, cdt, rank, cp, pos[p->dims[i]], -1, nc);
+        if (y_in_place)
+            finish_in_y(b, y, cps, p->scale, p->inverse ? 1 : 0);
+        else
+            move(b, view_of(CUF_Y, y), view(CUF_W1, cdt, rank, csz, co, 0), p->scale,
+                 p->inverse ? 1 : 0, 0);
         return;
     }
     /* C2R: inverse transforms throughout; the forward's -1 conjugates x. */
+    int32_t rout = y_in_place ? CUF_Y : CUF_W1;
     use_work(b->p, CUF_W0, cdt, nc);
-    use_work(b->p, CUF_W1, rdt, nr);
+    if (!y_in_place) use_work(b->p, CUF_W1, rdt, nr);
     move(b, view(CUF_W0, cdt, rank, csz, co, 0), view_of(CUF_X, x), 1.0, p->inverse ? 0 : 1, 0);
     for (uint32_t i = 0; i + 1 < p->n_dims; i++)
-        transform_dim(b, CUF_W0, cdt, rank, cp, pos[p->dims[i]], 1, nc);
+        transform_dim(b, CUF_W0, CUF_W0, cdt, rank, cp, pos[p->dims[i]], 1, nc);
     /* Bin 0 and, for even n, bin n/2 (the last, h - 1) keep their real parts. */
     int64_t bin[GFP_MAX_RANK];
     memcpy(bin, cp, sizeof bin);
@@ -220,18 +269,18 @@ static void plan_half(builder *b, const gfp_fft_params *p, const gfp_tensor *x,
         move(b, ny, ny, 1.0, 0, 1);
     }
     if (n == 1) {
-        move(b, view(CUF_W1, rdt, rank, rp, rps, 0), view(CUF_W0, cdt, rank, cp, cps, 0), 1.0, 0,
-             1);
+        move(b, view(rout, rdt, rank, rp, rps, 0), view(CUF_W0, cdt, rank, cp, cps, 0), 1.0, 0, 1);
     } else {
         e.type = CUF_C2R;
         e.sign = 1;
         e.idist = h;
         e.odist = n;
         e.in = CUF_W0;
-        e.out = CUF_W1;
+        e.out = rout;
         exec(b, &e);
     }
-    move(b, view_of(CUF_Y, y), view(CUF_W1, rdt, rank, rsz, ro, 0), p->scale, 0, 0);
+    if (y_in_place) finish_in_y(b, y, rps, p->scale, 0);
+    else move(b, view_of(CUF_Y, y), view(CUF_W1, rdt, rank, rsz, ro, 0), p->scale, 0, 0);
 }
 
 int cuf_plan_make(const gfp_fft_params *p, const gfp_tensor *x, const gfp_tensor *y,

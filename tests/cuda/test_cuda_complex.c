@@ -294,6 +294,11 @@ static double complex load(emu *e, int32_t array, int64_t idx) {
 /* Stores v into an element of dtype dt (a work array of a real dtype keeps
  * the real part, as the device's real array would). */
 static void store(emu *e, int32_t array, int32_t view_dt, int64_t idx, double complex v) {
+    if (array == CUF_X) { /* x is the caller's input */
+        if (!e->bad) fprintf(stderr, "  a step writes into x\n");
+        e->bad = 1;
+        return;
+    }
     int32_t dt = 0;
     char *raw;
     double complex *w = slot(e, array, idx, &dt, &raw);
@@ -358,6 +363,8 @@ static void emu_exec(emu *e, const cuf_step *s) {
     int64_t n = x->n, n_in = x->type == CUF_C2R ? n / 2 + 1 : n,
             n_out = x->type == CUF_R2C ? n / 2 + 1 : n;
     CHECK(x->n >= 2); /* a line of one is a MOVE */
+    /* cuFFT's out-of-place C2R overwrites its input: never x's memory */
+    CHECK(x->type != CUF_C2R || x->in != CUF_X);
     CHECK(x->type == CUF_C2C ? (x->sign == 1 || x->sign == -1)
                              : x->sign == (x->type == CUF_R2C ? -1 : 1));
     double complex *in = malloc((size_t)n * sizeof *in), *out = malloc((size_t)n * sizeof *out);
@@ -414,6 +421,7 @@ typedef struct fft_case {
     int64_t shape[3]; /* the full (real-side for R2C/C2R) signal shape */
     int32_t cdt;      /* c64 or c128 */
     int layout;       /* 0 contiguous, 1 x strided and offset, 2 y strided and offset */
+    double scale;
 } fft_case;
 
 /* Strides of a padded, permuted layout: dims in reverse order, each padded
@@ -463,7 +471,7 @@ static int run_case(const fft_case *c, double *err_out) {
     x.buffer = xb;
     y.buffer = yb;
     gfp_fft_params p = {.struct_size = sizeof p, .kind = c->kind, .inverse = c->inverse,
-                        .n_dims = c->n_dims, .scale = 0.5};
+                        .n_dims = c->n_dims, .scale = c->scale};
     for (uint32_t i = 0; i < c->n_dims; i++) p.dims[i] = c->dims[i];
     const gfp_tensor *ins[1] = {&x}, *outs[1] = {&y};
     if (abi_launch(&ref, GFP_OP_FFT, ins, 1, outs, 1, &p) != GFP_OK) {
@@ -545,8 +553,11 @@ static void test_fft_steps(void) {
                 for (uint32_t inv = 0; inv < 2; inv++)
                     for (int prec = 0; prec < 2; prec++)
                         for (int layout = 0; layout < 3; layout++) {
+                            /* scale 1 and not: a contiguous y then needs no
+                                             * pass of its own */
                             fft_case c = {kind, inv, (uint32_t)nl[li], {0, 0, 0}, rank,
-                                          {0, 0, 0}, prec ? GFP_C128 : GFP_C64, layout};
+                                          {0, 0, 0}, prec ? GFP_C128 : GFP_C64, layout,
+                                          li % 2 ? 1.0 : 0.5};
                             for (int k = 0; k < nl[li]; k++) c.dims[k] = lists[li][k];
                             for (int d = 0; d < rank; d++) c.shape[d] = shapes[si].shape[d];
                             double err = INFINITY;
@@ -575,9 +586,12 @@ static void test_fft_steps(void) {
     CHECK(cases > 1000);
 }
 
-/* The transposing form is taken when a dim has more than CUF_MAX_REPS outer
- * blocks and inner lines; one plan shows it. Sizes that overflow are
- * refused. */
+/* The forms the plans take, and what they cost in passes: contiguous
+ * tensors are transformed from x into y with no copies (fft, rfft), irfft
+ * copies its input once (cuFFT's C2R overwrites it; the copy conjugates and
+ * the two bins are zeroed in it); a dim with more than CUF_MAX_REPS outer
+ * blocks and inner lines is transposed; strided tensors go through work
+ * arrays. Sizes that overflow are refused. */
 static void test_plan_forms(void) {
     int64_t s[3] = {17, 4, 3};
     gfp_tensor x = abi_desc(GFP_C128, 3, s, NULL), y = x;
@@ -585,13 +599,47 @@ static void test_plan_forms(void) {
     p.dims[0] = 1;
     cuf_plan plan;
     CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
-    CHECK(plan.n_steps == 5); /* load, transpose, exec, transpose back, store */
-    CHECK(plan.work_elems[2] == 17 * 4 * 3);
+    CHECK(plan.n_steps == 3); /* transpose from x, exec, transpose back into y */
+    CHECK(plan.work_elems[0] == 0 && plan.work_elems[2] == 17 * 4 * 3);
     s[0] = 16;
     x = abi_desc(GFP_C128, 3, s, NULL);
     y = x;
     CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
-    CHECK(plan.n_steps == 3 && plan.steps[1].ex.reps == 16);
+    CHECK(plan.n_steps == 1 && plan.steps[0].ex.reps == 16 && plan.steps[0].ex.in == CUF_X &&
+          plan.steps[0].ex.out == CUF_Y);
+    /* fft of 2^20 points, forward and unscaled: one cuFFT execution. */
+    int64_t m = 1 << 20;
+    x = abi_desc(GFP_C64, 1, &m, NULL);
+    y = x;
+    p.dims[0] = 0;
+    CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
+    CHECK(plan.n_steps == 1 && plan.work_elems[0] == 0 && plan.work_elems[1] == 0);
+    /* ifft with 1/n: the execution, then the scale in place. */
+    p.inverse = 1;
+    p.scale = 1.0 / (double)m;
+    CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
+    CHECK(plan.n_steps == 2 && plan.steps[1].kind == CUF_MOVE && plan.steps[1].dst.array == CUF_Y);
+    /* rfft of a [1024, 1024] batch: one R2C from x into y. */
+    int64_t r[2] = {1024, 1024}, h[2] = {1024, 513};
+    x = abi_desc(GFP_F32, 2, r, NULL);
+    y = abi_desc(GFP_C64, 2, h, NULL);
+    p = (gfp_fft_params){.struct_size = sizeof p, .kind = GFP_FFT_R2C, .n_dims = 1, .scale = 1};
+    p.dims[0] = 1;
+    CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
+    CHECK(plan.n_steps == 1 && plan.steps[0].ex.type == CUF_R2C && plan.steps[0].ex.batch == 1024);
+    /* irfft back (even n: bins 0 and n/2 zeroed), scaled in place. */
+    p.kind = GFP_FFT_C2R;
+    p.inverse = 1;
+    p.scale = 1.0 / 1024;
+    CHECK(cuf_plan_make(&p, &y, &x, &plan) == 0);
+    CHECK(plan.n_steps == 5 && plan.steps[3].ex.type == CUF_C2R && plan.steps[3].ex.out == CUF_Y);
+    /* a strided x: through a work array */
+    x.strides[0] = 2048;
+    p.kind = GFP_FFT_R2C;
+    p.inverse = 0;
+    p.scale = 1;
+    CHECK(cuf_plan_make(&p, &x, &y, &plan) == 0);
+    CHECK(plan.n_steps == 2 && plan.work_elems[0] == 1024 * 1024);
     int64_t big[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
     x = abi_desc(GFP_C64, 2, big, NULL);
     y = x;
