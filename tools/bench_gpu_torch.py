@@ -6,12 +6,16 @@
                        [--matmul-sizes 1024,4096] [--quick] [--json FILE]
 
 Runs graft-bench --json on --device (matmul f32 at --matmul-sizes, add,
-dispatch, conv2d forward and backward, the MLP and CNN training steps), then
+dispatch, conv2d forward and backward, the MLP and CNN training steps, and
+the complex rows: cmatmul c64 1024, cmul c64 16M, fft c64 1M and 128 lines
+of 1000 and 1031 points, rfft of 1024 lines, stft of 10 s at 16 kHz), then
 the same work in PyTorch on its CUDA device (cuda:0), and prints one table:
 graft's and torch's median time, the rate of each and the ratio torch / graft
 (above 1: graft is faster), with the target the row has, if any:
 
     matmul (cuBLAS through graft)  >= 0.95 x torch
+    cmatmul (cuBLAS cgemm)         >= 0.95 x torch
+    fft c64 (cuFFT through graft)  >= 0.9 x torch
     MLP and CNN training steps     >= 1.0 x torch (eager)
     dispatch of a small op         <= 5 us per op
 
@@ -45,6 +49,8 @@ import time
 
 TARGETS = {  # workload prefix: (kind, bound)
     "matmul": ("ratio>=", 0.95),
+    "cmatmul": ("ratio>=", 0.95),
+    "fft ": ("ratio>=", 0.9),
     "mlp train step": ("ratio>=", 1.0),
     "cnn train step": ("ratio>=", 1.0),
     "dispatch add": ("graft<=", 5e-6),
@@ -73,6 +79,7 @@ def graft_rows(bench, device, matmul_sizes, quick, only_matmul_add=False):
         runs.append(["--only", "add", "--sizes", "262144" if quick else "16777216"])
     else:
         runs.append(["--only", "add,dispatch,conv2d,conv2d_bwd,mlp,cnn"])
+        runs.append(["--only", "cmatmul,cmul,fft,rfft,stft"])
     rows, devices = {}, []
     for a in runs:
         doc = run_bench(bench, device, a, quick)
@@ -227,8 +234,43 @@ class Torch:
         med, mn = self.wall(step, min_reps=10)
         return med, mn, float(batch)
 
+    def complex_op(self, row):
+        """The complex rows: the same op on torch's complex64 (cuBLAS cgemm,
+        cuFFT); the work is graft's row's (its rate times its time)."""
+        torch, w, d = self.torch, row["workload"], row["detail"]
+        shape = ints(re.search(r"\[([\d,]+)\]", d).group(1))
+
+        def crand(*sh):
+            return torch.complex(self.rand(*sh), self.rand(*sh))
+        if w.startswith("cmatmul"):
+            a, b = crand(*shape), crand(*shape)
+            c = torch.empty(*shape, dtype=torch.complex64, device=self.dev)
+            fn = lambda: torch.mm(a, b, out=c)
+        elif w.startswith("cmul"):
+            a, b = crand(*shape), crand(*shape)
+            c = torch.empty_like(a)
+            fn = lambda: torch.mul(a, b, out=c)
+        elif w.startswith("rfft"):
+            x = self.rand(*shape)
+            fn = lambda: torch.fft.rfft(x)
+        elif w.startswith("stft"):
+            nfft = int(re.search(r"n_fft (\d+)", d).group(1))
+            hop = int(re.search(r"hop (\d+)", d).group(1))
+            x, win = self.rand(*shape), torch.hann_window(nfft, device=self.dev)
+            fn = lambda: torch.stft(x, nfft, hop_length=hop, window=win, return_complex=True)
+        else:
+            x = crand(*shape)
+            fn = lambda: torch.fft.fft(x)
+        med, mn = self.events(fn)
+        work = None
+        if row.get("rate") and row.get("time_s"):
+            work = row["rate"] * row["time_s"]["median"] * 1e9
+        return med, mn, work
+
     def measure(self, row):
         w = row["workload"]
+        if w.split(" ")[0] in ("cmatmul", "cmul", "fft", "rfft", "stft"):
+            return self.complex_op(row)
         if w.startswith("matmul"):
             return self.matmul(row)
         if w.startswith("add"):
