@@ -94,7 +94,7 @@ static bool dense(const gfp_tensor *t) {
     int64_t s = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         if (t->sizes[d] != 1 && t->strides[d] != s) return false;
-        s *= t->sizes[d];
+        if (__builtin_mul_overflow(s, t->sizes[d], &s)) return false;
     }
     return true;
 }
@@ -198,8 +198,8 @@ static void plan_half(builder *b, const gfp_fft_params *p, const gfp_tensor *x,
         if (d != dl) perm[k++] = d;
     perm[rank - 1] = dl;
     for (k = 0; k < rank; k++) pos[perm[k]] = k;
-    int64_t cp[GFP_MAX_RANK], rp[GFP_MAX_RANK], cps[GFP_MAX_RANK], rps[GFP_MAX_RANK];
-    int64_t co[GFP_MAX_RANK], ro[GFP_MAX_RANK];
+    int64_t cp[GFP_MAX_RANK] = {0}, rp[GFP_MAX_RANK] = {0}, cps[GFP_MAX_RANK] = {0},
+            rps[GFP_MAX_RANK] = {0}, co[GFP_MAX_RANK] = {0}, ro[GFP_MAX_RANK] = {0};
     for (k = 0; k < rank; k++) {
         cp[k] = csz[perm[k]];
         rp[k] = rsz[perm[k]];
