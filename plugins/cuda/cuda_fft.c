@@ -13,6 +13,7 @@
  * cuFFT is opened by the first FFT query (cuda_libs.c), not by
  * device_open: a process that transforms nothing never loads it. Without it
  * the query answers NONE and the core runs FFT on its fallback device. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +74,8 @@ static gfp_status fft_check(cufftResult r, const char *what) {
 
 bool cu_fft_usable(void) {
     const char *why = cu_fft_load();
-    static bool told;
-    if (why && !told) {
-        told = true; /* once per process: the query asks for every FFT */
+    static atomic_bool told; /* once per process: the query asks for every FFT */
+    if (why && !atomic_exchange(&told, true)) {
         pk_log(GFP_LOG_WARN, "cuda: %s: FFT runs on the fallback device", why);
     }
     return why == NULL;
