@@ -234,6 +234,8 @@ gfp_status cu_fft_launch(cu_device *dev, const gfp_tensor *x, const gfp_tensor *
     int dl = 0;
     gfp_status st = pk_check_fft(p, x, y, PK_DT_COMPLEX, "", &dl);
     if (st != GFP_OK || pk_numel(x) == 0 || pk_numel(y) == 0) return st;
+    /* A cached plan may be replaced while a graph would use its work area. */
+    if (dev->capturing) return cu_capture_refuse(dev, "fft", "a cuFFT transform");
     const char *why = cu_fft_load();
     if (why) return pk_fail(GFP_ERR_UNSUPPORTED, "fft: %s", why);
     cuf_plan *plan = malloc(sizeof *plan);

@@ -68,6 +68,10 @@ typedef struct cu_device {
     int64_t *scratch_host;
     /* cuFFT plans (cuda_fft.c), made by the first FFT; NULL until then. */
     struct cu_fft_cache *fft;
+    /* Captured graphs (cuda_graph.c): the live ones, and while graph_create
+     * captures the stream, whether a launch refused to be captured. */
+    struct cu_graph *graphs;
+    bool capturing, capture_refused;
 } cu_device;
 
 #define CU_BUFFER_MAGIC 0x6375646162756621ull /* "cudabuf!" */
@@ -157,6 +161,16 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
 gfp_status cu_pool_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params);
+/* Captured graphs (cuda_graph.c): the ABI's three graph slots; the graphs
+ * still alive at device close; and the refusal a launch gives while the
+ * stream is being captured, for what cannot be (it sets
+ * dev->capture_refused and fails UNSUPPORTED: the node then runs eagerly). */
+gfp_status cu_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
+                           void **graph);
+gfp_status cu_graph_launch(void *device, void *graph);
+void cu_graph_destroy(void *device, void *graph);
+void cu_graphs_release(cu_device *dev);
+gfp_status cu_capture_refuse(cu_device *dev, const char *op, const char *what);
 /* FFT (cuda_fft.c): cuFFT opened and usable (false, logged once, without
  * it); the launch; the device's plans released at close. */
 bool cu_fft_usable(void);

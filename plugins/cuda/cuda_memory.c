@@ -60,7 +60,9 @@ void cu_memory_close(cu_device *dev) {
 static cudaError_t raw_alloc(cu_device *dev, void **p, uint64_t nbytes) {
     cudaError_t e = dev->async_alloc ? cudaMallocAsync(p, (size_t)nbytes, dev->stream)
                                      : cudaMalloc(p, (size_t)nbytes);
-    if (e != cudaErrorMemoryAllocation) return e;
+    /* While a graph is captured, no waiting for the stream (cu_temp_alloc
+     * refuses first where there are no pools). */
+    if (e != cudaErrorMemoryAllocation || dev->capturing) return e;
     /* The pool may hold freed memory that other pools or processes could
      * not reuse: wait for pending frees, give it back, and try once more. */
     (void)cudaGetLastError();
@@ -84,6 +86,8 @@ static void raw_free(cu_device *dev, void *p) {
 
 gfp_status cu_temp_alloc(cu_device *dev, uint64_t nbytes, void **ptr, const char *op) {
     *ptr = NULL;
+    if (dev->capturing && !dev->async_alloc)
+        return cu_capture_refuse(dev, op, "scratch memory without memory pools (cudaMalloc)");
     cudaError_t e = raw_alloc(dev, ptr, nbytes ? nbytes : 1);
     if (e == cudaErrorMemoryAllocation)
         return pk_fail(GFP_ERR_OUT_OF_MEMORY,
@@ -173,6 +177,8 @@ static char *dptr(gfp_buffer buffer, uint64_t offset) {
 
 /* Host -> device through the staging halves. */
 gfp_status cu_upload(cu_device *dev, void *dst, const void *src, uint64_t n, const char *op) {
+    /* A graph would copy the staging memory as it is at replay. */
+    if (dev->capturing) return cu_capture_refuse(dev, op, "an upload of host data");
     if (!dev->stage[0]) {
         /* Pageable source: on the device's stream (the legacy stream does
          * not order with it), and waited for, since src is the caller's. */
@@ -307,6 +313,7 @@ gfp_status cu_synchronize(void *device) {
 }
 
 gfp_status cu_read_scratch(cu_device *dev, int64_t out[2], const char *op) {
+    if (dev->capturing) return cu_capture_refuse(dev, op, "a result read back to the host");
     gfp_status st = cu_check(cudaMemcpyAsync(dev->scratch_host, dev->scratch, 2 * sizeof(int64_t),
                                              cudaMemcpyDeviceToHost, dev->stream),
                              op, "cudaMemcpyAsync (check result)");

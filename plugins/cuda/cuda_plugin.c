@@ -260,6 +260,7 @@ static void close_device(cu_device *dev) {
 #ifdef GRAFT_CUDA_HAVE_CUDNN
     if (dev->dnn) cu_dnn.cudnnDestroy(dev->dnn);
 #endif
+    cu_graphs_release(dev);
     if (dev->blas) cu_blas.cublasDestroy(dev->blas);
     cu_fft_close(dev);
     cu_memory_close(dev);
@@ -379,6 +380,9 @@ static const gfp_plugin cu_table = {
     .query_op = cu_query_op,
     .launch = cu_launch,
     .query_extension = pk_no_extension,
+    .graph_create = cu_graph_create,
+    .graph_launch = cu_graph_launch,
+    .graph_destroy = cu_graph_destroy,
 };
 
 PK_DEFINE_NEGOTIATE(cu_table)

@@ -338,6 +338,21 @@ static void test_capabilities(void) {
 }
 
 /* ------------------------------------------------------------ through libgraft */
+/* The graph slots (cuda_graph.c: CUDA graphs by stream capture) are in the
+ * table; their argument checks need no device. On a GPU,
+ * autograd.test_graph_replay_cuda replays training steps through them. */
+static void test_graph_slots(void) {
+    CHECK(cu.t->struct_size >= GFP_PLUGIN_SIZE_V1_3);
+    CHECK(cu.t->graph_create && cu.t->graph_launch && cu.t->graph_destroy);
+    if (!cu.t->graph_create || !cu.t->graph_launch || !cu.t->graph_destroy) return;
+    void *g = (void *)1;
+    cu.error[0] = '\0';
+    CHECK(cu.t->graph_create(NULL, NULL, 0, &g) == GFP_ERR_INVALID && g == NULL);
+    CHECK_CONTAINS(abi_error(&cu), "graph_create");
+    CHECK(cu.t->graph_launch(NULL, NULL) == GFP_ERR_INVALID);
+    cu.t->graph_destroy(NULL, NULL); /* nothing to do, no fault */
+}
+
 static void test_core(void) {
     CHECK(gf_init() == GF_OK);
     bool seen = false;
@@ -386,6 +401,7 @@ int main(void) {
     RUN(test_negotiation);
     RUN(test_devices);
     RUN(test_capabilities);
+    RUN(test_graph_slots);
     if (cu.t->shutdown) cu.t->shutdown(cu.ctx);
     RUN(test_core);
     return CHECK_REPORT();
