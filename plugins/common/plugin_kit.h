@@ -323,6 +323,12 @@ gfp_status pk_check_softmax_backward(uint32_t op, const gfp_tensor *const *in, u
                                      const gfp_tensor *const *out, uint32_t n_out,
                                      const void *params, uint32_t dtypes);
 
+/* ADAM_UPDATE: 4 inputs (p, g, m, v) and 3 outputs (p, m, v), 1.3 params,
+ * all seven of f32 or f64 (UNSUPPORTED for another dtype, INVALID for a
+ * mix) and of p's shape. The arithmetic is pk_adam.h's. */
+gfp_status pk_check_adam(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                         uint32_t n_out, const void *params);
+
 /* REDUCE: input of `dtypes` narrowed by the op (mean, var and logsumexp
  * floats only, amax and amin bool too, the others no bool); output alike;
  * indices i64. floats: the float dtypes of `dtypes`. */

@@ -554,3 +554,29 @@ gfp_status pk_check_softmax_backward(uint32_t op, const gfp_tensor *const *in, u
                        dim, (int)y->rank);
     return GFP_OK;
 }
+
+/* ------------------------------------------------------------ ADAM_UPDATE */
+gfp_status pk_check_adam(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
+                         uint32_t n_out, const void *params) {
+    const char *name = pk_op_name(GFP_OP_ADAM_UPDATE);
+    gfp_status st = pk_expect_counts(n_in, 4, n_out, 3, name);
+    if (st == GFP_OK) st = pk_check_params(params, GFP_ADAM_PARAMS_SIZE_V1_3, name);
+    if (st != GFP_OK) return st;
+    static const char *const names[4] = {"p", "g", "m", "v"};
+    int32_t dt = in[0]->dtype;
+    if (dt != GFP_F32 && dt != GFP_F64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the update takes f32 or f64", name,
+                       pk_dtype_name(dt));
+    for (uint32_t i = 0; i < 4 + 3; i++) {
+        const gfp_tensor *t = i < 4 ? in[i] : out[i - 4];
+        const char *role = i < 4 ? "input" : "output";
+        const char *what = i < 4 ? names[i] : names[i == 4 ? 0 : i - 3];
+        if (t->dtype != dt)
+            return pk_fail(GFP_ERR_INVALID, "%s: %s %s is %s, p is %s; all must be one dtype",
+                           name, role, what, pk_dtype_name(t->dtype), pk_dtype_name(dt));
+        if (!pk_same_shape(t, in[0]))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s %s's shape differs from p's", name, role,
+                           what);
+    }
+    return GFP_OK;
+}

@@ -13,11 +13,11 @@
 #include <omp.h>
 
 #include "onednn_internal.h"
+#include "pk_adam.h"
 
-typedef struct adam_k {
-    double decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, step_size;
-    int mode; /* 0: no decay, 1: L2 (Adam), 2: decoupled (AdamW) */
-} adam_k;
+/* The constants (plugins/common/pk_adam.h); the loops below spell its
+ * element step out per decay mode, so that they have no branch. */
+typedef pk_adam_consts adam_k;
 
 /* The loops read p, g, m, v and write p, m, v through pointers that may be
  * the same (in place) or of distinct buffers (launch checks which): no
@@ -54,9 +54,9 @@ typedef struct adam_k {
         const T decay = (T)k->decay, b1 = (T)k->beta1, c1 = (T)k->one_minus_beta1;        \
         const T b2 = (T)k->beta2, c2 = (T)k->one_minus_beta2, s2 = (T)k->bc2_sqrt;        \
         const T eps = (T)k->eps, step = (T)k->step_size;                                  \
-        if (k->mode == 0) {                                                               \
+        if (k->mode == PK_ADAM_NO_DECAY) {                                                \
             ADAM_LOOP(T, SQRT, ADAM_KEEP_P, ADAM_KEEP_G)                                  \
-        } else if (k->mode == 1) {                                                        \
+        } else if (k->mode == PK_ADAM_L2) {                                               \
             ADAM_LOOP(T, SQRT, ADAM_KEEP_P, ADAM_L2_G)                                    \
         } else {                                                                          \
             ADAM_LOOP(T, SQRT, ADAM_DECAY_P, ADAM_KEEP_G)                                 \
@@ -96,11 +96,7 @@ static gfp_status adam_launch(const gfp_tensor *const *in, uint32_t n_in,
     for (int o = 0; o < 3; o++)
         if (!writable_as(in, out, o, alias_of[o])) return ODN_FALLBACK;
 
-    bool decoupled = (a->flags & GFP_ADAM_DECOUPLED_WEIGHT_DECAY) != 0;
-    adam_k k = {decoupled ? 1.0 - a->lr * a->weight_decay : a->weight_decay,
-                a->beta1, 1.0 - a->beta1, a->beta2, 1.0 - a->beta2,
-                a->bias_correction2_sqrt, a->eps, a->lr / a->bias_correction1,
-                a->weight_decay == 0 ? 0 : decoupled ? 2 : 1};
+    const adam_k k = pk_adam_consts_of(a);
     int64_t n = pk_numel(in[0]);
     if (n == 0) return GFP_OK;
     char *base[7];

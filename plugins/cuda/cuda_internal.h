@@ -161,6 +161,9 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
 gfp_status cu_pool_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params);
+gfp_status cu_optim_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                           const void *params);
 /* Captured graphs (cuda_graph.c): the ABI's three graph slots; the graphs
  * still alive at device close; and the refusal a launch gives while the
  * stream is being captured, for what cannot be (it sets

@@ -112,6 +112,22 @@ cudaError_t cuk_cx_move(cudaStream_t s, const cuk_iter *it, double scale, int co
 /* SUM (op 0), MEAN (1) or PROD (2) of the lines (slot 0 = x, 1 = y). */
 cudaError_t cuk_cx_reduce(cudaStream_t s, int op, const cuk_lines *l);
 
+/* ---- optimisers (cu_optim.cu): ADAM_UPDATE over seven tensors of one
+ * shape (p, g, m, v in; p, m, v out), any strides; the constants are
+ * plugins/common/pk_adam.h's. */
+typedef struct cuk_adam {
+    int32_t rank;
+    int32_t dtype; /* f32 or f64 */
+    int64_t numel;
+    int64_t sizes[CUK_MAX_RANK];
+    int64_t strides[7][CUK_MAX_RANK];
+    void *data[7];
+    int32_t contiguous; /* every tensor row-major: offsets are the index */
+    double decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, step_size;
+    int32_t mode;
+} cuk_adam;
+cudaError_t cuk_adam_update(cudaStream_t s, const cuk_adam *a);
+
 /* ---- random (cu_random.cu): the ABI's Philox4x32-10 streams. */
 cudaError_t cuk_random(cudaStream_t s, const cuk_tensor *y, uint32_t kind, uint64_t seed,
                        uint64_t offset, double a, double b);
@@ -119,7 +135,18 @@ cudaError_t cuk_random(cudaStream_t s, const cuk_tensor *y, uint32_t kind, uint6
 /* ---- reductions and normalisation (cu_reduce.cu, cu_norm.cu) */
 cudaError_t cuk_reduce(cudaStream_t s, uint32_t op, const cuk_lines *l);
 cudaError_t cuk_softmax(cudaStream_t s, uint32_t op, const cuk_lines *l);
+/* SOFTMAX_BACKWARD / LOG_SOFTMAX_BACKWARD: slots 0 grad_y, 1 y, 2 grad_x. */
+cudaError_t cuk_softmax_backward(cudaStream_t s, uint32_t op, const cuk_lines *l);
 cudaError_t cuk_layer_norm(cudaStream_t s, const cuk_lines *l);
+/* BATCH_NORM_BACKWARD: kept the channel; slots 0 grad_y, 1 x, 2 grad_x,
+ * per channel 3 save_mean, 4 save_invstd, 5 weight (NULL: 1), 6
+ * grad_weight, 7 grad_bias. */
+cudaError_t cuk_batch_norm_backward(cudaStream_t s, const cuk_lines *l);
+/* LAYER_NORM_BACKWARD: rows (kept the leading dims; slots 0 grad_y, 1 x,
+ * 2 grad_x, 3 mean, 4 rstd, 5 weight or NULL) for grad_x, cols (kept the
+ * normalised dims, along the rows; slots 0 grad_y, 1 x, 3 mean, 4 rstd,
+ * 6 grad_weight, 7 grad_bias) for the parameters' gradients. */
+cudaError_t cuk_layer_norm_backward(cudaStream_t s, const cuk_lines *rows, const cuk_lines *cols);
 cudaError_t cuk_batch_norm(cudaStream_t s, const cuk_lines *l);
 
 /* ---- matmul without BLAS (cu_matmul.cu): integer dtypes, any strides. */

@@ -38,12 +38,15 @@ typedef enum op_kind {
     K_REDUCE,
     K_MATMUL,
     K_SOFTMAX,
+    K_SOFTMAX_BACKWARD,
+    K_NORM_BACKWARD,
     K_LAYER_NORM,
     K_BATCH_NORM,
     K_INDEX,
     K_CONV,
     K_POOL,
-    K_FFT
+    K_FFT,
+    K_OPTIM
 } op_kind;
 
 /* The elementwise math's kinds (plugin_kit.h) as op kinds. */
@@ -73,6 +76,10 @@ static op_kind kind_of(uint32_t op) {
     case GFP_FAMILY_REDUCE: return K_REDUCE;
     case GFP_FAMILY_MATMUL: return K_MATMUL;
     case GFP_FAMILY_NORM:
+        if (op == GFP_OP_SOFTMAX_BACKWARD || op == GFP_OP_LOG_SOFTMAX_BACKWARD)
+            return K_SOFTMAX_BACKWARD;
+        if (op == GFP_OP_BATCH_NORM_BACKWARD || op == GFP_OP_LAYER_NORM_BACKWARD)
+            return K_NORM_BACKWARD;
         return op == GFP_OP_LAYER_NORM   ? K_LAYER_NORM
                : op == GFP_OP_BATCH_NORM ? K_BATCH_NORM
                                          : K_SOFTMAX;
@@ -80,6 +87,7 @@ static op_kind kind_of(uint32_t op) {
     case GFP_FAMILY_CONV: return K_CONV;
     case GFP_FAMILY_POOL: return K_POOL;
     case GFP_FAMILY_FFT: return K_FFT;
+    case GFP_FAMILY_OPTIM: return op == GFP_OP_ADAM_UPDATE ? K_OPTIM : K_NONE;
     default: return K_NONE;
     }
 }
@@ -186,6 +194,15 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
         if (op == GFP_OP_MAX_POOL2D) return out[0] == in[0] && out[1] == GFP_I64;
         if (op == GFP_OP_MAX_POOL2D_BACKWARD) return in[1] == GFP_I64 && out[0] == in[0];
         return out[0] == in[0];
+    case K_SOFTMAX_BACKWARD: /* grad_y, y -> grad_x, one float dtype */
+        return n_in == 2 && n_out == 1 && in_set(in[0], S_FLOAT) && in[1] == in[0] &&
+               out[0] == in[0];
+    case K_NORM_BACKWARD: /* grad_y, x, mean, rstd, weight|- -> 3, one float dtype */
+        return n_in == 5 && n_out == 3 && in_set(in[0], S_FLOAT) && all_are(in, 4, in[0], false) &&
+               (in[4] == in[0] || in[4] == -1) && all_are(out, 3, in[0], false);
+    case K_OPTIM: /* ADAM_UPDATE: seven tensors of one float dtype */
+        return n_in == 4 && n_out == 3 && in_set(in[0], S_FLOAT) && all_are(in, 4, in[0], false) &&
+               all_are(out, 3, in[0], false);
     default: return false;
     }
 }
@@ -194,8 +211,8 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
  * copies (plugins/common/pk_widen.h), rounded once. Not INDEX: SCATTER_ADD
  * and INDEX_ADD accumulate into their output, which the copies would lose. */
 static bool widens(op_kind k) {
-    return k == K_REDUCE || k == K_SOFTMAX || k == K_LAYER_NORM || k == K_BATCH_NORM ||
-           k == K_CONV || k == K_POOL;
+    return k == K_REDUCE || k == K_SOFTMAX || k == K_SOFTMAX_BACKWARD || k == K_LAYER_NORM ||
+           k == K_BATCH_NORM || k == K_NORM_BACKWARD || k == K_CONV || k == K_POOL;
 }
 
 /* The answer is the same for every device of the plugin (every device runs
@@ -332,6 +349,7 @@ static const cu_family families[] = {
     {GFP_FAMILY_BIT(GFP_FAMILY_CONV), cu_conv_launch},
     {GFP_FAMILY_BIT(GFP_FAMILY_POOL), cu_pool_launch},
     {GFP_FAMILY_BIT(GFP_FAMILY_FFT), run_fft},
+    {GFP_FAMILY_BIT(GFP_FAMILY_OPTIM), cu_optim_launch},
 };
 
 gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,

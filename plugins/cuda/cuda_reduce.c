@@ -170,9 +170,104 @@ static gfp_status batch_norm_launch(cu_device *dev, const gfp_tensor *const *in,
     return cu_check(cuk_batch_norm(dev->stream, &l), "batch_norm", "the kernel launch");
 }
 
+/* SOFTMAX_BACKWARD / LOG_SOFTMAX_BACKWARD: lines along params.dim. */
+static gfp_status softmax_backward_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
+                                          uint32_t n_in, const gfp_tensor *const *out,
+                                          uint32_t n_out, const void *params) {
+    gfp_status st = pk_check_softmax_backward(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
+    if (st != GFP_OK) return st;
+    const gfp_tensor *gy = in[0], *y = in[1], *gx = out[0];
+    if (pk_numel(y) == 0) return GFP_OK;
+    int dim = ((const gfp_dim_params *)params)->dim;
+    cuk_lines l;
+    lines_init(&l);
+    for (int d = 0; d < y->rank; d++) {
+        int64_t str[3] = {gy->strides[d], y->strides[d], gx->strides[d]};
+        if (d == dim) add_red(&l, y->sizes[d], str, 3);
+        else add_keep(&l, y->sizes[d], str, 3);
+    }
+    set_slot(&l, 0, gy);
+    set_slot(&l, 1, y);
+    set_slot(&l, 2, gx);
+    return cu_check(cuk_softmax_backward(dev->stream, op, &l), pk_op_name(op), "the kernel launch");
+}
+
+/* ------------------------------------------------------------ norm gradients */
+/* BATCH_NORM_BACKWARD: the channel kept (even when C = 1: the per-channel
+ * slots index it), every other dim along the line. */
+static gfp_status batch_norm_backward_launch(cu_device *dev, const gfp_tensor *const *in,
+                                             const gfp_tensor *const *out) {
+    const gfp_tensor *g = in[0], *x = in[1], *gx = out[0];
+    /* slots 3..7: save_mean, save_invstd, weight, grad_weight, grad_bias */
+    const gfp_tensor *per_c[5] = {in[2], in[3], in[4], out[1], out[2]};
+    cuk_lines l;
+    lines_init(&l);
+    l.n_out = x->sizes[1];
+    l.n_keep = 1;
+    l.keep_sizes[0] = x->sizes[1];
+    l.keep_str[0][0] = g->strides[1];
+    l.keep_str[1][0] = x->strides[1];
+    l.keep_str[2][0] = gx->strides[1];
+    for (int i = 0; i < 5; i++) l.keep_str[3 + i][0] = per_c[i] ? per_c[i]->strides[0] : 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (d == 1) continue;
+        int64_t str[3] = {g->strides[d], x->strides[d], gx->strides[d]};
+        add_red(&l, x->sizes[d], str, 3);
+    }
+    if (l.n_out == 0) return GFP_OK;
+    set_slot(&l, 0, g);
+    set_slot(&l, 1, x);
+    set_slot(&l, 2, gx);
+    for (int i = 0; i < 5; i++) set_slot(&l, 3 + i, per_c[i]);
+    return cu_check(cuk_batch_norm_backward(dev->stream, &l), "batch_norm_backward",
+                    "the kernel launch");
+}
+
+/* LAYER_NORM_BACKWARD: grad_x by rows (the leading dims kept), grad_weight
+ * and grad_bias by columns (the normalised dims kept, along the rows). */
+static gfp_status layer_norm_backward_launch(cu_device *dev, const gfp_tensor *const *in,
+                                             const gfp_tensor *const *out, const void *params) {
+    const gfp_tensor *g = in[0], *x = in[1], *mean = in[2], *rstd = in[3], *w = in[4];
+    const gfp_tensor *gx = out[0], *gw = out[1], *gb = out[2];
+    int nr = ((const gfp_layer_norm_params *)params)->normalized_rank, outer = x->rank - nr;
+    cuk_lines rows, cols;
+    lines_init(&rows);
+    lines_init(&cols);
+    for (int d = 0; d < outer; d++) {
+        int64_t rk[5] = {g->strides[d], x->strides[d], gx->strides[d], mean->strides[d],
+                         rstd->strides[d]};
+        add_keep(&rows, x->sizes[d], rk, 5);
+        int64_t cr[5] = {g->strides[d], x->strides[d], 0, mean->strides[d], rstd->strides[d]};
+        add_red(&cols, x->sizes[d], cr, 5);
+    }
+    for (int d = 0; d < nr; d++) {
+        int64_t rr[6] = {g->strides[outer + d], x->strides[outer + d], gx->strides[outer + d],
+                         0, 0, w ? w->strides[d] : 0};
+        add_red(&rows, x->sizes[outer + d], rr, 6);
+        int64_t ck[8] = {g->strides[outer + d], x->strides[outer + d], 0, 0, 0, 0,
+                         gw->strides[d], gb->strides[d]};
+        add_keep(&cols, x->sizes[outer + d], ck, 8);
+    }
+    if (cols.n_out == 0) return GFP_OK; /* no normalised elements: nothing to write */
+    const gfp_tensor *rs[6] = {g, x, gx, mean, rstd, w};
+    for (int i = 0; i < 6; i++) set_slot(&rows, i, rs[i]);
+    const gfp_tensor *cs[8] = {g, x, NULL, mean, rstd, NULL, gw, gb};
+    for (int i = 0; i < 8; i++) set_slot(&cols, i, cs[i]);
+    return cu_check(cuk_layer_norm_backward(dev->stream, &rows, &cols), "layer_norm_backward",
+                    "the kernel launch");
+}
+
 gfp_status cu_norm_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params) {
+    if (op == GFP_OP_SOFTMAX_BACKWARD || op == GFP_OP_LOG_SOFTMAX_BACKWARD)
+        return softmax_backward_launch(dev, op, in, n_in, out, n_out, params);
+    if (op == GFP_OP_BATCH_NORM_BACKWARD || op == GFP_OP_LAYER_NORM_BACKWARD) {
+        gfp_status st = pk_check_norm_backward(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
+        if (st != GFP_OK) return st;
+        return op == GFP_OP_BATCH_NORM_BACKWARD ? batch_norm_backward_launch(dev, in, out)
+                                                : layer_norm_backward_launch(dev, in, out, params);
+    }
     gfp_status st = pk_check_norm(op, in, n_in, out, n_out, params, PK_DT_FLOAT);
     if (st != GFP_OK) return st;
     switch (op) {

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "pk_adam.h"
 #include "ref_internal.h"
 
 uint32_t ref_optim_support(const gfp_op_query *q) {
@@ -24,60 +25,29 @@ uint32_t ref_optim_support(const gfp_op_query *q) {
 }
 
 /* Every step of the formula rounds to T: no wider intermediate, no fused
- * multiply-add (ISO C mode: the compiler contracts nothing). */
+ * multiply-add (ISO C mode: the compiler contracts nothing). The arithmetic
+ * is plugins/common/pk_adam.h's. */
 #define ADAM_ELEMENT(T, SQRT)                                                            \
     do {                                                                                 \
         T p = *(const T *)(bp + op_ * (int64_t)sizeof(T));                               \
         T g = *(const T *)(bg + og_ * (int64_t)sizeof(T));                               \
         T m = *(const T *)(bm + om_ * (int64_t)sizeof(T));                               \
         T v = *(const T *)(bv + ov_ * (int64_t)sizeof(T));                               \
-        if (decay && decoupled) p = p * (T)c.decay;                                      \
-        else if (decay) g = g + p * (T)c.decay;                                          \
-        m = m * (T)c.beta1 + g * (T)c.one_minus_beta1;                                   \
-        v = v * (T)c.beta2 + (g * g) * (T)c.one_minus_beta2;                            \
-        p = p - (m / (SQRT(v) / (T)c.bc2_sqrt + (T)c.eps)) * (T)c.step_size;             \
+        PK_ADAM_ELEMENT(T, SQRT, c, p, g, m, v);                                         \
         *(T *)(yp + oyp_ * (int64_t)sizeof(T)) = p;                                      \
         *(T *)(ym + oym_ * (int64_t)sizeof(T)) = m;                                      \
         *(T *)(yv + oyv_ * (int64_t)sizeof(T)) = v;                                      \
     } while (0)
 
-/* The constants of the formula, each formed in double (the core's scalars
- * are too) before the kernel rounds it to the dtype. */
-typedef struct adam_consts {
-    double decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, step_size;
-} adam_consts;
-
 gfp_status ref_optim_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                             const gfp_tensor *const *out, uint32_t n_out, const void *params) {
     if (op != GFP_OP_ADAM_UPDATE)
         return pk_fail(GFP_ERR_INTERNAL, "optim: op %u is not an optimiser update", (unsigned)op);
-    const char *name = pk_op_name(op);
-    gfp_status st = pk_expect_counts(n_in, 4, n_out, 3, name);
+    gfp_status st = pk_check_adam(in, n_in, out, n_out, params);
     if (st != GFP_OK) return st;
-    st = pk_check_params(params, GFP_ADAM_PARAMS_SIZE_V1_3, name);
-    if (st != GFP_OK) return st;
-    static const char *const in_names[4] = {"p", "g", "m", "v"};
     int32_t dt = in[0]->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the update takes f32 or f64", name,
-                       pk_dtype_name(dt));
-    for (uint32_t i = 0; i < 4 + 3; i++) {
-        const gfp_tensor *t = i < 4 ? in[i] : out[i - 4];
-        const char *role = i < 4 ? "input" : "output";
-        const char *what = i < 4 ? in_names[i] : in_names[i == 4 ? 0 : i - 3];
-        if (t->dtype != dt)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s %s is %s, p is %s; all must be one dtype",
-                           name, role, what, pk_dtype_name(t->dtype), pk_dtype_name(dt));
-        if (!pk_same_shape(t, in[0]))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s %s's shape differs from p's", name, role,
-                           what);
-    }
-    const gfp_adam_params *a = params;
-    bool decay = a->weight_decay != 0;
-    bool decoupled = (a->flags & GFP_ADAM_DECOUPLED_WEIGHT_DECAY) != 0;
-    adam_consts c = {decoupled ? 1.0 - a->lr * a->weight_decay : a->weight_decay,
-                     a->beta1, 1.0 - a->beta1, a->beta2, 1.0 - a->beta2,
-                     a->bias_correction2_sqrt, a->eps, a->lr / a->bias_correction1};
+    /* each constant formed in double, as the core's scalars are */
+    const pk_adam_consts c = pk_adam_consts_of(params);
 
     const gfp_tensor *tp = in[0], *tg = in[1], *tm = in[2], *tv = in[3];
     const gfp_tensor *typ = out[0], *tym = out[1], *tyv = out[2];

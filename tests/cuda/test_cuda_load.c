@@ -324,6 +324,43 @@ static void test_capabilities(void) {
               (const int32_t[]){GFP_F16}) == S);
     CHECK(ask(GFP_OP_SCATTER_ADD, 2, (const int32_t[]){GFP_BOOL, GFP_I64}, 1,
               (const int32_t[]){GFP_BOOL}) == N);
+    /* SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD: grad_y, y -> grad_x of one
+     * float dtype (16-bit through f32 copies). */
+    const uint32_t sb[2] = {GFP_OP_SOFTMAX_BACKWARD, GFP_OP_LOG_SOFTMAX_BACKWARD};
+    for (int i = 0; i < 2; i++) {
+        CHECK(ASK2(sb[i], GFP_F32, GFP_F32, GFP_F32) == S);
+        CHECK(ASK2(sb[i], GFP_F64, GFP_F64, GFP_F64) == S);
+        CHECK(ASK2(sb[i], GFP_BF16, GFP_BF16, GFP_BF16) == S);
+        CHECK(ASK2(sb[i], GFP_F32, GFP_F64, GFP_F32) == N);
+        CHECK(ASK2(sb[i], GFP_I32, GFP_I32, GFP_I32) == N);
+    }
+    /* BATCH_NORM_BACKWARD, LAYER_NORM_BACKWARD: grad_y, x, mean, rstd,
+     * weight or none -> grad_x, grad_weight, grad_bias, one float dtype. */
+    const uint32_t nb[2] = {GFP_OP_BATCH_NORM_BACKWARD, GFP_OP_LAYER_NORM_BACKWARD};
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 3; k++) {
+            int32_t t = k == 0 ? GFP_F32 : k == 1 ? GFP_F64 : GFP_F16;
+            CHECK(ask(nb[i], 5, (const int32_t[]){t, t, t, t, t}, 3,
+                      (const int32_t[]){t, t, t}) == S);
+            CHECK(ask(nb[i], 5, (const int32_t[]){t, t, t, t, -1}, 3,
+                      (const int32_t[]){t, t, t}) == S);
+        }
+        CHECK(ask(nb[i], 5, (const int32_t[]){GFP_F32, GFP_F64, GFP_F32, GFP_F32, -1}, 3,
+                  (const int32_t[]){GFP_F32, GFP_F32, GFP_F32}) == N);
+        CHECK(ask(nb[i], 5, (const int32_t[]){GFP_I32, GFP_I32, GFP_I32, GFP_I32, -1}, 3,
+                  (const int32_t[]){GFP_I32, GFP_I32, GFP_I32}) == N);
+    }
+    /* ADAM_UPDATE: seven tensors of f32 or f64 (kernels/cu_optim.cu). */
+    const int32_t fl[2] = {GFP_F32, GFP_F64};
+    for (int i = 0; i < 2; i++) {
+        int32_t t = fl[i];
+        CHECK(ask(GFP_OP_ADAM_UPDATE, 4, (const int32_t[]){t, t, t, t}, 3,
+                  (const int32_t[]){t, t, t}) == S);
+    }
+    CHECK(ask(GFP_OP_ADAM_UPDATE, 4, (const int32_t[]){GFP_F16, GFP_F16, GFP_F16, GFP_F16}, 3,
+              (const int32_t[]){GFP_F16, GFP_F16, GFP_F16}) == N);
+    CHECK(ask(GFP_OP_ADAM_UPDATE, 4, (const int32_t[]){GFP_F32, GFP_F64, GFP_F32, GFP_F32}, 3,
+              (const int32_t[]){GFP_F32, GFP_F32, GFP_F32}) == N);
     /* Wrong counts and unknown ops: not provided, no failure. */
     CHECK(ASK1(GFP_OP_ADD, GFP_F32, GFP_F32) == N);
     CHECK(ASK1(999, GFP_F32, GFP_F32) == N);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cu_norm.cu — SOFTMAX, LOG_SOFTMAX, LAYER_NORM, BATCH_NORM (f32, f64).
+/* cu_norm.cu — SOFTMAX, LOG_SOFTMAX and their gradients, LAYER_NORM,
+ * BATCH_NORM (f32, f64).
  *
  * Each output line is owned by one group of threads (cu_group.cuh). The
  * statistics are the reference's (plugins/reference/ref_norm.c): softmax
@@ -51,6 +52,139 @@ __global__ void k_softmax(int log_form, cuk_lines l) {
             T z = x[xb + cu_red_offset(l, 0, j)] - mt;
             double v = log_form ? (double)z - log_s : (double)exp(z) / s;
             y[yb + cu_red_offset(l, 1, j)] = (T)v;
+        }
+    }
+}
+
+/* SOFTMAX_BACKWARD (soft) and LOG_SOFTMAX_BACKWARD from the forward's
+ * output, as graft_ops.def defines them and the reference computes them: in
+ * double, the line's sum compensated, one rounding on store. Slots: 0
+ * grad_y, 1 y, 2 grad_x. Every element is read in the sum pass, which ends
+ * at the group's reduction, before any is written, and the writing pass
+ * reads an element's grad_y and y before writing its grad_x: an exactly
+ * aliased grad_x is safe. */
+template <int G, typename T>
+__global__ void k_softmax_backward(int soft, cuk_lines l) {
+    const int lane = G == 1 ? 0 : threadIdx.x % G;
+    const int64_t n = l.n_line;
+    const T *gy = (const T *)l.data[0], *y = (const T *)l.data[1];
+    T *gx = (T *)l.data[2];
+    CU_GROUP_LOOP(G, o, l.n_out) {
+        const int64_t gb = cu_keep_offset(l, 0, o), yb = cu_keep_offset(l, 1, o),
+                      xb = cu_keep_offset(l, 2, o);
+        cu_ksum k = {0, 0};
+        for (int64_t j = lane; j < n; j += G) {
+            double gi = (double)gy[gb + cu_red_offset(l, 0, j)];
+            cu_kadd(k, soft ? gi * (double)y[yb + cu_red_offset(l, 1, j)] : gi);
+        }
+        const double sum = cu_kvalue(cu_group_reduce<G>(k, add_ksum_n()));
+        for (int64_t j = lane; j < n; j += G) {
+            double gi = (double)gy[gb + cu_red_offset(l, 0, j)];
+            double yi = (double)y[yb + cu_red_offset(l, 1, j)];
+            gx[xb + cu_red_offset(l, 2, j)] = (T)(soft ? yi * (gi - sum) : gi - exp(yi) * sum);
+        }
+    }
+}
+
+/* The sums of a norm's gradient over one line (compensated, in double):
+ * sg = sum(g), sgx = sum(g * w * (x - mean) * rstd), with w from slot 5
+ * when present and wanted, mean and rstd the line's own (m, r). Slots: 0
+ * grad_y, 1 x, 5 weight. Every lane receives both. */
+template <int G>
+__device__ void grad_sums(const cuk_lines &l, int64_t gb, int64_t xb, int64_t wb, bool use_w,
+                          double m, double r, int lane, double *sg, double *sgx) {
+    cu_ksum a = {0, 0}, b = {0, 0};
+    for (int64_t j = lane; j < l.n_line; j += G) {
+        double gi = cu_load_f64(l.data[0], l.dtype[0], gb + cu_red_offset(l, 0, j));
+        if (use_w) gi *= cu_load_f64(l.data[5], l.dtype[5], wb + cu_red_offset(l, 5, j));
+        double xh = (cu_load_f64(l.data[1], l.dtype[1], xb + cu_red_offset(l, 1, j)) - m) * r;
+        cu_kadd(a, gi);
+        cu_kadd(b, gi * xh);
+    }
+    *sg = cu_kvalue(cu_group_reduce<G>(a, add_ksum_n()));
+    *sgx = cu_kvalue(cu_group_reduce<G>(b, add_ksum_n()));
+}
+
+/* BATCH_NORM_BACKWARD (training), as graft_ops.def and the reference define
+ * it. Kept: the channel; the line: the rest. Slots: 0 grad_y, 1 x, 2 grad_x;
+ * per channel 3 save_mean, 4 save_invstd, 5 weight (NULL: 1), 6
+ * grad_weight, 7 grad_bias. */
+template <int G>
+__global__ void k_batch_norm_backward(cuk_lines l) {
+    const int lane = G == 1 ? 0 : threadIdx.x % G;
+    const int64_t n = l.n_line;
+    CU_GROUP_LOOP(G, o, l.n_out) {
+        const int64_t gb = cu_keep_offset(l, 0, o), xb = cu_keep_offset(l, 1, o),
+                      ob = cu_keep_offset(l, 2, o);
+        const double m = cu_load_f64(l.data[3], l.dtype[3], cu_keep_offset(l, 3, o));
+        const double rs = cu_load_f64(l.data[4], l.dtype[4], cu_keep_offset(l, 4, o));
+        const double wc =
+            l.data[5] ? cu_load_f64(l.data[5], l.dtype[5], cu_keep_offset(l, 5, o)) : 1.0;
+        double db, dw;
+        grad_sums<G>(l, gb, xb, 0, false, m, rs, lane, &db, &dw);
+        if (lane == 0) {
+            cu_store_f64(l.data[6], l.dtype[6], cu_keep_offset(l, 6, o), dw);
+            cu_store_f64(l.data[7], l.dtype[7], cu_keep_offset(l, 7, o), db);
+        }
+        if (n == 0) continue;
+        const double mg = db / (double)n, mgx = dw / (double)n;
+        for (int64_t j = lane; j < n; j += G) {
+            double gi = cu_load_f64(l.data[0], l.dtype[0], gb + cu_red_offset(l, 0, j));
+            double xh = (cu_load_f64(l.data[1], l.dtype[1], xb + cu_red_offset(l, 1, j)) - m) * rs;
+            cu_store_f64(l.data[2], l.dtype[2], ob + cu_red_offset(l, 2, j),
+                         wc * rs * (gi - mg - xh * mgx));
+        }
+    }
+}
+
+/* LAYER_NORM_BACKWARD's grad_x, per row. Kept: the leading dims; the line:
+ * the normalised dims. Slots: 0 grad_y, 1 x, 2 grad_x, 3 mean, 4 rstd (per
+ * row), 5 weight (per normalised element; NULL: 1). */
+template <int G>
+__global__ void k_layer_norm_backward_rows(cuk_lines l) {
+    const int lane = G == 1 ? 0 : threadIdx.x % G;
+    const int64_t n = l.n_line;
+    CU_GROUP_LOOP(G, o, l.n_out) {
+        const int64_t gb = cu_keep_offset(l, 0, o), xb = cu_keep_offset(l, 1, o),
+                      ob = cu_keep_offset(l, 2, o);
+        const double m = cu_load_f64(l.data[3], l.dtype[3], cu_keep_offset(l, 3, o));
+        const double r = cu_load_f64(l.data[4], l.dtype[4], cu_keep_offset(l, 4, o));
+        const bool w = l.data[5] != NULL;
+        double sa, sb;
+        grad_sums<G>(l, gb, xb, 0, w, m, r, lane, &sa, &sb);
+        const double a = sa / (double)n, b = sb / (double)n;
+        for (int64_t j = lane; j < n; j += G) {
+            double gwi = cu_load_f64(l.data[0], l.dtype[0], gb + cu_red_offset(l, 0, j));
+            if (w) gwi *= cu_load_f64(l.data[5], l.dtype[5], cu_red_offset(l, 5, j));
+            double xh = (cu_load_f64(l.data[1], l.dtype[1], xb + cu_red_offset(l, 1, j)) - m) * r;
+            cu_store_f64(l.data[2], l.dtype[2], ob + cu_red_offset(l, 2, j), r * (gwi - a - xh * b));
+        }
+    }
+}
+
+/* LAYER_NORM_BACKWARD's grad_weight and grad_bias, per normalised element
+ * over the rows. Kept: the normalised dims; the line: the leading dims.
+ * Slots: 0 grad_y, 1 x, 3 mean, 4 rstd (along the line), 6 grad_weight,
+ * 7 grad_bias. No rows: both 0. */
+template <int G>
+__global__ void k_layer_norm_backward_cols(cuk_lines l) {
+    const int lane = G == 1 ? 0 : threadIdx.x % G;
+    CU_GROUP_LOOP(G, o, l.n_out) {
+        const int64_t gb = cu_keep_offset(l, 0, o), xb = cu_keep_offset(l, 1, o);
+        cu_ksum a = {0, 0}, b = {0, 0};
+        for (int64_t j = lane; j < l.n_line; j += G) {
+            double gi = cu_load_f64(l.data[0], l.dtype[0], gb + cu_red_offset(l, 0, j));
+            double m = cu_load_f64(l.data[3], l.dtype[3], cu_red_offset(l, 3, j));
+            double r = cu_load_f64(l.data[4], l.dtype[4], cu_red_offset(l, 4, j));
+            double xh = (cu_load_f64(l.data[1], l.dtype[1], xb + cu_red_offset(l, 1, j)) - m) * r;
+            cu_kadd(a, gi);
+            cu_kadd(b, gi * xh);
+        }
+        double sg = cu_kvalue(cu_group_reduce<G>(a, add_ksum_n()));
+        double sgx = cu_kvalue(cu_group_reduce<G>(b, add_ksum_n()));
+        if (lane == 0) {
+            cu_store_f64(l.data[6], l.dtype[6], cu_keep_offset(l, 6, o), sgx);
+            cu_store_f64(l.data[7], l.dtype[7], cu_keep_offset(l, 7, o), sg);
         }
     }
 }
@@ -162,6 +296,46 @@ extern "C" cudaError_t cuk_softmax(cudaStream_t s, uint32_t op, const cuk_lines 
     case 32: launch_softmax<32>(s, log_form, l); break;
     default: launch_softmax<CU_THREADS>(s, log_form, l); break;
     }
+    return cu_launched();
+}
+
+template <int G>
+static void launch_softmax_backward(cudaStream_t s, int soft, const cuk_lines *l) {
+    unsigned blocks = cu_group_blocks(l->n_out, G);
+    if (l->dtype[0] == GFP_F64)
+        k_softmax_backward<G, double><<<blocks, CU_THREADS, 0, s>>>(soft, *l);
+    else
+        k_softmax_backward<G, float><<<blocks, CU_THREADS, 0, s>>>(soft, *l);
+}
+
+extern "C" cudaError_t cuk_softmax_backward(cudaStream_t s, uint32_t op, const cuk_lines *l) {
+    int soft = op == GFP_OP_SOFTMAX_BACKWARD;
+    switch (cu_group_size(l->n_line)) {
+    case 1: launch_softmax_backward<1>(s, soft, l); break;
+    case 32: launch_softmax_backward<32>(s, soft, l); break;
+    default: launch_softmax_backward<CU_THREADS>(s, soft, l); break;
+    }
+    return cu_launched();
+}
+
+#define CU_LAUNCH_LINES(KERNEL, l, s)                                                          \
+    switch (cu_group_size((l)->n_line)) {                                                      \
+    case 1: KERNEL<1><<<cu_group_blocks((l)->n_out, 1), CU_THREADS, 0, s>>>(*(l)); break;     \
+    case 32: KERNEL<32><<<cu_group_blocks((l)->n_out, 32), CU_THREADS, 0, s>>>(*(l)); break;  \
+    default:                                                                                   \
+        KERNEL<CU_THREADS><<<cu_group_blocks((l)->n_out, CU_THREADS), CU_THREADS, 0, s>>>(*(l)); \
+        break;                                                                                 \
+    }
+
+extern "C" cudaError_t cuk_batch_norm_backward(cudaStream_t s, const cuk_lines *l) {
+    CU_LAUNCH_LINES(k_batch_norm_backward, l, s)
+    return cu_launched();
+}
+
+extern "C" cudaError_t cuk_layer_norm_backward(cudaStream_t s, const cuk_lines *rows,
+                                               const cuk_lines *cols) {
+    if (cols->n_out > 0) CU_LAUNCH_LINES(k_layer_norm_backward_cols, cols, s)
+    if (rows->n_out > 0 && rows->n_line > 0) CU_LAUNCH_LINES(k_layer_norm_backward_rows, rows, s)
     return cu_launched();
 }
 
