@@ -329,6 +329,18 @@ gfp_status pk_check_softmax_backward(uint32_t op, const gfp_tensor *const *in, u
 gfp_status pk_check_adam(const gfp_tensor *const *in, uint32_t n_in, const gfp_tensor *const *out,
                          uint32_t n_out, const void *params);
 
+/* LSTM_CELL: in mm, p [N, 4H], c_prev [N, H]; out act [N, 4H], c, tc, h
+ * [N, H]; every tensor present, all of f32 or f64. *n, *h: N and H. */
+gfp_status pk_check_lstm_cell(const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out, int64_t *n,
+                              int64_t *h);
+/* LSTM_CELL_BACKWARD: in act [N, 4H], c_prev, tc, dh, dc [N, H], dy [N, H]
+ * or absent; out dgates [N, 4H], dc_prev [N, H]; one of f32 or f64.
+ * *has_dy: dy given. */
+gfp_status pk_check_lstm_cell_backward(const gfp_tensor *const *in, uint32_t n_in,
+                                       const gfp_tensor *const *out, uint32_t n_out, int64_t *n,
+                                       int64_t *h, bool *has_dy);
+
 /* REDUCE: input of `dtypes` narrowed by the op (mean, var and logsumexp
  * floats only, amax and amin bool too, the others no bool); output alike;
  * indices i64. floats: the float dtypes of `dtypes`. */

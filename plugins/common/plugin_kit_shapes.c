@@ -580,3 +580,88 @@ gfp_status pk_check_adam(const gfp_tensor *const *in, uint32_t n_in, const gfp_t
     }
     return GFP_OK;
 }
+
+/* ------------------------------------------------------------ LSTM cells */
+static bool sized_2d(const gfp_tensor *t, int64_t n, int64_t w) {
+    return t->rank == 2 && t->sizes[0] == n && t->sizes[1] == w;
+}
+
+gfp_status pk_check_lstm_cell(const gfp_tensor *const *in, uint32_t n_in,
+                              const gfp_tensor *const *out, uint32_t n_out, int64_t *n,
+                              int64_t *h) {
+    const char *name = pk_op_name(GFP_OP_LSTM_CELL);
+    if (n_in != 3 || n_out != 4)
+        return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs; it takes mm, p, c_prev "
+                       "and gives act, c, tc, h", name, (unsigned)n_in, (unsigned)n_out);
+    static const char *const names[7] = {"mm", "p", "c_prev", "act", "c", "tc", "h"};
+    for (uint32_t k = 0; k < 7; k++)
+        if (!(k < 3 ? in[k] : out[k - 3]))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", name, names[k]);
+    const gfp_tensor *mm = in[0];
+    int32_t dt = mm->dtype;
+    if (dt != GFP_F32 && dt != GFP_F64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
+                       pk_dtype_name(dt));
+    if (mm->rank != 2 || mm->sizes[1] % 4 != 0)
+        return pk_fail(GFP_ERR_INVALID, "%s: mm must be [N, 4H] (rank %d given)", name,
+                       (int)mm->rank);
+    int64_t N = mm->sizes[0], H = mm->sizes[1] / 4;
+    for (uint32_t k = 0; k < 7; k++) {
+        const gfp_tensor *t = k < 3 ? in[k] : out[k - 3];
+        int64_t w = (k == 0 || k == 1 || k == 3) ? 4 * H : H;
+        if (t->dtype != dt)
+            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, mm is %s; all must be one dtype",
+                           name, names[k], pk_dtype_name(t->dtype), pk_dtype_name(dt));
+        if (!sized_2d(t, N, w))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for mm [%lld, %lld]",
+                           name, names[k], (long long)N, (long long)w, (long long)N,
+                           (long long)(4 * H));
+    }
+    *n = N;
+    *h = H;
+    return GFP_OK;
+}
+
+gfp_status pk_check_lstm_cell_backward(const gfp_tensor *const *in, uint32_t n_in,
+                                       const gfp_tensor *const *out, uint32_t n_out, int64_t *n,
+                                       int64_t *h, bool *has_dy) {
+    const char *name = pk_op_name(GFP_OP_LSTM_CELL_BACKWARD);
+    if (n_in < 5 || n_in > 6 || n_out != 2)
+        return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs; it takes act, c_prev, "
+                       "tc, dh, dc (and dy) and gives dgates, dc_prev", name, (unsigned)n_in,
+                       (unsigned)n_out);
+    static const char *const in_names[6] = {"act", "c_prev", "tc", "dh", "dc", "dy"};
+    static const char *const out_names[2] = {"dgates", "dc_prev"};
+    for (uint32_t i = 0; i < n_in; i++)
+        if (!in[i] && i != 5)
+            return pk_fail(GFP_ERR_INVALID, "%s: input %s is NULL", name, in_names[i]);
+    for (uint32_t i = 0; i < n_out; i++)
+        if (!out[i]) return pk_fail(GFP_ERR_INVALID, "%s: output %s is NULL", name, out_names[i]);
+    const gfp_tensor *act = in[0];
+    int32_t dt = act->dtype;
+    if (dt != GFP_F32 && dt != GFP_F64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
+                       pk_dtype_name(dt));
+    if (act->rank != 2 || act->sizes[1] % 4 != 0)
+        return pk_fail(GFP_ERR_INVALID, "%s: act must be [N, 4H] (rank %d given)", name,
+                       (int)act->rank);
+    int64_t N = act->sizes[0], H = act->sizes[1] / 4;
+    for (uint32_t i = 0; i < 6 + 2; i++) {
+        bool is_in = i < 6;
+        const gfp_tensor *t = is_in ? (i < n_in ? in[i] : NULL) : out[i - 6];
+        if (!t) continue;
+        const char *what = is_in ? in_names[i] : out_names[i - 6];
+        int64_t w = (i == 0 || i == 6) ? 4 * H : H;
+        if (t->dtype != dt)
+            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, act is %s; all must be one dtype",
+                           name, what, pk_dtype_name(t->dtype), pk_dtype_name(dt));
+        if (!sized_2d(t, N, w))
+            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for act [%lld, %lld]",
+                           name, what, (long long)N, (long long)w, (long long)N,
+                           (long long)(4 * H));
+    }
+    *n = N;
+    *h = H;
+    *has_dy = n_in == 6 && in[5];
+    return GFP_OK;
+}

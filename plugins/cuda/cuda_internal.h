@@ -161,6 +161,8 @@ gfp_status cu_conv_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *
 gfp_status cu_pool_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                           uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                           const void *params);
+gfp_status cu_rnn_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
+                         const gfp_tensor *const *out, uint32_t n_out, const void *params);
 gfp_status cu_optim_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
                            const void *params);

@@ -128,6 +128,18 @@ typedef struct cuk_adam {
 } cuk_adam;
 cudaError_t cuk_adam_update(cudaStream_t s, const cuk_adam *a);
 
+/* ---- LSTM cells (cu_rnn.cu): rank-2 tensors by their two strides.
+ * Forward: data 0 mm, 1 p, 2 c_prev, 3 act, 4 c, 5 tc, 6 h. Backward: 0 act,
+ * 1 c_prev, 2 tc, 3 dh, 4 dc, 5 dy (NULL: none), 6 dgates, 7 dc_prev. */
+typedef struct cuk_lstm {
+    int32_t dtype; /* f32 or f64 */
+    int64_t n, h;
+    void *data[8];
+    int64_t s0[8], s1[8];
+} cuk_lstm;
+cudaError_t cuk_lstm_cell(cudaStream_t s, const cuk_lstm *l);
+cudaError_t cuk_lstm_cell_backward(cudaStream_t s, const cuk_lstm *l);
+
 /* ---- random (cu_random.cu): the ABI's Philox4x32-10 streams. */
 cudaError_t cuk_random(cudaStream_t s, const cuk_tensor *y, uint32_t kind, uint64_t seed,
                        uint64_t offset, double a, double b);

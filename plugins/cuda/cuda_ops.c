@@ -46,7 +46,8 @@ typedef enum op_kind {
     K_CONV,
     K_POOL,
     K_FFT,
-    K_OPTIM
+    K_OPTIM,
+    K_RNN
 } op_kind;
 
 /* The elementwise math's kinds (plugin_kit.h) as op kinds. */
@@ -88,6 +89,7 @@ static op_kind kind_of(uint32_t op) {
     case GFP_FAMILY_POOL: return K_POOL;
     case GFP_FAMILY_FFT: return K_FFT;
     case GFP_FAMILY_OPTIM: return op == GFP_OP_ADAM_UPDATE ? K_OPTIM : K_NONE;
+    case GFP_FAMILY_RNN: return K_RNN;
     default: return K_NONE;
     }
 }
@@ -200,6 +202,13 @@ static bool accepts(uint32_t op, const int32_t *in, uint32_t n_in, const int32_t
     case K_NORM_BACKWARD: /* grad_y, x, mean, rstd, weight|- -> 3, one float dtype */
         return n_in == 5 && n_out == 3 && in_set(in[0], S_FLOAT) && all_are(in, 4, in[0], false) &&
                (in[4] == in[0] || in[4] == -1) && all_are(out, 3, in[0], false);
+    case K_RNN: /* LSTM_CELL (3 in, 4 out), _BACKWARD (5 or 6 in, dy optional, 2 out) */
+        if (op == GFP_OP_LSTM_CELL && (n_in != 3 || n_out != 4)) return false;
+        if (op == GFP_OP_LSTM_CELL_BACKWARD && (n_in < 5 || n_in > 6 || n_out != 2)) return false;
+        return in_set(in[0], S_FLOAT) && all_are(in, n_in, in[0], op != GFP_OP_LSTM_CELL) &&
+               (op == GFP_OP_LSTM_CELL || (in[1] == in[0] && in[2] == in[0] && in[3] == in[0] &&
+                                           in[4] == in[0])) &&
+               all_are(out, n_out, in[0], false);
     case K_OPTIM: /* ADAM_UPDATE: seven tensors of one float dtype */
         return n_in == 4 && n_out == 3 && in_set(in[0], S_FLOAT) && all_are(in, 4, in[0], false) &&
                all_are(out, 3, in[0], false);
@@ -350,6 +359,7 @@ static const cu_family families[] = {
     {GFP_FAMILY_BIT(GFP_FAMILY_POOL), cu_pool_launch},
     {GFP_FAMILY_BIT(GFP_FAMILY_FFT), run_fft},
     {GFP_FAMILY_BIT(GFP_FAMILY_OPTIM), cu_optim_launch},
+    {GFP_FAMILY_BIT(GFP_FAMILY_RNN), cu_rnn_launch},
 };
 
 gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,

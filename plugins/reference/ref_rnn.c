@@ -80,10 +80,6 @@ static void cell_f64(const gfp_tensor *const *in, const gfp_tensor *const *out,
 #undef LD
 #undef AT
 
-static bool sized(const gfp_tensor *t, int64_t n, int64_t h) {
-    return t->rank == 2 && t->sizes[0] == n && t->sizes[1] == h;
-}
-
 /* ------------------------------------------------------------ LSTM_CELL */
 enum { F_MM, F_P, F_CP, F_IN };
 enum { F_ACT, F_C, F_TC, F_H, F_OUT };
@@ -136,44 +132,19 @@ static gfp_status unary(uint32_t op, const gfp_tensor *x, const gfp_tensor *y) {
 
 static gfp_status cell_forward(const gfp_tensor *const *in, uint32_t n_in,
                                const gfp_tensor *const *out, uint32_t n_out) {
-    const char *name = pk_op_name(GFP_OP_LSTM_CELL);
-    if (n_in != F_IN || n_out != F_OUT)
-        return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs; it takes mm, p, c_prev "
-                       "and gives act, c, tc, h", name, (unsigned)n_in, (unsigned)n_out);
-    static const char *const names[F_IN + F_OUT] = {"mm", "p", "c_prev", "act", "c", "tc", "h"};
-    for (uint32_t k = 0; k < F_IN + F_OUT; k++)
-        if (!(k < F_IN ? in[k] : out[k - F_IN]))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", name, names[k]);
-    const gfp_tensor *mm = in[F_MM];
-    int32_t dt = mm->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
-                       pk_dtype_name(dt));
-    if (mm->rank != 2 || mm->sizes[1] % 4 != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: mm must be [N, 4H] (rank %d given)", name,
-                       (int)mm->rank);
-    int64_t N = mm->sizes[0], H = mm->sizes[1] / 4;
-    for (uint32_t k = 0; k < F_IN + F_OUT; k++) {
-        const gfp_tensor *t = k < F_IN ? in[k] : out[k - F_IN];
-        int64_t w = (k == F_MM || k == F_P || k == F_IN + F_ACT) ? 4 * H : H;
-        if (t->dtype != dt)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, mm is %s; all must be one dtype",
-                           name, names[k], pk_dtype_name(t->dtype), pk_dtype_name(dt));
-        if (!sized(t, N, w))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for mm [%lld, %lld]",
-                           name, names[k], (long long)N, (long long)w, (long long)N,
-                           (long long)(4 * H));
-    }
-    if (N == 0 || H == 0) return GFP_OK;
+    int64_t N, H;
+    gfp_status st = pk_check_lstm_cell(in, n_in, out, n_out, &N, &H);
+    if (st != GFP_OK || N == 0 || H == 0) return st;
+    int32_t dt = in[F_MM]->dtype;
     const gfp_tensor *act = out[F_ACT], *c = out[F_C], *tc = out[F_TC], *h = out[F_H];
     gfp_tensor gi = block_of(act, 0, H), gf = block_of(act, 1, H), gg = block_of(act, 2, H),
                go = block_of(act, 3, H);
     /* z = mm + p into act; tanh of the g block in tc (a contiguous copy
      * first, as the composed step takes it); sigmoid of all of act; the g
      * block back; then c, tanh(c) and h. */
-    fw_step(0, dt, act, mm, in[F_P], NULL, NULL);
+    fw_step(0, dt, act, in[F_MM], in[F_P], NULL, NULL);
     fw_step(1, dt, tc, &gg, NULL, NULL, NULL);
-    gfp_status st = unary(GFP_OP_TANH, tc, tc);
+    st = unary(GFP_OP_TANH, tc, tc);
     if (st == GFP_OK) st = unary(GFP_OP_SIGMOID, act, act);
     if (st != GFP_OK) return st;
     fw_step(1, dt, &gg, tc, NULL, NULL, NULL);
@@ -190,43 +161,11 @@ gfp_status ref_rnn_launch(uint32_t op, const gfp_tensor *const *in, uint32_t n_i
     if (op == GFP_OP_LSTM_CELL) return cell_forward(in, n_in, out, n_out);
     if (op != GFP_OP_LSTM_CELL_BACKWARD)
         return pk_fail(GFP_ERR_INTERNAL, "rnn: op %u is not a recurrent cell's", (unsigned)op);
-    const char *name = pk_op_name(op);
-    if (n_in < 5 || n_in > 6 || n_out != 2)
-        return pk_fail(GFP_ERR_INVALID, "%s: %u inputs and %u outputs; it takes act, c_prev, "
-                       "tc, dh, dc (and dy) and gives dgates, dc_prev", name, (unsigned)n_in,
-                       (unsigned)n_out);
-    static const char *const in_names[A_IN] = {"act", "c_prev", "tc", "dh", "dc", "dy"};
-    static const char *const out_names[O_OUT] = {"dgates", "dc_prev"};
-    for (uint32_t i = 0; i < n_in; i++)
-        if (!in[i] && i != A_DY)
-            return pk_fail(GFP_ERR_INVALID, "%s: input %s is NULL", name, in_names[i]);
-    for (uint32_t i = 0; i < n_out; i++)
-        if (!out[i]) return pk_fail(GFP_ERR_INVALID, "%s: output %s is NULL", name, out_names[i]);
-    const gfp_tensor *act = in[A_ACT];
-    int32_t dt = act->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
-                       pk_dtype_name(dt));
-    if (act->rank != 2 || act->sizes[1] % 4 != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: act must be [N, 4H] (rank %d given)", name,
-                       (int)act->rank);
-    int64_t N = act->sizes[0], H = act->sizes[1] / 4;
-    bool has_dy = n_in == 6 && in[A_DY];
-    for (uint32_t i = 0; i < A_IN + O_OUT; i++) {
-        bool is_in = i < A_IN;
-        const gfp_tensor *t = is_in ? (i < n_in ? in[i] : NULL) : out[i - A_IN];
-        if (!t) continue;
-        const char *what = is_in ? in_names[i] : out_names[i - A_IN];
-        int64_t w = (i == A_ACT || i == A_IN + O_DG) ? 4 * H : H;
-        if (t->dtype != dt)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, act is %s; all must be one dtype",
-                           name, what, pk_dtype_name(t->dtype), pk_dtype_name(dt));
-        if (!sized(t, N, w))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for act [%lld, %lld]",
-                           name, what, (long long)N, (long long)w, (long long)N,
-                           (long long)(4 * H));
-    }
-    if (N == 0 || H == 0) return GFP_OK;
+    int64_t N, H;
+    bool has_dy;
+    gfp_status st = pk_check_lstm_cell_backward(in, n_in, out, n_out, &N, &H, &has_dy);
+    if (st != GFP_OK || N == 0 || H == 0) return st;
+    int32_t dt = in[A_ACT]->dtype;
     char *b[A_IN] = {NULL}, *yb[O_OUT];
     for (uint32_t i = 0; i < n_in; i++) b[i] = in[i] ? ref_base(in[i]) : NULL;
     for (uint32_t i = 0; i < O_OUT; i++) yb[i] = ref_base(out[i]);

@@ -350,6 +350,22 @@ static void test_capabilities(void) {
         CHECK(ask(nb[i], 5, (const int32_t[]){GFP_I32, GFP_I32, GFP_I32, GFP_I32, -1}, 3,
                   (const int32_t[]){GFP_I32, GFP_I32, GFP_I32}) == N);
     }
+    /* LSTM_CELL and its backward (kernels/cu_rnn.cu): f32 or f64, dy optional. */
+    for (int k = 0; k < 2; k++) {
+        int32_t t = k ? GFP_F64 : GFP_F32;
+        CHECK(ask(GFP_OP_LSTM_CELL, 3, (const int32_t[]){t, t, t}, 4,
+                  (const int32_t[]){t, t, t, t}) == S);
+        CHECK(ask(GFP_OP_LSTM_CELL_BACKWARD, 6, (const int32_t[]){t, t, t, t, t, t}, 2,
+                  (const int32_t[]){t, t}) == S);
+        CHECK(ask(GFP_OP_LSTM_CELL_BACKWARD, 6, (const int32_t[]){t, t, t, t, t, -1}, 2,
+                  (const int32_t[]){t, t}) == S);
+        CHECK(ask(GFP_OP_LSTM_CELL_BACKWARD, 5, (const int32_t[]){t, t, t, t, t}, 2,
+                  (const int32_t[]){t, t}) == S);
+    }
+    CHECK(ask(GFP_OP_LSTM_CELL, 3, (const int32_t[]){GFP_F16, GFP_F16, GFP_F16}, 4,
+              (const int32_t[]){GFP_F16, GFP_F16, GFP_F16, GFP_F16}) == N);
+    CHECK(ask(GFP_OP_LSTM_CELL_BACKWARD, 5, (const int32_t[]){GFP_F32, -1, GFP_F32, GFP_F32, GFP_F32},
+              2, (const int32_t[]){GFP_F32, GFP_F32}) == N);
     /* ADAM_UPDATE: seven tensors of f32 or f64 (kernels/cu_optim.cu). */
     const int32_t fl[2] = {GFP_F32, GFP_F64};
     for (int i = 0; i < 2; i++) {

@@ -3,7 +3,8 @@
  * against the reference plugin: SOFTMAX_BACKWARD and LOG_SOFTMAX_BACKWARD
  * (along each dim, lines of one thread, a warp and a block), BATCH_NORM_
  * BACKWARD and LAYER_NORM_BACKWARD (with and without weight, transposed
- * inputs), reached through autograd, and ADAM_UPDATE through Adam and AdamW
+ * inputs), LSTM_CELL and its backward through a two-layer LSTM, reached
+ * through autograd, and ADAM_UPDATE through Adam and AdamW
  * steps (the reference's arithmetic is the device's: the same bits for f32
  * and f64). cuda.load pins that the plugin answers these ops itself;
  * without them the core composes them, which would pass here too, slower.
@@ -179,11 +180,66 @@ static void test_adam(void) {
         }
 }
 
+/* A two-layer LSTM over 9 steps (LSTM_CELL and its backward each step),
+ * made with one seed on both devices (RANDOM's numbers are the ABI's, so
+ * the weights are equal): the output and every gradient. */
+static void test_lstm(void) {
+    const gf_dtype dts[2] = {GF_F32, GF_F64};
+    for (int t = 0; t < 2; t++) {
+        gf_dtype dt = dts[t];
+        gf_manual_seed(7);
+        gf_module *md = gf_nn_rnn(GF_RNN_LSTM, 12, 20, 2, true, true, 0.0, false, dt, xd_dev);
+        gf_manual_seed(7);
+        gf_module *mr = gf_nn_rnn(GF_RNN_LSTM, 12, 20, 2, true, true, 0.0, false, dt, xd_ref);
+        CHECK_MSG(md && mr, "lstm: %s", gf_last_error());
+        if (!md || !mr) {
+            gf_module_release(md);
+            gf_module_release(mr);
+            continue;
+        }
+        gf_tensor *pd[16], *pr[16]; /* borrowed */
+        int np = gf_module_parameters(md, pd, 16), npr = gf_module_parameters(mr, pr, 16);
+        CHECK(np == npr && np == 8);
+        for (int i = 0; i < np && i < npr; i++) xd_check_tol("lstm weights", pd[i], pr[i], (xd_tol){0, 0});
+        xd_seed((uint64_t)(300 + t));
+        xd_pair x = xd_pair_rand(dt, 3, SZ(3, 9, 12), XV_PLAIN, XL_CONTIG);
+        gf_tensor_set_requires_grad(x.d, true);
+        gf_tensor_set_requires_grad(x.r, true);
+        gf_tensor *yd = gf_nn_rnn_forward(md, x.d, NULL, NULL, NULL, NULL);
+        gf_tensor *yr = gf_nn_rnn_forward(mr, x.r, NULL, NULL, NULL, NULL);
+        CHECK_MSG(yd && yr, "lstm forward: %s", gf_last_error());
+        if (yd && yr) {
+            xd_pair r = xd_pair_rand(dt, 3, SZ(3, 9, 20), XV_PLAIN, XL_CONTIG);
+            gf_tensor *sd = weighted_sum(yd, r.d), *sr = weighted_sum(yr, r.r);
+            CHECK(gf_backward(sd, NULL, NULL) == GF_OK && gf_backward(sr, NULL, NULL) == GF_OK);
+            char what[64];
+            snprintf(what, sizeof what, "lstm %s output", xd_dtn(dt));
+            xd_check_tol(what, yd, yr, xd_sum_tol(dt, 64));
+            snprintf(what, sizeof what, "lstm %s input gradient", xd_dtn(dt));
+            xd_check_pair_tol(what, gf_tensor_grad(x.d), gf_tensor_grad(x.r), xd_sum_tol(dt, 256));
+            for (int i = 0; i < np && i < npr; i++) {
+                snprintf(what, sizeof what, "lstm %s parameter %d gradient", xd_dtn(dt), i);
+                xd_check_pair_tol(what, gf_tensor_grad(pd[i]), gf_tensor_grad(pr[i]),
+                                  xd_sum_tol(dt, 256));
+            }
+            gf_tensor_release(sd);
+            gf_tensor_release(sr);
+            xd_pair_release(r);
+        }
+        gf_tensor_release(yd);
+        gf_tensor_release(yr);
+        xd_pair_release(x);
+        gf_module_release(md);
+        gf_module_release(mr);
+    }
+}
+
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
     RUN(test_softmax_backward);
     RUN(test_norm_backward);
     RUN(test_adam);
+    RUN(test_lstm);
     return xd_finish();
 }
