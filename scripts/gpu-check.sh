@@ -9,7 +9,10 @@
 # Steps, in order of value; each runs under its own timeout, and one that the
 # budget left cannot hold is reported "skipped: out of budget":
 #   build         Release, CUDA architecture 90 only, no oneDNN, ninja when
-#                 present, every core; only the targets the steps below run.
+#                 present, every core; only the targets the steps below run:
+#                 every program a test labelled cuda runs, the plugins, the
+#                 tools and the examples (`gpu-check.sh --list-targets BUILD`
+#                 prints them for a configured build folder).
 #                 A build folder already configured for this source tree
 #                 (--build-dir) is brought up to date instead (a no-op when it
 #                 is): a rerun on the same machine costs seconds.
@@ -22,7 +25,8 @@
 #   memcheck      compute-sanitizer --tool memcheck on each CUDA test program
 #   bench         tools/bench_gpu_torch.py: graft-bench on cuda:0 against
 #                 PyTorch on the same GPU (matmul 1024/4096 without TF32, add,
-#                 dispatch per op, conv2d forward and backward, MLP and CNN steps)
+#                 dispatch per op, conv2d forward and backward, MLP and CNN
+#                 steps, and the complex rows: cmatmul, cmul, fft, rfft, stft)
 #   vulkan-opencl the Vulkan and OpenCL plugins on the NVIDIA driver, where a
 #                 plugin and its loader and NVIDIA's driver file for it are
 #                 found: graft-plugin-check --quick on each, then matmul 4096 as
@@ -72,6 +76,37 @@ die_usage() {
     [ $# -gt 0 ] && echo "gpu-check.sh: $*" >&2
     exit 2
 }
+
+# ---------------------------------------------------------------- targets
+# What the steps run: every program a test labelled cuda runs (the suites
+# registered for every device grow with each round: a list kept by hand fell
+# behind, and a test whose program is not built fails as "Not Run"), plus
+# the plugins, tools and examples below. A target the tree does not define
+# is left out. Needs a configured build folder.
+want_targets=(graft graft_plugin_reference graft_plugin_cuda graft_plugin_vulkan graft_plugin_opencl
+    graft-plugin-check graft-bench graft-info
+    train_mlp train_cnn custom_function hessian_vector transformer autoencoder)
+
+build_targets() {
+    local b="$1" have t
+    have="$(cmake --build "$b" --target help 2>/dev/null)"
+    {
+        printf '%s\n' "${want_targets[@]}"
+        # a test's program is its target: the file name of its command
+        (cd "$b" && ctest -L cuda -N -V 2>/dev/null) |
+            sed -n 's/^[0-9]*: Test command: \([^ ]*\).*/\1/p' | sed 's|.*/||'
+    } | awk '!seen[$0]++' | while read -r t; do
+        grep -qE "(^|[ .:])$t([ :]|$)" <<<"$have" && echo "$t"
+    done
+}
+
+# --list-targets BUILD: what the build step would build there, one a line.
+if [ "${1:-}" = "--list-targets" ]; then
+    b="${2:?usage: gpu-check.sh --list-targets BUILD}"
+    [ -f "$b/CMakeCache.txt" ] || { echo "gpu-check.sh: $b is not a configured build folder" >&2; exit 2; }
+    build_targets "$b"
+    exit 0
+fi
 
 # ---------------------------------------------------------------- --prepare-extras
 if [ "${1:-}" = "--prepare-extras" ]; then
@@ -225,18 +260,6 @@ say ""
 export CTEST_OUTPUT_ON_FAILURE=1
 
 # ---------------------------------------------------------------- build
-# What the steps run; a target the tree does not define is left out.
-want_targets=(graft graft_plugin_reference graft_plugin_cuda graft_plugin_vulkan graft_plugin_opencl
-    graft-plugin-check graft-bench graft-info
-    cuda_test_formulas cuda_test_philox cuda_test_load
-    cuda_test_cuda_xd_elementwise cuda_test_cuda_xd_reduce_linalg cuda_test_cuda_xd_nn
-    cuda_test_cuda_xd_memory_errors
-    ops_test_inplace ops_test_scalars ops_test_layers ops_test_shape_reduce ops_test_shape_index
-    ops_test_elementwise_extra ops_test_inverse_trig autograd_test_rules_devices
-    autograd_test_grad_shape autograd_test_rules_hooks_inplace autograd_test_rules_inplace
-    autograd_test_gen_programs autograd_test_grad_elementwise
-    train_mlp train_cnn custom_function hessian_vector transformer autoencoder)
-
 # cuDNN: the toolkit's, else the one PyTorch's wheels bring (nvidia/cudnn).
 cudnn_args=()
 cudnn_lib=""
@@ -276,11 +299,8 @@ elif step build 20 $(( budget * 2 / 3 )); then
                 -DGRAFT_WITH_ONEDNN=OFF "${cudnn_args[@]}" || rc=$?
         fi
         if [ "$rc" = 0 ]; then
-            have="$(cmake --build "$build" --target help 2>/dev/null)"
             targets=()
-            for t in "${want_targets[@]}"; do
-                grep -qE "(^|[ .:])$t([ :]|$)" <<<"$have" && targets+=("$t")
-            done
+            while read -r t; do targets+=("$t"); done < <(build_targets "$build")
             t_run "$log" cmake --build "$build" -j "$jobs" --target "${targets[@]}" || rc=$?
         fi
         took
@@ -424,7 +444,7 @@ elif step memcheck 30 150; then
     errors=0
     timed_out=0
     # Most value first: every op family, then memory and errors.
-    for t in elementwise nn reduce_linalg memory_errors; do
+    for t in elementwise nn reduce_linalg grads complex memory_errors; do
         exe="$(bin "tests/cuda/cuda_test_cuda_xd_$t")"
         [ -x "$exe" ] || exe="$(find "$build/tests" -name "cuda_test_cuda_xd_$t" -type f | head -n 1)"
         [ -n "$exe" ] && [ -x "$exe" ] || { res+=("$t: not built"); continue; }

@@ -46,6 +46,27 @@ if(NOT EXISTS "${WORK}/one/logs.tar.gz" OR EXISTS "${WORK}/one/logs")
 endif()
 
 # 2. Ten seconds: nothing fits.
+# What the build step builds: every program a cuda-labelled test runs (the
+# every-device suites included), not a list kept by hand.
+execute_process(COMMAND "${BASH}" "${SCRIPT}" --list-targets "${BUILD}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE targets ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gpu-check.sh --list-targets exited with ${rc}: ${err}")
+endif()
+foreach(t graft graft-plugin-check graft-bench)
+  if(NOT targets MATCHES "(^|\n)${t}\n")
+    message(FATAL_ERROR "gpu-check.sh --list-targets lacks ${t}:\n${targets}")
+  endif()
+endforeach()
+if(targets MATCHES "(^|\n)graft_plugin_cuda\n")
+  foreach(t ops_test_fft ops_test_complex autograd_test_graph_replay cuda_test_cuda_xd_complex
+      cuda_test_cuda_xd_grads cuda_test_load)
+    if(NOT targets MATCHES "(^|\n)${t}\n")
+      message(FATAL_ERROR "gpu-check.sh --list-targets lacks ${t}, which a cuda test runs:\n${targets}")
+    endif()
+  endforeach()
+endif()
+
 run_script("${WORK}/two" --no-gpu --no-build --build-dir "${BUILD}" --budget 10)
 file(READ "${WORK}/two/summary.txt" s)
 if(NOT rc EQUAL 0)
