@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_index.c — INDEX_SELECT, GATHER, SCATTER_ADD and INDEX_ADD
- * (kernels/index.cl).
+ * (kernels/index.cl); the selecting two on complex dtypes too.
  *
  * Indices are i64. Before the op runs, a check kernel looks at every index
  * and the host reads its verdict (this waits for the queue): an index out of
@@ -26,17 +26,25 @@ static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
  * holds each (kernels/common.cl). */
 #define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT | PK_DT(GFP_BOOL))
 
+/* What op takes on d: the selecting ops also move complex elements as bits
+ * (8 bytes for c64, 16 for c128 where the device stores it); the
+ * accumulating ones leave complex to the fallback device. */
+static uint32_t index_dtypes(const ocl_device *d, uint32_t op) {
+    if (!selecting(op)) return INDEX_DTYPES;
+    return INDEX_DTYPES | PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
+}
+
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
     if (lacks_atomics(d, q->op, q->input_dtypes[0])) return GFP_SUPPORT_NONE;
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                              INDEX_DTYPES)
+                              index_dtypes(d, q->op))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
 
 static const char *kbits(int32_t dt) {
     size_t s = pk_dtype_size(dt);
-    return s == 1 ? "b1" : s == 2 ? "b2" : s == 4 ? "b4" : "b8";
+    return s == 1 ? "b1" : s == 2 ? "b2" : s == 4 ? "b4" : s == 8 ? "b8" : "b16";
 }
 
 /* Checks every index of `index` against [0, limit): the check kernel, then a
@@ -143,7 +151,7 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
                        "device '%s' lacks",
                        pk_op_name(op), pk_dtype_name(in[0]->dtype), d->name);
     pk_index_geom g;
-    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], INDEX_DTYPES, &g);
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d, op), &g);
     if (st != GFP_OK) return st;
     gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
     if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)

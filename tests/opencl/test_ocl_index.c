@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ocl_index.c — index_select, gather, scatter_add, index_add (and the
- * ops built on them: embedding, one_hot, cross_entropy) on the OpenCL device
+ * ops built on them: embedding, one_hot, cross_entropy; index_select and
+ * gather on c64 and c128 too) on the OpenCL device
  * against the reference plugin, including duplicate indices (atomic
  * accumulation), strided operands, and out-of-range indices, which must fail
  * with an error and leave the output untouched. */
@@ -132,12 +133,63 @@ static void test_bad_index(void) {
     xd_pair_release(src);
 }
 
+/* Two complex results, element for element: their real views, exactly. */
+static void check_complex(const char *what, gf_tensor *got, gf_tensor *want) {
+    gf_tensor *a = got ? gf_view_as_real(got) : NULL, *b = want ? gf_view_as_real(want) : NULL;
+    CHECK_MSG(a && b, "%s: %s", what, gf_last_error());
+    if (a && b) xd_check_tol(what, a, b, (xd_tol){0, 0});
+    gf_tensor_release(a);
+    gf_tensor_release(b);
+    gf_tensor_release(got);
+    gf_tensor_release(want);
+}
+
+/* c64, and c128 where the device stores it, through index_select and
+ * gather on opencl:0 itself: strict mode (no fallback device) for the
+ * duration, so an op the plugin left to the fallback would fail here. */
+static void test_complex_select(void) {
+    gf_device *fallback = gf_fallback_device();
+    CHECK(gf_fallback_set_device(NULL) == GF_OK);
+    const gf_dtype cx[2] = {GF_C64, GF_C128};
+    for (int c = 0; c < 2; c++) {
+        if (!xd_stores(cx[c])) continue;
+        gf_dtype part = cx[c] == GF_C64 ? GF_F32 : GF_F64;
+        xd_seed((uint64_t)(40 + c));
+        xd_pair re = xd_pair_rand(part, 3, SZ(6, 5, 4), XV_GENERAL, XL_CONTIG);
+        xd_pair im = xd_pair_rand(part, 3, SZ(6, 5, 4), XV_GENERAL, XL_CONTIG);
+        gf_tensor *zd = gf_complex(re.d, im.d), *zr = gf_complex(re.r, im.r);
+        /* [4, 5, 6], strided */
+        gf_tensor *td = zd ? gf_transpose(zd, 0, 2) : NULL, *tr = zr ? gf_transpose(zr, 0, 2) : NULL;
+        CHECK_MSG(td && tr, "complex operands: %s", gf_last_error());
+        const int64_t sizes[3] = {4, 5, 6};
+        for (int dim = 0; dim < 3 && td && tr; dim++) {
+            xd_pair ix = indices(1, SZ(7), sizes[dim], XL_CONTIG);
+            char what[80];
+            snprintf(what, sizeof what, "index_select %s dim %d", xd_dtn(cx[c]), dim);
+            check_complex(what, gf_index_select(td, dim, ix.d), gf_index_select(tr, dim, ix.r));
+            xd_pair_release(ix);
+            xd_pair gx = indices(3, SZ(4, 3, 6), sizes[1], XL_CONTIG);
+            snprintf(what, sizeof what, "gather %s dim 1", xd_dtn(cx[c]));
+            check_complex(what, gf_gather(td, 1, gx.d), gf_gather(tr, 1, gx.r));
+            xd_pair_release(gx);
+        }
+        gf_tensor_release(td);
+        gf_tensor_release(tr);
+        gf_tensor_release(zd);
+        gf_tensor_release(zr);
+        xd_pair_release(re);
+        xd_pair_release(im);
+    }
+    gf_fallback_set_device(fallback);
+}
+
 int main(void) {
     int rc = xd_init();
     if (rc) return rc;
     have_f64 = xd_stores(GF_F64);
     RUN(test_index_select);
     RUN(test_gather);
+    RUN(test_complex_select);
     RUN(test_accumulate);
     RUN(test_losses);
     RUN(test_bad_index);

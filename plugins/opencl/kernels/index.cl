@@ -70,6 +70,9 @@ GF_GATHER(b1, uchar)
 GF_GATHER(b2, ushort)
 GF_GATHER(b4, uint)
 GF_GATHER(b8, ulong)
+/* c128 elements (c64 moves as b8) */
+GF_INDEX_SELECT(b16, ulong2)
+GF_GATHER(b16, ulong2)
 
 /* SCATTER_ADD: y[p with p[dim] = index[p]] += src[p]; over index's shape. */
 #define GF_SCATTER_ADD(DT, T)                                                              \
