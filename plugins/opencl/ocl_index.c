@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ocl_index.c — INDEX_SELECT, GATHER, SCATTER_ADD and INDEX_ADD
- * (kernels/index.cl); the selecting two on complex dtypes too.
+ * (kernels/index.cl), on complex dtypes too.
  *
  * Indices are i64. Before the op runs, a check kernel looks at every index
  * and the host reads its verdict (this waits for the queue): an index out of
@@ -16,9 +16,10 @@
 static bool selecting(uint32_t op) { return op == GFP_OP_INDEX_SELECT || op == GFP_OP_GATHER; }
 
 /* The accumulating ops add 64-bit data with atomics only where the device
- * has cl_khr_int64_base_atomics. */
+ * has cl_khr_int64_base_atomics (c128 adds its f64 parts). */
 static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
-    return !selecting(op) && (data == GFP_F64 || data == GFP_I64) && !d->int64_atomics;
+    return !selecting(op) && (data == GFP_F64 || data == GFP_I64 || data == GFP_C128) &&
+           !d->int64_atomics;
 }
 
 /* f16 / bf16: the selecting ops move them as 2-byte bits; the accumulating
@@ -26,12 +27,23 @@ static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
  * holds each (kernels/common.cl). */
 #define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT | PK_DT(GFP_BOOL))
 
-/* What op takes on d: the selecting ops also move complex elements as bits
- * (8 bytes for c64, 16 for c128 where the device stores it); the
- * accumulating ones leave complex to the fallback device. */
+/* What op takes on d: complex too, c128 where the device stores it. The
+ * selecting ops move complex elements as bits (8 bytes for c64, 16 for
+ * c128); the accumulating ones add the real and the imaginary parts as two
+ * launches of the part dtype's kernel over views of every other part. */
 static uint32_t index_dtypes(const ocl_device *d, uint32_t op) {
-    if (!selecting(op)) return INDEX_DTYPES;
+    (void)op;
     return INDEX_DTYPES | PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
+}
+
+/* The real (k = 0) or imaginary (k = 1) parts of a complex tensor, as a
+ * tensor of its part dtype. */
+static gfp_tensor part_view(const gfp_tensor *t, int k) {
+    gfp_tensor v = *t;
+    v.dtype = pk_complex_part(t->dtype);
+    for (int d = 0; d < t->rank; d++) v.strides[d] = 2 * t->strides[d];
+    v.offset = t->offset + (uint64_t)k * pk_dtype_size(v.dtype);
+    return v;
 }
 
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
@@ -154,8 +166,17 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
     gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d, op), &g);
     if (st != GFP_OK) return st;
     gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
-    if (op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD)
-        return select_like(d, op, &data, in[1], &dst, g.dim);
-    gfp_tensor index = pk_at_least_1d(in[1]);
-    return gather_like(d, op, &data, &index, &dst, g.dim);
+    gfp_tensor index = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD ? *in[1]
+                                                                         : pk_at_least_1d(in[1]);
+    /* Complex sums: the parts apart (each checks the index first, so a bad
+     * index is refused before anything is written). */
+    int parts = pk_is_complex(data.dtype) && !selecting(op) ? 2 : 1;
+    for (int k = 0; k < parts && st == GFP_OK; k++) {
+        gfp_tensor dv = parts == 2 ? part_view(&data, k) : data;
+        gfp_tensor yv = parts == 2 ? part_view(&dst, k) : dst;
+        st = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD
+                 ? select_like(d, op, &dv, &index, &yv, g.dim)
+                 : gather_like(d, op, &dv, &index, &yv, g.dim);
+    }
+    return st;
 }

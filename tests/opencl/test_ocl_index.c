@@ -133,20 +133,26 @@ static void test_bad_index(void) {
     xd_pair_release(src);
 }
 
-/* Two complex results, element for element: their real views, exactly. */
-static void check_complex(const char *what, gf_tensor *got, gf_tensor *want) {
+/* Two complex results, element for element: their real views, within tol
+ * (exact for moves). */
+static void check_complex_tol(const char *what, gf_tensor *got, gf_tensor *want, xd_tol tol) {
     gf_tensor *a = got ? gf_view_as_real(got) : NULL, *b = want ? gf_view_as_real(want) : NULL;
     CHECK_MSG(a && b, "%s: %s", what, gf_last_error());
-    if (a && b) xd_check_tol(what, a, b, (xd_tol){0, 0});
+    if (a && b) xd_check_tol(what, a, b, tol);
     gf_tensor_release(a);
     gf_tensor_release(b);
     gf_tensor_release(got);
     gf_tensor_release(want);
 }
+static void check_complex(const char *what, gf_tensor *got, gf_tensor *want) {
+    check_complex_tol(what, got, want, (xd_tol){0, 0});
+}
 
-/* c64, and c128 where the device stores it, through index_select and
- * gather on opencl:0 itself: strict mode (no fallback device) for the
- * duration, so an op the plugin left to the fallback would fail here. */
+/* c64, and c128 where the device stores it, through the four index ops on
+ * opencl:0 itself: strict mode (no fallback device) for the duration, so
+ * an op the plugin left to the fallback would fail here. The sums (with
+ * repeated indices) add in the part dtype atomically, the reference in
+ * double: within a few ulp. */
 static void test_complex_select(void) {
     gf_device *fallback = gf_fallback_device();
     CHECK(gf_fallback_set_device(NULL) == GF_OK);
@@ -171,7 +177,23 @@ static void test_complex_select(void) {
             xd_pair gx = indices(3, SZ(4, 3, 6), sizes[1], XL_CONTIG);
             snprintf(what, sizeof what, "gather %s dim 1", xd_dtn(cx[c]));
             check_complex(what, gf_gather(td, 1, gx.d), gf_gather(tr, 1, gx.r));
+            /* scatter_add of td's first rows back into td's shape */
+            gf_tensor *sd = gf_narrow(td, 1, 0, 3), *sr = gf_narrow(tr, 1, 0, 3);
+            snprintf(what, sizeof what, "scatter_add %s dim 1", xd_dtn(cx[c]));
+            check_complex_tol(what, gf_scatter_add(td, 1, gx.d, sd),
+                              gf_scatter_add(tr, 1, gx.r, sr), xd_sum_tol(part, 4));
+            gf_tensor_release(sd);
+            gf_tensor_release(sr);
             xd_pair_release(gx);
+            /* index_add of 7 slices along dim, indices repeating */
+            xd_pair ia = indices(1, SZ(7), sizes[dim], XL_CONTIG);
+            gf_tensor *srd = gf_index_select(td, dim, ia.d), *srr = gf_index_select(tr, dim, ia.r);
+            snprintf(what, sizeof what, "index_add %s dim %d", xd_dtn(cx[c]), dim);
+            check_complex_tol(what, srd ? gf_index_add(td, dim, ia.d, srd) : NULL,
+                              srr ? gf_index_add(tr, dim, ia.r, srr) : NULL, xd_sum_tol(part, 8));
+            gf_tensor_release(srd);
+            gf_tensor_release(srr);
+            xd_pair_release(ia);
         }
         gf_tensor_release(td);
         gf_tensor_release(tr);
