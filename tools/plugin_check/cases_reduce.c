@@ -284,9 +284,12 @@ static bool build_batch_norm(const pc_op *op, const pc_combo *cb, int k, bool qu
 }
 
 /* ------------------------------------------------------------ indexing */
+/* Every stored dtype, complex ones too (the reference moves and adds them),
+ * with an i64 index. */
 static int combos_index(const pc_op *op, uint32_t dtypes, pc_combo *out, int max) {
     (void)op;
     int n = pc_combos_same(dtypes, 2, 1, out, max);
+    n += pc_combos_complex(dtypes, 2, 1, -1, out + n, max - n);
     for (int i = 0; i < n; i++) out[i].in[1] = GFP_I64;
     return n;
 }
@@ -417,7 +420,8 @@ static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, 
     if (i < 0) return false;
     const index_case *ic = &table[i];
     int32_t dt = cb->in[0];
-    double lo = pc_is_float(dt) ? -10 : -100, hi = -lo;
+    bool fl = pc_is_float(dt) || pc_is_complex(dt); /* complex: parts in the float range */
+    double lo = fl ? -10 : -100, hi = -lo;
     int rank = ic->rank;
     int64_t walked[3]; /* y of select/gather, src of the adds */
     for (int d = 0; d < rank; d++) walked[d] = vector ? ic->x[d] : ic->idx[d];
@@ -432,7 +436,7 @@ static bool build_index(const pc_op *op, const pc_combo *cb, int k, bool quick, 
         pc_arg_set(&c->in[0], dt, rank, walked, PC_GEN_UNIFORM, lo, hi);
         pc_arg_set(&c->out[0], cb->out[0], rank, ic->x, PC_GEN_UNIFORM, lo, hi);
         c->out[0].inout = true; /* accumulated into */
-        c->out[0].tol = pc_is_float(dt) ? PC_TOL_ACCUMULATE : PC_TOL_EXACT;
+        c->out[0].tol = fl ? PC_TOL_ACCUMULATE : PC_TOL_EXACT;
     }
     c->params.dim.struct_size = sizeof c->params.dim;
     c->params.dim.dim = ic->dim;
