@@ -153,11 +153,6 @@ static gfp_status plan_for(cu_device *dev, const cuf_exec *e, cufftHandle *out) 
     return GFP_OK;
 }
 
-/* Element size of each dtype the steps use. */
-static size_t esize(int32_t dt) { return pk_dtype_size(dt); }
-
-static char *base_of(void *const arrays[CUF_ARRAYS], int32_t array) { return arrays[array]; }
-
 static gfp_status run_exec(cu_device *dev, const cuf_exec *e, void *const arrays[CUF_ARRAYS]) {
     cufftHandle h = 0;
     gfp_status st = plan_for(dev, e, &h);
@@ -168,9 +163,10 @@ static gfp_status run_exec(cu_device *dev, const cuf_exec *e, void *const arrays
     int32_t out_dt = e->type == CUF_C2R ? (e->dbl ? GFP_F64 : GFP_F32) : (e->dbl ? GFP_C128 : GFP_C64);
     int dir = e->sign < 0 ? CUFFT_FORWARD : CUFFT_INVERSE;
     for (int64_t r = 0; r < e->reps && st == GFP_OK; r++) {
-        char *in = base_of(arrays, e->in) + (e->in_offset + r * e->in_step) * (int64_t)esize(in_dt);
-        char *out =
-            base_of(arrays, e->out) + (e->out_offset + r * e->out_step) * (int64_t)esize(out_dt);
+        char *in = (char *)arrays[e->in] +
+                   (e->in_offset + r * e->in_step) * (int64_t)pk_dtype_size(in_dt);
+        char *out = (char *)arrays[e->out] +
+                    (e->out_offset + r * e->out_step) * (int64_t)pk_dtype_size(out_dt);
         cufftResult res;
         switch (type_of(e)) {
         case CUFFT_C2C:
@@ -196,7 +192,7 @@ static gfp_status run_exec(cu_device *dev, const cuf_exec *e, void *const arrays
 static cuk_tensor kview(void *const arrays[CUF_ARRAYS], const cuf_view *v) {
     cuk_tensor t;
     memset(&t, 0, sizeof t);
-    t.data = base_of(arrays, v->array) + v->offset * (int64_t)esize(v->dtype);
+    t.data = (char *)arrays[v->array] + v->offset * (int64_t)pk_dtype_size(v->dtype);
     t.dtype = v->dtype;
     t.rank = v->rank;
     for (int d = 0; d < v->rank; d++) {
@@ -209,20 +205,7 @@ static cuk_tensor kview(void *const arrays[CUF_ARRAYS], const cuf_view *v) {
 static gfp_status run_move(cu_device *dev, const cuf_step *s, void *const arrays[CUF_ARRAYS]) {
     cuk_tensor dst = kview(arrays, &s->dst), src = kview(arrays, &s->src);
     cuk_iter it;
-    memset(&it, 0, sizeof it);
-    it.n_tensors = 2;
-    it.rank = dst.rank;
-    it.numel = 1;
-    for (int d = 0; d < dst.rank; d++) {
-        it.sizes[d] = dst.sizes[d];
-        it.strides[0][d] = dst.strides[d];
-        it.strides[1][d] = src.strides[d];
-        it.numel *= dst.sizes[d];
-    }
-    it.data[0] = dst.data;
-    it.data[1] = src.data;
-    it.dtype[0] = dst.dtype;
-    it.dtype[1] = src.dtype;
+    cu_iter_of(&it, &dst, &src);
     if (it.numel == 0) return GFP_OK;
     return cu_check(cuk_cx_move(dev->stream, &it, s->scale, s->conj, s->real_part), "fft",
                     "the move kernel launch");
@@ -249,7 +232,7 @@ gfp_status cu_fft_launch(cu_device *dev, const gfp_tensor *x, const gfp_tensor *
         uint64_t bytes;
         if (!plan->work_elems[k]) continue;
         if (__builtin_mul_overflow((uint64_t)plan->work_elems[k],
-                                   (uint64_t)esize(plan->work_dtype[k]), &bytes))
+                                   (uint64_t)pk_dtype_size(plan->work_dtype[k]), &bytes))
             st = pk_fail(GFP_ERR_INVALID, "fft: a work array's size overflows 64 bits");
         else
             st = cu_temp_alloc(dev, bytes, &arrays[CUF_W0 + k], "fft");

@@ -108,7 +108,7 @@ static gfp_status capture(cu_device *dev, const gfp_graph_node *nodes, uint32_t 
     return st;
 }
 
-static void free_graph(cu_device *dev, struct cu_graph *g) {
+static void free_graph(struct cu_graph *g) {
     if (!g) return;
     for (uint32_t i = 0; g->segs && i < g->n_segs; i++)
         if (g->segs[i].exec) cudaGraphExecDestroy(g->segs[i].exec);
@@ -117,7 +117,6 @@ static void free_graph(cu_device *dev, struct cu_graph *g) {
     free(g->snap_size);
     free(g->segs);
     free(g);
-    (void)dev;
     (void)cudaGetLastError();
 }
 
@@ -210,7 +209,7 @@ gfp_status cu_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n
         i = end;
     }
     if (st != GFP_OK) {
-        free_graph(dev, g);
+        free_graph(g);
         /* the core replays launch by launch, with each launch's own errors */
         return st == GFP_ERR_OUT_OF_MEMORY ? st : GFP_ERR_UNSUPPORTED;
     }
@@ -277,13 +276,13 @@ void cu_graph_destroy(void *device, void *graph) {
             *p = g->next;
             break;
         }
-    free_graph(dev, g);
+    free_graph(g);
 }
 
 void cu_graphs_release(cu_device *dev) {
     while (dev->graphs) {
         struct cu_graph *g = dev->graphs;
         dev->graphs = g->next;
-        free_graph(dev, g);
+        free_graph(g);
     }
 }

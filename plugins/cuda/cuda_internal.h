@@ -131,6 +131,8 @@ cuk_tensor cu_view(const gfp_tensor *t);
  * scratch (*owned receives it, to free with cu_temp_free). */
 gfp_status cu_contiguous_in(cu_device *dev, const gfp_tensor *t, cuk_tensor *out, void **owned,
                             const char *op);
+/* An iterator over dst's shape for dst and (when given) src. */
+void cu_iter_of(cuk_iter *it, const cuk_tensor *dst, const cuk_tensor *src);
 /* Copies src into dst through the strided COPY kernel (same shape). */
 gfp_status cu_copy_tensor(cu_device *dev, const cuk_tensor *dst, const cuk_tensor *src,
                           const char *op);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "graft_plugin.h"
+#include "pk_adam.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,8 +114,8 @@ cudaError_t cuk_cx_move(cudaStream_t s, const cuk_iter *it, double scale, int co
 cudaError_t cuk_cx_reduce(cudaStream_t s, int op, const cuk_lines *l);
 
 /* ---- optimisers (cu_optim.cu): ADAM_UPDATE over seven tensors of one
- * shape (p, g, m, v in; p, m, v out), any strides; the constants are
- * plugins/common/pk_adam.h's. */
+ * shape (p, g, m, v in; p, m, v out), any strides, with the constants of
+ * plugins/common/pk_adam.h. */
 typedef struct cuk_adam {
     int32_t rank;
     int32_t dtype; /* f32 or f64 */
@@ -123,8 +124,7 @@ typedef struct cuk_adam {
     int64_t strides[7][CUK_MAX_RANK];
     void *data[7];
     int32_t contiguous; /* every tensor row-major: offsets are the index */
-    double decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, step_size;
-    int32_t mode;
+    pk_adam_consts c;
 } cuk_adam;
 cudaError_t cuk_adam_update(cudaStream_t s, const cuk_adam *a);
 

@@ -393,8 +393,7 @@ gfp_status cu_launch(void *device, uint32_t op, const gfp_tensor *const *inputs,
 }
 
 /* ------------------------------------------------------------ helpers for families */
-/* An iterator over dst's shape for dst and (when given) src. */
-static void iter_of(cuk_iter *it, const cuk_tensor *dst, const cuk_tensor *src) {
+void cu_iter_of(cuk_iter *it, const cuk_tensor *dst, const cuk_tensor *src) {
     memset(it, 0, sizeof *it);
     it->n_tensors = src ? 2 : 1;
     it->rank = dst->rank;
@@ -420,14 +419,14 @@ static void iter_of(cuk_iter *it, const cuk_tensor *dst, const cuk_tensor *src) 
 gfp_status cu_copy_tensor(cu_device *dev, const cuk_tensor *dst, const cuk_tensor *src,
                           const char *op) {
     cuk_iter it;
-    iter_of(&it, dst, src);
+    cu_iter_of(&it, dst, src);
     if (it.numel == 0) return GFP_OK;
     return cu_check(cuk_copy(dev->stream, &it), op, "the copy kernel launch");
 }
 
 gfp_status cu_zero_tensor(cu_device *dev, const cuk_tensor *t, const char *op) {
     cuk_iter it;
-    iter_of(&it, t, NULL);
+    cu_iter_of(&it, t, NULL);
     if (it.numel == 0) return GFP_OK;
     return cu_check(cuk_fill(dev->stream, &it, 0.0, 0, 1), op, "the fill kernel launch");
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cuda_internal.h"
-#include "pk_adam.h"
 
 gfp_status cu_optim_launch(cu_device *dev, uint32_t op, const gfp_tensor *const *in,
                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
@@ -17,7 +16,6 @@ gfp_status cu_optim_launch(cu_device *dev, uint32_t op, const gfp_tensor *const 
                        pk_op_name(op));
     gfp_status st = pk_check_adam(in, n_in, out, n_out, params);
     if (st != GFP_OK || pk_numel(in[0]) == 0) return st;
-    const pk_adam_consts c = pk_adam_consts_of(params);
     cuk_adam a;
     memset(&a, 0, sizeof a);
     a.rank = in[0]->rank;
@@ -32,14 +30,6 @@ gfp_status cu_optim_launch(cu_device *dev, uint32_t op, const gfp_tensor *const 
         for (int d = 0; d < a.rank; d++) a.strides[k][d] = t->strides[d];
         if (!cu_is_contiguous(t)) a.contiguous = 0;
     }
-    a.decay = c.decay;
-    a.beta1 = c.beta1;
-    a.one_minus_beta1 = c.one_minus_beta1;
-    a.beta2 = c.beta2;
-    a.one_minus_beta2 = c.one_minus_beta2;
-    a.bc2_sqrt = c.bc2_sqrt;
-    a.eps = c.eps;
-    a.step_size = c.step_size;
-    a.mode = c.mode;
+    a.c = pk_adam_consts_of(params);
     return cu_check(cuk_adam_update(dev->stream, &a), "adam_update", "the kernel launch");
 }

@@ -27,12 +27,11 @@ static bool lacks_atomics(const ocl_device *d, uint32_t op, int32_t data) {
  * holds each (kernels/common.cl). */
 #define INDEX_DTYPES (PK_DT_FLOAT | PK_DT_HALF | PK_DT_INT | PK_DT(GFP_BOOL))
 
-/* What op takes on d: complex too, c128 where the device stores it. The
+/* What the index ops take on d: complex too, c128 where the device stores it. The
  * selecting ops move complex elements as bits (8 bytes for c64, 16 for
  * c128); the accumulating ones add the real and the imaginary parts as two
  * launches of the part dtype's kernel over views of every other part. */
-static uint32_t index_dtypes(const ocl_device *d, uint32_t op) {
-    (void)op;
+static uint32_t index_dtypes(const ocl_device *d) {
     return INDEX_DTYPES | PK_DT(GFP_C64) | (d->fp64 ? PK_DT(GFP_C128) : 0u);
 }
 
@@ -49,7 +48,7 @@ static gfp_tensor part_view(const gfp_tensor *t, int k) {
 uint32_t ocl_index_support(const ocl_device *d, const gfp_op_query *q) {
     if (lacks_atomics(d, q->op, q->input_dtypes[0])) return GFP_SUPPORT_NONE;
     return pk_index_dtypes_ok(q->op, q->input_dtypes[0], q->input_dtypes[1], q->output_dtypes[0],
-                              index_dtypes(d, q->op))
+                              index_dtypes(d))
                ? GFP_SUPPORT_STRIDED
                : GFP_SUPPORT_NONE;
 }
@@ -163,7 +162,7 @@ gfp_status ocl_index_launch(ocl_device *d, uint32_t op, const gfp_tensor *const 
                        "device '%s' lacks",
                        pk_op_name(op), pk_dtype_name(in[0]->dtype), d->name);
     pk_index_geom g;
-    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d, op), &g);
+    gfp_status st = pk_check_index(op, params, in[0], in[1], out[0], index_dtypes(d), &g);
     if (st != GFP_OK) return st;
     gfp_tensor data = pk_at_least_1d(in[0]), dst = pk_at_least_1d(out[0]);
     gfp_tensor index = op == GFP_OP_INDEX_SELECT || op == GFP_OP_INDEX_ADD ? *in[1]

@@ -280,44 +280,8 @@ __global__ void k_batch_norm(cuk_lines l) {
     }
 }
 
-template <int G>
-static void launch_softmax(cudaStream_t s, int log_form, const cuk_lines *l) {
-    unsigned blocks = cu_group_blocks(l->n_out, G);
-    if (l->dtype[0] == GFP_F64)
-        k_softmax<G, double><<<blocks, CU_THREADS, 0, s>>>(log_form, *l);
-    else
-        k_softmax<G, float><<<blocks, CU_THREADS, 0, s>>>(log_form, *l);
-}
-
-extern "C" cudaError_t cuk_softmax(cudaStream_t s, uint32_t op, const cuk_lines *l) {
-    int log_form = op == GFP_OP_LOG_SOFTMAX;
-    switch (cu_group_size(l->n_line)) {
-    case 1: launch_softmax<1>(s, log_form, l); break;
-    case 32: launch_softmax<32>(s, log_form, l); break;
-    default: launch_softmax<CU_THREADS>(s, log_form, l); break;
-    }
-    return cu_launched();
-}
-
-template <int G>
-static void launch_softmax_backward(cudaStream_t s, int soft, const cuk_lines *l) {
-    unsigned blocks = cu_group_blocks(l->n_out, G);
-    if (l->dtype[0] == GFP_F64)
-        k_softmax_backward<G, double><<<blocks, CU_THREADS, 0, s>>>(soft, *l);
-    else
-        k_softmax_backward<G, float><<<blocks, CU_THREADS, 0, s>>>(soft, *l);
-}
-
-extern "C" cudaError_t cuk_softmax_backward(cudaStream_t s, uint32_t op, const cuk_lines *l) {
-    int soft = op == GFP_OP_SOFTMAX_BACKWARD;
-    switch (cu_group_size(l->n_line)) {
-    case 1: launch_softmax_backward<1>(s, soft, l); break;
-    case 32: launch_softmax_backward<32>(s, soft, l); break;
-    default: launch_softmax_backward<CU_THREADS>(s, soft, l); break;
-    }
-    return cu_launched();
-}
-
+/* Launches KERNEL<G> over the lines of l for the group size G their length
+ * asks for (cu_group.cuh), with *l as its argument. */
 #define CU_LAUNCH_LINES(KERNEL, l, s)                                                          \
     switch (cu_group_size((l)->n_line)) {                                                      \
     case 1: KERNEL<1><<<cu_group_blocks((l)->n_out, 1), CU_THREADS, 0, s>>>(*(l)); break;     \
@@ -326,6 +290,29 @@ extern "C" cudaError_t cuk_softmax_backward(cudaStream_t s, uint32_t op, const c
         KERNEL<CU_THREADS><<<cu_group_blocks((l)->n_out, CU_THREADS), CU_THREADS, 0, s>>>(*(l)); \
         break;                                                                                 \
     }
+
+/* The same for KERNEL<G, T>(flag, *l), T the float type of slot 0. */
+#define CU_LAUNCH_FLOAT_LINES_G(KERNEL, G, flag, l, s)                                          \
+    if ((l)->dtype[0] == GFP_F64)                                                               \
+        KERNEL<G, double><<<cu_group_blocks((l)->n_out, G), CU_THREADS, 0, s>>>(flag, *(l));    \
+    else                                                                                        \
+        KERNEL<G, float><<<cu_group_blocks((l)->n_out, G), CU_THREADS, 0, s>>>(flag, *(l));
+#define CU_LAUNCH_FLOAT_LINES(KERNEL, flag, l, s)                                               \
+    switch (cu_group_size((l)->n_line)) {                                                       \
+    case 1: CU_LAUNCH_FLOAT_LINES_G(KERNEL, 1, flag, l, s) break;                               \
+    case 32: CU_LAUNCH_FLOAT_LINES_G(KERNEL, 32, flag, l, s) break;                             \
+    default: CU_LAUNCH_FLOAT_LINES_G(KERNEL, CU_THREADS, flag, l, s) break;                     \
+    }
+
+extern "C" cudaError_t cuk_softmax(cudaStream_t s, uint32_t op, const cuk_lines *l) {
+    CU_LAUNCH_FLOAT_LINES(k_softmax, op == GFP_OP_LOG_SOFTMAX, l, s)
+    return cu_launched();
+}
+
+extern "C" cudaError_t cuk_softmax_backward(cudaStream_t s, uint32_t op, const cuk_lines *l) {
+    CU_LAUNCH_FLOAT_LINES(k_softmax_backward, op == GFP_OP_SOFTMAX_BACKWARD, l, s)
+    return cu_launched();
+}
 
 extern "C" cudaError_t cuk_batch_norm_backward(cudaStream_t s, const cuk_lines *l) {
     CU_LAUNCH_LINES(k_batch_norm_backward, l, s)
@@ -340,23 +327,11 @@ extern "C" cudaError_t cuk_layer_norm_backward(cudaStream_t s, const cuk_lines *
 }
 
 extern "C" cudaError_t cuk_layer_norm(cudaStream_t s, const cuk_lines *l) {
-    switch (cu_group_size(l->n_line)) {
-    case 1: k_layer_norm<1><<<cu_group_blocks(l->n_out, 1), CU_THREADS, 0, s>>>(*l); break;
-    case 32: k_layer_norm<32><<<cu_group_blocks(l->n_out, 32), CU_THREADS, 0, s>>>(*l); break;
-    default:
-        k_layer_norm<CU_THREADS><<<cu_group_blocks(l->n_out, CU_THREADS), CU_THREADS, 0, s>>>(*l);
-        break;
-    }
+    CU_LAUNCH_LINES(k_layer_norm, l, s)
     return cu_launched();
 }
 
 extern "C" cudaError_t cuk_batch_norm(cudaStream_t s, const cuk_lines *l) {
-    switch (cu_group_size(l->n_line)) {
-    case 1: k_batch_norm<1><<<cu_group_blocks(l->n_out, 1), CU_THREADS, 0, s>>>(*l); break;
-    case 32: k_batch_norm<32><<<cu_group_blocks(l->n_out, 32), CU_THREADS, 0, s>>>(*l); break;
-    default:
-        k_batch_norm<CU_THREADS><<<cu_group_blocks(l->n_out, CU_THREADS), CU_THREADS, 0, s>>>(*l);
-        break;
-    }
+    CU_LAUNCH_LINES(k_batch_norm, l, s)
     return cu_launched();
 }

@@ -9,7 +9,6 @@
 #include <math.h>
 
 #include "cu_common.cuh"
-#include "pk_adam.h"
 
 template <typename T>
 __device__ __forceinline__ T cu_sqrt_t(T v);
@@ -24,16 +23,6 @@ __device__ __forceinline__ double cu_sqrt_t<double>(double v) {
 
 template <typename T>
 __global__ void k_adam(cuk_adam a) {
-    pk_adam_consts c;
-    c.decay = a.decay;
-    c.beta1 = a.beta1;
-    c.one_minus_beta1 = a.one_minus_beta1;
-    c.beta2 = a.beta2;
-    c.one_minus_beta2 = a.one_minus_beta2;
-    c.bc2_sqrt = a.bc2_sqrt;
-    c.eps = a.eps;
-    c.step_size = a.step_size;
-    c.mode = a.mode;
     CU_GRID_LOOP(i, a.numel) {
         int64_t off[7];
         if (a.contiguous) {
@@ -49,7 +38,7 @@ __global__ void k_adam(cuk_adam a) {
         }
         T p = ((const T *)a.data[0])[off[0]], g = ((const T *)a.data[1])[off[1]];
         T m = ((const T *)a.data[2])[off[2]], v = ((const T *)a.data[3])[off[3]];
-        PK_ADAM_ELEMENT(T, cu_sqrt_t<T>, c, p, g, m, v);
+        PK_ADAM_ELEMENT(T, cu_sqrt_t<T>, a.c, p, g, m, v);
         ((T *)a.data[4])[off[4]] = p;
         ((T *)a.data[5])[off[5]] = m;
         ((T *)a.data[6])[off[6]] = v;
