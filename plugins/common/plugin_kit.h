@@ -32,10 +32,6 @@
 extern const gfp_host *pk_host;
 /* Attaches a printf-style message to the failure and returns status. */
 gfp_status pk_fail(gfp_status status, const char *fmt, ...) PK_PRINTF(2, 3);
-/* The message of the calling thread's last pk_fail ("" before any): a
- * plugin that runs launches on its own threads carries it back to the
- * thread the host called (the host keeps messages per thread). */
-const char *pk_last_message(void);
 /* A diagnostic through the host's log slot. */
 void pk_log(gfp_log_level level, const char *fmt, ...) PK_PRINTF(2, 3);
 

@@ -54,10 +54,6 @@ dnnl_engine_t odn_engine(void);
  * else the OpenMP maximum (OMP_NUM_THREADS, default: the cores we may use).
  * "Small" follows the OpenMP wait policy (onednn_runtime.c). */
 int odn_threads(int64_t work);
-/* Whether idle OpenMP threads sleep at once (OMP_WAIT_POLICY=passive,
- * GOMP_SPINCOUNT=0, KMP_BLOCKTIME=0): then every parallel region pays a
- * futex wake-up and its closing barrier waits for the woken thread. */
-bool odn_omp_sleeps(void);
 
 /* Parallel regions only where they pay. libgomp's region costs a futex wake
  * at its closing barrier even for a team of one (an if(0) clause included):
@@ -109,11 +105,6 @@ typedef struct odn_team {
 } odn_team;
 odn_team odn_team_begin(int64_t work);
 void odn_team_end(odn_team t);
-/* Watches the calling thread's launches between the two calls: true when a
- * kernel chose more than one thread (odn_threads) or ran a oneDNN primitive
- * on the whole team (omp_graph_par.c's probe). */
-void odn_team_watch_begin(void);
-bool odn_team_watch_end(void);
 
 /* Per-thread state: a oneDNN stream and a scratch arena, reset per launch. */
 typedef struct odn_ctx odn_ctx;
@@ -431,25 +422,5 @@ gfp_status odn_fuse_launch(odn_fuse_run *r);
 /* Runs fused and the launches they cover, in the graphs created so far. */
 uint64_t odn_fuse_runs(void);
 uint64_t odn_fuse_launches(void);
-
-/* ---- a captured graph's small launches side by side (omp_graph_par.c) */
-typedef struct odn_par odn_par;
-/* Runs one unit: nodes [first, end) of the graph. */
-typedef gfp_status (*odn_par_fn)(void *ctx, uint32_t first, uint32_t end);
-/* Whether graph_create should plan units side by side: GRAFT_ONEDNN_CONCURRENT
- * =1 on, =0 off, unset: on unless odn_omp_sleeps() (read at each
- * graph_create). */
-bool odn_par_enabled(void);
-/* The units of a graph: unit u is nodes [starts[u], starts[u + 1]); nodes
- * as graph_create received them (checked). NULL when there are fewer than
- * two units or no memory: the caller runs the units one by one. */
-odn_par *odn_par_make(const gfp_graph_node *nodes, const uint32_t *starts, uint32_t n_units);
-void odn_par_free(odn_par *p);
-/* One replay of the units through run. */
-gfp_status odn_par_launch(odn_par *p, odn_par_fn run, void *ctx);
-/* Units run inside shared regions so far (every replay counted), and of
- * those the ones a helper thread (not the caller) ran. */
-uint64_t odn_par_shared_units(void);
-uint64_t odn_par_helper_units(void);
 
 #endif

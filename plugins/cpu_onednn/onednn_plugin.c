@@ -302,7 +302,6 @@ typedef struct odn_graph_node {
 typedef struct odn_graph {
     uint32_t n;
     odn_fuse_step *steps; /* the fused runs' steps, one per node; NULL when none */
-    odn_par *par;         /* units side by side (omp_graph_par.c); NULL: in order */
     odn_graph_node nodes[];
 } odn_graph;
 
@@ -332,21 +331,6 @@ static void find_runs(odn_graph *g) {
         }
         i = j;
     }
-}
-
-/* The units of g (a fused run, or one node) for omp_graph_par.c; without
- * memory for them the graph runs in order: the same results. */
-static void make_units(odn_graph *g, const gfp_graph_node *nodes) {
-    uint32_t *starts = malloc(sizeof *starts * ((size_t)g->n + 1));
-    if (!starts) return;
-    uint32_t n_units = 0;
-    for (uint32_t i = 0; i < g->n; n_units++) {
-        starts[n_units] = i;
-        i += g->nodes[i].run.count >= 2 ? g->nodes[i].run.count : 1;
-    }
-    starts[n_units] = g->n;
-    g->par = odn_par_make(nodes, starts, n_units);
-    free(starts);
 }
 
 static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
@@ -387,8 +371,6 @@ static gfp_status odn_graph_create(void *device, const gfp_graph_node *nodes, ui
     /* Without memory for the steps the graph runs unfused: the same results. */
     if (n_nodes >= 2 && odn_fuse_enabled() && (g->steps = malloc(sizeof *g->steps * n_nodes)))
         find_runs(g);
-    g->par = NULL;
-    if (n_nodes >= 2 && odn_par_enabled()) make_units(g, nodes);
     *graph = g;
     return GFP_OK;
 }
@@ -408,21 +390,20 @@ static gfp_status launch_nodes(const odn_graph *g, uint32_t i, uint32_t end) {
     return GFP_OK;
 }
 
-/* One unit: nodes [i, end), a fused run or one node. */
-static gfp_status launch_unit(void *graph, uint32_t i, uint32_t end) {
-    odn_graph *g = graph;
-    odn_graph_node *k = &g->nodes[i];
-    if (end - i >= 2 && odn_fuse_launch(&k->run) == GFP_OK) return GFP_OK;
-    return launch_nodes(g, i, end);
-}
-
 static gfp_status odn_graph_launch(void *device, void *graph) {
     (void)device;
     odn_graph *g = graph;
-    if (g->par) return odn_par_launch(g->par, launch_unit, g);
     for (uint32_t i = 0; i < g->n;) {
-        uint32_t end = i + (g->nodes[i].run.count >= 2 ? g->nodes[i].run.count : 1);
-        gfp_status st = launch_unit(g, i, end);
+        odn_graph_node *k = &g->nodes[i];
+        uint32_t end = i + 1;
+        if (k->run.count >= 2) {
+            end = i + k->run.count;
+            if (odn_fuse_launch(&k->run) == GFP_OK) {
+                i = end;
+                continue;
+            }
+        }
+        gfp_status st = launch_nodes(g, i, end);
         if (st != GFP_OK) return st;
         i = end;
     }
@@ -432,10 +413,7 @@ static gfp_status odn_graph_launch(void *device, void *graph) {
 static void odn_graph_destroy(void *device, void *graph) {
     (void)device;
     odn_graph *g = graph;
-    if (g) {
-        free(g->steps);
-        odn_par_free(g->par);
-    }
+    if (g) free(g->steps);
     free(g);
 }
 
@@ -448,10 +426,7 @@ static uint64_t builds_fn(void) { return odn_cache_builds(); }
 /*  "cpu_onednn.fused_runs", "cpu_onednn.fused_launches": the same kind of
  *  counter: the runs of elementwise launches that the graphs created so far
  *  fuse (omp_fuse.c), and the launches those runs cover; each replay of a
- *  graph then runs fused_launches - fused_runs fewer kernels.
- *  "cpu_onednn.shared_units", "cpu_onednn.helper_units": the units of
- *  graph replays run side by side (omp_graph_par.c), and of those the ones
- *  a thread other than the caller ran. */
+ *  graph then runs fused_launches - fused_runs fewer kernels. */
 static const struct {
     const char *name;
     uint64_t (*fn)(void);
@@ -459,8 +434,6 @@ static const struct {
     {"cpu_onednn.primitive_builds", builds_fn},
     {"cpu_onednn.fused_runs", odn_fuse_runs},
     {"cpu_onednn.fused_launches", odn_fuse_launches},
-    {"cpu_onednn.shared_units", odn_par_shared_units},
-    {"cpu_onednn.helper_units", odn_par_helper_units},
 };
 
 static gfp_status odn_query_extension(void *plugin_ctx, const char *name, void **out) {

@@ -76,20 +76,12 @@ static int64_t odn_grain(void) {
     return grain;
 }
 
-static _Thread_local bool tl_team_chosen;
-
-void odn_team_watch_begin(void) { tl_team_chosen = false; }
-bool odn_team_watch_end(void) { return tl_team_chosen; }
-
-bool odn_omp_sleeps(void) { return odn_grain() == ODN_GRAIN_SLEEPING; }
-
 int odn_threads(int64_t work) {
     int64_t g = odn_grain();
     if (work < g || omp_in_parallel()) return 1;
     int n = omp_get_max_threads();
     int64_t by_work = work / (g / 2);
     if (by_work < n) n = (int)by_work;
-    if (n > 1) tl_team_chosen = true;
     return n < 1 ? 1 : n;
 }
 
@@ -441,7 +433,6 @@ gfp_status odn_exec(odn_ctx *c, const odn_prim *p, int slot, const odn_arg *args
         }
     }
     if (st == dnnl_success && result == GFP_OK) {
-        if (!omp_in_parallel() && omp_get_max_threads() > 1) tl_team_chosen = true;
         st = dnnl_primitive_execute(p->p[slot], c->stream, m, ea);
         if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
     }
