@@ -382,13 +382,17 @@ FINLINE void FS(transpose)(FS(vec) *r) {
 #define FVLD(d, p) memcpy(&(d), (p), sizeof(d))
 #define FVST(p, v) memcpy((p), &(v), sizeof(v))
 
-/* Copies of the first k values (k < FV) of a register to or from memory,
+/* Copies of the first k values (k <= FV) of a register to or from memory,
  * each a copy of a size known when compiled (a variable size would be a
  * call to the C library per lane). */
 #define FCASE(k) case k: memcpy(dst, src, (k) * sizeof(FT)); break;
 #define FCASES FCASE(1) FCASE(2) FCASE(3) FCASE(4) FCASE(5) FCASE(6) FCASE(7) \
     FCASE(8) FCASE(9) FCASE(10) FCASE(11) FCASE(12) FCASE(13) FCASE(14) FCASE(15)
 FINLINE void FS(copy_part)(void *dst, const void *src, int64_t k) {
+    if (k == FV) { /* a whole register (a line of FV / 2 complex values) */
+        memcpy(dst, src, FV * sizeof(FT));
+        return;
+    }
     switch (k) {
         FCASES
     default: memcpy(dst, src, (size_t)k * sizeof(FT)); break;
