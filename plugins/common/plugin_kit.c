@@ -11,12 +11,17 @@
 const gfp_host *pk_host;
 const gfp_plugin *pk_self;
 
+static _Thread_local char tl_last[1024];
+
+const char *pk_last_message(void) { return tl_last; }
+
 gfp_status pk_fail(gfp_status status, const char *fmt, ...) {
-    char msg[1024];
+    char msg[sizeof tl_last]; /* apart from tl_last: an argument may be pk_last_message() */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(tl_last, msg, sizeof tl_last);
     /* pk_host is set by negotiation, which precedes every other call. */
     if (pk_host && pk_host->set_error) pk_host->set_error(pk_host->host_ctx, msg);
     return status;

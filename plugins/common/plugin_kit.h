@@ -32,6 +32,10 @@
 extern const gfp_host *pk_host;
 /* Attaches a printf-style message to the failure and returns status. */
 gfp_status pk_fail(gfp_status status, const char *fmt, ...) PK_PRINTF(2, 3);
+/* The message of the calling thread's last pk_fail ("" before any), for a
+ * plugin that goes on after a failure and logs it instead (the host keeps
+ * only the message of the call that fails). */
+const char *pk_last_message(void);
 /* A diagnostic through the host's log slot. */
 void pk_log(gfp_log_level level, const char *fmt, ...) PK_PRINTF(2, 3);
 

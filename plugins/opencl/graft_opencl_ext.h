@@ -8,7 +8,8 @@
  * Check ext->struct_size before reading a field (fields are only appended).
  * It lets a benchmark compare graft's GEMM kernels with CLBlast's in one
  * process, which GRAFT_OPENCL_GEMM can only do before the run. A second
- * extension, "opencl.stats", counts the launches of captured graphs. */
+ * extension, "opencl.stats", counts the launches of captured graphs and
+ * their fused runs. */
 #ifndef GRAFT_OPENCL_EXT_H
 #define GRAFT_OPENCL_EXT_H
 
@@ -33,6 +34,11 @@ typedef struct graft_opencl_stats_ext {
      * since load (each enqueues kernels whose arguments were set at
      * graph_create). */
     uint64_t (*graph_launches)(void);
+    /* Runs of elementwise launches the graphs created so far fuse into one
+     * kernel each (ocl_fuse.c), and the launches those runs cover: each
+     * replay then enqueues fused_launches - fused_runs fewer kernels. */
+    uint64_t (*fused_runs)(void);
+    uint64_t (*fused_launches)(void);
 } graft_opencl_stats_ext;
 
 #endif

@@ -36,6 +36,13 @@ static const math_op *math_of(uint32_t op) {
     return NULL;
 }
 
+const char *ocl_math_f32_name(uint32_t op, int *arity) {
+    const math_op *m = math_of(op);
+    if (!m || (m->kind != MK_FLOAT && m->kind != MK_NUMERIC)) return NULL;
+    *arity = m->arity;
+    return m->name;
+}
+
 /* ------------------------------------------------------------ what is provided */
 typedef enum ew_kind {
     EW_NONE,

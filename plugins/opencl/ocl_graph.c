@@ -40,6 +40,7 @@ typedef struct ocl_gnode {
     const ocl_family *f;
     gfp_graph_node n;
     bool live;
+    int32_t run;           /* the fused run it belongs to (ocl_fuse.c), -1: none */
     uint32_t first, count; /* its entries */
     uint32_t params_size;
     unsigned char *snap;
@@ -54,6 +55,10 @@ struct ocl_graph {
     cl_mem *mems; /* scratch buffers referenced by the kernels */
     uint32_t n_mems, cap_mems;
     uint32_t cursor, cursor_end; /* refresh: the node's entries */
+    ocl_fuse_run *runs;           /* fused runs of consecutive nodes */
+    ocl_fuse_step *steps;         /* their steps */
+    uint32_t n_runs;
+    cl_program fused;             /* the runs' kernels */
 };
 
 static _Atomic uint64_t launches;
@@ -142,6 +147,9 @@ gfp_status ocl_graph_run(ocl_call *c, cl_uint dims, const size_t *global, const 
 
 /* ------------------------------------------------------------ the slots */
 static void graph_free(ocl_graph *g) {
+    ocl_fuse_release(g->runs, g->n_runs, g->fused);
+    free(g->runs);
+    free(g->steps);
     for (uint32_t i = 0; i < g->n_entries; i++) {
         ocl.ReleaseKernel(g->entries[i].k);
         free(g->entries[i].name);
@@ -165,6 +173,49 @@ static bool must_run_eagerly(const ocl_device *d, const ocl_family *f, const gfp
     return widened || f->launch == ocl_index_launch || f->launch == ocl_random_launch ||
            f->launch == ocl_fft_launch ||
            op == GFP_OP_FILL || (f->launch == ocl_matmul_launch && ocl_matmul_may_use_clblast(d));
+}
+
+/* Marks the maximal runs of consecutive fusable nodes (at most
+ * OCL_FUSE_MAX_STEPS each) and builds their kernels. Without memory, or
+ * when the driver cannot build them, the nodes run one by one: the same
+ * results (a failed build is logged). */
+static void fuse(ocl_device *d, ocl_graph *g) {
+    uint32_t n = g->n_nodes;
+    if (n < 2 || !ocl_fuse_enabled()) return;
+    g->steps = calloc(n, sizeof *g->steps);
+    g->runs = calloc(n / 2, sizeof *g->runs);
+    if (!g->steps || !g->runs) goto none;
+    for (uint32_t i = 0; i < n;) {
+        ocl_gnode *gn = &g->nodes[i];
+        if (gn->live || gn->f->launch != ocl_elementwise_launch ||
+            !ocl_fuse_step_of(d, &gn->n, &g->steps[i])) {
+            i++;
+            continue;
+        }
+        uint32_t j = i + 1;
+        while (j < n && !g->nodes[j].live && g->nodes[j].f->launch == ocl_elementwise_launch &&
+               ocl_fuse_step_of(d, &g->nodes[j].n, &g->steps[j]) &&
+               ocl_fuse_joins(&g->steps[i], j - i, &g->steps[j]))
+            j++;
+        if (j - i >= 2) {
+            ocl_fuse_run *r = &g->runs[g->n_runs];
+            r->count = j - i;
+            r->steps = &g->steps[i];
+            for (uint32_t k = i; k < j; k++) g->nodes[k].run = (int32_t)g->n_runs;
+            g->n_runs++;
+        }
+        i = j;
+    }
+    if (!g->n_runs) goto none;
+    if (ocl_fuse_build(d, g->runs, g->n_runs, &g->fused) == GFP_OK) return;
+    pk_log(GFP_LOG_WARN, "%s; the graph's elementwise launches run one by one", pk_last_message());
+    for (uint32_t i = 0; i < n; i++) g->nodes[i].run = -1;
+none:
+    free(g->runs);
+    free(g->steps);
+    g->runs = NULL;
+    g->steps = NULL;
+    g->n_runs = 0;
 }
 
 gfp_status ocl_graph_create(void *device, const gfp_graph_node *nodes, uint32_t n_nodes,
@@ -195,6 +246,7 @@ gfp_status ocl_graph_create(void *device, const gfp_graph_node *nodes, uint32_t 
                           n->params, &st);
         if (!gn->f) break;
         gn->n = *n;
+        gn->run = -1;
         gn->live = must_run_eagerly(d, gn->f, n);
         if (n->params && !gn->live) {
             uint32_t size;
@@ -210,10 +262,11 @@ gfp_status ocl_graph_create(void *device, const gfp_graph_node *nodes, uint32_t 
             }
         }
     }
+    if (st == GFP_OK) fuse(d, g);
     d->recording = g;
     for (uint32_t i = 0; i < n_nodes && st == GFP_OK; i++) {
         ocl_gnode *gn = &g->nodes[i];
-        if (gn->live) continue;
+        if (gn->live || gn->run >= 0) continue;
         const gfp_graph_node *n = &gn->n;
         gn->first = g->n_entries;
         st = gn->f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs, n->n_outputs,
@@ -235,7 +288,8 @@ gfp_status ocl_graph_create(void *device, const gfp_graph_node *nodes, uint32_t 
 static gfp_status refresh(ocl_device *d, ocl_graph *g) {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         ocl_gnode *gn = &g->nodes[i];
-        if (!gn->snap || !memcmp(gn->snap, gn->n.params, gn->params_size)) continue;
+        if (gn->run >= 0 || !gn->snap || !memcmp(gn->snap, gn->n.params, gn->params_size))
+            continue; /* a fused run sets its scalars itself */
         memcpy(gn->snap, gn->n.params, gn->params_size);
         const gfp_graph_node *n = &gn->n;
         gfp_status st = GFP_OK;
@@ -268,6 +322,12 @@ gfp_status ocl_graph_launch(void *device, void *graph) {
     gfp_status st = refresh(d, g);
     for (uint32_t i = 0; i < g->n_nodes && st == GFP_OK; i++) {
         const ocl_gnode *gn = &g->nodes[i];
+        if (gn->run >= 0) {
+            ocl_fuse_run *r = &g->runs[gn->run];
+            st = ocl_fuse_enqueue(d, r);
+            i += r->count - 1;
+            continue;
+        }
         if (gn->live) {
             const gfp_graph_node *n = &gn->n;
             st = gn->f->launch(d, n->op, n->inputs, n->n_inputs, n->outputs, n->n_outputs,

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pk_fuse.h"
 #include "pk_widen.h"
 #include "plugin_kit.h"
 
@@ -396,6 +397,52 @@ gfp_status ocl_graph_kernel(ocl_call *c, ocl_prog_id prog);
 /* While recording: notes c's geometry. Refreshing: checks it is the one
  * recorded. */
 gfp_status ocl_graph_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local);
+/* ---- fused runs of captured graphs (ocl_fuse.c) */
+#define OCL_FUSE_MAX_STEPS 8 /* a longer run is split (the arguments' size) */
+/* One launch of a run: y = op(a [, b]) in f32, y contiguous, each input
+ * contiguous or one element broadcast. */
+typedef struct ocl_fuse_step {
+    const gfp_graph_node *node; /* the graph's copy: its params are read at launch */
+    const char *name;           /* the op's name in the element functions */
+    int n_t;                    /* 2 (unary) or 3 (binary) */
+    int64_t n;
+    cl_mem mem[3];
+    int64_t off[3];             /* elements */
+    bool bcast[3];
+    pk_range r[3];              /* pk_fuse.h's ranges, r[0] written */
+    bool has_params;
+    pk_unary_args ua;           /* the scalars last set */
+    cl_uint arg;                /* a unary step's first scalar argument */
+} ocl_fuse_step;
+typedef struct ocl_fuse_run {
+    uint32_t count;
+    ocl_fuse_step *steps;
+    cl_kernel k;
+} ocl_fuse_run;
+/* GRAFT_OPENCL_FUSE=0 turns fusion off (read at each graph_create). */
+bool ocl_fuse_enabled(void);
+/* Whether node can be a step of a run (*s filled). */
+bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_step *s);
+/* Whether next may follow steps[0 .. count): same length, pk_fuse.h's rule,
+ * at most OCL_FUSE_MAX_STEPS steps. */
+bool ocl_fuse_joins(const ocl_fuse_step *steps, uint32_t count, const ocl_fuse_step *next);
+/* One program with a kernel per run, their arguments set; on failure
+ * nothing is left to release. */
+gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs, cl_program *prog);
+/* Enqueues run r (its unary scalars set again where the params changed). */
+gfp_status ocl_fuse_enqueue(ocl_device *d, ocl_fuse_run *r);
+void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs, cl_program prog);
+/* Runs fused and the launches they cover, graphs created so far ("opencl.stats"). */
+uint64_t ocl_fuse_runs(void);
+uint64_t ocl_fuse_launches(void);
+/* The name of an op computed by an f32 element function of kernels/ew_math.cl
+ * (unary_<name>_f32_el / binary_<name>_f32_el) and its arity; NULL for
+ * others (ocl_elementwise.c). */
+const char *ocl_math_f32_name(uint32_t op, int *arity);
+/* Builds source (kernels calling ew_math.cl's element functions) with the
+ * prelude, the op math and those functions, for d (ocl_program.c). */
+gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out);
+
 /* The family serving a launch, after the kit's checks (ocl_plugin.c). */
 typedef struct ocl_family {
     uint32_t families; /* GFP_FAMILY_BIT()s it serves: the kit routes by it */

@@ -518,6 +518,8 @@ static const graft_opencl_gemm_ext gemm_ext = {
 static const graft_opencl_stats_ext stats_ext = {
     .struct_size = sizeof(graft_opencl_stats_ext),
     .graph_launches = ocl_graph_launches,
+    .fused_runs = ocl_fuse_runs,
+    .fused_launches = ocl_fuse_launches,
 };
 
 static gfp_status ocl_query_extension(void *plugin_ctx, const char *name, void **out) {

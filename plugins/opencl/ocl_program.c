@@ -296,6 +296,38 @@ static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why
     return GFP_OK;
 }
 
+/* ------------------------------------------------------------ fused runs */
+/* ew_math.cl's element functions without its kernels: the elementwise
+ * kernel macros of common.cl emptied before it. */
+static const char fused_prelude[] = "\n#undef GF_EW1\n#define GF_EW1(...)\n#undef GF_EW2\n"
+                                    "#define GF_EW2(...)\n#undef GF_EW3\n#define GF_EW3(...)\n";
+
+gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out) {
+    *out = NULL;
+    const char *parts[6] = {ocl_src_common, ocl_src_op_math, fused_prelude, ocl_src_ew_math,
+                            source, NULL};
+    cl_uint n = 5;
+    if (d->fault == OCL_FAULT_BUILD) parts[n++] = fault_source;
+    char options[256];
+    ocl_build_options(d, options, sizeof options);
+    double t0 = now_s();
+    cl_int err = CL_SUCCESS;
+    cl_program prog = ocl.CreateProgramWithSource(d->ctx, n, parts, NULL, &err);
+    if (!prog) return ocl_cl_fail(err, "graph", "clCreateProgramWithSource (fused runs)");
+    err = ocl.BuildProgram(prog, 1, &d->id, options, NULL, NULL);
+    d->compile_seconds += now_s() - t0;
+    if (err != CL_SUCCESS) {
+        char log[400] = "";
+        ocl.GetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        ocl.ReleaseProgram(prog);
+        return pk_fail(GFP_ERR_DEVICE, "opencl: graph_create: building the fused runs' kernels "
+                       "failed: %s (%d); build log: %.300s", ocl_error_name(err), (int)err,
+                       log[0] ? log : "(none)");
+    }
+    *out = prog;
+    return GFP_OK;
+}
+
 /* ------------------------------------------------------------ kernels */
 static uint64_t slot_hash(ocl_prog_id p, const char *name) {
     return fnv1a(FNV_START ^ (uint64_t)p, name, strlen(name));

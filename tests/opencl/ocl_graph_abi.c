@@ -10,7 +10,9 @@
  *                            a bad index is reported and the graph works
  *                            after; NULL and empty arguments, a short
  *                            struct_size and a tensor past its buffer are
- *                            INVALID with no graph made.
+ *                            INVALID with no graph made. MUL and LEAKY_RELU
+ *                            run as one fused kernel (ocl_fuse.c), whose
+ *                            slope argument follows the moves.
  *   ocl_graph_abi enqueue    under GRAFT_OPENCL_FAULT=enqueue: graph_create
  *                            (which enqueues nothing) succeeds, graph_launch
  *                            fails naming the enqueue, and the graph is
@@ -113,8 +115,12 @@ static void test_equals_eager(void) {
     CHECK(T->query_extension(cl.ctx, "opencl.stats", (void **)&ext) == GFP_OK && ext &&
           ext->struct_size >= sizeof *ext);
     void *graph = NULL;
+    uint64_t runs0 = ext ? ext->fused_runs() : 0, fused0 = ext ? ext->fused_launches() : 0;
     CHECK_MSG(T->graph_create(dev, g.nodes, NODES, &graph) == GFP_OK && graph, "%s", last_error);
     if (!graph || !ext) return;
+    /* MUL and LEAKY_RELU are one kernel (ocl_fuse.c): the slope's moves below
+     * must reach the fused kernel's arguments */
+    CHECK(ext->fused_runs() == runs0 + 1 && ext->fused_launches() == fused0 + 2);
     uint64_t launches = ext->graph_launches();
     for (int k = 0; k < 3; k++) {
         rp.offset = 500u * (uint64_t)k + 1u;

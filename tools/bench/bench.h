@@ -240,9 +240,7 @@ void bench_jacobians(bench_run *run, int device, int64_t n);
 void bench_graph_add(bench_run *run, int device, int64_t ops);      /* workloads_graph.c */
 void bench_graph_autograd(bench_run *run, int device, int64_t ops);
 void bench_graph_chain(bench_run *run, int device, int64_t n); /* f32[n], 8 ops */
-/* gf_graph_capture_end, with GRAFT_ONEDNN_FUSE=0 around it when fuse is
- * false (the cpu_onednn plugin then fuses no elementwise runs in the graph). */
-/* Ends a capture on dev (GRAFT_ONEDNN_FUSE / GRAFT_VULKAN_FUSE = 0 around
+/* Ends a capture on dev (GRAFT_ONEDNN_FUSE / _VULKAN_FUSE / _OPENCL_FUSE = 0 around
  * it when !fuse) and notes in r (may be NULL) the launches the plugin fused. */
 gf_graph *bench_capture_end(gf_device *dev, bool fuse, bench_result *r);
 /* The plugin's totals of fused runs and the launches they cover, when it

@@ -14,7 +14,7 @@
  *
  * bench_fused_counts reads the plugins' counters of fused elementwise runs
  * in captured graphs ("cpu_onednn.fused_runs" / "cpu_onednn.fused_launches",
- * "vulkan.stats"), so that replay rows can say how many launches a graph's
+ * "vulkan.stats", "opencl.stats"), so that replay rows can say how many launches a graph's
  * fusion saved. */
 #include <string.h>
 
@@ -88,6 +88,17 @@ bool bench_fused_counts(gf_device *dev, uint64_t *runs, uint64_t *launches) {
         if (v->struct_size < sizeof *v) return false; /* an older plugin: no counters */
         *runs = v->fused_runs();
         *launches = v->fused_launches();
+        return true;
+    }
+    if (!strcmp(plugin, "opencl")) {
+        const graft_opencl_stats_ext *o = NULL;
+        if (gf_device_query_extension(dev, "opencl.stats", (void **)&o) != GF_OK) {
+            gf_clear_error();
+            return false;
+        }
+        if (o->struct_size < sizeof *o) return false; /* an older plugin: no counters */
+        *runs = o->fused_runs();
+        *launches = o->fused_launches();
         return true;
     }
     if (!strcmp(plugin, "cpu_onednn")) {

@@ -15,10 +15,10 @@
  *                 ops on f32[N] (the ops' own outputs, no autograd): per
  *                 chain (family graph_chain, so that --sizes reaches it).
  * Each also has the variant "replay unfused": the graph captured with
- * GRAFT_ONEDNN_FUSE=0 and GRAFT_VULKAN_FUSE=0, so that the cpu_onednn and
- * vulkan plugins run each launch on its own instead of fusing runs of
- * elementwise launches (other plugins have no fusion: there the two replay
- * rows are the same work).
+ * GRAFT_ONEDNN_FUSE=0, GRAFT_VULKAN_FUSE=0 and GRAFT_OPENCL_FUSE=0, so that
+ * the cpu_onednn, vulkan and opencl plugins run each launch on its own
+ * instead of fusing runs of elementwise launches (the other plugins have no
+ * fusion: there the two replay rows are the same work).
  * The training rows (mlp, cnn) add their replay variant in workloads_train.c. */
 #define _GNU_SOURCE /* setenv */
 #include <math.h>
@@ -53,7 +53,8 @@ static int step_replay(void *state) {
 }
 
 /* The plugins' switches for fusing runs of elementwise launches. */
-static const char *const fuse_vars[] = {"GRAFT_ONEDNN_FUSE", "GRAFT_VULKAN_FUSE"};
+static const char *const fuse_vars[] = {"GRAFT_ONEDNN_FUSE", "GRAFT_VULKAN_FUSE",
+                                        "GRAFT_OPENCL_FUSE"};
 #define N_FUSE_VARS (sizeof fuse_vars / sizeof fuse_vars[0])
 
 gf_graph *bench_capture_end(gf_device *dev, bool fuse, bench_result *r) {

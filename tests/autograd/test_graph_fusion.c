@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_graft_fusion.c — the cpu_onednn plugin fuses runs of elementwise
- * launches in captured graphs (omp_fuse.c); a replay must still equal the
- * eager ops bit for bit.
+/* test_graph_fusion.c — the plugins that fuse runs of elementwise
+ * launches in captured graphs (cpu_onednn's omp_fuse.c, opencl's
+ * ocl_fuse.c); a replay must still equal the eager ops bit for bit.
  *
  * Each case is a chain of ops on inputs made outside the region (and 0-dim
  * constants broadcast against them). It is captured on one set of inputs,
@@ -9,21 +9,26 @@
  * the same ops run eagerly on a second set of inputs holding those new
  * values. Outputs and inputs (in-place ops write them) must have the same
  * bits, for f32 and f64 (and a chain of integer ops in i32 and i64) at
- * sizes 1, 15, 17, 4097 and 200,003, and the
- * plugin's counters (cpu_onednn.fused_runs / fused_launches) must have
- * grown by exactly the runs the rules allow:
- *  - the C loops' kernels fuse, oneDNN's eltwise primitives (f32 tanh and
- *    sigmoid from 1,024 elements) end a run;
+ * sizes 1, 15, 17, 4097 and 200,003, on the default device (GRAFT_DEVICE).
+ * Where the plugin's rules are known here, its counters must have grown by
+ * exactly the runs they allow:
  *  - in-place ops on the same elements fuse; a write to a view that another
  *    launch of the run reads or writes at another offset ends the run;
- *  - GRAFT_ONEDNN_FUSE=0 fuses nothing. */
+ *  - cpu_onednn (cpu_onednn.fused_runs / fused_launches): f32, f64, i32 and
+ *    i64 runs of any length; oneDNN's eltwise primitives (f32 tanh and
+ *    sigmoid from 1,024 elements) end a run;
+ *  - opencl ("opencl.stats"): f32 runs, split every 8 launches;
+ *  - GRAFT_ONEDNN_FUSE=0 / GRAFT_OPENCL_FUSE=0 fuse nothing.
+ * Other devices: the replays are checked, not the counts. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "onednn_xd.h"
+#include "check.h"
+#include "graft_opencl_ext.h"
+#include <graft.h>
 #include <graft/graph.h>
 
 static gf_device *dev;
@@ -44,10 +49,28 @@ typedef struct fcase {
     int n_out;
     void (*build)(gf_tensor **in, int64_t n, gf_tensor **out);
     /* the runs and launches the plugin must fuse at n elements of dt */
-    void (*expect)(int64_t n, gf_dtype dt, int *runs, int *launches);
+    /* the runs the ops form where every launch may fuse, at n elements of
+     * dt: their lengths, in order (the plugin's rules split or drop them) */
+    void (*expect)(int64_t n, gf_dtype dt, int *lens, int *n_lens);
 } fcase;
 
-static bool onednn_eltwise_size(int64_t n, gf_dtype dt) { return dt == GF_F32 && n >= 1024; }
+/* What the device's plugin fuses (the file comment). */
+typedef struct fuse_rules {
+    const char *plugin; /* NULL: counts not checked */
+    const char *env;    /* the variable that turns fusion off */
+    bool f64, ints;     /* dtypes fused besides f32 */
+    int max_steps;      /* a longer run is split; 0: any length */
+    bool onednn_eltwise;
+} fuse_rules;
+static const fuse_rules known_rules[] = {
+    {"cpu_onednn", "GRAFT_ONEDNN_FUSE", true, true, 0, true},
+    {"opencl", "GRAFT_OPENCL_FUSE", false, false, 8, false},
+};
+static fuse_rules R;
+
+static bool onednn_eltwise_size(int64_t n, gf_dtype dt) {
+    return R.onednn_eltwise && dt == GF_F32 && n >= 1024;
+}
 
 /* x * w + z */
 static void build_mad(gf_tensor **in, int64_t n, gf_tensor **out) {
@@ -56,9 +79,9 @@ static void build_mad(gf_tensor **in, int64_t n, gf_tensor **out) {
     out[0] = gf_add(t, in[2]);
     gf_tensor_release(t);
 }
-static void expect_mad(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_mad(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)n, (void)dt;
-    *r = 1, *l = 2;
+    lens[(*k)++] = 2;
 }
 
 /* C-loop kernels only, with parameters: sqrt|log1p(exp(-x))|, clamped,
@@ -72,9 +95,9 @@ static void build_loops(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor *t[8] = {a, b, c, d, e, f, g, h};
     for (int i = 0; i < 8; i++) gf_tensor_release(t[i]);
 }
-static void expect_loops(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_loops(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)n, (void)dt;
-    *r = 1, *l = 9;
+    lens[(*k)++] = 9;
 }
 
 /* tanh, sigmoid, then a * b + w: oneDNN takes the activations of large f32
@@ -87,8 +110,8 @@ static void build_act(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor_release(b);
     gf_tensor_release(c);
 }
-static void expect_act(int64_t n, gf_dtype dt, int *r, int *l) {
-    *r = 1, *l = onednn_eltwise_size(n, dt) ? 2 : 4;
+static void expect_act(int64_t n, gf_dtype dt, int *lens, int *k) {
+    lens[(*k)++] = onednn_eltwise_size(n, dt) ? 2 : 4;
 }
 
 /* GELU (tanh form) from primitives: 0.5 x (1 + tanh(k (x + c x^3))). */
@@ -102,9 +125,13 @@ static void build_gelu(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor *r[8] = {x2, x3, a, b, c, t, d, e};
     for (int i = 0; i < 8; i++) gf_tensor_release(r[i]);
 }
-static void expect_gelu(int64_t n, gf_dtype dt, int *r, int *l) {
-    if (onednn_eltwise_size(n, dt)) *r = 2, *l = 8; /* tanh splits it */
-    else *r = 1, *l = 9;
+static void expect_gelu(int64_t n, gf_dtype dt, int *lens, int *k) {
+    if (onednn_eltwise_size(n, dt)) { /* tanh splits it */
+        lens[(*k)++] = 5;
+        lens[(*k)++] = 3;
+    } else {
+        lens[(*k)++] = 9;
+    }
 }
 
 /* Adam's moments and update, in place: in = p, m, v, g. */
@@ -123,9 +150,9 @@ static void build_adam(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor *r[7] = {t1, t2, t3, t4, t5, t6, t7};
     for (int i = 0; i < 7; i++) gf_tensor_release(r[i]);
 }
-static void expect_adam(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_adam(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)n, (void)dt;
-    *r = 1, *l = 12;
+    lens[(*k)++] = 12;
 }
 
 /* x has n + 1 elements: x[0:n] += w in place, then x[1:n+1] * w reads what
@@ -139,10 +166,9 @@ static void build_view_read(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor_release(hi);
     gf_tensor_release(w);
 }
-static void expect_view_read(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_view_read(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)dt;
-    if (n == 1) *r = 1, *l = 2; /* x[0] and x[1]: disjoint */
-    else *r = 0, *l = 0;
+    if (n == 1) lens[(*k)++] = 2; /* x[0] and x[1]: disjoint */
 }
 
 /* y = x[0:n] * w, then x[1:n+1] *= w overwrites what the first read one
@@ -156,9 +182,9 @@ static void build_view_write(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor *r[4] = {lo, hi, w, y};
     for (int i = 0; i < 4; i++) gf_tensor_release(r[i]);
 }
-static void expect_view_write(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_view_write(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)dt;
-    *r = 1, *l = n == 1 ? 3 : 2; /* n = 1: x[0] and x[1] are disjoint */
+    lens[(*k)++] = n == 1 ? 3 : 2; /* n = 1: x[0] and x[1] are disjoint */
 }
 
 /* Integers (wrapping add, sub, mul; maximum): (x * w + z) max x, - w. */
@@ -170,9 +196,9 @@ static void build_int(gf_tensor **in, int64_t n, gf_tensor **out) {
     gf_tensor_release(b);
     gf_tensor_release(c);
 }
-static void expect_int(int64_t n, gf_dtype dt, int *r, int *l) {
+static void expect_int(int64_t n, gf_dtype dt, int *lens, int *k) {
     (void)n, (void)dt;
-    *r = 1, *l = 4;
+    lens[(*k)++] = 4;
 }
 static const fcase int_case = {"integer chain", 3, 0, false, 1, build_int, expect_int};
 
@@ -193,6 +219,44 @@ static uint64_t counter(const char *name) {
     uint64_t (*c)(void);
     memcpy(&c, &fn, sizeof c);
     return c();
+}
+
+/* The plugin's fused runs and launches so far; false when it has no counters. */
+static bool fused_counts(uint64_t *runs, uint64_t *launches) {
+    *runs = *launches = 0;
+    if (!R.plugin) return false;
+    if (!strcmp(R.plugin, "opencl")) {
+        const graft_opencl_stats_ext *ext = NULL;
+        if (gf_device_query_extension(dev, "opencl.stats", (void **)&ext) != GF_OK || !ext ||
+            ext->struct_size < sizeof *ext)
+            return false;
+        *runs = ext->fused_runs();
+        *launches = ext->fused_launches();
+        return true;
+    }
+    *runs = counter("cpu_onednn.fused_runs");
+    *launches = counter("cpu_onednn.fused_launches");
+    return *runs != UINT64_MAX && *launches != UINT64_MAX;
+}
+
+/* What the plugin's rules make of the runs c forms at n elements of dt. */
+static void expected(const fcase *c, int64_t n, gf_dtype dt, int *runs, int *launches) {
+    *runs = *launches = 0;
+    if ((dt == GF_F64 && !R.f64) || ((dt == GF_I32 || dt == GF_I64) && !R.ints)) return;
+    int lens[8], k = 0;
+    c->expect(n, dt, lens, &k);
+    for (int i = 0; i < k; i++) {
+        int len = lens[i];
+        if (R.max_steps) {
+            *runs += len / R.max_steps;
+            *launches += len / R.max_steps * R.max_steps;
+            len %= R.max_steps;
+        }
+        if (len >= 2) {
+            *runs += 1;
+            *launches += len;
+        }
+    }
 }
 
 static void values(double *v, int64_t n, unsigned seed, bool positive) {
@@ -263,20 +327,22 @@ static void run_case(const fcase *c, int64_t n, gf_dtype dt, bool fusion_on) {
     make_inputs(c, n, dt, 1, gin);
     make_inputs(c, n, dt, 2, ein); /* the values of the replay */
 
-    uint64_t runs0 = counter("cpu_onednn.fused_runs");
-    uint64_t launches0 = counter("cpu_onednn.fused_launches");
+    uint64_t runs0, launches0;
+    bool counted = fused_counts(&runs0, &launches0);
     CHECK(gf_graph_capture_begin(dev) == GF_OK);
     c->build(gin, n, gout);
     gf_graph *g = gf_graph_capture_end();
     CHECK_MSG(g != NULL, "%s: capture: %s", c->name, gf_last_error());
     int want_runs = 0, want_launches = 0;
-    if (fusion_on) c->expect(n, dt, &want_runs, &want_launches);
-    int runs = (int)(counter("cpu_onednn.fused_runs") - runs0);
-    int launches = (int)(counter("cpu_onednn.fused_launches") - launches0);
+    if (fusion_on) expected(c, n, dt, &want_runs, &want_launches);
+    uint64_t runs1, launches1;
     const char *dn = gf_dtype_name(dt);
-    CHECK_MSG(runs == want_runs && launches == want_launches,
-              "%s, %s[%lld]: fused %d run(s) of %d launch(es), expected %d of %d", c->name, dn,
-              (long long)n, runs, launches, want_runs, want_launches);
+    if (counted && fused_counts(&runs1, &launches1)) {
+        int runs = (int)(runs1 - runs0), launches = (int)(launches1 - launches0);
+        CHECK_MSG(runs == want_runs && launches == want_launches,
+                  "%s, %s[%lld]: fused %d run(s) of %d launch(es), expected %d of %d", c->name,
+                  dn, (long long)n, runs, launches, want_runs, want_launches);
+    }
 
     /* the replay on the second values, against the eager ops on them */
     int64_t len = n + c->extra;
@@ -312,8 +378,8 @@ static void run_case(const fcase *c, int64_t n, gf_dtype dt, bool fusion_on) {
 static const int64_t sizes[] = {1, 15, 17, 4097, 200003};
 
 static void test_counters(void) {
-    CHECK(counter("cpu_onednn.fused_runs") != UINT64_MAX);
-    CHECK(counter("cpu_onednn.fused_launches") != UINT64_MAX);
+    uint64_t runs, launches;
+    if (R.plugin) CHECK_MSG(fused_counts(&runs, &launches), "%s: no fusion counters", R.plugin);
 }
 
 static void test_cases(void) {
@@ -327,22 +393,33 @@ static void test_cases(void) {
     }
 }
 
-/* GRAFT_ONEDNN_FUSE=0: nothing fused (read at each graph creation). */
+/* The plugin's switch at 0: nothing fused (read at each graph creation). */
 static void test_switch_off(void) {
-    setenv("GRAFT_ONEDNN_FUSE", "0", 1);
+    if (!R.plugin) return;
+    setenv(R.env, "0", 1);
     run_case(&cases[1], 4097, GF_F32, false);
-    run_case(&cases[4], 17, GF_F64, false);
-    unsetenv("GRAFT_ONEDNN_FUSE");
+    run_case(&cases[4], 17, GF_F32, false);
+    unsetenv(R.env);
     run_case(&cases[1], 4097, GF_F32, true);
 }
 
 int main(void) {
-    int rc = xd_init(); /* needs GRAFT_PLUGINS=cpu_onednn,reference */
-    if (rc) return rc;
-    dev = xd_dev;
-    unsetenv("GRAFT_ONEDNN_FUSE");
+    dev = gf_device_default();
+    if (!dev) {
+        printf("skipped: %s\n", gf_last_error());
+        return 77;
+    }
+    const char *plugin = gf_device_plugin(dev);
+    if (!plugin) plugin = "";
+    for (size_t i = 0; i < sizeof known_rules / sizeof known_rules[0]; i++)
+        if (!strcmp(plugin, known_rules[i].plugin)) R = known_rules[i];
+    printf("device %s (plugin %s): %s\n", gf_device_spec(dev), plugin,
+           R.plugin ? "fusion counted" : "replays checked, fusion not counted");
+    if (R.plugin) unsetenv(R.env);
     RUN(test_counters);
     RUN(test_cases);
     RUN(test_switch_off);
+    gf_status st = gf_shutdown();
+    CHECK_MSG(st == GF_OK, "gf_shutdown: %s (a tensor leaked?)", gf_last_error());
     return CHECK_REPORT();
 }

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ocl_fuse.c — runs of f32 unary and binary launches of a captured graph as
+ * one kernel.
+ *
+ * A captured graph replays its kernels with their arguments set once
+ * (ocl_graph.c), but each launch still costs the driver's enqueue (10-25 us
+ * on PoCL) and a pass over memory. graph_create asks ocl_fuse_step_of
+ * whether a node can join a run and ocl_fuse_joins whether it can join the
+ * current one (pk_fuse.h's rule); ocl_fuse_build then writes one kernel per
+ * run of two or more, all of a graph's in one program, and sets their
+ * arguments.
+ *
+ * What a run computes is what the eager launches compute:
+ *  - each step calls the element function the eager kernel calls
+ *    (unary_<op>_f32_el / binary_<op>_f32_el of kernels/ew_math.cl, built
+ *    into the run's program without ew_math's kernels), with the same
+ *    scalars (pk_unary_args_of, as ocl_elementwise.c's run_math);
+ *  - every step stores its output, and a step reads its inputs from memory,
+ *    so every tensor ends as eagerly;
+ *  - order: a work-item runs all steps on its element in the graph's order,
+ *    and pk_fuse.h's rule (written ranges equal to or disjoint from every
+ *    other range of the run) makes that the eager order.
+ * The kernel's source depends only on the run's shape (ops, which operands
+ * share a buffer, which are broadcast), not on offsets or sizes, which are
+ * arguments: a driver's own cache of compiled programs (PoCL's, NVIDIA's)
+ * finds the same program again for the same model. A unary step's scalars
+ * are arguments too, set again when the core rewrites its parameters.
+ *
+ * GRAFT_OPENCL_FUSE=0 (read at graph_create) turns fusion off. */
+#define _GNU_SOURCE /* secure_getenv */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+static _Atomic uint64_t fused_runs, fused_launches;
+
+uint64_t ocl_fuse_runs(void) { return atomic_load(&fused_runs); }
+uint64_t ocl_fuse_launches(void) { return atomic_load(&fused_launches); }
+
+bool ocl_fuse_enabled(void) {
+    const char *v = ocl_getenv("GRAFT_OPENCL_FUSE");
+    return !v || strcmp(v, "0") != 0;
+}
+
+/* Operand k of the step's node: 0 the output, then the inputs. */
+static const gfp_tensor *operand(const gfp_graph_node *n, int k) {
+    return k == 0 ? n->outputs[0] : n->inputs[k - 1];
+}
+
+static bool same_shape(const gfp_tensor *a, const gfp_tensor *b) {
+    if (a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->sizes[d] != b->sizes[d]) return false;
+    return true;
+}
+
+bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_step *s) {
+    (void)d;
+    memset(s, 0, sizeof *s);
+    int arity = 0;
+    const char *name = ocl_math_f32_name(node->op, &arity);
+    if (!name || node->n_inputs != (uint32_t)arity || node->n_outputs != 1 || !node->inputs ||
+        !node->outputs)
+        return false;
+    const gfp_tensor *y = node->outputs[0];
+    if (!y || y->dtype != GFP_F32 || !pk_is_contiguous(y)) return false;
+    int64_t n = pk_numel(y);
+    if (n <= 0) return false;
+    s->node = node;
+    s->name = name;
+    s->n_t = arity + 1;
+    s->n = n;
+    for (int k = 0; k < s->n_t; k++) {
+        const gfp_tensor *t = operand(node, k);
+        if (!t || t->dtype != GFP_F32 || !same_shape(t, y)) return false;
+        if (pk_is_contiguous(t)) s->bcast[k] = false;
+        else if (k > 0 && pk_fuse_broadcast_one(t)) s->bcast[k] = true;
+        else return false;
+        s->mem[k] = ocl_mem(t);
+        s->off[k] = ocl_elem_offset(t);
+        uint64_t lo = (uint64_t)s->off[k];
+        s->r[k] = (pk_range){s->mem[k], lo, lo + (s->bcast[k] ? 1u : (uint64_t)n)};
+    }
+    if (arity == 1) {
+        pk_unary_args_of(node->op, node->params, GFP_F32, &s->ua);
+        s->has_params = node->params != NULL;
+    }
+    /* The launch's own output against its inputs: the same rule as a run's. */
+    return pk_fuse_ranges_join(s->r, 1, s->r + 1, s->n_t - 1);
+}
+
+bool ocl_fuse_joins(const ocl_fuse_step *steps, uint32_t count, const ocl_fuse_step *next) {
+    if (count >= OCL_FUSE_MAX_STEPS || next->n != steps[0].n) return false;
+    for (uint32_t i = 0; i < count; i++)
+        if (!pk_fuse_ranges_join(next->r, next->n_t, steps[i].r, steps[i].n_t)) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------ source */
+typedef struct text {
+    char *s;
+    size_t n, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) {
+    if (t->failed) return;
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int w = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->s && t->n + (size_t)w < t->cap) {
+            t->n += (size_t)w;
+            return;
+        }
+        size_t cap = t->cap ? 2 * t->cap : 4096;
+        while (cap < t->n + (size_t)w + 1) cap *= 2;
+        char *p = realloc(t->s, cap);
+        if (!p) {
+            t->failed = true;
+            return;
+        }
+        t->s = p;
+        t->cap = cap;
+    }
+}
+
+/* The run's distinct buffers, in order of first use; slot[i][k] indexes them. */
+static uint32_t buffers_of(const ocl_fuse_run *r, cl_mem *mems, uint8_t slot[][3]) {
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < r->count; i++)
+        for (int k = 0; k < r->steps[i].n_t; k++) {
+            uint32_t j = 0;
+            while (j < nb && mems[j] != r->steps[i].mem[k]) j++;
+            if (j == nb) mems[nb++] = r->steps[i].mem[k];
+            slot[i][k] = (uint8_t)j;
+        }
+    return nb;
+}
+
+/* Kernel gf_fused_<index>: arguments n, the buffers, then per step its
+ * operands' element offsets and, for a unary step, pa, pb and flags. */
+static void kernel_source(text *t, const ocl_fuse_run *r, uint32_t index) {
+    cl_mem mems[3 * OCL_FUSE_MAX_STEPS];
+    uint8_t slot[OCL_FUSE_MAX_STEPS][3];
+    uint32_t nb = buffers_of(r, mems, slot);
+    put(t, "__kernel void gf_fused_%u(long n", index);
+    for (uint32_t j = 0; j < nb; j++) put(t, ", __global float *m%u", j);
+    for (uint32_t i = 0; i < r->count; i++) {
+        for (int k = 0; k < r->steps[i].n_t; k++) put(t, ", long o%u_%d", i, k);
+        if (r->steps[i].n_t == 2) put(t, ", float pa%u, float pb%u, int fl%u", i, i, i);
+    }
+    put(t, ") {\n    long i_ = get_global_id(0);\n    if (i_ >= n) return;\n");
+    for (uint32_t i = 0; i < r->count; i++) {
+        const ocl_fuse_step *s = &r->steps[i];
+        char in[2][64];
+        for (int k = 1; k < s->n_t; k++)
+            snprintf(in[k - 1], sizeof in[k - 1], "m%u[o%u_%d%s]", slot[i][k], i, k,
+                     s->bcast[k] ? "" : " + i_");
+        if (s->n_t == 2)
+            put(t, "    m%u[o%u_0 + i_] = unary_%s_f32_el(%s, pa%u, pb%u, fl%u);\n", slot[i][0], i,
+                s->name, in[0], i, i, i);
+        else
+            put(t, "    m%u[o%u_0 + i_] = binary_%s_f32_el(%s, %s);\n", slot[i][0], i, s->name,
+                in[0], in[1]);
+    }
+    put(t, "}\n");
+}
+
+/* ------------------------------------------------------------ arguments */
+static cl_int set_arg(cl_kernel k, cl_uint i, size_t size, const void *v) {
+    return ocl.SetKernelArg(k, i, size, v);
+}
+
+/* The unary steps' scalars, from their parameter structs as they are now;
+ * only those that changed (or all, first) are set. */
+static cl_int set_scalars(ocl_fuse_run *r, bool all) {
+    for (uint32_t i = 0; i < r->count; i++) {
+        ocl_fuse_step *s = &r->steps[i];
+        if (s->n_t != 2) continue;
+        pk_unary_args ua = s->ua;
+        if (!all) {
+            if (!s->has_params) continue;
+            pk_unary_args_of(s->node->op, s->node->params, GFP_F32, &ua);
+            if (ua.a == s->ua.a && ua.b == s->ua.b && ua.has_a == s->ua.has_a &&
+                ua.has_b == s->ua.has_b)
+                continue;
+        }
+        float pa = (float)ua.a, pb = (float)ua.b;
+        cl_int fl = (ua.has_a ? 1 : 0) | (ua.has_b ? 2 : 0);
+        cl_int err = set_arg(r->k, s->arg, sizeof pa, &pa);
+        if (err == CL_SUCCESS) err = set_arg(r->k, s->arg + 1, sizeof pb, &pb);
+        if (err == CL_SUCCESS) err = set_arg(r->k, s->arg + 2, sizeof fl, &fl);
+        if (err != CL_SUCCESS) return err;
+        s->ua = ua;
+    }
+    return CL_SUCCESS;
+}
+
+static cl_int set_args(ocl_fuse_run *r) {
+    cl_mem mems[3 * OCL_FUSE_MAX_STEPS];
+    uint8_t slot[OCL_FUSE_MAX_STEPS][3];
+    uint32_t nb = buffers_of(r, mems, slot);
+    cl_uint a = 0;
+    cl_long n = (cl_long)r->steps[0].n;
+    cl_int err = set_arg(r->k, a++, sizeof n, &n);
+    for (uint32_t j = 0; j < nb && err == CL_SUCCESS; j++)
+        err = set_arg(r->k, a++, sizeof mems[j], &mems[j]);
+    for (uint32_t i = 0; i < r->count && err == CL_SUCCESS; i++) {
+        ocl_fuse_step *s = &r->steps[i];
+        for (int k = 0; k < s->n_t && err == CL_SUCCESS; k++) {
+            cl_long o = (cl_long)s->off[k];
+            err = set_arg(r->k, a++, sizeof o, &o);
+        }
+        if (s->n_t == 2) {
+            s->arg = a;
+            a += 3;
+        }
+    }
+    return err == CL_SUCCESS ? set_scalars(r, true) : err;
+}
+
+/* ------------------------------------------------------------ build, run */
+gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs, cl_program *prog) {
+    *prog = NULL;
+    text t = {0};
+    for (uint32_t r = 0; r < n_runs; r++) kernel_source(&t, &runs[r], r);
+    if (t.failed || !t.s) {
+        free(t.s);
+        return pk_fail(GFP_ERR_OUT_OF_MEMORY, "opencl: graph_create: out of host memory");
+    }
+    gfp_status st = ocl_build_fused(d, t.s, prog);
+    free(t.s);
+    for (uint32_t r = 0; r < n_runs && st == GFP_OK; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "gf_fused_%u", r);
+        cl_int err = CL_SUCCESS;
+        runs[r].k = ocl.CreateKernel(*prog, name, &err);
+        if (!runs[r].k) st = ocl_cl_fail(err, "graph", "clCreateKernel (a fused run)");
+        else if ((err = set_args(&runs[r])) != CL_SUCCESS)
+            st = ocl_cl_fail(err, "graph", "clSetKernelArg (a fused run)");
+    }
+    if (st != GFP_OK) {
+        ocl_fuse_release(runs, n_runs, *prog);
+        *prog = NULL;
+        return st;
+    }
+    for (uint32_t r = 0; r < n_runs; r++) {
+        atomic_fetch_add(&fused_runs, 1);
+        atomic_fetch_add(&fused_launches, runs[r].count);
+    }
+    return GFP_OK;
+}
+
+gfp_status ocl_fuse_enqueue(ocl_device *d, ocl_fuse_run *r) {
+    cl_int err = set_scalars(r, false);
+    if (err != CL_SUCCESS) return ocl_cl_fail(err, "graph", "clSetKernelArg (a fused run)");
+    size_t l = 64 < d->max_wg ? 64 : d->max_wg;
+    size_t g = ((size_t)r->steps[0].n + l - 1) / l * l;
+    const char *why;
+    err = ocl_fault_launch(d, &why)
+              ? CL_OUT_OF_RESOURCES
+              : ocl.EnqueueNDRangeKernel(d->queue, r->k, 1, NULL, &g, &l, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel (graph) of a fused run%s", why);
+        return ocl_cl_fail(err, "graph", what);
+    }
+    return GFP_OK;
+}
+
+void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs, cl_program prog) {
+    for (uint32_t r = 0; r < n_runs; r++)
+        if (runs[r].k) {
+            ocl.ReleaseKernel(runs[r].k);
+            runs[r].k = NULL;
+        }
+    if (prog) ocl.ReleaseProgram(prog);
+}
