@@ -154,7 +154,8 @@ static void kernel_source(text *t, const ocl_fuse_run *r, uint32_t index) {
     uint8_t slot[OCL_FUSE_MAX_STEPS][3];
     uint32_t nb = buffers_of(r, mems, slot);
     put(t, "__kernel void gf_fused_%u(long n", index);
-    for (uint32_t j = 0; j < nb; j++) put(t, ", __global float *m%u", j);
+    /* distinct buffers (no sub-buffers here): they never alias */
+    for (uint32_t j = 0; j < nb; j++) put(t, ", __global float *restrict m%u", j);
     for (uint32_t i = 0; i < r->count; i++) {
         for (int k = 0; k < r->steps[i].n_t; k++) put(t, ", long o%u_%d", i, k);
         if (r->steps[i].n_t == 2) put(t, ", float pa%u, float pb%u, int fl%u", i, i, i);
@@ -163,15 +164,25 @@ static void kernel_source(text *t, const ocl_fuse_run *r, uint32_t index) {
     for (uint32_t i = 0; i < r->count; i++) {
         const ocl_fuse_step *s = &r->steps[i];
         char in[2][64];
-        for (int k = 1; k < s->n_t; k++)
-            snprintf(in[k - 1], sizeof in[k - 1], "m%u[o%u_%d%s]", slot[i][k], i, k,
-                     s->bcast[k] ? "" : " + i_");
+        for (int k = 1; k < s->n_t; k++) {
+            /* An element an earlier step wrote (the same range: pk_fuse.h
+             * allows no other overlap) is taken from its variable, the value
+             * memory holds; the latest such step wrote it last. */
+            int from = -1;
+            for (uint32_t j = 0; j < i && !s->bcast[k]; j++)
+                if (r->steps[j].mem[0] == s->mem[k] && r->steps[j].off[0] == s->off[k])
+                    from = (int)j;
+            if (from >= 0) snprintf(in[k - 1], sizeof in[k - 1], "v%d", from);
+            else
+                snprintf(in[k - 1], sizeof in[k - 1], "m%u[o%u_%d%s]", slot[i][k], i, k,
+                         s->bcast[k] ? "" : " + i_");
+        }
         if (s->n_t == 2)
-            put(t, "    m%u[o%u_0 + i_] = unary_%s_f32_el(%s, pa%u, pb%u, fl%u);\n", slot[i][0], i,
-                s->name, in[0], i, i, i);
+            put(t, "    float v%u = unary_%s_f32_el(%s, pa%u, pb%u, fl%u);\n", i, s->name, in[0],
+                i, i, i);
         else
-            put(t, "    m%u[o%u_0 + i_] = binary_%s_f32_el(%s, %s);\n", slot[i][0], i, s->name,
-                in[0], in[1]);
+            put(t, "    float v%u = binary_%s_f32_el(%s, %s);\n", i, s->name, in[0], in[1]);
+        put(t, "    m%u[o%u_0 + i_] = v%u;\n", slot[i][0], i, i);
     }
     put(t, "}\n");
 }
