@@ -6,15 +6,16 @@
  * (ocl_graph.c), but each launch still costs the driver's enqueue (10-25 us
  * on PoCL) and a pass over memory. graph_create asks ocl_fuse_step_of
  * whether a node can join a run and ocl_fuse_joins whether it can join the
- * current one (pk_fuse.h's rule); ocl_fuse_build then writes one kernel per
- * run of two or more, all of a graph's in one program, and sets their
- * arguments.
+ * current one (pk_fuse.h's rule); ocl_fuse_build then writes a kernel for
+ * each run of two or more, builds it (or finds it built: the device keeps
+ * the programs by source) and sets its arguments.
  *
  * What a run computes is what the eager launches compute:
  *  - each step calls the element function the eager kernel calls
- *    (unary_<op>_f32_el / binary_<op>_f32_el of kernels/ew_math.cl, built
- *    into the run's program without ew_math's kernels), with the same
- *    scalars (pk_unary_args_of, as ocl_elementwise.c's run_math);
+ *    (unary_<op>_f32_el / binary_<op>_f32_el, instantiated through
+ *    kernels/ew_defs.cl's macros as ew_math.cl instantiates them, without
+ *    their kernels), with the same scalars (pk_unary_args_of, as
+ *    ocl_elementwise.c's run_math);
  *  - every step stores its output, and a step reads its inputs from memory,
  *    so every tensor ends as eagerly;
  *  - order: a work-item runs all steps on its element in the graph's order,
@@ -22,8 +23,9 @@
  *    other range of the run) makes that the eager order.
  * The kernel's source depends only on the run's shape (ops, which operands
  * share a buffer, which are broadcast), not on offsets or sizes, which are
- * arguments: a driver's own cache of compiled programs (PoCL's, NVIDIA's)
- * finds the same program again for the same model. A unary step's scalars
+ * arguments: runs of one shape share a program (a model's layers; measured
+ * on the transformer example's step on PoCL, ~0.03 s a build, 121 graphs),
+ * and a driver's own cache of compiled programs finds it again. A unary step's scalars
  * are arguments too, set again when the core rewrites its parameters.
  *
  * GRAFT_OPENCL_FUSE=0 (read at graph_create) turns fusion off. */
@@ -147,13 +149,26 @@ static uint32_t buffers_of(const ocl_fuse_run *r, cl_mem *mems, uint8_t slot[][3
     return nb;
 }
 
-/* Kernel gf_fused_<index>: arguments n, the buffers, then per step its
- * operands' element offsets and, for a unary step, pa, pb and flags. */
-static void kernel_source(text *t, const ocl_fuse_run *r, uint32_t index) {
+/* The run's source: the element functions its steps call, instantiated
+ * through ew_defs.cl's macros (each op once), then kernel gf_fused, whose
+ * arguments are n, the buffers, then per step its operands' element offsets
+ * and, for a unary step, pa, pb and flags. */
+static void kernel_source(text *t, const ocl_fuse_run *r) {
     cl_mem mems[3 * OCL_FUSE_MAX_STEPS];
     uint8_t slot[OCL_FUSE_MAX_STEPS][3];
     uint32_t nb = buffers_of(r, mems, slot);
-    put(t, "__kernel void gf_fused_%u(long n", index);
+    for (uint32_t i = 0; i < r->count; i++) {
+        const ocl_fuse_step *s = &r->steps[i];
+        bool seen = false;
+        for (uint32_t j = 0; j < i && !seen; j++)
+            seen = r->steps[j].n_t == s->n_t && !strcmp(r->steps[j].name, s->name);
+        if (seen) continue;
+        if (s->n_t == 2)
+            put(t, "GF_UNARY(unary_%s_f32, gf_f32_%s, f32, float, float)\n", s->name, s->name);
+        else
+            put(t, "GF_BINARY(binary_%s_f32, gf_f32_%s, f32, float, float)\n", s->name, s->name);
+    }
+    put(t, "__kernel void gf_fused(long n");
     /* distinct buffers (no sub-buffers here): they never alias */
     for (uint32_t j = 0; j < nb; j++) put(t, ", __global float *restrict m%u", j);
     for (uint32_t i = 0; i < r->count; i++) {
@@ -241,28 +256,75 @@ static cl_int set_args(ocl_fuse_run *r) {
 }
 
 /* ------------------------------------------------------------ build, run */
-gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs, cl_program *prog) {
-    *prog = NULL;
-    text t = {0};
-    for (uint32_t r = 0; r < n_runs; r++) kernel_source(&t, &runs[r], r);
-    if (t.failed || !t.s) {
-        free(t.s);
+/* The device's programs, by source. Past the cap the oldest is dropped
+ * (kernels made from it keep it alive). */
+#define FUSED_PROGS_MAX 256u
+
+typedef struct ocl_fused_prog {
+    char *source;
+    cl_program prog;
+} ocl_fused_prog;
+
+static gfp_status program_of(ocl_device *d, const char *source, cl_program *out) {
+    for (uint32_t i = 0; i < d->n_fused_progs; i++)
+        if (!strcmp(d->fused_progs[i].source, source)) {
+            *out = d->fused_progs[i].prog;
+            return GFP_OK;
+        }
+    if (!d->fused_progs && !(d->fused_progs = calloc(FUSED_PROGS_MAX, sizeof *d->fused_progs)))
         return pk_fail(GFP_ERR_OUT_OF_MEMORY, "opencl: graph_create: out of host memory");
+    char *copy = strdup(source);
+    if (!copy) return pk_fail(GFP_ERR_OUT_OF_MEMORY, "opencl: graph_create: out of host memory");
+    cl_program prog = NULL;
+    gfp_status st = ocl_build_fused(d, source, &prog);
+    if (st != GFP_OK) {
+        free(copy);
+        return st;
     }
-    gfp_status st = ocl_build_fused(d, t.s, prog);
-    free(t.s);
+    if (d->n_fused_progs == FUSED_PROGS_MAX) {
+        ocl.ReleaseProgram(d->fused_progs[0].prog);
+        free(d->fused_progs[0].source);
+        memmove(d->fused_progs, d->fused_progs + 1,
+                (FUSED_PROGS_MAX - 1) * sizeof *d->fused_progs);
+        d->n_fused_progs--;
+    }
+    d->fused_progs[d->n_fused_progs++] = (ocl_fused_prog){copy, prog};
+    *out = prog;
+    return GFP_OK;
+}
+
+void ocl_fuse_programs_release(ocl_device *d) {
+    for (uint32_t i = 0; i < d->n_fused_progs; i++) {
+        ocl.ReleaseProgram(d->fused_progs[i].prog);
+        free(d->fused_progs[i].source);
+    }
+    free(d->fused_progs);
+    d->fused_progs = NULL;
+    d->n_fused_progs = 0;
+}
+
+gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs) {
+    gfp_status st = GFP_OK;
     for (uint32_t r = 0; r < n_runs && st == GFP_OK; r++) {
-        char name[32];
-        snprintf(name, sizeof name, "gf_fused_%u", r);
+        text t = {0};
+        kernel_source(&t, &runs[r]);
+        if (t.failed || !t.s) {
+            free(t.s);
+            st = pk_fail(GFP_ERR_OUT_OF_MEMORY, "opencl: graph_create: out of host memory");
+            break;
+        }
+        cl_program prog = NULL;
+        st = program_of(d, t.s, &prog);
+        free(t.s);
+        if (st != GFP_OK) break;
         cl_int err = CL_SUCCESS;
-        runs[r].k = ocl.CreateKernel(*prog, name, &err);
+        runs[r].k = ocl.CreateKernel(prog, "gf_fused", &err);
         if (!runs[r].k) st = ocl_cl_fail(err, "graph", "clCreateKernel (a fused run)");
         else if ((err = set_args(&runs[r])) != CL_SUCCESS)
             st = ocl_cl_fail(err, "graph", "clSetKernelArg (a fused run)");
     }
     if (st != GFP_OK) {
-        ocl_fuse_release(runs, n_runs, *prog);
-        *prog = NULL;
+        ocl_fuse_release(runs, n_runs);
         return st;
     }
     for (uint32_t r = 0; r < n_runs; r++) {
@@ -289,11 +351,10 @@ gfp_status ocl_fuse_enqueue(ocl_device *d, ocl_fuse_run *r) {
     return GFP_OK;
 }
 
-void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs, cl_program prog) {
-    for (uint32_t r = 0; r < n_runs; r++)
+void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs) {
+    for (uint32_t r = 0; runs && r < n_runs; r++)
         if (runs[r].k) {
             ocl.ReleaseKernel(runs[r].k);
             runs[r].k = NULL;
         }
-    if (prog) ocl.ReleaseProgram(prog);
 }

@@ -58,7 +58,6 @@ struct ocl_graph {
     ocl_fuse_run *runs;           /* fused runs of consecutive nodes */
     ocl_fuse_step *steps;         /* their steps */
     uint32_t n_runs;
-    cl_program fused;             /* the runs' kernels */
 };
 
 static _Atomic uint64_t launches;
@@ -147,7 +146,7 @@ gfp_status ocl_graph_run(ocl_call *c, cl_uint dims, const size_t *global, const 
 
 /* ------------------------------------------------------------ the slots */
 static void graph_free(ocl_graph *g) {
-    ocl_fuse_release(g->runs, g->n_runs, g->fused);
+    ocl_fuse_release(g->runs, g->n_runs);
     free(g->runs);
     free(g->steps);
     for (uint32_t i = 0; i < g->n_entries; i++) {
@@ -207,7 +206,7 @@ static void fuse(ocl_device *d, ocl_graph *g) {
         i = j;
     }
     if (!g->n_runs) goto none;
-    if (ocl_fuse_build(d, g->runs, g->n_runs, &g->fused) == GFP_OK) return;
+    if (ocl_fuse_build(d, g->runs, g->n_runs) == GFP_OK) return;
     pk_log(GFP_LOG_WARN, "%s; the graph's elementwise launches run one by one", pk_last_message());
     for (uint32_t i = 0; i < n; i++) g->nodes[i].run = -1;
 none:

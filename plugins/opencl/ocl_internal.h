@@ -211,6 +211,11 @@ typedef struct ocl_device {
     ocl_graph *recording;  /* graph_create running: kernel calls are recorded */
     ocl_graph *refreshing; /* graph_launch setting a node's arguments anew */
     ocl_graph *graphs;     /* live graphs, released with the device */
+    /* The fused runs' programs (ocl_fuse.c), by their generated source: runs
+     * of the same shape share one build (a model's layers, its parameters'
+     * updates). Released with the device; a kernel keeps its program. */
+    struct ocl_fused_prog *fused_progs;
+    uint32_t n_fused_progs;
 } ocl_device;
 
 /* ------------------------------------------------------------------ programs (ocl_program.c) */
@@ -426,12 +431,14 @@ bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_
 /* Whether next may follow steps[0 .. count): same length, pk_fuse.h's rule,
  * at most OCL_FUSE_MAX_STEPS steps. */
 bool ocl_fuse_joins(const ocl_fuse_step *steps, uint32_t count, const ocl_fuse_step *next);
-/* One program with a kernel per run, their arguments set; on failure
- * nothing is left to release. */
-gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs, cl_program *prog);
+/* A kernel per run, its arguments set (programs from d's cache, built
+ * where missing); on failure nothing is left to release. */
+gfp_status ocl_fuse_build(ocl_device *d, ocl_fuse_run *runs, uint32_t n_runs);
 /* Enqueues run r (its unary scalars set again where the params changed). */
 gfp_status ocl_fuse_enqueue(ocl_device *d, ocl_fuse_run *r);
-void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs, cl_program prog);
+void ocl_fuse_release(ocl_fuse_run *runs, uint32_t n_runs);
+/* Drops d's cache of fused programs (the device closes). */
+void ocl_fuse_programs_release(ocl_device *d);
 /* Runs fused and the launches they cover, graphs created so far ("opencl.stats"). */
 uint64_t ocl_fuse_runs(void);
 uint64_t ocl_fuse_launches(void);
@@ -439,8 +446,9 @@ uint64_t ocl_fuse_launches(void);
  * (unary_<name>_f32_el / binary_<name>_f32_el) and its arity; NULL for
  * others (ocl_elementwise.c). */
 const char *ocl_math_f32_name(uint32_t op, int *arity);
-/* Builds source (kernels calling ew_math.cl's element functions) with the
- * prelude, the op math and those functions, for d (ocl_program.c). */
+/* Builds source (element functions instantiated through ew_defs.cl's
+ * macros, kernels calling them) after the prelude, the op math and those
+ * macros, the kernel macros emptied, for d (ocl_program.c). */
 gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out);
 
 /* The family serving a launch, after the kit's checks (ocl_plugin.c). */

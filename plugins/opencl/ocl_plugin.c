@@ -288,6 +288,7 @@ static ocl_fault fault_from_env(void) {
 
 static void device_release(ocl_device *d) {
     ocl_graphs_release(d);
+    ocl_fuse_programs_release(d);
     ocl_programs_release(d);
     ocl_fft_release(d);
     if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);

@@ -32,12 +32,13 @@
 
 typedef struct prog_def {
     const char *name;
-    const char *parts[4]; /* sources, NULL-terminated */
+    const char *parts[5]; /* sources, NULL-terminated */
 } prog_def;
 
 static const prog_def programs[OCL_PROG_COUNT] = {
     [OCL_PROG_COPY] = {"copy", {ocl_src_common, ocl_src_ew_copy, NULL}},
-    [OCL_PROG_MATH] = {"math", {ocl_src_common, ocl_src_op_math, ocl_src_ew_math, NULL}},
+    [OCL_PROG_MATH] = {"math", {ocl_src_common, ocl_src_op_math, ocl_src_ew_defs, ocl_src_ew_math,
+                                NULL}},
     [OCL_PROG_RANDOM] = {"random", {ocl_src_common, ocl_src_random, NULL}},
     [OCL_PROG_REDUCE] = {"reduce", {ocl_src_common, ocl_src_reduce, NULL}},
     [OCL_PROG_MATMUL] = {"matmul", {ocl_src_common, ocl_src_matmul, NULL}},
@@ -297,14 +298,14 @@ static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why
 }
 
 /* ------------------------------------------------------------ fused runs */
-/* ew_math.cl's element functions without its kernels: the elementwise
- * kernel macros of common.cl emptied before it. */
+/* ew_defs.cl's macros make element functions alone: the elementwise
+ * kernel macros of common.cl emptied. */
 static const char fused_prelude[] = "\n#undef GF_EW1\n#define GF_EW1(...)\n#undef GF_EW2\n"
                                     "#define GF_EW2(...)\n#undef GF_EW3\n#define GF_EW3(...)\n";
 
 gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out) {
     *out = NULL;
-    const char *parts[6] = {ocl_src_common, ocl_src_op_math, fused_prelude, ocl_src_ew_math,
+    const char *parts[6] = {ocl_src_common, ocl_src_op_math, ocl_src_ew_defs, fused_prelude,
                             source, NULL};
     cl_uint n = 5;
     if (d->fault == OCL_FAULT_BUILD) parts[n++] = fault_source;
@@ -315,7 +316,9 @@ gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out) {
     cl_program prog = ocl.CreateProgramWithSource(d->ctx, n, parts, NULL, &err);
     if (!prog) return ocl_cl_fail(err, "graph", "clCreateProgramWithSource (fused runs)");
     err = ocl.BuildProgram(prog, 1, &d->id, options, NULL, NULL);
-    d->compile_seconds += now_s() - t0;
+    double dt = now_s() - t0;
+    d->compile_seconds += dt;
+    pk_log(GFP_LOG_DEBUG, "built a fused run's kernel for '%s' in %.3f s", d->name, dt);
     if (err != CL_SUCCESS) {
         char log[400] = "";
         ocl.GetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);

@@ -10,41 +10,9 @@
  * its bits: (bits & mask) != 0, the mask dropping the sign of a float so -0.0
  * is false and NaN true; the host passes the masks.
  *
- * The instantiating macros paste OP at once: op names such as exp or abs are
+ * The instantiating macros (ew_defs.cl) paste OP at once: op names such as exp or abs are
  * macros in some OpenCL headers, and a parameter used without ## would be
  * expanded before it reached a kernel's name. */
-
-#define GF_UNARY(KN, FN, DT, T, CTYPE)                                                     \
-    T KN##_el(T x, CTYPE pa, CTYPE pb, int flags) {                                        \
-        return GF_NARROW_##DT(FN((CTYPE)x, pa, pb, flags & 1, (flags >> 1) & 1));          \
-    }                                                                                      \
-    GF_EW2(KN, T, T, (, CTYPE pa, CTYPE pb, int flags), (, pa, pb, flags))
-
-#define GF_BINARY(KN, FN, DT, T, CTYPE)                                                    \
-    T KN##_el(T a, T b) { return GF_NARROW_##DT(FN((CTYPE)a, (CTYPE)b)); }                \
-    GF_EW3(KN, T, T, T, (), ())
-
-/* LOAD widens a stored element to the compute type of the comparison. */
-#define GF_LOAD_f32(v) (v)
-#define GF_LOAD_f64(v) (v)
-#define GF_LOAD_i32(v) ((long)(v))
-#define GF_LOAD_i64(v) (v)
-#define GF_LOAD_b8(v) ((long)((v) != 0))
-#define GF_LOAD_f16(v) gf_h2f(v)
-#define GF_LOAD_bf16(v) gf_b2f(v)
-#define GF_COMPARE(KN, FN, DT, T)                                                          \
-    uchar KN##_el(T a, T b) { return FN(GF_LOAD_##DT(a), GF_LOAD_##DT(b)) != 0; }          \
-    GF_EW3(KN, uchar, T, T, (), ())
-
-#define GF_TRUTH(v, mask) ((((ulong)(v)) & (mask)) != 0)
-#define GF_LOGICAL1(KN, FN, TA)                                                            \
-    uchar KN##_el(TA x, ulong mx) { return FN(GF_TRUTH(x, mx)) != 0; }                     \
-    GF_EW2(KN, uchar, TA, (, ulong mx), (, mx))
-#define GF_LOGICAL2(KN, FN, TA, TB)                                                        \
-    uchar KN##_el(TA a, TB b, ulong ma, ulong mb) {                                        \
-        return FN(GF_TRUTH(a, ma), GF_TRUTH(b, mb)) != 0;                                  \
-    }                                                                                      \
-    GF_EW3(KN, uchar, TA, TB, (, ulong ma, ulong mb), (, ma, mb))
 
 #define U_F32(OP) GF_UNARY(unary_##OP##_f32, gf_f32_##OP, f32, float, float)
 #define U_I32(OP) GF_UNARY(unary_##OP##_i32, gf_int_##OP, i32, int, long)
