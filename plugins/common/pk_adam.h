@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* pk_adam.h — ADAM_UPDATE's arithmetic, written once for every plugin of the
  * tree (the reference's ref_optim.c, cpu_onednn's omp_optim.c, cuda's
- * kernels/cu_optim.cu). Valid C and CUDA C++.
+ * kernels/cu_optim.cu, opencl's kernels/optim.cl, which embeds this file).
+ * Valid C, CUDA C++ and, for the element step, OpenCL C.
  *
  * graft_ops.def defines the update: each constant formed in double from
  * gfp_adam_params and rounded once to the dtype, then, in the dtype, one
@@ -12,6 +13,11 @@
 #ifndef GRAFT_PK_ADAM_H
 #define GRAFT_PK_ADAM_H
 
+#define PK_ADAM_NO_DECAY 0
+#define PK_ADAM_L2 1        /* Adam: g = g + p * weight_decay */
+#define PK_ADAM_DECOUPLED 2 /* AdamW: p = p * (1 - lr * weight_decay) */
+
+#ifndef __OPENCL_VERSION__ /* the host's part: an OpenCL kernel gets the constants */
 #include "graft_plugin.h"
 
 /* The update's constants, in double, and which decay applies. */
@@ -20,10 +26,6 @@ typedef struct pk_adam_consts {
     double beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, step_size;
     int mode; /* PK_ADAM_NO_DECAY, PK_ADAM_L2, PK_ADAM_DECOUPLED */
 } pk_adam_consts;
-
-#define PK_ADAM_NO_DECAY 0
-#define PK_ADAM_L2 1        /* Adam: g = g + p * weight_decay */
-#define PK_ADAM_DECOUPLED 2 /* AdamW: p = p * (1 - lr * weight_decay) */
 
 static inline pk_adam_consts pk_adam_consts_of(const gfp_adam_params *a) {
     int decoupled = (a->flags & GFP_ADAM_DECOUPLED_WEIGHT_DECAY) != 0;
@@ -39,6 +41,7 @@ static inline pk_adam_consts pk_adam_consts_of(const gfp_adam_params *a) {
     c.mode = a->weight_decay == 0 ? PK_ADAM_NO_DECAY : decoupled ? PK_ADAM_DECOUPLED : PK_ADAM_L2;
     return c;
 }
+#endif
 
 /* One element's step on the lvalues p, g, m, v of type T (read before this
  * runs, stored by the caller after): SQRT is T's correctly rounded square

@@ -130,6 +130,7 @@ typedef enum ocl_prog_id {
     OCL_PROG_POOL,
     OCL_PROG_COMPLEX, /* c64 / c128: elementwise, sum/mean/prod, matmul */
     OCL_PROG_FFT,
+    OCL_PROG_OPTIM,   /* ADAM_UPDATE */
     OCL_PROG_COUNT
 } ocl_prog_id;
 
@@ -338,6 +339,12 @@ bool ocl_norm_widens(uint32_t op);
 uint32_t ocl_fft_support(const ocl_device *d, const gfp_op_query *q);
 gfp_status ocl_fft_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in, uint32_t n_in,
                           const gfp_tensor *const *out, uint32_t n_out, const void *params);
+
+/* ADAM_UPDATE (ocl_optim.c), routed by ocl_plugin.c beside the kit's families. */
+uint32_t ocl_optim_support(const ocl_device *d, const gfp_op_query *q);
+gfp_status ocl_optim_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
+                            uint32_t n_in, const gfp_tensor *const *out, uint32_t n_out,
+                            const void *params);
 
 /* Releases the FFT's cached tables (at device close). */
 void ocl_fft_release(ocl_device *d);

@@ -39,7 +39,9 @@ static void device_release(ocl_device *d);
 /* ------------------------------------------------------------ families */
 #define OCL_FAMILY_ENTRY(f, set) {set, ocl_##f##_support, ocl_##f##_launch},
 static const ocl_family families[] = {PK_FAMILIES(OCL_FAMILY_ENTRY)
-                                          OCL_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))};
+                                          OCL_FAMILY_ENTRY(fft, GFP_FAMILY_BIT(GFP_FAMILY_FFT))
+                                              OCL_FAMILY_ENTRY(optim,
+                                                               GFP_FAMILY_BIT(GFP_FAMILY_OPTIM))};
 #undef OCL_FAMILY_ENTRY
 
 /* The dtypes device d stores: c64 always (computed in double where the

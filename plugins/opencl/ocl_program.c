@@ -48,6 +48,7 @@ static const prog_def programs[OCL_PROG_COUNT] = {
     [OCL_PROG_POOL] = {"pool", {ocl_src_common, ocl_src_pool, NULL}},
     [OCL_PROG_COMPLEX] = {"complex", {ocl_src_common, ocl_src_complex, NULL}},
     [OCL_PROG_FFT] = {"fft", {ocl_src_common, ocl_src_fft, NULL}},
+    [OCL_PROG_OPTIM] = {"optim", {ocl_src_common, ocl_src_pk_adam, ocl_src_optim, NULL}},
 };
 
 static const char fault_source[] = "\n#error fault injected by GRAFT_OPENCL_FAULT=build\n";

@@ -7,9 +7,10 @@
  * any other (the op's row takes contiguous tensors only), so the same values
  * in a contiguous parameter and in a transposed one take the two paths side
  * by side. Both compute in the dtype in the same order of operations, so on
- * the CPU plugins they agree bit for bit; elsewhere both paths are composed,
- * and a GPU's strided and contiguous kernels may round differently, hence a
- * tolerance there. Also: the profiler shows which path ran, no step of
+ * the plugins with the op (reference, cpu_onednn, opencl, cuda) they agree
+ * bit for bit; elsewhere (vulkan) both paths are composed, and a GPU's
+ * strided and contiguous kernels may round differently, hence a tolerance
+ * there. Also: the profiler shows which path ran, no step of
  * either path counts as a fallback, a gradient that is a broadcast view takes
  * the composed path, and the version counter moves. */
 #include <graft.h>
@@ -101,8 +102,11 @@ static bool step_used_op(gf_optimizer *opt, gf_status *s) {
 
 /* The device's plugins in this tree that provide ADAM_UPDATE. */
 static bool device_has_op(void) {
+    static const char *const with_op[] = {"reference", "cpu_onednn", "opencl", "cuda"};
     const char *plugin = gf_device_plugin(gf_device_default());
-    return plugin && (!strcmp(plugin, "reference") || !strcmp(plugin, "cpu_onednn"));
+    for (size_t i = 0; plugin && i < sizeof with_op / sizeof with_op[0]; i++)
+        if (!strcmp(plugin, with_op[i])) return true;
+    return false;
 }
 
 /* Largest |a - b| / (|b| + tiny) over the elements. */
@@ -154,7 +158,7 @@ static void run_config(const config *cf, gf_dtype dt, double tol) {
     gf_tensor_release(b);
 }
 
-/* Bit for bit on the CPU plugins; elsewhere (both paths composed there)
+/* Bit for bit where the device has the op; elsewhere (both paths composed there)
  * the strided and contiguous kernels of a GPU may round differently. */
 static double tolerance(gf_dtype dt) {
     if (device_has_op()) return 0.0;
