@@ -130,7 +130,7 @@ GF_WHERE(b16, ulong2)
     __kernel void tri_##NAME##_s(__global T *y, long oy, long8 sy, __global const T *x,   \
                                  long ox, long8 sx, GF_STRIDED_ARGS, long diag, int lower) { \
         GF_STRIDED_BEGIN                                                                   \
-        long d = i_ - ix_[rank - 2];                                                       \
+        long d = i_ - gf_lane(ix_, rank - 2);                                              \
         bool keep = lower ? d <= diag : d >= diag;                                         \
         y[GF_AT(oy, sy)] = keep ? x[GF_AT(ox, sx)] : (T)0;                                 \
     }
