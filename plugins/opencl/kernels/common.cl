@@ -16,9 +16,10 @@
 /* The multi-index of outer position o over dims [0, rank - 1) (row-major),
  * as the lanes of a long8 (the other lanes 0). The innermost dim is walked
  * by the launch's dim 0. Lanes, not a private array: copying the sizes and
- * strides into arrays cost a 64-byte store and load per array per element,
- * and with the divisions made a strided copy ~40x slower than a contiguous
- * one on PoCL. small: every outer size fits in 31 bits (outer does), so the
+ * strides into arrays cost a 64-byte store and load per array per element
+ * (measured on PoCL: an attention head permute, [64, 8, 4, 12] to
+ * (0, 2, 1, 3), took 250 us with the arrays and 64-bit divisions, 190 us
+ * now). small: every outer size fits in 31 bits (outer does), so the
  * divisions are 32-bit. */
 #define GF_UNRAVEL_LANE(L, R)                                                     \
     if (rank >= R) {                                                              \
