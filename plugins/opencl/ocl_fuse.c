@@ -53,15 +53,7 @@ static const gfp_tensor *operand(const gfp_graph_node *n, int k) {
     return k == 0 ? n->outputs[0] : n->inputs[k - 1];
 }
 
-static bool same_shape(const gfp_tensor *a, const gfp_tensor *b) {
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->sizes[d] != b->sizes[d]) return false;
-    return true;
-}
-
-bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_step *s) {
-    (void)d;
+bool ocl_fuse_step_of(const gfp_graph_node *node, ocl_fuse_step *s) {
     memset(s, 0, sizeof *s);
     int arity = 0;
     const char *name = ocl_math_f32_name(node->op, &arity);
@@ -78,7 +70,7 @@ bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_
     s->n = n;
     for (int k = 0; k < s->n_t; k++) {
         const gfp_tensor *t = operand(node, k);
-        if (!t || t->dtype != GFP_F32 || !same_shape(t, y)) return false;
+        if (!t || t->dtype != GFP_F32 || !pk_same_shape(t, y)) return false;
         if (pk_is_contiguous(t)) s->bcast[k] = false;
         else if (k > 0 && pk_fuse_broadcast_one(t)) s->bcast[k] = true;
         else return false;

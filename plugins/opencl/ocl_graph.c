@@ -187,13 +187,13 @@ static void fuse(ocl_device *d, ocl_graph *g) {
     for (uint32_t i = 0; i < n;) {
         ocl_gnode *gn = &g->nodes[i];
         if (gn->live || gn->f->launch != ocl_elementwise_launch ||
-            !ocl_fuse_step_of(d, &gn->n, &g->steps[i])) {
+            !ocl_fuse_step_of(&gn->n, &g->steps[i])) {
             i++;
             continue;
         }
         uint32_t j = i + 1;
         while (j < n && !g->nodes[j].live && g->nodes[j].f->launch == ocl_elementwise_launch &&
-               ocl_fuse_step_of(d, &g->nodes[j].n, &g->steps[j]) &&
+               ocl_fuse_step_of(&g->nodes[j].n, &g->steps[j]) &&
                ocl_fuse_joins(&g->steps[i], j - i, &g->steps[j]))
             j++;
         if (j - i >= 2) {

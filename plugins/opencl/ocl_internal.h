@@ -434,7 +434,7 @@ typedef struct ocl_fuse_run {
 /* GRAFT_OPENCL_FUSE=0 turns fusion off (read at each graph_create). */
 bool ocl_fuse_enabled(void);
 /* Whether node can be a step of a run (*s filled). */
-bool ocl_fuse_step_of(const ocl_device *d, const gfp_graph_node *node, ocl_fuse_step *s);
+bool ocl_fuse_step_of(const gfp_graph_node *node, ocl_fuse_step *s);
 /* Whether next may follow steps[0 .. count): same length, pk_fuse.h's rule,
  * at most OCL_FUSE_MAX_STEPS steps. */
 bool ocl_fuse_joins(const ocl_fuse_step *steps, uint32_t count, const ocl_fuse_step *next);
