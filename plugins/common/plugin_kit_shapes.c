@@ -586,6 +586,34 @@ static bool sized_2d(const gfp_tensor *t, int64_t n, int64_t w) {
     return t->rank == 2 && t->sizes[0] == n && t->sizes[1] == w;
 }
 
+/* The cells' dtype (f32 or f64) and N, H from the [N, 4H] tensor t, named
+ * what. */
+static gfp_status cell_lead(const char *name, const char *what, const gfp_tensor *t, int64_t *N,
+                            int64_t *H) {
+    if (t->dtype != GFP_F32 && t->dtype != GFP_F64)
+        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
+                       pk_dtype_name(t->dtype));
+    if (t->rank != 2 || t->sizes[1] % 4 != 0)
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must be [N, 4H] (rank %d given)", name, what,
+                       (int)t->rank);
+    *N = t->sizes[0];
+    *H = t->sizes[1] / 4;
+    return GFP_OK;
+}
+
+/* Operand t (named what) of a cell whose lead tensor (named lead) is
+ * [N, 4H] of dtype dt: dt, and [N, w]. */
+static gfp_status cell_operand(const char *name, const char *what, const gfp_tensor *t,
+                               const char *lead, int32_t dt, int64_t N, int64_t H, int64_t w) {
+    if (t->dtype != dt)
+        return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, %s is %s; all must be one dtype", name,
+                       what, pk_dtype_name(t->dtype), lead, pk_dtype_name(dt));
+    if (!sized_2d(t, N, w))
+        return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for %s [%lld, %lld]", name,
+                       what, (long long)N, (long long)w, lead, (long long)N, (long long)(4 * H));
+    return GFP_OK;
+}
+
 gfp_status pk_check_lstm_cell(const gfp_tensor *const *in, uint32_t n_in,
                               const gfp_tensor *const *out, uint32_t n_out, int64_t *n,
                               int64_t *h) {
@@ -597,26 +625,14 @@ gfp_status pk_check_lstm_cell(const gfp_tensor *const *in, uint32_t n_in,
     for (uint32_t k = 0; k < 7; k++)
         if (!(k < 3 ? in[k] : out[k - 3]))
             return pk_fail(GFP_ERR_INVALID, "%s: %s is NULL", name, names[k]);
-    const gfp_tensor *mm = in[0];
-    int32_t dt = mm->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
-                       pk_dtype_name(dt));
-    if (mm->rank != 2 || mm->sizes[1] % 4 != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: mm must be [N, 4H] (rank %d given)", name,
-                       (int)mm->rank);
-    int64_t N = mm->sizes[0], H = mm->sizes[1] / 4;
-    for (uint32_t k = 0; k < 7; k++) {
+    int64_t N = 0, H = 0;
+    gfp_status st = cell_lead(name, "mm", in[0], &N, &H);
+    for (uint32_t k = 0; k < 7 && st == GFP_OK; k++) {
         const gfp_tensor *t = k < 3 ? in[k] : out[k - 3];
         int64_t w = (k == 0 || k == 1 || k == 3) ? 4 * H : H;
-        if (t->dtype != dt)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, mm is %s; all must be one dtype",
-                           name, names[k], pk_dtype_name(t->dtype), pk_dtype_name(dt));
-        if (!sized_2d(t, N, w))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for mm [%lld, %lld]",
-                           name, names[k], (long long)N, (long long)w, (long long)N,
-                           (long long)(4 * H));
+        st = cell_operand(name, names[k], t, "mm", in[0]->dtype, N, H, w);
     }
+    if (st != GFP_OK) return st;
     *n = N;
     *h = H;
     return GFP_OK;
@@ -637,29 +653,17 @@ gfp_status pk_check_lstm_cell_backward(const gfp_tensor *const *in, uint32_t n_i
             return pk_fail(GFP_ERR_INVALID, "%s: input %s is NULL", name, in_names[i]);
     for (uint32_t i = 0; i < n_out; i++)
         if (!out[i]) return pk_fail(GFP_ERR_INVALID, "%s: output %s is NULL", name, out_names[i]);
-    const gfp_tensor *act = in[0];
-    int32_t dt = act->dtype;
-    if (dt != GFP_F32 && dt != GFP_F64)
-        return pk_fail(GFP_ERR_UNSUPPORTED, "%s: dtype %s; the cell takes f32 or f64", name,
-                       pk_dtype_name(dt));
-    if (act->rank != 2 || act->sizes[1] % 4 != 0)
-        return pk_fail(GFP_ERR_INVALID, "%s: act must be [N, 4H] (rank %d given)", name,
-                       (int)act->rank);
-    int64_t N = act->sizes[0], H = act->sizes[1] / 4;
-    for (uint32_t i = 0; i < 6 + 2; i++) {
+    int64_t N = 0, H = 0;
+    gfp_status st = cell_lead(name, "act", in[0], &N, &H);
+    for (uint32_t i = 0; i < 6 + 2 && st == GFP_OK; i++) {
         bool is_in = i < 6;
         const gfp_tensor *t = is_in ? (i < n_in ? in[i] : NULL) : out[i - 6];
         if (!t) continue;
         const char *what = is_in ? in_names[i] : out_names[i - 6];
         int64_t w = (i == 0 || i == 6) ? 4 * H : H;
-        if (t->dtype != dt)
-            return pk_fail(GFP_ERR_INVALID, "%s: %s is %s, act is %s; all must be one dtype",
-                           name, what, pk_dtype_name(t->dtype), pk_dtype_name(dt));
-        if (!sized_2d(t, N, w))
-            return pk_fail(GFP_ERR_INVALID, "%s: %s must be [%lld, %lld] for act [%lld, %lld]",
-                           name, what, (long long)N, (long long)w, (long long)N,
-                           (long long)(4 * H));
+        st = cell_operand(name, what, t, "act", in[0]->dtype, N, H, w);
     }
+    if (st != GFP_OK) return st;
     *n = N;
     *h = H;
     *has_dy = n_in == 6 && in[5];
