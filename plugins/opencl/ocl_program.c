@@ -239,7 +239,7 @@ static cl_program from_cache(ocl_device *d, ocl_prog_id p, const char *path, con
     return prog;
 }
 
-static gfp_status build_failed(ocl_device *d, cl_program prog, ocl_prog_id p, cl_int err,
+static gfp_status build_failed(ocl_device *d, cl_program prog, const char *name, cl_int err,
                                const char *op, char **why) {
     char *log = NULL;
     size_t n = 0;
@@ -248,13 +248,38 @@ static gfp_status build_failed(ocl_device *d, cl_program prog, ocl_prog_id p, cl
         ocl.GetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL);
     const char *text = log && log[0] ? log : "(the driver gave no build log)";
     pk_log(GFP_LOG_ERROR, "building the %s kernels for device '%s' failed (%s); build log:\n%s",
-            programs[p].name, d->name, ocl_error_name(err), text);
+            name, d->name, ocl_error_name(err), text);
     char msg[600];
     snprintf(msg, sizeof msg, "building the %s kernels for device '%s' failed: %s (%d); build "
-             "log: %.300s", programs[p].name, d->name, ocl_error_name(err), (int)err, text);
+             "log: %.300s", name, d->name, ocl_error_name(err), (int)err, text);
     free(log);
-    *why = strdup(msg);
+    if (why) *why = strdup(msg);
     return pk_fail(GFP_ERR_DEVICE, "%s: %s", op, msg);
+}
+
+/* Builds the program of sources parts[0 .. n) (the fault's source added
+ * under GRAFT_OPENCL_FAULT=build), counting the time; name and op are for
+ * the messages (*why, when why is not NULL, gets a copy). */
+static gfp_status compile(ocl_device *d, const char *name, const char *const *parts, cl_uint n,
+                          const char *options, const char *op, cl_program *out, char **why) {
+    *out = NULL;
+    const char *all[8];
+    if (n > 7) return pk_fail(GFP_ERR_INTERNAL, "%s: a program of %u sources", op, (unsigned)n);
+    memcpy(all, parts, n * sizeof *parts);
+    if (d->fault == OCL_FAULT_BUILD) all[n++] = fault_source;
+    double t0 = now_s();
+    cl_int err = CL_SUCCESS;
+    cl_program prog = ocl.CreateProgramWithSource(d->ctx, n, all, NULL, &err);
+    if (!prog) return ocl_cl_fail(err, op, "clCreateProgramWithSource");
+    err = ocl.BuildProgram(prog, 1, &d->id, options, NULL, NULL);
+    d->compile_seconds += now_s() - t0;
+    if (err != CL_SUCCESS) {
+        gfp_status st = build_failed(d, prog, name, err, op, why);
+        ocl.ReleaseProgram(prog);
+        return st;
+    }
+    *out = prog;
+    return GFP_OK;
 }
 
 static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why) {
@@ -269,22 +294,13 @@ static gfp_status build(ocl_device *d, ocl_prog_id p, const char *op, char **why
         d->compile_seconds += now_s() - t0;
         return GFP_OK;
     }
-    const char *parts[6];
-    int n = 0;
-    for (; programs[p].parts[n]; n++) parts[n] = programs[p].parts[n];
-    if (d->fault == OCL_FAULT_BUILD) parts[n++] = fault_source;
-    cl_int err = CL_SUCCESS;
-    prog = ocl.CreateProgramWithSource(d->ctx, (cl_uint)n, parts, NULL, &err);
-    if (!prog) return ocl_cl_fail(err, op, "clCreateProgramWithSource");
-    err = ocl.BuildProgram(prog, 1, &d->id, options, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        gfp_status st = build_failed(d, prog, p, err, op, why);
-        ocl.ReleaseProgram(prog);
-        return st;
-    }
-    double dt = now_s() - t0;
-    d->compile_seconds += dt;
-    pk_log(GFP_LOG_INFO, "built the %s kernels for '%s' in %.2f s", programs[p].name, d->name, dt);
+    d->compile_seconds += now_s() - t0; /* a cache file tried and refused */
+    cl_uint n = 0;
+    while (programs[p].parts[n]) n++;
+    gfp_status st = compile(d, programs[p].name, programs[p].parts, n, options, op, &prog, why);
+    if (st != GFP_OK) return st;
+    pk_log(GFP_LOG_INFO, "built the %s kernels for '%s' in %.2f s", programs[p].name, d->name,
+           now_s() - t0);
     d->progs[p] = prog;
     if (cached) {
         size_t size = 0;
@@ -305,31 +321,11 @@ static const char fused_prelude[] = "\n#undef GF_EW1\n#define GF_EW1(...)\n#unde
                                     "#define GF_EW2(...)\n#undef GF_EW3\n#define GF_EW3(...)\n";
 
 gfp_status ocl_build_fused(ocl_device *d, const char *source, cl_program *out) {
-    *out = NULL;
-    const char *parts[6] = {ocl_src_common, ocl_src_op_math, ocl_src_ew_defs, fused_prelude,
-                            source, NULL};
-    cl_uint n = 5;
-    if (d->fault == OCL_FAULT_BUILD) parts[n++] = fault_source;
+    const char *parts[5] = {ocl_src_common, ocl_src_op_math, ocl_src_ew_defs, fused_prelude,
+                            source};
     char options[256];
     ocl_build_options(d, options, sizeof options);
-    double t0 = now_s();
-    cl_int err = CL_SUCCESS;
-    cl_program prog = ocl.CreateProgramWithSource(d->ctx, n, parts, NULL, &err);
-    if (!prog) return ocl_cl_fail(err, "graph", "clCreateProgramWithSource (fused runs)");
-    err = ocl.BuildProgram(prog, 1, &d->id, options, NULL, NULL);
-    double dt = now_s() - t0;
-    d->compile_seconds += dt;
-    pk_log(GFP_LOG_DEBUG, "built a fused run's kernel for '%s' in %.3f s", d->name, dt);
-    if (err != CL_SUCCESS) {
-        char log[400] = "";
-        ocl.GetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        ocl.ReleaseProgram(prog);
-        return pk_fail(GFP_ERR_DEVICE, "opencl: graph_create: building the fused runs' kernels "
-                       "failed: %s (%d); build log: %.300s", ocl_error_name(err), (int)err,
-                       log[0] ? log : "(none)");
-    }
-    *out = prog;
-    return GFP_OK;
+    return compile(d, "fused-run", parts, 5, options, "graph", out, NULL);
 }
 
 /* ------------------------------------------------------------ kernels */
