@@ -12,13 +12,15 @@ static bool have_f64;
 static bool dtype_ok(gf_dtype dt) { return dt != GF_F64 || have_f64; }
 
 /* Shapes every op is run on: odd sizes, a row longer than a work-group, a
- * 0-size one and a scalar. */
+ * 0-size one, a scalar, and ranks 3 and 4 with rows short and long (the
+ * strided form's walks, ocl_launch.c, split at 32). */
 typedef struct shape {
     int rank;
     int64_t sizes[4];
 } shape;
 static const shape shapes[] = {
     {2, {3, 5}}, {3, {2, 3, 4}}, {1, {130}}, {2, {7, 33}}, {2, {0, 4}}, {0, {0}},
+    {3, {3, 2, 40}}, {4, {2, 3, 2, 5}},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 static const xd_layout layouts[] = {XL_CONTIG, XL_TRANSPOSED, XL_STEP, XL_OFFSET};
@@ -149,7 +151,8 @@ static const binary_case binary_cases[] = {
     {"atan2", gf_atan2, true, true, XV_GENERAL}, /* integers and bool: in f32 */
 };
 
-/* Operand shape pairs: equal, broadcast both ways, scalar, 0-size. */
+/* Operand shape pairs: equal, broadcast both ways, scalar, 0-size, rank 3
+ * with long rows. */
 typedef struct bshape {
     int ra, rb;
     int64_t a[3], b[3];
@@ -157,6 +160,7 @@ typedef struct bshape {
 static const bshape bshapes[] = {
     {2, 2, {5, 7}, {5, 7}},    {3, 2, {3, 1, 5}, {4, 5}}, {1, 2, {6}, {3, 6}},
     {2, 0, {4, 33}, {0}},      {2, 2, {0, 3}, {1, 3}},    {2, 2, {37, 1}, {1, 40}},
+    {3, 2, {2, 1, 36}, {3, 36}},
 };
 
 static void test_binary(void) {
@@ -264,6 +268,46 @@ static void test_copy_convert(void) {
     xd_pair_release(x);
 }
 
+/* gf_contiguous of every permutation of rank 3 and 4, plain and step-sliced,
+ * in every dtype: the strided copy's walks, and the transposing copy's tiles
+ * (ocl_elementwise.c) cut at sizes that are not multiples of 16. */
+static gf_tensor *permuted_copy(const gf_tensor *x, const int *perm, int rank) {
+    gf_tensor *v = gf_permute(x, perm, rank);
+    gf_tensor *c = v ? gf_contiguous(v) : NULL;
+    gf_tensor_release(v);
+    return c;
+}
+
+static void test_permute_copies(void) {
+    static const int64_t sizes[2][4] = {{5, 17, 33}, {3, 18, 2, 20}};
+    for (int r = 3; r <= 4; r++)
+        for (size_t di = 0; di < 5; di++) {
+            gf_dtype dt = all_dtypes[di];
+            if (!dtype_ok(dt)) continue;
+            for (int li = 0; li < 2; li++) {
+                xd_layout L = li ? XL_STEP : XL_CONTIG;
+                xd_seed((uint64_t)(r * 100) + di * 5 + (uint64_t)li);
+                xd_pair x = xd_pair_rand(dt, r, sizes[r - 3], XV_GENERAL, L);
+                int p[4];
+                for (int code = 0; code < 256; code++) { /* base-4 digits, distinct */
+                    unsigned seen = 0;
+                    bool ok = true;
+                    for (int d = 0; d < r; d++) {
+                        p[d] = (code >> (2 * d)) & 3;
+                        ok = ok && p[d] < r && !(seen & (1u << p[d]));
+                        seen |= 1u << (p[d] & 3);
+                    }
+                    if (!ok || code >= (1 << (2 * r))) continue;
+                    char what[96];
+                    snprintf(what, sizeof what, "permute (%d, %d, %d, %d) of rank %d %s [%s]", p[0],
+                             p[1], p[2], r > 3 ? p[3] : -1, r, xd_dtn(dt), xd_layout_name[L]);
+                    xd_check_pair(what, permuted_copy(x.d, p, r), permuted_copy(x.r, p, r));
+                }
+                xd_pair_release(x);
+            }
+        }
+}
+
 static void test_fill_arange(void) {
     for (size_t di = 0; di < 5; di++) {
         gf_dtype dt = all_dtypes[di];
@@ -363,6 +407,7 @@ int main(void) {
     RUN(test_binary);
     RUN(test_where);
     RUN(test_copy_convert);
+    RUN(test_permute_copies);
     RUN(test_fill_arange);
     RUN(test_tri);
     RUN(test_inplace);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* workloads_ops.c — single-op workloads: matmul (f32, f64, bf16 and c64),
- * elementwise (add, mul, exp; mul in c64), reductions (sum over the last dim and over all), softmax,
+ * elementwise (add, mul, exp; mul in c64), permutes made contiguous, reductions (sum over the last dim and over all), softmax,
  * conv2d and its two gradient kernels, batch_norm, layer_norm, max_pool2d.
  *
  * Each one times three things separately on one device:
@@ -462,6 +462,81 @@ void bench_cmul(bench_run *run, int device, int64_t n) {
 void bench_add(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 0); }
 void bench_mul(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 1); }
 void bench_exp(bench_run *run, int device, int64_t n) { elementwise(run, device, n, 2); }
+
+/* ------------------------------------------------------------ permutes */
+/* gf_contiguous of a permuted view: the strided copy every backend runs for
+ * attention heads and transposes. Each case: the input's shape per size n,
+ * and the permutation. */
+typedef struct permute_case {
+    const char *name;
+    int rank;
+    int64_t sizes[4]; /* a 0 is replaced by n */
+    int perm[4];
+} permute_case;
+static const permute_case PERMUTES[] = {
+    {"permute heads", 4, {0, 8, 4, 12}, {0, 2, 1, 3}}, /* [B, T, H, D] -> [B, H, T, D] */
+    {"permute rows", 3, {0, 64, 256}, {0, 2, 1}},      /* a batch of 64 x 256 transposes */
+    {"transpose", 2, {0, 0}, {1, 0}},
+};
+
+static gf_tensor *op_permute(const op_case *c) {
+    const permute_case *p = &PERMUTES[c->op_arg];
+    gf_tensor *v = gf_permute(c->in[0], p->perm, p->rank);
+    gf_tensor *y = v ? gf_contiguous(v) : NULL;
+    gf_tensor_release(v);
+    return y;
+}
+
+/* Every element: the copy is exact. */
+static int check_permute(op_case *c) {
+    const permute_case *p = &PERMUTES[c->op_arg];
+    int rank = p->rank;
+    int64_t out[4], ix[4] = {0, 0, 0, 0}, st[4], numel = in_numel(c, 0);
+    for (int d = rank - 1, s = 1; d >= 0; d--) {
+        st[d] = s;
+        s *= (int)c->in_sizes[0][d];
+    }
+    for (int d = 0; d < rank; d++) out[d] = c->in_sizes[0][p->perm[d]];
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t src = 0;
+        for (int d = 0; d < rank; d++) src += ix[d] * st[p->perm[d]];
+        if (c->host_out[i] != c->host_in[0][src]) {
+            bench_result_wrong(c->r, "wrong result: y[%lld] = %.7g, expected x[%lld] = %.7g",
+                               (long long)i, c->host_out[i], (long long)src, c->host_in[0][src]);
+            return -1;
+        }
+        for (int d = rank - 1; d >= 0 && ++ix[d] == out[d]; d--) ix[d] = 0;
+    }
+    return 0;
+}
+
+static void permute(bench_run *run, int device, int64_t n, int which) {
+    const permute_case *p = &PERMUTES[which];
+    op_case c = {.dev = run->devices[device].dev, .n_in = 1, .in_rank = {p->rank},
+                 .op = op_permute, .check = check_permute, .op_arg = which};
+    char name[40], detail[112];
+    int len = snprintf(detail, sizeof detail, "f32 [");
+    for (int d = 0; d < p->rank; d++) {
+        c.in_sizes[0][d] = p->sizes[d] ? p->sizes[d] : n;
+        len += snprintf(detail + len, sizeof detail - (size_t)len, "%s%lld", d ? ", " : "",
+                        (long long)c.in_sizes[0][d]);
+    }
+    len += snprintf(detail + len, sizeof detail - (size_t)len, "] permuted (");
+    for (int d = 0; d < p->rank; d++)
+        len += snprintf(detail + len, sizeof detail - (size_t)len, "%s%d", d ? ", " : "", p->perm[d]);
+    snprintf(detail + len, sizeof detail - (size_t)len, "), made contiguous");
+    snprintf(name, sizeof name, "%s %lld", p->name, (long long)n);
+    c.r = bench_result_add(run, device, name, detail);
+    if (!c.r) return;
+    int64_t numel = in_numel(&c, 0);
+    c.r->work = 2.0 * (double)numel * sizeof(float); /* read once, written once */
+    c.r->rate_unit = "GB/s";
+    c.host_in[0] = bench_host_values(numel, 17, -1, 1);
+    run_case(run, &c);
+}
+void bench_permute_heads(bench_run *run, int device, int64_t n) { permute(run, device, n, 0); }
+void bench_permute_rows(bench_run *run, int device, int64_t n) { permute(run, device, n, 1); }
+void bench_transpose(bench_run *run, int device, int64_t n) { permute(run, device, n, 2); }
 
 /* ------------------------------------------------------------ reductions */
 static gf_tensor *op_sum_lastdim(const op_case *c) {

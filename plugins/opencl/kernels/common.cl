@@ -92,17 +92,22 @@ long gf_line_offset(long j, long8 sizes, long8 strides, int rank) {
  *       dims.
  * _c and _2 have no loop and index with the work-item ids directly: a CPU
  * driver (PoCL) vectorizes a kernel across work-items only then. With short
- * rows, the host swaps the two dims of a _2 geometry, and _s takes swap = 1:
- * dim 0 then goes across rows, so one work-group shape serves all. */
-#define GF_STRIDED_ARGS long8 sizes, int rank, long inner, long outer, int swap
+ * rows, the host swaps the two dims of a _2 geometry. _s takes `walk`
+ * (ocl_launch.c): 0 an item per element, dim 0 along the rows; 1 the same
+ * with dim 0 across rows (short rows); 2 an item per row, looping along it,
+ * so that the row index is unravelled once a row (CPU devices). The body
+ * after GF_STRIDED_BEGIN is that loop's body: one statement or a block. */
+#define GF_STRIDED_ARGS long8 sizes, int rank, long inner, long outer, int walk
 #define GF_2D_BEGIN                                                               \
     long i_ = get_global_id(0), o_ = get_global_id(1);                            \
     if (i_ >= inner || o_ >= outer) return;
 #define GF_AT2(base, st) ((base) + o_ * (st).s0 + i_ * (st).s1)
 #define GF_STRIDED_BEGIN                                                          \
-    long i_ = get_global_id(swap ? 1 : 0), o_ = get_global_id(swap ? 0 : 1);      \
-    if (i_ >= inner || o_ >= outer) return;                                       \
-    long8 ix_ = gf_unravel(o_, sizes, rank, outer <= 0x7fffffffL);
+    long i0_ = walk == 2 ? 0 : (long)get_global_id(walk ? 1 : 0);                 \
+    long o_ = get_global_id(walk ? 0 : 1);                                        \
+    if (i0_ >= inner || o_ >= outer) return;                                      \
+    long8 ix_ = gf_unravel(o_, sizes, rank, outer <= 0x7fffffffL);                \
+    for (long i_ = i0_, e_ = walk == 2 ? inner : i0_ + 1; i_ < e_; i_++)
 #define GF_AT(base, strides) gf_offset((base), ix_, (strides), rank, i_)
 #define GF_CONTIG_BEGIN              \
     long i_ = get_global_id(0);      \

@@ -104,6 +104,34 @@ GF_COPY(i32_bf16, int, ushort, CV_F2B_I)
 GF_COPY(i64_bf16, long, ushort, CV_F2B_I)
 #endif
 
+/* COPY of bits that transposes (CPU devices, ocl_elementwise.c): the host
+ * has put x's unit-stride dim at rank - 2, so reading a row of y walks x
+ * across lines. An item copies a GF_TILE x GF_TILE tile of the last two
+ * dims, whose lines of x and y stay in the cache while it does (an item per
+ * element, or per row, reads a new line of x for every element). Dim 2 of
+ * the launch goes over the other dims. */
+#define GF_TILE 16
+#define GF_COPY_TILED(NAME, T)                                                             \
+    __kernel void copy_##NAME##_t(__global T *y, long oy, long8 sy, __global const T *x,  \
+                                  long ox, long8 sx, long8 sizes, int rank) {              \
+        long inner = gf_lane(sizes, rank - 1), mid = gf_lane(sizes, rank - 2);             \
+        long i0 = (long)get_global_id(0) * GF_TILE, m0 = (long)get_global_id(1) * GF_TILE; \
+        long b = get_global_id(2), batch = 1;                                              \
+        for (int d = 0; d < rank - 2; d++) batch *= gf_lane(sizes, d);                     \
+        if (i0 >= inner || m0 >= mid || b >= batch) return;                                \
+        long8 ix = gf_unravel(b, sizes, rank - 1, batch <= 0x7fffffffL);                   \
+        long by = gf_offset(oy, ix, sy, rank - 1, 0), bx = gf_offset(ox, ix, sx, rank - 1, 0); \
+        long ym = gf_lane(sy, rank - 2), yi = gf_lane(sy, rank - 1);                       \
+        long xm = gf_lane(sx, rank - 2), xi = gf_lane(sx, rank - 1);                       \
+        long me = min(m0 + GF_TILE, mid), ie = min(i0 + GF_TILE, inner);                   \
+        for (long m = m0; m < me; m++)                                                     \
+            for (long i = i0; i < ie; i++) y[by + m * ym + i * yi] = x[bx + m * xm + i * xi]; \
+    }
+GF_COPY_TILED(b1, uchar)
+GF_COPY_TILED(b2, ushort)
+GF_COPY_TILED(b4, uint)
+GF_COPY_TILED(b8, ulong)
+
 /* FILL with an element's bits (the contiguous case is a clEnqueueFillBuffer). */
 #define GF_FILL(NAME, T)                                              \
     T fill_##NAME##_el(int unused, T value) { return value; }         \
@@ -129,10 +157,11 @@ GF_WHERE(b16, ulong2)
 #define GF_TRI(NAME, T)                                                                    \
     __kernel void tri_##NAME##_s(__global T *y, long oy, long8 sy, __global const T *x,   \
                                  long ox, long8 sx, GF_STRIDED_ARGS, long diag, int lower) { \
-        GF_STRIDED_BEGIN                                                                   \
-        long d = i_ - gf_lane(ix_, rank - 2);                                              \
-        bool keep = lower ? d <= diag : d >= diag;                                         \
-        y[GF_AT(oy, sy)] = keep ? x[GF_AT(ox, sx)] : (T)0;                                 \
+        GF_STRIDED_BEGIN {                                                                 \
+            long d = i_ - gf_lane(ix_, rank - 2);                                          \
+            bool keep = lower ? d <= diag : d >= diag;                                     \
+            y[GF_AT(oy, sy)] = keep ? x[GF_AT(ox, sx)] : (T)0;                             \
+        }                                                                                  \
     }
 GF_TRI(b1, uchar)
 GF_TRI(b2, ushort)
