@@ -176,6 +176,7 @@ typedef struct ocl_device {
     bool fp64;           /* cl_khr_fp64 (and not disabled by GRAFT_OPENCL_DISABLE_FP64) */
     bool int64_atomics;  /* cl_khr_int64_base_atomics */
     bool cr_divide;      /* correctly rounded f32 divide/sqrt can be requested */
+    bool fma;            /* f32 fused multiply-add in hardware (CL_FP_FMA) */
 
     /* Opened state. */
     bool open;

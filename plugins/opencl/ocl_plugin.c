@@ -131,7 +131,10 @@ static void describe(ocl_device *d, cl_platform_id p, const char *platform_name,
     if (no64 && no64[0] && strcmp(no64, "0") != 0) d->fp64 = false;
     fp = 0;
     if (ocl.GetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS)
+    {
         d->cr_divide = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+        d->fma = (fp & CL_FP_FMA) != 0;
+    }
 }
 
 /* Lists every device; on none, leaves the reason in ctx->why_none. */

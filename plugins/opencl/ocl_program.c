@@ -71,8 +71,8 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 #define FNV_START 0xcbf29ce484222325ull
 
 void ocl_build_options(const ocl_device *d, char *buf, size_t len) {
-    snprintf(buf, len, "-cl-std=CL1.2 -DGF_HAS_FP64=%d -DGF_HAS_INT64_ATOMICS=%d%s",
-             d->fp64 ? 1 : 0, d->int64_atomics ? 1 : 0,
+    snprintf(buf, len, "-cl-std=CL1.2 -DGF_HAS_FP64=%d -DGF_HAS_INT64_ATOMICS=%d -DGF_HAS_FMA=%d%s",
+             d->fp64 ? 1 : 0, d->int64_atomics ? 1 : 0, d->fma ? 1 : 0,
              d->cr_divide ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
 }
 

@@ -91,37 +91,44 @@ GF_MATMUL_TILED(f64, double)
 #endif
 
 #define GF_RB 8
-#define GF_KC 128
+/* The vector kernel's multiply-add: fused where the device does it in
+ * hardware (a CPU driver's mad() is a multiply and an add, twice the
+ * instructions), else mad(). */
+#if GF_HAS_FMA
+#define GF_VMAD fma
+#else
+#define GF_VMAD mad
+#endif
 #define GF_MATMUL_VEC(DT, T, VW, VT, VLOAD, VSTORE)                                        \
     __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                     \
         GF_MATMUL_BATCH                                                                    \
         long n0 = get_global_id(0) * VW, m0 = get_global_id(1) * GF_RB;                    \
         bool live = n0 < N && m0 < M, full = n0 + VW <= N;                                 \
         const __global GF_SLOT(T) *ar[GF_RB];                                              \
-        for (int i = 0; i < GF_RB; i++) ar[i] = A + oa + max(min(m0 + i, M - 1), 0L) * a_m; \
+        _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                                  \
+            ar[i] = A + oa + max(min(m0 + i, M - 1), 0L) * a_m;                            \
         const __global GF_SLOT(T) *b = B + ob + n0;                                        \
         VT acc[GF_RB];                                                                     \
-        for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                                    \
-        /* K in slices, with a barrier after each: the work-group's items then     \
-         * all work on one slice of a and b while it is in cache. */                       \
-        for (long k0 = 0; k0 < K; k0 += GF_KC) {                                           \
-            long k1 = min(k0 + GF_KC, K);                                                  \
-            for (long k = k0; live && k < k1; k++) {                                       \
-                VT bv;                                                                     \
-                if (full) {                                                                \
-                    bv = VLOAD(0, b + k * b_k);                                            \
-                } else {                                                                   \
-                    T part[VW];                                                            \
-                    for (int c = 0; c < VW; c++)                                           \
-                        part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0;               \
-                    bv = vload##VW(0, part);                                               \
-                }                                                                          \
-                for (int i = 0; i < GF_RB; i++)                                            \
-                    acc[i] = mad((VT)(GF_LD(ar[i][k * a_k])), bv, acc[i]);                 \
+        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                  \
+        /* No barrier, loops over the rows unrolled: a CPU driver then keeps   \
+         * the accumulators in registers (across a barrier, or indexed by a    \
+         * loop, PoCL kept them in memory: a load, an add and a store per      \
+         * multiply, 3x slower). */                                            \
+        for (long k = 0; live && k < K; k++) {                                             \
+            VT bv;                                                                         \
+            if (full) {                                                                    \
+                bv = VLOAD(0, b + k * b_k);                                                \
+            } else {                                                                       \
+                T part[VW];                                                                \
+                for (int c = 0; c < VW; c++)                                               \
+                    part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0;                   \
+                bv = vload##VW(0, part);                                                   \
             }                                                                              \
-            barrier(CLK_GLOBAL_MEM_FENCE);                                                 \
+            _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                              \
+                acc[i] = GF_VMAD((VT)(GF_LD(ar[i][k * a_k])), bv, acc[i]);                 \
         }                                                                                  \
-        for (int i = 0; live && i < GF_RB && m0 + i < M; i++) {                            \
+        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) {                                \
+            if (!live || m0 + i >= M) break;                                               \
             __global GF_SLOT(T) *yr = Y + oy + (m0 + i) * y_m + n0;                        \
             if (full) {                                                                    \
                 VSTORE(acc[i], 0, yr);                                                     \
