@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* common.cl — the prelude of every graft OpenCL program.
  *
- * Build options give GF_HAS_FP64 and GF_HAS_INT64_ATOMICS (0 or 1). FP
+ * Build options give GF_HAS_FP64, GF_HAS_INT64_ATOMICS and GF_HAS_FMA (0 or 1). FP
  * contraction is off: a*b+c stays two roundings, as in the reference plugin
  * (kernels that want fused multiply-adds ask for them with mad()). Offsets
  * and sizes are in elements and 64-bit throughout. */
@@ -11,6 +11,16 @@
 #endif
 #if GF_HAS_INT64_ATOMICS
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+
+/* The vector GEMM kernels' multiply-add (matmul_vec, conv2d_igemm): fused
+ * where the device does it in hardware (build option GF_HAS_FMA: a CPU
+ * driver's mad() is a multiply and an add, twice the instructions), else
+ * mad(). */
+#if GF_HAS_FMA
+#define GF_VMAD fma
+#else
+#define GF_VMAD mad
 #endif
 
 /* The multi-index of outer position o over dims [0, rank - 1) (row-major),

@@ -224,7 +224,8 @@ GF_CONV_GEMM(f64, double)
  * channels of one group by VW consecutive outputs of one row (n, oh); per
  * tap (c, i, jj), one vector of x (a vload where the taps are unit-strided
  * and inside the buffer, lanes outside the row masked to 0) and GF_CRB
- * vector mads. x_elems is the length of x's buffer in elements. The input
+ * vector multiply-adds (the loops over the GF_CRB channels unrolled, so
+ * that a CPU driver keeps the accumulators in registers). x_elems is the length of x's buffer in elements. The input
  * gradient at stride 1 and groups 1 is this kernel on grad_y with the
  * weight's two channel dims swapped and its taps reversed (negative
  * strides, set by the host). */
@@ -244,9 +245,10 @@ GF_CONV_GEMM(f64, double)
         int rows = (int)min((long)GF_CRB, COG - cl0);                                      \
         bool unit = SW == 1 && xs.s3 == 1;                                                 \
         VT acc[GF_CRB];                                                                    \
-        for (int r = 0; r < GF_CRB; r++) acc[r] = (VT)0;                                   \
+        _Pragma("unroll") for (int r = 0; r < GF_CRB; r++) acc[r] = (VT)0;                 \
         long wr[GF_CRB];                                                                   \
-        for (int r = 0; r < GF_CRB; r++) wr[r] = owt + (co0 + min(r, rows - 1)) * wst.s0;  \
+        _Pragma("unroll") for (int r = 0; r < GF_CRB; r++)                                 \
+            wr[r] = owt + (co0 + min(r, rows - 1)) * wst.s0;                               \
         for (long c = 0; c < CIG; c++) {                                                   \
             long xc = ox + n * xs.s0 + (grp * CIG + c) * xs.s1;                            \
             for (long i = 0; i < KH; i++) {                                                \
@@ -271,12 +273,14 @@ GF_CONV_GEMM(f64, double)
                         xv = VLOAD(0, part);                                               \
                     }                                                                      \
                     long wo_ = wci + jj * wst.s3;                                          \
-                    for (int r = 0; r < GF_CRB; r++) acc[r] = mad((VT)(w[wr[r] + wo_]), xv, acc[r]); \
+                    _Pragma("unroll") for (int r = 0; r < GF_CRB; r++)                     \
+                        acc[r] = GF_VMAD((VT)(w[wr[r] + wo_]), xv, acc[r]);                \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
         bool full = ow0 + VW <= Wo && ys.s3 == 1;                                          \
-        for (int r = 0; r < rows; r++) {                                                   \
+        _Pragma("unroll") for (int r = 0; r < GF_CRB; r++) {                               \
+            if (r >= rows) break;                                                          \
             long co = co0 + r;                                                             \
             VT v = acc[r];                                                                 \
             if (has_b) v += (VT)(b[ob + co * bs]);                                         \

@@ -91,14 +91,6 @@ GF_MATMUL_TILED(f64, double)
 #endif
 
 #define GF_RB 8
-/* The vector kernel's multiply-add: fused where the device does it in
- * hardware (a CPU driver's mad() is a multiply and an add, twice the
- * instructions), else mad(). */
-#if GF_HAS_FMA
-#define GF_VMAD fma
-#else
-#define GF_VMAD mad
-#endif
 #define GF_MATMUL_VEC(DT, T, VW, VT, VLOAD, VSTORE)                                        \
     __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                     \
         GF_MATMUL_BATCH                                                                    \
