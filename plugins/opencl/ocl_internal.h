@@ -288,8 +288,9 @@ void ocl_geom_init(ocl_geom *g, const gfp_tensor *const *t, int n);
 /* The kernel form the geometry takes (kernels/common.cl): 'c' contiguous,
  * '2' rank <= 2 (no loop in the kernel), 's' any rank. */
 char ocl_geom_form(const ocl_geom *g);
-/* True when strided tensors are walked a row (or a tile) per item on this
- * device: CPU devices, or as GRAFT_OPENCL_STRIDED says (ocl_launch.c). */
+/* True when kernels walk rows, tiles or planes per item on this device
+ * (strided elementwise, transposing copies, max_pool2d's gradient): CPU
+ * devices, or as GRAFT_OPENCL_STRIDED says (ocl_launch.c). */
 bool ocl_walks_rows(const ocl_device *d);
 /* Arguments of the strided form for tensor k: (mem, offset) are the caller's;
  * these are the shared ones: sizes, rank, inner, outer. */

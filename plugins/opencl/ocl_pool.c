@@ -189,8 +189,11 @@ gfp_status ocl_pool_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *
             st = run_r(d, "pool_zero", gy->dtype, name, tz, 1, &g, false, g.h);
         }
         const gfp_tensor *t[3] = {gy, ind, gx};
+        /* CPU devices: an item per plane, plain adds (kernels/pool.cl). */
+        bool planes = ocl_walks_rows(d);
         if (st == GFP_OK)
-            st = run_r(d, "max_pool2d_backward", gy->dtype, name, t, 3, &g, false, g.ho);
+            st = run_r(d, planes ? "max_pool2d_backward_plane" : "max_pool2d_backward", gy->dtype,
+                       name, t, 3, &g, false, planes ? 1 : g.ho);
         return st;
     }
     case GFP_OP_AVG_POOL2D: {

@@ -91,26 +91,51 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
         long n = r / C, c = r - n * C, row = ogx + GF_AT4(gxs, n, c, ih, 0);               \
         for (long iw = 0; iw < W; iw++) gx[row + iw * gxs.s3] = 0;                         \
     }                                                                                      \
-    __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
-                                           __global const long *ind, long oi, long4 is,    \
-                                           __global T *gx, long ogx, long4 gxs, long8 g) { \
-        long N = g.s0, C = g.s1, H = g.s2, W = g.s3, Ho = g.s4, Wo = g.s5;                 \
-        long oh = get_global_id(0), r = get_global_id(1);                                  \
-        if (oh >= Ho || r >= N * C) return;                                                \
+    /* Rows [oh0, oh1) of plane r: each gy element added at its index, with    \
+     * ADD (an atomic add where other items write the same plane). */            \
+    void max_pool2d_backward_rows_##DT(__global const T *gy, long ogy, long4 gys,          \
+                                       __global const long *ind, long oi, long4 is,        \
+                                       __global T *gx, long ogx, long4 gxs, long8 g,       \
+                                       long r, long oh0, long oh1, bool atomic) {          \
+        long C = g.s1, H = g.s2, W = g.s3, Wo = g.s5;                                      \
         long n = r / C, c = r - n * C;                                                     \
-        long ir = oi + GF_AT4(is, n, c, oh, 0), gr = ogy + GF_AT4(gys, n, c, oh, 0);       \
         long xp = ogx + GF_AT4(gxs, n, c, 0, 0);                                           \
         /* a row-major plane: the flat index is the offset */                              \
         bool flat = gxs.s2 == W * gxs.s3;                                                  \
-        for (long ow = 0; ow < Wo; ow++) {                                                 \
-            long k = ind[ir + ow * is.s3];                                                 \
-            /* -1: no maximum; past the plane: refused by the check before an   \
-             * eager launch, skipped inside a replayed graph (which reads no    \
-             * flag back) */                                                    \
-            if (k < 0 || k >= H * W) continue;                                             \
-            long at = flat ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3;   \
-            gf_atomic_add_##DT(gx + at, gy[gr + ow * gys.s3]);                             \
+        for (long oh = oh0; oh < oh1; oh++) {                                              \
+            long ir = oi + GF_AT4(is, n, c, oh, 0), gr = ogy + GF_AT4(gys, n, c, oh, 0);   \
+            for (long ow = 0; ow < Wo; ow++) {                                             \
+                long k = ind[ir + ow * is.s3];                                             \
+                /* -1: no maximum; past the plane: refused by the check before \
+                 * an eager launch, skipped inside a replayed graph (which     \
+                 * reads no flag back) */                                      \
+                if (k < 0 || k >= H * W) continue;                                         \
+                long at = flat ? xp + k * gxs.s3 : xp + (k / W) * gxs.s2 + (k % W) * gxs.s3; \
+                T v = gy[gr + ow * gys.s3];                                                \
+                if (atomic) gf_atomic_add_##DT(gx + at, v);                                \
+                else gx[at] += v;                                                          \
+            }                                                                              \
         }                                                                                  \
+    }                                                                                      \
+    /* An item per row of gy: two rows' windows may share an input element. */            \
+    __kernel void max_pool2d_backward_##DT(__global const T *gy, long ogy, long4 gys,      \
+                                           __global const long *ind, long oi, long4 is,    \
+                                           __global T *gx, long ogx, long4 gxs, long8 g) { \
+        long oh = get_global_id(0), r = get_global_id(1);                                  \
+        if (oh >= g.s4 || r >= g.s0 * g.s1) return;                                        \
+        max_pool2d_backward_rows_##DT(gy, ogy, gys, ind, oi, is, gx, ogx, gxs, g, r, oh,   \
+                                      oh + 1, true);                                       \
+    }                                                                                      \
+    /* An item per plane (CPU devices, ocl_pool.c): indices stay inside their \
+     * plane, so nothing else writes it and plain adds do (PoCL's atomic add   \
+     * is a compare-and-swap loop, 11% of a small CNN's step). */              \
+    __kernel void max_pool2d_backward_plane_##DT(__global const T *gy, long ogy, long4 gys, \
+                                                 __global const long *ind, long oi, long4 is, \
+                                                 __global T *gx, long ogx, long4 gxs, long8 g) { \
+        long r = get_global_id(1);                                                         \
+        if (get_global_id(0) > 0 || r >= g.s0 * g.s1) return;                              \
+        max_pool2d_backward_rows_##DT(gy, ogy, gys, ind, oi, is, gx, ogx, gxs, g, r, 0, g.s4, \
+                                      false);                                              \
     }                                                                                      \
     __kernel void avg_pool2d_##DT(__global const T *x, long ox, long4 xs, __global T *y,   \
                                   long oy, long4 ys, long8 g, long8 h) {                   \
