@@ -83,6 +83,37 @@ typedef struct dialect {
 
 static bool has_fraction(const char *text) { return strpbrk(text, ".eE") != NULL; }
 
+/* ---- erf in f32, for the dialects whose built-in is missing or slow
+ * (GLSL has none; PoCL's OpenCL one is a scalar call per element): about 1
+ * ulp, an odd minimax polynomial in a up to |a| = 0.927734375 and
+ * 1 - exp(p(|a|)) above. The one home of its coefficients. Both halves are
+ * computed without a branch (a CPU driver then vectorizes it); `tail`
+ * returns the dialect's selection from q (the low half's polynomial in a^2),
+ * r (the high half's in |a|, before its last step), t = |a| and a. */
+static const char *const erf_f32_hi[] = {"-1.72853470e-5", "3.83197126e-4", "-3.88396438e-3",
+                                         "2.42546219e-2",  "-1.06777877e-1", "-6.34846687e-1",
+                                         "-1.28717512e-1"};
+static const char *const erf_f32_lo[] = {"-5.96761703e-4", "4.99119423e-3", "-2.67681349e-2",
+                                         "1.12819925e-1",  "-3.76125336e-1", "1.28379166e-1"};
+
+static void emit_erf_f32(FILE *o, const char *name, const char *abs_fn, const char *exp_fn,
+                         const char *sfx, const char *tail) {
+    const char *const *h = erf_f32_hi, *const *l = erf_f32_lo;
+    fprintf(o,
+            "/* erf in float, about 1 ulp (opgen.c's emit_erf_f32; %s is %s). */\n"
+            "float %s(float a) {\n"
+            "    float t = %s(a), s = a * a;\n"
+            "    float r = fma(%s%s, t, %s%s);\n"
+            "    r = fma(r, s, fma(%s%s, t, %s%s));\n",
+            exp_fn, !strcmp(exp_fn, "exp") ? "the built-in" : "the prelude's", name, abs_fn,
+            h[0], sfx, h[1], sfx, h[2], sfx, h[3], sfx);
+    for (int i = 4; i < 7; i++) fprintf(o, "    r = fma(r, t, %s%s);\n", h[i], sfx);
+    fprintf(o, "    float q = fma(%s%s, s, %s%s);\n", l[0], sfx, l[1], sfx);
+    for (int i = 2; i < 6; i++) fprintf(o, "    q = fma(q, s, %s%s);\n", l[i], sfx);
+    fputs(tail, o);
+    fputs("}\n", o);
+}
+
 /* ---- OpenCL C 1.2 */
 static void opencl_prelude(FILE *o) {
     fputs("/* Integer helpers: i64 arithmetic that wraps as two's complement, through\n"
@@ -107,30 +138,16 @@ static void opencl_prelude(FILE *o) {
           " * instead of NaN at -inf. tanh(x) rounds to 1 beyond 9.1 in float and 19.1\n"
           " * in double. */\n"
           "float gf_tanh_f32(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }\n"
-          "/* erf in float, about 1 ulp: an odd minimax polynomial up to 0.927734375,\n"
-          " * 1 - exp(p(|x|)) above (the pair opgen_glsl.c's prelude uses). Both are\n"
-          " * computed and select() takes one, without a branch, so that a CPU driver\n"
-          " * vectorizes it: PoCL's built-in erf is a scalar call, 24 ns an element\n"
-          " * against 1.8 here (a branch here made it a call too, 5.7 ns). */\n"
-          "float gf_erf_f32(float a) {\n"
-          "    float t = fabs(a), s = a * a;\n"
-          "    float r = fma(-1.72853470e-5f, t, 3.83197126e-4f);\n"
-          "    r = fma(r, s, fma(-3.88396438e-3f, t, 2.42546219e-2f));\n"
-          "    r = fma(r, t, -1.06777877e-1f);\n"
-          "    r = fma(r, t, -6.34846687e-1f);\n"
-          "    r = fma(r, t, -1.28717512e-1f);\n"
-          "    float hi = copysign(1.0f - exp(fma(r, t, -t)), a);\n"
-          "    float q = fma(-5.96761703e-4f, s, 4.99119423e-3f);\n"
-          "    q = fma(q, s, -2.67681349e-2f);\n"
-          "    q = fma(q, s, 1.12819925e-1f);\n"
-          "    q = fma(q, s, -3.76125336e-1f);\n"
-          "    q = fma(q, s, 1.28379166e-1f);\n"
-          "    return select(fma(q, a, a), hi, isgreater(t, 0.927734375f));\n"
-          "}\n"
           "#if GF_HAS_FP64\n"
           "double gf_tanh_f64(double x) { return fabs(x) > 19.1 ? copysign(1.0, x) : tanh(x); }\n"
           "#endif\n",
           o);
+    /* PoCL's built-in erf is a scalar call per element: 24 ns an element
+     * against 1.8 for this one (with a branch instead of select(), PoCL
+     * made it a call too: 5.7 ns). */
+    emit_erf_f32(o, "gf_erf_f32", "fabs", "exp", "f",
+                 "    return select(fma(q, a, a), copysign(1.0f - exp(fma(r, t, -t)), a),\n"
+                 "                  isgreater(t, 0.927734375f));\n");
 }
 
 static void opencl_literal(FILE *o, const char *text, ctype t) {

@@ -92,28 +92,6 @@ static void glsl_prelude(FILE *o) {
         "    precise float y = (u - 1.0) * (x / gf_log(u));\n"
         "    return y;\n"
         "}\n"
-        "/* About 1 ulp: a minimax pair, 1 - exp(p(|x|)) above 0.93. */\n"
-        "float gf_erf(float a) {\n"
-        "    float t = abs(a), s = a * a, r;\n"
-        "    if (t > 0.927734375) {\n"
-        "        r = fma(-1.72853470e-5, t, 3.83197126e-4);\n"
-        "        float u = fma(-3.88396438e-3, t, 2.42546219e-2);\n"
-        "        r = fma(r, s, u);\n"
-        "        r = fma(r, t, -1.06777877e-1);\n"
-        "        r = fma(r, t, -6.34846687e-1);\n"
-        "        r = fma(r, t, -1.28717512e-1);\n"
-        "        r = fma(r, t, -t);\n"
-        "        r = 1.0 - gf_exp(r);\n"
-        "        return a < 0.0 ? -r : r;\n"
-        "    }\n"
-        "    r = -5.96761703e-4;\n"
-        "    r = fma(r, s, 4.99119423e-3);\n"
-        "    r = fma(r, s, -2.67681349e-2);\n"
-        "    r = fma(r, s, 1.12819925e-1);\n"
-        "    r = fma(r, s, -3.76125336e-1);\n"
-        "    r = fma(r, s, 1.28379166e-1);\n"
-        "    return fma(r, a, a);\n"
-        "}\n"
         "float gf_tanh(float x) {\n"
         "    if (isnan(x)) return x;\n"
         "    float ax = abs(x);\n"
@@ -235,6 +213,9 @@ static void glsl_prelude(FILE *o) {
         "    }\n"
         "}\n",
         o);
+    emit_erf_f32(o, "gf_erf", "abs", "gf_exp", "",
+                 "    float hi = 1.0 - gf_exp(fma(r, t, -t));\n"
+                 "    return t > 0.927734375 ? (a < 0.0 ? -hi : hi) : fma(q, a, a);\n");
 }
 
 static void glsl_literal(FILE *o, const char *text, ctype t) {
