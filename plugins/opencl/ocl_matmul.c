@@ -183,7 +183,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     ocl_arg_long8(&c, bsy, r - 2);
     ocl_arg_i32(&c, r - 2);
     if (vec) {
-        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = 8; /* GF_RB of matmul.cl */
+        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = 16; /* GF_RB of matmul.cl */
         size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)((m + rb - 1) / rb),
                             (size_t)batches};
         /* 4 x 8 items: 64 columns by 64 rows share each slice of a and b. */

@@ -90,7 +90,7 @@ GF_MATMUL_TILED(f32, float)
 GF_MATMUL_TILED(f64, double)
 #endif
 
-#define GF_RB 8
+#define GF_RB 16
 #define GF_MATMUL_VEC(DT, T, VW, VT, VLOAD, VSTORE)                                        \
     __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                     \
         GF_MATMUL_BATCH                                                                    \
