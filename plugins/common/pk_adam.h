@@ -45,11 +45,13 @@ static inline pk_adam_consts pk_adam_consts_of(const gfp_adam_params *a) {
 
 /* One element's step on the lvalues p, g, m, v of type T (read before this
  * runs, stored by the caller after): SQRT is T's correctly rounded square
- * root (sqrtf, sqrt). */
+ * root (sqrtf, sqrt). The decay is selected, not branched on: with an
+ * if/else here PoCL ran the OpenCL kernel one element at a time (measured:
+ * 12% of an MLP step on opencl:0, 9% vectorized). */
 #define PK_ADAM_ELEMENT(T, SQRT, c, p, g, m, v)                                         \
     do {                                                                                \
-        if ((c).mode == PK_ADAM_DECOUPLED) (p) = (p) * (T)(c).decay;                    \
-        else if ((c).mode == PK_ADAM_L2) (g) = (g) + (p) * (T)(c).decay;                \
+        (p) = (c).mode == PK_ADAM_DECOUPLED ? (p) * (T)(c).decay : (p);                 \
+        (g) = (c).mode == PK_ADAM_L2 ? (g) + (p) * (T)(c).decay : (g);                  \
         (m) = (m) * (T)(c).beta1 + (g) * (T)(c).one_minus_beta1;                        \
         (v) = (v) * (T)(c).beta2 + ((g) * (g)) * (T)(c).one_minus_beta2;                \
         (p) = (p) - ((m) / (SQRT(v) / (T)(c).bc2_sqrt + (T)(c).eps)) * (T)(c).step_size; \
