@@ -11,9 +11,9 @@
  * has its arguments set again on its own kernels (refresh mode) without
  * waiting for the previous launch.
  *
- * The scratch buffer a kernel was given may be replaced by a larger one
- * later (ocl_scratch): the graph holds a reference to each one its kernels
- * use. Nodes whose launch enqueues other than kernels (random numbers drawn
+ * The scratch and pack buffers a kernel was given may be replaced by larger
+ * ones later (ocl_scratch, ocl_pack_buffer): the graph holds a reference to
+ * each one its kernels use. Nodes whose launch enqueues other than kernels (random numbers drawn
  * on the host, fills, index checks read back, CLBlast's GEMM) are launched
  * eagerly in their place. */
 #define _GNU_SOURCE /* strdup */
@@ -109,9 +109,9 @@ gfp_status ocl_graph_kernel(ocl_call *c, ocl_prog_id prog) {
     return GFP_OK;
 }
 
-/* Holds the device's scratch buffer, which the call's kernel may use. */
-static gfp_status hold_scratch(ocl_device *d, ocl_graph *g) {
-    cl_mem m = d->scratch.mem;
+/* Holds m (the device's scratch or pack buffer, which the call's kernel
+ * may use). */
+static gfp_status hold_mem(ocl_graph *g, cl_mem m) {
     if (!m) return GFP_OK;
     for (uint32_t i = 0; i < g->n_mems; i++)
         if (g->mems[i] == m) return GFP_OK;
@@ -120,6 +120,11 @@ static gfp_status hold_scratch(ocl_device *d, ocl_graph *g) {
     if (err != CL_SUCCESS) return ocl_cl_fail(err, "graph", "clRetainMemObject (scratch)");
     g->mems[g->n_mems++] = m;
     return GFP_OK;
+}
+
+static gfp_status hold_scratch(ocl_device *d, ocl_graph *g) {
+    gfp_status st = hold_mem(g, d->scratch.mem);
+    return st == GFP_OK ? hold_mem(g, d->pack.mem) : st;
 }
 
 gfp_status ocl_graph_run(ocl_call *c, cl_uint dims, const size_t *global, const size_t *local) {

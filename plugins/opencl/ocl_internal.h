@@ -198,6 +198,8 @@ typedef struct ocl_device {
     char fault_at[24];      /* ... and the value they were counted for */
     double compile_seconds; /* building or loading programs (logged at close) */
     ocl_buffer scratch;     /* staging for kernels that need other layouts (matmul) */
+    ocl_buffer pack;        /* matmul's packed panels of a (CPU devices), apart from
+                             * scratch, which a conv's GEMM tiles occupy */
     ocl_buffer *live;       /* buffers from buffer_alloc not yet freed */
     /* The FFT's last tables of roots of each sign (ocl_fft.c): [0] sign -1,
      * [1] sign +1, of length fft_roots_n[][], the least recently used
@@ -303,6 +305,8 @@ gfp_status ocl_geom_run(ocl_call *c, const ocl_geom *g);
 /* Grows the device's scratch buffer to at least `bytes` (its contents are
  * not kept). Work already queued keeps the old buffer alive. */
 gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op);
+/* The same for the device's pack buffer (ocl_matmul.c). */
+gfp_status ocl_pack_buffer(ocl_device *d, uint64_t bytes, const char *op);
 /* A contiguous descriptor of t's dtype and sizes in the scratch buffer, at
  * byte offset `at`. */
 gfp_tensor ocl_scratch_view(ocl_device *d, const gfp_tensor *t, uint64_t at);

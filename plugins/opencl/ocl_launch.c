@@ -147,16 +147,25 @@ gfp_status ocl_read_flag(ocl_device *d, const char *op, bool *set, int64_t *valu
     return GFP_OK;
 }
 
-gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op) {
-    if (d->scratch.mem && d->scratch.size >= bytes) return GFP_OK;
-    if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
-    d->scratch.mem = NULL;
-    d->scratch.size = 0;
+static gfp_status grow_buffer(ocl_device *d, ocl_buffer *buf, uint64_t bytes, const char *op,
+                              const char *what) {
+    if (buf->mem && buf->size >= bytes) return GFP_OK;
+    if (buf->mem) ocl.ReleaseMemObject(buf->mem);
+    buf->mem = NULL;
+    buf->size = 0;
     cl_int err = CL_SUCCESS;
     cl_mem m = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-    if (!m) return ocl_cl_fail(err, op, "clCreateBuffer (scratch)");
-    d->scratch = (ocl_buffer){OCL_BUFFER_MAGIC, m, bytes, NULL, NULL};
+    if (!m) return ocl_cl_fail(err, op, what);
+    *buf = (ocl_buffer){OCL_BUFFER_MAGIC, m, bytes, NULL, NULL};
     return GFP_OK;
+}
+
+gfp_status ocl_scratch(ocl_device *d, uint64_t bytes, const char *op) {
+    return grow_buffer(d, &d->scratch, bytes, op, "clCreateBuffer (scratch)");
+}
+
+gfp_status ocl_pack_buffer(ocl_device *d, uint64_t bytes, const char *op) {
+    return grow_buffer(d, &d->pack, bytes, op, "clCreateBuffer (matmul's packed panels)");
 }
 
 gfp_tensor ocl_scratch_view(ocl_device *d, const gfp_tensor *t, uint64_t at) {

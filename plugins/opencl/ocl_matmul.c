@@ -28,6 +28,12 @@ uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
 
 /* The "opencl.gemm" extension's choice (graft_opencl_ext.h): -2 none, else
  * as gemm_choice answers. */
+/* Rows an item of matmul_vec / matmul_vecp computes: kernels/matmul.cl's
+ * GF_RB. */
+#define OCL_VEC_RB 16
+/* The most bytes of packed panels of a (ocl_matmul_launch). */
+#define OCL_PACK_MAX_BYTES ((uint64_t)64 << 20)
+
 static _Atomic int gemm_forced = -2;
 
 void ocl_matmul_force_gemm(int mode) {
@@ -160,6 +166,57 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
         bsb[dd] = b->strides[dd];
         bsy[dd] = yk->strides[dd];
     }
+    /* a packed into panels of rows (kernels/matmul.cl), in the device's pack
+     * buffer (scratch may hold a conv's tile, or b and y staged), when the
+     * panels take at most OCL_PACK_MAX_BYTES and half the largest allocation;
+     * larger ones, and small products, take matmul_vec. */
+    int64_t np = (m + OCL_VEC_RB - 1) / OCL_VEC_RB;
+    uint64_t p_bytes = (uint64_t)batches * (uint64_t)np * (uint64_t)k * OCL_VEC_RB *
+                       (a->dtype == GFP_F64 ? 8u : 4u); /* the compute type's size */
+    if (vec && m >= 2 * OCL_VEC_RB && n >= 128 && k > 0 && p_bytes <= OCL_PACK_MAX_BYTES &&
+        p_bytes <= d->max_alloc_bytes / 2) {
+        int64_t vw = a->dtype == GFP_F64 ? 8 : 16;
+        if ((st = ocl_pack_buffer(d, p_bytes, "matmul")) != GFP_OK) return st;
+        char pname[40];
+        snprintf(pname, sizeof pname, "matmul_pack_%s", dt);
+        ocl_call pc;
+        ocl_call_begin(&pc, d, OCL_PROG_MATMUL, pname, "matmul");
+        ocl_arg_mem(&pc, ocl_mem(a));
+        ocl_arg_i64(&pc, ocl_elem_offset(a));
+        ocl_arg_i64(&pc, m);
+        ocl_arg_i64(&pc, k);
+        ocl_arg_i64(&pc, a->strides[r - 2]);
+        ocl_arg_i64(&pc, a->strides[r - 1]);
+        ocl_arg_long8(&pc, bsz, r - 2);
+        ocl_arg_long8(&pc, bsa, r - 2);
+        ocl_arg_i32(&pc, r - 2);
+        ocl_arg_mem(&pc, d->pack.mem);
+        size_t pg[3] = {(size_t)k, (size_t)np, (size_t)batches}, pl[3] = {1, 1, 1};
+        if ((st = ocl_call_run(&pc, 3, pg, pl)) != GFP_OK) return st;
+        snprintf(pname, sizeof pname, "matmul_vecp_%s", dt);
+        ocl_call vc;
+        ocl_call_begin(&vc, d, OCL_PROG_MATMUL, pname, "matmul");
+        ocl_arg_mem(&vc, d->pack.mem);
+        ocl_arg_mem(&vc, ocl_mem(b));
+        ocl_arg_i64(&vc, ocl_elem_offset(b));
+        ocl_arg_mem(&vc, ocl_mem(yk));
+        ocl_arg_i64(&vc, ocl_elem_offset(yk));
+        ocl_arg_i64(&vc, m);
+        ocl_arg_i64(&vc, n);
+        ocl_arg_i64(&vc, k);
+        ocl_arg_i64(&vc, b->strides[r - 2]);
+        ocl_arg_i64(&vc, yk->strides[r - 2]);
+        ocl_arg_long8(&vc, bsz, r - 2);
+        ocl_arg_long8(&vc, bsb, r - 2);
+        ocl_arg_long8(&vc, bsy, r - 2);
+        ocl_arg_i32(&vc, r - 2);
+        size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)np, (size_t)batches};
+        size_t local[3] = {4, 8, 1};
+        if (d->max_wg < 32) local[0] = local[1] = 1;
+        st = ocl_call_run(&vc, 3, global, local);
+        if (st == GFP_OK && yk != y) st = ocl_copy_tensor(d, y, yk, "matmul");
+        return st;
+    }
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_MATMUL, kname, "matmul");
     ocl_arg_mem(&c, ocl_mem(a));
@@ -183,7 +240,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     ocl_arg_long8(&c, bsy, r - 2);
     ocl_arg_i32(&c, r - 2);
     if (vec) {
-        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = 16; /* GF_RB of matmul.cl */
+        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = OCL_VEC_RB;
         size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)((m + rb - 1) / rb),
                             (size_t)batches};
         /* 4 x 8 items: 64 columns by 64 rows share each slice of a and b. */

@@ -298,6 +298,8 @@ static void device_release(ocl_device *d) {
     ocl_fft_release(d);
     if (d->scratch.mem) ocl.ReleaseMemObject(d->scratch.mem);
     d->scratch = (ocl_buffer){0, NULL, 0, NULL, NULL};
+    if (d->pack.mem) ocl.ReleaseMemObject(d->pack.mem);
+    d->pack = (ocl_buffer){0, NULL, 0, NULL, NULL};
     if (d->flag) ocl.ReleaseMemObject(d->flag);
     if (d->queue) ocl.ReleaseCommandQueue(d->queue);
     if (d->ctx) ocl.ReleaseContext(d->ctx);

@@ -336,6 +336,7 @@ static void test_matmul(void) {
         {2, {13, 70}, XL_TRANSPOSED, 2, {70, 37}, XL_CONTIG},  /* partial blocks */
         {2, {9, 33}, XL_CONTIG, 2, {33, 21}, XL_TRANSPOSED},   /* b staged */
         {3, {3, 17, 24}, XL_OFFSET, 3, {3, 24, 10}, XL_STEP},  /* batched, b staged */
+        {3, {2, 37, 24}, XL_STEP, 2, {24, 140}, XL_CONTIG},   /* a packed, partial panel */
     };
     for (int h = 0; h < 2; h++)
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {

@@ -29,6 +29,9 @@ static const mm_shape mm_shapes[] = {
     {3, 2, {4, 7, 0}, {0, 3}},       {2, 2, {0, 4}, {4, 5}},
     {1, 2, {20}, {20, 3}},           {2, 1, {6, 20}, {20}},
     {1, 1, {40}, {40}},              {2, 2, {300, 8}, {8, 1}},
+    /* a packed into panels (ocl_matmul.c: m >= 32, n >= 128): a partial
+     * panel and a partial vector, batched and broadcast */
+    {3, 2, {2, 37, 29}, {29, 130}},  {3, 3, {3, 48, 20}, {1, 20, 144}},
 };
 
 static void test_matmul(const char *gemm) {
