@@ -92,45 +92,49 @@ GF_MATMUL_TILED(f64, double)
 #endif
 
 #define GF_RB 16
+/* The k loop and the stores of matmul_vec and matmul_vecp:
+ * acc[i] += a(m0 + i, k) * b[k][n0, n0 + VW) over k, AK(i, k) being a's
+ * value, then acc[i] into y's row m0 + i. No barrier, and the loops over
+ * the rows unrolled: a CPU driver then keeps the accumulators in registers
+ * (across a barrier, or indexed by a loop, PoCL kept them in memory: a
+ * load, an add and a store per multiply, 3x slower). */
+#define GF_VEC_BODY(T, VW, VT, VLOAD, VSTORE, AK)                                          \
+    const __global GF_SLOT(T) *b = B + ob + n0;                                            \
+    VT acc[GF_RB];                                                                         \
+    _Pragma("unroll") for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                      \
+    for (long k = 0; live && k < K; k++) {                                                 \
+        VT bv;                                                                             \
+        if (full) {                                                                        \
+            bv = VLOAD(0, b + k * b_k);                                                    \
+        } else {                                                                           \
+            T part[VW];                                                                    \
+            for (int c = 0; c < VW; c++) part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0; \
+            bv = vload##VW(0, part);                                                       \
+        }                                                                                  \
+        _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                                  \
+            acc[i] = GF_VMAD((VT)(AK(i, k)), bv, acc[i]);                                  \
+    }                                                                                      \
+    _Pragma("unroll") for (int i = 0; i < GF_RB; i++) {                                    \
+        if (!live || m0 + i >= M) break;                                                   \
+        __global GF_SLOT(T) *yr = Y + oy + (m0 + i) * y_m + n0;                            \
+        if (full) {                                                                        \
+            VSTORE(acc[i], 0, yr);                                                         \
+        } else {                                                                           \
+            T part[VW];                                                                    \
+            vstore##VW(acc[i], 0, part);                                                   \
+            for (int c = 0; n0 + c < N; c++) yr[c] = GF_ST(part[c]);                       \
+        }                                                                                  \
+    }
+#define GF_AK_ROWS(i, k) GF_LD(ar[i][(k) * a_k])
 #define GF_MATMUL_VEC(DT, T, VW, VT, VLOAD, VSTORE)                                        \
-    __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                                     \
+    __kernel void matmul_vec_##DT(GF_MATMUL_ARGS(GF_SLOT(T))) {                            \
         GF_MATMUL_BATCH                                                                    \
         long n0 = get_global_id(0) * VW, m0 = get_global_id(1) * GF_RB;                    \
         bool live = n0 < N && m0 < M, full = n0 + VW <= N;                                 \
         const __global GF_SLOT(T) *ar[GF_RB];                                              \
         _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                                  \
             ar[i] = A + oa + max(min(m0 + i, M - 1), 0L) * a_m;                            \
-        const __global GF_SLOT(T) *b = B + ob + n0;                                        \
-        VT acc[GF_RB];                                                                     \
-        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                  \
-        /* No barrier, loops over the rows unrolled: a CPU driver then keeps   \
-         * the accumulators in registers (across a barrier, or indexed by a    \
-         * loop, PoCL kept them in memory: a load, an add and a store per      \
-         * multiply, 3x slower). */                                            \
-        for (long k = 0; live && k < K; k++) {                                             \
-            VT bv;                                                                         \
-            if (full) {                                                                    \
-                bv = VLOAD(0, b + k * b_k);                                                \
-            } else {                                                                       \
-                T part[VW];                                                                \
-                for (int c = 0; c < VW; c++)                                               \
-                    part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0;                   \
-                bv = vload##VW(0, part);                                                   \
-            }                                                                              \
-            _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                              \
-                acc[i] = GF_VMAD((VT)(GF_LD(ar[i][k * a_k])), bv, acc[i]);                 \
-        }                                                                                  \
-        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) {                                \
-            if (!live || m0 + i >= M) break;                                               \
-            __global GF_SLOT(T) *yr = Y + oy + (m0 + i) * y_m + n0;                        \
-            if (full) {                                                                    \
-                VSTORE(acc[i], 0, yr);                                                     \
-            } else {                                                                       \
-                T part[VW];                                                                \
-                vstore##VW(acc[i], 0, part);                                               \
-                for (int c = 0; n0 + c < N; c++) yr[c] = GF_ST(part[c]);                   \
-            }                                                                              \
-        }                                                                                  \
+        GF_VEC_BODY(T, VW, VT, VLOAD, VSTORE, GF_AK_ROWS)                                  \
     }
 GF_MATMUL_VEC(f32, float, 16, float16, vload16, vstore16)
 #if GF_HAS_FP64
@@ -159,6 +163,7 @@ GF_MATMUL_VEC(f64, double, 8, double8, vload8, vstore8)
  * offset from one pointer. matmul_vec keeps a pointer per row, more than a
  * CPU has registers for, and indexes them with a's strides (measured on
  * PoCL: [1024, 1024] @ [1024, 1024] in 14.1 ms packed against 22). */
+#define GF_AK_PACKED(i, k) ap[(k) * GF_RB + (i)]
 #define GF_MATMUL_VECP(DT, T, VW, VT, VLOAD, VSTORE)                                       \
     __kernel void matmul_vecp_##DT(__global const T *P, __global const GF_SLOT(T) *B, long ob, \
                                    __global GF_SLOT(T) *Y, long oy, long M, long N, long K, \
@@ -171,33 +176,7 @@ GF_MATMUL_VEC(f64, double, 8, double8, vload8, vstore8)
         long np = (M + GF_RB - 1) / GF_RB;                                                 \
         bool live = n0 < N && m0 < M, full = n0 + VW <= N;                                 \
         const __global T *ap = P + (bi_ * np + m0 / GF_RB) * K * GF_RB;                    \
-        const __global GF_SLOT(T) *b = B + ob + n0;                                        \
-        VT acc[GF_RB];                                                                     \
-        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) acc[i] = (VT)0;                  \
-        for (long k = 0; live && k < K; k++) {                                             \
-            VT bv;                                                                         \
-            if (full) {                                                                    \
-                bv = VLOAD(0, b + k * b_k);                                                \
-            } else {                                                                       \
-                T part[VW];                                                                \
-                for (int c = 0; c < VW; c++)                                               \
-                    part[c] = n0 + c < N ? GF_LD(b[k * b_k + c]) : (T)0;                   \
-                bv = vload##VW(0, part);                                                   \
-            }                                                                              \
-            _Pragma("unroll") for (int i = 0; i < GF_RB; i++)                              \
-                acc[i] = GF_VMAD((VT)(ap[k * GF_RB + i]), bv, acc[i]);                     \
-        }                                                                                  \
-        _Pragma("unroll") for (int i = 0; i < GF_RB; i++) {                                \
-            if (!live || m0 + i >= M) break;                                               \
-            __global GF_SLOT(T) *yr = Y + oy + (m0 + i) * y_m + n0;                        \
-            if (full) {                                                                    \
-                VSTORE(acc[i], 0, yr);                                                     \
-            } else {                                                                       \
-                T part[VW];                                                                \
-                vstore##VW(acc[i], 0, part);                                               \
-                for (int c = 0; n0 + c < N; c++) yr[c] = GF_ST(part[c]);                   \
-            }                                                                              \
-        }                                                                                  \
+        GF_VEC_BODY(T, VW, VT, VLOAD, VSTORE, GF_AK_PACKED)                                \
     }
 GF_MATMUL_PACK(f32, float)
 GF_MATMUL_VECP(f32, float, 16, float16, vload16, vstore16)
