@@ -26,14 +26,14 @@ uint32_t ocl_matmul_support(const ocl_device *d, const gfp_op_query *q) {
                : GFP_SUPPORT_NONE;
 }
 
-/* The "opencl.gemm" extension's choice (graft_opencl_ext.h): -2 none, else
- * as gemm_choice answers. */
 /* Rows an item of matmul_vec / matmul_vecp computes: kernels/matmul.cl's
  * GF_RB. */
 #define OCL_VEC_RB 16
 /* The most bytes of packed panels of a (ocl_matmul_launch). */
 #define OCL_PACK_MAX_BYTES ((uint64_t)64 << 20)
 
+/* The "opencl.gemm" extension's choice (graft_opencl_ext.h): -2 none, else
+ * as gemm_choice answers. */
 static _Atomic int gemm_forced = -2;
 
 void ocl_matmul_force_gemm(int mode) {
@@ -98,6 +98,18 @@ static gfp_status via_clblast(ocl_device *d, const gfp_tensor *a, const gfp_tens
         if (st != GFP_OK) return st;
     }
     return GFP_OK;
+}
+
+/* matmul_vec / matmul_vecp: an item per OCL_VEC_RB rows by vw columns, in
+ * work-groups of 4 x 8 items; then y from where it was staged, if it was. */
+static gfp_status run_vec(ocl_device *d, ocl_call *c, int64_t n, int64_t panels,
+                          int64_t batches, int64_t vw, const gfp_tensor *y, const gfp_tensor *yk) {
+    size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)panels, (size_t)batches};
+    size_t local[3] = {4, 8, 1};
+    if (d->max_wg < 32) local[0] = local[1] = 1;
+    gfp_status st = ocl_call_run(c, 3, global, local);
+    if (st == GFP_OK && yk != y) st = ocl_copy_tensor(d, y, yk, "matmul");
+    return st;
 }
 
 gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const *in,
@@ -171,11 +183,12 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
      * panels take at most OCL_PACK_MAX_BYTES and half the largest allocation;
      * larger ones, and small products, take matmul_vec. */
     int64_t np = (m + OCL_VEC_RB - 1) / OCL_VEC_RB;
-    uint64_t p_bytes = (uint64_t)batches * (uint64_t)np * (uint64_t)k * OCL_VEC_RB *
-                       (a->dtype == GFP_F64 ? 8u : 4u); /* the compute type's size */
+    uint64_t p_bytes = UINT64_MAX, rows = 0, elems = 0;
+    if (!__builtin_mul_overflow((uint64_t)batches, (uint64_t)np * OCL_VEC_RB, &rows) &&
+        !__builtin_mul_overflow(rows, (uint64_t)k, &elems) && elems <= OCL_PACK_MAX_BYTES)
+        p_bytes = elems * (a->dtype == GFP_F64 ? 8u : 4u); /* the compute type's size */
     if (vec && m >= 2 * OCL_VEC_RB && n >= 128 && k > 0 && p_bytes <= OCL_PACK_MAX_BYTES &&
         p_bytes <= d->max_alloc_bytes / 2) {
-        int64_t vw = a->dtype == GFP_F64 ? 8 : 16;
         if ((st = ocl_pack_buffer(d, p_bytes, "matmul")) != GFP_OK) return st;
         char pname[40];
         snprintf(pname, sizeof pname, "matmul_pack_%s", dt);
@@ -210,12 +223,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
         ocl_arg_long8(&vc, bsb, r - 2);
         ocl_arg_long8(&vc, bsy, r - 2);
         ocl_arg_i32(&vc, r - 2);
-        size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)np, (size_t)batches};
-        size_t local[3] = {4, 8, 1};
-        if (d->max_wg < 32) local[0] = local[1] = 1;
-        st = ocl_call_run(&vc, 3, global, local);
-        if (st == GFP_OK && yk != y) st = ocl_copy_tensor(d, y, yk, "matmul");
-        return st;
+        return run_vec(d, &vc, n, np, batches, a->dtype == GFP_F64 ? 8 : 16, y, yk);
     }
     ocl_call c;
     ocl_call_begin(&c, d, OCL_PROG_MATMUL, kname, "matmul");
@@ -239,17 +247,7 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     ocl_arg_long8(&c, bsb, r - 2);
     ocl_arg_long8(&c, bsy, r - 2);
     ocl_arg_i32(&c, r - 2);
-    if (vec) {
-        int64_t vw = a->dtype == GFP_F64 ? 8 : 16, rb = OCL_VEC_RB;
-        size_t global[3] = {(size_t)((n + vw - 1) / vw), (size_t)((m + rb - 1) / rb),
-                            (size_t)batches};
-        /* 4 x 8 items: 64 columns by 64 rows share each slice of a and b. */
-        size_t local[3] = {4, 8, 1};
-        if (d->max_wg < 32) local[0] = local[1] = 1;
-        st = ocl_call_run(&c, 3, global, local);
-        if (st == GFP_OK && yk != y) st = ocl_copy_tensor(d, y, yk, "matmul");
-        return st;
-    }
+    if (vec) return run_vec(d, &c, n, np, batches, a->dtype == GFP_F64 ? 8 : 16, y, yk);
     if (tiled) {
         size_t global[3] = {(size_t)((n + 63) / 64 * 16), (size_t)((m + 63) / 64 * 16),
                             (size_t)batches};
