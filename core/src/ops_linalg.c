@@ -2,7 +2,8 @@
 /* ops_linalg.c — matmul (torch.matmul semantics), softmax, log_softmax.
  *
  * The MATMUL kernel only sees a [..., M, K] @ [..., K, N] with equal batch
- * dims; the core does 1-D promotion and batch broadcasting (stride-0 views). */
+ * dims; the core does 1-D promotion and batch broadcasting (stride-0 views),
+ * and folds a batch against one matrix into one GEMM (launch_matmul). */
 #include <string.h>
 
 #include "autograd/ag_record.h"
