@@ -187,9 +187,9 @@ gfp_status ocl_matmul_launch(ocl_device *d, uint32_t op, const gfp_tensor *const
     if (!__builtin_mul_overflow((uint64_t)batches, (uint64_t)np * OCL_VEC_RB, &rows) &&
         !__builtin_mul_overflow(rows, (uint64_t)k, &elems) && elems <= OCL_PACK_MAX_BYTES)
         p_bytes = elems * (a->dtype == GFP_F64 ? 8u : 4u); /* the compute type's size */
+    /* (a pack buffer the device cannot allocate: the unpacked kernel) */
     if (vec && m >= 2 * OCL_VEC_RB && n >= 128 && k > 0 && p_bytes <= OCL_PACK_MAX_BYTES &&
-        p_bytes <= d->max_alloc_bytes / 2) {
-        if ((st = ocl_pack_buffer(d, p_bytes, "matmul")) != GFP_OK) return st;
+        p_bytes <= d->max_alloc_bytes / 2 && ocl_pack_buffer(d, p_bytes, "matmul") == GFP_OK) {
         char pname[40];
         snprintf(pname, sizeof pname, "matmul_pack_%s", dt);
         ocl_call pc;
