@@ -91,8 +91,8 @@ __kernel void check_pool_index(__global const long *ind, long oi, long4 is, long
         long n = r / C, c = r - n * C, row = ogx + GF_AT4(gxs, n, c, ih, 0);               \
         for (long iw = 0; iw < W; iw++) gx[row + iw * gxs.s3] = 0;                         \
     }                                                                                      \
-    /* Rows [oh0, oh1) of plane r: each gy element added at its index, with    \
-     * ADD (an atomic add where other items write the same plane). */            \
+    /* Rows [oh0, oh1) of plane r: each gy element added at its index, with an \
+     * atomic add where other items write the same plane (atomic). */           \
     void max_pool2d_backward_rows_##DT(__global const T *gy, long ogy, long4 gys,          \
                                        __global const long *ind, long oi, long4 is,        \
                                        __global T *gx, long ogx, long4 gxs, long8 g,       \
